@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# flakectl dispatch and help, and a short bench-core run.
+# usage: test_cli.sh PATH/TO/flakectl
+set -u
+fc=${1:?usage: test_cli.sh FLAKECTL}
+. "$(dirname "$0")/lib.sh"
+
+commands=(decode layout bench-core)
+
+expect_ok "--help" --help
+for c in "${commands[@]}"; do
+	expect_match "--help lists $c" "$out" "^  $c "
+done
+expect_ok "help" help
+run
+expect_eq "no command: exit 2" "$rc" 2
+expect_match "no command: usage on stderr" "$err" "^usage: flakectl"
+
+for c in "${commands[@]}"; do
+	expect_ok "help $c" help "$c"
+	help_out=$out
+	expect_match "help $c: usage line" "$out" "^usage: flakectl $c"
+	expect_ok "$c --help" "$c" --help
+	expect_eq "help $c is $c --help" "$out" "$help_out"
+	expect_ok "$c -h" "$c" -h
+done
+expect_usage "unknown command" "'frobnicate'" frobnicate
+expect_usage "help for an unknown command" "'frobnicate'" help frobnicate
+expect_ok "--version" --version
+expect_match "--version prints one" "$out" '^flakectl [0-9]+\.[0-9]+'
+
+expect_ok "bench-core runs" bench-core --runs 3 --iterations 5000
+for op in fw_gen_next "fw_gen_list 100" "fw_gen_range 1" "fw_gen_range 100" \
+	"fw_gen_range 4096" fw_clock_ms; do
+	expect_match "bench-core row $op" "$out" "^\| $op +\| +[0-9.]+ / +[0-9.]+ \|"
+done
+expect_usage "bench-core --runs 0" "--runs 0" bench-core --runs 0
+expect_usage "bench-core --iterations x" "--iterations x" bench-core --iterations x
+
+finish

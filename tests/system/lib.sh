@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Shared helpers for system tests. Source it, then call sys_init NAME.
+# Every test gets its own network namespace and temp dir; sys_cleanup (on
+# EXIT) stops the processes it started (by PID) and removes both, also when
+# the test fails.
+
+SYS_PIDS=()
+SYS_NS=""
+SYS_TMP=""
+SYS_FAILS=0
+SYS_CHECKS=0
+
+sys_skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+sys_cleanup() {
+	local pid
+	for pid in "${SYS_PIDS[@]}"; do
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -TERM "$pid" 2>/dev/null
+			for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+		fi
+	done
+	[ -n "$SYS_NS" ] && ip netns del "$SYS_NS" 2>/dev/null
+	[ -n "$SYS_TMP" ] && rm -rf "$SYS_TMP"
+	return 0
+}
+
+# sys_init NAME: checks root, creates namespace "fwt-NAME-$$" with lo up and a temp dir.
+sys_init() {
+	[ "$(id -u)" -eq 0 ] || sys_skip "needs root (network namespaces)"
+	command -v ip >/dev/null || sys_skip "iproute2 missing"
+	SYS_NS="fwt-$1-$$"
+	SYS_TMP=$(mktemp -d "/tmp/fwt-$1.XXXXXX")
+	trap sys_cleanup EXIT
+	trap 'exit 1' INT TERM
+	ip netns add "$SYS_NS" || sys_skip "cannot create a network namespace"
+	ip -n "$SYS_NS" link set lo up
+}
+
+# sys_in_ns CMD...: runs a command inside the test namespace.
+sys_in_ns() {
+	ip netns exec "$SYS_NS" "$@"
+}
+
+# sys_start LOG CMD...: starts CMD in the namespace in the background; sets SYS_LAST_PID.
+sys_start() {
+	local log=$1
+	shift
+	ip netns exec "$SYS_NS" "$@" >"$log" 2>&1 &
+	SYS_LAST_PID=$!
+	SYS_PIDS+=("$SYS_LAST_PID")
+}
+
+# sys_stop PID [SIGNAL]: signals PID and waits (bounded) for it to exit; returns its status.
+sys_stop() {
+	local pid=$1 sig=${2:-TERM} rc
+	kill -"$sig" "$pid" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	wait "$pid" 2>/dev/null
+	rc=$?
+	return $rc
+}
+
+# sys_wait_for SECONDS CMD...: retries CMD every 0.1 s until it succeeds or time runs out.
+sys_wait_for() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# check NAME CMD...: runs one assertion, prints ok/FAIL.
+check() {
+	local name=$1
+	shift
+	SYS_CHECKS=$((SYS_CHECKS + 1))
+	if "$@"; then
+		echo "ok   $name"
+	else
+		echo "FAIL $name"
+		SYS_FAILS=$((SYS_FAILS + 1))
+	fi
+}
+
+# sys_done: exit status of the test from the checks made.
+sys_done() {
+	echo "$((SYS_CHECKS - SYS_FAILS))/$SYS_CHECKS checks passed"
+	[ "$SYS_FAILS" -eq 0 ]
+}
+
+# Assertions over files of decimal IDs, one per line.
+ids_unique() { [ -s "$1" ] && [ -z "$(sort "$1" | uniq -d | head -1)" ]; }
+ids_increasing() { /usr/bin/python3 -c 'import sys; v=[int(l) for l in open(sys.argv[1])]; sys.exit(0 if v and all(a<b for a,b in zip(v,v[1:])) else 1)' "$1"; }
+ids_all_above() { /usr/bin/python3 -c 'import sys; a=[int(l) for l in open(sys.argv[1])]; b=[int(l) for l in open(sys.argv[2])]; sys.exit(0 if a and b and min(b)>max(a) else 1)' "$1" "$2"; }

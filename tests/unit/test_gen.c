@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fw_err.h"
+#include "fw_gen.h"
+
+#define T0 100000u /* a scripted "now", ms since the epoch */
+
+static struct fw_layout layout;
+
+static void make(struct fw_gen *g, uint32_t worker, uint32_t borrow, uint32_t backstep)
+{
+	struct fw_gen_config cfg;
+	fw_layout_default(&layout);
+	fw_gen_config_default(&cfg);
+	cfg.worker = worker;
+	cfg.max_borrow_ms = borrow;
+	cfg.max_backstep_ms = backstep;
+	assert_int_equal(fw_gen_init(g, &layout, &cfg), 0);
+	fw_gen_set_mark(g, UINT64_C(1) << 40);
+}
+
+static uint64_t ms_of(uint64_t id)
+{
+	return id >> 22;
+}
+
+static void init_checks_worker_range(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	struct fw_gen_config cfg;
+	fw_layout_default(&layout);
+	fw_gen_config_default(&cfg);
+	cfg.worker = 1024;
+	assert_int_equal(fw_gen_init(&g, &layout, &cfg), FW_ERANGE);
+	cfg.worker = 1023;
+	cfg.datacenter = 1;
+	assert_int_equal(fw_gen_init(&g, &layout, &cfg), FW_ERANGE);
+	assert_int_equal(fw_gen_init(NULL, &layout, &cfg), -EINVAL);
+}
+
+static void steady_clock_gives_increasing_ids_at_now(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 5, 4, 1000);
+	uint64_t last = 0;
+	for (uint64_t now = T0; now < T0 + 50; now++) {
+		for (int i = 0; i < 100; i++) {
+			uint64_t id;
+			assert_int_equal(fw_gen_next(&g, now, &id), 0);
+			assert_true(id > last);
+			assert_int_equal(ms_of(id), now);
+			assert_int_equal((id >> 12) & 1023, 5);
+			assert_int_equal(id & 4095, (uint64_t)i);
+			assert_int_equal(fw_gen_flags(&g), 0);
+			last = id;
+		}
+	}
+	assert_int_equal(fw_gen_stats(&g)->issued, 5000);
+	assert_int_equal(fw_gen_stats(&g)->borrowed_ms, 0);
+}
+
+static void stalled_clock_borrows_then_retries(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	uint64_t id, last = 0;
+	for (int i = 0; i < 5 * 4096; i++) {
+		assert_int_equal(fw_gen_next(&g, T0, &id), 0);
+		assert_true(id > last);
+		last = id;
+		assert_true(ms_of(id) <= T0 + 4);
+	}
+	assert_int_equal(ms_of(last), T0 + 4);
+	assert_true(fw_gen_flags(&g) & FW_GEN_F_BORROWED);
+	assert_int_equal(fw_gen_stats(&g)->borrowed_ms, 4);
+
+	id = 0;
+	assert_int_equal(fw_gen_next(&g, T0, &id), FW_ERETRY);
+	assert_int_equal(id, 0);
+	assert_int_equal(fw_gen_retry_after_us(&g), 1000);
+	assert_int_equal(fw_gen_stats(&g)->retries, 1);
+	/* Nothing consumed: once the clock reaches T0 + 1, T0 + 5 may be entered. */
+	assert_int_equal(fw_gen_next(&g, T0 + 1, &id), 0);
+	assert_int_equal(ms_of(id), T0 + 5);
+	assert_int_equal(id & 4095, 0);
+}
+
+static void no_borrowing_means_retry_at_end_of_ms(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 0, 1000);
+	uint64_t ids[4096], id;
+	assert_int_equal(fw_gen_list(&g, T0, ids, 4096), 4096);
+	assert_int_equal(fw_gen_next(&g, T0, &id), FW_ERETRY);
+	assert_int_equal(fw_gen_stats(&g)->borrowed_ms, 0);
+	assert_int_equal(fw_gen_next(&g, T0 + 1, &id), 0);
+	assert_int_equal(ms_of(id), T0 + 1);
+}
+
+static void small_step_back_keeps_issuing_from_last_ms(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	uint64_t id, last;
+	assert_int_equal(fw_gen_next(&g, T0, &last), 0);
+	/* The clock steps back 3 ms: within the borrow bound, keep issuing at T0. */
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(fw_gen_next(&g, T0 - 3, &id), 0);
+		assert_true(id > last);
+		assert_int_equal(ms_of(id), T0);
+		last = id;
+	}
+	assert_true(fw_gen_flags(&g) & FW_GEN_F_BACKSTEP);
+	assert_true(fw_gen_flags(&g) & FW_GEN_F_BORROWED);
+	assert_int_equal(fw_gen_stats(&g)->backsteps, 1);
+	assert_int_equal(fw_gen_stats(&g)->max_backstep_ms, 3);
+	/* Clock recovers: normal again. */
+	assert_int_equal(fw_gen_next(&g, T0 + 1, &id), 0);
+	assert_int_equal(ms_of(id), T0 + 1);
+	assert_int_equal(fw_gen_flags(&g), 0);
+}
+
+static void medium_step_back_answers_retry_after(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	uint64_t id;
+	assert_int_equal(fw_gen_next(&g, T0, &id), 0);
+	assert_int_equal(fw_gen_next(&g, T0 - 100, &id), FW_ERETRY);
+	/* Issuable again when the clock is within 4 ms of T0: 96 ms from now. */
+	assert_int_equal(fw_gen_retry_after_us(&g), 96000);
+	assert_int_equal(fw_gen_next(&g, T0 - 4, &id), 0);
+	assert_int_equal(ms_of(id), T0);
+}
+
+static void large_step_back_is_clock_unsafe(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	uint64_t id, last;
+	assert_int_equal(fw_gen_next(&g, T0 + 5000, &last), 0);
+	id = 0;
+	assert_int_equal(fw_gen_next(&g, T0, &id), FW_ECLOCK);
+	assert_int_equal(fw_gen_list(&g, T0, &id, 1), FW_ECLOCK);
+	assert_int_equal(fw_gen_range(&g, T0, 10, &id), FW_ECLOCK);
+	assert_int_equal(id, 0);
+	assert_true(fw_gen_flags(&g) & FW_GEN_F_UNSAFE);
+	assert_int_equal(fw_gen_stats(&g)->unsafe, 3);
+	assert_int_equal(fw_gen_stats(&g)->max_backstep_ms, 5000);
+	/* Within the backstep bound again (1000 ms behind): retry-after, not unsafe. */
+	assert_int_equal(fw_gen_next(&g, T0 + 4000, &id), FW_ERETRY);
+	assert_int_equal(fw_gen_next(&g, T0 + 5001, &id), 0);
+	assert_true(id > last);
+}
+
+static void jump_ahead_moves_to_new_ms(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	uint64_t a, b;
+	assert_int_equal(fw_gen_next(&g, T0, &a), 0);
+	assert_int_equal(fw_gen_next(&g, T0 + 3600000, &b), 0);
+	assert_true(b > a);
+	assert_int_equal(ms_of(b), T0 + 3600000);
+}
+
+static void mark_is_never_passed(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	struct fw_gen_config cfg;
+	fw_layout_default(&layout);
+	fw_gen_config_default(&cfg);
+	assert_int_equal(fw_gen_init(&g, &layout, &cfg), 0);
+	uint64_t id = 0;
+	/* A fresh generator has mark 0: nothing may be issued yet. */
+	assert_int_equal(fw_gen_next(&g, T0, &id), FW_EMARK);
+	assert_int_equal(fw_gen_set_mark(&g, T0 + 1), T0 + 1);
+	assert_int_equal(fw_gen_set_mark(&g, T0 - 10), T0 + 1); /* never moves back */
+	assert_int_equal(fw_gen_next(&g, T0 + 1, &id), 0);
+	assert_int_equal(fw_gen_next(&g, T0 + 2, &id), FW_EMARK);
+	assert_int_equal(fw_gen_stats(&g)->mark_hits, 2);
+	/* Borrowing stops at the mark too. */
+	uint64_t ids[4096];
+	assert_int_equal(fw_gen_list(&g, T0 + 1, ids, 4096), 4095);
+	assert_int_equal(fw_gen_next(&g, T0 + 1, &id), FW_EMARK);
+	fw_gen_set_mark(&g, T0 + 10);
+	assert_int_equal(fw_gen_next(&g, T0 + 2, &id), 0);
+	assert_int_equal(ms_of(id), T0 + 2);
+}
+
+static void floor_forbids_ids_at_or_below_it(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	assert_int_equal(fw_gen_set_floor(&g, T0 + 2), 0);
+	uint64_t id;
+	/* Clock 2 ms behind the floor: borrow T0 + 3 (3 ms ahead, within 4). */
+	assert_int_equal(fw_gen_next(&g, T0, &id), 0);
+	assert_int_equal(ms_of(id), T0 + 3);
+	/* Clock far behind a floor: retry after the clock is within the borrow
+	 * bound of floor + 1, not a backward step. */
+	make(&g, 1, 4, 1000);
+	fw_gen_set_floor(&g, T0 + 100000);
+	assert_int_equal(fw_gen_next(&g, T0, &id), FW_ERETRY);
+	assert_int_equal(fw_gen_retry_after_us(&g), (100000 + 1 - 4) * 1000);
+	assert_int_equal(fw_gen_stats(&g)->backsteps, 0);
+	assert_int_equal(fw_gen_next(&g, T0 + 99996, &id), FW_ERETRY);
+	assert_int_equal(fw_gen_next(&g, T0 + 99997, &id), 0);
+	assert_int_equal(ms_of(id), T0 + 100001);
+	/* A floor below what was issued changes nothing. */
+	fw_gen_set_floor(&g, T0);
+	uint64_t next;
+	assert_int_equal(fw_gen_next(&g, T0 + 100001, &next), 0);
+	assert_int_equal(next, id + 1);
+}
+
+static void range_stays_in_one_ms(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 3, 4, 1000);
+	uint64_t first, id;
+	assert_int_equal(fw_gen_range(&g, T0, 10, &first), 10);
+	assert_int_equal(ms_of(first), T0);
+	assert_int_equal(first & 4095, 0);
+	/* The rest of the ms: 4086 left, asking for more gives 4086. */
+	assert_int_equal(fw_gen_range(&g, T0, 10000, &first), 4086);
+	assert_int_equal(first & 4095, 10);
+	assert_int_equal(ms_of(first + 4085), T0);
+	/* The next range borrows the next ms. */
+	assert_int_equal(fw_gen_range(&g, T0, 1, &first), 1);
+	assert_int_equal(ms_of(first), T0 + 1);
+	assert_int_equal(fw_gen_next(&g, T0, &id), 0);
+	assert_int_equal(id, first + 1);
+	assert_int_equal(fw_gen_stats(&g)->issued, 10 + 4086 + 1 + 1);
+	assert_int_equal(fw_gen_range(&g, T0, 0, &first), -EINVAL);
+}
+
+static void list_stops_at_limit_and_reports_it_next(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 1, 1000);
+	uint64_t ids[3 * 4096];
+	assert_int_equal(fw_gen_list(&g, T0, ids, 3 * 4096), 2 * 4096);
+	for (int i = 1; i < 2 * 4096; i++)
+		assert_true(ids[i] > ids[i - 1]);
+	assert_int_equal(fw_gen_list(&g, T0, ids, 1), FW_ERETRY);
+}
+
+/* An adversarial clock: stalls, small and large steps back, jumps ahead. */
+static void adversarial_clock_never_breaks_order(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	struct fw_gen_config cfg;
+	fw_layout_default(&layout);
+	fw_gen_config_default(&cfg);
+	cfg.worker = 77;
+	assert_int_equal(fw_gen_init(&g, &layout, &cfg), 0);
+	uint64_t mark = T0 + 100;
+	fw_gen_set_mark(&g, mark);
+	uint64_t now = T0, last = 0, issued = 0;
+	srand(7);
+	for (long step = 0; step < 3000000; step++) {
+		int r = rand() % 1000;
+		if (r < 300)
+			now += 1;
+		else if (r < 310)
+			now -= FW_MIN(now, (uint64_t)(rand() % 8));
+		else if (r < 312)
+			now -= FW_MIN(now, (uint64_t)(rand() % 3000));
+		else if (r < 314)
+			now += (uint64_t)(rand() % 3000);
+		if (rand() % 50 == 0)
+			mark = fw_gen_set_mark(&g, now + (uint64_t)(rand() % 50));
+
+		uint64_t ids[8];
+		int n;
+		int op = rand() % 3;
+		if (op == 0) {
+			n = fw_gen_next(&g, now, &ids[0]) == 0 ? 1 : 0;
+		} else if (op == 1) {
+			n = fw_gen_list(&g, now, ids, 1 + (uint32_t)(rand() % 8));
+		} else {
+			uint64_t first;
+			int c = fw_gen_range(&g, now, 1 + (uint32_t)(rand() % 5000), &first);
+			if (c > 0) {
+				assert_int_equal(ms_of(first), ms_of(first + (uint64_t)c - 1));
+				assert_true(first > last);
+				assert_true(ms_of(first) <= mark);
+				assert_true(ms_of(first) <= now + 4);
+				last = first + (uint64_t)c - 1;
+				issued += (uint64_t)c;
+			}
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			assert_true(ids[i] > last);
+			assert_true(ms_of(ids[i]) <= mark);
+			assert_true(ms_of(ids[i]) <= now + 4);
+			assert_int_equal((ids[i] >> 12) & 1023, 77);
+			last = ids[i];
+		}
+		if (n > 0)
+			issued += (uint64_t)n;
+	}
+	assert_int_equal(fw_gen_stats(&g)->issued, issued);
+	assert_true(issued > 1000000);
+	assert_true(fw_gen_stats(&g)->backsteps > 0);
+	assert_true(fw_gen_stats(&g)->unsafe > 0);
+	assert_true(fw_gen_stats(&g)->retries > 0);
+	assert_true(fw_gen_stats(&g)->mark_hits > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(init_checks_worker_range),
+		cmocka_unit_test(steady_clock_gives_increasing_ids_at_now),
+		cmocka_unit_test(stalled_clock_borrows_then_retries),
+		cmocka_unit_test(no_borrowing_means_retry_at_end_of_ms),
+		cmocka_unit_test(small_step_back_keeps_issuing_from_last_ms),
+		cmocka_unit_test(medium_step_back_answers_retry_after),
+		cmocka_unit_test(large_step_back_is_clock_unsafe),
+		cmocka_unit_test(jump_ahead_moves_to_new_ms),
+		cmocka_unit_test(mark_is_never_passed),
+		cmocka_unit_test(floor_forbids_ids_at_or_below_it),
+		cmocka_unit_test(range_stays_in_one_ms),
+		cmocka_unit_test(list_stops_at_limit_and_reports_it_next),
+		cmocka_unit_test(adversarial_clock_never_breaks_order),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
