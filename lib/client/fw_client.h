@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The flakewire client: what a service links to get IDs from one or more
+ * responders over kernel UDP sockets. libc and pthreads only.
+ *
+ * Each request carries a fresh random 64-bit tag (getrandom); a reply is
+ * accepted only when its tag and its source address match, so stale,
+ * duplicated, foreign and garbled datagrams are dropped and the client
+ * keeps waiting until the attempt's deadline. An attempt that times out is
+ * resent to the same responder, each wait twice as long as the previous
+ * one (timeout_ms, 2x, 4x, ...); after opts.retries retries the client
+ * fails over to the next responder, round robin, and stays there.
+ * FW_WIRE_ST_RETRY_AFTER makes it wait retry_after_us (at most
+ * FW_CLIENT_RETRY_AFTER_MAX_US) and counts as one attempt.
+ *
+ * Every ID handed out has been validated: status OK, count no larger than
+ * asked, IDs positive and strictly increasing within the reply, strictly
+ * above the last ID seen from the same (datacenter, worker) pair in any
+ * earlier reply, and (once the layout is known from an INFO exchange, done
+ * lazily before the first ID request) carrying the datacenter and worker
+ * the reply header names. A reply that fails any check yields FW_EINVALID
+ * and none of its IDs.
+ *
+ * Thread safety: every function may be called from several threads on the
+ * same client; one mutex serialises them, so a request waits for the one in
+ * flight. fw_client_close() must not race with any other call.
+ *
+ * Errors: 0 on success or a negative code (fw_err.h; fw_strerror()).
+ * Common to the request functions:
+ *   FW_ETIMEOUT  no responder answered within its attempts;
+ *   FW_ESTATUS   a responder answered with an error status (see
+ *                fw_client_last_status()), or every responder asked kept
+ *                answering FW_WIRE_ST_RETRY_AFTER;
+ *   FW_EINVALID  a reply failed validation (its IDs are discarded);
+ *   -EINVAL      a bad argument;
+ *   other -errno from the socket calls or getrandom().
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+#include "fw_wire.h"
+
+/* Longest RETRY_AFTER wait honoured; a larger retry_after_us is cut to this. */
+#define FW_CLIENT_RETRY_AFTER_MAX_US 1000000u
+/* Bounds checked by fw_client_open(). */
+#define FW_CLIENT_TIMEOUT_MS_MAX     60000u
+#define FW_CLIENT_RETRIES_MAX        10u
+#define FW_CLIENT_PREFETCH_MAX       (1u << 20)
+/* Distinct (datacenter, worker) pairs whose last ID is remembered; the
+ * oldest entry is recycled beyond this, losing only its cross-reply check. */
+#define FW_CLIENT_WORKERS_TRACKED    64
+
+struct fw_client;
+
+/*
+ * Client options. Always start from fw_client_opts_init(): it sets @size,
+ * so fields added later keep their defaults for callers built against an
+ * older header.
+ */
+struct fw_client_opts {
+	size_t size;         /* sizeof(struct fw_client_opts), set by fw_client_opts_init() */
+	uint32_t timeout_ms; /* first attempt's wait, 1..FW_CLIENT_TIMEOUT_MS_MAX; default 200 */
+	uint32_t retries;    /* resends per responder, 0..FW_CLIENT_RETRIES_MAX; default 3 */
+	uint32_t prefetch;   /* IDs fetched per refill by fw_client_next(); default 1024 */
+	uint32_t low_water;  /* fw_client_next() refills below this many; default 256 */
+	bool trusted;        /* do not pad requests (loopback, trusted source); default false */
+	bool use_range;      /* prefetch with RANGE requests, else LIST; default true */
+};
+
+/* Fills *o with the defaults and sets o->size. */
+FW_API void fw_client_opts_init(struct fw_client_opts *o);
+
+/*
+ * Creates a client for @n responders, tried in the order given.
+ *
+ * @servers  "HOST:PORT", "HOST", "[IPV6]:PORT", "[IPV6]" or a bare IPv6
+ *           address; HOST is a numeric IPv4 address or a host name (its
+ *           first address is used; resolving a name may block). The port
+ *           defaults to FW_WIRE_DEFAULT_PORT.
+ * @opts     NULL for the defaults. opts->size may be smaller than this
+ *           header's struct (missing fields take their defaults) or larger
+ *           (the unknown tail must be zero).
+ * @out      receives the client; untouched on error.
+ * Returns 0; -EINVAL (NULL @servers or @out, @n 0, opts->size below
+ * sizeof(size_t), an option out of range); -E2BIG (non-zero bytes beyond
+ * the fields this library knows); FW_ERESOLVE (an address or port that
+ * cannot be parsed or resolved); -ENOMEM; -errno from socket().
+ */
+FW_API int fw_client_open(const char *const *servers, size_t n, const struct fw_client_opts *opts,
+			  struct fw_client **out);
+
+/* Closes the sockets and frees @c. NULL is a no-op. Buffered IDs are lost. */
+FW_API void fw_client_close(struct fw_client *c);
+
+/*
+ * Gets one ID with an ID request (no buffering: one round trip).
+ * Returns 0 with *id set, or a common error (*id untouched).
+ */
+FW_API int fw_client_get(struct fw_client *c, uint64_t *id);
+
+/*
+ * Gets @n IDs with LIST requests of at most FW_WIRE_LIST_MAX IDs each,
+ * asking again while a responder answers with fewer (FW_WIRE_F_PARTIAL).
+ * IDs are written in the order received: increasing per responder worker.
+ *
+ * @got  receives how many IDs were written to @ids, also on error: the
+ *       first *got IDs are valid even when the call fails part way.
+ * Returns 0 with *got == @n (@n 0 is a no-op), or a common error.
+ */
+FW_API int fw_client_get_n(struct fw_client *c, uint64_t *ids, size_t n, size_t *got);
+
+/*
+ * Gets up to @want IDs (1..FW_WIRE_RANGE_IDS_MAX) as ranges of consecutive
+ * IDs (first, first + 1, ..., first + n - 1) with one RANGE request. The
+ * responder may answer with fewer IDs (FW_WIRE_F_PARTIAL).
+ *
+ * @ranges   receives up to @max ranges, in increasing order;
+ * @max      at least 1; ranges beyond @max in the reply are dropped (those
+ *           IDs are wasted, never reused), so pass FW_WIRE_RANGES_MAX to
+ *           keep them all;
+ * @nranges  receives the number of ranges written.
+ * Returns 0, or a common error (*nranges 0).
+ */
+FW_API int fw_client_get_range(struct fw_client *c, uint32_t want, struct fw_wire_range *ranges,
+			       size_t max, size_t *nranges);
+
+/*
+ * Asks the current responder for its INFO (layout, epoch, clock state) and,
+ * if the client had no layout yet, adopts a valid one for the ID checks.
+ *
+ * @info     receives the body;
+ * @hdr_out  NULL, or receives the reply header (worker, flags).
+ * Returns 0, or a common error (FW_EINVALID is not returned: the body is
+ * passed through as sent).
+ */
+FW_API int fw_client_info(struct fw_client *c, struct fw_wire_info *info,
+			  struct fw_wire_hdr *hdr_out);
+
+/*
+ * Hands out one ID from a local buffer of prefetched IDs, refilling it with
+ * opts.prefetch IDs (RANGE requests, or LIST without opts.use_range) when
+ * fewer than opts.low_water remain. The refill runs inline, under the
+ * client's mutex: the calling thread waits for the round trip and the
+ * other callers wait for it. If a refill fails while IDs remain, they are
+ * still handed out and refills are held off for timeout_ms << retries,
+ * so a dead cluster does not cost every call a full timeout.
+ *
+ * Per calling thread the IDs are increasing as long as one responder
+ * worker serves them; they are unique in any case.
+ * Returns 0 with *id set, or (only when the buffer is empty and the refill
+ * failed) a common error.
+ */
+FW_API int fw_client_next(struct fw_client *c, uint64_t *id);
+
+/*
+ * Status (FW_WIRE_ST_*) of the last reply accepted, FW_WIRE_ST_OK before
+ * any: after FW_ESTATUS it says why. Shared by all threads using @c.
+ */
+FW_API uint8_t fw_client_last_status(struct fw_client *c);
+
+/*
+ * Copies the header of the last reply accepted (worker that answered,
+ * clock-state flags) to *hdr. Returns 0, or -ENOENT before any reply.
+ */
+FW_API int fw_client_last_hdr(struct fw_client *c, struct fw_wire_hdr *hdr);

@@ -1,0 +1,1072 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The client against a scripted fake responder: a thread with a UDP socket
+ * on an ephemeral loopback port whose behaviour each test picks.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fw_client.h"
+#include "fw_err.h"
+#include "fw_layout.h"
+#include "fw_wire.h"
+
+#define FAKE_DC      3
+#define FAKE_WORKER  17
+/* Short enough that a test with every retry and a failover stays well under a second. */
+#define T_TIMEOUT_MS 20
+#define T_RETRIES    2
+
+struct fake;
+typedef void (*fake_behave_fn)(struct fake *f, const struct fw_wire_hdr *req, unsigned k);
+
+struct fake {
+	int fd;
+	int fd2; /* a second socket, for replies from the wrong source */
+	int family;
+	uint16_t port;
+	pthread_t thr;
+	atomic_bool stop;
+	fake_behave_fn behave;
+	/* Set by the tests while the fake runs (ordered by the datagrams, but
+	 * atomic so that the tools can see it). */
+	atomic_uint param;
+
+	/* Per request op: how many seen, length of the last one. */
+	atomic_uint nreq[FW_WIRE_OP_INFO + 1];
+	atomic_uint last_len[FW_WIRE_OP_INFO + 1];
+
+	struct sockaddr_storage from;
+	socklen_t fromlen;
+
+	struct fw_layout layout;
+	uint64_t ms;
+	uint32_t seq;
+	atomic_uint list_cap;
+	atomic_bool refuse_info;
+	atomic_ullong good_first; /* first ID of the last reply meant to be accepted */
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Takes @n consecutive IDs (no more than are left in the current ms) and
+ * returns the first. Runs on the fake's thread, where cmocka's asserts
+ * cannot be used: a failure aborts.
+ */
+static uint64_t fake_take(struct fake *f, uint32_t n)
+{
+	uint64_t id;
+
+	if (fw_layout_encode(&f->layout, f->ms, FAKE_DC, FAKE_WORKER, f->seq, &id) != 0)
+		abort();
+	f->seq += n;
+	if (f->seq == fw_layout_ids_per_ms(&f->layout)) {
+		f->seq = 0;
+		f->ms++;
+	}
+	return id;
+}
+
+static uint64_t fake_next_id(struct fake *f)
+{
+	return fake_take(f, 1);
+}
+
+static struct fw_wire_hdr fake_hdr(const struct fw_wire_hdr *req, uint8_t status)
+{
+	struct fw_wire_hdr h = *req;
+
+	h.status = status;
+	h.flags = 0;
+	h.datacenter = FAKE_DC;
+	h.worker = FAKE_WORKER;
+	h.retry_after_us = 0;
+	return h;
+}
+
+/* Builds the reply a correct responder would send. Returns its length. */
+static int fake_build(struct fake *f, const struct fw_wire_hdr *req, uint8_t *buf, size_t cap)
+{
+	struct fw_wire_hdr h = fake_hdr(req, FW_WIRE_ST_OK);
+	uint64_t ids[FW_WIRE_LIST_MAX];
+	struct fw_wire_range r[FW_WIRE_RANGES_MAX];
+	struct fw_wire_info info = {0};
+	unsigned n = 0;
+
+	switch (req->op) {
+	case FW_WIRE_OP_ID:
+	case FW_WIRE_OP_LIST:
+		n = req->count;
+		if (f->list_cap && n > f->list_cap) {
+			n = f->list_cap;
+			h.flags |= FW_WIRE_F_PARTIAL;
+		}
+		for (unsigned i = 0; i < n; i++)
+			ids[i] = fake_next_id(f);
+		f->good_first = ids[0];
+		return fw_wire_write_ids(buf, cap, &h, ids, (uint16_t)n);
+	case FW_WIRE_OP_RANGE: {
+		uint32_t left = req->count;
+		uint64_t per_ms = fw_layout_ids_per_ms(&f->layout);
+
+		while (left && n < FW_WIRE_RANGES_MAX) {
+			uint32_t take = (uint32_t)FW_MIN((uint64_t)left, per_ms - f->seq);
+
+			r[n].first = fake_take(f, take);
+			r[n].n = take;
+			left -= take;
+			n++;
+		}
+		if (left)
+			h.flags |= FW_WIRE_F_PARTIAL;
+		f->good_first = r[0].first;
+		return fw_wire_write_ranges(buf, cap, &h, r, (uint16_t)n);
+	}
+	case FW_WIRE_OP_INFO:
+		info.epoch_ms = f->layout.epoch_ms;
+		info.time_bits = f->layout.time_bits;
+		info.dc_bits = f->layout.dc_bits;
+		info.worker_bits = f->layout.worker_bits;
+		info.seq_bits = f->layout.seq_bits;
+		info.version_min = FW_WIRE_VERSION;
+		info.version_max = FW_WIRE_VERSION;
+		info.list_max = FW_WIRE_LIST_MAX;
+		info.ranges_max = FW_WIRE_RANGES_MAX;
+		info.max_borrow_ms = 5;
+		info.clock_offset_ns = -42;
+		return fw_wire_write_info(buf, cap, &h, &info);
+	}
+	return -1;
+}
+
+static void fake_send_on(struct fake *f, int fd, const void *buf, int len)
+{
+	if (len <= 0)
+		abort();
+	sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&f->from, f->fromlen);
+}
+
+static void fake_answer(struct fake *f, const struct fw_wire_hdr *req)
+{
+	uint8_t buf[FW_WIRE_MTU_PAYLOAD];
+
+	fake_send_on(f, f->fd, buf, fake_build(f, req, buf, sizeof(buf)));
+}
+
+static void fake_status(struct fake *f, const struct fw_wire_hdr *req, uint8_t st, uint32_t us)
+{
+	uint8_t buf[FW_WIRE_HDR_LEN];
+	struct fw_wire_hdr h = fake_hdr(req, st);
+
+	h.retry_after_us = us;
+	fake_send_on(f, f->fd, buf, fw_wire_write_status(buf, sizeof(buf), &h));
+}
+
+static void *fake_run(void *arg)
+{
+	struct fake *f = arg;
+	uint8_t buf[2048];
+
+	while (!atomic_load(&f->stop)) {
+		struct pollfd p = {.fd = f->fd, .events = POLLIN};
+		struct fw_wire_hdr h;
+		ssize_t n;
+		unsigned k;
+
+		if (poll(&p, 1, 5) <= 0)
+			continue;
+		f->fromlen = sizeof(f->from);
+		n = recvfrom(f->fd, buf, sizeof(buf), 0, (struct sockaddr *)&f->from, &f->fromlen);
+		if (n < 0 || fw_wire_parse_request(buf, (size_t)n, &h) != 0)
+			continue;
+		k = atomic_fetch_add(&f->nreq[h.op], 1);
+		atomic_store(&f->last_len[h.op], (unsigned)n);
+		if (f->behave)
+			f->behave(f, &h, k);
+	}
+	return NULL;
+}
+
+static int bind_loopback(int family, uint16_t *port)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_addr = in6addr_loopback;
+		len = sizeof(*sin6);
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					: ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
+/* Starts a fake on loopback. Returns NULL only if @family has no loopback. */
+static struct fake *fake_start(int family, fake_behave_fn behave)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	uint16_t port2;
+
+	assert_non_null(f);
+	f->family = family;
+	f->behave = behave;
+	f->fd = bind_loopback(family, &f->port);
+	if (f->fd < 0) {
+		free(f);
+		return NULL;
+	}
+	f->fd2 = bind_loopback(family, &port2);
+	assert_true(f->fd2 >= 0);
+	assert_int_equal(fw_layout_init(&f->layout, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
+	f->ms = 1000;
+	assert_int_equal(pthread_create(&f->thr, NULL, fake_run, f), 0);
+	return f;
+}
+
+static void fake_stop(struct fake *f)
+{
+	atomic_store(&f->stop, true);
+	pthread_join(f->thr, NULL);
+	close(f->fd);
+	close(f->fd2);
+	free(f);
+}
+
+static void fake_addr(const struct fake *f, char *buf, size_t cap)
+{
+	snprintf(buf, cap, f->family == AF_INET ? "127.0.0.1:%u" : "[::1]:%u", f->port);
+}
+
+static struct fw_client *client_for(const struct fake *f, bool trusted)
+{
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+
+	fw_client_opts_init(&o);
+	o.timeout_ms = T_TIMEOUT_MS;
+	o.retries = T_RETRIES;
+	o.trusted = trusted;
+	fake_addr(f, addr, sizeof(addr));
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	return c;
+}
+
+static void assert_from_fake(uint64_t id)
+{
+	struct fw_layout l;
+	struct fw_id_parts p;
+
+	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
+	assert_int_equal(fw_layout_decode(&l, id, &p), 0);
+	assert_int_equal(p.datacenter, FAKE_DC);
+	assert_int_equal(p.worker, FAKE_WORKER);
+}
+
+/* Behaviours. @k counts earlier requests of the same op. */
+
+static void beh_normal(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	fake_answer(f, req);
+}
+
+static void beh_drop_first(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	if (req->op != FW_WIRE_OP_INFO && k == 0)
+		return;
+	fake_answer(f, req);
+}
+
+static void beh_duplicate(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	uint8_t buf[FW_WIRE_MTU_PAYLOAD];
+	int len = fake_build(f, req, buf, sizeof(buf));
+
+	(void)k;
+	fake_send_on(f, f->fd, buf, len);
+	fake_send_on(f, f->fd, buf, len);
+}
+
+/* The correct reply is built first, so a wrongly accepted impostor would
+ * show up as a larger ID than good_first. */
+static void beh_wrong_tag(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	uint8_t good[FW_WIRE_MTU_PAYLOAD], bad[FW_WIRE_MTU_PAYLOAD];
+	struct fw_wire_hdr h = *req;
+	int glen = fake_build(f, req, good, sizeof(good));
+	uint64_t first = f->good_first;
+	int blen;
+
+	(void)k;
+	h.tag ^= 1;
+	blen = fake_build(f, &h, bad, sizeof(bad));
+	f->good_first = first;
+	fake_send_on(f, f->fd, bad, blen);
+	fake_send_on(f, f->fd, good, glen);
+}
+
+static void beh_foreign_source(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	uint8_t good[FW_WIRE_MTU_PAYLOAD], bad[FW_WIRE_MTU_PAYLOAD];
+	int glen = fake_build(f, req, good, sizeof(good));
+	uint64_t first = f->good_first;
+	int blen = fake_build(f, req, bad, sizeof(bad));
+
+	(void)k;
+	f->good_first = first;
+	fake_send_on(f, f->fd2, bad, blen);
+	usleep(2000);
+	fake_send_on(f, f->fd, good, glen);
+}
+
+static void beh_slow_first(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	if (req->op != FW_WIRE_OP_INFO && k == 0)
+		usleep(f->param);
+	fake_answer(f, req);
+}
+
+static void beh_garbage(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	uint8_t buf[FW_WIRE_MTU_PAYLOAD];
+	int len;
+
+	if (req->op == FW_WIRE_OP_INFO) {
+		fake_answer(f, req);
+		return;
+	}
+	len = fake_build(f, req, buf, sizeof(buf));
+	/* Truncated, bad magic, trailing junk, random bytes: all with the right tag. */
+	fake_send_on(f, f->fd, buf, len - 1);
+	buf[0] ^= 0xff;
+	fake_send_on(f, f->fd, buf, len);
+	buf[0] ^= 0xff;
+	buf[len] = 0;
+	fake_send_on(f, f->fd, buf, len + 1);
+	for (int i = 0; i < 64; i++)
+		buf[i] = (uint8_t)rand();
+	fake_send_on(f, f->fd, buf, 64);
+	if (k > 0)
+		fake_answer(f, req);
+}
+
+static void beh_retry_after(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	if (req->op != FW_WIRE_OP_INFO && k == 0)
+		fake_status(f, req, FW_WIRE_ST_RETRY_AFTER, f->param);
+	else
+		fake_answer(f, req);
+}
+
+static void beh_status(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	if (req->op == FW_WIRE_OP_INFO)
+		fake_answer(f, req);
+	else
+		fake_status(f, req, (uint8_t)f->param, 0);
+}
+
+static void beh_silent(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)f;
+	(void)req;
+	(void)k;
+}
+
+/* Hands out the same IDs again: a responder that lost its state. */
+static void beh_repeat(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	uint64_t ms = f->ms;
+	uint32_t seq = f->seq;
+
+	(void)k;
+	fake_answer(f, req);
+	if (req->op != FW_WIRE_OP_INFO) {
+		f->ms = ms;
+		f->seq = seq;
+	}
+}
+
+/* One raw LIST/ID reply with the IDs in param-selected ways broken. */
+static void beh_bad_ids(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	struct fw_wire_hdr h = fake_hdr(req, FW_WIRE_ST_OK);
+	uint8_t buf[FW_WIRE_MTU_PAYLOAD];
+	uint64_t ids[4];
+	uint16_t n = 1;
+
+	(void)k;
+	if (req->op == FW_WIRE_OP_INFO && f->refuse_info) {
+		fake_status(f, req, FW_WIRE_ST_BAD_REQUEST, 0);
+		return;
+	}
+	if (req->op == FW_WIRE_OP_INFO) {
+		fake_answer(f, req);
+		return;
+	}
+	ids[0] = fake_next_id(f);
+	switch (f->param) {
+	case 0: /* sign bit set */
+		ids[0] |= 1ull << 63;
+		break;
+	case 1: /* zero */
+		ids[0] = 0;
+		break;
+	case 2: /* header names another worker than the IDs */
+		h.worker = FAKE_WORKER + 1;
+		break;
+	case 3: /* not increasing within the reply */
+		ids[1] = fake_next_id(f);
+		ids[2] = ids[0];
+		n = 3;
+		break;
+	case 4: /* more IDs than asked */
+		ids[1] = fake_next_id(f);
+		n = 2;
+		break;
+	}
+	fake_send_on(f, f->fd, buf, fw_wire_write_ids(buf, sizeof(buf), &h, ids, n));
+}
+
+static void beh_noinfo_wrong_worker(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	if (req->op == FW_WIRE_OP_INFO) {
+		fake_status(f, req, FW_WIRE_ST_BAD_REQUEST, 0);
+		return;
+	}
+	f->param = 2;
+	beh_bad_ids(f, req, k);
+}
+
+/* Tests */
+
+static void test_open_args(void **state)
+{
+	static const char *const bad[] = {
+		"1.2.3.4:0", "1.2.3.4:70000", "1.2.3.4:", "1.2.3.4:x1",
+		"[::1",      "[::1]x",        "[]:1",     "",
+	};
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:9", "::1", "[::1]", "[::1]:9"};
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	struct {
+		struct fw_client_opts o;
+		uint64_t future;
+	} big;
+
+	(void)state;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++)
+		assert_int_equal(fw_client_open(&bad[i], 1, NULL, &c), FW_ERESOLVE);
+	assert_null(c);
+	for (size_t i = 0; i < FW_ARRAY_SIZE(good); i++) {
+		assert_int_equal(fw_client_open(&good[i], 1, NULL, &c), 0);
+		fw_client_close(c);
+	}
+	assert_int_equal(fw_client_open(good, 5, NULL, &c), 0);
+	fw_client_close(c);
+
+	assert_int_equal(fw_client_open(NULL, 1, NULL, &c), -EINVAL);
+	assert_int_equal(fw_client_open(good, 0, NULL, &c), -EINVAL);
+	assert_int_equal(fw_client_open(good, 1, NULL, NULL), -EINVAL);
+
+	fw_client_opts_init(&o);
+	assert_int_equal(o.size, sizeof(o));
+	assert_int_equal(o.timeout_ms, 200);
+	assert_int_equal(o.retries, 3);
+	assert_int_equal(o.prefetch, 1024);
+	assert_int_equal(o.low_water, 256);
+	assert_false(o.trusted);
+	assert_true(o.use_range);
+
+	o.timeout_ms = 0;
+	assert_int_equal(fw_client_open(good, 1, &o, &c), -EINVAL);
+	fw_client_opts_init(&o);
+	o.prefetch = 0;
+	assert_int_equal(fw_client_open(good, 1, &o, &c), -EINVAL);
+	fw_client_opts_init(&o);
+	o.size = 0;
+	assert_int_equal(fw_client_open(good, 1, &o, &c), -EINVAL);
+
+	/* An older caller: only the fields up to timeout_ms; a bad value
+	 * beyond its size must not be read. */
+	fw_client_opts_init(&o);
+	o.size = offsetof(struct fw_client_opts, retries);
+	o.prefetch = 0;
+	assert_int_equal(fw_client_open(good, 1, &o, &c), 0);
+	fw_client_close(c);
+
+	/* A newer caller: unknown tail must be zero. */
+	memset(&big, 0, sizeof(big));
+	fw_client_opts_init(&big.o);
+	big.o.size = sizeof(big);
+	assert_int_equal(fw_client_open(good, 1, &big.o, &c), 0);
+	fw_client_close(c);
+	big.future = 1;
+	assert_int_equal(fw_client_open(good, 1, &big.o, &c), -E2BIG);
+}
+
+static void test_get_id(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_for(f, false);
+	struct fw_wire_hdr h;
+	uint64_t a, b;
+
+	(void)state;
+	assert_int_equal(fw_client_last_hdr(c, &h), -ENOENT);
+	assert_int_equal(fw_client_get(c, &a), 0);
+	assert_from_fake(a);
+	assert_int_equal(fw_client_get(c, &b), 0);
+	assert_true(b > a);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
+	assert_int_equal(fw_client_last_hdr(c, &h), 0);
+	assert_int_equal(h.worker, FAKE_WORKER);
+	assert_int_equal(h.datacenter, FAKE_DC);
+	/* Untrusted: padded so no reply can be larger than the request. */
+	assert_int_equal(atomic_load(&f->last_len[FW_WIRE_OP_ID]),
+			 fw_wire_request_size(FW_WIRE_OP_ID, 1));
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_INFO]), 1);
+	fw_client_close(c);
+
+	c = client_for(f, true);
+	assert_int_equal(fw_client_get(c, &a), 0);
+	assert_int_equal(atomic_load(&f->last_len[FW_WIRE_OP_ID]), FW_WIRE_HDR_LEN);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_get_n(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_for(f, false);
+	uint64_t ids[500];
+	size_t got = 99;
+
+	(void)state;
+	f->list_cap = 50;
+	assert_int_equal(fw_client_get_n(c, ids, 500, &got), 0);
+	assert_int_equal(got, 500);
+	for (size_t i = 0; i < got; i++) {
+		assert_from_fake(ids[i]);
+		if (i)
+			assert_true(ids[i] > ids[i - 1]);
+	}
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_LIST]), 10);
+	/* The last request asks only for the 50 still missing, padded for them. */
+	assert_int_equal(atomic_load(&f->last_len[FW_WIRE_OP_LIST]),
+			 fw_wire_request_size(FW_WIRE_OP_LIST, 50));
+
+	assert_int_equal(fw_client_get_n(c, ids, 0, &got), 0);
+	assert_int_equal(got, 0);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_get_range(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_for(f, false);
+	struct fw_wire_range r[FW_WIRE_RANGES_MAX];
+	uint64_t total = 0, last;
+	size_t n = 99;
+
+	(void)state;
+	assert_int_equal(fw_client_get_range(c, 0, r, FW_WIRE_RANGES_MAX, &n), -EINVAL);
+	assert_int_equal(n, 0);
+	/* 10000 IDs at 4096 per ms span three ms: three ranges. */
+	assert_int_equal(fw_client_get_range(c, 10000, r, FW_WIRE_RANGES_MAX, &n), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		assert_from_fake(r[i].first);
+		assert_from_fake(r[i].first + r[i].n - 1);
+		if (i)
+			assert_true(r[i].first > r[i - 1].first + r[i - 1].n - 1);
+		total += r[i].n;
+	}
+	assert_int_equal(total, 10000);
+
+	/* Fewer slots than ranges: the rest is dropped, later IDs still increase. */
+	last = r[n - 1].first + r[n - 1].n - 1;
+	assert_int_equal(fw_client_get_range(c, 10000, r, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_true(r[0].first > last);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_info(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_for(f, false);
+	struct fw_wire_info info;
+	struct fw_wire_hdr h;
+
+	(void)state;
+	assert_int_equal(fw_client_info(c, &info, &h), 0);
+	assert_true(info.epoch_ms == FW_DEFAULT_EPOCH_MS);
+	assert_int_equal(info.dc_bits, 5);
+	assert_int_equal(info.worker_bits, 5);
+	assert_int_equal(info.seq_bits, 12);
+	assert_int_equal(info.time_bits, 41);
+	assert_int_equal(info.clock_offset_ns, -42);
+	assert_int_equal(h.worker, FAKE_WORKER);
+	assert_int_equal(h.op, FW_WIRE_OP_INFO | FW_WIRE_OP_REPLY);
+	assert_int_equal(fw_client_info(c, &info, NULL), 0);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_lost_reply(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_drop_first);
+	struct fw_client *c = client_for(f, false);
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_from_fake(id);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void test_duplicate_reply(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_duplicate);
+	struct fw_client *c = client_for(f, false);
+	uint64_t ids[40];
+	size_t got;
+
+	(void)state;
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(fw_client_get(c, &ids[i]), 0);
+	assert_int_equal(fw_client_get_n(c, ids + 20, 20, &got), 0);
+	for (int i = 1; i < 40; i++)
+		assert_true(ids[i] > ids[i - 1]);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_wrong_tag(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_wrong_tag);
+	struct fw_client *c = client_for(f, false);
+	uint64_t id;
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_true(id == atomic_load(&f->good_first));
+	}
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 5);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_foreign_source(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_foreign_source);
+	struct fw_client *c = client_for(f, false);
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_true(id == atomic_load(&f->good_first));
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_slow_reply(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_slow_first);
+	struct fw_client *c = client_for(f, false);
+	uint64_t a, b;
+
+	(void)state;
+	f->param = (T_TIMEOUT_MS + 15) * 1000;
+	assert_int_equal(fw_client_get(c, &a), 0);
+	assert_int_equal(fw_client_get(c, &b), 0);
+	assert_true(b > a);
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_ID]) >= 3);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_garbage(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_garbage);
+	struct fw_client *c = client_for(f, false);
+	uint64_t a, b;
+
+	(void)state;
+	/* First request: only garbage, so a retry; then garbage and a reply. */
+	assert_int_equal(fw_client_get(c, &a), 0);
+	assert_true(a == atomic_load(&f->good_first));
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	assert_int_equal(fw_client_get(c, &b), 0);
+	assert_true(b > a);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_retry_after(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_retry_after);
+	struct fw_client *c = client_for(f, false);
+	uint64_t id, t0;
+
+	(void)state;
+	f->param = 30000;
+	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	t0 = mono_ms();
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_true(mono_ms() - t0 >= 30);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_error_status(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_status);
+	struct fw_client *c = client_for(f, false);
+	uint64_t id = 7;
+	size_t got;
+
+	(void)state;
+	f->param = FW_WIRE_ST_REFUSED;
+	assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+	assert_int_equal(id, 7);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_REFUSED);
+	f->param = FW_WIRE_ST_CLOCK_UNSAFE;
+	assert_int_equal(fw_client_get_n(c, &id, 1, &got), FW_ESTATUS);
+	assert_int_equal(got, 0);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_CLOCK_UNSAFE);
+	/* Not retried: the status is the answer. */
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 1);
+	/* Overloaded on every attempt: retried, then given up as a status. */
+	f->param = FW_WIRE_ST_RETRY_AFTER;
+	assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_RETRY_AFTER);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 1 + T_RETRIES + 1);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+/* @dead is the first server; the fake answers; the client must move to it and stay. */
+static void check_failover(const char *dead)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {dead, addr};
+	uint64_t id, t0;
+
+	fake_addr(f, addr, sizeof(addr));
+	fw_client_opts_init(&o);
+	o.timeout_ms = T_TIMEOUT_MS;
+	o.retries = T_RETRIES;
+	assert_int_equal(fw_client_open(servers, 2, &o, &c), 0);
+	t0 = mono_ms();
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_from_fake(id);
+	/* Every attempt on the dead one, with backoff: 20 + 40 + 80 ms. */
+	assert_true(mono_ms() - t0 >= 140);
+	t0 = mono_ms();
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_true(mono_ms() - t0 < T_TIMEOUT_MS);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_failover_closed_port(void **state)
+{
+	uint16_t port;
+	int fd = bind_loopback(AF_INET, &port);
+	char dead[64];
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(dead, sizeof(dead), "127.0.0.1:%u", port);
+	check_failover(dead);
+}
+
+static void test_failover_silent(void **state)
+{
+	struct fake *s = fake_start(AF_INET, beh_silent);
+	char dead[64];
+
+	(void)state;
+	fake_addr(s, dead, sizeof(dead));
+	check_failover(dead);
+	/* Retried on the silent one before failing over. */
+	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_INFO]), T_RETRIES + 1);
+	fake_stop(s);
+}
+
+static void test_timeout(void **state)
+{
+	struct fake *s = fake_start(AF_INET, beh_silent);
+	struct fw_client *c = client_for(s, false);
+	uint64_t id = 7;
+
+	(void)state;
+	assert_int_equal(fw_client_get(c, &id), FW_ETIMEOUT);
+	assert_int_equal(id, 7);
+	assert_int_equal(fw_client_next(c, &id), FW_ETIMEOUT);
+	fw_client_close(c);
+	fake_stop(s);
+}
+
+static void test_non_increasing(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_repeat);
+	struct fw_client *c = client_for(f, false);
+	uint64_t a, b = 0, ids[3];
+	size_t got = 9;
+
+	(void)state;
+	assert_int_equal(fw_client_get(c, &a), 0);
+	assert_int_equal(fw_client_get(c, &b), FW_EINVALID);
+	assert_int_equal(b, 0);
+	/* The same IDs as a list: still rejected, none handed out. */
+	assert_int_equal(fw_client_get_n(c, ids, 3, &got), FW_EINVALID);
+	assert_int_equal(got, 0);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_bad_ids(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_bad_ids);
+	uint64_t ids[3];
+	size_t got;
+
+	(void)state;
+	/* With the layout from INFO, and without it (only the worker
+	 * cross-check needs it): the plain checks must hold on their own. */
+	for (int refuse = 0; refuse <= 1; refuse++) {
+		f->refuse_info = refuse;
+		for (uint32_t p = 0; p <= 4; p++) {
+			struct fw_client *c;
+
+			if (refuse && p == 2)
+				continue;
+			c = client_for(f, false);
+			f->param = p;
+			ids[0] = 7;
+			got = 9;
+			/* An ID reply with two IDs is malformed (dropped by the
+			 * parser); a LIST reply with more than asked is the
+			 * client's to catch. */
+			if (p == 3 || p == 4) {
+				assert_int_equal(fw_client_get_n(c, ids, p == 3 ? 3 : 1, &got),
+						 FW_EINVALID);
+				assert_int_equal(got, 0);
+			} else {
+				assert_int_equal(fw_client_get(c, ids), FW_EINVALID);
+				assert_int_equal(ids[0], 7);
+			}
+			fw_client_close(c);
+		}
+	}
+	fake_stop(f);
+}
+
+static void test_no_info(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_noinfo_wrong_worker);
+	struct fw_client *c = client_for(f, false);
+	uint64_t id;
+
+	(void)state;
+	/* Without a layout the worker cross-check is skipped; the rest holds. */
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_INFO]), 1);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+#define NEXT_THREADS 4
+#define NEXT_PER     3000
+
+struct next_arg {
+	struct fw_client *c;
+	uint64_t ids[NEXT_PER];
+	int rc;
+};
+
+static void *next_thread(void *p)
+{
+	struct next_arg *a = p;
+
+	for (int i = 0; i < NEXT_PER; i++) {
+		a->rc = fw_client_next(a->c, &a->ids[i]);
+		if (a->rc)
+			break;
+	}
+	return NULL;
+}
+
+static void check_next_threads(bool use_range)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+	struct next_arg *args = calloc(NEXT_THREADS, sizeof(*args));
+	pthread_t t[NEXT_THREADS];
+	uint64_t *all = calloc(NEXT_THREADS * NEXT_PER, sizeof(*all));
+
+	assert_non_null(args);
+	assert_non_null(all);
+	fake_addr(f, addr, sizeof(addr));
+	fw_client_opts_init(&o);
+	o.timeout_ms = 100;
+	o.prefetch = 500;
+	o.low_water = 100;
+	o.use_range = use_range;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	for (int i = 0; i < NEXT_THREADS; i++) {
+		args[i].c = c;
+		assert_int_equal(pthread_create(&t[i], NULL, next_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < NEXT_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(args[i].rc, 0);
+		for (int j = 0; j < NEXT_PER; j++) {
+			if (j)
+				assert_true(args[i].ids[j] > args[i].ids[j - 1]);
+			all[i * NEXT_PER + j] = args[i].ids[j];
+		}
+	}
+	qsort(all, NEXT_THREADS * NEXT_PER, sizeof(*all), cmp_u64);
+	for (int i = 1; i < NEXT_THREADS * NEXT_PER; i++)
+		assert_true(all[i] > all[i - 1]);
+	assert_from_fake(all[0]);
+	/* Prefetching: far fewer round trips than IDs. */
+	if (use_range)
+		assert_true(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]) <= 26);
+	else
+		assert_true(atomic_load(&f->nreq[FW_WIRE_OP_LIST]) <= 26 * 3);
+	fw_client_close(c);
+	free(all);
+	free(args);
+	fake_stop(f);
+}
+
+static void test_next_threads_range(void **state)
+{
+	(void)state;
+	check_next_threads(true);
+}
+
+static void test_next_threads_list(void **state)
+{
+	(void)state;
+	check_next_threads(false);
+}
+
+static void test_ipv6(void **state)
+{
+	struct fake *f = fake_start(AF_INET6, beh_drop_first);
+	struct fw_client *c;
+	uint64_t a, b;
+
+	(void)state;
+	if (!f)
+		skip();
+	c = client_for(f, false);
+	assert_int_equal(fw_client_get(c, &a), 0);
+	assert_from_fake(a);
+	assert_int_equal(fw_client_next(c, &b), 0);
+	assert_true(b > a);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_args),
+		cmocka_unit_test(test_get_id),
+		cmocka_unit_test(test_get_n),
+		cmocka_unit_test(test_get_range),
+		cmocka_unit_test(test_info),
+		cmocka_unit_test(test_lost_reply),
+		cmocka_unit_test(test_duplicate_reply),
+		cmocka_unit_test(test_wrong_tag),
+		cmocka_unit_test(test_foreign_source),
+		cmocka_unit_test(test_slow_reply),
+		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_error_status),
+		cmocka_unit_test(test_failover_closed_port),
+		cmocka_unit_test(test_failover_silent),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_non_increasing),
+		cmocka_unit_test(test_bad_ids),
+		cmocka_unit_test(test_no_info),
+		cmocka_unit_test(test_next_threads_range),
+		cmocka_unit_test(test_next_threads_list),
+		cmocka_unit_test(test_ipv6),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
