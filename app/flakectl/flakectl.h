@@ -27,6 +27,10 @@ struct fc_cmd {
 int cmd_decode(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
 int cmd_bench_core(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_mark(int argc, char **argv);
 
 /* Prints "flakectl CMD: <message>\n" on stderr. */
 void fc_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

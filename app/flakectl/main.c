@@ -13,6 +13,10 @@ static const struct fc_cmd commands[] = {
 	{"decode", cmd_decode, "take IDs apart: time, datacenter, worker, sequence"},
 	{"layout", cmd_layout, "capacity and lifetime of an ID layout"},
 	{"bench-core", cmd_bench_core, "micro-benchmark of the ID generator and clock"},
+	{"get", cmd_get, "get IDs from a responder"},
+	{"info", cmd_info, "what a responder reports: layout, epoch, worker, clock state"},
+	{"bench", cmd_bench, "load responders over UDP and check every ID"},
+	{"mark", cmd_mark, "read or rewrite a responder's persisted high-water mark"},
 };
 
 static void usage(FILE *f)

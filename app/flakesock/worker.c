@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flakesock.h"
+
+uint64_t fsock_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
+{
+	int one = 1;
+	int fd = socket(ctx->listen.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A bounded wait lets the thread see the stop flag without signals. */
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    bind(fd, (const struct sockaddr *)&ctx->listen, ctx->listen_len) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	w->fd = fd;
+	return 0;
+}
+
+/* Trusted sources may get replies larger than their requests. */
+static bool trusted(const struct fsock_ctx *ctx, const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		return fw_conf_trusted(&ctx->conf.net.trusted, ntohl(a->sin_addr.s_addr));
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			uint32_t v4;
+			memcpy(&v4, &a->s6_addr[12], 4);
+			return fw_conf_trusted(&ctx->conf.net.trusted, ntohl(v4));
+		}
+	}
+	return false;
+}
+
+void *fsock_worker_run(void *arg)
+{
+	struct fsock_worker *w = arg;
+	struct fsock_ctx *ctx = w->ctx;
+	static __thread uint8_t bufs[FSOCK_BATCH][FSOCK_BUF_LEN];
+	struct sockaddr_storage peers[FSOCK_BATCH];
+	struct iovec iov[FSOCK_BATCH];
+	struct mmsghdr msgs[FSOCK_BATCH], out[FSOCK_BATCH];
+	uint64_t epoch = ctx->layout.epoch_ms;
+
+	while (!*ctx->stop) {
+		for (int i = 0; i < FSOCK_BATCH; i++) {
+			iov[i].iov_base = bufs[i];
+			iov[i].iov_len = FSOCK_BUF_LEN;
+			memset(&msgs[i].msg_hdr, 0, sizeof(msgs[i].msg_hdr));
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_name = &peers[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(peers[i]);
+		}
+		int n = recvmmsg(w->fd, msgs, FSOCK_BATCH, MSG_WAITFORONE, NULL);
+		if (n <= 0)
+			continue;
+
+		/* One clock read and one mark load per batch. */
+		uint64_t unix_ms = fsock_unix_ms();
+		uint64_t now = unix_ms > epoch ? unix_ms - epoch : 0;
+		fw_gen_set_mark(&w->serve.gen, atomic_load_explicit(&ctx->mark_ms, memory_order_acquire));
+
+		int k = 0;
+		for (int i = 0; i < n; i++) {
+			size_t len = msgs[i].msg_len;
+			int rlen = fw_serve_answer(&w->serve, now, bufs[i], len, FSOCK_BUF_LEN,
+						   trusted(ctx, &peers[i]));
+			if (rlen <= 0)
+				continue;
+			iov[i].iov_len = (size_t)rlen;
+			out[k].msg_hdr = msgs[i].msg_hdr;
+			out[k].msg_len = 0;
+			k++;
+		}
+		atomic_store_explicit(&w->last_ms, fw_gen_last_ms(&w->serve.gen),
+				      memory_order_relaxed);
+		for (int sent = 0; sent < k;) {
+			int r = sendmmsg(w->fd, out + sent, (unsigned)(k - sent), 0);
+			if (r <= 0)
+				break; /* a reply lost here wastes IDs, never duplicates them */
+			sent += r;
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,696 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cfgfile.h>
+
+#include "fw_conf.h"
+#include "fw_err.h"
+
+enum conf_type {
+	T_U32,
+	T_U64,
+	T_STR,
+	T_IPV4,
+	T_U32_LIST,
+	T_CIDRS,
+	T_ENUM,
+};
+
+struct conf_key {
+	const char *section; /* "port" for the [portN] sections */
+	const char *key;
+	enum conf_type type;
+	uint64_t min, max; /* numbers and list elements */
+	const char *def;
+	const char *help;
+	size_t off; /* in struct fw_conf, or in struct fw_conf_port for "port" */
+};
+
+struct conf_section {
+	const char *name;
+	bool dpdk; /* [portN]: indexed, skipped with FW_CONF_F_NO_PORTS */
+	const char *help;
+};
+
+static const char *const start_policies[] = {"wait", "fail"};
+
+#define C(f) offsetof(struct fw_conf, f)
+#define P(f) offsetof(struct fw_conf_port, f)
+
+static const struct conf_section sections[] = {
+	{"id", false, "ID layout, worker IDs and the generator's clock policy"},
+	{"clock", false, "TSC calibration against the system clock and re-anchoring by slewing"},
+	{"state", false, "the persisted high-water mark (restart safety)"},
+	{"net", false, "the UDP service"},
+	{"port", true,
+	 "DPDK ports, [port0] .. [port3]: one RX and one TX queue per worker lcore on each"},
+	{"stats", false, "the periodic stats line"},
+};
+
+static const struct conf_key keys[] = {
+	{"id", "epoch_ms", T_U64, 0, UINT64_C(4398046511103), "1767225600000",
+	 "unix ms that encodes as timestamp 0 (default 2026-01-01T00:00:00Z)", C(id.epoch_ms)},
+	{"id", "datacenter_bits", T_U32, 0, 10, "0", "bits of the datacenter field",
+	 C(id.datacenter_bits)},
+	{"id", "worker_bits", T_U32, 0, 16, "10", "bits of the worker field", C(id.worker_bits)},
+	{"id", "sequence_bits", T_U32, 1, 22, "12", "bits of the per-ms sequence",
+	 C(id.sequence_bits)},
+	{"id", "datacenter", T_U32, 0, 1023, "0", "datacenter ID (< 2^datacenter_bits)",
+	 C(id.datacenter)},
+	{"id", "workers", T_U32_LIST, 0, 65535, "",
+	 "worker IDs, one per worker lcore in lcore order, comma separated, no duplicates; "
+	 "empty: worker_base + lcore index",
+	 C(id.workers)},
+	{"id", "worker_base", T_U32, 0, 65535, "0", "first worker ID when workers is empty",
+	 C(id.worker_base)},
+	{"id", "max_borrow_ms", T_U32, 0, 1000, "4",
+	 "ms ahead of the clock a worker may borrow when its sequence is used up",
+	 C(id.max_borrow_ms)},
+	{"id", "max_backstep_ms", T_U32, 0, 3600000, "1000",
+	 "larger backward clock steps are answered CLOCK_UNSAFE", C(id.max_backstep_ms)},
+	{"id", "retry_us", T_U32, 1, 10000000, "1000",
+	 "retry_after_us sent while the mark is not yet reserved", C(id.retry_us)},
+
+	{"clock", "calibrate_ms", T_U32, 200, 60000, "500", "TSC calibration window at start",
+	 C(clock.calibrate_ms)},
+	{"clock", "reanchor_ms", T_U32, 10, 600000, "1000",
+	 "re-anchor the calibration against the system clock this often", C(clock.reanchor_ms)},
+	{"clock", "max_slew_ppm", T_U32, 1, 100000, "500",
+	 "bound on the rate change used to remove an offset", C(clock.max_slew_ppm)},
+	{"clock", "step_ms", T_U32, 1, 3600000, "100",
+	 "offsets above this are steps: forward ones applied, backward ones reported",
+	 C(clock.step_ms)},
+
+	{"state", "file", T_STR, 1, FW_CONF_STR_LEN - 1, "/var/lib/flakewire/mark",
+	 "high-water mark file (written atomically, fsynced)", C(state.file)},
+	{"state", "mark_ahead_ms", T_U32, 100, 600000, "3000",
+	 "reserve (persist) this far ahead of the clock; extended when half is used",
+	 C(state.mark_ahead_ms)},
+	{"state", "start_policy", T_ENUM, 0, FW_ARRAY_SIZE(start_policies) - 1, "wait",
+	 "system clock behind the persisted mark at start: wait = start and answer "
+	 "CLOCK_UNSAFE/RETRY_AFTER until the clock passes the mark, then issue above it; "
+	 "fail = exit when it is behind by more than mark_ahead_ms",
+	 C(state.start_policy)},
+
+	{"net", "udp_port", T_U32, 1, 65535, "4242", "UDP port of the ID service", C(net.udp_port)},
+	{"net", "trusted", T_CIDRS, 0, FW_CONF_CIDRS_MAX, "127.0.0.0/8",
+	 "IPv4 prefixes whose replies may be larger than their requests, comma separated",
+	 C(net.trusted)},
+	{"net", "list_max", T_U32, 1, 181, "181", "most IDs in one LIST reply", C(net.list_max)},
+	{"net", "ranges_max", T_U32, 1, 16, "16", "most ranges in one RANGE reply",
+	 C(net.ranges_max)},
+
+	{"port", "device", T_STR, 1, FW_CONF_STR_LEN - 1, "net_tap0,iface=fw0",
+	 "PCI address (0000:01:00.0) or vdev devargs (net_tap0,iface=fw0, net_memif0,..., "
+	 "net_af_xdp0,iface=eth1, net_ring0)",
+	 P(device)},
+	{"port", "address", T_IPV4, 0, 0, "10.77.0.2", "IPv4 address of the responder on this port",
+	 P(address)},
+	{"port", "rx_desc", T_U32, 64, 4096, "512", "RX descriptors per queue", P(rx_desc)},
+	{"port", "tx_desc", T_U32, 64, 4096, "512", "TX descriptors per queue", P(tx_desc)},
+
+	{"stats", "interval_s", T_U32, 0, 3600, "1", "print a stats line this often (0: off)",
+	 C(stats.interval_s)},
+};
+
+static const char *type_name(enum conf_type t)
+{
+	switch (t) {
+	case T_U32:
+	case T_U64:
+		return "integer";
+	case T_STR:
+		return "string";
+	case T_IPV4:
+		return "IPv4 address";
+	case T_U32_LIST:
+		return "integer list";
+	case T_CIDRS:
+		return "IPv4 prefix list";
+	case T_ENUM:
+		return "one of";
+	}
+	return "?";
+}
+
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		int n = snprintf(err, errlen, "config: ");
+		va_start(ap, fmt);
+		if (n > 0 && (size_t)n < errlen)
+			vsnprintf(err + n, errlen - n, fmt, ap);
+		va_end(ap);
+	}
+	return FW_ECONF;
+}
+
+static const struct conf_section *find_section(const char *name, unsigned *index)
+{
+	for (size_t i = 0; i < FW_ARRAY_SIZE(sections); i++) {
+		const struct conf_section *s = &sections[i];
+		size_t n = strlen(s->name);
+
+		if (!s->dpdk) {
+			if (!strcmp(name, s->name))
+				return s;
+			continue;
+		}
+		/* "port" followed by a decimal index without leading zeros */
+		if (strncmp(name, s->name, n) || !name[n])
+			continue;
+		if (name[n] == '0' && name[n + 1])
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(name + n, &end, 10);
+		if (*end || errno || name[n] < '0' || name[n] > '9' || v >= FW_CONF_PORTS_MAX)
+			continue;
+		*index = (unsigned)v;
+		return s;
+	}
+	return NULL;
+}
+
+static const struct conf_key *find_key(const char *section, const char *key)
+{
+	for (size_t i = 0; i < FW_ARRAY_SIZE(keys); i++)
+		if (!strcmp(keys[i].section, section) && !strcmp(keys[i].key, key))
+			return &keys[i];
+	return NULL;
+}
+
+static void key_names(const char *section, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < FW_ARRAY_SIZE(keys) && n < cap; i++) {
+		if (strcmp(keys[i].section, section))
+			continue;
+		int w = snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", keys[i].key);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+static void section_names(unsigned flags, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < FW_ARRAY_SIZE(sections) && n < cap; i++) {
+		int w;
+
+		if (sections[i].dpdk && (flags & FW_CONF_F_NO_PORTS))
+			continue;
+		if (sections[i].dpdk)
+			w = snprintf(buf + n, cap - n, "%s%s0..%s%d", n ? ", " : "",
+				     sections[i].name, sections[i].name, FW_CONF_PORTS_MAX - 1);
+		else
+			w = snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", sections[i].name);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+/* Strict decimal: digits only, no sign, no blanks. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE)
+		return -ERANGE;
+	*v = x;
+	return 0;
+}
+
+static void trim(char *s)
+{
+	size_t n = strlen(s);
+	size_t b = 0;
+
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		s[--n] = '\0';
+	while (s[b] == ' ' || s[b] == '\t')
+		b++;
+	memmove(s, s + b, n - b + 1);
+}
+
+static int parse_ipv4(const char *s, uint32_t *addr)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, s, &a) != 1)
+		return -EINVAL;
+	*addr = ntohl(a.s_addr);
+	return 0;
+}
+
+#define BAD(fmt, ...) errf(err, errlen, "[%s] %s = %s: " fmt, secname, k->key, value, ##__VA_ARGS__)
+
+static int set_value(void *base, const struct conf_key *k, const char *secname, const char *value,
+		     char *err, size_t errlen)
+{
+	void *p = (char *)base + k->off;
+	uint64_t v;
+	int rc;
+
+	switch (k->type) {
+	case T_U32:
+	case T_U64:
+		rc = parse_u64(value, &v);
+		if (rc == -EINVAL)
+			return BAD("not a number (%" PRIu64 "-%" PRIu64 ")", k->min, k->max);
+		if (rc || v < k->min || v > k->max)
+			return BAD("out of range (%" PRIu64 "-%" PRIu64 ")", k->min, k->max);
+		if (k->type == T_U32)
+			*(uint32_t *)p = (uint32_t)v;
+		else
+			*(uint64_t *)p = v;
+		return 0;
+	case T_STR:
+		if (strlen(value) < k->min || strlen(value) > k->max)
+			return BAD("length out of range (%" PRIu64 "-%" PRIu64 " characters)",
+				   k->min, k->max);
+		snprintf(p, FW_CONF_STR_LEN, "%s", value);
+		return 0;
+	case T_IPV4:
+		if (parse_ipv4(value, p))
+			return BAD("not an IPv4 address (a.b.c.d)");
+		return 0;
+	case T_ENUM:
+		for (size_t i = 0; i < FW_ARRAY_SIZE(start_policies); i++) {
+			if (!strcmp(value, start_policies[i])) {
+				*(uint32_t *)p = (uint32_t)i;
+				return 0;
+			}
+		}
+		return BAD("not one of (wait, fail)");
+	case T_U32_LIST:
+	case T_CIDRS:
+		break;
+	}
+
+	/* Comma lists: parse into a copy, commit when all of it is valid. */
+	char buf[FW_CONF_STR_LEN];
+	struct fw_conf_u32_list list = {0};
+	struct fw_conf_cidrs cidrs = {0};
+
+	if (strlen(value) >= sizeof(buf))
+		return BAD("too long");
+	snprintf(buf, sizeof(buf), "%s", value);
+	trim(buf);
+	char *save = NULL;
+	for (char *tok = buf[0] ? strtok_r(buf, ",", &save) : NULL; tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		trim(tok);
+		if (k->type == T_U32_LIST) {
+			rc = parse_u64(tok, &v);
+			if (rc == -EINVAL)
+				return BAD("'%s' is not a number (%" PRIu64 "-%" PRIu64 ")", tok,
+					   k->min, k->max);
+			if (rc || v < k->min || v > k->max)
+				return BAD("%s out of range (%" PRIu64 "-%" PRIu64 ")", tok, k->min,
+					   k->max);
+			for (uint32_t i = 0; i < list.n; i++)
+				if (list.v[i] == v)
+					return BAD("duplicate %s", tok);
+			if (list.n == FW_CONF_LIST_MAX)
+				return BAD("more than %d entries", FW_CONF_LIST_MAX);
+			list.v[list.n++] = (uint32_t)v;
+			continue;
+		}
+		char *slash = strchr(tok, '/');
+		uint64_t bits = 32;
+		uint32_t addr;
+		if (slash) {
+			*slash = '\0';
+			if (parse_u64(slash + 1, &bits) || bits > 32)
+				return BAD("bad prefix length in '%s/%s' (0-32)", tok, slash + 1);
+		}
+		if (parse_ipv4(tok, &addr))
+			return BAD("'%s' is not an IPv4 address (a.b.c.d[/len])", tok);
+		if (cidrs.n == FW_CONF_CIDRS_MAX)
+			return BAD("more than %d prefixes", FW_CONF_CIDRS_MAX);
+		uint32_t mask = bits ? ~UINT32_C(0) << (32 - bits) : 0;
+		cidrs.v[cidrs.n].addr = addr & mask;
+		cidrs.v[cidrs.n].mask = mask;
+		cidrs.n++;
+	}
+	if (k->type == T_U32_LIST)
+		memcpy(p, &list, sizeof(list));
+	else
+		memcpy(p, &cidrs, sizeof(cidrs));
+	return 0;
+}
+
+#undef BAD
+
+static void *key_base(struct fw_conf *c, const struct conf_section *s, unsigned index)
+{
+	if (!s->dpdk)
+		return c;
+	if (index + 1 > c->n_ports)
+		c->n_ports = index + 1;
+	return &c->port[index];
+}
+
+FW_API void fw_conf_init(struct fw_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < FW_ARRAY_SIZE(keys); i++) {
+		const struct conf_key *k = &keys[i];
+		int rc = 0;
+
+		if (strcmp(k->section, "port")) {
+			rc = set_value(c, k, k->section, k->def, NULL, 0);
+		} else {
+			for (unsigned p = 0; p < FW_CONF_PORTS_MAX; p++)
+				rc |= set_value(&c->port[p], k, k->section, k->def, NULL, 0);
+		}
+		(void)rc; /* defaults are valid by construction (checked by the tests) */
+	}
+	c->n_ports = 1;
+}
+
+FW_API int fw_conf_set_kv(struct fw_conf *c, const char *section, const char *key,
+			  const char *value, unsigned flags, char *err, size_t errlen)
+{
+	char names[512];
+	unsigned index = 0;
+	const struct conf_section *s = find_section(section, &index);
+
+	if (!s) {
+		section_names(flags, names, sizeof(names));
+		return errf(err, errlen, "[%s]: unknown section (sections: %s)", section, names);
+	}
+	if (s->dpdk && (flags & FW_CONF_F_NO_PORTS))
+		return 0;
+	const struct conf_key *k = find_key(s->name, key);
+	if (!k) {
+		key_names(s->name, names, sizeof(names));
+		return errf(err, errlen, "[%s] %s: unknown key (keys: %s)", section, key, names);
+	}
+	return set_value(key_base(c, s, index), k, section, value, err, errlen);
+}
+
+FW_API int fw_conf_set(struct fw_conf *c, const char *assignment, unsigned flags, char *err,
+		       size_t errlen)
+{
+	char buf[3 * FW_CONF_STR_LEN];
+	const char *dot, *eq;
+
+	if (strlen(assignment) >= sizeof(buf))
+		return errf(err, errlen, "--set %.40s...: too long", assignment);
+	snprintf(buf, sizeof(buf), "%s", assignment);
+	eq = strchr(buf, '=');
+	dot = strchr(buf, '.');
+	if (!eq || !dot || dot > eq)
+		return errf(err, errlen, "--set %s: expected section.key=value", assignment);
+	buf[dot - buf] = '\0';
+	buf[eq - buf] = '\0';
+	char *section = buf, *key = (char *)dot + 1, *value = (char *)eq + 1;
+	trim(section);
+	trim(key);
+	trim(value);
+	return fw_conf_set_kv(c, section, key, value, flags, err, errlen);
+}
+
+FW_API int fw_conf_load(struct fw_conf *c, const char *path, unsigned flags, char *err,
+			size_t errlen)
+{
+	struct rte_cfgfile_parameters params = {.comment_character = '#'};
+	struct rte_cfgfile *cfg;
+	int rc = 0;
+
+	/* rte_cfgfile skips lines without '=' silently: a typo must not be ignored */
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errf(err, errlen, "%s: %s", path, strerror(errno));
+	char line[2 * FW_CONF_STR_LEN];
+	for (int lineno = 1; fgets(line, sizeof(line), f); lineno++) {
+		line[strcspn(line, "#;\r\n")] = '\0';
+		trim(line);
+		if (line[0] && line[0] != '[' && !strchr(line, '=')) {
+			fclose(f);
+			return errf(err, errlen, "%s:%d: '%s': expected key = value", path, lineno,
+				    line);
+		}
+	}
+	fclose(f);
+	cfg = rte_cfgfile_load_with_params(path, CFG_FLAG_EMPTY_VALUES, &params);
+	if (!cfg)
+		return errf(err, errlen,
+			    "%s: cannot parse (expected [section] and key = value lines)", path);
+
+	int n_sections = rte_cfgfile_num_sections(cfg, NULL, 0);
+	for (int si = 0; si < n_sections && !rc; si++) {
+		char name[CFG_NAME_LEN];
+		int n = rte_cfgfile_section_num_entries_by_index(cfg, name, si);
+		struct rte_cfgfile_entry *e;
+		unsigned index = 0;
+		const struct conf_section *s = find_section(name, &index);
+
+		if (!s) {
+			char names[512];
+			section_names(flags, names, sizeof(names));
+			rc = errf(err, errlen, "%s: [%s]: unknown section (sections: %s)", path,
+				  name, names);
+			break;
+		}
+		if (s->dpdk && (flags & FW_CONF_F_NO_PORTS))
+			continue;
+		for (int sj = 0; sj < si; sj++) {
+			char other[CFG_NAME_LEN];
+			rte_cfgfile_section_num_entries_by_index(cfg, other, sj);
+			if (!strcmp(other, name)) {
+				rc = errf(err, errlen, "%s: [%s]: section given twice", path, name);
+				break;
+			}
+		}
+		if (rc)
+			break;
+		key_base(c, s, index); /* an empty [portN] still declares the port */
+		if (n <= 0)
+			continue;
+		e = calloc((size_t)n, sizeof(*e));
+		if (!e) {
+			rc = errf(err, errlen, "%s: out of memory", path);
+			break;
+		}
+		n = rte_cfgfile_section_entries_by_index(cfg, si, name, e, n);
+		for (int i = 0; i < n && !rc; i++) {
+			for (int j = 0; j < i; j++) {
+				if (!strcmp(e[i].name, e[j].name)) {
+					rc = errf(err, errlen, "[%s] %s: given twice", name,
+						  e[i].name);
+					break;
+				}
+			}
+			if (!rc)
+				rc = fw_conf_set_kv(c, name, e[i].name, e[i].value, flags, err,
+						    errlen);
+		}
+		free(e);
+	}
+	rte_cfgfile_close(cfg);
+	return rc;
+}
+
+FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, size_t errlen)
+{
+	uint32_t node = c->id.datacenter_bits + c->id.worker_bits;
+	uint32_t time_bits = 63 - node - c->id.sequence_bits;
+
+	if (node + c->id.sequence_bits > 63 - 32)
+		return errf(err, errlen,
+			    "[id] datacenter_bits + worker_bits + sequence_bits = %u: leaves %d "
+			    "timestamp bits (at least 32)",
+			    node + c->id.sequence_bits, (int)time_bits);
+	if (c->id.datacenter >> c->id.datacenter_bits)
+		return errf(err, errlen, "[id] datacenter = %u: out of range (0-%u)",
+			    c->id.datacenter, (1u << c->id.datacenter_bits) - 1);
+	for (uint32_t i = 0; i < c->id.workers.n; i++)
+		if (c->id.workers.v[i] >> c->id.worker_bits)
+			return errf(err, errlen, "[id] workers: %u out of range (0-%u)",
+				    c->id.workers.v[i], (1u << c->id.worker_bits) - 1);
+	if (c->id.worker_base >> c->id.worker_bits)
+		return errf(err, errlen, "[id] worker_base = %u: out of range (0-%u)",
+			    c->id.worker_base, (1u << c->id.worker_bits) - 1);
+	if (flags & FW_CONF_F_NO_PORTS)
+		return 0;
+	for (uint32_t i = 0; i < c->n_ports; i++) {
+		for (uint32_t j = 0; j < i; j++) {
+			const char *a = c->port[i].device, *b = c->port[j].device;
+			size_t la = strcspn(a, ","), lb = strcspn(b, ",");
+			if (la == lb && !strncmp(a, b, la))
+				return errf(err, errlen,
+					    "[port%u] device = %s: same device as [port%u]", i, a,
+					    j);
+			if (c->port[i].address == c->port[j].address)
+				return errf(err, errlen,
+					    "[port%u] address: same address as [port%u]", i, j);
+		}
+	}
+	return 0;
+}
+
+FW_API int64_t fw_conf_worker(const struct fw_conf *c, uint32_t i)
+{
+	if (c->id.workers.n)
+		return i < c->id.workers.n ? (int64_t)c->id.workers.v[i] : -1;
+	return (int64_t)c->id.worker_base + i;
+}
+
+FW_API const char *fw_conf_start_policy_name(uint32_t p)
+{
+	return p < FW_ARRAY_SIZE(start_policies) ? start_policies[p] : "?";
+}
+
+/* snprintf-style appender */
+struct out {
+	char *buf;
+	size_t cap;
+	size_t len;
+};
+
+static void outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	char *dst = o->len < o->cap ? o->buf + o->len : NULL;
+	size_t room = o->len < o->cap ? o->cap - o->len : 0;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(dst, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+static void range_text(const struct conf_key *k, char *buf, size_t cap)
+{
+	switch (k->type) {
+	case T_U32:
+	case T_U64:
+		snprintf(buf, cap, "%s %" PRIu64 "-%" PRIu64, type_name(k->type), k->min, k->max);
+		break;
+	case T_U32_LIST:
+		snprintf(buf, cap, "%s, each %" PRIu64 "-%" PRIu64 ", at most %d",
+			 type_name(k->type), k->min, k->max, FW_CONF_LIST_MAX);
+		break;
+	case T_CIDRS:
+		snprintf(buf, cap, "%s (a.b.c.d/len), at most %d", type_name(k->type),
+			 FW_CONF_CIDRS_MAX);
+		break;
+	case T_ENUM:
+		snprintf(buf, cap, "%s wait, fail", type_name(k->type));
+		break;
+	default:
+		snprintf(buf, cap, "%s", type_name(k->type));
+		break;
+	}
+}
+
+/* Wraps @text at 80 columns, each line starting with @prefix. */
+static void wrapped(struct out *o, const char *prefix, const char *text)
+{
+	size_t width = 80 - strlen(prefix);
+
+	while (*text) {
+		size_t n = strlen(text);
+		if (n > width) {
+			n = width;
+			while (n && text[n] != ' ')
+				n--;
+			if (!n)
+				n = width;
+		}
+		outf(o, "%s%.*s\n", prefix, (int)n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+	}
+}
+
+FW_API size_t fw_conf_sample(char *buf, size_t cap, unsigned flags)
+{
+	struct out o = {buf, cap, 0};
+	char range[128];
+
+	if (cap)
+		buf[0] = '\0';
+	outf(&o, "# flakewire configuration: every key with its default.\n"
+		 "# Generated by `flakewire --print-config` from the table in lib/conf/conf.c;\n"
+		 "# edit a copy. Override single keys with --set section.key=value.\n");
+	for (size_t si = 0; si < FW_ARRAY_SIZE(sections); si++) {
+		const struct conf_section *s = &sections[si];
+
+		if (s->dpdk && (flags & FW_CONF_F_NO_PORTS))
+			continue;
+		outf(&o, "\n");
+		wrapped(&o, "# ", s->help);
+		outf(&o, "[%s%s]\n", s->name, s->dpdk ? "0" : "");
+		for (size_t i = 0; i < FW_ARRAY_SIZE(keys); i++) {
+			const struct conf_key *k = &keys[i];
+			if (strcmp(k->section, s->name))
+				continue;
+			range_text(k, range, sizeof(range));
+			wrapped(&o, "# ", k->help);
+			outf(&o, "# (%s)\n", range);
+			outf(&o, "%s =%s%s\n", k->key, k->def[0] ? " " : "", k->def);
+		}
+	}
+	return o.len;
+}
+
+FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags)
+{
+	struct out o = {buf, cap, 0};
+	char range[128];
+
+	if (cap)
+		buf[0] = '\0';
+	for (size_t si = 0; si < FW_ARRAY_SIZE(sections); si++) {
+		const struct conf_section *s = &sections[si];
+
+		if (s->dpdk && (flags & FW_CONF_F_NO_PORTS))
+			continue;
+		if (s->dpdk)
+			outf(&o, "  [%s0] .. [%s%d]: %s\n", s->name, s->name, FW_CONF_PORTS_MAX - 1,
+			     s->help);
+		else
+			outf(&o, "  [%s]: %s\n", s->name, s->help);
+		for (size_t i = 0; i < FW_ARRAY_SIZE(keys); i++) {
+			const struct conf_key *k = &keys[i];
+			if (strcmp(k->section, s->name))
+				continue;
+			range_text(k, range, sizeof(range));
+			outf(&o, "    %s%s.%s = %s\n", s->name, s->dpdk ? "N" : "", k->key,
+			     k->def[0] ? k->def : "(empty)");
+			wrapped(&o, "        ", k->help);
+			outf(&o, "        (%s)\n", range);
+		}
+	}
+	return o.len;
+}

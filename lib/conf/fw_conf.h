@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The responders' configuration: one table (conf.c) describes every setting
+ * (section, key, type, range, default, help). Loading an INI file (DPDK's
+ * rte_cfgfile, which needs no EAL), `--set section.key=value` overrides, the
+ * `--help` text and the sample config/flakewire.ini all come from it.
+ *
+ * Order of use: fw_conf_init() (defaults), fw_conf_load() (file), any number
+ * of fw_conf_set() (command line), then fw_conf_check() (cross-key rules).
+ *
+ * Programs without DPDK ports (flakesock) pass FW_CONF_F_NO_PORTS: the
+ * [portN] sections are then skipped when loading, ignored by fw_conf_set()
+ * and left out of the help and the sample, so both programs read one file.
+ *
+ * Errors: every function taking @err writes one line there (no newline),
+ * for example "config: [id] worker_bits = 30: out of range (0-16)", and
+ * returns FW_ECONF. Nothing here prints or exits.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+
+#define FW_CONF_STR_LEN   256 /* longest string value, NUL included (rte_cfgfile's limit) */
+#define FW_CONF_LIST_MAX  64  /* most entries in [id] workers */
+#define FW_CONF_CIDRS_MAX 16  /* most prefixes in [net] trusted */
+#define FW_CONF_PORTS_MAX 4   /* [port0] .. [port3] */
+
+/* fw_conf_load/set/check/help/sample flags */
+#define FW_CONF_F_NO_PORTS 0x1u /* not a DPDK program: skip and hide [portN] */
+
+/* [state] start_policy: what to do when the system clock is behind the mark. */
+enum fw_conf_start_policy {
+	/* start; refuse (CLOCK_UNSAFE, RETRY_AFTER) until the clock passes the mark */
+	FW_CONF_START_WAIT = 0,
+	/* exit at start if the clock is behind the mark by more than mark_ahead_ms */
+	FW_CONF_START_FAIL = 1,
+};
+
+struct fw_conf_u32_list {
+	uint32_t n;
+	uint32_t v[FW_CONF_LIST_MAX];
+};
+
+/* IPv4 prefixes, host byte order: a source s matches when (s & mask) == addr. */
+struct fw_conf_cidrs {
+	uint32_t n;
+	struct {
+		uint32_t addr;
+		uint32_t mask;
+	} v[FW_CONF_CIDRS_MAX];
+};
+
+struct fw_conf_port {
+	char device[FW_CONF_STR_LEN]; /* PCI address or vdev devargs */
+	uint32_t address;             /* IPv4, host byte order */
+	uint32_t rx_desc;
+	uint32_t tx_desc;
+};
+
+struct fw_conf {
+	struct {
+		uint64_t epoch_ms;
+		uint32_t datacenter_bits;
+		uint32_t worker_bits;
+		uint32_t sequence_bits;
+		uint32_t datacenter;
+		struct fw_conf_u32_list workers; /* empty: worker_base + i */
+		uint32_t worker_base;
+		uint32_t max_borrow_ms;
+		uint32_t max_backstep_ms;
+		uint32_t retry_us;
+	} id;
+	struct {
+		uint32_t calibrate_ms;
+		uint32_t reanchor_ms;
+		uint32_t max_slew_ppm;
+		uint32_t step_ms;
+	} clock;
+	struct {
+		char file[FW_CONF_STR_LEN];
+		uint32_t mark_ahead_ms;
+		uint32_t start_policy; /* enum fw_conf_start_policy */
+	} state;
+	struct {
+		uint32_t udp_port;
+		struct fw_conf_cidrs trusted;
+		uint32_t list_max;
+		uint32_t ranges_max;
+	} net;
+	struct {
+		uint32_t interval_s; /* 0: off */
+	} stats;
+	uint32_t n_ports; /* sections [port0] .. [port(n-1)] given; 0 means port0 defaults */
+	struct fw_conf_port port[FW_CONF_PORTS_MAX];
+};
+
+/* Fills *c with every default (n_ports 1: port0 with its defaults). */
+FW_API void fw_conf_init(struct fw_conf *c);
+
+/*
+ * Loads the INI file @path over *c ('#' or ';' start a comment).
+ * Errors: the file cannot be read or parsed, an unknown section or key, a
+ * key given twice in one section, a bad value (names key, value and the
+ * allowed range or values). Returns 0 or FW_ECONF; on error *c may hold the
+ * keys before the bad one.
+ */
+FW_API int fw_conf_load(struct fw_conf *c, const char *path, unsigned flags, char *err,
+			size_t errlen);
+
+/*
+ * Applies one override "section.key=value" (for example "id.worker_bits=8",
+ * "port1.device=net_tap1,iface=fw1"). Returns 0 or FW_ECONF.
+ */
+FW_API int fw_conf_set(struct fw_conf *c, const char *assignment, unsigned flags, char *err,
+		       size_t errlen);
+
+/* Same with the parts apart. */
+FW_API int fw_conf_set_kv(struct fw_conf *c, const char *section, const char *key,
+			  const char *value, unsigned flags, char *err, size_t errlen);
+
+/*
+ * Rules across keys: the widths leave at least 32 timestamp bits, the
+ * datacenter and every worker fit their widths, no duplicate worker, port
+ * sections numbered without gaps, no two ports with one device or address.
+ * Returns 0 or FW_ECONF.
+ */
+FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, size_t errlen);
+
+/*
+ * Worker ID of worker @i (0-based): workers[i] when the list is given,
+ * worker_base + i otherwise. Returns -1 when the list is given and shorter
+ * than i + 1.
+ */
+FW_API int64_t fw_conf_worker(const struct fw_conf *c, uint32_t i);
+
+/* True when the IPv4 address @addr (host byte order) is in the trusted set. */
+static inline bool fw_conf_trusted(const struct fw_conf_cidrs *t, uint32_t addr)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if ((addr & t->v[i].mask) == t->v[i].addr)
+			return true;
+	return false;
+}
+
+/*
+ * Writes the sample INI file (every key, its default and its help as
+ * comments) into @buf, snprintf-style: returns the full length, writes at
+ * most @cap bytes, NUL-terminated when @cap > 0.
+ */
+FW_API size_t fw_conf_sample(char *buf, size_t cap, unsigned flags);
+
+/* Same for the settings part of --help: one entry per key with type, range and default. */
+FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags);
+
+/* Name of a start policy ("wait", "fail"). */
+FW_API const char *fw_conf_start_policy_name(uint32_t p);

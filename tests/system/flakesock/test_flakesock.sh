@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# flakesock on the loopback of a namespace of its own: flakectl get (single,
+# list, range), info, two concurrent bench clients with no duplicate across
+# them, and restarts (SIGTERM, SIGKILL) that only ever give larger IDs.
+# usage: test_flakesock.sh FLAKESOCK FLAKECTL
+set -u
+FLAKESOCK=$1
+FLAKECTL=$2
+. "$(dirname "$0")/../lib.sh"
+sys_init sock
+
+PORT=4242
+SERVER=127.0.0.1:$PORT
+STATE=$SYS_TMP/mark
+start_sock() {
+	sys_start "$SYS_TMP/sock.log" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 \
+		--set id.workers=1,2 --set "state.file=$STATE" --set stats.interval_s=0 \
+		--set state.mark_ahead_ms=1000
+	SOCK_PID=$SYS_LAST_PID
+	sys_wait_for 10 sys_in_ns "$FLAKECTL" info --server "$SERVER" --timeout 100
+}
+ctl() { sys_in_ns "$FLAKECTL" "$@" --server "$SERVER"; }
+
+check "flakesock starts and answers info" start_sock
+ctl info >"$SYS_TMP/info" 2>&1
+check "info reports the layout" grep -q "41/0/10/12\|41 *0 *10 *12\|time_bits.*41" "$SYS_TMP/info"
+
+ctl get >"$SYS_TMP/one"
+check "get prints one ID" test "$(wc -l <"$SYS_TMP/one")" -eq 1
+now_ms=$(date +%s%3N)
+id_ms=$(( ($(cat "$SYS_TMP/one") >> 22) + 1767225600000 ))
+check "the ID decodes to within 2 s of the system clock" \
+	test $((now_ms - id_ms)) -lt 2000 -a $((id_ms - now_ms)) -lt 2000
+
+ctl get -n 500 >"$SYS_TMP/list"
+check "get -n 500 gives 500 IDs" test "$(wc -l <"$SYS_TMP/list")" -eq 500
+check "a list from one worker increases" ids_increasing "$SYS_TMP/list"
+
+ctl get -n 10000 --range >"$SYS_TMP/range"
+check "get --range -n 10000 gives 10000 unique IDs" \
+	test "$(sort -u "$SYS_TMP/range" | wc -l)" -eq 10000
+
+# Two clients at once, every ID kept: none may repeat across them.
+sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 2 --concurrency 2 --out "$SYS_TMP/b1" >"$SYS_TMP/bench1" 2>&1 &
+b1=$!
+sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 2 --count 50 --out "$SYS_TMP/b2" >"$SYS_TMP/bench2" 2>&1 &
+b2=$!
+wait $b1; rc1=$?
+wait $b2; rc2=$?
+check "bench client 1 saw no duplicate or order violation" test $rc1 -eq 0
+check "bench client 2 saw no duplicate or order violation" test $rc2 -eq 0
+cat "$SYS_TMP/b1" "$SYS_TMP/b2" "$SYS_TMP/one" "$SYS_TMP/list" "$SYS_TMP/range" >"$SYS_TMP/all"
+check "no duplicate across both bench clients and earlier gets" ids_unique "$SYS_TMP/all"
+# SO_REUSEPORT hashes each client's 4-tuple to one worker: 24 clients with
+# their own source ports all landing on one of two workers has odds 2^-23.
+for _ in $(seq 24); do ctl get; done >"$SYS_TMP/spread"
+check "both workers answer (SO_REUSEPORT spreads clients)" \
+	test "$(/usr/bin/python3 -c 'import sys; print(len({(int(l)>>12)&1023 for l in open(sys.argv[1])}))' "$SYS_TMP/spread")" -eq 2
+cat "$SYS_TMP/spread" >>"$SYS_TMP/all"
+check "still no duplicate" ids_unique "$SYS_TMP/all"
+
+# Restart after SIGTERM: everything after is above everything before.
+sys_stop "$SOCK_PID" TERM
+check "SIGTERM exits 0" test $? -eq 0
+check "the mark file exists after a clean stop" test -s "$STATE"
+check "restart after SIGTERM" start_sock
+ctl get -n 100 >"$SYS_TMP/after_term"
+check "IDs after a SIGTERM restart are all larger" ids_all_above "$SYS_TMP/all" "$SYS_TMP/after_term"
+
+# Restart after SIGKILL: the reserved mark (1 s ahead) keeps IDs above.
+ctl get -n 100 >"$SYS_TMP/before_kill"
+sys_stop "$SOCK_PID" KILL
+check "restart after SIGKILL" start_sock
+got=""
+for _ in $(seq 40); do
+	if ctl get -n 100 >"$SYS_TMP/after_kill" 2>/dev/null && [ -s "$SYS_TMP/after_kill" ]; then got=1; break; fi
+	sleep 0.1
+done
+check "IDs are issued again after a SIGKILL restart" test -n "$got"
+cat "$SYS_TMP/all" "$SYS_TMP/after_term" "$SYS_TMP/before_kill" >"$SYS_TMP/all2"
+check "IDs after a SIGKILL restart are all larger" ids_all_above "$SYS_TMP/all2" "$SYS_TMP/after_kill"
+
+# A corrupt state file: refuse to start, naming the file.
+sys_stop "$SOCK_PID" TERM
+echo garbage >"$STATE"
+sys_in_ns "$FLAKESOCK" --listen 127.0.0.1 --set "state.file=$STATE" >"$SYS_TMP/corrupt.log" 2>&1
+rc=$?
+check "a corrupt state file stops the start" test $rc -ne 0
+check "the error names the state file" grep -q "$STATE" "$SYS_TMP/corrupt.log"
+
+sys_done
