@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The sequence-locked publication of the calibration and the mark. */
+#include <time.h>
+
+#include <rte_cycles.h>
+
+#include "fw_app.h"
+
+void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s)
+{
+	uint32_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	p->snap = *s;
+	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+uint64_t fw_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void fw_clock_sample(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	/* keep the pair whose TSC bracket around clock_gettime is the tightest */
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = rte_rdtsc_precise();
+		uint64_t n = fw_realtime_ns();
+		uint64_t t1 = rte_rdtsc_precise();
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			*tsc = t0 + (t1 - t0) / 2;
+			*ns = n;
+		}
+	}
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flakewire's internal contract: the context passed explicitly to every
+ * part of the responder, the per-lcore state and the functions of each
+ * file (one concept per file). The only global is force_quit in main.c.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_log.h>
+#include <rte_mempool.h>
+
+#include "fw_clock.h"
+#include "fw_conf.h"
+#include "fw_layout.h"
+#include "fw_serve.h"
+
+#define FW_BURST 32
+
+extern int fw_logtype;
+#define FW_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, fw_logtype, "flakewire: " fmt "\n", ##__VA_ARGS__)
+
+/* Why a frame got no reply (besides the wire drops counted by fw_serve). */
+enum fw_drop {
+	FW_DROP_NOT_IP = 0, /* neither IPv4 nor ARP (VLAN, IPv6, LLDP, ...) */
+	FW_DROP_NOT_US,     /* not our MAC/IPv4 address, ARP not asking for us */
+	FW_DROP_IP_OPTS,    /* IPv4 header with options */
+	FW_DROP_FRAG,       /* IPv4 fragment */
+	FW_DROP_BAD_CSUM,   /* bad IPv4 or UDP checksum */
+	FW_DROP_BAD_LEN,    /* truncated, lengths inconsistent, multi-segment */
+	FW_DROP_PROTO,      /* other IP protocol, ICMP other than echo request */
+	FW_DROP_PORT,       /* UDP to another port */
+	FW_DROP_WIRE,       /* not a flakewire request (fw_serve_answer dropped it) */
+	FW_DROP_COUNT
+};
+
+extern const char *const fw_drop_names[FW_DROP_COUNT];
+
+struct fw_lcore_stats {
+	uint64_t rx;
+	uint64_t tx;
+	uint64_t tx_dropped; /* replies the TX queue did not take */
+	uint64_t arp;        /* ARP replies built */
+	uint64_t icmp;       /* echo replies built */
+	uint64_t udp;        /* flakewire replies built */
+	uint64_t drop[FW_DROP_COUNT];
+};
+
+/* One per worker lcore (every EAL lcore, the main one included). */
+struct fw_lcore {
+	struct fw_serve serve;
+	struct fw_lcore_stats st;
+	uint32_t lcore_id;
+	uint32_t index;     /* 0-based worker index */
+	uint16_t queue;     /* its RX and TX queue on every port */
+	uint32_t worker_id; /* generator worker ID */
+	uint64_t mark_ms;   /* mark in effect (ms since epoch), cached per burst */
+} FW_CACHE_ALIGNED;
+
+struct fw_port {
+	uint16_t port_id;
+	uint16_t nb_queues;
+	uint32_t addr_be; /* our IPv4 address, network order */
+	struct rte_ether_addr mac;
+	bool tx_cksum; /* IPv4 + UDP checksum offload in use */
+	bool rss;
+	char name[RTE_ETH_NAME_MAX_LEN];
+};
+
+/*
+ * The calibration and the mark, published by the control thread and read by
+ * lcores once per burst under a sequence lock: the writer makes seq odd,
+ * writes, makes it even; a reader retries while seq is odd or changed.
+ */
+struct fw_clock_pub {
+	uint32_t seq; /* accessed with __atomic builtins only */
+	struct fw_clock_snap {
+		struct fw_clock_cal cal;
+		uint64_t mark_ms;    /* highest ms since epoch lcores may issue */
+		uint32_t wire_flags; /* FW_WIRE_F_SLEWING when slewing */
+		int64_t offset_ns;   /* system clock minus ours at the last anchor */
+	} snap;
+} FW_CACHE_ALIGNED;
+
+struct fw_app {
+	volatile bool *quit;
+	struct fw_conf conf;
+	struct fw_layout layout;
+	struct rte_mempool *pool;
+	uint32_t n_ports;
+	struct fw_port port[FW_CONF_PORTS_MAX];
+	uint32_t n_lcores;
+	struct fw_lcore *lcore;             /* n_lcores, rte_zmalloc'd */
+	int16_t lcore_index[RTE_MAX_LCORE]; /* lcore id -> index in lcore[], -1 */
+	struct fw_clock_pub pub;
+	/* control thread state, touched only by it (and by main before/after) */
+	struct fw_clock_policy policy;
+	struct fw_clock_cal cal; /* the control thread's copy */
+	uint64_t floor_unix_ms;  /* persisted mark read at start (0: none) */
+	uint64_t mark_unix_ms;   /* mark persisted and published */
+	bool mark_failing;       /* the last persist failed */
+	uint64_t mark_writes;
+	uint64_t mark_failures;
+	uint64_t clock_events;
+	struct fw_lcore_stats prev_st; /* stats line: totals at the last line */
+	struct fw_serve_stats prev_ss;
+	pthread_t control;
+	bool control_started;
+};
+
+/* options.c */
+enum fw_mode {
+	FW_MODE_RUN = 0,
+	FW_MODE_HELP,
+	FW_MODE_PRINT_CONFIG,
+	FW_MODE_CHECK_CONFIG,
+};
+/*
+ * Splits argv: EAL arguments before "--", flakewire's after. Reads --config
+ * and applies --set in order into @conf. Prints errors to stderr.
+ * Returns 0 with *mode and *eal_argc set, or -1 on a usage error.
+ */
+int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode,
+		     int *eal_argc);
+void fw_options_usage(const char *prog);
+
+/* port.c */
+int fw_ports_open(struct fw_app *app);
+void fw_ports_close(struct fw_app *app);
+
+/* pkt.c: answers the frame in place; returns true when it must be sent back */
+bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+		   struct rte_mbuf *m, uint64_t now);
+
+/* lcore.c: the burst loop, launched on every lcore */
+int fw_lcore_main(void *arg);
+int fw_lcores_init(struct fw_app *app);
+
+/* clock_pub.c */
+void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s);
+static inline void fw_clock_pub_read(struct fw_clock_pub *p, struct fw_clock_snap *s)
+{
+	uint32_t a, b;
+
+	do {
+		a = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+		*s = p->snap;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		b = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+	} while ((a & 1) || a != b);
+}
+uint64_t fw_realtime_ns(void);
+/* Reads (tsc, unix ns) as close together as possible (best of a few tries). */
+void fw_clock_sample(uint64_t *tsc, uint64_t *ns);
+
+/* control.c */
+int fw_control_start_state(struct fw_app *app); /* mark + calibration, before lcores */
+int fw_control_start(struct fw_app *app);       /* the control thread */
+void fw_control_stop(struct fw_app *app);       /* joins it, persists the final mark */
+
+/* stats.c */
+void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw_serve_stats *ss);
+void fw_stats_line(struct fw_app *app, double interval_s);
+
+/* telemetry.c */
+int fw_telemetry_register(struct fw_app *app);

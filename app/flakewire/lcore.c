@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Per-lcore state and the burst loop. */
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+
+#include "fw_app.h"
+#include "fw_err.h"
+
+int fw_lcores_init(struct fw_app *app)
+{
+	const struct fw_conf *c = &app->conf;
+	struct fw_serve_config scfg;
+	unsigned lcore_id;
+	int rc;
+
+	rc = fw_layout_init(&app->layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
+			    c->id.sequence_bits, 0);
+	if (rc) {
+		FW_LOG(ERR, "ID layout: %s", fw_strerror(rc));
+		return -1;
+	}
+	app->n_lcores = rte_lcore_count();
+	app->lcore = rte_zmalloc("fw_lcores", sizeof(struct fw_lcore) * app->n_lcores,
+				 RTE_CACHE_LINE_SIZE);
+	if (!app->lcore)
+		return -1;
+	for (unsigned i = 0; i < RTE_MAX_LCORE; i++)
+		app->lcore_index[i] = -1;
+
+	fw_serve_config_default(&scfg);
+	scfg.list_max = (uint16_t)c->net.list_max;
+	scfg.ranges_max = (uint16_t)c->net.ranges_max;
+	scfg.mark_retry_us = c->id.retry_us;
+
+	uint32_t i = 0;
+	RTE_LCORE_FOREACH(lcore_id)
+	{
+		struct fw_lcore *lc = &app->lcore[i];
+		struct fw_gen_config gcfg;
+		int64_t w = fw_conf_worker(c, i);
+
+		if (w < 0) {
+			FW_LOG(ERR, "[id] workers lists %u worker IDs for %u lcores",
+			       c->id.workers.n, app->n_lcores);
+			return -1;
+		}
+		fw_gen_config_default(&gcfg);
+		gcfg.datacenter = c->id.datacenter;
+		gcfg.worker = (uint32_t)w;
+		gcfg.max_borrow_ms = c->id.max_borrow_ms;
+		gcfg.max_backstep_ms = c->id.max_backstep_ms;
+		rc = fw_serve_init(&lc->serve, &app->layout, &gcfg, &scfg);
+		if (rc) {
+			FW_LOG(ERR, "lcore %u: worker %u: %s", lcore_id, (unsigned)w,
+			       fw_strerror(rc));
+			return -1;
+		}
+		lc->lcore_id = lcore_id;
+		lc->index = i;
+		lc->queue = (uint16_t)i;
+		lc->worker_id = (uint32_t)w;
+		app->lcore_index[lcore_id] = (int16_t)i;
+		FW_LOG(INFO, "lcore %u%s: queue %u, datacenter %u worker %u", lcore_id,
+		       lcore_id == rte_get_main_lcore() ? " (main)" : "", lc->queue,
+		       c->id.datacenter, lc->worker_id);
+		i++;
+	}
+	FW_LOG(INFO, "layout: %u time / %u datacenter / %u worker / %u sequence bits, epoch %lu",
+	       app->layout.time_bits, app->layout.dc_bits, app->layout.worker_bits,
+	       app->layout.seq_bits, (unsigned long)app->layout.epoch_ms);
+	return 0;
+}
+
+static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+			struct rte_mbuf **pkts, uint16_t n)
+{
+	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
+	uint16_t ntx = 0, nfr = 0;
+	struct fw_clock_snap snap;
+
+	/* one clock read for the whole burst */
+	uint64_t tsc = rte_rdtsc();
+	fw_clock_pub_read(&app->pub, &snap);
+	uint64_t unix_ms = fw_clock_ms(&snap.cal, tsc);
+	uint64_t now = unix_ms > app->layout.epoch_ms ? unix_ms - app->layout.epoch_ms : 0;
+	if (snap.mark_ms != lc->mark_ms)
+		lc->mark_ms = fw_gen_set_mark(&lc->serve.gen, snap.mark_ms);
+	lc->serve.extra_flags = snap.wire_flags;
+	lc->serve.clock_offset_ns = snap.offset_ns;
+
+	lc->st.rx += n;
+	for (uint16_t i = 0; i < n; i++) {
+		if (fw_pkt_answer(app, lc, port, pkts[i], now))
+			tx[ntx++] = pkts[i];
+		else
+			fr[nfr++] = pkts[i];
+	}
+	if (nfr)
+		rte_pktmbuf_free_bulk(fr, nfr);
+	if (!ntx)
+		return;
+	uint16_t sent = rte_eth_tx_burst(port->port_id, lc->queue, tx, ntx);
+	lc->st.tx += sent;
+	if (sent < ntx) {
+		lc->st.tx_dropped += ntx - sent;
+		rte_pktmbuf_free_bulk(&tx[sent], ntx - sent);
+	}
+}
+
+int fw_lcore_main(void *arg)
+{
+	struct fw_app *app = arg;
+	int idx = app->lcore_index[rte_lcore_id()];
+	struct rte_mbuf *pkts[FW_BURST];
+
+	if (idx < 0)
+		return 0;
+	struct fw_lcore *lc = &app->lcore[idx];
+	while (!*app->quit) {
+		uint16_t busy = 0;
+		for (uint32_t p = 0; p < app->n_ports; p++) {
+			const struct fw_port *port = &app->port[p];
+			uint16_t n = rte_eth_rx_burst(port->port_id, lc->queue, pkts, FW_BURST);
+			if (n) {
+				serve_burst(app, lc, port, pkts, n);
+				busy += n;
+			}
+		}
+		if (!busy)
+			rte_pause();
+	}
+	return 0;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* flakewire: parses options and wires the parts together. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "fw_app.h"
+#include "fw_err.h"
+
+static volatile bool force_quit;
+int fw_logtype;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	force_quit = true;
+}
+
+static int print_config(void)
+{
+	size_t n = fw_conf_sample(NULL, 0, 0) + 1;
+	char *text = malloc(n);
+
+	if (!text)
+		return 1;
+	fw_conf_sample(text, n, 0);
+	fputs(text, stdout);
+	free(text);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fw_app *app;
+	enum fw_mode mode;
+	int eal_argc, rc;
+
+	app = calloc(1, sizeof(*app));
+	if (!app)
+		return 1;
+	if (fw_options_parse(argc, argv, &app->conf, &mode, &eal_argc))
+		return 2;
+	switch (mode) {
+	case FW_MODE_HELP:
+		fw_options_usage(argv[0]);
+		return 0;
+	case FW_MODE_PRINT_CONFIG:
+		return print_config();
+	case FW_MODE_CHECK_CONFIG:
+		printf("flakewire: configuration OK\n");
+		return 0;
+	case FW_MODE_RUN:
+		break;
+	}
+
+	if (rte_eal_init(eal_argc, argv) < 0) {
+		fprintf(stderr, "flakewire: EAL initialisation failed: %s\n",
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	fw_logtype = rte_log_register_type_and_pick_level("flakewire", RTE_LOG_INFO);
+	if (fw_logtype < 0)
+		fw_logtype = RTE_LOGTYPE_USER1;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	app->quit = &force_quit;
+
+	rc = fw_lcores_init(app);
+	if (!rc)
+		rc = fw_control_start_state(app);
+	if (!rc)
+		rc = fw_ports_open(app);
+	if (!rc)
+		rc = fw_telemetry_register(app);
+	if (!rc)
+		rc = fw_control_start(app);
+	if (rc) {
+		fw_ports_close(app);
+		rte_eal_cleanup();
+		return 1;
+	}
+
+	FW_LOG(INFO, "running on %u lcore(s); Ctrl-C or SIGTERM stops", app->n_lcores);
+	rte_eal_mp_remote_launch(fw_lcore_main, app, CALL_MAIN);
+	rte_eal_mp_wait_lcore();
+
+	FW_LOG(INFO, "stopping");
+	fw_control_stop(app);
+	fw_stats_line(app, 0);
+	fw_ports_close(app);
+	rte_free(app->lcore);
+	rte_eal_cleanup();
+	free(app);
+	return 0;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Port bring-up: probe the device, one RX/TX queue per worker, offloads and RSS by capability. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "fw_app.h"
+
+#define POOL_CACHE 256
+
+static int find_port(const char *devargs, uint16_t *port_id)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	size_t n = strcspn(devargs, ",");
+
+	if (n >= sizeof(name))
+		return -ENAMETOOLONG;
+	memcpy(name, devargs, n);
+	name[n] = '\0';
+	if (!rte_eth_dev_get_port_by_name(name, port_id))
+		return 0;
+	/* PCI devices are named by their full address: 01:00.0 -> 0000:01:00.0 */
+	uint16_t pid;
+	RTE_ETH_FOREACH_DEV(pid)
+	{
+		char other[RTE_ETH_NAME_MAX_LEN];
+		if (!rte_eth_dev_get_name_by_port(pid, other) && strstr(other, name)) {
+			*port_id = pid;
+			return 0;
+		}
+	}
+	return -ENODEV;
+}
+
+static int pool_create(struct fw_app *app)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < app->conf.n_ports; i++)
+		n += app->n_lcores * (app->conf.port[i].rx_desc + app->conf.port[i].tx_desc);
+	n += app->n_lcores * (FW_BURST + POOL_CACHE) + 1024;
+	app->pool = rte_pktmbuf_pool_create("fw_pool", n, POOL_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					    rte_socket_id());
+	if (!app->pool) {
+		FW_LOG(ERR, "cannot create a pool of %u mbufs: %s (raise -m?)", n,
+		       rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int port_open(struct fw_app *app, uint32_t idx)
+{
+	const struct fw_conf_port *pc = &app->conf.port[idx];
+	struct fw_port *p = &app->port[idx];
+	struct rte_eth_conf conf = {0};
+	struct rte_eth_dev_info info;
+	uint16_t nq = (uint16_t)app->n_lcores;
+	char addr[INET_ADDRSTRLEN];
+	int rc;
+
+	rc = rte_dev_probe(pc->device);
+	if (rc && rc != -EEXIST) {
+		FW_LOG(ERR, "port%u: cannot probe device '%s': %s", idx, pc->device,
+		       rte_strerror(-rc));
+		return -1;
+	}
+	rc = find_port(pc->device, &p->port_id);
+	if (rc) {
+		FW_LOG(ERR, "port%u: no ethdev for device '%s'", idx, pc->device);
+		return -1;
+	}
+	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc) {
+		FW_LOG(ERR, "port%u: dev_info: %s", idx, rte_strerror(-rc));
+		return -1;
+	}
+	if (nq > info.max_rx_queues || nq > info.max_tx_queues) {
+		FW_LOG(ERR, "port%u (%s): %u lcores need %u queues, the device has %u RX / %u TX",
+		       idx, p->name, nq, nq, info.max_rx_queues, info.max_tx_queues);
+		return -1;
+	}
+	if (nq > 1) {
+		uint64_t want = RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV4;
+		conf.rx_adv_conf.rss_conf.rss_hf = want & info.flow_type_rss_offloads;
+		if (conf.rx_adv_conf.rss_conf.rss_hf) {
+			conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+			p->rss = true;
+		}
+	}
+	const uint64_t cks = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	if ((info.tx_offload_capa & cks) == cks) {
+		conf.txmode.offloads = cks;
+		p->tx_cksum = true;
+	}
+	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
+	if (rc) {
+		FW_LOG(ERR, "port%u (%s): configure: %s", idx, p->name, rte_strerror(-rc));
+		return -1;
+	}
+	uint16_t nrx = (uint16_t)pc->rx_desc, ntx = (uint16_t)pc->tx_desc;
+	rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
+	int socket = rte_eth_dev_socket_id(p->port_id);
+	for (uint16_t q = 0; q < nq; q++) {
+		struct rte_eth_txconf txc = info.default_txconf;
+		txc.offloads = conf.txmode.offloads;
+		rc = rte_eth_rx_queue_setup(p->port_id, q, nrx, socket, NULL, app->pool);
+		if (!rc)
+			rc = rte_eth_tx_queue_setup(p->port_id, q, ntx, socket, &txc);
+		if (rc) {
+			FW_LOG(ERR, "port%u (%s): queue %u setup: %s", idx, p->name, q,
+			       rte_strerror(-rc));
+			return -1;
+		}
+	}
+	p->nb_queues = nq;
+	rc = rte_eth_dev_start(p->port_id);
+	if (rc) {
+		FW_LOG(ERR, "port%u (%s): start: %s", idx, p->name, rte_strerror(-rc));
+		return -1;
+	}
+	rte_eth_macaddr_get(p->port_id, &p->mac);
+	p->addr_be = htonl(pc->address);
+	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
+
+	struct rte_eth_link link;
+	char mac[RTE_ETHER_ADDR_FMT_SIZE];
+	rte_eth_link_get_nowait(p->port_id, &link);
+	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
+	FW_LOG(INFO,
+	       "port%u: %s (ethdev %u, driver %s) MAC %s address %s, %u queue(s) x %u/%u desc, "
+	       "RSS %s, checksums %s, link %s",
+	       idx, pc->device, p->port_id, info.driver_name, mac, addr, nq, nrx, ntx,
+	       p->rss ? "on (UDP 4-tuple)" : "off", p->tx_cksum ? "offloaded" : "software",
+	       link.link_status ? "up" : "down");
+	return 0;
+}
+
+int fw_ports_open(struct fw_app *app)
+{
+	if (pool_create(app))
+		return -1;
+	for (uint32_t i = 0; i < app->conf.n_ports; i++) {
+		if (port_open(app, i))
+			return -1;
+		app->n_ports = i + 1;
+	}
+	return 0;
+}
+
+void fw_ports_close(struct fw_app *app)
+{
+	for (uint32_t i = 0; i < app->n_ports; i++) {
+		struct fw_port *p = &app->port[i];
+		int rc = rte_eth_dev_stop(p->port_id);
+		if (rc)
+			FW_LOG(WARNING, "port%u: stop: %s", i, rte_strerror(-rc));
+		rte_eth_dev_close(p->port_id);
+	}
+	app->n_ports = 0;
+}

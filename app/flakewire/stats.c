@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Sums of the per-lcore counters (read without locks: each has one writer) and the stats line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fw_app.h"
+
+void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw_serve_stats *ss)
+{
+	memset(st, 0, sizeof(*st));
+	memset(ss, 0, sizeof(*ss));
+	for (uint32_t i = 0; i < app->n_lcores; i++) {
+		const struct fw_lcore *lc = &app->lcore[i];
+		st->rx += lc->st.rx;
+		st->tx += lc->st.tx;
+		st->tx_dropped += lc->st.tx_dropped;
+		st->arp += lc->st.arp;
+		st->icmp += lc->st.icmp;
+		st->udp += lc->st.udp;
+		for (int d = 0; d < FW_DROP_COUNT; d++)
+			st->drop[d] += lc->st.drop[d];
+		fw_serve_stats_add(ss, &lc->serve.stats);
+	}
+}
+
+static uint64_t drops(const struct fw_lcore_stats *st)
+{
+	uint64_t n = st->tx_dropped;
+
+	for (int d = 0; d < FW_DROP_COUNT; d++)
+		n += st->drop[d];
+	return n;
+}
+
+void fw_stats_line(struct fw_app *app, double interval_s)
+{
+	struct fw_lcore_stats st;
+	struct fw_serve_stats ss;
+
+	fw_stats_sum(app, &st, &ss);
+	if (interval_s > 0) {
+		printf("stats: %.0f rx/s %.0f tx/s %.0f replies/s %.0f IDs/s | total rx %lu tx %lu "
+		       "replies %lu IDs %lu retry %lu unsafe %lu drops %lu | mark %lu%s\n",
+		       (double)(st.rx - app->prev_st.rx) / interval_s,
+		       (double)(st.tx - app->prev_st.tx) / interval_s,
+		       (double)(ss.requests - app->prev_ss.requests) / interval_s,
+		       (double)(ss.ids - app->prev_ss.ids) / interval_s, (unsigned long)st.rx,
+		       (unsigned long)st.tx, (unsigned long)ss.requests, (unsigned long)ss.ids,
+		       (unsigned long)ss.status[FW_WIRE_ST_RETRY_AFTER],
+		       (unsigned long)ss.status[FW_WIRE_ST_CLOCK_UNSAFE], (unsigned long)drops(&st),
+		       (unsigned long)app->mark_unix_ms,
+		       app->mark_failing ? " (NOT PERSISTING)" : "");
+	} else {
+		printf("stats: total rx %lu tx %lu arp %lu icmp %lu replies %lu IDs %lu drops "
+		       "%lu\n",
+		       (unsigned long)st.rx, (unsigned long)st.tx, (unsigned long)st.arp,
+		       (unsigned long)st.icmp, (unsigned long)ss.requests, (unsigned long)ss.ids,
+		       (unsigned long)drops(&st));
+	}
+	fflush(stdout);
+	app->prev_st = st;
+	app->prev_ss = ss;
+}

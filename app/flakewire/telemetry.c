@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rte_telemetry commands under /flakewire/, for dpdk-telemetry.py:
+ *   /flakewire/stats   totals over all lcores
+ *   /flakewire/lcores  the same per lcore ("lcoreN": {...})
+ *   /flakewire/clock   calibration, offset, slew, generation, mark
+ * DPDK 22.11 telemetry callbacks take no user argument, hence the one
+ * file-scope pointer below (set once before the callbacks are registered).
+ */
+#include <stdio.h>
+
+#include <rte_telemetry.h>
+
+#include "fw_app.h"
+#include "fw_wire.h"
+
+static struct fw_app *tel_app;
+
+static const char *const op_names[5] = {"op_unknown", "op_id", "op_list", "op_range", "op_info"};
+static const char *const st_names[FW_WIRE_ST_COUNT] = {"st_ok",          "st_bad_request",
+						       "st_bad_version", "st_retry_after",
+						       "st_refused",     "st_clock_unsafe"};
+static const char *const serve_drop_names[FW_SERVE_DROP_COUNT] = {"wire_short", "wire_magic",
+								  "wire_reply"};
+
+static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
+		      const struct fw_serve_stats *ss, const struct fw_gen_stats *gs)
+{
+	char name[64];
+
+	rte_tel_data_add_dict_u64(d, "rx", st->rx);
+	rte_tel_data_add_dict_u64(d, "tx", st->tx);
+	rte_tel_data_add_dict_u64(d, "tx_dropped", st->tx_dropped);
+	rte_tel_data_add_dict_u64(d, "arp", st->arp);
+	rte_tel_data_add_dict_u64(d, "icmp", st->icmp);
+	rte_tel_data_add_dict_u64(d, "udp_replies", st->udp);
+	for (int i = 0; i < FW_DROP_COUNT; i++) {
+		snprintf(name, sizeof(name), "drop_%s", fw_drop_names[i]);
+		rte_tel_data_add_dict_u64(d, name, st->drop[i]);
+	}
+	rte_tel_data_add_dict_u64(d, "requests", ss->requests);
+	rte_tel_data_add_dict_u64(d, "ids", ss->ids);
+	rte_tel_data_add_dict_u64(d, "partial", ss->partial);
+	for (int i = 0; i < 5; i++)
+		rte_tel_data_add_dict_u64(d, op_names[i], ss->ops[i]);
+	for (int i = 0; i < FW_WIRE_ST_COUNT; i++)
+		rte_tel_data_add_dict_u64(d, st_names[i], ss->status[i]);
+	for (int i = 0; i < FW_SERVE_DROP_COUNT; i++)
+		rte_tel_data_add_dict_u64(d, serve_drop_names[i], ss->drops[i]);
+	rte_tel_data_add_dict_u64(d, "borrowed_ms", gs->borrowed_ms);
+	rte_tel_data_add_dict_u64(d, "backsteps", gs->backsteps);
+	rte_tel_data_add_dict_u64(d, "gen_retries", gs->retries);
+	rte_tel_data_add_dict_u64(d, "gen_unsafe", gs->unsafe);
+	rte_tel_data_add_dict_u64(d, "mark_hits", gs->mark_hits);
+}
+
+static void gen_stats_add(struct fw_gen_stats *to, const struct fw_gen_stats *from)
+{
+	to->issued += from->issued;
+	to->borrowed_ms += from->borrowed_ms;
+	to->backsteps += from->backsteps;
+	to->retries += from->retries;
+	to->unsafe += from->unsafe;
+	to->mark_hits += from->mark_hits;
+	to->max_backstep_ms = FW_MAX(to->max_backstep_ms, from->max_backstep_ms);
+}
+
+static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct fw_lcore_stats st;
+	struct fw_serve_stats ss;
+	struct fw_gen_stats gs = {0};
+
+	(void)cmd;
+	(void)params;
+	fw_stats_sum(tel_app, &st, &ss);
+	for (uint32_t i = 0; i < tel_app->n_lcores; i++)
+		gen_stats_add(&gs, fw_gen_stats(&tel_app->lcore[i].serve.gen));
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "lcores", tel_app->n_lcores);
+	add_stats(d, &st, &ss, &gs);
+	return 0;
+}
+
+static int cmd_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	char name[32];
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	for (uint32_t i = 0; i < tel_app->n_lcores; i++) {
+		const struct fw_lcore *lc = &tel_app->lcore[i];
+		struct rte_tel_data *c = rte_tel_data_alloc();
+		if (!c)
+			return -1;
+		rte_tel_data_start_dict(c);
+		rte_tel_data_add_dict_u64(c, "lcore", lc->lcore_id);
+		rte_tel_data_add_dict_u64(c, "queue", lc->queue);
+		rte_tel_data_add_dict_u64(c, "worker", lc->worker_id);
+		rte_tel_data_add_dict_u64(c, "last_ms", fw_gen_last_ms(&lc->serve.gen));
+		add_stats(c, &lc->st, &lc->serve.stats, fw_gen_stats(&lc->serve.gen));
+		snprintf(name, sizeof(name), "lcore%u", lc->lcore_id);
+		rte_tel_data_add_dict_container(d, name, c, 0);
+	}
+	return 0;
+}
+
+static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct fw_clock_snap s;
+	char buf[32];
+
+	(void)cmd;
+	(void)params;
+	fw_clock_pub_read(&tel_app->pub, &s);
+	rte_tel_data_start_dict(d);
+	snprintf(buf, sizeof(buf), "%.0f", fw_clock_hz(&s.cal));
+	rte_tel_data_add_dict_u64(d, "hz", (uint64_t)fw_clock_hz(&s.cal));
+	rte_tel_data_add_dict_int(d, "offset_us", (int)(s.offset_ns / 1000));
+	rte_tel_data_add_dict_string(d, "offset_ns",
+				     (snprintf(buf, sizeof(buf), "%ld", (long)s.offset_ns), buf));
+	rte_tel_data_add_dict_int(d, "slew_ppb", s.cal.slew_ppb);
+	rte_tel_data_add_dict_u64(d, "flags", s.cal.flags);
+	rte_tel_data_add_dict_u64(d, "generation", s.cal.generation);
+	rte_tel_data_add_dict_u64(d, "mark_unix_ms", s.mark_ms + tel_app->layout.epoch_ms);
+	rte_tel_data_add_dict_u64(d, "mark_ms", s.mark_ms);
+	rte_tel_data_add_dict_u64(d, "floor_unix_ms", tel_app->floor_unix_ms);
+	rte_tel_data_add_dict_u64(d, "mark_writes", tel_app->mark_writes);
+	rte_tel_data_add_dict_u64(d, "mark_failures", tel_app->mark_failures);
+	rte_tel_data_add_dict_u64(d, "mark_failing", tel_app->mark_failing);
+	rte_tel_data_add_dict_u64(d, "clock_events", tel_app->clock_events);
+	rte_tel_data_add_dict_u64(d, "epoch_ms", tel_app->layout.epoch_ms);
+	return 0;
+}
+
+int fw_telemetry_register(struct fw_app *app)
+{
+	tel_app = app;
+	if (rte_telemetry_register_cmd("/flakewire/stats", cmd_stats,
+				       "flakewire totals over all lcores. No parameters") ||
+	    rte_telemetry_register_cmd("/flakewire/lcores", cmd_lcores,
+				       "flakewire counters per lcore. No parameters") ||
+	    rte_telemetry_register_cmd("/flakewire/clock", cmd_clock,
+				       "flakewire clock calibration and mark. No parameters")) {
+		FW_LOG(ERR, "cannot register the telemetry commands");
+		return -1;
+	}
+	return 0;
+}

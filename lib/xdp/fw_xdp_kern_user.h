@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Constants shared by the XDP program (flakewire.bpf.c) and its userspace
+ * loader (xdp.c): names the loader looks up in the kernel, the layout of the
+ * configuration map and the counter indices.
+ *
+ * Included from BPF C and from userspace C, so it uses only <linux/types.h>.
+ */
+#pragma once
+
+#include <linux/types.h>
+
+/*
+ * Name of the XDP entry point. The kernel keeps the first 15 characters of
+ * it as the program name, which is how the loader recognises flakewire's own
+ * program on an interface: keep it at most 15 characters.
+ */
+#define FW_XDP_PROG_NAME "fw_xdp_redirect"
+
+/* ELF section of the program, for `ip link set dev X xdp obj F sec xdp`. */
+#define FW_XDP_SECTION "xdp"
+
+/*
+ * XSKMAP the net_af_xdp PMD of DPDK 22.11 fills when it loads the object
+ * named by its xdp_prog= argument: the name is fixed by the PMD.
+ */
+#define FW_XDP_XSKS_MAP "xsks_map"
+
+/* Highest receive queue index + 1 the program can steer to an AF_XDP socket. */
+#define FW_XDP_MAX_QUEUES 64
+
+/* 1-entry BPF_MAP_TYPE_ARRAY holding struct fw_xdp_cfg at key 0. */
+#define FW_XDP_CFG_MAP "fw_cfg"
+
+/* BPF_MAP_TYPE_PERCPU_ARRAY of __u64 packet counters, indexed by enum fw_xdp_stat. */
+#define FW_XDP_STATS_MAP "fw_stats"
+
+/*
+ * Runtime configuration of the program. Until userspace writes a non-zero
+ * port, every packet is passed to the kernel (FW_XDP_STAT_UNCONF).
+ */
+struct fw_xdp_cfg {
+	__u16 port; /* UDP destination port to steer, host byte order; 0: none */
+	__u16 pad;
+	__u32 flags; /* reserved, 0 */
+};
+
+/* What the program did with a packet; one counter each. */
+enum fw_xdp_stat {
+	FW_XDP_STAT_REDIRECT = 0, /* handed to the AF_XDP socket of its queue */
+	FW_XDP_STAT_NO_XSK,       /* matched the port, no socket on its queue: passed */
+	FW_XDP_STAT_NOT_IPV4,     /* not IPv4: ARP, IPv6, VLAN-tagged, other EtherTypes */
+	FW_XDP_STAT_NOT_UDP,      /* IPv4 but not UDP: ICMP, TCP, ... */
+	FW_XDP_STAT_FRAGMENT,     /* IPv4 UDP fragment (MF set or non-zero offset) */
+	FW_XDP_STAT_OTHER_PORT,   /* IPv4 UDP to another port */
+	FW_XDP_STAT_MALFORMED,    /* truncated or inconsistent Ethernet/IPv4/UDP header */
+	FW_XDP_STAT_UNCONF,       /* no port configured yet */
+	FW_XDP_STAT_MAX
+};

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/magic.h>
+#include <linux/sockios.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "fw_xdp.h"
+
+#define FW_XDP_DISPATCHER_NAME "xdp_dispatcher"
+#define FW_XDP_MAX_MAPS        32
+
+/* One program found on the interface. */
+struct fw_prog {
+	uint32_t id;
+	char name[FW_XDP_NAME_MAX];
+	bool ours;
+	int cfg_fd;
+	int stats_fd;
+};
+
+/* libbpf/libxdp print callbacks in force before a library call. */
+struct fw_quiet {
+	libbpf_print_fn_t bpf;
+	libxdp_print_fn_t xdp;
+};
+
+static int fw_silent_bpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static int fw_silent_xdp(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+static void fw_quiet_begin(struct fw_quiet *q)
+{
+	q->bpf = libbpf_set_print(fw_silent_bpf);
+	q->xdp = libxdp_set_print(fw_silent_xdp);
+}
+
+static void fw_quiet_end(const struct fw_quiet *q)
+{
+	libbpf_set_print(q->bpf);
+	libxdp_set_print(q->xdp);
+}
+
+/* Our own errno when a call failed: never 0, so failure is never mistaken for success. */
+static int fw_neg_errno(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+static int fw_ifindex(const char *ifname)
+{
+	unsigned int idx;
+
+	if (!ifname || !ifname[0] || strlen(ifname) >= IF_NAMESIZE)
+		return -EINVAL;
+	idx = if_nametoindex(ifname);
+	if (idx == 0)
+		return errno == ENXIO || errno == ENODEV || errno == 0 ? -ENODEV : -errno;
+	if (idx > INT_MAX)
+		return -ERANGE;
+	return (int)idx;
+}
+
+static void fw_prog_release(struct fw_prog *p)
+{
+	if (p->cfg_fd >= 0)
+		close(p->cfg_fd);
+	if (p->stats_fd >= 0)
+		close(p->stats_fd);
+	p->cfg_fd = -1;
+	p->stats_fd = -1;
+}
+
+/* Keeps an fd of @map_id in *@slot if the map is named @want; returns whether it did. */
+static bool fw_map_match(uint32_t map_id, const char *want, int *slot)
+{
+	struct bpf_map_info info;
+	uint32_t len = sizeof(info);
+	int fd;
+
+	if (*slot >= 0)
+		return false;
+	fd = bpf_map_get_fd_by_id(map_id);
+	if (fd < 0)
+		return false;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && strcmp(info.name, want) == 0) {
+		*slot = fd;
+		return true;
+	}
+	close(fd);
+	return false;
+}
+
+/* Reads name and maps of program @id; keeps fds of our maps open when it is ours. */
+static int fw_prog_inspect(uint32_t id, struct fw_prog *p)
+{
+	uint32_t map_ids[FW_XDP_MAX_MAPS];
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info), n;
+	int fd, err = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->id = id;
+	p->cfg_fd = -1;
+	p->stats_fd = -1;
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return fw_neg_errno();
+	memset(&info, 0, sizeof(info));
+	info.nr_map_ids = FW_ARRAY_SIZE(map_ids);
+	info.map_ids = (uint64_t)(uintptr_t)map_ids;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0) {
+		err = fw_neg_errno();
+		goto out;
+	}
+	memcpy(p->name, info.name, sizeof(p->name));
+	p->name[sizeof(p->name) - 1] = '\0';
+	if (strcmp(p->name, FW_XDP_PROG_NAME) != 0)
+		goto out;
+	n = FW_MIN(info.nr_map_ids, (uint32_t)FW_ARRAY_SIZE(map_ids));
+	for (uint32_t i = 0; i < n; i++)
+		if (!fw_map_match(map_ids[i], FW_XDP_CFG_MAP, &p->cfg_fd))
+			fw_map_match(map_ids[i], FW_XDP_STATS_MAP, &p->stats_fd);
+	p->ours = p->cfg_fd >= 0;
+	if (!p->ours)
+		fw_prog_release(p);
+out:
+	close(fd);
+	return err;
+}
+
+static void fw_read_own(struct fw_xdp_info *info, const struct fw_prog *p)
+{
+	struct fw_xdp_cfg cfg;
+	uint32_t key = 0;
+	uint64_t *vals;
+	int ncpu;
+
+	if (bpf_map_lookup_elem(p->cfg_fd, &key, &cfg) == 0)
+		info->port = cfg.port;
+	if (p->stats_fd < 0)
+		return;
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (key = 0; key < FW_XDP_STAT_MAX; key++) {
+		if (bpf_map_lookup_elem(p->stats_fd, &key, vals) < 0)
+			goto out;
+		info->counters[key] = 0;
+		for (int c = 0; c < ncpu; c++)
+			info->counters[key] += vals[c];
+	}
+	info->has_counters = true;
+out:
+	free(vals);
+}
+
+/*
+ * Records program @p in @info. The fd of the first own program's config map
+ * is handed to *@cfg_fd when the caller asks for it.
+ */
+static void fw_account(struct fw_xdp_info *info, struct fw_prog *p, int *cfg_fd)
+{
+	info->n_progs++;
+	if (p->ours && !info->ours) {
+		info->ours = true;
+		info->own_prog_id = p->id;
+		fw_read_own(info, p);
+		if (cfg_fd) {
+			*cfg_fd = p->cfg_fd;
+			p->cfg_fd = -1;
+		}
+	} else if (!p->ours && !info->foreign) {
+		info->foreign = true;
+		info->foreign_id = p->id;
+		memcpy(info->foreign_name, p->name, sizeof(info->foreign_name));
+	}
+	fw_prog_release(p);
+}
+
+/* Programs behind a libxdp dispatcher (needs the dispatcher's bpffs state). */
+static int fw_scan_dispatcher(int ifindex, struct fw_xdp_info *info, int *cfg_fd)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *prog;
+	struct fw_prog p;
+	int err;
+
+	mp = xdp_multiprog__get_from_ifindex(ifindex);
+	err = (int)libxdp_get_error(mp);
+	if (err)
+		return err < 0 ? err : -EIO;
+	for (prog = xdp_multiprog__next_prog(NULL, mp); prog;
+	     prog = xdp_multiprog__next_prog(prog, mp)) {
+		if (fw_prog_inspect(xdp_program__id(prog), &p) == 0)
+			fw_account(info, &p, cfg_fd);
+	}
+	xdp_multiprog__close(mp);
+	return 0;
+}
+
+static enum fw_xdp_mode fw_mode_from_kernel(uint8_t attach_mode)
+{
+	switch (attach_mode) {
+	case XDP_ATTACHED_DRV:
+		return FW_XDP_MODE_DRV;
+	case XDP_ATTACHED_SKB:
+		return FW_XDP_MODE_SKB;
+	case XDP_ATTACHED_HW:
+		return FW_XDP_MODE_HW;
+	case XDP_ATTACHED_MULTI:
+		return FW_XDP_MODE_MULTI;
+	default:
+		return FW_XDP_MODE_NONE;
+	}
+}
+
+static int fw_scan(const char *ifname, struct fw_xdp_info *info, int *cfg_fd)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	uint32_t ids[3];
+	struct fw_prog p;
+	int ifindex, err;
+
+	if (!info)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	ifindex = fw_ifindex(ifname);
+	if (ifindex < 0)
+		return ifindex;
+	info->ifindex = ifindex;
+	err = bpf_xdp_query(ifindex, 0, &q);
+	if (err < 0)
+		return err;
+	info->mode = fw_mode_from_kernel(q.attach_mode);
+	if (info->mode == FW_XDP_MODE_NONE)
+		return 0;
+	ids[0] = q.drv_prog_id;
+	ids[1] = q.skb_prog_id;
+	ids[2] = q.hw_prog_id;
+	info->prog_id = q.prog_id;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(ids); i++) {
+		if (ids[i] == 0)
+			continue;
+		if (info->prog_id == 0)
+			info->prog_id = ids[i];
+		err = fw_prog_inspect(ids[i], &p);
+		if (err < 0)
+			return err;
+		if (ids[i] == info->prog_id)
+			memcpy(info->prog_name, p.name, sizeof(info->prog_name));
+		if (strcmp(p.name, FW_XDP_DISPATCHER_NAME) != 0) {
+			fw_account(info, &p, cfg_fd);
+			continue;
+		}
+		info->dispatcher = true;
+		/*
+		 * Without the dispatcher's state (bpffs) its programs are
+		 * unknown: count the dispatcher itself as foreign, so that
+		 * nothing is detached blindly.
+		 */
+		if (fw_scan_dispatcher(ifindex, info, cfg_fd) < 0)
+			fw_account(info, &p, cfg_fd);
+	}
+	return 0;
+}
+
+FW_API int fw_xdp_status(const char *ifname, struct fw_xdp_info *info)
+{
+	struct fw_quiet q;
+	int err;
+
+	fw_quiet_begin(&q);
+	err = fw_scan(ifname, info, NULL);
+	fw_quiet_end(&q);
+	return err;
+}
+
+FW_API int fw_xdp_set_port(const char *ifname, uint16_t port)
+{
+	struct fw_xdp_cfg cfg = {.port = port};
+	struct fw_xdp_info info;
+	struct fw_quiet q;
+	uint32_t key = 0;
+	int cfg_fd = -1, err;
+
+	fw_quiet_begin(&q);
+	err = fw_scan(ifname, &info, &cfg_fd);
+	if (err < 0)
+		goto out;
+	if (info.mode == FW_XDP_MODE_NONE) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (!info.ours) {
+		err = FW_XDP_EFOREIGN;
+		goto out;
+	}
+	if (bpf_map_update_elem(cfg_fd, &key, &cfg, BPF_ANY) < 0)
+		err = fw_neg_errno();
+out:
+	if (cfg_fd >= 0)
+		close(cfg_fd);
+	fw_quiet_end(&q);
+	return err;
+}
+
+/* Removes program @id from each mode slot it occupies, only if it is still there. */
+static int fw_detach_direct(int ifindex, uint32_t id)
+{
+	static const uint32_t mode_flags[] = {XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE,
+					      XDP_FLAGS_HW_MODE};
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	LIBBPF_OPTS(bpf_xdp_attach_opts, a);
+	uint32_t ids[3];
+	int fd, err;
+
+	err = bpf_xdp_query(ifindex, 0, &q);
+	if (err < 0)
+		return err;
+	ids[0] = q.drv_prog_id;
+	ids[1] = q.skb_prog_id;
+	ids[2] = q.hw_prog_id;
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0)
+		return fw_neg_errno();
+	/* old_prog_fd makes the kernel detach only if our program is still the one attached. */
+	a.old_prog_fd = fd;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(ids) && err == 0; i++)
+		if (ids[i] == id)
+			err = bpf_xdp_detach(ifindex, mode_flags[i], &a);
+	close(fd);
+	return err;
+}
+
+static int fw_detach_dispatched(int ifindex, uint32_t id)
+{
+	struct xdp_program *prog, *own = NULL;
+	struct xdp_multiprog *mp;
+	int others = 0, err;
+
+	mp = xdp_multiprog__get_from_ifindex(ifindex);
+	err = (int)libxdp_get_error(mp);
+	if (err)
+		return err < 0 ? err : -EIO;
+	for (prog = xdp_multiprog__next_prog(NULL, mp); prog;
+	     prog = xdp_multiprog__next_prog(prog, mp)) {
+		if (xdp_program__id(prog) == id)
+			own = prog;
+		else
+			others++;
+	}
+	if (!own)
+		err = -ENOENT;
+	else if (others == 0)
+		err = xdp_multiprog__detach(mp);
+	else
+		err = xdp_program__detach(own, ifindex, xdp_multiprog__attach_mode(mp), 0);
+	xdp_multiprog__close(mp);
+	return err;
+}
+
+FW_API int fw_xdp_detach_own(const char *ifname)
+{
+	struct fw_xdp_info info;
+	struct fw_quiet q;
+	int err;
+
+	fw_quiet_begin(&q);
+	err = fw_scan(ifname, &info, NULL);
+	if (err < 0)
+		goto out;
+	if (info.mode == FW_XDP_MODE_NONE)
+		err = -ENOENT;
+	else if (!info.ours)
+		err = FW_XDP_EFOREIGN;
+	else if (info.dispatcher)
+		err = fw_detach_dispatched(info.ifindex, info.own_prog_id);
+	else
+		err = fw_detach_direct(info.ifindex, info.own_prog_id);
+	/* Keep FW_XDP_EFOREIGN unambiguous: a busy kernel is not a foreign program. */
+	if (err == FW_XDP_EFOREIGN && info.ours)
+		err = -EAGAIN;
+out:
+	fw_quiet_end(&q);
+	return err;
+}
+
+FW_API const char *fw_xdp_mode_name(enum fw_xdp_mode mode)
+{
+	static const char *const names[] = {
+		[FW_XDP_MODE_NONE] = "none",   [FW_XDP_MODE_SKB] = "skb",
+		[FW_XDP_MODE_DRV] = "drv",     [FW_XDP_MODE_HW] = "hw",
+		[FW_XDP_MODE_MULTI] = "multi",
+	};
+
+	if ((unsigned int)mode < FW_ARRAY_SIZE(names))
+		return names[mode];
+	return "?";
+}
+
+FW_API const char *fw_xdp_stat_name(unsigned int stat)
+{
+	static const char *const names[FW_XDP_STAT_MAX] = {
+		[FW_XDP_STAT_REDIRECT] = "redirect",   [FW_XDP_STAT_NO_XSK] = "no_xsk",
+		[FW_XDP_STAT_NOT_IPV4] = "not_ipv4",   [FW_XDP_STAT_NOT_UDP] = "not_udp",
+		[FW_XDP_STAT_FRAGMENT] = "fragment",   [FW_XDP_STAT_OTHER_PORT] = "other_port",
+		[FW_XDP_STAT_MALFORMED] = "malformed", [FW_XDP_STAT_UNCONF] = "unconfigured",
+	};
+
+	return stat < FW_XDP_STAT_MAX ? names[stat] : "?";
+}
+
+FW_API int fw_xdp_ifinfo(const char *ifname, struct fw_xdp_ifinfo *info)
+{
+	struct ethtool_channels ch = {.cmd = ETHTOOL_GCHANNELS};
+	struct ifreq ifr;
+	int fd, idx, err = 0;
+
+	if (!info)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	idx = fw_ifindex(ifname);
+	if (idx < 0)
+		return idx;
+	info->ifindex = idx;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fw_neg_errno();
+
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, ifname, strlen(ifname));
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+		err = errno == ENXIO ? -ENODEV : fw_neg_errno();
+		goto out;
+	}
+	info->up = ifr.ifr_flags & IFF_UP;
+	info->running = ifr.ifr_flags & IFF_RUNNING;
+
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0 && ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER) {
+		info->has_mac = true;
+		memcpy(info->mac, ifr.ifr_hwaddr.sa_data, sizeof(info->mac));
+	}
+
+	/* SIOCGIFADDR answers with the primary address; EADDRNOTAVAIL means none. */
+	ifr.ifr_addr.sa_family = AF_INET;
+	if (ioctl(fd, SIOCGIFADDR, &ifr) == 0) {
+		struct sockaddr_in sin;
+
+		memcpy(&sin, &ifr.ifr_addr, sizeof(sin));
+		info->has_ipv4 = true;
+		info->ipv4 = sin.sin_addr;
+	}
+
+	ifr.ifr_data = (char *)&ch;
+	if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
+		info->channels_known = true;
+		info->combined = ch.combined_count;
+		info->rx = ch.rx_count;
+		info->max_combined = ch.max_combined;
+		info->max_rx = ch.max_rx;
+	} else if (errno != EOPNOTSUPP) {
+		err = fw_neg_errno();
+		goto out;
+	}
+	info->rx_queues = FW_MAX(info->combined + info->rx, 1u);
+out:
+	close(fd);
+	return err;
+}
+
+FW_API int fw_xdp_queues_fit(const struct fw_xdp_ifinfo *info, uint32_t start, uint32_t count)
+{
+	if (!info || count == 0)
+		return -EINVAL;
+	if (start >= info->rx_queues || count > info->rx_queues - start)
+		return -ERANGE;
+	return 0;
+}
+
+FW_API int fw_xdp_channels_hint(char *buf, size_t len, const char *ifname,
+				const struct fw_xdp_ifinfo *info, uint32_t needed)
+{
+	int n;
+
+	if (!buf || !ifname || !info)
+		return -EINVAL;
+	if (len > 0)
+		buf[0] = '\0';
+	if (!info->channels_known)
+		return -EOPNOTSUPP;
+	/* Keep the drivers' own kind of channel: combined for NICs, rx/tx for veth. */
+	if (info->max_combined >= needed)
+		n = snprintf(buf, len, "ethtool -L %s combined %u", ifname, needed);
+	else if (info->max_combined == 0 && info->max_rx >= needed)
+		n = snprintf(buf, len, "ethtool -L %s rx %u", ifname, needed);
+	else
+		return -EOPNOTSUPP;
+	if (n < 0 || (size_t)n >= len) {
+		if (len > 0)
+			buf[0] = '\0';
+		return -ENOSPC;
+	}
+	return n;
+}
+
+FW_API int fw_xdp_bpffs_check(const char *path)
+{
+	struct statfs st;
+
+	if (statfs(path ? path : FW_XDP_BPFFS, &st) < 0)
+		return errno == ENOENT ? -ENOENT : fw_neg_errno();
+	return st.f_type == BPF_FS_MAGIC ? 0 : -ENOENT;
+}
+
+FW_API int fw_xdp_bpffs_mount(const char *path)
+{
+	const char *p = path ? path : FW_XDP_BPFFS;
+
+	if (fw_xdp_bpffs_check(p) == 0)
+		return 0;
+	if (mount("bpf", p, "bpf", 0, NULL) < 0)
+		return fw_neg_errno();
+	return 0;
+}
+
+FW_API void fw_xdp_devargs_init(struct fw_xdp_devargs *a)
+{
+	if (!a)
+		return;
+	memset(a, 0, sizeof(*a));
+	a->queue_count = 1;
+	a->busy_budget = -1;
+}
+
+#define FW_PMD_PREFIX "net_af_xdp"
+
+static bool fw_devarg_value_ok(const char *s)
+{
+	return strpbrk(s, ",=") == NULL;
+}
+
+FW_API int fw_xdp_devargs_build(char *buf, size_t len, const struct fw_xdp_devargs *a)
+{
+	const char *name;
+	size_t off = 0;
+	int n;
+
+	if (!buf || !a)
+		return -EINVAL;
+	if (len > 0)
+		buf[0] = '\0';
+	name = a->name[0] ? a->name : FW_PMD_PREFIX "0";
+	if (strncmp(name, FW_PMD_PREFIX, strlen(FW_PMD_PREFIX)) != 0 || !a->iface[0] ||
+	    a->queue_count == 0 || !fw_devarg_value_ok(name) || !fw_devarg_value_ok(a->iface) ||
+	    !fw_devarg_value_ok(a->xdp_prog))
+		return -EINVAL;
+
+/* Appends one formatted piece; a truncated string is never returned. */
+#define FW_APPEND(...)                                                           \
+	do {                                                                     \
+		n = snprintf(buf + off, len > off ? len - off : 0, __VA_ARGS__); \
+		if (n < 0)                                                       \
+			return -EINVAL;                                          \
+		off += (size_t)n;                                                \
+	} while (0)
+
+	FW_APPEND("%s,iface=%s,start_queue=%u,queue_count=%u", name, a->iface, a->start_queue,
+		  a->queue_count);
+	if (a->shared_umem)
+		FW_APPEND(",shared_umem=1");
+	if (a->xdp_prog[0])
+		FW_APPEND(",xdp_prog=%s", a->xdp_prog);
+	if (a->busy_budget >= 0)
+		FW_APPEND(",busy_budget=%d", a->busy_budget);
+	if (a->force_copy)
+		FW_APPEND(",force_copy=1");
+#undef FW_APPEND
+	if (off >= len || off > INT_MAX) {
+		if (len > 0)
+			buf[0] = '\0';
+		return -ENOSPC;
+	}
+	return (int)off;
+}
+
+static int fw_parse_u32(const char *s, uint32_t max, uint32_t *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int fw_parse_copy(char *dst, size_t size, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return -EINVAL;
+	if (n >= size)
+		return -ENAMETOOLONG;
+	memcpy(dst, s, n + 1);
+	return 0;
+}
+
+enum fw_devarg_key {
+	FW_KEY_IFACE,
+	FW_KEY_START_QUEUE,
+	FW_KEY_QUEUE_COUNT,
+	FW_KEY_SHARED_UMEM,
+	FW_KEY_XDP_PROG,
+	FW_KEY_BUSY_BUDGET,
+	FW_KEY_FORCE_COPY,
+};
+
+static const char *const fw_devarg_keys[] = {
+	[FW_KEY_IFACE] = "iface",
+	[FW_KEY_START_QUEUE] = "start_queue",
+	[FW_KEY_QUEUE_COUNT] = "queue_count",
+	[FW_KEY_SHARED_UMEM] = "shared_umem",
+	[FW_KEY_XDP_PROG] = "xdp_prog",
+	[FW_KEY_BUSY_BUDGET] = "busy_budget",
+	[FW_KEY_FORCE_COPY] = "force_copy",
+};
+
+static int fw_parse_pair(struct fw_xdp_devargs *a, enum fw_devarg_key k, const char *v)
+{
+	uint32_t u;
+	int err;
+
+	switch (k) {
+	case FW_KEY_IFACE:
+		return fw_parse_copy(a->iface, sizeof(a->iface), v);
+	case FW_KEY_XDP_PROG:
+		return fw_parse_copy(a->xdp_prog, sizeof(a->xdp_prog), v);
+	case FW_KEY_START_QUEUE:
+		return fw_parse_u32(v, UINT32_MAX, &a->start_queue);
+	case FW_KEY_QUEUE_COUNT:
+		err = fw_parse_u32(v, UINT32_MAX, &a->queue_count);
+		return err ? err : a->queue_count ? 0 : -EINVAL;
+	case FW_KEY_BUSY_BUDGET:
+		err = fw_parse_u32(v, INT32_MAX, &u);
+		a->busy_budget = (int32_t)u;
+		return err;
+	case FW_KEY_SHARED_UMEM:
+	case FW_KEY_FORCE_COPY:
+		err = fw_parse_u32(v, 1, &u);
+		if (k == FW_KEY_SHARED_UMEM)
+			a->shared_umem = u;
+		else
+			a->force_copy = u;
+		return err;
+	}
+	return -EINVAL;
+}
+
+FW_API int fw_xdp_devargs_parse(const char *str, struct fw_xdp_devargs *a)
+{
+	char *copy, *tok, *save = NULL, *eq;
+	unsigned int seen = 0;
+	int err = 0;
+
+	if (!str || !a)
+		return -EINVAL;
+	fw_xdp_devargs_init(a);
+	copy = strdup(str);
+	if (!copy)
+		return -ENOMEM;
+	tok = strtok_r(copy, ",", &save);
+	if (!tok || strncmp(tok, FW_PMD_PREFIX, strlen(FW_PMD_PREFIX)) != 0 || strchr(tok, '=')) {
+		err = -EINVAL;
+		goto out;
+	}
+	err = fw_parse_copy(a->name, sizeof(a->name), tok);
+	while (err == 0 && (tok = strtok_r(NULL, ",", &save)) != NULL) {
+		size_t k;
+
+		eq = strchr(tok, '=');
+		if (!eq) {
+			err = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		for (k = 0; k < FW_ARRAY_SIZE(fw_devarg_keys); k++)
+			if (strcmp(tok, fw_devarg_keys[k]) == 0)
+				break;
+		if (k == FW_ARRAY_SIZE(fw_devarg_keys) || (seen & (1u << k))) {
+			err = -EINVAL;
+			break;
+		}
+		seen |= 1u << k;
+		err = fw_parse_pair(a, (enum fw_devarg_key)k, eq + 1);
+	}
+	if (err == 0 && !(seen & (1u << FW_KEY_IFACE)))
+		err = -EINVAL;
+out:
+	free(copy);
+	return err;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Two worker lcores on a TAP port with two queues: requests from many source
+# ports reach both, each answers with its own worker ID, no ID repeats.
+. "$(dirname "$0")/lib.sh"
+fw_setup lcores
+fw_start 0,1 --set id.workers=7,9
+grep -q "2 queue(s)" "$TMP/fw.log" || fail "port not set up with 2 queues"
+
+sports=$(seq -s, 40001 40032)
+fw_client get --op list --count 20 --repeat 128 --sports "$sports" --workers >"$TMP/ids" ||
+	fail "get"
+workers=$(cut -d' ' -f1 "$TMP/ids" | sort -u | tr '\n' ' ')
+echo "workers answering: $workers"
+[ "$workers" = "7 9 " ] || fail "expected workers 7 and 9 to answer, got: $workers"
+[ "$(wc -l <"$TMP/ids")" -eq 2560 ] || fail "expected 2560 IDs"
+dups=$(cut -d' ' -f2 "$TMP/ids" | sort -n | uniq -d | wc -l)
+[ "$dups" -eq 0 ] || fail "$dups duplicate IDs"
+# each worker's IDs increase in the order it issued them
+for w in 7 9; do
+	awk -v w="$w" '$1 == w { print $2 }' "$TMP/ids" | sort -n -c ||
+		fail "worker $w: IDs not increasing"
+done
+tel=$(fw_tel /flakewire/lcores) || fail "telemetry"
+for l in lcore0 lcore1; do
+	r=$(fw_json "$tel" "[\"/flakewire/lcores\"][\"$l\"][\"requests\"]")
+	[ "$r" -gt 0 ] || fail "$l answered no request"
+done
+fw_stop TERM || fail "exit status $?"
+echo "PASS: 2560 IDs from workers $workers, no duplicates"

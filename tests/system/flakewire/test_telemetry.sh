@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# dpdk-telemetry.py returns the /flakewire/ counters and they match what the
+# test sent: requests by op, IDs, echo replies; /flakewire/clock and
+# /flakewire/lcores answer.
+. "$(dirname "$0")/lib.sh"
+[ -x /usr/bin/dpdk-telemetry.py ] || skip "dpdk-telemetry.py missing (dpdk package)"
+fw_setup telemetry
+fw_start 0 --set id.worker_base=5
+ip -n "$NS" neigh replace 10.77.0.2 lladdr "$FW_MAC" dev fw0 nud permanent
+
+stat() { fw_json "$1" "[\"/flakewire/stats\"][\"$2\"]"; }
+b=$(fw_tel /flakewire/stats) || fail "telemetry"
+[ -n "$b" ] || fail "no answer from dpdk-telemetry.py -f $NS"
+
+fw_client get --op id --repeat 25 --sent 2>"$TMP/s1" >/dev/null || fail "get id"
+fw_client get --op list --count 7 --repeat 10 --sent 2>"$TMP/s2" >/dev/null || fail "get list"
+ip netns exec "$NS" ping -c 4 -i 0.2 -W 1 10.77.0.2 >/dev/null || fail "ping"
+s1=$(sed -n 's/^sent=//p' "$TMP/s1")
+s2=$(sed -n 's/^sent=//p' "$TMP/s2")
+a=$(fw_tel /flakewire/stats) || fail "telemetry"
+echo "$a"
+
+check() { # name expected
+	local d=$(($(stat "$a" "$1") - $(stat "$b" "$1")))
+	echo "$1: expected $2, counted $d"
+	[ "$d" -eq "$2" ] || fail "$1 moved by $d, expected $2"
+}
+check op_id "$s1"
+check op_list "$s2"
+check requests $((s1 + s2))
+check st_ok $((s1 + s2))
+check ids $((s1 + 7 * s2))
+check icmp 4
+check rx $((s1 + s2 + 4))
+check tx $((s1 + s2 + 4))
+
+l=$(fw_tel /flakewire/lcores) || fail "lcores"
+[ "$(fw_json "$l" '["/flakewire/lcores"]["lcore0"]["worker"]')" -eq 5 ] || fail "lcore0 worker"
+c=$(fw_tel /flakewire/clock) || fail "clock"
+echo "$c"
+hz=$(fw_json "$c" '["/flakewire/clock"]["hz"]')
+[ "$hz" -gt 100000000 ] || fail "clock hz $hz"
+mark=$(fw_json "$c" '["/flakewire/clock"]["mark_unix_ms"]')
+now=$(date +%s%3N)
+[ "$mark" -gt "$now" ] || fail "mark $mark is not ahead of now $now"
+fw_stop TERM || fail "exit status $?"
+echo PASS
