@@ -2,10 +2,11 @@
 # flakesock on the loopback of a namespace of its own: flakectl get (single,
 # list, range), info, two concurrent bench clients with no duplicate across
 # them, and restarts (SIGTERM, SIGKILL) that only ever give larger IDs.
-# usage: test_flakesock.sh FLAKESOCK FLAKECTL
+# usage: test_flakesock.sh FLAKESOCK FLAKECTL CLIENT_EXAMPLE
 set -u
 FLAKESOCK=$1
 FLAKECTL=$2
+EXAMPLE=$3
 . "$(dirname "$0")/../lib.sh"
 sys_init sock
 
@@ -39,6 +40,11 @@ check "a list from one worker increases" ids_increasing "$SYS_TMP/list"
 ctl get -n 10000 --range >"$SYS_TMP/range"
 check "get --range -n 10000 gives 10000 unique IDs" \
 	test "$(sort -u "$SYS_TMP/range" | wc -l)" -eq 10000
+
+sys_in_ns "$EXAMPLE" "$SERVER" >"$SYS_TMP/example"
+three_increasing() { [ "$(wc -l <"$1")" -eq 3 ] && ids_increasing "$1"; }
+check "the README's client example prints 3 increasing IDs" three_increasing "$SYS_TMP/example"
+cat "$SYS_TMP/example" >>"$SYS_TMP/range"
 
 # Two clients at once, every ID kept: none may repeat across them.
 sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 2 --concurrency 2 --out "$SYS_TMP/b1" >"$SYS_TMP/bench1" 2>&1 &
