@@ -47,9 +47,9 @@ check "the README's client example prints 3 increasing IDs" three_increasing "$S
 cat "$SYS_TMP/example" >>"$SYS_TMP/range"
 
 # Two clients at once, every ID kept: none may repeat across them.
-sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 2 --concurrency 2 --out "$SYS_TMP/b1" >"$SYS_TMP/bench1" 2>&1 &
+sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 5 --requests 40000 --concurrency 2 --out "$SYS_TMP/b1" >"$SYS_TMP/bench1" 2>&1 &
 b1=$!
-sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 2 --count 50 --out "$SYS_TMP/b2" >"$SYS_TMP/bench2" 2>&1 &
+sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 5 --requests 2000 --count 50 --out "$SYS_TMP/b2" >"$SYS_TMP/bench2" 2>&1 &
 b2=$!
 wait $b1; rc1=$?
 wait $b2; rc2=$?
