@@ -21,6 +21,14 @@ for w in 7 9; do
 	awk -v w="$w" '$1 == w { print $2 }' "$TMP/ids" | sort -n -c ||
 		fail "worker $w: IDs not increasing"
 done
+# flakectl bench from 4 client sockets, every ID kept: no duplicate, per
+# worker increasing (bench exits 1 otherwise), none seen before either.
+ip netns exec "$NS" "$FLAKECTL" bench --server 10.77.0.2:4242 --concurrency 4 \
+	--requests 4000 --duration 10 --out "$TMP/bench_ids" >"$TMP/bench.log" 2>&1 ||
+	fail "flakectl bench reported a problem: $(tail -n 3 "$TMP/bench.log")"
+[ "$(wc -l <"$TMP/bench_ids")" -ge 3900 ] || fail "bench collected too few IDs"
+dups=$( (cut -d' ' -f2 "$TMP/ids"; cat "$TMP/bench_ids") | sort -n | uniq -d | wc -l)
+[ "$dups" -eq 0 ] || fail "$dups IDs from bench repeat earlier IDs"
 tel=$(fw_tel /flakewire/lcores) || fail "telemetry"
 for l in lcore0 lcore1; do
 	r=$(fw_json "$tel" "[\"/flakewire/lcores\"][\"$l\"][\"requests\"]")

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The final table and its JSON form. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "fl.h"
+
+static const char *const op_names[FL_MAX_MIX] = {"id", "list", "range", "info"};
+
+static double per_s(const struct fl_ctx *c, uint64_t n)
+{
+	return c->elapsed_s > 0 ? (double)n / c->elapsed_s : 0;
+}
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+static double idle_pct(const struct fl_ctx *c)
+{
+	double send_s = c->st.first_tsc ? (double)(c->st.last_send_tsc - c->st.first_tsc) : 0;
+	return send_s > 0 ? 100.0 * (double)c->st.idle_tsc / send_s : 0;
+}
+
+void fl_report_print(const struct fl_ctx *c)
+{
+	const struct fl_stats *s = &c->st;
+	const struct fl_hist *h = &c->hist;
+	const struct fl_verify *v = &c->ver;
+	uint64_t answered = s->replies + s->late;
+
+	printf("\nflakeload: %s, started %s, %.3f s, %s, window %u, rate %s\n", c->o.device,
+	       c->started_at, c->elapsed_s, c->o.expect_echo ? "echo mode" : "flakewire mode",
+	       c->o.window, c->o.rate ? "fixed" : "open loop");
+	printf("  %-22s %14lu   (id %lu, list %lu, range %lu, info %lu)\n", "requests sent",
+	       (unsigned long)s->sent, (unsigned long)s->by_op_sent[0],
+	       (unsigned long)s->by_op_sent[1], (unsigned long)s->by_op_sent[2],
+	       (unsigned long)s->by_op_sent[3]);
+	printf("  %-22s %14.0f\n", "sent/s", per_s(c, s->sent));
+	printf("  %-22s %14lu\n", "replies matched", (unsigned long)s->replies);
+	printf("  %-22s %14.0f\n", "replies/s", per_s(c, s->replies));
+	if (c->o.expect_echo)
+		printf("  %-22s %14lu\n", "  of which echoes", (unsigned long)s->echoes);
+	printf("  %-22s %14lu\n", "IDs", (unsigned long)s->ids);
+	printf("  %-22s %14.0f\n", "IDs/s", per_s(c, s->ids));
+	for (int i = 0; i < FW_WIRE_ST_COUNT; i++)
+		if (s->by_status[i])
+			printf("  status %-15s %14lu\n", fw_wire_status_name((uint8_t)i),
+			       (unsigned long)s->by_status[i]);
+	printf("  %-22s %14lu   borrowed %lu\n", "flag partial", (unsigned long)s->flags_partial,
+	       (unsigned long)s->flags_borrowed);
+	printf("  %-22s %14lu   (%.4f %% of sent)\n", "timeouts (lost)", (unsigned long)s->timeouts,
+	       s->sent ? 100.0 * (double)s->timeouts / (double)s->sent : 0);
+	printf("  %-22s %14lu   (answered after %u ms)\n", "late replies", (unsigned long)s->late,
+	       c->o.timeout_ms);
+	printf("  %-22s %14lu   bad %lu, foreign %lu, rx frames %lu, answered %lu\n",
+	       "tx queue full", (unsigned long)s->tx_full, (unsigned long)s->bad,
+	       (unsigned long)s->foreign, (unsigned long)s->rx, (unsigned long)answered);
+	printf("  %-22s %14lu   generator idle %.1f %% of the send phase\n", "window full (rounds)",
+	       (unsigned long)s->window_full, idle_pct(c));
+	printf("  latency us: min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean "
+	       "%.1f\n",
+	       us(h->n ? h->min : 0), us(fl_hist_quantile(h, 0.5)), us(fl_hist_quantile(h, 0.9)),
+	       us(fl_hist_quantile(h, 0.99)), us(fl_hist_quantile(h, 0.999)), us(h->max),
+	       h->n ? us(h->sum / h->n) : 0);
+	if (!c->o.expect_echo) {
+		printf("  verify: %lu IDs from %u worker(s), %lu intervals (cap %lu), %lu IDs not "
+		       "in "
+		       "the uniqueness check, ID times outside [request sent, reply received] by "
+		       "%ld..+%ld ms (bound %u)\n",
+		       (unsigned long)v->ids, v->n_workers, (unsigned long)v->n_ival,
+		       (unsigned long)v->cap_ival, (unsigned long)v->ids_unchecked,
+		       (long)v->min_skew_ms, (long)v->max_skew_ms, v->time_bound_ms);
+		for (int k = 0; k < FL_V_COUNT; k++)
+			if (v->v[k])
+				printf("  VIOLATION %-20s %lu (first ID %#lx)\n", fl_viol_names[k],
+				       (unsigned long)v->v[k], (unsigned long)v->first_bad[k]);
+	}
+	printf("  result: %s\n", fl_verify_total(v) ? "FAILED (violations above)"
+				 : s->replies       ? "ok"
+						    : "FAILED (no replies)");
+}
+
+int fl_report_json(const struct fl_ctx *c, const char *path)
+{
+	const struct fl_stats *s = &c->st;
+	const struct fl_hist *h = &c->hist;
+	const struct fl_verify *v = &c->ver;
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n  \"device\": \"%s\",\n  \"started\": \"%s\",\n", c->o.device,
+		c->started_at);
+	fprintf(f, "  \"mode\": \"%s\",\n  \"rate\": %lu,\n  \"window\": %u,\n",
+		c->o.expect_echo ? "echo" : "flakewire", (unsigned long)c->o.rate, c->o.window);
+	fprintf(f, "  \"elapsed_s\": %.6f,\n  \"sent\": %lu,\n", c->elapsed_s,
+		(unsigned long)s->sent);
+	for (int i = 0; i < FL_MAX_MIX; i++)
+		fprintf(f, "  \"sent_%s\": %lu,\n", op_names[i], (unsigned long)s->by_op_sent[i]);
+	fprintf(f, "  \"replies\": %lu,\n  \"echoes\": %lu,\n  \"replies_per_s\": %.1f,\n",
+		(unsigned long)s->replies, (unsigned long)s->echoes, per_s(c, s->replies));
+	fprintf(f, "  \"ids\": %lu,\n  \"ids_per_s\": %.1f,\n", (unsigned long)s->ids,
+		per_s(c, s->ids));
+	fprintf(f, "  \"status\": {");
+	for (int i = 0; i < FW_WIRE_ST_COUNT; i++)
+		fprintf(f, "%s\"%s\": %lu", i ? ", " : "", fw_wire_status_name((uint8_t)i),
+			(unsigned long)s->by_status[i]);
+	fprintf(f, "},\n  \"partial\": %lu,\n  \"borrowed\": %lu,\n",
+		(unsigned long)s->flags_partial, (unsigned long)s->flags_borrowed);
+	fprintf(f, "  \"generator_idle_pct\": %.2f,\n", idle_pct(c));
+	fprintf(f, "  \"timeouts\": %lu,\n  \"late\": %lu,\n  \"bad\": %lu,\n  \"tx_full\": %lu,\n",
+		(unsigned long)s->timeouts, (unsigned long)s->late, (unsigned long)s->bad,
+		(unsigned long)s->tx_full);
+	fprintf(f,
+		"  \"latency_ns\": {\"min\": %lu, \"p50\": %lu, \"p90\": %lu, \"p99\": %lu, "
+		"\"p99_9\": %lu, \"max\": %lu, \"mean\": %lu},\n",
+		(unsigned long)(h->n ? h->min : 0), (unsigned long)fl_hist_quantile(h, 0.5),
+		(unsigned long)fl_hist_quantile(h, 0.9), (unsigned long)fl_hist_quantile(h, 0.99),
+		(unsigned long)fl_hist_quantile(h, 0.999), (unsigned long)h->max,
+		(unsigned long)(h->n ? h->sum / h->n : 0));
+	fprintf(f,
+		"  \"verify\": {\"ids\": %lu, \"workers\": %u, \"intervals\": %lu, "
+		"\"ids_unchecked\": %lu",
+		(unsigned long)v->ids, v->n_workers, (unsigned long)v->n_ival,
+		(unsigned long)v->ids_unchecked);
+	for (int k = 0; k < FL_V_COUNT; k++)
+		fprintf(f, ", \"%s\": %lu", fl_viol_names[k], (unsigned long)v->v[k]);
+	fprintf(f, "},\n  \"violations\": %lu\n}\n", (unsigned long)fl_verify_total(v));
+	return fclose(f) ? -errno : 0;
+}

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# Packet-path benchmark of the DPDK responder (issue 4 "Benchmark", issue 6 item 3).
+#
+# On this 2-core machine: the system under test on core 0 (-l 0), the load
+# generator app/flakeload on core 1 (-l 1), one net_memif pair between them
+# (flakeload is the memif server, the system under test the client; one socket
+# file per run in a temp dir). Every process runs with
+# --no-huge --no-pci --no-shconf -m 512 and its own --file-prefix.
+#
+# Rows:
+#   testpmd    dpdk-testpmd --forward-mode=macswap: the least work any responder
+#              can do on this device (flakeload counts its own requests coming back)
+#   flakewire  app/flakewire, one lcore, layout 41/0/0/22 so the sequence space
+#              (4.19 G IDs/s) is not the limit: the packet path is
+# Each row is the median of --runs runs; the table shows replies/s, IDs/s,
+# p50/p99 round trip, the ratio flakewire/testpmd and the exact commands.
+#
+# Usage: scripts/bench-responder.sh [--runs N] [--duration S] [--quick]
+#                                   [--window N] [--build-dir DIR] [--no-build]
+#                                   [--only testpmd|flakewire] [--keep-logs]
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+RUNS=3
+DURATION=5
+WINDOW=1024
+DO_BUILD=1
+ONLY=""
+KEEP_LOGS=0
+INVOCATION="$0 $*"
+
+usage() {
+	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--runs) RUNS="$2"; shift 2 ;;
+	--duration) DURATION="$2"; shift 2 ;;
+	--quick) RUNS=1; DURATION=2; shift ;;
+	--window) WINDOW="$2"; shift 2 ;;
+	--build-dir) BUILD="$(realpath -m "$2")"; shift 2 ;;
+	--no-build) DO_BUILD=0; shift ;;
+	--only) ONLY="$2"; shift 2 ;;
+	--keep-logs) KEEP_LOGS=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "bench-responder: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+case "$RUNS" in ''|*[!0-9]*|0) echo "bench-responder: --runs wants a positive integer" >&2; exit 2 ;; esac
+case "$DURATION" in ''|*[!0-9.]*) echo "bench-responder: --duration wants seconds" >&2; exit 2 ;; esac
+
+if [ "$(nproc)" -lt 2 ]; then
+	echo "bench-responder: needs 2 cores (one for the system under test, one for the load)" >&2
+	exit 2
+fi
+
+FLAKELOAD="$BUILD/app/flakeload/flakeload"
+FLAKEWIRE="$BUILD/app/flakewire/flakewire"
+TESTPMD="$(command -v dpdk-testpmd || true)"
+PY="$(command -v python3 || echo /usr/bin/python3)"
+
+# ---- build ----
+HAVE_FLAKEWIRE=1
+if [ "$DO_BUILD" = 1 ]; then
+	"$ROOT/scripts/install-deps.sh"
+	if [ ! -f "$BUILD/build.ninja" ]; then
+		meson setup "$BUILD" "$ROOT" >/dev/null
+	fi
+	ninja -C "$BUILD" app/flakeload/flakeload >/dev/null
+	if ! ninja -C "$BUILD" app/flakewire/flakewire >/dev/null 2>&1; then
+		HAVE_FLAKEWIRE=0
+	fi
+fi
+[ -x "$FLAKELOAD" ] || { echo "bench-responder: $FLAKELOAD missing (build failed?)" >&2; exit 2; }
+[ -n "$TESTPMD" ] || { echo "bench-responder: dpdk-testpmd not found (package dpdk)" >&2; exit 2; }
+[ -x "$FLAKEWIRE" ] || HAVE_FLAKEWIRE=0
+
+# ---- processes: every one is started here, tracked by PID and killed in the trap ----
+TMP="$(mktemp -d /tmp/fw-bench.XXXXXX)"
+PIDS=()
+
+stop_pid() {
+	local pid="$1" i
+	STOP_RC=0
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 30); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || STOP_RC=$?
+}
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]:-}"; do
+		[ -n "$pid" ] && stop_pid "$pid"
+	done
+	PIDS=()
+	if [ "$KEEP_LOGS" = 1 ]; then
+		rm -f "$TMP"/*.sock
+		echo "bench-responder: logs kept in $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+EAL_COMMON="--no-huge --no-pci --no-shconf -m 512"
+LOAD_ARGS="--dst-ip 10.0.0.2 --src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --window $WINDOW --duration $DURATION --quiet"
+
+# sut_cmd NAME SOCK RUN: the command line of the system under test (memif client, core 0)
+sut_cmd() {
+	local name="$1" sock="$2" run="$3"
+	local dev="net_memif0,role=client,socket=$sock,socket-abstract=no"
+	case "$name" in
+	testpmd)
+		# lcore 0 (main, sleeps in the stats loop) and lcore 1 (forwards), both on core 0
+		echo "taskset -c 0 $TESTPMD --lcores 0@0,1@0 $EAL_COMMON --file-prefix fwb-tp-$$-$run" \
+			"--vdev $dev -- --forward-mode=macswap --auto-start --stats-period 1" \
+			"--no-mlockall --nb-cores 1 --rxd 512 --txd 512 --burst 32 --total-num-mbufs 16384"
+		;;
+	flakewire)
+		echo "taskset -c 0 $FLAKEWIRE -l 0 $EAL_COMMON --file-prefix fwb-fw-$$-$run --" \
+			"--set port0.device=$dev --set port0.address=10.0.0.2" \
+			"--set id.worker_bits=0 --set id.sequence_bits=22" \
+			"--set state.file=$TMP/mark-$run --set stats.interval_s=0"
+		;;
+	esac
+}
+
+# load_cmd NAME SOCK JSON RUN: flakeload (memif server, core 1)
+load_cmd() {
+	local name="$1" sock="$2" json="$3" run="$4" echo=""
+	[ "$name" = testpmd ] && echo="--expect-echo"
+	echo "taskset -c 1 $FLAKELOAD -l 1 $EAL_COMMON --file-prefix fwb-fl-$$-$name-$run --" \
+		"--port net_memif0,role=server,socket=$sock,socket-abstract=no $LOAD_ARGS $echo" \
+		"--json $json"
+}
+
+# run_one NAME RUN: one measured run; leaves $TMP/NAME-RUN.json. Returns flakeload's status.
+run_one() {
+	local name="$1" run="$2"
+	local sock="$TMP/$name-$run.sock" json="$TMP/$name-$run.json"
+	local lcmd scmd lpid spid rc=0 i
+	lcmd="$(load_cmd "$name" "$sock" "$json" "$run")"
+	scmd="$(sut_cmd "$name" "$sock" "$run")"
+	LAST_LOAD_CMD="$lcmd"
+	LAST_SUT_CMD="$scmd"
+
+	# the memif server first, so the client finds the socket
+	$lcmd >"$TMP/$name-$run.load.log" 2>&1 &
+	lpid=$!
+	PIDS+=("$lpid")
+	for i in $(seq 1 50); do
+		[ -S "$sock" ] && break
+		kill -0 "$lpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	$scmd >"$TMP/$name-$run.sut.log" 2>&1 </dev/null &
+	spid=$!
+	PIDS+=("$spid")
+
+	# bounded: duration + link/probe wait (10 s) + drain + slack
+	local limit
+	limit=$("$PY" -c "print(int(($DURATION + 20) * 10))")
+	for i in $(seq 1 "$limit"); do
+		kill -0 "$lpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$lpid" 2>/dev/null; then
+		echo "bench-responder: $name run $run: flakeload still running after the time bound" >&2
+		stop_pid "$lpid"
+		rc=124
+	else
+		wait "$lpid" || rc=$?
+	fi
+	stop_pid "$spid"
+	PIDS=()
+	# 0 or 143 (our SIGTERM): a clean stop
+	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+		echo "bench-responder: WARNING: $name run $run: the system under test exited with" \
+			"status $STOP_RC when stopped (its log: $TMP/$name-$run.sut.log, kept with --keep-logs)" >&2
+	fi
+	rm -f "$sock"
+	if [ "$rc" != 0 ] || [ ! -s "$json" ]; then
+		echo "bench-responder: $name run $run failed (flakeload exit $rc); last lines:" >&2
+		tail -n 15 "$TMP/$name-$run.load.log" >&2 || true
+		echo "--- $name:" >&2
+		tail -n 10 "$TMP/$name-$run.sut.log" >&2 || true
+		return 1
+	fi
+	return 0
+}
+
+declare -A CMD_LOAD CMD_SUT FAILED OKRUNS
+ROWS=()
+NAMES=()
+if [ -z "$ONLY" ] || [ "$ONLY" = testpmd ]; then
+	NAMES+=(testpmd)
+fi
+if [ -z "$ONLY" ] || [ "$ONLY" = flakewire ]; then
+	if [ "$HAVE_FLAKEWIRE" = 1 ]; then
+		NAMES+=(flakewire)
+	else
+		echo "bench-responder: (b) flakewire SKIPPED: app/flakewire does not build yet ($FLAKEWIRE missing)"
+	fi
+fi
+
+echo "bench-responder: $RUNS round(s) of ${DURATION} s per row, window $WINDOW, memif, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+# rows alternate within each round, so a slow patch of a shared machine hits both
+for r in $(seq 1 "$RUNS"); do
+	for name in "${NAMES[@]}"; do
+		echo "bench-responder: round $r/$RUNS: $name ..."
+		if run_one "$name" "$r"; then
+			OKRUNS[$name]=$((${OKRUNS[$name]:-0} + 1))
+		else
+			FAILED[$name]=1
+		fi
+		CMD_LOAD[$name]="$LAST_LOAD_CMD"
+		CMD_SUT[$name]="$LAST_SUT_CMD"
+	done
+done
+for name in "${NAMES[@]}"; do
+	if [ "${OKRUNS[$name]:-0}" -gt 0 ]; then
+		ROWS+=("$name")
+	fi
+done
+
+# ---- the table: medians over the runs ----
+CPU="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+"$PY" - "$TMP" "$RUNS" "$(nproc)" "$CPU" "${ROWS[@]:-}" <<'EOF'
+import json, os, statistics, sys
+tmp, runs, ncpu, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rows = [r for r in sys.argv[5:] if r]
+med = {}
+for name in rows:
+    js = []
+    for r in range(1, runs + 1):
+        p = os.path.join(tmp, f"{name}-{r}.json")
+        if os.path.exists(p) and os.path.getsize(p):
+            js.append(json.load(open(p)))
+    if not js:
+        continue
+    m = lambda f: statistics.median(f(j) for j in js)
+    med[name] = dict(n=len(js),
+        rps=m(lambda j: j["replies_per_s"]), ids=m(lambda j: j["ids_per_s"]),
+        best=max(j["replies_per_s"] for j in js),
+        p50=m(lambda j: j["latency_ns"]["p50"]) / 1000, p99=m(lambda j: j["latency_ns"]["p99"]) / 1000,
+        lost=m(lambda j: j["timeouts"]), idle=m(lambda j: j.get("generator_idle_pct", 0)),
+        viol=sum(j["violations"] for j in js),
+        all_rps=[round(j["replies_per_s"] / 1e6, 3) for j in js])
+print()
+print(f"machine: {ncpu} cores, {cpu}")
+hdr = f"{'row':<10} {'runs':>4} {'replies/s':>12} {'best':>12} {'IDs/s':>12} {'p50 us':>8} {'p99 us':>9} {'lost':>6} {'load idle':>9} {'violations':>10}  each run (M replies/s)"
+print(hdr)
+print("-" * len(hdr))
+for name, v in med.items():
+    print(f"{name:<10} {v['n']:>4} {v['rps']:>12,.0f} {v['best']:>12,.0f} {v['ids']:>12,.0f} {v['p50']:>8.1f} {v['p99']:>9.1f} {v['lost']:>6.0f} {v['idle']:>8.1f}% {v['viol']:>10}  {v['all_rps']}")
+if "testpmd" in med and "flakewire" in med and med["testpmd"]["rps"] > 0:
+    print(f"ratio flakewire/testpmd: {med['flakewire']['rps'] / med['testpmd']['rps']:.3f} (medians), "
+          f"{med['flakewire']['best'] / med['testpmd']['best']:.3f} (best runs)")
+else:
+    print("ratio flakewire/testpmd: n/a (a row is missing)")
+print("'load idle': share of the send phase in which flakeload had nothing to send or receive;")
+print("near 0 % means the load generator, not the system under test, set the pace.")
+print("replies/s, IDs/s, p50, p99, lost, idle: medians over the runs; 'best': the fastest run")
+print("(on a shared machine the one least disturbed by other processes).")
+EOF
+
+echo
+echo "commands (the last run of each row; RUN/\$\$ differ per run):"
+for name in "${ROWS[@]:-}"; do
+	[ -n "$name" ] || continue
+	echo "[$name] system under test: ${CMD_SUT[$name]}"
+	echo "[$name] load:              ${CMD_LOAD[$name]}"
+done
+echo "[table] $INVOCATION"
+
+status=0
+for name in "${!FAILED[@]}"; do
+	echo "bench-responder: some $name runs failed" >&2
+	status=1
+done
+exit $status
