@@ -59,6 +59,11 @@ int main(int argc, char **argv)
 		break;
 	}
 
+	/* Before EAL init, so a stop request during start-up is a clean stop. */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	app->quit = &force_quit;
+
 	if (rte_eal_init(eal_argc, argv) < 0) {
 		fprintf(stderr, "flakewire: EAL initialisation failed: %s\n",
 			rte_strerror(rte_errno));
@@ -67,10 +72,6 @@ int main(int argc, char **argv)
 	fw_logtype = rte_log_register_type_and_pick_level("flakewire", RTE_LOG_INFO);
 	if (fw_logtype < 0)
 		fw_logtype = RTE_LOGTYPE_USER1;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	app->quit = &force_quit;
-
 	rc = fw_lcores_init(app);
 	if (!rc)
 		rc = fw_control_start_state(app);
