@@ -15,6 +15,8 @@
 # Each row is the median of --runs runs; the table shows replies/s, IDs/s,
 # p50/p99 round trip, the ratio flakewire/testpmd and the exact commands.
 #
+# scripts/bench.sh runs this comparison too, with every other benchmark, in one table.
+#
 # Usage: scripts/bench-responder.sh [--runs N] [--duration S] [--quick]
 #                                   [--window N] [--build-dir DIR] [--no-build]
 #                                   [--only testpmd|flakewire] [--keep-logs]
@@ -188,7 +190,9 @@ run_one() {
 	fi
 	rm -f "$sock"
 	if [ "$rc" != 0 ] || [ ! -s "$json" ]; then
-		echo "bench-responder: $name run $run failed (flakeload exit $rc); last lines:" >&2
+		# the exit status is the LOAD GENERATOR's (flakeload), not $name's
+		echo "bench-responder: $name run $run failed: the load generator flakeload exited" \
+			"with status $rc; last lines:" >&2
 		tail -n 15 "$TMP/$name-$run.load.log" >&2 || true
 		echo "--- $name:" >&2
 		tail -n 10 "$TMP/$name-$run.sut.log" >&2 || true

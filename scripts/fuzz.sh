@@ -1,9 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Builds the libFuzzer harnesses in build-fuzz and runs each for SECONDS
-# (default 60), starting from the seeds in tests/fuzz/corpus/.
+# Builds the libFuzzer harnesses and runs each for SECONDS (default 60),
+# starting from the seeds in tests/fuzz/corpus/:
+#   request, reply  the wire parsers, in build-fuzz (no DPDK)
+#   frame           the whole packet path (fw_pkt_answer on a test mbuf),
+#                   in build-fuzz-dpdk; skipped with a message without DPDK
 # Exits non-zero when a harness crashes; its input is kept in
-# build-fuzz/artifacts/.
+# <build>/artifacts/.
 #
 #   scripts/fuzz.sh [SECONDS]
 set -eu
@@ -37,18 +40,35 @@ fi
 # Only the harnesses: the rest of the tree is not needed to fuzz the wire code.
 ninja -C "$build" $(for t in $targets; do printf 'tests/fuzz/fuzz_%s ' "$t"; done)
 
-mkdir -p "$build/artifacts"
+# The frame harness links DPDK (EAL, mbufs): a second build dir with it on.
+dpdk_build=$root/build-fuzz-dpdk
+if pkg-config --exists libdpdk 2>/dev/null; then
+	if [ ! -f "$dpdk_build/build.ninja" ]; then
+		CC=clang meson setup "$dpdk_build" -Dfuzz=true -Ddpdk=enabled -Dtests=true
+	else
+		meson configure "$dpdk_build" -Dfuzz=true -Ddpdk=enabled -Dtests=true
+	fi
+	ninja -C "$dpdk_build" tests/fuzz/fuzz_frame
+else
+	echo "fuzz.sh: libdpdk not found: fuzz_frame skipped (scripts/install-deps.sh)" >&2
+	dpdk_build=""
+fi
+
 failed=0
-for t in $targets; do
+run() { # build target
 	# New inputs go to the build tree; the committed seeds stay as they are.
-	work=$build/corpus/$t
-	mkdir -p "$work"
-	echo "== fuzz_$t: ${secs}s"
-	if ! "$build/tests/fuzz/fuzz_$t" "$work" "$root/tests/fuzz/corpus/$t" \
+	work=$1/corpus/$2
+	mkdir -p "$work" "$1/artifacts"
+	echo "== fuzz_$2: ${secs}s"
+	if ! "$1/tests/fuzz/fuzz_$2" "$work" "$root/tests/fuzz/corpus/$2" \
 		-max_total_time="$secs" -timeout=5 -max_len=2048 \
-		-artifact_prefix="$build/artifacts/$t-" -print_final_stats=1; then
-		echo "fuzz.sh: fuzz_$t FAILED; reproducer in $build/artifacts/" >&2
+		-artifact_prefix="$1/artifacts/$2-" -print_final_stats=1; then
+		echo "fuzz.sh: fuzz_$2 FAILED; reproducer in $1/artifacts/" >&2
 		failed=1
 	fi
+}
+for t in $targets; do
+	run "$build" "$t"
 done
+[ -n "$dpdk_build" ] && run "$dpdk_build" frame
 exit $failed

@@ -121,6 +121,15 @@ struct fl_verify {
 	/* how far IDs fell outside [sent, received]: most before (<= 0), most after (>= 0) */
 	int64_t min_skew_ms;
 	int64_t max_skew_ms;
+	/*
+	 * ID-space use: the ms the IDs carry (earliest, latest), the (worker, ms)
+	 * pairs whose sequence 0 arrived (a ms the worker started) and those whose
+	 * last sequence value arrived (a ms it used up).
+	 */
+	uint64_t id_ms_first;
+	uint64_t id_ms_last;
+	uint64_t ms_started;
+	uint64_t ms_full;
 };
 
 /* Allocates the interval store (max_intervals x 16 bytes). Returns 0 or -ENOMEM. */
@@ -170,6 +179,8 @@ struct fl_stats {
 	uint64_t last_send_tsc;
 	uint64_t last_rx_tsc; /* last matched reply */
 	uint64_t idle_tsc;    /* send phase rounds that neither sent nor received */
+	uint64_t max_gap_tsc; /* longest time without a frame received, send phase */
+	uint64_t last_frame_tsc;
 };
 
 struct fl_ctx {

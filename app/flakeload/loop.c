@@ -347,6 +347,13 @@ static uint16_t rx_burst(struct fl_ctx *c, bool measure, int *last_status)
 		return 0;
 	uint64_t now = rte_rdtsc();
 	uint64_t now_ms = unix_ms_now();
+	if (measure) {
+		/* a pause of the peer (or of us) longer than any seen so far */
+		if (c->st.last_frame_tsc && now - c->st.last_frame_tsc > c->st.max_gap_tsc &&
+		    c->st.last_frame_tsc <= c->st.last_send_tsc)
+			c->st.max_gap_tsc = now - c->st.last_frame_tsc;
+		c->st.last_frame_tsc = now;
+	}
 	c->st.rx += n;
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + 1 < n)

@@ -12,6 +12,19 @@ static double per_s(const struct fl_ctx *c, uint64_t n)
 	return c->elapsed_s > 0 ? (double)n / c->elapsed_s : 0;
 }
 
+/* IDs received as a fraction of what the workers seen could issue over @ms. */
+static double space_frac(const struct fl_ctx *c, double ms)
+{
+	const struct fl_verify *v = &c->ver;
+	double cap = (double)v->n_workers * ms * (double)fw_layout_ids_per_ms(&v->layout);
+	return cap > 0 ? (double)v->ids / cap : 0;
+}
+
+static uint64_t span_ms(const struct fl_verify *v)
+{
+	return v->ids ? v->id_ms_last - v->id_ms_first + 1 : 0;
+}
+
 static double us(uint64_t ns)
 {
 	return (double)ns / 1000.0;
@@ -72,6 +85,14 @@ void fl_report_print(const struct fl_ctx *c)
 		       (unsigned long)v->ids, v->n_workers, (unsigned long)v->n_ival,
 		       (unsigned long)v->cap_ival, (unsigned long)v->ids_unchecked,
 		       (long)v->min_skew_ms, (long)v->max_skew_ms, v->time_bound_ms);
+		printf("  ID space: %lu ms spanned by the IDs, %lu ms started, %lu used up; IDs = "
+		       "%.4f of %lu per ms per worker over the span, %.4f over the elapsed time\n",
+		       (unsigned long)span_ms(v), (unsigned long)v->ms_started,
+		       (unsigned long)v->ms_full, space_frac(c, (double)span_ms(v)),
+		       (unsigned long)fw_layout_ids_per_ms(&v->layout),
+		       space_frac(c, c->elapsed_s * 1000.0));
+		printf("  longest pause in replies %.1f us (send phase)\n",
+		       (double)s->max_gap_tsc * 1e6 / (double)c->hz);
 		for (int k = 0; k < FL_V_COUNT; k++)
 			if (v->v[k])
 				printf("  VIOLATION %-20s %lu (first ID %#lx)\n", fl_viol_names[k],
@@ -110,6 +131,15 @@ int fl_report_json(const struct fl_ctx *c, const char *path)
 	fprintf(f, "},\n  \"partial\": %lu,\n  \"borrowed\": %lu,\n",
 		(unsigned long)s->flags_partial, (unsigned long)s->flags_borrowed);
 	fprintf(f, "  \"generator_idle_pct\": %.2f,\n", idle_pct(c));
+	fprintf(f, "  \"sent_per_s\": %.1f,\n  \"max_reply_gap_us\": %.1f,\n", per_s(c, s->sent),
+		(double)s->max_gap_tsc * 1e6 / (double)c->hz);
+	fprintf(f,
+		"  \"id_space\": {\"ids_per_ms_per_worker\": %lu, \"workers\": %u, "
+		"\"span_ms\": %lu, \"ms_started\": %lu, \"ms_full\": %lu, "
+		"\"used_of_span\": %.6f, \"used_of_elapsed\": %.6f},\n",
+		(unsigned long)fw_layout_ids_per_ms(&v->layout), v->n_workers,
+		(unsigned long)span_ms(v), (unsigned long)v->ms_started, (unsigned long)v->ms_full,
+		space_frac(c, (double)span_ms(v)), space_frac(c, c->elapsed_s * 1000.0));
 	fprintf(f, "  \"timeouts\": %lu,\n  \"late\": %lu,\n  \"bad\": %lu,\n  \"tx_full\": %lu,\n",
 		(unsigned long)s->timeouts, (unsigned long)s->late, (unsigned long)s->bad,
 		(unsigned long)s->tx_full);

@@ -111,6 +111,18 @@ void fl_verify_ids(struct fl_verify *v, uint64_t first, uint64_t n, uint16_t dc,
 	if (before < -(int64_t)v->time_bound_ms || after > (int64_t)v->time_bound_ms)
 		violation(v, FL_V_TIME, first, n);
 
+	/*
+	 * IDs of one run are consecutive integers: within one ms, or crossing
+	 * into the next only when the worker and datacenter fields are empty.
+	 */
+	uint64_t seq_max = fw_layout_ids_per_ms(&v->layout) - 1;
+	if (!v->id_ms_first || a.unix_ms < v->id_ms_first)
+		v->id_ms_first = a.unix_ms;
+	if (b.unix_ms > v->id_ms_last)
+		v->id_ms_last = b.unix_ms;
+	v->ms_started += (b.ms - a.ms) + (a.sequence == 0);
+	v->ms_full += (b.ms - a.ms) + (b.sequence == seq_max);
+
 	struct fl_worker_last *w = worker_slot(v, a.datacenter << 16 | a.worker);
 	if (w) {
 		if (w->last && first <= w->last)

@@ -24,8 +24,8 @@
 #include "fw_conf.h"
 #include "fw_serve.h"
 
-#define FSOCK_BATCH      32
-#define FSOCK_BUF_LEN    2048
+#define FSOCK_BATCH       32
+#define FSOCK_BUF_LEN     2048
 #define FSOCK_MAX_WORKERS 64
 
 struct fsock_worker {

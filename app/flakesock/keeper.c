@@ -45,7 +45,7 @@ int fsock_keeper_start(struct fsock_ctx *ctx)
 	} else if (rc != 0) {
 		log_line("state file %s: %s; refusing to start: restore it, or, if no ID from "
 			 "this node can be above a known time, write that time with "
-			 "'flakectl mark-write %s UNIX_MS'",
+			 "'flakectl mark %s --set UNIX_MS --force'",
 			 path, fw_strerror(rc), path);
 		return -1;
 	} else {
@@ -61,11 +61,13 @@ int fsock_keeper_start(struct fsock_ctx *ctx)
 	}
 	if (mark > now)
 		log_line("system clock is %llu ms behind the mark: answering retry-after until it "
-			 "passes it", (unsigned long long)(mark - now));
+			 "passes it",
+			 (unsigned long long)(mark - now));
 
 	ctx->floor_ms = mark > ctx->layout.epoch_ms ? mark - ctx->layout.epoch_ms : 0;
-	uint64_t base = FW_MAX(mark, now);
-	rc = reserve(ctx, base + ctx->conf.state.mark_ahead_ms);
+	/* Reserve from the clock, not from the old mark: a crash loop while the
+	 * clock is behind must not push the mark further ahead each time. */
+	rc = reserve(ctx, FW_MAX(mark, now + ctx->conf.state.mark_ahead_ms));
 	if (rc != 0) {
 		log_line("cannot write state file %s: %s", path, fw_strerror(rc));
 		return -1;
@@ -113,7 +115,7 @@ void fsock_keeper_run(struct fsock_ctx *ctx)
 		/* Extend at half the lead; on failure keep the old mark, so workers
 		 * answer retry-after instead of issuing beyond what is persisted. */
 		if (mark < now + ahead / 2) {
-			int rc = reserve(ctx, FW_MAX(now, mark) + ahead);
+			int rc = reserve(ctx, now + ahead);
 			if (rc != 0 && !failing)
 				log_line("cannot persist the mark to %s: %s; IDs stop at the old "
 					 "mark until it can be written",
@@ -139,7 +141,8 @@ int fsock_keeper_stop(struct fsock_ctx *ctx)
 	int rc = fw_mark_write(ctx->conf.state.file, last + ctx->layout.epoch_ms);
 	if (rc != 0)
 		log_line("cannot write the final mark to %s: %s (the reserved mark stays, a "
-			 "restart waits for it)", ctx->conf.state.file, fw_strerror(rc));
+			 "restart waits for it)",
+			 ctx->conf.state.file, fw_strerror(rc));
 	else
 		log_line("stopped; mark %llu persisted to %s",
 			 (unsigned long long)(last + ctx->layout.epoch_ms), ctx->conf.state.file);

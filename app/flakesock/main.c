@@ -140,7 +140,8 @@ int main(int argc, char **argv)
 	}
 
 	fw_conf_init(&ctx.conf);
-	if (config != NULL && fw_conf_load(&ctx.conf, config, FW_CONF_F_NO_PORTS, err, sizeof(err))) {
+	if (config != NULL &&
+	    fw_conf_load(&ctx.conf, config, FW_CONF_F_NO_PORTS, err, sizeof(err))) {
 		fprintf(stderr, "flakesock: %s\n", err);
 		return 2;
 	}
@@ -153,14 +154,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flakesock: %s\n", err);
 		return 2;
 	}
-	int rc = fw_layout_init(&ctx.layout, ctx.conf.id.epoch_ms, ctx.conf.id.datacenter_bits,
-				ctx.conf.id.worker_bits, ctx.conf.id.sequence_bits, fsock_unix_ms());
+	int rc =
+		fw_layout_init(&ctx.layout, ctx.conf.id.epoch_ms, ctx.conf.id.datacenter_bits,
+			       ctx.conf.id.worker_bits, ctx.conf.id.sequence_bits, fsock_unix_ms());
 	if (rc != 0) {
 		fprintf(stderr, "flakesock: config: [id] layout: %s\n", fw_strerror(rc));
 		return 2;
 	}
-	ctx.n_workers = threads ? (uint32_t)threads
-				: (ctx.conf.id.workers.n ? ctx.conf.id.workers.n : 1);
+	ctx.n_workers =
+		threads ? (uint32_t)threads : (ctx.conf.id.workers.n ? ctx.conf.id.workers.n : 1);
 	if (fw_conf_worker(&ctx.conf, ctx.n_workers - 1) < 0) {
 		fprintf(stderr, "flakesock: --threads %u but [id] workers lists only %u IDs\n",
 			ctx.n_workers, ctx.conf.id.workers.n);
@@ -191,10 +193,12 @@ int main(int argc, char **argv)
 		fsock_keeper_stop(&ctx);
 		return 1;
 	}
-	fprintf(stderr, "flakesock: listening on %s port %u, %u worker(s) from ID %lld, layout "
-			"%u/%u/%u/%u epoch %llu, mark file %s\n",
-		listen, ctx.conf.net.udp_port, ctx.n_workers, (long long)fw_conf_worker(&ctx.conf, 0),
-		ctx.layout.time_bits, ctx.layout.dc_bits, ctx.layout.worker_bits, ctx.layout.seq_bits,
+	fprintf(stderr,
+		"flakesock: listening on %s port %u, %u worker(s) from ID %lld, layout "
+		"%u/%u/%u/%u epoch %llu, mark file %s\n",
+		listen, ctx.conf.net.udp_port, ctx.n_workers,
+		(long long)fw_conf_worker(&ctx.conf, 0), ctx.layout.time_bits, ctx.layout.dc_bits,
+		ctx.layout.worker_bits, ctx.layout.seq_bits,
 		(unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 
 	fsock_keeper_run(&ctx);

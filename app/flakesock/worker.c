@@ -80,7 +80,8 @@ void *fsock_worker_run(void *arg)
 		/* One clock read and one mark load per batch. */
 		uint64_t unix_ms = fsock_unix_ms();
 		uint64_t now = unix_ms > epoch ? unix_ms - epoch : 0;
-		fw_gen_set_mark(&w->serve.gen, atomic_load_explicit(&ctx->mark_ms, memory_order_acquire));
+		fw_gen_set_mark(&w->serve.gen,
+				atomic_load_explicit(&ctx->mark_ms, memory_order_acquire));
 
 		int k = 0;
 		for (int i = 0; i < n; i++) {

@@ -40,3 +40,24 @@ void fw_clock_sample(uint64_t *tsc, uint64_t *ns)
 		}
 	}
 }
+
+/*
+ * The test-clock hooks do nothing in flakewire. They are weak so that
+ * flakewire-testclock (these objects plus testclock.c) replaces them; no
+ * setting or environment variable reaches them in the flakewire binary.
+ */
+__attribute__((weak)) int fw_testclock_init(struct fw_app *app)
+{
+	(void)app;
+	return 0;
+}
+
+__attribute__((weak)) void fw_testclock_poll(struct fw_app *app)
+{
+	(void)app;
+}
+
+__attribute__((weak)) uint64_t fw_testclock_ns(uint64_t ns)
+{
+	return ns;
+}

@@ -19,6 +19,7 @@
 #include "fw_clock.h"
 #include "fw_conf.h"
 #include "fw_layout.h"
+#include "fw_policy.h"
 #include "fw_serve.h"
 
 #define FW_BURST 32
@@ -38,6 +39,9 @@ enum fw_drop {
 	FW_DROP_PROTO,      /* other IP protocol, ICMP other than echo request */
 	FW_DROP_PORT,       /* UDP to another port */
 	FW_DROP_WIRE,       /* not a flakewire request (fw_serve_answer dropped it) */
+	FW_DROP_SOURCE,     /* IPv4 source outside [net] allow */
+	FW_DROP_REFLECTOR,  /* UDP source port in [net] reflector_ports */
+	FW_DROP_RATE,       /* over [net] rate for its prefix, not slipped */
 	FW_DROP_COUNT
 };
 
@@ -49,8 +53,12 @@ struct fw_lcore_stats {
 	uint64_t tx_dropped; /* replies the TX queue did not take */
 	uint64_t arp;        /* ARP replies built */
 	uint64_t icmp;       /* echo replies built */
-	uint64_t udp;        /* flakewire replies built */
+	uint64_t udp;        /* flakewire replies built (slipped ones included) */
 	uint64_t drop[FW_DROP_COUNT];
+	uint64_t rate_limited;   /* requests over the rate: drop[FW_DROP_RATE] + slipped */
+	uint64_t slipped;        /* of those, answered RETRY_AFTER */
+	uint64_t ids_capped;     /* RANGE requests cut to [net] max_ids_per_request */
+	uint64_t rate_evictions; /* filled in when read (fw_stats_lcore), not per packet */
 };
 
 /* One per worker lcore (every EAL lcore, the main one included). */
@@ -58,10 +66,12 @@ struct fw_lcore {
 	struct fw_serve serve;
 	struct fw_lcore_stats st;
 	uint32_t lcore_id;
-	uint32_t index;     /* 0-based worker index */
-	uint16_t queue;     /* its RX and TX queue on every port */
-	uint32_t worker_id; /* generator worker ID */
-	uint64_t mark_ms;   /* mark in effect (ms since epoch), cached per burst */
+	uint32_t index;       /* 0-based worker index */
+	uint16_t queue;       /* its RX and TX queue on every port */
+	uint32_t worker_id;   /* generator worker ID */
+	uint64_t mark_ms;     /* mark in effect (ms since epoch), cached per burst */
+	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
+	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
 } FW_CACHE_ALIGNED;
 
 struct fw_port {
@@ -72,6 +82,11 @@ struct fw_port {
 	bool tx_cksum; /* IPv4 + UDP checksum offload in use */
 	bool rss;
 	char name[RTE_ETH_NAME_MAX_LEN];
+	/* net_af_xdp on a kernel interface (afxdp.c); iface is its name */
+	bool probed; /* an ethdev exists: close it on the way out */
+	bool af_xdp;
+	char iface[16];
+	int lock_fd; /* af_xdp: flock held while this process serves iface */
 };
 
 /*
@@ -100,6 +115,7 @@ struct fw_app {
 	struct fw_lcore *lcore;             /* n_lcores, rte_zmalloc'd */
 	int16_t lcore_index[RTE_MAX_LCORE]; /* lcore id -> index in lcore[], -1 */
 	struct fw_clock_pub pub;
+	struct fw_policy srcpol; /* [net] allow and reflector_ports, read-only */
 	/* control thread state, touched only by it (and by main before/after) */
 	struct fw_clock_policy policy;
 	struct fw_clock_cal cal; /* the control thread's copy */
@@ -135,6 +151,20 @@ void fw_options_usage(const char *prog);
 int fw_ports_open(struct fw_app *app);
 void fw_ports_close(struct fw_app *app);
 
+/*
+ * afxdp.c: ports in mode af_xdp, or whose device is a net_af_xdp string.
+ * fw_afxdp_prepare() runs before the probe: pre-flight checks of the
+ * interface (exists, up, IPv4, bpffs, a stale program, queues) and the
+ * devargs written into @devargs; it fills p->af_xdp, p->iface, p->addr_be.
+ * fw_afxdp_started() points the attached program at [net] udp_port;
+ * fw_afxdp_closed() detaches the program if the PMD left it. Return 0 or -1
+ * (the reason logged).
+ */
+bool fw_afxdp_wanted(const struct fw_conf_port *pc);
+int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len);
+int fw_afxdp_started(struct fw_app *app, uint32_t idx);
+void fw_afxdp_closed(struct fw_app *app, uint32_t idx);
+
 /* pkt.c: answers the frame in place; returns true when it must be sent back */
 bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
 		   struct rte_mbuf *m, uint64_t now);
@@ -142,6 +172,18 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
 /* lcore.c: the burst loop, launched on every lcore */
 int fw_lcore_main(void *arg);
 int fw_lcores_init(struct fw_app *app);
+/*
+ * Reads the clock once for a burst: sets lc->tsc (rate limiting), the
+ * mark and clock flags of lc->serve; returns ms since the layout epoch, the
+ * @now of fw_pkt_answer. Every burst loop calls it before fw_pkt_answer.
+ */
+uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc);
+/*
+ * Builds the source policy and, when [net] rate > 0, each lcore's rate
+ * limiter (called by fw_lcores_init; separate for the fuzz harness).
+ * Returns 0 or -1 (logged).
+ */
+int fw_lcores_policy_init(struct fw_app *app);
 
 /* clock_pub.c */
 void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s);
@@ -159,6 +201,15 @@ static inline void fw_clock_pub_read(struct fw_clock_pub *p, struct fw_clock_sna
 uint64_t fw_realtime_ns(void);
 /* Reads (tsc, unix ns) as close together as possible (best of a few tries). */
 void fw_clock_sample(uint64_t *tsc, uint64_t *ns);
+/*
+ * Test-clock hooks, called by the control thread only. clock_pub.c defines
+ * them as weak no-ops (flakewire); testclock.c, linked only into
+ * flakewire-testclock for tests/system/faults, replaces them with a fault
+ * file's clock offset, TSC rate error and pauses.
+ */
+int fw_testclock_init(struct fw_app *app);  /* 0, or -1: do not start */
+void fw_testclock_poll(struct fw_app *app); /* every control tick */
+uint64_t fw_testclock_ns(uint64_t ns);      /* a CLOCK_REALTIME sample, faults applied */
 
 /* control.c */
 int fw_control_start_state(struct fw_app *app); /* mark + calibration, before lcores */
@@ -167,6 +218,8 @@ void fw_control_stop(struct fw_app *app);       /* joins it, persists the final 
 
 /* stats.c */
 void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw_serve_stats *ss);
+/* One lcore's counters as read by telemetry (rate_evictions filled in). */
+void fw_stats_lcore(const struct fw_lcore *lc, struct fw_lcore_stats *st);
 void fw_stats_line(struct fw_app *app, double interval_s);
 
 /* telemetry.c */

@@ -6,9 +6,68 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
+#include <rte_random.h>
 
 #include "fw_app.h"
 #include "fw_err.h"
+
+/* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
+#define FW_RATE_ENTRIES 4096
+
+int fw_lcores_policy_init(struct fw_app *app)
+{
+	const struct fw_conf *c = &app->conf;
+	struct fw_policy_prefix allow[FW_POLICY_PREFIXES_MAX];
+	uint16_t ports[FW_CONF_LIST_MAX];
+
+	RTE_BUILD_BUG_ON(FW_CONF_CIDRS_MAX > FW_POLICY_PREFIXES_MAX);
+	for (uint32_t i = 0; i < c->net.allow.n; i++) {
+		allow[i].addr = c->net.allow.v[i].addr;
+		allow[i].mask = c->net.allow.v[i].mask;
+	}
+	for (uint32_t i = 0; i < c->net.reflector_ports.n; i++)
+		ports[i] = (uint16_t)c->net.reflector_ports.v[i];
+	if (fw_policy_init(&app->srcpol, allow, c->net.allow.n, ports, c->net.reflector_ports.n))
+		return -1;
+	for (uint32_t t = 0; t < c->net.trusted.n; t++)
+		if (!fw_policy_allowed(&app->srcpol, c->net.trusted.v[t].addr))
+			FW_LOG(WARNING, "[net] trusted prefix %u is outside [net] allow: dropped",
+			       t + 1);
+	if (c->net.rate == 0) {
+		FW_LOG(INFO, "policy: %u allowed prefixes, %u reflector ports, no rate limit",
+		       c->net.allow.n, c->net.reflector_ports.n);
+		return 0;
+	}
+
+	struct fw_rate_config rc;
+	fw_rate_config_default(&rc);
+	rc.rate = c->net.rate;
+	rc.burst = c->net.rate_burst;
+	rc.prefix_len = c->net.rate_prefix;
+	rc.slip = c->net.rate_slip;
+	rc.tsc_hz = rte_get_tsc_hz();
+	rc.entries = FW_RATE_ENTRIES;
+	size_t size = fw_rate_memsize(&rc);
+	for (uint32_t i = 0; i < app->n_lcores; i++) {
+		struct fw_lcore *lc = &app->lcore[i];
+		void *mem = rte_zmalloc_socket("fw_rate", size, RTE_CACHE_LINE_SIZE,
+					       (int)rte_lcore_to_socket_id(lc->lcore_id));
+		rc.seed = (uint32_t)rte_rand();
+		lc->rate = mem ? fw_rate_init(mem, &rc) : NULL;
+		if (!lc->rate) {
+			FW_LOG(ERR, "lcore %u: no memory for the rate limiter (%zu bytes)",
+			       lc->lcore_id, size);
+			rte_free(mem);
+			return -1;
+		}
+	}
+	FW_LOG(INFO,
+	       "policy: %u allowed prefixes, %u reflector ports, rate %u/s burst %u per /%u "
+	       "(slip %u, %u entries per lcore)",
+	       c->net.allow.n, c->net.reflector_ports.n, c->net.rate, c->net.rate_burst,
+	       c->net.rate_prefix, c->net.rate_slip, FW_RATE_ENTRIES);
+	return 0;
+}
 
 int fw_lcores_init(struct fw_app *app)
 {
@@ -72,7 +131,21 @@ int fw_lcores_init(struct fw_app *app)
 	FW_LOG(INFO, "layout: %u time / %u datacenter / %u worker / %u sequence bits, epoch %lu",
 	       app->layout.time_bits, app->layout.dc_bits, app->layout.worker_bits,
 	       app->layout.seq_bits, (unsigned long)app->layout.epoch_ms);
-	return 0;
+	return fw_lcores_policy_init(app);
+}
+
+uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc)
+{
+	struct fw_clock_snap snap;
+
+	lc->tsc = rte_rdtsc();
+	fw_clock_pub_read(&app->pub, &snap);
+	uint64_t unix_ms = fw_clock_ms(&snap.cal, lc->tsc);
+	if (snap.mark_ms != lc->mark_ms)
+		lc->mark_ms = fw_gen_set_mark(&lc->serve.gen, snap.mark_ms);
+	lc->serve.extra_flags = snap.wire_flags;
+	lc->serve.clock_offset_ns = snap.offset_ns;
+	return unix_ms > app->layout.epoch_ms ? unix_ms - app->layout.epoch_ms : 0;
 }
 
 static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
@@ -80,17 +153,7 @@ static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
 	uint16_t ntx = 0, nfr = 0;
-	struct fw_clock_snap snap;
-
-	/* one clock read for the whole burst */
-	uint64_t tsc = rte_rdtsc();
-	fw_clock_pub_read(&app->pub, &snap);
-	uint64_t unix_ms = fw_clock_ms(&snap.cal, tsc);
-	uint64_t now = unix_ms > app->layout.epoch_ms ? unix_ms - app->layout.epoch_ms : 0;
-	if (snap.mark_ms != lc->mark_ms)
-		lc->mark_ms = fw_gen_set_mark(&lc->serve.gen, snap.mark_ms);
-	lc->serve.extra_flags = snap.wire_flags;
-	lc->serve.clock_offset_ns = snap.offset_ns;
+	uint64_t now = fw_lcore_clock(app, lc); /* one clock read for the whole burst */
 
 	lc->st.rx += n;
 	for (uint16_t i = 0; i < n; i++) {

@@ -20,6 +20,10 @@ void fw_options_usage(const char *prog)
 	       "every port and its own worker ID. Example (TAP, no hugepages, no NIC):\n"
 	       "  %s -l 0 --no-huge --no-pci -m 256 --file-prefix fw -- \\\n"
 	       "      --set state.file=/tmp/fw.mark\n"
+	       "On a kernel interface shared with the kernel (AF_XDP, as root; only UDP to\n"
+	       "[net] udp_port is taken, SSH/ARP/ICMP stay with the kernel):\n"
+	       "  %s -l 0 --no-huge --no-pci -m 256 --file-prefix fw -- \\\n"
+	       "      --set port0.mode=af_xdp --set port0.iface=eth0\n"
 	       "\n"
 	       "Options:\n"
 	       "  -c, --config FILE     read settings from the INI file FILE\n"
@@ -29,7 +33,7 @@ void fw_options_usage(const char *prog)
 	       "  -h, --help            this text\n"
 	       "\n"
 	       "Settings ([section] key, type and range, default):\n",
-	       prog, prog, prog);
+	       prog, prog, prog, prog);
 	if (text) {
 		fw_conf_help(text, n, 0);
 		fputs(text, stdout);

@@ -54,6 +54,20 @@ static int pool_create(struct fw_app *app)
 	return 0;
 }
 
+/* Undoes a port_open() that failed half-way: close the ethdev, remove the XDP program. */
+static void port_abandon(struct fw_app *app, uint32_t idx)
+{
+	struct fw_port *p = &app->port[idx];
+
+	if (p->probed) {
+		rte_eth_dev_stop(p->port_id);
+		rte_eth_dev_close(p->port_id);
+		p->probed = false;
+	}
+	if (p->af_xdp)
+		fw_afxdp_closed(app, idx);
+}
+
 static int port_open(struct fw_app *app, uint32_t idx)
 {
 	const struct fw_conf_port *pc = &app->conf.port[idx];
@@ -62,19 +76,26 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	struct rte_eth_dev_info info;
 	uint16_t nq = (uint16_t)app->n_lcores;
 	char addr[INET_ADDRSTRLEN];
+	char xdp_args[FW_CONF_STR_LEN + 1200];
+	const char *device = pc->device;
 	int rc;
 
-	rc = rte_dev_probe(pc->device);
+	if (fw_afxdp_wanted(pc)) {
+		if (fw_afxdp_prepare(app, idx, xdp_args, sizeof(xdp_args)))
+			return -1;
+		device = xdp_args;
+	}
+	rc = rte_dev_probe(device);
 	if (rc && rc != -EEXIST) {
-		FW_LOG(ERR, "port%u: cannot probe device '%s': %s", idx, pc->device,
-		       rte_strerror(-rc));
+		FW_LOG(ERR, "port%u: cannot probe device '%s': %s", idx, device, rte_strerror(-rc));
 		return -1;
 	}
-	rc = find_port(pc->device, &p->port_id);
+	rc = find_port(device, &p->port_id);
 	if (rc) {
-		FW_LOG(ERR, "port%u: no ethdev for device '%s'", idx, pc->device);
+		FW_LOG(ERR, "port%u: no ethdev for device '%s'", idx, device);
 		return -1;
 	}
+	p->probed = true;
 	rte_eth_dev_get_name_by_port(p->port_id, p->name);
 	rc = rte_eth_dev_info_get(p->port_id, &info);
 	if (rc) {
@@ -125,8 +146,14 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		FW_LOG(ERR, "port%u (%s): start: %s", idx, p->name, rte_strerror(-rc));
 		return -1;
 	}
-	rte_eth_macaddr_get(p->port_id, &p->mac);
-	p->addr_be = htonl(pc->address);
+	if (p->af_xdp) {
+		/* MAC and address were read from the kernel by fw_afxdp_prepare() */
+		if (fw_afxdp_started(app, idx))
+			return -1;
+	} else {
+		rte_eth_macaddr_get(p->port_id, &p->mac);
+		p->addr_be = htonl(pc->address);
+	}
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
 
 	struct rte_eth_link link;
@@ -136,9 +163,9 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	FW_LOG(INFO,
 	       "port%u: %s (ethdev %u, driver %s) MAC %s address %s, %u queue(s) x %u/%u desc, "
 	       "RSS %s, checksums %s, link %s",
-	       idx, pc->device, p->port_id, info.driver_name, mac, addr, nq, nrx, ntx,
-	       p->rss ? "on (UDP 4-tuple)" : "off", p->tx_cksum ? "offloaded" : "software",
-	       link.link_status ? "up" : "down");
+	       idx, p->af_xdp ? p->iface : pc->device, p->port_id, info.driver_name, mac, addr, nq,
+	       nrx, ntx, p->rss ? "on (UDP 4-tuple)" : "off",
+	       p->tx_cksum ? "offloaded" : "software", link.link_status ? "up" : "down");
 	return 0;
 }
 
@@ -147,8 +174,10 @@ int fw_ports_open(struct fw_app *app)
 	if (pool_create(app))
 		return -1;
 	for (uint32_t i = 0; i < app->conf.n_ports; i++) {
-		if (port_open(app, i))
+		if (port_open(app, i)) {
+			port_abandon(app, i);
 			return -1;
+		}
 		app->n_ports = i + 1;
 	}
 	return 0;
@@ -162,6 +191,9 @@ void fw_ports_close(struct fw_app *app)
 		if (rc)
 			FW_LOG(WARNING, "port%u: stop: %s", i, rte_strerror(-rc));
 		rte_eth_dev_close(p->port_id);
+		p->probed = false;
+		if (p->af_xdp)
+			fw_afxdp_closed(app, i);
 	}
 	app->n_ports = 0;
 }

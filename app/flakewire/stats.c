@@ -5,20 +5,32 @@
 
 #include "fw_app.h"
 
+void fw_stats_lcore(const struct fw_lcore *lc, struct fw_lcore_stats *st)
+{
+	*st = lc->st;
+	st->rate_evictions = lc->rate ? fw_rate_evictions(lc->rate) : 0;
+}
+
 void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw_serve_stats *ss)
 {
 	memset(st, 0, sizeof(*st));
 	memset(ss, 0, sizeof(*ss));
 	for (uint32_t i = 0; i < app->n_lcores; i++) {
 		const struct fw_lcore *lc = &app->lcore[i];
-		st->rx += lc->st.rx;
-		st->tx += lc->st.tx;
-		st->tx_dropped += lc->st.tx_dropped;
-		st->arp += lc->st.arp;
-		st->icmp += lc->st.icmp;
-		st->udp += lc->st.udp;
+		struct fw_lcore_stats l;
+		fw_stats_lcore(lc, &l);
+		st->rx += l.rx;
+		st->tx += l.tx;
+		st->tx_dropped += l.tx_dropped;
+		st->arp += l.arp;
+		st->icmp += l.icmp;
+		st->udp += l.udp;
 		for (int d = 0; d < FW_DROP_COUNT; d++)
-			st->drop[d] += lc->st.drop[d];
+			st->drop[d] += l.drop[d];
+		st->rate_limited += l.rate_limited;
+		st->slipped += l.slipped;
+		st->ids_capped += l.ids_capped;
+		st->rate_evictions += l.rate_evictions;
 		fw_serve_stats_add(ss, &lc->serve.stats);
 	}
 }

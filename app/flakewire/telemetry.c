@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rte_telemetry commands under /flakewire/, for dpdk-telemetry.py:
- *   /flakewire/stats   totals over all lcores
+ *   /flakewire/stats   totals over all lcores; drop_* by reason (drop_source,
+ *                      drop_reflector_port, drop_rate_limited among them),
+ *                      rate_limited (= drop_rate_limited + slipped), slipped
+ *                      (answered RETRY_AFTER, counted in udp_replies too)
  *   /flakewire/lcores  the same per lcore ("lcoreN": {...})
  *   /flakewire/clock   calibration, offset, slew, generation, mark
  * DPDK 22.11 telemetry callbacks take no user argument, hence the one
@@ -38,6 +41,10 @@ static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
 		snprintf(name, sizeof(name), "drop_%s", fw_drop_names[i]);
 		rte_tel_data_add_dict_u64(d, name, st->drop[i]);
 	}
+	rte_tel_data_add_dict_u64(d, "rate_limited", st->rate_limited);
+	rte_tel_data_add_dict_u64(d, "slipped", st->slipped);
+	rte_tel_data_add_dict_u64(d, "ids_capped", st->ids_capped);
+	rte_tel_data_add_dict_u64(d, "rate_evictions", st->rate_evictions);
 	rte_tel_data_add_dict_u64(d, "requests", ss->requests);
 	rte_tel_data_add_dict_u64(d, "ids", ss->ids);
 	rte_tel_data_add_dict_u64(d, "partial", ss->partial);
@@ -79,6 +86,12 @@ static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "lcores", tel_app->n_lcores);
 	add_stats(d, &st, &ss, &gs);
+	/* mbufs out of the pool (RX rings, lcore caches, in flight): flat when nothing leaks */
+	if (tel_app->pool) {
+		rte_tel_data_add_dict_u64(d, "mbuf_in_use",
+					  rte_mempool_in_use_count(tel_app->pool));
+		rte_tel_data_add_dict_u64(d, "mbuf_avail", rte_mempool_avail_count(tel_app->pool));
+	}
 	return 0;
 }
 
@@ -99,7 +112,9 @@ static int cmd_lcores(const char *cmd, const char *params, struct rte_tel_data *
 		rte_tel_data_add_dict_u64(c, "queue", lc->queue);
 		rte_tel_data_add_dict_u64(c, "worker", lc->worker_id);
 		rte_tel_data_add_dict_u64(c, "last_ms", fw_gen_last_ms(&lc->serve.gen));
-		add_stats(c, &lc->st, &lc->serve.stats, fw_gen_stats(&lc->serve.gen));
+		struct fw_lcore_stats st;
+		fw_stats_lcore(lc, &st);
+		add_stats(c, &st, &lc->serve.stats, fw_gen_stats(&lc->serve.gen));
 		snprintf(name, sizeof(name), "lcore%u", lc->lcore_id);
 		rte_tel_data_add_dict_container(d, name, c, 0);
 	}
@@ -117,7 +132,14 @@ static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_start_dict(d);
 	snprintf(buf, sizeof(buf), "%.0f", fw_clock_hz(&s.cal));
 	rte_tel_data_add_dict_u64(d, "hz", (uint64_t)fw_clock_hz(&s.cal));
-	rte_tel_data_add_dict_int(d, "offset_us", (int)(s.offset_ns / 1000));
+	/* an hour is 3.6e9 us: clamp to int (offset_ns has the exact value) */
+	int64_t off_us = s.offset_ns / 1000;
+	rte_tel_data_add_dict_int(
+		d, "offset_us",
+		(int)FW_MAX(FW_MIN(off_us, (int64_t)INT32_MAX), (int64_t)INT32_MIN));
+	struct fw_clock_cal nominal = s.cal;
+	nominal.mult = s.cal.nominal_mult;
+	rte_tel_data_add_dict_u64(d, "nominal_hz", (uint64_t)fw_clock_hz(&nominal));
 	rte_tel_data_add_dict_string(d, "offset_ns",
 				     (snprintf(buf, sizeof(buf), "%ld", (long)s.offset_ns), buf));
 	rte_tel_data_add_dict_int(d, "slew_ppb", s.cal.slew_ppb);

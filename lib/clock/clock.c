@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fw_clock.h"
@@ -135,14 +136,37 @@ int fw_clock_reanchor(const struct fw_clock_cal *old, const struct fw_clock_poli
 	n.flags = 0;
 	n.generation = old->generation + 1;
 
-	if (abs64(jump) > p->step_ns) {
+	/*
+	 * A window that starts at the previous anchor holds one interval: its
+	 * rate is the best estimate there is (a 2,000 ppm error of the nominal
+	 * rate shows as a 2 ms jump per second, which must update the rate, not
+	 * restart the window again). Older windows restart on any jump above
+	 * the reset bound, so a step is never averaged into the rate.
+	 */
+	bool fresh = old->ref_tsc == old->base_tsc;
+	uint64_t reset = fresh ? p->step_ns : FW_MIN(p->step_ns, FW_CLOCK_RATE_RESET_NS);
+
+	if (abs64(jump) > reset) {
 		/* The window spans a step: it would measure the step, not the rate. */
 		n.ref_tsc = tsc;
 		n.ref_ns = wall_ns;
+		n.mid_tsc = 0;
+		n.mid_ns = 0;
 	} else if (tsc > n.ref_tsc && wall_ns > n.ref_ns) {
 		mult = rate_mult(wall_ns - n.ref_ns, tsc - n.ref_tsc);
 		if (mult != 0)
 			n.nominal_mult = mult;
+		/* Keep the window between one and two window lengths long. */
+		if (n.mid_ns == 0 && wall_ns - n.ref_ns >= FW_CLOCK_RATE_WINDOW_NS) {
+			n.mid_tsc = tsc;
+			n.mid_ns = wall_ns;
+		} else if (n.mid_ns != 0 && wall_ns > n.mid_ns &&
+			   wall_ns - n.mid_ns >= FW_CLOCK_RATE_WINDOW_NS) {
+			n.ref_tsc = n.mid_tsc;
+			n.ref_ns = n.mid_ns;
+			n.mid_tsc = tsc;
+			n.mid_ns = wall_ns;
+		}
 	}
 
 	if (offset > 0 && (uint64_t)offset > p->step_ns) {

@@ -23,9 +23,15 @@
  *  - a backward offset is only ever slewed, never stepped: the converted
  *    time never moves backwards. Offsets above step_ns are reported through
  *    FW_CLOCK_F_BACK_STEP so the owner can refuse to issue.
- * The nominal rate (without slew) is re-estimated over the whole window since
- * the first anchor while no step is seen, so the error of rte_get_tsc_hz()
- * (~1,900 ppm on a VM) is measured away.
+ * The nominal rate (without slew) is re-estimated at every anchor over a
+ * window of FW_CLOCK_RATE_WINDOW_NS to twice that (older samples are
+ * dropped, so a change of the true rate is followed within minutes), so the
+ * error of rte_get_tsc_hz() (~1,900 ppm on a VM) is measured away. When the
+ * system clock moves by more than FW_CLOCK_RATE_RESET_NS against what the
+ * nominal rate predicts since the last anchor, that is a step (or a rate
+ * change), not noise: the window restarts at this sample, so a step never
+ * leaks into the rate estimate; the next anchor measures the rate afresh
+ * over the new, short window.
  *
  * Sharing: a calibration is a plain value; the responder publishes it to its
  * lcores with a sequence lock (see the responder's clock publisher).
@@ -39,6 +45,10 @@
 #define FW_CLOCK_DEFAULT_MAX_SLEW_PPM 500
 #define FW_CLOCK_DEFAULT_HORIZON_MS   1000
 #define FW_CLOCK_DEFAULT_STEP_NS      (100ULL * 1000 * 1000) /* 100 ms */
+/* Rate window: between this and twice this of samples behind each estimate. */
+#define FW_CLOCK_RATE_WINDOW_NS       (600ULL * 1000 * 1000 * 1000) /* 10 min */
+/* A move of the system clock this large against the nominal rate restarts the window. */
+#define FW_CLOCK_RATE_RESET_NS        (500ULL * 1000) /* 500 µs */
 
 /* Flags set by fw_clock_reanchor() in cal->flags. */
 #define FW_CLOCK_F_FWD_STEP  0x1u /* stepped forward to follow the system clock */
@@ -52,15 +62,17 @@ struct fw_clock_policy {
 };
 
 struct fw_clock_cal {
-	uint64_t base_tsc; /* tsc at the anchor */
-	uint64_t base_ns;  /* unix ns at base_tsc, as converted (continuous) */
-	uint64_t mult;     /* ns per tick, 32.32 fixed point, slew included */
+	uint64_t base_tsc;     /* tsc at the anchor */
+	uint64_t base_ns;      /* unix ns at base_tsc, as converted (continuous) */
+	uint64_t mult;         /* ns per tick, 32.32 fixed point, slew included */
 	uint64_t nominal_mult; /* best estimate of the true rate, without slew */
-	uint64_t ref_tsc;  /* first anchor, for the long-window rate estimate */
+	uint64_t ref_tsc;      /* start of the rate window */
 	uint64_t ref_ns;
-	int64_t offset_ns; /* wall - converted at the last anchor */
-	int32_t slew_ppb;  /* rate change applied, parts per billion */
-	uint32_t flags;    /* FW_CLOCK_F_* from the last re-anchor */
+	uint64_t mid_tsc;    /* a later sample that becomes ref_tsc when the window is full */
+	uint64_t mid_ns;     /* 0: none yet */
+	int64_t offset_ns;   /* wall - converted at the last anchor */
+	int32_t slew_ppb;    /* rate change applied, parts per billion */
+	uint32_t flags;      /* FW_CLOCK_F_* from the last re-anchor */
 	uint64_t generation; /* incremented by every re-anchor */
 };
 
@@ -73,8 +85,8 @@ FW_API void fw_clock_policy_default(struct fw_clock_policy *p);
  * The calibration is anchored at the second sample.
  * Returns 0, or FW_ECAL when tsc1 <= tsc0 or ns1 <= ns0.
  */
-FW_API int fw_clock_calibrate(struct fw_clock_cal *cal, uint64_t tsc0, uint64_t ns0,
-			      uint64_t tsc1, uint64_t ns1);
+FW_API int fw_clock_calibrate(struct fw_clock_cal *cal, uint64_t tsc0, uint64_t ns0, uint64_t tsc1,
+			      uint64_t ns1);
 
 /*
  * Builds a calibration from a nominal frequency (for example rte_get_tsc_hz())

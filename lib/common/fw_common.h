@@ -14,7 +14,7 @@
 #define FW_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Size of a cache line on the targets flakewire supports (x86_64, arm64). */
-#define FW_CACHE_LINE 64
+#define FW_CACHE_LINE    64
 #define FW_CACHE_ALIGNED __attribute__((aligned(FW_CACHE_LINE)))
 
 #define FW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -44,10 +44,10 @@ enum fw_err {
 	FW_EWIRE_SPACE = -(FW_ERR_BASE + 54),   /* output buffer too small */
 
 	/* Client */
-	FW_ETIMEOUT = -(FW_ERR_BASE + 60),  /* no responder answered in time */
-	FW_ESTATUS = -(FW_ERR_BASE + 61),   /* responder answered with an error status */
-	FW_EINVALID = -(FW_ERR_BASE + 62),  /* responder sent IDs that failed validation */
-	FW_ERESOLVE = -(FW_ERR_BASE + 63),  /* responder address could not be parsed */
+	FW_ETIMEOUT = -(FW_ERR_BASE + 60), /* no responder answered in time */
+	FW_ESTATUS = -(FW_ERR_BASE + 61),  /* responder answered with an error status */
+	FW_EINVALID = -(FW_ERR_BASE + 62), /* responder sent IDs that failed validation */
+	FW_ERESOLVE = -(FW_ERR_BASE + 63), /* responder address could not be parsed */
 
 	/* Configuration */
 	FW_ECONF = -(FW_ERR_BASE + 70), /* configuration error (details in the message) */

@@ -40,6 +40,43 @@ struct conf_section {
 };
 
 static const char *const start_policies[] = {"wait", "fail"};
+static const char *const port_modes[] = {"dpdk", "af_xdp"};
+
+/* Each T_ENUM key and the names it accepts, in value order: a new enum key adds a line. */
+static const struct {
+	const char *key;
+	const char *const *names;
+	size_t n;
+} enums[] = {
+	{"start_policy", start_policies, FW_ARRAY_SIZE(start_policies)},
+	{"mode", port_modes, FW_ARRAY_SIZE(port_modes)},
+};
+
+static const char *const *enum_names(const struct conf_key *k, size_t *n)
+{
+	for (size_t i = 0; i < FW_ARRAY_SIZE(enums); i++) {
+		if (!strcmp(k->key, enums[i].key)) {
+			*n = enums[i].n;
+			return enums[i].names;
+		}
+	}
+	*n = 0; /* not listed: every value is rejected, the defaults included */
+	return NULL;
+}
+
+static void enum_list(const struct conf_key *k, char *buf, size_t cap)
+{
+	size_t n, len = 0;
+	const char *const *names = enum_names(k, &n);
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len < cap; i++) {
+		int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", names[i]);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+}
 
 #define C(f) offsetof(struct fw_conf, f)
 #define P(f) offsetof(struct fw_conf_port, f)
@@ -106,11 +143,61 @@ static const struct conf_key keys[] = {
 	{"net", "list_max", T_U32, 1, 181, "181", "most IDs in one LIST reply", C(net.list_max)},
 	{"net", "ranges_max", T_U32, 1, 16, "16", "most ranges in one RANGE reply",
 	 C(net.ranges_max)},
+	{"net", "allow", T_CIDRS, 0, FW_CONF_CIDRS_MAX,
+	 "127.0.0.0/8,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
+	 "(flakewire) IPv4 prefixes allowed to send anything to the responder, comma "
+	 "separated; frames from every other source are dropped and counted (drop_source). "
+	 "0.0.0.0/0 allows all; empty allows none. Trusted prefixes must be listed here too",
+	 C(net.allow)},
+	{"net", "reflector_ports", T_U32_LIST, 0, 65535,
+	 "0,7,17,19,53,123,137,161,389,1900,3702,5353,11211",
+	 "(flakewire) UDP source ports of well-known reflectors (echo, qotd, chargen, DNS, "
+	 "NTP, NetBIOS, SNMP, CLDAP, SSDP, WS-Discovery, mDNS, memcached): requests from "
+	 "them are dropped and counted (drop_reflector_port), from every source",
+	 C(net.reflector_ports)},
+	{"net", "rate", T_U32, 0, 100000000, "0",
+	 "(flakewire) requests per second answered per source prefix and lcore (token "
+	 "bucket); 0: no rate limit. Trusted sources are exempt",
+	 C(net.rate)},
+	{"net", "rate_burst", T_U32, 1, 10000000, "100",
+	 "(flakewire) requests a source prefix may send back to back (bucket depth)",
+	 C(net.rate_burst)},
+	{"net", "rate_prefix", T_U32, 0, 32, "32",
+	 "(flakewire) sources are rate limited per prefix of this length (24: per /24)",
+	 C(net.rate_prefix)},
+	{"net", "rate_slip", T_U32, 0, 1000, "2",
+	 "(flakewire) over the rate, every Nth request of a prefix is answered RETRY_AFTER "
+	 "(24 bytes) instead of dropped, so a real client backs off; 0: drop all",
+	 C(net.rate_slip)},
+	{"net", "max_ids_per_request", T_U32, 1, 65535, "65535",
+	 "(flakewire) most IDs one RANGE request is given (larger counts get this many, "
+	 "PARTIAL); LIST is bounded by list_max",
+	 C(net.max_ids_per_request)},
+	{"net", "max_reply_bytes", T_U32, 24, 1472, "1472",
+	 "(flakewire) largest UDP payload of any reply, trusted sources included; replies "
+	 "to other sources are also never larger than their request",
+	 C(net.max_reply_bytes)},
 
 	{"port", "device", T_STR, 1, FW_CONF_STR_LEN - 1, "net_tap0,iface=fw0",
 	 "PCI address (0000:01:00.0) or vdev devargs (net_tap0,iface=fw0, net_memif0,..., "
-	 "net_af_xdp0,iface=eth1, net_ring0)",
+	 "net_af_xdp0,iface=eth1, net_ring0); a net_af_xdp string is checked and gets "
+	 "flakewire's XDP program as with mode = af_xdp",
 	 P(device)},
+	{"port", "mode", T_ENUM, 0, FW_ARRAY_SIZE(port_modes) - 1, "dpdk",
+	 "dpdk = DPDK owns `device`; af_xdp = share the kernel interface `iface` through "
+	 "net_af_xdp: flakewire builds the devargs (queue_count = worker lcores), loads its XDP "
+	 "program, which steers only [net] udp_port to DPDK, and answers with the interface's "
+	 "own MAC and IPv4 address (`address` unused); ARP, ICMP and the rest stay with the "
+	 "kernel",
+	 P(mode)},
+	{"port", "iface", T_STR, 0, 15, "", "af_xdp: kernel interface name (eth0)", P(iface)},
+	{"port", "start_queue", T_U32, 0, 63, "0",
+	 "af_xdp: first receive queue of the interface; worker i uses start_queue + i",
+	 P(start_queue)},
+	{"port", "xdp_prog", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "af_xdp: XDP object to load; empty: flakewire.bpf.o built with flakewire (the build "
+	 "tree's when run from it, the installed one otherwise)",
+	 P(xdp_prog)},
 	{"port", "address", T_IPV4, 0, 0, "10.77.0.2", "IPv4 address of the responder on this port",
 	 P(address)},
 	{"port", "rx_desc", T_U32, 64, 4096, "512", "RX descriptors per queue", P(rx_desc)},
@@ -298,14 +385,20 @@ static int set_value(void *base, const struct conf_key *k, const char *secname, 
 		if (parse_ipv4(value, p))
 			return BAD("not an IPv4 address (a.b.c.d)");
 		return 0;
-	case T_ENUM:
-		for (size_t i = 0; i < FW_ARRAY_SIZE(start_policies); i++) {
-			if (!strcmp(value, start_policies[i])) {
+	case T_ENUM: {
+		size_t n;
+		const char *const *names = enum_names(k, &n);
+		char list[128];
+
+		for (size_t i = 0; i < n; i++) {
+			if (!strcmp(value, names[i])) {
 				*(uint32_t *)p = (uint32_t)i;
 				return 0;
 			}
 		}
-		return BAD("not one of (wait, fail)");
+		enum_list(k, list, sizeof(list));
+		return BAD("not one of (%s)", list);
+	}
 	case T_U32_LIST:
 	case T_CIDRS:
 		break;
@@ -540,9 +633,22 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 	if (flags & FW_CONF_F_NO_PORTS)
 		return 0;
 	for (uint32_t i = 0; i < c->n_ports; i++) {
+		const struct fw_conf_port *pi = &c->port[i];
+		bool xi = pi->mode == FW_CONF_PORT_AF_XDP;
+
+		if (xi && !pi->iface[0])
+			return errf(err, errlen, "[port%u] mode = af_xdp needs iface (e.g. eth0)",
+				    i);
 		for (uint32_t j = 0; j < i; j++) {
 			const char *a = c->port[i].device, *b = c->port[j].device;
 			size_t la = strcspn(a, ","), lb = strcspn(b, ",");
+			bool xj = c->port[j].mode == FW_CONF_PORT_AF_XDP;
+			if (xi && xj && !strcmp(pi->iface, c->port[j].iface))
+				return errf(err, errlen,
+					    "[port%u] iface = %s: same iface as [port%u]", i,
+					    pi->iface, j);
+			if (xi || xj)
+				continue; /* af_xdp ports ignore device and address */
 			if (la == lb && !strncmp(a, b, la))
 				return errf(err, errlen,
 					    "[port%u] device = %s: same device as [port%u]", i, a,
@@ -560,6 +666,11 @@ FW_API int64_t fw_conf_worker(const struct fw_conf *c, uint32_t i)
 	if (c->id.workers.n)
 		return i < c->id.workers.n ? (int64_t)c->id.workers.v[i] : -1;
 	return (int64_t)c->id.worker_base + i;
+}
+
+FW_API const char *fw_conf_port_mode_name(uint32_t m)
+{
+	return m < FW_ARRAY_SIZE(port_modes) ? port_modes[m] : "?";
 }
 
 FW_API const char *fw_conf_start_policy_name(uint32_t p)
@@ -603,9 +714,12 @@ static void range_text(const struct conf_key *k, char *buf, size_t cap)
 		snprintf(buf, cap, "%s (a.b.c.d/len), at most %d", type_name(k->type),
 			 FW_CONF_CIDRS_MAX);
 		break;
-	case T_ENUM:
-		snprintf(buf, cap, "%s wait, fail", type_name(k->type));
+	case T_ENUM: {
+		char list[96];
+		enum_list(k, list, sizeof(list));
+		snprintf(buf, cap, "%s %s", type_name(k->type), list);
 		break;
+	}
 	default:
 		snprintf(buf, cap, "%s", type_name(k->type));
 		break;

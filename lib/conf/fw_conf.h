@@ -54,9 +54,26 @@ struct fw_conf_cidrs {
 	} v[FW_CONF_CIDRS_MAX];
 };
 
+/* [portN] mode: how the port reaches the network. */
+enum fw_conf_port_mode {
+	/* a device DPDK owns: PCI address or vdev devargs in `device` */
+	FW_CONF_PORT_DPDK = 0,
+	/*
+	 * a kernel interface (`iface`) shared through net_af_xdp: flakewire
+	 * builds the devargs, loads its XDP program (`xdp_prog`) and answers
+	 * with the interface's own MAC and IPv4 address (`address` unused).
+	 */
+	FW_CONF_PORT_AF_XDP = 1,
+};
+
 struct fw_conf_port {
 	char device[FW_CONF_STR_LEN]; /* PCI address or vdev devargs */
+	uint32_t mode;                /* enum fw_conf_port_mode */
+	char iface[FW_CONF_STR_LEN];  /* af_xdp: kernel interface name */
+	uint32_t start_queue;         /* af_xdp: first interface queue used */
 	uint32_t address;             /* IPv4, host byte order */
+	/* af_xdp: XDP object to load; "": the one built with flakewire */
+	char xdp_prog[FW_CONF_STR_LEN];
 	uint32_t rx_desc;
 	uint32_t tx_desc;
 };
@@ -90,6 +107,15 @@ struct fw_conf {
 		struct fw_conf_cidrs trusted;
 		uint32_t list_max;
 		uint32_t ranges_max;
+		/* hostile traffic (flakewire; flakesock does not enforce these) */
+		struct fw_conf_cidrs allow;              /* sources answered at all */
+		struct fw_conf_u32_list reflector_ports; /* source ports never answered */
+		uint32_t rate;                           /* requests/s per prefix, 0: off */
+		uint32_t rate_burst;
+		uint32_t rate_prefix;         /* prefix length sources are grouped by */
+		uint32_t rate_slip;           /* every Nth limited request answered, 0: never */
+		uint32_t max_ids_per_request; /* RANGE counts are capped to this */
+		uint32_t max_reply_bytes;     /* UDP payload of any reply, trusted included */
 	} net;
 	struct {
 		uint32_t interval_s; /* 0: off */
@@ -125,7 +151,8 @@ FW_API int fw_conf_set_kv(struct fw_conf *c, const char *section, const char *ke
 /*
  * Rules across keys: the widths leave at least 32 timestamp bits, the
  * datacenter and every worker fit their widths, no duplicate worker, port
- * sections numbered without gaps, no two ports with one device or address.
+ * sections numbered without gaps, no two ports with one device or address;
+ * an af_xdp port names an iface no other af_xdp port uses.
  * Returns 0 or FW_ECONF.
  */
 FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, size_t errlen);
@@ -155,6 +182,9 @@ FW_API size_t fw_conf_sample(char *buf, size_t cap, unsigned flags);
 
 /* Same for the settings part of --help: one entry per key with type, range and default. */
 FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags);
+
+/* Name of a port mode ("dpdk", "af_xdp"). */
+FW_API const char *fw_conf_port_mode_name(uint32_t m);
 
 /* Name of a start policy ("wait", "fail"). */
 FW_API const char *fw_conf_start_policy_name(uint32_t p);

@@ -25,7 +25,7 @@
 #define FW_LAYOUT_WORKER_BITS_MAX 16
 #define FW_LAYOUT_TIME_BITS_MIN   32 /* ~49.7 days of milliseconds */
 /* How far in the future (relative to "now") an epoch may lie: one day. */
-#define FW_LAYOUT_EPOCH_SLACK_MS (24ULL * 3600 * 1000)
+#define FW_LAYOUT_EPOCH_SLACK_MS  (24ULL * 3600 * 1000)
 
 struct fw_layout {
 	uint64_t epoch_ms; /* unix ms that encodes as timestamp 0 */

@@ -104,7 +104,8 @@ FW_API int fw_gen_next_slow(struct fw_gen *g, uint64_t now, uint64_t *id)
 
 	if (ms > now + g->cfg.max_borrow_ms) {
 		uint64_t wait_ms = ms - g->cfg.max_borrow_ms - now;
-		g->retry_after_us = wait_ms > UINT32_MAX / 1000 ? UINT32_MAX : (uint32_t)(wait_ms * 1000);
+		g->retry_after_us =
+			wait_ms > UINT32_MAX / 1000 ? UINT32_MAX : (uint32_t)(wait_ms * 1000);
 		g->flags = flags | FW_GEN_F_BORROWED;
 		g->stats.retries++;
 		return FW_ERETRY;

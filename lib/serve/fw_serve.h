@@ -27,18 +27,18 @@ enum fw_serve_drop {
 };
 
 struct fw_serve_stats {
-	uint64_t requests;                       /* datagrams answered */
-	uint64_t ops[5];                         /* answered, by op (0: unknown op) */
-	uint64_t status[FW_WIRE_ST_COUNT];       /* replies by status */
-	uint64_t drops[FW_SERVE_DROP_COUNT];     /* datagrams dropped, by reason */
-	uint64_t ids;                            /* IDs issued in replies */
-	uint64_t partial;                        /* replies with FW_WIRE_F_PARTIAL */
+	uint64_t requests;                   /* datagrams answered */
+	uint64_t ops[5];                     /* answered, by op (0: unknown op) */
+	uint64_t status[FW_WIRE_ST_COUNT];   /* replies by status */
+	uint64_t drops[FW_SERVE_DROP_COUNT]; /* datagrams dropped, by reason */
+	uint64_t ids;                        /* IDs issued in replies */
+	uint64_t partial;                    /* replies with FW_WIRE_F_PARTIAL */
 };
 
 struct fw_serve_config {
-	uint16_t list_max;         /* most IDs per LIST reply, <= FW_WIRE_LIST_MAX */
-	uint16_t ranges_max;       /* most ranges per RANGE reply, <= FW_WIRE_RANGES_MAX */
-	uint32_t mark_retry_us;    /* retry_after_us sent when the mark is reached */
+	uint16_t list_max;      /* most IDs per LIST reply, <= FW_WIRE_LIST_MAX */
+	uint16_t ranges_max;    /* most ranges per RANGE reply, <= FW_WIRE_RANGES_MAX */
+	uint32_t mark_retry_us; /* retry_after_us sent when the mark is reached */
 };
 
 struct fw_serve {

@@ -22,8 +22,8 @@ FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 		s->cfg = *cfg;
 	else
 		fw_serve_config_default(&s->cfg);
-	if (s->cfg.list_max == 0 || s->cfg.list_max > FW_WIRE_LIST_MAX ||
-	    s->cfg.ranges_max == 0 || s->cfg.ranges_max > FW_WIRE_RANGES_MAX)
+	if (s->cfg.list_max == 0 || s->cfg.list_max > FW_WIRE_LIST_MAX || s->cfg.ranges_max == 0 ||
+	    s->cfg.ranges_max > FW_WIRE_RANGES_MAX)
 		return -EINVAL;
 	return fw_gen_init(&s->gen, layout, gcfg);
 }

@@ -38,20 +38,20 @@
 
 #include "fw_common.h"
 
-#define FW_WIRE_MAGIC    0x464Bu
-#define FW_WIRE_VERSION  1
-#define FW_WIRE_HDR_LEN  24
-#define FW_WIRE_ID_LEN   8
-#define FW_WIRE_RANGE_LEN 12
-#define FW_WIRE_INFO_LEN 32
+#define FW_WIRE_MAGIC        0x464Bu
+#define FW_WIRE_VERSION      1
+#define FW_WIRE_HDR_LEN      24
+#define FW_WIRE_ID_LEN       8
+#define FW_WIRE_RANGE_LEN    12
+#define FW_WIRE_INFO_LEN     32
 #define FW_WIRE_DEFAULT_PORT 4242
 
 /* Largest UDP payload in a 1500-byte MTU over IPv4: 1500 - 20 - 8. */
-#define FW_WIRE_MTU_PAYLOAD 1472
+#define FW_WIRE_MTU_PAYLOAD   1472
 /* IDs in one LIST reply that fit FW_WIRE_MTU_PAYLOAD: (1472 - 24) / 8. */
-#define FW_WIRE_LIST_MAX   181
+#define FW_WIRE_LIST_MAX      181
 /* Ranges in one RANGE reply. */
-#define FW_WIRE_RANGES_MAX 16
+#define FW_WIRE_RANGES_MAX    16
 /* IDs one RANGE request may ask for (the count field is 16 bits). */
 #define FW_WIRE_RANGE_IDS_MAX 65535
 

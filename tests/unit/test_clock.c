@@ -473,6 +473,68 @@ static void test_off_nominal_corrected(void **state)
 	assert_true(fabs(ppm_off(fw_clock_hz(&cal), (double)s.hz)) < 10);
 }
 
+/* A small step soon after start is a step, not a rate error. */
+static void test_small_early_step_spares_rate(void **state)
+{
+	struct sim s = {.hz = 2096028000ULL, .tsc0 = 99ULL, .rng = 11};
+	struct fw_clock_policy p;
+	struct fw_clock_cal cal;
+	struct reader r = {0};
+	uint64_t t = 500 * NS_PER_MS;
+
+	(void)state;
+	fw_clock_policy_default(&p);
+	assert_int_equal(fw_clock_calibrate(&cal, sim_tsc(&s, 0), sim_wall(&s, 0), sim_tsc(&s, t),
+					    sim_wall(&s, t)),
+			 0);
+	int64_t base = 0;
+	for (unsigned k = 1; k <= 60; k++, t += NS_PER_S) {
+		if (k == 3)
+			base = -3 * (int64_t)NS_PER_MS; /* NTP steps the system clock back 3 ms */
+		s.off = base + sim_noise(&s, 1000);
+		step_anchor(&s, &cal, &p, &r, t, t + NS_PER_S);
+		assert_true(fabs(ppm_off(nominal_hz(&cal), (double)s.hz)) < 10.0);
+	}
+	print_message("3 ms step at 2.5 s: nominal %.3f ppm off afterwards\n",
+		      ppm_off(nominal_hz(&cal), (double)s.hz));
+}
+
+/* After hours of uptime the rate window stays bounded: a new rate is followed. */
+static void test_rate_change_after_long_uptime(void **state)
+{
+	struct sim s = {.hz = 2096028000ULL, .tsc0 = 5ULL, .rng = 13};
+	struct fw_clock_policy p;
+	struct fw_clock_cal cal;
+	struct reader r = {0};
+	uint64_t t = 500 * NS_PER_MS;
+	unsigned followed = 0;
+
+	(void)state;
+	fw_clock_policy_default(&p);
+	assert_int_equal(fw_clock_calibrate(&cal, sim_tsc(&s, 0), sim_wall(&s, 0), sim_tsc(&s, t),
+					    sim_wall(&s, t)),
+			 0);
+	/* Three hours of 10 s anchors at one rate. */
+	for (unsigned k = 0; k < 1080; k++, t += 10 * NS_PER_S) {
+		s.off = sim_noise(&s, 1000);
+		step_anchor(&s, &cal, &p, &r, t, t + 10 * NS_PER_S);
+	}
+	/* The TSC slows by 30 ppm (too little per anchor to look like a step). */
+	uint64_t tsc_now = sim_tsc(&s, t);
+	s.hz -= s.hz * 30 / 1000000;
+	s.tsc0 = tsc_now - (uint64_t)((u128)t * s.hz / NS_PER_S);
+	for (unsigned k = 1; k <= 360; k++, t += 10 * NS_PER_S) {
+		s.off = sim_noise(&s, 1000);
+		step_anchor(&s, &cal, &p, &r, t, t + 10 * NS_PER_S);
+		if (!followed && fabs(ppm_off(nominal_hz(&cal), (double)s.hz)) < 3.0)
+			followed = k;
+	}
+	print_message("30 ppm rate change after 3 h: nominal within 3 ppm after %u s\n",
+		      followed * 10);
+	/* The window is 10 to 20 min long: the new rate dominates within ~25 min. */
+	assert_true(followed > 0 && followed * 10 <= 25 * 60);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +547,8 @@ int main(void)
 		cmocka_unit_test(test_forward_step),
 		cmocka_unit_test(test_backward_step),
 		cmocka_unit_test(test_off_nominal_corrected),
+		cmocka_unit_test(test_small_early_step_spares_rate),
+		cmocka_unit_test(test_rate_change_after_long_uptime),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

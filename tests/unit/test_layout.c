@@ -83,15 +83,19 @@ static void round_trip_over_many_layouts(void **state)
 				if (fw_layout_init(&l, 1000 * seq, dc, w, seq, 0) != 0)
 					continue;
 				layouts++;
-				assert_int_equal(l.time_bits + l.dc_bits + l.worker_bits + l.seq_bits,
-						 63);
+				assert_int_equal(
+					l.time_bits + l.dc_bits + l.worker_bits + l.seq_bits, 63);
 				for (int i = 0; i < 200; i++) {
 					uint64_t ms = rnd64() & ((UINT64_C(1) << l.time_bits) - 1);
-					uint32_t d = (uint32_t)(rnd64() & (fw_layout_datacenters(&l) - 1));
-					uint32_t wk = (uint32_t)(rnd64() & (fw_layout_workers(&l) - 1));
-					uint32_t sq = (uint32_t)(rnd64() & (fw_layout_ids_per_ms(&l) - 1));
+					uint32_t d = (uint32_t)(rnd64() &
+								(fw_layout_datacenters(&l) - 1));
+					uint32_t wk =
+						(uint32_t)(rnd64() & (fw_layout_workers(&l) - 1));
+					uint32_t sq = (uint32_t)(rnd64() &
+								 (fw_layout_ids_per_ms(&l) - 1));
 					uint64_t id;
-					assert_int_equal(fw_layout_encode(&l, ms, d, wk, sq, &id), 0);
+					assert_int_equal(fw_layout_encode(&l, ms, d, wk, sq, &id),
+							 0);
 					assert_true(id >> 63 == 0);
 					struct fw_id_parts p;
 					assert_int_equal(fw_layout_decode(&l, id, &p), 0);
@@ -138,7 +142,8 @@ static void decode_known_values(void **state)
 	/* Twitter: the ID of a 2019 tweet, epoch 1288834974657, 41/5/5/12. */
 	assert_int_equal(fw_layout_init(&l, UINT64_C(1288834974657), 5, 5, 12, 0), 0);
 	assert_int_equal(fw_layout_decode(&l, UINT64_C(1212161184839843840), &p), 0);
-	assert_int_equal(p.unix_ms, (UINT64_C(1212161184839843840) >> 22) + UINT64_C(1288834974657));
+	assert_int_equal(p.unix_ms,
+			 (UINT64_C(1212161184839843840) >> 22) + UINT64_C(1288834974657));
 	assert_string_equal(fw_format_iso8601(p.unix_ms, buf), "2019-12-31T23:58:41.988Z");
 
 	/* Discord: epoch 2015-01-01, the ID in Discord's own API documentation. */

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flakeload-pktbench: the responder's per-packet work on a fixed workload,
+ * without a NIC. N prebuilt request frames (the ones flakeload sends: padded,
+ * UDP checksum set, 16 clients) go through what flakewire's burst loop does
+ * per burst (lcore.c serve_burst): one fw_lcore_clock(), fw_pkt_answer() per
+ * frame, the mbufs freed in bulk where the real loop hands them to TX. Each
+ * burst is refilled from the template first (that copy is the harness's, not
+ * the responder's, and is timed separately so it can be subtracted).
+ *
+ * Made for instruction counts, which are stable on a noisy machine:
+ *   valgrind --tool=callgrind --toggle-collect=pb_serve_burst flakeload-pktbench
+ * counts exactly the responder's work (see scripts/bench.sh --profile);
+ * the TSC figures printed are a rough guide only.
+ *
+ * Usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]
+ *                           [--set SECTION.KEY=VALUE]... [--check]
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
+
+#include "fw_app.h"
+#include "fw_wire.h"
+
+int fw_logtype; /* flakewire's main.c defines it; this harness does not link main.c */
+
+#define PB_CLIENTS 16
+#define L2         ((uint16_t)sizeof(struct rte_ether_hdr))
+#define L3         ((uint16_t)sizeof(struct rte_ipv4_hdr))
+#define L4         ((uint16_t)sizeof(struct rte_udp_hdr))
+
+struct pb_frame {
+	uint16_t len;
+	uint8_t b[256];
+};
+
+static volatile bool never;
+static bool check;        /* --check: verify every reply's checksums with DPDK's own */
+static uint64_t bad_csum; /* replies whose IPv4 or UDP checksum is wrong */
+
+static void check_reply(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, L2);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	if (rte_raw_cksum(ip, L3) != 0xffff || !udp->dgram_cksum ||
+	    __rte_ipv4_udptcp_cksum(ip, udp) != 0xffff)
+		bad_csum++;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A request as flakeload builds it (app/flakeload/loop.c build()). */
+static void make_frame(struct pb_frame *f, const struct fw_port *port, uint32_t client, uint8_t op,
+		       uint16_t count, uint64_t tag)
+{
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)f->b;
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	int len =
+		fw_wire_write_request(udp + 1, sizeof(f->b) - (L2 + L3 + L4), op, count, tag, true);
+	struct rte_ether_addr src = {{0x02, 0, 0, 0, 0, 0x10}};
+
+	if (len < 0) {
+		fprintf(stderr, "pktbench: cannot build the request (%d)\n", len);
+		exit(2);
+	}
+	eth->dst_addr = port->mac;
+	eth->src_addr = src;
+	eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV4);
+	memset(ip, 0, sizeof(*ip));
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16((uint16_t)(L3 + L4 + len));
+	ip->fragment_offset = RTE_BE16(RTE_IPV4_HDR_DF_FLAG);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 10) + client);
+	ip->dst_addr = port->addr_be;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->src_port = rte_cpu_to_be_16((uint16_t)(10000 + client));
+	udp->dst_port = rte_cpu_to_be_16(FW_WIRE_DEFAULT_PORT);
+	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(L4 + len));
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	f->len = (uint16_t)(L2 + L3 + L4 + len);
+}
+
+static void refill(struct rte_mempool *pool, struct rte_mbuf **m, uint16_t n,
+		   const struct pb_frame *fr, uint64_t k)
+{
+	if (rte_pktmbuf_alloc_bulk(pool, m, n)) {
+		fprintf(stderr, "pktbench: mempool empty\n");
+		exit(2);
+	}
+	for (uint16_t i = 0; i < n; i++) {
+		const struct pb_frame *f = &fr[(k + i) % PB_CLIENTS];
+		memcpy(rte_pktmbuf_mtod(m[i], void *), f->b, f->len);
+		m[i]->data_len = f->len;
+		m[i]->pkt_len = f->len;
+	}
+}
+
+/*
+ * flakewire's serve_burst() minus the TX call: the unit the callgrind
+ * toggle counts. noinline, so it stays one symbol.
+ */
+__attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_lcore *lc,
+						  const struct fw_port *port,
+						  struct rte_mbuf **pkts, uint16_t n);
+__attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_lcore *lc,
+						  const struct fw_port *port,
+						  struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t ntx = 0;
+	uint64_t now = fw_lcore_clock(app, lc);
+
+	lc->st.rx += n;
+	for (uint16_t i = 0; i < n; i++) {
+		bool reply = fw_pkt_answer(app, lc, port, pkts[i], now);
+		if (FW_UNLIKELY(check) && reply)
+			check_reply(pkts[i]);
+		ntx += reply;
+	}
+	rte_pktmbuf_free_bulk(pkts, n);
+	lc->st.tx += ntx;
+	return ntx;
+}
+
+static void usage(void)
+{
+	printf("usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]\n"
+	       "                          [--set SECTION.KEY=VALUE]... [--check]\n"
+	       "--check verifies every reply's IPv4 and UDP checksums with DPDK's functions.\n"
+	       "Feeds N request frames (default 1000000, flakeload's padded single-ID\n"
+	       "requests) through flakewire's fw_pkt_answer in bursts of %d, no NIC.\n"
+	       "Default layout 41/0/0/22 (sequence space not the limit); --set changes it.\n"
+	       "For instruction counts: valgrind --tool=callgrind "
+	       "--toggle-collect=pb_serve_burst ...\n",
+	       FW_BURST);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"frames", required_argument, 0, 'n'},
+					   {"op", required_argument, 0, 'o'},
+					   {"count", required_argument, 0, 'c'},
+					   {"set", required_argument, 0, 's'},
+					   {"check", no_argument, 0, 'k'},
+					   {"help", no_argument, 0, 'h'},
+					   {0, 0, 0, 0}};
+	struct fw_app *app = calloc(1, sizeof(*app));
+	uint64_t frames = 1000000;
+	uint8_t op = FW_WIRE_OP_ID;
+	uint16_t count = 1;
+	char err[256];
+	int c;
+
+	if (!app)
+		return 2;
+	fw_conf_init(&app->conf);
+	fw_conf_set(&app->conf, "id.worker_bits=0", 0, err, sizeof(err));
+	fw_conf_set(&app->conf, "id.sequence_bits=22", 0, err, sizeof(err));
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			frames = strtoull(optarg, NULL, 10);
+			break;
+		case 'o':
+			op = !strcmp(optarg, "list")    ? FW_WIRE_OP_LIST
+			     : !strcmp(optarg, "range") ? FW_WIRE_OP_RANGE
+							: FW_WIRE_OP_ID;
+			break;
+		case 'c':
+			count = (uint16_t)atoi(optarg);
+			break;
+		case 's':
+			if (fw_conf_set(&app->conf, optarg, 0, err, sizeof(err))) {
+				fprintf(stderr, "pktbench: %s\n", err);
+				return 2;
+			}
+			break;
+		case 'k':
+			check = true;
+			break;
+		case 'h':
+			usage();
+			return 0;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!frames || (op == FW_WIRE_OP_ID && count != 1))
+		count = 1;
+
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "pktbench-%d", (int)getpid());
+	char *eal[] = {"pktbench", "--no-huge",   "--no-pci",      "-m",
+		       "256",      "--no-shconf", "--file-prefix", prefix,
+		       "-l",       "0",           "--log-level=5", "--no-telemetry"};
+	if (rte_eal_init((int)FW_ARRAY_SIZE(eal), eal) < 0) {
+		fprintf(stderr, "pktbench: EAL init failed\n");
+		return 2;
+	}
+	fw_logtype = RTE_LOGTYPE_USER1;
+	app->quit = &never;
+	app->pool =
+		rte_pktmbuf_pool_create("pb", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	if (!app->pool || fw_lcores_init(app) || app->n_lcores != 1) {
+		fprintf(stderr, "pktbench: set-up failed\n");
+		return 2;
+	}
+
+	/* the clock as the control thread publishes it, the mark far ahead */
+	struct fw_clock_snap snap;
+	memset(&snap, 0, sizeof(snap));
+	fw_clock_from_hz(&snap.cal, rte_get_tsc_hz(), rte_rdtsc(), realtime_ns());
+	snap.mark_ms = (realtime_ns() / 1000000 - app->layout.epoch_ms) + 86400000;
+	fw_clock_pub_write(&app->pub, &snap);
+
+	struct fw_port *port = &app->port[0];
+	struct rte_ether_addr mac = {{0x02, 0, 0, 0, 0, 0x02}};
+	app->n_ports = 1;
+	port->mac = mac;
+	port->addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
+	snprintf(port->name, sizeof(port->name), "pktbench");
+
+	struct pb_frame fr[PB_CLIENTS];
+	for (uint32_t k = 0; k < PB_CLIENTS; k++)
+		make_frame(&fr[k], port, k, op, count, 0x1234000000ull + k);
+
+	struct fw_lcore *lc = &app->lcore[0];
+	struct rte_mbuf *m[FW_BURST];
+	uint64_t done = 0, answered = 0, t_all = 0, t_fill = 0;
+	while (done < frames) {
+		uint16_t n = (uint16_t)(frames - done < FW_BURST ? frames - done : FW_BURST);
+		uint64_t t0 = rte_rdtsc();
+		refill(app->pool, m, n, fr, done);
+		uint64_t t1 = rte_rdtsc();
+		answered += pb_serve_burst(app, lc, port, m, n);
+		t_all += rte_rdtsc() - t1;
+		t_fill += t1 - t0;
+		done += n;
+	}
+	double hz = (double)rte_get_tsc_hz();
+	printf("pktbench: %lu frames (%s, %u per request, %u bytes), %lu answered (udp %lu, "
+	       "dropped %lu)\n",
+	       (unsigned long)frames, fw_wire_op_name(op), count, fr[0].len,
+	       (unsigned long)answered, (unsigned long)lc->st.udp,
+	       (unsigned long)(frames - answered));
+	printf("pktbench: %.1f ns per frame in serve_burst (+ %.1f ns harness refill), TSC\n",
+	       (double)t_all * 1e9 / hz / (double)frames,
+	       (double)t_fill * 1e9 / hz / (double)frames);
+	if (check)
+		printf("pktbench: checksums verified: %lu bad\n", (unsigned long)bad_csum);
+	rte_eal_cleanup();
+	return answered == frames && !bad_csum ? 0 : 1;
+}

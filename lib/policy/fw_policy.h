@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Who may ask, and how often: the responder's defence against hostile
+ * traffic, with no DPDK, no I/O and no clock reads (the caller passes the
+ * TSC it read once per burst), so it is unit-tested anywhere.
+ *
+ * Two parts:
+ *  - struct fw_policy: the source policy, read-only after fw_policy_init()
+ *    and shared by every lcore: allowed source prefixes and the source ports
+ *    of well-known UDP reflectors (DNS, NTP, SSDP, memcached...), whose
+ *    "requests" are spoofed or the answers of a reflection attack.
+ *  - struct fw_rate: per-source-prefix rate limiting, one table per lcore
+ *    (no sharing, no atomics). A small set-associative hash table keyed by
+ *    the source prefix holds one token bucket per prefix; a full set evicts
+ *    its oldest entry. Each bucket is kept in the virtual-time form of a
+ *    token bucket (GCRA, the "theoretical arrival time"): refilling it is
+ *    implicit in comparing with the burst's TSC, so a packet costs one hash
+ *    lookup, a compare and an add; no division. Over the limit, every Nth
+ *    request of a prefix "slips" (is answered with RETRY_AFTER, like DNS
+ *    response-rate-limiting's slip) so a real client learns to back off.
+ *
+ * Addresses are IPv4 in host byte order; ports in host byte order.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+
+#define FW_POLICY_PREFIXES_MAX 16 /* most allowed prefixes */
+
+/* An IPv4 prefix: an address a matches when (a & mask) == addr. */
+struct fw_policy_prefix {
+	uint32_t addr;
+	uint32_t mask;
+};
+
+/* Verdicts of fw_policy_check(). */
+enum fw_policy_verdict {
+	FW_POLICY_PASS = 0,
+	FW_POLICY_DENY_SOURCE, /* source address outside every allowed prefix */
+	FW_POLICY_DENY_PORT,   /* source port of a well-known reflector */
+};
+
+struct fw_policy {
+	uint32_t n_allow;
+	struct fw_policy_prefix allow[FW_POLICY_PREFIXES_MAX];
+	uint64_t reflector[65536 / 64]; /* bit per source port */
+};
+
+/*
+ * The prefix @addr/@len (host order, 0 <= len <= 32): the address bits
+ * below the prefix are cleared. Returns it; len above 32 is taken as 32.
+ */
+FW_API struct fw_policy_prefix fw_policy_prefix_make(uint32_t addr, unsigned len);
+
+/* True when @addr is in one of the @n prefixes at @p (none when n is 0). */
+static inline bool fw_policy_prefix_match(const struct fw_policy_prefix *p, uint32_t n,
+					  uint32_t addr)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if ((addr & p[i].mask) == p[i].addr)
+			return true;
+	return false;
+}
+
+/*
+ * Initialises *p: sources in the @n_allow prefixes at @allow are allowed
+ * (0.0.0.0/0 allows every source; no prefix allows none), and requests
+ * from the @n_ports source ports at @ports are denied.
+ * Returns 0, or -EINVAL when p is NULL or n_allow > FW_POLICY_PREFIXES_MAX.
+ */
+FW_API int fw_policy_init(struct fw_policy *p, const struct fw_policy_prefix *allow,
+			  uint32_t n_allow, const uint16_t *ports, uint32_t n_ports);
+
+/* True when @src is in an allowed prefix of @p. */
+static inline bool fw_policy_allowed(const struct fw_policy *p, uint32_t src)
+{
+	return fw_policy_prefix_match(p->allow, p->n_allow, src);
+}
+
+/* True when @sport is in the reflector port set of @p. */
+static inline bool fw_policy_reflector(const struct fw_policy *p, uint16_t sport)
+{
+	return p->reflector[sport >> 6] >> (sport & 63) & 1;
+}
+
+/* The verdict for a request from @src (address) and @sport (UDP source port). */
+static inline enum fw_policy_verdict fw_policy_check(const struct fw_policy *p, uint32_t src,
+						     uint16_t sport)
+{
+	if (FW_UNLIKELY(!fw_policy_allowed(p, src)))
+		return FW_POLICY_DENY_SOURCE;
+	if (FW_UNLIKELY(fw_policy_reflector(p, sport)))
+		return FW_POLICY_DENY_PORT;
+	return FW_POLICY_PASS;
+}
+
+/* ---- per-prefix rate limiting ---- */
+
+#define FW_RATE_WAYS 4 /* entries per hash set: one 64-byte cache line */
+
+struct fw_rate_config {
+	uint32_t rate;       /* requests per second per prefix, > 0 */
+	uint32_t burst;      /* bucket depth: back-to-back requests allowed, > 0 */
+	uint32_t prefix_len; /* 0..32: sources are grouped by this prefix */
+	uint32_t slip;       /* answer every slip-th limited request (0: never) */
+	uint64_t tsc_hz;     /* TSC ticks per second, > 0 */
+	uint32_t entries;    /* table size; rounded up to a power of 2, >= FW_RATE_WAYS */
+	uint32_t seed;       /* hash seed (a random one keeps attackers off one set) */
+};
+
+enum fw_rate_verdict {
+	FW_RATE_PASS = 0, /* within the rate: answer */
+	FW_RATE_DROP,     /* over the rate: drop */
+	FW_RATE_SLIP,     /* over the rate, and this one is answered RETRY_AFTER */
+};
+
+struct fw_rate; /* opaque */
+
+/* Fills *cfg with the defaults: 1000/s, burst 100, /32, slip 2, 4096 entries. */
+FW_API void fw_rate_config_default(struct fw_rate_config *cfg);
+
+/*
+ * Bytes of memory fw_rate_init() needs for @cfg (the table included), so
+ * the caller can place it (rte_zmalloc_socket on the lcore's socket).
+ * Returns 0 when cfg->entries is 0 or above 2^24.
+ */
+FW_API size_t fw_rate_memsize(const struct fw_rate_config *cfg);
+
+/*
+ * Initialises the rate limiter in @mem, fw_rate_memsize(cfg) bytes
+ * aligned to FW_CACHE_LINE, with an empty table. Returns it, or NULL with
+ * errno EINVAL when mem is NULL or misaligned, or a field of @cfg is out of
+ * range (rate, burst or tsc_hz 0, prefix_len above 32, entries 0 or
+ * above 2^24).
+ */
+FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg);
+
+/*
+ * Charges one request from @src at TSC @tsc (the burst's, non-decreasing
+ * per table) to its prefix's bucket.
+ * Returns FW_RATE_PASS, FW_RATE_DROP, or FW_RATE_SLIP with *retry_us set
+ * to the microseconds until the prefix may send again (>= 1).
+ */
+FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint64_t tsc,
+					  uint32_t *retry_us);
+
+/* Live entries replaced by a new prefix since init. */
+FW_API uint64_t fw_rate_evictions(const struct fw_rate *r);
+
+/* Prefixes in the table now. */
+FW_API uint32_t fw_rate_used(const struct fw_rate *r);

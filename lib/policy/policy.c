@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <string.h>
+
+#include "fw_policy.h"
+
+FW_API struct fw_policy_prefix fw_policy_prefix_make(uint32_t addr, unsigned len)
+{
+	uint32_t mask = len == 0 ? 0 : ~UINT32_C(0) << (32 - FW_MIN(len, 32u));
+	struct fw_policy_prefix p = {.addr = addr & mask, .mask = mask};
+
+	return p;
+}
+
+FW_API int fw_policy_init(struct fw_policy *p, const struct fw_policy_prefix *allow,
+			  uint32_t n_allow, const uint16_t *ports, uint32_t n_ports)
+{
+	if (p == NULL || n_allow > FW_POLICY_PREFIXES_MAX || (n_allow && allow == NULL) ||
+	    (n_ports && ports == NULL))
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	for (uint32_t i = 0; i < n_allow; i++) {
+		/* normalised, so a prefix given with host bits set still matches */
+		p->allow[i].mask = allow[i].mask;
+		p->allow[i].addr = allow[i].addr & allow[i].mask;
+	}
+	p->n_allow = n_allow;
+	for (uint32_t i = 0; i < n_ports; i++)
+		p->reflector[ports[i] >> 6] |= UINT64_C(1) << (ports[i] & 63);
+	return 0;
+}
+
+/*
+ * One bucket: tat is the GCRA "theoretical arrival time", the TSC at which
+ * the bucket would be full again minus one interval; 0 marks a free entry.
+ */
+struct fw_rate_entry {
+	uint64_t tat;
+	uint32_t key;  /* source & prefix mask */
+	uint32_t over; /* limited requests since the last slip */
+};
+
+struct fw_rate_set {
+	struct fw_rate_entry way[FW_RATE_WAYS];
+} FW_CACHE_ALIGNED;
+
+struct fw_rate {
+	uint64_t interval; /* TSC ticks per token: tsc_hz / rate */
+	uint64_t tau;      /* burst * interval */
+	uint64_t hz;
+	uint64_t evictions;
+	uint32_t mask; /* prefix mask */
+	uint32_t set_mask;
+	uint32_t slip;
+	uint32_t seed;
+	struct fw_rate_set set[];
+};
+
+#define FW_RATE_ENTRIES_MAX (UINT32_C(1) << 24)
+
+FW_API void fw_rate_config_default(struct fw_rate_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->rate = 1000;
+	cfg->burst = 100;
+	cfg->prefix_len = 32;
+	cfg->slip = 2;
+	cfg->tsc_hz = 1000000000;
+	cfg->entries = 4096;
+}
+
+static uint32_t n_sets(uint32_t entries)
+{
+	uint32_t n = FW_RATE_WAYS;
+
+	while (n < entries)
+		n <<= 1;
+	return n / FW_RATE_WAYS;
+}
+
+FW_API size_t fw_rate_memsize(const struct fw_rate_config *cfg)
+{
+	if (cfg == NULL || cfg->entries == 0 || cfg->entries > FW_RATE_ENTRIES_MAX)
+		return 0;
+	return sizeof(struct fw_rate) + n_sets(cfg->entries) * sizeof(struct fw_rate_set);
+}
+
+FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg)
+{
+	size_t size = fw_rate_memsize(cfg);
+	struct fw_rate *r = mem;
+
+	if (r == NULL || size == 0 || ((uintptr_t)mem & (FW_CACHE_LINE - 1)) || cfg->rate == 0 ||
+	    cfg->burst == 0 || cfg->tsc_hz == 0 || cfg->prefix_len > 32) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(r, 0, size);
+	r->interval = FW_MAX(cfg->tsc_hz / cfg->rate, UINT64_C(1));
+	r->tau = cfg->burst * r->interval;
+	r->hz = cfg->tsc_hz;
+	r->mask = fw_policy_prefix_make(0, cfg->prefix_len).mask;
+	r->set_mask = n_sets(cfg->entries) - 1;
+	r->slip = cfg->slip;
+	r->seed = cfg->seed;
+	return r;
+}
+
+/* murmur3's finaliser: every key bit moves every set-index bit */
+static inline uint32_t mix(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static uint32_t ticks_to_us(const struct fw_rate *r, uint64_t ticks)
+{
+	unsigned __int128 us = ((unsigned __int128)ticks * 1000000u + r->hz - 1) / r->hz;
+
+	return us == 0 ? 1 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint64_t tsc,
+					  uint32_t *retry_us)
+{
+	uint32_t key = src & r->mask;
+	struct fw_rate_set *s = &r->set[mix(key ^ r->seed) & r->set_mask];
+	struct fw_rate_entry *e = NULL, *victim = &s->way[0];
+
+	for (unsigned i = 0; i < FW_RATE_WAYS; i++) {
+		struct fw_rate_entry *w = &s->way[i];
+		if (w->tat != 0 && w->key == key) {
+			e = w;
+			break;
+		}
+		if (w->tat < victim->tat)
+			victim = w;
+	}
+	if (FW_UNLIKELY(e == NULL)) {
+		/* the oldest: smallest virtual time, so the fullest bucket (free: 0) */
+		if (victim->tat != 0)
+			r->evictions++;
+		e = victim;
+		e->key = key;
+		e->tat = 0;
+		e->over = 0;
+	}
+
+	uint64_t next = (e->tat > tsc ? e->tat : tsc) + r->interval;
+	if (FW_LIKELY(next - tsc <= r->tau)) {
+		e->tat = next;
+		return FW_RATE_PASS;
+	}
+	if (r->slip != 0 && ++e->over >= r->slip) {
+		e->over = 0;
+		if (retry_us != NULL)
+			*retry_us = ticks_to_us(r, next - tsc - r->tau);
+		return FW_RATE_SLIP;
+	}
+	return FW_RATE_DROP;
+}
+
+FW_API uint64_t fw_rate_evictions(const struct fw_rate *r)
+{
+	return r->evictions;
+}
+
+FW_API uint32_t fw_rate_used(const struct fw_rate *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i <= r->set_mask; i++)
+		for (unsigned w = 0; w < FW_RATE_WAYS; w++)
+			n += r->set[i].way[w].tat != 0;
+	return n;
+}

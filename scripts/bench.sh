@@ -1,0 +1,383 @@
+#!/usr/bin/env bash
+# Every flakewire benchmark in one command (issue 6): builds, runs, prints ONE
+# table (date, machine, the command behind each row, medians of the runs) and
+# writes it with a JSON and a PNG plot under build/bench/ (or --out DIR).
+#
+#   1 core     ns per single ID, per LIST of 100, per RANGE (flakectl bench-core)
+#   2 idspace  flakewire, one worker, default layout (12 sequence bits), single-ID
+#              load offered above 4.096 M/s when the load path can (flakeload over
+#              memif, --rate 5000000): IDs issued as a fraction of 4,096 per ms,
+#              RETRY_AFTER replies, timeouts, longest pause. A second row shrinks
+#              the sequence to 8 bits (256 IDs/ms) so the offered load surely
+#              exceeds the ID space on any machine: same mechanism, reachable.
+#   3 path     replies/s of one flakewire lcore (layout 41/0/0/22: the sequence
+#              space is not the limit) vs dpdk-testpmd --forward-mode=macswap on
+#              the same memif set-up, interleaved testpmd, flakewire, testpmd, ...
+#   4 kernel   flakesock (1 thread = 1 core) on the loopback of a namespace made
+#              here, loaded by flakectl bench (kernel UDP); ratio to row 3's
+#              flakewire per core (flakeload over memif; see the notes)
+#   5 latency  flakeload --rate at 10/25/50/75/90 % of row 3's flakewire median:
+#              p50/p99/p99.9 (10/50/90 % with --quick)
+#   6 plot     latency vs throughput, gnuplot PNG next to the table
+#   profile    (full run, or --profile) instructions per request of flakewire's
+#              per-packet work: flakeload-pktbench under valgrind callgrind
+#
+# Two cores: the system under test on --sut-core (0), the load on --load-core
+# (1). Every process is started here, tracked by PID and stopped in the trap;
+# every wait is bounded. Traffic only over memif sockets in a temp dir and the
+# loopback of a namespace created (and deleted) here.
+#
+# Usage: scripts/bench.sh [--quick] [--runs N] [--duration S] [--out DIR]
+#                         [--build-dir DIR] [--no-build] [--profile]
+#                         [--sut-core C] [--load-core C] [--only LIST] [--keep-logs]
+#   --quick      one run of 2 s per row, 3 latency points, small profile:
+#                under two minutes, for before/after checks
+#   --only LIST  comma-separated sections: core,idspace,path,kernel,latency,profile
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$ROOT/build"
+OUT=""
+RUNS=3
+DURATION=5
+QUICK=0
+DO_BUILD=1
+PROFILE=""
+SUT_CORE=0
+LOAD_CORE=1
+ONLY="core,idspace,path,kernel,latency,profile"
+KEEP_LOGS=0
+INVOCATION="$0 $*"
+
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) QUICK=1; shift ;;
+	--runs) RUNS="$2"; shift 2 ;;
+	--duration) DURATION="$2"; shift 2 ;;
+	--out) OUT="$(realpath -m "$2")"; shift 2 ;;
+	--build-dir) BUILD="$(realpath -m "$2")"; shift 2 ;;
+	--no-build) DO_BUILD=0; shift ;;
+	--profile) PROFILE=1; shift ;;
+	--sut-core) SUT_CORE="$2"; shift 2 ;;
+	--load-core) LOAD_CORE="$2"; shift 2 ;;
+	--only) ONLY="$2"; shift 2 ;;
+	--keep-logs) KEEP_LOGS=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+if [ "$QUICK" = 1 ]; then
+	RUNS=1
+	DURATION=2
+	LAT_PCTS="10 50 90"
+	CORE_ARGS="--runs 3 --iterations 300000"
+	PB_FRAMES=20000
+	[ -n "$PROFILE" ] || ONLY="${ONLY//,profile/}"
+else
+	LAT_PCTS="10 25 50 75 90"
+	CORE_ARGS="--runs 7"
+	PB_FRAMES=100000
+fi
+[ "$PROFILE" = 1 ] && case ",$ONLY," in *,profile,*) ;; *) ONLY="$ONLY,profile" ;; esac
+case "$RUNS" in ''|*[!0-9]*|0) echo "bench: --runs wants a positive integer" >&2; exit 2 ;; esac
+case "$DURATION" in ''|*[!0-9.]*) echo "bench: --duration wants seconds" >&2; exit 2 ;; esac
+want() { case ",$ONLY," in *,"$1",*) return 0 ;; esac; return 1; }
+[ "$(nproc)" -ge 2 ] || { echo "bench: needs 2 cores (system under test + load)" >&2; exit 2; }
+[ "$SUT_CORE" != "$LOAD_CORE" ] || { echo "bench: --sut-core and --load-core must differ" >&2; exit 2; }
+[ -n "$OUT" ] || OUT="$BUILD/bench"
+case "$OUT" in "$ROOT/bench"|"$ROOT/bench/") echo "bench: no bench/ at the top of the tree; use build/bench" >&2; exit 2 ;; esac
+
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY="$(command -v python3)"
+FLAKELOAD="$BUILD/app/flakeload/flakeload"
+PKTBENCH="$BUILD/app/flakeload/flakeload-pktbench"
+FLAKEWIRE="$BUILD/app/flakewire/flakewire"
+FLAKESOCK="$BUILD/app/flakesock/flakesock"
+FLAKECTL="$BUILD/app/flakectl/flakectl"
+TESTPMD="$(command -v dpdk-testpmd || true)"
+
+# ---- build ----
+if [ "$DO_BUILD" = 1 ]; then
+	"$ROOT/scripts/install-deps.sh" >/dev/null
+	[ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" "$ROOT" >/dev/null
+	ninja -C "$BUILD" app/flakeload/flakeload app/flakewire/flakewire \
+		app/flakeload/flakeload-pktbench app/flakesock/flakesock app/flakectl/flakectl >/dev/null
+fi
+for b in "$FLAKELOAD" "$FLAKEWIRE" "$FLAKESOCK" "$FLAKECTL"; do
+	[ -x "$b" ] || { echo "bench: $b missing (build failed?)" >&2; exit 2; }
+done
+[ -n "$TESTPMD" ] || { echo "bench: dpdk-testpmd not found (Debian package dpdk)" >&2; exit 2; }
+
+mkdir -p "$OUT"
+RUNDIR="$OUT/runs"
+rm -rf "$RUNDIR"
+mkdir -p "$RUNDIR"
+TMP="$(mktemp -d /tmp/fw-bench.XXXXXX)"
+PIDS=()
+NS=""
+
+stop_pid() {
+	local pid="$1" i
+	STOP_RC=0
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 30); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || STOP_RC=$?
+}
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]:-}"; do
+		[ -n "$pid" ] && stop_pid "$pid"
+	done
+	PIDS=()
+	[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null || true
+	if [ "$KEEP_LOGS" = 1 ]; then
+		rm -f "$TMP"/*.sock
+		echo "bench: logs kept in $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { echo "bench: $*" >&2; }
+# meta ROW KEY VALUE: one line of the row's description (commands, settings)
+meta() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RUNDIR/meta.tsv"; }
+
+EAL="--no-huge --no-pci --no-shconf -m 512"
+RUNSEQ=0
+
+# sut_cmd KIND SOCK EXTRA: the system under test, memif client, on SUT_CORE
+sut_cmd() {
+	local kind="$1" sock="$2" extra="$3"
+	local dev="net_memif0,role=client,socket=$sock,socket-abstract=no"
+	case "$kind" in
+	testpmd)
+		echo "taskset -c $SUT_CORE $TESTPMD --lcores 0@$SUT_CORE,1@$SUT_CORE $EAL" \
+			"--file-prefix fwb-tp-$$-$RUNSEQ --vdev $dev -- --forward-mode=macswap" \
+			"--auto-start --stats-period 1 --no-mlockall --nb-cores 1 --rxd 512 --txd 512" \
+			"--burst 32 --total-num-mbufs 16384"
+		;;
+	flakewire)
+		echo "taskset -c $SUT_CORE $FLAKEWIRE -l $SUT_CORE $EAL --file-prefix fwb-fw-$$-$RUNSEQ --" \
+			"--set port0.device=$dev --set port0.address=10.0.0.2" \
+			"--set state.file=$TMP/mark-$RUNSEQ --set stats.interval_s=0" \
+			"--set clock.calibrate_ms=200 $extra"
+		;;
+	esac
+}
+
+# run_memif ROW KIND SUT_EXTRA LOAD_ARGS: one flakeload run against KIND over
+# memif; leaves $RUNDIR/ROW-N.json. Returns non-zero when the run failed.
+run_memif() {
+	local row="$1" kind="$2" sextra="$3" largs="$4"
+	RUNSEQ=$((RUNSEQ + 1))
+	local n=$RUNSEQ sock="$TMP/r$RUNSEQ.sock"
+	local i=1
+	while [ -e "$RUNDIR/$row-$i.json" ]; do i=$((i + 1)); done
+	local json="$RUNDIR/$row-$i.json" echo="" rc=0 lpid spid
+	[ "$kind" = testpmd ] && echo="--expect-echo"
+	local lcmd="taskset -c $LOAD_CORE $FLAKELOAD -l $LOAD_CORE $EAL --file-prefix fwb-fl-$$-$n --"
+	lcmd="$lcmd --port net_memif0,role=server,socket=$sock,socket-abstract=no --dst-ip 10.0.0.2"
+	lcmd="$lcmd --src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --quiet $largs $echo --json $json"
+	local scmd
+	scmd="$(sut_cmd "$kind" "$sock" "$sextra")"
+
+	$lcmd >"$TMP/$n.load.log" 2>&1 &
+	lpid=$!
+	PIDS+=("$lpid")
+	for i in $(seq 1 50); do
+		[ -S "$sock" ] && break
+		kill -0 "$lpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	$scmd >"$TMP/$n.sut.log" 2>&1 </dev/null &
+	spid=$!
+	PIDS+=("$spid")
+	local limit
+	limit=$("$PY" -c "print(int(($DURATION + 20) * 10))")
+	for i in $(seq 1 "$limit"); do
+		kill -0 "$lpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$lpid" 2>/dev/null; then
+		log "$row: flakeload still running after the time bound"
+		stop_pid "$lpid"
+		rc=124
+	else
+		wait "$lpid" || rc=$?
+	fi
+	stop_pid "$spid"
+	PIDS=()
+	rm -f "$sock"
+	meta "$row" load "$lcmd"
+	meta "$row" sut "$scmd"
+	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+		log "WARNING: $row: $kind exited with status $STOP_RC when stopped (log $TMP/$n.sut.log)"
+		meta "$row" warning "$kind exit status $STOP_RC when stopped"
+	fi
+	if [ "$rc" != 0 ] || [ ! -s "$json" ]; then
+		log "$row: run failed (flakeload exit $rc); last lines:"
+		tail -n 8 "$TMP/$n.load.log" >&2 || true
+		tail -n 5 "$TMP/$n.sut.log" >&2 || true
+		meta "$row" warning "a run failed (flakeload exit $rc)"
+		# a run whose summary was written is kept only when flakeload finished
+		[ "$rc" = 0 ] || rm -f "$json"
+		return 1
+	fi
+	return 0
+}
+
+median_of() { # median_of ROW FIELD: median of a numeric JSON field over ROW's runs
+	"$PY" - "$RUNDIR" "$1" "$2" <<'EOF'
+import glob, json, statistics, sys
+d, row, field = sys.argv[1:]
+v = [json.load(open(p))[field] for p in glob.glob(f"{d}/{row}-*.json")]
+print(statistics.median(v) if v else 0)
+EOF
+}
+
+START=$(date +%s)
+DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+log "$DATE: runs $RUNS x ${DURATION} s, sections $ONLY, output $OUT"
+
+# ---- 1: ID core ----
+if want core; then
+	log "core: flakectl bench-core"
+	cmd="taskset -c $LOAD_CORE $FLAKECTL bench-core $CORE_ARGS"
+	$cmd >"$RUNDIR/core.txt"
+	meta core cmd "$cmd"
+fi
+
+# ---- 2: ID-space saturation ----
+if want idspace; then
+	for r in $(seq 1 "$RUNS"); do
+		log "idspace: round $r/$RUNS"
+		run_memif idspace12 flakewire "" \
+			"--rate 5000000 --window 4096 --duration $DURATION" || true
+		run_memif idspace8 flakewire "--set id.worker_bits=14 --set id.sequence_bits=8" \
+			"--rate 5000000 --window 4096 --duration $DURATION" || true
+	done
+fi
+
+# ---- 3: packet path, interleaved ----
+if want path; then
+	for r in $(seq 1 "$RUNS"); do
+		log "path: round $r/$RUNS"
+		run_memif testpmd testpmd "" "--window 1024 --duration $DURATION" || true
+		run_memif flakewire flakewire "--set id.worker_bits=0 --set id.sequence_bits=22" \
+			"--window 1024 --duration $DURATION" || true
+	done
+fi
+
+# ---- 4: kernel baseline ----
+if want kernel; then
+	NS="fwbench-$$"
+	ip netns add "$NS"
+	ip netns exec "$NS" ip link set lo up
+	for r in $(seq 1 "$RUNS"); do
+		log "kernel: round $r/$RUNS"
+		scmd="taskset -c $SUT_CORE $FLAKESOCK --threads 1 --listen 127.0.0.1 --set state.file=$TMP/sock.mark"
+		ip netns exec "$NS" $scmd >"$TMP/sock-$r.log" 2>&1 </dev/null &
+		spid=$!
+		PIDS+=("$spid")
+		up=0
+		for i in $(seq 1 50); do
+			if ip netns exec "$NS" "$FLAKECTL" info --server 127.0.0.1:4242 >/dev/null 2>&1; then
+				up=1
+				break
+			fi
+			kill -0 "$spid" 2>/dev/null || break
+			sleep 0.1
+		done
+		lcmd="taskset -c $LOAD_CORE $FLAKECTL bench --server 127.0.0.1:4242 --duration $DURATION --concurrency 32 --timeout 200 --json"
+		if [ "$up" = 1 ]; then
+			timeout $(("${DURATION%.*}" + 30)) ip netns exec "$NS" $lcmd >"$RUNDIR/kernel-$r.raw" 2>"$TMP/sock-bench-$r.err" || true
+			"$PY" - "$RUNDIR/kernel-$r.raw" "$RUNDIR/kernel-$r.json" <<'EOF' || true
+import json, sys
+j = json.load(open(sys.argv[1]))
+lat = j["latency_us"]
+out = {"replies_per_s": j["requests_per_s"], "ids_per_s": j["ids_per_s"], "sent_per_s": j["sent"] / j["elapsed_s"],
+       "latency_ns": {"p50": lat["p50"] * 1000, "p99": lat["p99"] * 1000, "p99_9": lat["p99.9"] * 1000},
+       "timeouts": j["timeouts"], "violations": j["duplicates"] + j["order_violations"] + j["invalid"],
+       "status": j["status"]}
+json.dump(out, open(sys.argv[2], "w"))
+EOF
+		else
+			log "kernel: flakesock did not answer (log $TMP/sock-$r.log)"
+		fi
+		stop_pid "$spid"
+		PIDS=()
+		meta kernel sut "ip netns exec NS $scmd"
+		meta kernel load "ip netns exec NS $lcmd"
+	done
+	ip netns del "$NS" 2>/dev/null || true
+	NS=""
+fi
+
+# ---- 5: latency at fractions of the measured maximum ----
+if want latency; then
+	MAX=0
+	[ -n "$(ls "$RUNDIR"/flakewire-*.json 2>/dev/null)" ] && MAX="$(median_of flakewire replies_per_s)"
+	if [ "${MAX%.*}" = 0 ]; then
+		log "latency: no flakewire maximum from the path rows; measuring one"
+		run_memif flakewire flakewire "--set id.worker_bits=0 --set id.sequence_bits=22" \
+			"--window 1024 --duration $DURATION" || true
+		MAX="$(median_of flakewire replies_per_s)"
+	fi
+	echo "$MAX" >"$RUNDIR/latency-max.txt"
+	for r in $(seq 1 "$RUNS"); do
+		for p in $LAT_PCTS; do
+			rate=$("$PY" -c "print(max(1000, int($MAX * $p / 100)))")
+			log "latency: round $r/$RUNS, $p % of ${MAX%.*}/s = $rate/s"
+			run_memif "lat$p" flakewire "--set id.worker_bits=0 --set id.sequence_bits=22" \
+				"--rate $rate --window 4096 --duration $DURATION" || true
+		done
+	done
+fi
+
+# ---- profile: instructions per request (callgrind), stable on a noisy machine ----
+if want profile; then
+	if command -v valgrind >/dev/null && [ -x "$PKTBENCH" ]; then
+		log "profile: callgrind on flakeload-pktbench ($PB_FRAMES frames)"
+		for op in id; do
+			cmd="valgrind --tool=callgrind --toggle-collect=pb_serve_burst --callgrind-out-file=$OUT/callgrind.$op.out $PKTBENCH --frames $PB_FRAMES --op $op"
+			(cd "$TMP" && taskset -c "$LOAD_CORE" $cmd >"$RUNDIR/profile-$op.txt" 2>&1) || true
+			echo "frames $PB_FRAMES" >>"$RUNDIR/profile-$op.txt"
+			callgrind_annotate "$OUT/callgrind.$op.out" 2>/dev/null | head -40 >"$OUT/callgrind.$op.top.txt" || true
+			meta profile cmd "$cmd"
+		done
+		cmd="$PKTBENCH --frames 100000 --check"
+		(cd "$TMP" && taskset -c "$LOAD_CORE" $cmd 2>&1 | grep 'checksums verified' >"$RUNDIR/check.txt") || true
+		meta profile check "$cmd"
+		if command -v perf >/dev/null; then
+			cmd="perf stat -x, -e instructions taskset -c $LOAD_CORE $PKTBENCH --frames 1000000"
+			(cd "$TMP" && $cmd >"$RUNDIR/perf.txt" 2>&1) || true
+			meta profile perf "$cmd"
+		fi
+	else
+		log "profile: valgrind or flakeload-pktbench missing: skipped"
+	fi
+fi
+
+# ---- the table ----
+CPU="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+LOADAVG="$(cut -d' ' -f1-3 /proc/loadavg)"
+# other busy processes: on a shared machine they are part of the result
+OTHERS="$(ps -eo pcpu=,pid=,comm= --sort=-pcpu | awk -v me=$$ '$1 > 20 && $2 != me { printf "%s(%s%%) ", $3, $1 }' | head -c 200)"
+"$PY" "$ROOT/scripts/bench_table.py" --rundir "$RUNDIR" --out "$OUT" --date "$DATE" \
+	--machine "$(nproc) cores, $CPU, $(uname -sr)" --load "$LOADAVG; busy at the end: ${OTHERS:-none}" \
+	--runs "$RUNS" --duration "$DURATION" --cores "$SUT_CORE/$LOAD_CORE" --quick "$QUICK" \
+	--invocation "$INVOCATION" --elapsed "$(($(date +%s) - START))"
+if command -v gnuplot >/dev/null && [ -s "$OUT/latency.dat" ]; then
+	gnuplot "$OUT/latency.gp" 2>"$TMP/gnuplot.err" || log "gnuplot failed: $(cat "$TMP/gnuplot.err")"
+	[ -s "$OUT/latency.png" ] && echo "plot: $OUT/latency.png"
+fi

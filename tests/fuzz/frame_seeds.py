@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Writes the seed frames of fuzz_frame (tests/fuzz/corpus/frame/): each file is
+the harness header (fix-up flags, hidden bytes, rate pre-charge) and a frame.
+
+  frame_seeds.py tests/fuzz/corpus/frame
+"""
+import socket, struct, os, sys
+out = sys.argv[1]
+PMAC = bytes.fromhex("020000770002"); CMAC = bytes.fromhex("020000770001")
+def csum(d):
+    if len(d) % 2: d += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(d)//2), d))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def ip(payload, src, proto=17):
+    h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20+len(payload), 1, 0, 64, proto, 0,
+                    socket.inet_aton(src), socket.inet_aton("10.77.0.2"))
+    return h[:10] + struct.pack("!H", csum(h)) + h[12:] + payload
+def udp(payload, src, sport=40000):
+    l = 8 + len(payload)
+    ph = socket.inet_aton(src) + socket.inet_aton("10.77.0.2") + struct.pack("!BBH", 0, 17, l)
+    c = csum(ph + struct.pack("!HHHH", sport, 4242, l, 0) + payload) or 0xffff
+    return struct.pack("!HHHH", sport, 4242, l, c) + payload
+def req(op, count, pad, version=1):
+    return struct.pack("!HBBBBHQHHI", 0x464B, version, op, 0, 0, count, 7, 0, 0, 0) + bytes(pad)
+def eth(p, t=0x0800): return PMAC + CMAC + struct.pack("!H", t) + p
+def put(name, frame, how=0, hide=0, charge=0):
+    open(os.path.join(out, name), "wb").write(bytes([how, hide, charge]) + frame)
+for src, tag in (("10.77.0.1", "untrusted"), ("10.99.0.1", "trusted")):
+    put(f"id-{tag}", eth(ip(udp(req(1, 1, 8), src), src)))
+    put(f"id24-{tag}", eth(ip(udp(req(1, 1, 0), src), src)))
+    put(f"list10-{tag}", eth(ip(udp(req(2, 10, 80), src), src)))
+    put(f"list181-{tag}", eth(ip(udp(req(2, 181, 0), src), src)))
+    put(f"range-{tag}", eth(ip(udp(req(3, 5000, 36), src), src)))
+    put(f"range-max-{tag}", eth(ip(udp(req(3, 65535, 200), src), src)))
+    put(f"info-{tag}", eth(ip(udp(req(4, 0, 32), src), src)))
+put("bad-version", eth(ip(udp(req(1, 1, 8, version=9), "10.77.0.1"), "10.77.0.1")))
+put("denied-source", eth(ip(udp(req(1, 1, 8), "192.0.2.1"), "192.0.2.1")))
+put("reflector-53", eth(ip(udp(req(1, 1, 8), "10.77.0.1", sport=53), "10.77.0.1")))
+icmp = struct.pack("!BBHHH", 8, 0, 0, 1, 1) + b"ping" * 8
+icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+put("icmp-echo", eth(ip(icmp, "10.77.0.1", proto=1)))
+arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, CMAC, socket.inet_aton("10.77.0.1"),
+                  bytes(6), socket.inet_aton("10.77.0.2"))
+put("arp-request", b"\xff" * 6 + CMAC + b"\x08\x06" + arp + bytes(18))
+put("fixup-all", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), how=0x17)
+put("hidden-tail", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), hide=10)
+put("rate-drop", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), charge=8)
+put("rate-slip", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), charge=9)
+put("rate-slip-bare", eth(ip(udp(req(1, 1, 0), "10.77.0.1"), "10.77.0.1")), charge=9)

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Helpers for the fault tests: the flakewire helpers (fw_setup, fw_start,
+# fw_stop, fw_tel, fw_json, fw_client; every process, namespace and temp dir
+# removed on exit) plus the test clock, background bench clients and checks
+# over the IDs they collected (faultcheck.py).
+#
+# Environment (set by meson): FLAKEWIRE, FLAKEWIRE_TESTCLOCK, FLAKECTL,
+# FLAKESOCK, WIRE_CLIENT, FW_SRC.
+. "$(dirname "${BASH_SOURCE[0]}")/../flakewire/lib.sh"
+
+FC="$PY $(dirname "${BASH_SOURCE[0]}")/faultcheck.py"
+SERVER=10.77.0.2:4242
+FAULT_PIDS=()
+FAULT_MOUNTS=()
+
+faults_cleanup() {
+	local p m
+	for p in "${FAULT_PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	for m in "${FAULT_MOUNTS[@]}"; do
+		umount -l "$m" 2>/dev/null
+	done
+	fw_cleanup
+	return 0
+}
+
+# faults_setup NAME: fw_setup plus the cleanup of bench clients and mounts.
+faults_setup() {
+	[ -x "$FLAKECTL" ] || fail "FLAKECTL=$FLAKECTL is not executable"
+	fw_setup "$1"
+	trap faults_cleanup EXIT
+	trap 'exit 1' INT TERM
+}
+
+# tc_use: the next fw_start runs flakewire-testclock with the fault file
+# $TMP/clock (empty: no fault).
+tc_use() {
+	[ -x "$FLAKEWIRE_TESTCLOCK" ] || skip "flakewire-testclock not built (-Dtests=false?)"
+	FLAKEWIRE=$FLAKEWIRE_TESTCLOCK
+	export FLAKEWIRE_TEST_CLOCK="$TMP/clock"
+	: >"$TMP/clock"
+}
+
+# tc_set LINE...: replaces the fault file in one rename (read every 10 ms).
+tc_set() {
+	printf '%s\n' "$@" >"$TMP/clock.new" && mv "$TMP/clock.new" "$TMP/clock"
+	echo "fault: $*"
+}
+
+now_ms() { date +%s%3N; }
+
+# bench_start NAME ARGS...: flakectl bench in the background; every ID to
+# $TMP/NAME.ids (sorted), the JSON summary to $TMP/NAME.json. Sets BENCH_PID.
+bench_start() {
+	local n=$1
+	shift
+	ip netns exec "$NS" "$FLAKECTL" bench --server "$SERVER" --json --out "$TMP/$n.ids" "$@" \
+		>"$TMP/$n.json" 2>"$TMP/$n.err" &
+	BENCH_PID=$!
+	FAULT_PIDS+=("$BENCH_PID")
+}
+
+# bench_wait NAME: waits for the last bench_start; fails unless it wrote its
+# summary. Returns bench's exit status (1 on a duplicate or order violation).
+bench_wait() {
+	wait "$BENCH_PID"
+	local rc=$?
+	[ -s "$TMP/$1.json" ] || fail "bench $1 wrote no summary: $(cat "$TMP/$1.err")"
+	echo "bench $1: $(cat "$TMP/$1.json")"
+	return $rc
+}
+
+# bench_clean NAME [--may-be-empty]: bench NAME saw no duplicate, order
+# violation or invalid reply, and (unless told otherwise) got IDs.
+bench_clean() {
+	[ "$(bj "$1" '["duplicates"]')" -eq 0 ] && [ "$(bj "$1" '["order_violations"]')" -eq 0 ] &&
+		[ "$(bj "$1" '["invalid"]')" -eq 0 ] && { [ -s "$TMP/$1.ids" ] || [ "${2:-}" = --may-be-empty ]; }
+}
+
+# bj NAME EXPR: a value from bench NAME's JSON, EXPR like '["status"]["ok"]'.
+bj() { fw_json "$(cat "$TMP/$1.json")" "$2"; }
+
+# clock_get: /flakewire/clock as one JSON object (offset_ns as a number).
+clock_get() {
+	local j
+	j=$(fw_tel /flakewire/clock)
+	[ -n "$j" ] || return 1
+	$PY -c 'import json,sys; c=json.loads(sys.argv[1])["/flakewire/clock"]; c["offset_ns"]=int(c["offset_ns"]); print(json.dumps(c))' "$j"
+}
+
+# clock_until SECS PYEXPR: polls /flakewire/clock (as c) until PYEXPR holds;
+# prints that sample, or fails the test after SECS with the last one.
+clock_until() {
+	local secs=$1 expr=$2 c="" i
+	for ((i = 0; i < secs * 4; i++)); do
+		c=$(clock_get) || { sleep 0.25; continue; }
+		if $PY -c "import json,sys; c=json.loads(sys.argv[1]); sys.exit(0 if ($expr) else 1)" "$c"; then
+			echo "$c"
+			return 0
+		fi
+		sleep 0.25
+	done
+	fail "/flakewire/clock never satisfied: $expr (last: $c)"
+}
+
+# cj JSON KEY: one key of a clock_get object.
+cj() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+
+# stats_get KEY: one counter of /flakewire/stats.
+stats_get() { fw_json "$(fw_tel /flakewire/stats)" "[\"/flakewire/stats\"][\"$1\"]"; }
+
+# reply_flags: the flags of an INFO reply (FW_WIRE_F_*).
+reply_flags() { fw_client info | sed -n 's/^flags=//p'; }
+
+# fw_launch [flakewire options...]: starts the responder as fw_start does but
+# returns at once (to kill it at a random point of its start). Sets FW_PID.
+fw_launch() {
+	: >"$TMP/fw.log"
+	ip netns exec "$NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
+		--set state.file="$TMP/mark" --set clock.calibrate_ms=200 \
+		--set stats.interval_s=0 "$@" >>"$TMP/fw.log" 2>&1 &
+	FW_PID=$!
+}
+
+# kill9: SIGKILL to the responder, reaped.
+kill9() {
+	kill -KILL "$FW_PID" 2>/dev/null
+	wait "$FW_PID" 2>/dev/null
+	FW_PID=""
+}
+
+# rand_ms LO HI: a random whole number of ms in [LO, HI], as seconds for sleep.
+rand_s() {
+	local ms=$(($1 + RANDOM % ($2 - $1 + 1)))
+	printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
+}
+
+# mark_sane FILE: the mark file is absent or reads back (never corrupt).
+mark_sane() {
+	[ ! -e "$1" ] || "$FLAKECTL" mark "$1" >/dev/null
+}

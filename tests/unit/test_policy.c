@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The source policy and the per-prefix rate limiter (lib/policy), with a fake TSC. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fw_policy.h"
+
+#define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
+#define HZ             1000000u /* a 1 MHz fake TSC: one tick per microsecond */
+
+static const uint16_t reflectors[] = {0,   7,   17,   19,   53,   123,  137,
+				      161, 389, 1900, 3702, 5353, 11211};
+
+static void default_policy(struct fw_policy *p)
+{
+	struct fw_policy_prefix allow[] = {
+		fw_policy_prefix_make(IP(127, 0, 0, 0), 8),
+		fw_policy_prefix_make(IP(10, 0, 0, 0), 8),
+		fw_policy_prefix_make(IP(172, 16, 0, 0), 12),
+		fw_policy_prefix_make(IP(192, 168, 0, 0), 16),
+		fw_policy_prefix_make(IP(100, 64, 0, 0), 10),
+	};
+	assert_int_equal(fw_policy_init(p, allow, FW_ARRAY_SIZE(allow), reflectors,
+					FW_ARRAY_SIZE(reflectors)),
+			 0);
+}
+
+static void cidr_match_edges(void **state)
+{
+	(void)state;
+	struct fw_policy p;
+	default_policy(&p);
+	/* first and last address of each prefix, and the neighbours just outside */
+	uint32_t in[] = {IP(10, 0, 0, 0),        IP(10, 255, 255, 255), IP(172, 16, 0, 0),
+			 IP(172, 31, 255, 255),  IP(192, 168, 0, 1),    IP(100, 64, 0, 0),
+			 IP(100, 127, 255, 255), IP(127, 0, 0, 1)};
+	uint32_t out[] = {IP(9, 255, 255, 255),  IP(11, 0, 0, 0),        IP(172, 15, 255, 255),
+			  IP(172, 32, 0, 0),     IP(192, 167, 255, 255), IP(192, 169, 0, 0),
+			  IP(100, 63, 255, 255), IP(100, 128, 0, 0),     IP(192, 0, 2, 1),
+			  IP(8, 8, 8, 8),        IP(0, 0, 0, 0),         IP(255, 255, 255, 255)};
+	for (size_t i = 0; i < FW_ARRAY_SIZE(in); i++)
+		assert_int_equal(fw_policy_check(&p, in[i], 40000), FW_POLICY_PASS);
+	for (size_t i = 0; i < FW_ARRAY_SIZE(out); i++)
+		assert_int_equal(fw_policy_check(&p, out[i], 40000), FW_POLICY_DENY_SOURCE);
+}
+
+static void cidr_prefix_lengths(void **state)
+{
+	(void)state;
+	struct fw_policy_prefix all = fw_policy_prefix_make(IP(1, 2, 3, 4), 0);
+	struct fw_policy_prefix host = fw_policy_prefix_make(IP(1, 2, 3, 4), 32);
+	struct fw_policy_prefix odd = fw_policy_prefix_make(IP(1, 2, 3, 4), 31);
+
+	assert_int_equal(all.mask, 0);
+	assert_int_equal(all.addr, 0);
+	assert_true(fw_policy_prefix_match(&all, 1, IP(203, 0, 113, 9)));
+	assert_true(fw_policy_prefix_match(&host, 1, IP(1, 2, 3, 4)));
+	assert_false(fw_policy_prefix_match(&host, 1, IP(1, 2, 3, 5)));
+	assert_true(fw_policy_prefix_match(&odd, 1, IP(1, 2, 3, 5)));
+	assert_false(fw_policy_prefix_match(&odd, 1, IP(1, 2, 3, 6)));
+	assert_int_equal(fw_policy_prefix_make(IP(1, 2, 3, 4), 40).mask, 0xffffffffu);
+
+	/* host bits in a configured prefix are cleared, so it still matches */
+	struct fw_policy p;
+	struct fw_policy_prefix sloppy = {.addr = IP(10, 1, 2, 3), .mask = 0xff000000u};
+	assert_int_equal(fw_policy_init(&p, &sloppy, 1, NULL, 0), 0);
+	assert_int_equal(fw_policy_check(&p, IP(10, 9, 9, 9), 1234), FW_POLICY_PASS);
+
+	/* no prefix allows nothing */
+	assert_int_equal(fw_policy_init(&p, NULL, 0, NULL, 0), 0);
+	assert_int_equal(fw_policy_check(&p, IP(127, 0, 0, 1), 1234), FW_POLICY_DENY_SOURCE);
+	assert_int_equal(fw_policy_init(NULL, NULL, 0, NULL, 0), -EINVAL);
+	assert_int_equal(fw_policy_init(&p, &sloppy, FW_POLICY_PREFIXES_MAX + 1, NULL, 0), -EINVAL);
+}
+
+static void reflector_ports(void **state)
+{
+	(void)state;
+	struct fw_policy p;
+	default_policy(&p);
+	for (size_t i = 0; i < FW_ARRAY_SIZE(reflectors); i++) {
+		assert_true(fw_policy_reflector(&p, reflectors[i]));
+		assert_int_equal(fw_policy_check(&p, IP(10, 0, 0, 1), reflectors[i]),
+				 FW_POLICY_DENY_PORT);
+	}
+	unsigned denied = 0;
+	for (uint32_t port = 0; port <= 65535; port++)
+		denied += fw_policy_check(&p, IP(10, 0, 0, 1), (uint16_t)port) != FW_POLICY_PASS;
+	assert_int_equal(denied, FW_ARRAY_SIZE(reflectors));
+	/* an unknown source is a source denial whatever its port */
+	assert_int_equal(fw_policy_check(&p, IP(192, 0, 2, 1), 53), FW_POLICY_DENY_SOURCE);
+	assert_int_equal(fw_policy_check(&p, IP(192, 0, 2, 1), 40000), FW_POLICY_DENY_SOURCE);
+}
+
+static struct fw_rate *rate_new(uint32_t rate, uint32_t burst, uint32_t prefix, uint32_t slip,
+				uint32_t entries)
+{
+	struct fw_rate_config c;
+	fw_rate_config_default(&c);
+	c.rate = rate;
+	c.burst = burst;
+	c.prefix_len = prefix;
+	c.slip = slip;
+	c.entries = entries;
+	c.tsc_hz = HZ;
+	size_t size = fw_rate_memsize(&c);
+	assert_true(size > 0);
+	void *mem = aligned_alloc(FW_CACHE_LINE, (size + FW_CACHE_LINE - 1) & ~(size_t)63);
+	assert_non_null(mem);
+	struct fw_rate *r = fw_rate_init(mem, &c);
+	assert_ptr_equal(r, mem);
+	return r;
+}
+
+static unsigned count(struct fw_rate *r, uint32_t src, uint64_t tsc, unsigned n,
+		      enum fw_rate_verdict v)
+{
+	unsigned k = 0;
+	uint32_t us;
+	for (unsigned i = 0; i < n; i++)
+		k += fw_rate_check(r, src, tsc, &us) == v;
+	return k;
+}
+
+static void bucket_burst_then_rate(void **state)
+{
+	(void)state;
+	/* 100/s = one token per 10000 ticks, 5 deep, no slip */
+	struct fw_rate *r = rate_new(100, 5, 32, 0, 64);
+	uint64_t t = 1000;
+
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t, 5, FW_RATE_PASS), 5);
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t, 50, FW_RATE_DROP), 50);
+	/* 9999 ticks later: still not one token */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t + 9999, 1, FW_RATE_PASS), 0);
+	/* one interval: exactly one more */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t + 10000, 3, FW_RATE_PASS), 1);
+	/* 3.5 intervals later: three tokens, not four */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t + 45000, 10, FW_RATE_PASS), 3);
+	/* long idle: the bucket refills to the burst, never beyond */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t + 10 * HZ, 20, FW_RATE_PASS), 5);
+	/* another source has its own bucket */
+	assert_int_equal(count(r, IP(10, 0, 0, 2), t + 10 * HZ, 20, FW_RATE_PASS), 5);
+	free(r);
+}
+
+static void bucket_steady_rate(void **state)
+{
+	(void)state;
+	/* 1000/s, burst 10; a client at 4000/s for 1 s gets burst + 1000 */
+	struct fw_rate *r = rate_new(1000, 10, 32, 0, 64);
+	unsigned pass = 0;
+	for (uint64_t t = 0; t <= HZ; t += 250)
+		pass += count(r, IP(10, 1, 1, 1), t, 1, FW_RATE_PASS);
+	assert_int_equal(pass, 10 + 1000);
+	/* a client at exactly the rate is never limited */
+	struct fw_rate *q = rate_new(1000, 1, 32, 0, 64);
+	pass = 0;
+	for (uint64_t t = 0; t < HZ; t += 1000)
+		pass += count(q, IP(10, 1, 1, 1), t, 1, FW_RATE_PASS);
+	assert_int_equal(pass, 1000);
+	free(r);
+	free(q);
+}
+
+static void slip_every_nth(void **state)
+{
+	(void)state;
+	/* 10/s (100000 ticks per token), burst 2, slip 3 */
+	struct fw_rate *r = rate_new(10, 2, 32, 3, 64);
+	uint32_t us = 0;
+	uint64_t t = 500;
+
+	assert_int_equal(count(r, IP(10, 0, 0, 9), t, 2, FW_RATE_PASS), 2);
+	enum fw_rate_verdict want[] = {FW_RATE_DROP, FW_RATE_DROP, FW_RATE_SLIP,
+				       FW_RATE_DROP, FW_RATE_DROP, FW_RATE_SLIP};
+	for (size_t i = 0; i < FW_ARRAY_SIZE(want); i++) {
+		us = 0;
+		assert_int_equal(fw_rate_check(r, IP(10, 0, 0, 9), t, &us), want[i]);
+		if (want[i] == FW_RATE_SLIP)
+			assert_int_equal(us, 100000); /* a full interval to the next token */
+	}
+	/* 30000 ticks on, the advice shrinks accordingly */
+	assert_int_equal(count(r, IP(10, 0, 0, 9), t + 30000, 2, FW_RATE_DROP), 2);
+	assert_int_equal(fw_rate_check(r, IP(10, 0, 0, 9), t + 30000, &us), FW_RATE_SLIP);
+	assert_int_equal(us, 70000);
+	/* and after that long the request passes */
+	assert_int_equal(fw_rate_check(r, IP(10, 0, 0, 9), t + 100000, &us), FW_RATE_PASS);
+	free(r);
+
+	/* slip 0: never answered; slip 1: every limited request answered */
+	struct fw_rate *never = rate_new(10, 1, 32, 0, 64);
+	struct fw_rate *always = rate_new(10, 1, 32, 1, 64);
+	assert_int_equal(count(never, IP(10, 0, 0, 9), 0, 100, FW_RATE_SLIP), 0);
+	assert_int_equal(count(always, IP(10, 0, 0, 9), 0, 100, FW_RATE_SLIP), 99);
+	free(never);
+	free(always);
+}
+
+static void prefix_grouping(void **state)
+{
+	(void)state;
+	/* /24: the whole 10.0.5.0/24 shares one bucket of 4 */
+	struct fw_rate *r = rate_new(1, 4, 24, 0, 64);
+	unsigned pass = 0;
+	for (unsigned i = 0; i < 200; i++)
+		pass += count(r, IP(10, 0, 5, i), 0, 1, FW_RATE_PASS);
+	assert_int_equal(pass, 4);
+	assert_int_equal(fw_rate_used(r), 1);
+	assert_int_equal(count(r, IP(10, 0, 6, 1), 0, 1, FW_RATE_PASS), 1);
+	assert_int_equal(fw_rate_used(r), 2);
+	free(r);
+}
+
+static void table_eviction(void **state)
+{
+	(void)state;
+	/* the smallest table: one set of FW_RATE_WAYS entries */
+	struct fw_rate *r = rate_new(1, 2, 32, 0, 1);
+	uint64_t t = 100;
+
+	/* A is drained at t; B, C, D arrive later: A is the oldest */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t, 5, FW_RATE_PASS), 2);
+	for (unsigned i = 2; i <= FW_RATE_WAYS; i++)
+		assert_int_equal(count(r, IP(10, 0, 0, i), t + i, 1, FW_RATE_PASS), 1);
+	assert_int_equal(fw_rate_used(r), FW_RATE_WAYS);
+	assert_int_equal(fw_rate_evictions(r), 0);
+	/* A is still limited while the table has room for it */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t + 10, 1, FW_RATE_DROP), 1);
+	/* B (used at t + 2, one token spent) is the oldest now; E evicts it */
+	assert_int_equal(count(r, IP(10, 0, 0, 5), t + 20, 1, FW_RATE_PASS), 1);
+	assert_int_equal(fw_rate_evictions(r), 1);
+	assert_int_equal(fw_rate_used(r), FW_RATE_WAYS);
+	/* A kept its state: still limited */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t + 30, 1, FW_RATE_DROP), 1);
+	/* B comes back with a fresh bucket (evicting the next oldest) */
+	assert_int_equal(count(r, IP(10, 0, 0, 2), t + 40, 5, FW_RATE_PASS), 2);
+	assert_int_equal(fw_rate_evictions(r), 2);
+	/* a flood of new sources churns the table but never grows it */
+	for (unsigned i = 0; i < 1000; i++)
+		count(r, IP(192, 168, i >> 8, i & 255), t + 50 + i, 1, FW_RATE_PASS);
+	assert_int_equal(fw_rate_used(r), FW_RATE_WAYS);
+	free(r);
+}
+
+static void table_many_sources(void **state)
+{
+	(void)state;
+	/* 4096 entries, 2000 sources of one /16: the hash spreads them over the sets */
+	struct fw_rate *r = rate_new(1, 1, 32, 0, 4096);
+	for (unsigned i = 0; i < 2000; i++)
+		assert_int_equal(count(r, IP(10, 2, i >> 8, i & 255), 0, 1, FW_RATE_PASS), 1);
+	assert_true(fw_rate_evictions(r) < 100);
+	assert_int_equal(fw_rate_used(r), 2000 - fw_rate_evictions(r));
+	/* every source still in the table is limited; evicted ones start afresh */
+	unsigned limited = 0;
+	for (unsigned i = 0; i < 2000; i++)
+		limited += count(r, IP(10, 2, i >> 8, i & 255), 0, 1, FW_RATE_DROP);
+	assert_true(limited > 1800);
+	assert_true(fw_rate_used(r) <= 4096);
+	free(r);
+}
+
+static void rate_bad_config(void **state)
+{
+	(void)state;
+	struct fw_rate_config c;
+	static _Alignas(64) uint8_t mem[1 << 16];
+
+	fw_rate_config_default(&c);
+	c.entries = 64;
+	assert_non_null(fw_rate_init(mem, &c));
+	c.rate = 0;
+	errno = 0;
+	assert_null(fw_rate_init(mem, &c));
+	assert_int_equal(errno, EINVAL);
+	fw_rate_config_default(&c);
+	c.entries = 64;
+	c.prefix_len = 33;
+	assert_null(fw_rate_init(mem, &c));
+	c.prefix_len = 32;
+	c.burst = 0;
+	assert_null(fw_rate_init(mem, &c));
+	c.burst = 1;
+	assert_null(fw_rate_init(mem + 8, &c)); /* misaligned */
+	assert_null(fw_rate_init(NULL, &c));
+	c.entries = 0;
+	assert_int_equal(fw_rate_memsize(&c), 0);
+	c.entries = 5; /* rounded up to 8: two sets */
+	assert_true(fw_rate_memsize(&c) > 0 && fw_rate_memsize(&c) <= 64 + 2 * 64 + 64);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(cidr_match_edges),   cmocka_unit_test(cidr_prefix_lengths),
+		cmocka_unit_test(reflector_ports),    cmocka_unit_test(bucket_burst_then_rate),
+		cmocka_unit_test(bucket_steady_rate), cmocka_unit_test(slip_every_nth),
+		cmocka_unit_test(prefix_grouping),    cmocka_unit_test(table_eviction),
+		cmocka_unit_test(table_many_sources), cmocka_unit_test(rate_bad_config),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
