@@ -20,7 +20,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="$ROOT/build-afxdp"
+BUILD="$ROOT/build"
 RUNS=3
 DURATION=5
 CONC="1 2"

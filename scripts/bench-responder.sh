@@ -15,7 +15,9 @@
 # Each row is the median of --runs runs; the table shows replies/s, IDs/s,
 # p50/p99 round trip, the ratio flakewire/testpmd and the exact commands.
 #
-# scripts/bench.sh runs this comparison too, with every other benchmark, in one table.
+# Then, in the same run, AF_XDP on a veth against flakesock on the same veth
+# (scripts/bench-afxdp.sh; skipped with --only).
+# scripts/bench.sh runs the memif comparison too, with every other benchmark, in one table.
 #
 # Usage: scripts/bench-responder.sh [--runs N] [--duration S] [--quick]
 #                                   [--window N] [--build-dir DIR] [--no-build]
@@ -33,7 +35,7 @@ KEEP_LOGS=0
 INVOCATION="$0 $*"
 
 usage() {
-	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do
@@ -284,6 +286,15 @@ for name in "${ROWS[@]:-}"; do
 	echo "[$name] load:              ${CMD_LOAD[$name]}"
 done
 echo "[table] $INVOCATION"
+
+# The same responder on a plain kernel interface: AF_XDP on a veth beside
+# flakesock on the same veth (root, XDP on veth), in this run.
+if [ -z "$ONLY" ]; then
+	echo
+	echo "== AF_XDP on veth vs flakesock on the same veth (scripts/bench-afxdp.sh)"
+	"$ROOT/scripts/bench-afxdp.sh" --no-build --build-dir "$BUILD" --runs "$RUNS" \
+		--duration "$DURATION" || echo "bench-responder: the AF_XDP comparison failed" >&2
+fi
 
 status=0
 for name in "${!FAILED[@]}"; do
