@@ -104,6 +104,8 @@ cleanup() {
 		[ -n "$pid" ] && stop_pid "$pid"
 	done
 	PIDS=()
+	# DPDK leaves its (empty) runtime directory per file prefix behind.
+	rm -rf /var/run/dpdk/fwb-*-"$$"-* 2>/dev/null || true
 	if [ "$KEEP_LOGS" = 1 ]; then
 		rm -f "$TMP"/*.sock
 		echo "bench-responder: logs kept in $TMP" >&2

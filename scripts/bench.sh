@@ -137,6 +137,8 @@ cleanup() {
 		[ -n "$pid" ] && stop_pid "$pid"
 	done
 	PIDS=()
+	# DPDK leaves its (empty) runtime directory per file prefix behind.
+	rm -rf /var/run/dpdk/fwb-*-"$$"-* /var/run/dpdk/pktbench-* 2>/dev/null || true
 	[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null || true
 	if [ "$KEEP_LOGS" = 1 ]; then
 		rm -f "$TMP"/*.sock
