@@ -22,6 +22,7 @@
 
 #include "fw_common.h"
 #include "fw_conf.h"
+#include "fw_policy.h"
 #include "fw_serve.h"
 
 #define FSOCK_BATCH       32
@@ -35,11 +36,14 @@ struct fsock_worker {
 	int fd;
 	uint32_t index;
 	_Atomic uint64_t last_ms; /* highest ms issued, for the final mark */
+	uint64_t drop_source;     /* IPv4 source outside [net] allow */
+	uint64_t drop_reflector;  /* source port in [net] reflector_ports */
 } FW_CACHE_ALIGNED;
 
 struct fsock_ctx {
 	struct fw_conf conf;
 	struct fw_layout layout;
+	struct fw_policy policy; /* [net] allow and reflector_ports, read-only */
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	uint32_t n_workers;
@@ -51,6 +55,9 @@ struct fsock_ctx {
 
 /* Opens the worker's SO_REUSEPORT socket. Returns 0 or -errno. */
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w);
+
+/* Builds ctx->policy from the configuration. Returns 0 or -1 (message on stderr). */
+int fsock_policy_init(struct fsock_ctx *ctx);
 
 /* Thread body: answers until *ctx->stop. */
 void *fsock_worker_run(void *arg);

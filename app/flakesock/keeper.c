@@ -28,7 +28,9 @@ static int reserve(struct fsock_ctx *ctx, uint64_t unix_mark)
 	int rc = fw_mark_write(ctx->conf.state.file, unix_mark);
 	if (rc != 0)
 		return rc;
-	atomic_store_explicit(&ctx->mark_ms, unix_mark - ctx->layout.epoch_ms,
+	/* A mark before the epoch (clock behind an epoch set ahead) allows no ms. */
+	uint64_t epoch = ctx->layout.epoch_ms;
+	atomic_store_explicit(&ctx->mark_ms, unix_mark > epoch ? unix_mark - epoch : 0,
 			      memory_order_release);
 	return 0;
 }
@@ -84,6 +86,8 @@ static void print_stats(struct fsock_ctx *ctx, struct fw_serve_stats *prev, doub
 	uint64_t drops = 0;
 	for (int i = 0; i < FW_SERVE_DROP_COUNT; i++)
 		drops += t.drops[i];
+	for (uint32_t i = 0; i < ctx->n_workers; i++)
+		drops += ctx->workers[i].drop_source + ctx->workers[i].drop_reflector;
 	printf("stats: %.0f req/s %.0f ids/s | requests %llu ids %llu ok %llu retry %llu "
 	       "unsafe %llu refused %llu bad %llu drops %llu\n",
 	       (double)(t.requests - prev->requests) / secs, (double)(t.ids - prev->ids) / secs,

@@ -173,6 +173,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (fsock_policy_init(&ctx) != 0)
+		return 2;
 	ctx.stop = &stop_flag;
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -31,6 +32,65 @@ int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 	}
 	w->fd = fd;
 	return 0;
+}
+
+int fsock_policy_init(struct fsock_ctx *ctx)
+{
+	const struct fw_conf *c = &ctx->conf;
+	struct fw_policy_prefix allow[FW_POLICY_PREFIXES_MAX];
+	uint16_t ports[FW_CONF_LIST_MAX];
+
+	_Static_assert(FW_CONF_CIDRS_MAX <= FW_POLICY_PREFIXES_MAX, "allow list too long");
+	for (uint32_t i = 0; i < c->net.allow.n; i++) {
+		allow[i].addr = c->net.allow.v[i].addr;
+		allow[i].mask = c->net.allow.v[i].mask;
+	}
+	for (uint32_t i = 0; i < c->net.reflector_ports.n; i++)
+		ports[i] = (uint16_t)c->net.reflector_ports.v[i];
+	if (fw_policy_init(&ctx->policy, allow, c->net.allow.n, ports, c->net.reflector_ports.n)) {
+		fprintf(stderr, "flakesock: cannot set up the source policy\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The source policy of [net] allow (IPv4 prefixes; IPv6 sources are allowed
+ * only from loopback) and [net] reflector_ports. Counts what it drops.
+ */
+static bool admitted(struct fsock_worker *w, const struct sockaddr_storage *ss)
+{
+	const struct fw_policy *p = &w->ctx->policy;
+	uint16_t sport;
+	uint32_t v4;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		v4 = ntohl(a->sin_addr.s_addr);
+		sport = ntohs(a->sin_port);
+	} else {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		sport = ntohs(a->sin6_port);
+		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+			memcpy(&v4, &a->sin6_addr.s6_addr[12], 4);
+			v4 = ntohl(v4);
+		} else if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr)) {
+			v4 = UINT32_C(0x7f000001);
+		} else {
+			w->drop_source++;
+			return false;
+		}
+	}
+	switch (fw_policy_check(p, v4, sport)) {
+	case FW_POLICY_DENY_SOURCE:
+		w->drop_source++;
+		return false;
+	case FW_POLICY_DENY_PORT:
+		w->drop_reflector++;
+		return false;
+	default:
+		return true;
+	}
 }
 
 /* Trusted sources may get replies larger than their requests. */
@@ -86,6 +146,8 @@ void *fsock_worker_run(void *arg)
 		int k = 0;
 		for (int i = 0; i < n; i++) {
 			size_t len = msgs[i].msg_len;
+			if (!admitted(w, &peers[i]))
+				continue;
 			int rlen = fw_serve_answer(&w->serve, now, bufs[i], len, FSOCK_BUF_LEN,
 						   trusted(ctx, &peers[i]));
 			if (rlen <= 0)

@@ -129,6 +129,9 @@ static bool answer_arp(struct fw_lcore *lc, const struct fw_port *port, struct r
 	    arp->arp_plen != 4 || arp->arp_opcode != RTE_BE16(RTE_ARP_OP_REQUEST) ||
 	    arp->arp_data.arp_tip != port->addr_be)
 		return drop(lc, FW_DROP_NOT_US);
+	/* The reply goes to the sender's hardware address: never to a group. */
+	if (!rte_is_unicast_ether_addr(&arp->arp_data.arp_sha))
+		return drop(lc, FW_DROP_NOT_US);
 
 	arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REPLY);
 	arp->arp_data.arp_tha = arp->arp_data.arp_sha;

@@ -118,7 +118,8 @@ FW_API int fw_gen_next_slow(struct fw_gen *g, uint64_t now, uint64_t *id);
  */
 static inline int fw_gen_next(struct fw_gen *g, uint64_t now, uint64_t *id)
 {
-	if (FW_LIKELY(now == g->fast_ms && g->next_seq < g->seq_limit)) {
+	/* fast_ms is UINT64_MAX when disarmed: a @now of UINT64_MAX must not match it. */
+	if (FW_LIKELY(now == g->fast_ms && now != UINT64_MAX && g->next_seq < g->seq_limit)) {
 		*id = (now << g->time_shift) | g->node_bits | g->next_seq++;
 		g->stats.issued++;
 		return 0;

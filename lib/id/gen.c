@@ -66,6 +66,13 @@ FW_API int fw_gen_next_slow(struct fw_gen *g, uint64_t now, uint64_t *id)
 	uint32_t flags = 0;
 
 	g->fast_ms = NONE;
+	/* A reading past the time field is no time at all: refuse it without
+	 * letting it move seen_ms (which would make every later call unsafe). */
+	if (now > g->time_max) {
+		g->flags = 0;
+		g->stats.mark_hits++;
+		return FW_EMARK;
+	}
 	if (now < g->last_now) {
 		uint64_t step = g->seen_ms - now;
 		g->stats.backsteps++;

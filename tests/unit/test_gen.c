@@ -267,6 +267,21 @@ static void list_stops_at_limit_and_reports_it_next(void **state)
 	assert_int_equal(fw_gen_list(&g, T0, ids, 1), FW_ERETRY);
 }
 
+/* A nonsense clock reading (beyond the time field) never yields an ID. */
+static void clock_beyond_time_field_issues_nothing(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 1, 4, 1000);
+	uint64_t id = 0;
+	assert_int_equal(fw_gen_next(&g, UINT64_MAX, &id), FW_EMARK);
+	assert_int_equal(fw_gen_next(&g, UINT64_C(1) << 41, &id), FW_EMARK);
+	assert_int_equal(id, 0);
+	/* ...and leaves no trace: the next sane reading issues normally. */
+	assert_int_equal(fw_gen_next(&g, T0, &id), 0);
+	assert_int_equal(ms_of(id), T0);
+}
+
 /* An adversarial clock: stalls, small and large steps back, jumps ahead. */
 static void adversarial_clock_never_breaks_order(void **state)
 {
@@ -347,6 +362,7 @@ int main(void)
 		cmocka_unit_test(floor_forbids_ids_at_or_below_it),
 		cmocka_unit_test(range_stays_in_one_ms),
 		cmocka_unit_test(list_stops_at_limit_and_reports_it_next),
+		cmocka_unit_test(clock_beyond_time_field_issues_nothing),
 		cmocka_unit_test(adversarial_clock_never_breaks_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

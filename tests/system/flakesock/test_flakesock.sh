@@ -46,6 +46,25 @@ three_increasing() { [ "$(wc -l <"$1")" -eq 3 ] && ids_increasing "$1"; }
 check "the README's client example prints 3 increasing IDs" three_increasing "$SYS_TMP/example"
 cat "$SYS_TMP/example" >>"$SYS_TMP/range"
 
+# Source policy: a request from a reflector's source port (DNS, 53) gets no
+# answer; the same request from an ordinary port does.
+from_port() {
+	sys_in_ns /usr/bin/python3 - "$1" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(0.5)
+s.sendto(struct.pack(">HBBBBHQHHI", 0x464B, 1, 1, 0, 0, 1, 7, 0, 0, 0), ("127.0.0.1", 4242))
+try:
+    s.recvfrom(2048)
+    print("answered")
+except socket.timeout:
+    print("silent")
+PY
+}
+check "a request from source port 53 (a reflector) is not answered" test "$(from_port 53)" = silent
+check "the same request from port 40053 is answered" test "$(from_port 40053)" = answered
+
 # Two clients at once, every ID kept: none may repeat across them.
 sys_in_ns "$FLAKECTL" bench --server "$SERVER" --duration 5 --requests 40000 --concurrency 2 --out "$SYS_TMP/b1" >"$SYS_TMP/bench1" 2>&1 &
 b1=$!
