@@ -85,114 +85,33 @@ fi
 TMP="$(mktemp -d /tmp/fw-bench.XXXXXX)"
 PIDS=()
 
-stop_pid() {
-	local pid="$1" i
-	STOP_RC=0
-	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
-	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 1 30); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || STOP_RC=$?
-}
-
-cleanup() {
-	local pid
-	for pid in "${PIDS[@]:-}"; do
-		[ -n "$pid" ] && stop_pid "$pid"
-	done
-	PIDS=()
-	# DPDK leaves its (empty) runtime directory per file prefix behind.
-	rm -rf /var/run/dpdk/fwb-*-"$$"-* 2>/dev/null || true
-	if [ "$KEEP_LOGS" = 1 ]; then
-		rm -f "$TMP"/*.sock
-		echo "bench-responder: logs kept in $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
-}
+BENCH_NAME=bench-responder
+SUT_CORE=0
+LOAD_CORE=1
+. "$ROOT/scripts/bench-lib.sh"
+cleanup() { bench_cleanup; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-EAL_COMMON="--no-huge --no-pci --no-shconf -m 512"
-LOAD_ARGS="--dst-ip 10.0.0.2 --src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --window $WINDOW --duration $DURATION --quiet"
-
-# sut_cmd NAME SOCK RUN: the command line of the system under test (memif client, core 0)
-sut_cmd() {
-	local name="$1" sock="$2" run="$3"
-	local dev="net_memif0,role=client,socket=$sock,socket-abstract=no"
-	case "$name" in
-	testpmd)
-		# lcore 0 (main, sleeps in the stats loop) and lcore 1 (forwards), both on core 0
-		echo "taskset -c 0 $TESTPMD --lcores 0@0,1@0 $EAL_COMMON --file-prefix fwb-tp-$$-$run" \
-			"--vdev $dev -- --forward-mode=macswap --auto-start --stats-period 1" \
-			"--no-mlockall --nb-cores 1 --rxd 512 --txd 512 --burst 32 --total-num-mbufs 16384"
-		;;
-	flakewire)
-		echo "taskset -c 0 $FLAKEWIRE -l 0 $EAL_COMMON --file-prefix fwb-fw-$$-$run --" \
-			"--set port0.device=$dev --set port0.address=10.0.0.2" \
-			"--set id.worker_bits=0 --set id.sequence_bits=22" \
-			"--set state.file=$TMP/mark-$run --set stats.interval_s=0"
-		;;
-	esac
-}
-
-# load_cmd NAME SOCK JSON RUN: flakeload (memif server, core 1)
-load_cmd() {
-	local name="$1" sock="$2" json="$3" run="$4" echo=""
-	[ "$name" = testpmd ] && echo="--expect-echo"
-	echo "taskset -c 1 $FLAKELOAD -l 1 $EAL_COMMON --file-prefix fwb-fl-$$-$name-$run --" \
-		"--port net_memif0,role=server,socket=$sock,socket-abstract=no $LOAD_ARGS $echo" \
-		"--json $json"
-}
+EAL="--no-huge --no-pci --no-shconf -m 512"
+LOAD_ARGS="--window $WINDOW --duration $DURATION"
 
 # run_one NAME RUN: one measured run; leaves $TMP/NAME-RUN.json. Returns flakeload's status.
 run_one() {
 	local name="$1" run="$2"
 	local sock="$TMP/$name-$run.sock" json="$TMP/$name-$run.json"
-	local lcmd scmd lpid spid rc=0 i
-	lcmd="$(load_cmd "$name" "$sock" "$json" "$run")"
-	scmd="$(sut_cmd "$name" "$sock" "$run")"
+	local lcmd scmd rc
+	lcmd="$(load_cmd "$name" "$sock" "$name-$run" "$json" "$LOAD_ARGS")"
+	scmd="$(sut_cmd "$name" "$sock" "$run" "--set id.worker_bits=0 --set id.sequence_bits=22")"
 	LAST_LOAD_CMD="$lcmd"
 	LAST_SUT_CMD="$scmd"
-
-	# the memif server first, so the client finds the socket
-	$lcmd >"$TMP/$name-$run.load.log" 2>&1 &
-	lpid=$!
-	PIDS+=("$lpid")
-	for i in $(seq 1 50); do
-		[ -S "$sock" ] && break
-		kill -0 "$lpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	$scmd >"$TMP/$name-$run.sut.log" 2>&1 </dev/null &
-	spid=$!
-	PIDS+=("$spid")
-
-	# bounded: duration + link/probe wait (10 s) + drain + slack
-	local limit
-	limit=$("$PY" -c "print(int(($DURATION + 20) * 10))")
-	for i in $(seq 1 "$limit"); do
-		kill -0 "$lpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$lpid" 2>/dev/null; then
-		echo "bench-responder: $name run $run: flakeload still running after the time bound" >&2
-		stop_pid "$lpid"
-		rc=124
-	else
-		wait "$lpid" || rc=$?
-	fi
-	stop_pid "$spid"
-	PIDS=()
+	run_pair "$lcmd" "$scmd" "$TMP/$name-$run" "$sock"
+	rc=$PAIR_RC
 	# 0 or 143 (our SIGTERM): a clean stop
 	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
 		echo "bench-responder: WARNING: $name run $run: the system under test exited with" \
 			"status $STOP_RC when stopped (its log: $TMP/$name-$run.sut.log, kept with --keep-logs)" >&2
 	fi
-	rm -f "$sock"
 	if [ "$rc" != 0 ] || [ ! -s "$json" ]; then
 		# the exit status is the LOAD GENERATOR's (flakeload), not $name's
 		echo "bench-responder: $name run $run failed: the load generator flakeload exited" \

@@ -118,34 +118,11 @@ TMP="$(mktemp -d /tmp/fw-bench.XXXXXX)"
 PIDS=()
 NS=""
 
-stop_pid() {
-	local pid="$1" i
-	STOP_RC=0
-	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
-	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 1 30); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || STOP_RC=$?
-}
-
+BENCH_NAME=bench
+. "$ROOT/scripts/bench-lib.sh"
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]:-}"; do
-		[ -n "$pid" ] && stop_pid "$pid"
-	done
-	PIDS=()
-	# DPDK leaves its (empty) runtime directory per file prefix behind.
-	rm -rf /var/run/dpdk/fwb-*-"$$"-* /var/run/dpdk/pktbench-* 2>/dev/null || true
 	[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null || true
-	if [ "$KEEP_LOGS" = 1 ]; then
-		rm -f "$TMP"/*.sock
-		echo "bench: logs kept in $TMP" >&2
-	else
-		rm -rf "$TMP"
-	fi
+	bench_cleanup
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -157,26 +134,6 @@ meta() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RUNDIR/meta.tsv"; }
 EAL="--no-huge --no-pci --no-shconf -m 512"
 RUNSEQ=0
 
-# sut_cmd KIND SOCK EXTRA: the system under test, memif client, on SUT_CORE
-sut_cmd() {
-	local kind="$1" sock="$2" extra="$3"
-	local dev="net_memif0,role=client,socket=$sock,socket-abstract=no"
-	case "$kind" in
-	testpmd)
-		echo "taskset -c $SUT_CORE $TESTPMD --lcores 0@$SUT_CORE,1@$SUT_CORE $EAL" \
-			"--file-prefix fwb-tp-$$-$RUNSEQ --vdev $dev -- --forward-mode=macswap" \
-			"--auto-start --stats-period 1 --no-mlockall --nb-cores 1 --rxd 512 --txd 512" \
-			"--burst 32 --total-num-mbufs 16384"
-		;;
-	flakewire)
-		echo "taskset -c $SUT_CORE $FLAKEWIRE -l $SUT_CORE $EAL --file-prefix fwb-fw-$$-$RUNSEQ --" \
-			"--set port0.device=$dev --set port0.address=10.0.0.2" \
-			"--set state.file=$TMP/mark-$RUNSEQ --set stats.interval_s=0" \
-			"--set clock.calibrate_ms=200 $extra"
-		;;
-	esac
-}
-
 # run_memif ROW KIND SUT_EXTRA LOAD_ARGS: one flakeload run against KIND over
 # memif; leaves $RUNDIR/ROW-N.json. Returns non-zero when the run failed.
 run_memif() {
@@ -185,41 +142,11 @@ run_memif() {
 	local n=$RUNSEQ sock="$TMP/r$RUNSEQ.sock"
 	local i=1
 	while [ -e "$RUNDIR/$row-$i.json" ]; do i=$((i + 1)); done
-	local json="$RUNDIR/$row-$i.json" echo="" rc=0 lpid spid
-	[ "$kind" = testpmd ] && echo="--expect-echo"
-	local lcmd="taskset -c $LOAD_CORE $FLAKELOAD -l $LOAD_CORE $EAL --file-prefix fwb-fl-$$-$n --"
-	lcmd="$lcmd --port net_memif0,role=server,socket=$sock,socket-abstract=no --dst-ip 10.0.0.2"
-	lcmd="$lcmd --src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --quiet $largs $echo --json $json"
-	local scmd
-	scmd="$(sut_cmd "$kind" "$sock" "$sextra")"
-
-	$lcmd >"$TMP/$n.load.log" 2>&1 &
-	lpid=$!
-	PIDS+=("$lpid")
-	for i in $(seq 1 50); do
-		[ -S "$sock" ] && break
-		kill -0 "$lpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	$scmd >"$TMP/$n.sut.log" 2>&1 </dev/null &
-	spid=$!
-	PIDS+=("$spid")
-	local limit
-	limit=$("$PY" -c "print(int(($DURATION + 20) * 10))")
-	for i in $(seq 1 "$limit"); do
-		kill -0 "$lpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$lpid" 2>/dev/null; then
-		log "$row: flakeload still running after the time bound"
-		stop_pid "$lpid"
-		rc=124
-	else
-		wait "$lpid" || rc=$?
-	fi
-	stop_pid "$spid"
-	PIDS=()
-	rm -f "$sock"
+	local json="$RUNDIR/$row-$i.json" rc lcmd scmd
+	lcmd="$(load_cmd "$kind" "$sock" "$n" "$json" "$largs")"
+	scmd="$(sut_cmd "$kind" "$sock" "$RUNSEQ" "$sextra")"
+	run_pair "$lcmd" "$scmd" "$TMP/$n" "$sock"
+	rc=$PAIR_RC
 	meta "$row" load "$lcmd"
 	meta "$row" sut "$scmd"
 	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Shared by scripts/bench.sh and scripts/bench-responder.sh (sourced, not run):
+# starting, bounding and stopping one memif pair, a system under test (SUT:
+# dpdk-testpmd macswap or flakewire, memif client) and flakeload (memif
+# server), each pinned to its own core and tracked by PID for the trap.
+#
+# The caller sets: TMP (scratch dir), PIDS (array), EAL (EAL arguments),
+# SUT_CORE, LOAD_CORE, DURATION (s), TESTPMD, FLAKEWIRE, FLAKELOAD, PY,
+# KEEP_LOGS and BENCH_NAME (prefix of messages).
+
+# stop_pid PID: SIGTERM, then SIGKILL after 3 s; STOP_RC gets its exit status.
+stop_pid() {
+	local pid="$1" i
+	STOP_RC=0
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 30); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || STOP_RC=$?
+}
+
+# bench_cleanup: the EXIT trap's common part: every tracked process, the
+# DPDK runtime directories of this script's file prefixes, the scratch dir.
+bench_cleanup() {
+	local pid
+	for pid in "${PIDS[@]:-}"; do
+		[ -n "$pid" ] && stop_pid "$pid"
+	done
+	PIDS=()
+	# DPDK leaves its (empty) runtime directory per file prefix behind.
+	rm -rf /var/run/dpdk/fwb-*-"$$"-* /var/run/dpdk/pktbench-* 2>/dev/null || true
+	if [ "$KEEP_LOGS" = 1 ]; then
+		rm -f "$TMP"/*.sock
+		echo "$BENCH_NAME: logs kept in $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+}
+
+# sut_cmd KIND SOCK SEQ EXTRA: the command line of the system under test
+# (testpmd or flakewire) as memif client on SUT_CORE; EXTRA goes to flakewire.
+sut_cmd() {
+	local kind="$1" sock="$2" seq="$3" extra="$4"
+	local dev="net_memif0,role=client,socket=$sock,socket-abstract=no"
+	case "$kind" in
+	testpmd)
+		# lcore 0 (main, sleeps in the stats loop) and lcore 1 (forwards), one core
+		echo "taskset -c $SUT_CORE $TESTPMD --lcores 0@$SUT_CORE,1@$SUT_CORE $EAL" \
+			"--file-prefix fwb-tp-$$-$seq --vdev $dev -- --forward-mode=macswap" \
+			"--auto-start --stats-period 1 --no-mlockall --nb-cores 1 --rxd 512 --txd 512" \
+			"--burst 32 --total-num-mbufs 16384"
+		;;
+	flakewire)
+		echo "taskset -c $SUT_CORE $FLAKEWIRE -l $SUT_CORE $EAL --file-prefix fwb-fw-$$-$seq --" \
+			"--set port0.device=$dev --set port0.address=10.0.0.2" \
+			"--set state.file=$TMP/mark-$seq --set stats.interval_s=0" \
+			"--set clock.calibrate_ms=200 $extra"
+		;;
+	esac
+}
+
+# load_cmd KIND SOCK SEQ JSON ARGS: flakeload as memif server on LOAD_CORE,
+# single-ID requests from 16 clients; ARGS adds --rate/--window/--duration.
+load_cmd() {
+	local kind="$1" sock="$2" seq="$3" json="$4" args="$5" echo=""
+	[ "$kind" = testpmd ] && echo="--expect-echo"
+	echo "taskset -c $LOAD_CORE $FLAKELOAD -l $LOAD_CORE $EAL --file-prefix fwb-fl-$$-$seq --" \
+		"--port net_memif0,role=server,socket=$sock,socket-abstract=no --dst-ip 10.0.0.2" \
+		"--src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --quiet $args $echo --json $json"
+}
+
+# run_pair LCMD SCMD LOG SOCK: flakeload first (it serves the memif socket),
+# then the system under test; waits for flakeload within DURATION + 20 s and
+# stops the SUT. Logs go to LOG.load.log and LOG.sut.log. Sets PAIR_RC
+# (flakeload's status, 124 when it overran the bound) and STOP_RC (the SUT's
+# status when stopped: 0 or 143 is a clean stop).
+run_pair() {
+	local lcmd="$1" scmd="$2" log="$3" sock="$4" lpid spid i limit
+	PAIR_RC=0
+	$lcmd >"$log.load.log" 2>&1 &
+	lpid=$!
+	PIDS+=("$lpid")
+	for i in $(seq 1 50); do
+		[ -S "$sock" ] && break
+		kill -0 "$lpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	$scmd >"$log.sut.log" 2>&1 </dev/null &
+	spid=$!
+	PIDS+=("$spid")
+	# bounded: duration + link/probe wait (10 s) + drain + slack
+	limit=$("$PY" -c "print(int(($DURATION + 20) * 10))")
+	for i in $(seq 1 "$limit"); do
+		kill -0 "$lpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$lpid" 2>/dev/null; then
+		echo "$BENCH_NAME: flakeload still running after the time bound" >&2
+		stop_pid "$lpid"
+		PAIR_RC=124
+	else
+		wait "$lpid" || PAIR_RC=$?
+	fi
+	stop_pid "$spid"
+	PIDS=()
+	rm -f "$sock"
+}
