@@ -15,34 +15,11 @@
 #include <rte_mbuf.h>
 
 #include "fl.h"
+#include "fw_ethdev.h"
 
 #define RX_DESC    1024
 #define TX_DESC    1024
 #define POOL_CACHE 256
-
-static int find_port(const char *devargs, uint16_t *port_id)
-{
-	char name[RTE_ETH_NAME_MAX_LEN];
-	size_t n = strcspn(devargs, ",");
-	uint16_t pid;
-
-	if (n >= sizeof(name))
-		return -ENAMETOOLONG;
-	memcpy(name, devargs, n);
-	name[n] = '\0';
-	if (!rte_eth_dev_get_port_by_name(name, port_id))
-		return 0;
-	/* PCI devices are named by their full address: 01:00.0 -> 0000:01:00.0 */
-	RTE_ETH_FOREACH_DEV(pid)
-	{
-		char other[RTE_ETH_NAME_MAX_LEN];
-		if (!rte_eth_dev_get_name_by_port(pid, other) && strstr(other, name)) {
-			*port_id = pid;
-			return 0;
-		}
-	}
-	return -ENODEV;
-}
 
 static int wait_link(struct fl_ctx *c)
 {
@@ -75,14 +52,10 @@ int fl_port_open(struct fl_ctx *c)
 			rte_strerror(rte_errno));
 		return -1;
 	}
-	rc = rte_dev_probe(c->o.device);
-	if (rc && rc != -EEXIST) {
-		fprintf(stderr, "flakeload: cannot probe '%s': %s\n", c->o.device,
+	rc = fw_ethdev_attach(c->o.device, &c->port_id);
+	if (rc) {
+		fprintf(stderr, "flakeload: cannot attach '%s': %s\n", c->o.device,
 			rte_strerror(-rc));
-		return -1;
-	}
-	if (find_port(c->o.device, &c->port_id)) {
-		fprintf(stderr, "flakeload: no ethdev for '%s'\n", c->o.device);
 		return -1;
 	}
 	rc = rte_eth_dev_info_get(c->port_id, &info);

@@ -10,32 +10,9 @@
 #include <rte_mbuf.h>
 
 #include "fw_app.h"
+#include "fw_ethdev.h"
 
 #define POOL_CACHE 256
-
-static int find_port(const char *devargs, uint16_t *port_id)
-{
-	char name[RTE_ETH_NAME_MAX_LEN];
-	size_t n = strcspn(devargs, ",");
-
-	if (n >= sizeof(name))
-		return -ENAMETOOLONG;
-	memcpy(name, devargs, n);
-	name[n] = '\0';
-	if (!rte_eth_dev_get_port_by_name(name, port_id))
-		return 0;
-	/* PCI devices are named by their full address: 01:00.0 -> 0000:01:00.0 */
-	uint16_t pid;
-	RTE_ETH_FOREACH_DEV(pid)
-	{
-		char other[RTE_ETH_NAME_MAX_LEN];
-		if (!rte_eth_dev_get_name_by_port(pid, other) && strstr(other, name)) {
-			*port_id = pid;
-			return 0;
-		}
-	}
-	return -ENODEV;
-}
 
 static int pool_create(struct fw_app *app)
 {
@@ -85,14 +62,10 @@ static int port_open(struct fw_app *app, uint32_t idx)
 			return -1;
 		device = xdp_args;
 	}
-	rc = rte_dev_probe(device);
-	if (rc && rc != -EEXIST) {
-		FW_LOG(ERR, "port%u: cannot probe device '%s': %s", idx, device, rte_strerror(-rc));
-		return -1;
-	}
-	rc = find_port(device, &p->port_id);
+	rc = fw_ethdev_attach(device, &p->port_id);
 	if (rc) {
-		FW_LOG(ERR, "port%u: no ethdev for device '%s'", idx, device);
+		FW_LOG(ERR, "port%u: cannot attach device '%s': %s", idx, device,
+		       rte_strerror(-rc));
 		return -1;
 	}
 	p->probed = true;
