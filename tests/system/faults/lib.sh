@@ -140,3 +140,24 @@ rand_s() {
 mark_sane() {
 	[ ! -e "$1" ] || "$FLAKECTL" mark "$1" >/dev/null
 }
+
+# load_then_kill9 ROUND: a crash-loop round: bench under load, SIGKILL to
+# the responder at a random point, checks what bench collected and appends
+# its ID file (if any) to the caller's files array.
+load_then_kill9() {
+	local r=$1 d lo hi n
+	bench_start "r$r" --duration 2 --concurrency 2 --timeout 200
+	d=$(rand_s 150 1600)
+	sleep "$d"
+	kill9
+	bench_wait "r$r" >/dev/null
+	# a round may end before the clock passed the last reservation: no IDs
+	bench_clean "r$r" --may-be-empty || fail "round $r: $(cat "$TMP/r$r.json")"
+	if [ -s "$TMP/r$r.ids" ]; then
+		read -r lo hi n < <($FC span "$TMP/r$r.ids")
+		echo "round $r: killed after ${d} s of load; $n IDs, times $lo..$hi"
+		files+=("$TMP/r$r.ids")
+	else
+		echo "round $r: killed after ${d} s of load, still waiting for the clock to pass the mark ($(bj "r$r" '["status"]["retry-after"]') RETRY_AFTER)"
+	fi
+}

@@ -22,20 +22,7 @@ for r in $(seq "$ROUNDS"); do
 		echo "round $r: killed ${d} s into the start"
 	else
 		fw_start 0 --set state.mark_ahead_ms=1000
-		bench_start "r$r" --duration 2 --concurrency 2 --timeout 200
-		d=$(rand_s 150 1600)
-		sleep "$d"
-		kill9
-		bench_wait "r$r" >/dev/null
-		# a round may end before the clock passed the last reservation: no IDs
-		bench_clean "r$r" --may-be-empty || fail "round $r: $(cat "$TMP/r$r.json")"
-		if [ -s "$TMP/r$r.ids" ]; then
-			read -r lo hi n < <($FC span "$TMP/r$r.ids")
-			echo "round $r: killed after ${d} s of load; $n IDs, times $lo..$hi"
-			files+=("$TMP/r$r.ids")
-		else
-			echo "round $r: killed after ${d} s of load, still waiting for the clock to pass the mark ($(bj "r$r" '["status"]["retry-after"]') RETRY_AFTER)"
-		fi
+		load_then_kill9 "$r"
 	fi
 	mark_sane "$TMP/mark" || fail "round $r: the mark file is unreadable after kill -9"
 	# a start reserves from the clock, not from the mark: crashes do not add up
