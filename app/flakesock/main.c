@@ -64,6 +64,7 @@ static int start_workers(struct fsock_ctx *ctx)
 	sc.list_max = (uint16_t)ctx->conf.net.list_max;
 	sc.ranges_max = (uint16_t)ctx->conf.net.ranges_max;
 	sc.mark_retry_us = ctx->conf.id.retry_us;
+	sc.range_ids_max = ctx->conf.net.max_ids_per_request;
 
 	for (uint32_t i = 0; i < ctx->n_workers; i++) {
 		struct fsock_worker *w = &ctx->workers[i];

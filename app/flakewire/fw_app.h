@@ -57,7 +57,6 @@ struct fw_lcore_stats {
 	uint64_t drop[FW_DROP_COUNT];
 	uint64_t rate_limited;   /* requests over the rate: drop[FW_DROP_RATE] + slipped */
 	uint64_t slipped;        /* of those, answered RETRY_AFTER */
-	uint64_t ids_capped;     /* RANGE requests cut to [net] max_ids_per_request */
 	uint64_t rate_evictions; /* filled in when read (fw_stats_lcore), not per packet */
 };
 

@@ -94,6 +94,7 @@ int fw_lcores_init(struct fw_app *app)
 	scfg.list_max = (uint16_t)c->net.list_max;
 	scfg.ranges_max = (uint16_t)c->net.ranges_max;
 	scfg.mark_retry_us = c->id.retry_us;
+	scfg.range_ids_max = c->net.max_ids_per_request;
 
 	uint32_t i = 0;
 	RTE_LCORE_FOREACH(lcore_id)

@@ -247,23 +247,11 @@ static bool answer_udp(struct fw_app *app, struct fw_lcore *lc, const struct fw_
 		}
 	}
 
-	/* RANGE counts above the cap: answered with at most the cap, PARTIAL */
-	bool capped = false;
-	if (len >= FW_WIRE_HDR_LEN && payload[3] == FW_WIRE_OP_RANGE &&
-	    (uint32_t)(payload[6] << 8 | payload[7]) > app->conf.net.max_ids_per_request) {
-		payload[6] = (uint8_t)(app->conf.net.max_ids_per_request >> 8);
-		payload[7] = (uint8_t)app->conf.net.max_ids_per_request;
-		capped = true;
-	}
 	size_t room = (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4);
 	size_t cap = FW_MIN(room, (size_t)app->conf.net.max_reply_bytes);
 	n = fw_serve_answer(&lc->serve, now, payload, len, cap, trusted);
 	if (n < 0)
 		return drop(lc, FW_DROP_WIRE);
-	if (capped && payload[4] == FW_WIRE_ST_OK) {
-		payload[5] |= FW_WIRE_F_PARTIAL;
-		lc->st.ids_capped++;
-	}
 	return send_udp(lc, port, m, ip, udp, n);
 }
 

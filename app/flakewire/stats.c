@@ -29,7 +29,6 @@ void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw
 			st->drop[d] += l.drop[d];
 		st->rate_limited += l.rate_limited;
 		st->slipped += l.slipped;
-		st->ids_capped += l.ids_capped;
 		st->rate_evictions += l.rate_evictions;
 		fw_serve_stats_add(ss, &lc->serve.stats);
 	}

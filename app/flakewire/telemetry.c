@@ -43,7 +43,7 @@ static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
 	}
 	rte_tel_data_add_dict_u64(d, "rate_limited", st->rate_limited);
 	rte_tel_data_add_dict_u64(d, "slipped", st->slipped);
-	rte_tel_data_add_dict_u64(d, "ids_capped", st->ids_capped);
+	rte_tel_data_add_dict_u64(d, "ids_capped", ss->capped);
 	rte_tel_data_add_dict_u64(d, "rate_evictions", st->rate_evictions);
 	rte_tel_data_add_dict_u64(d, "requests", ss->requests);
 	rte_tel_data_add_dict_u64(d, "ids", ss->ids);

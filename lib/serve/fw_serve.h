@@ -33,12 +33,15 @@ struct fw_serve_stats {
 	uint64_t drops[FW_SERVE_DROP_COUNT]; /* datagrams dropped, by reason */
 	uint64_t ids;                        /* IDs issued in replies */
 	uint64_t partial;                    /* replies with FW_WIRE_F_PARTIAL */
+	uint64_t capped;                     /* RANGE requests cut to range_ids_max */
 };
 
 struct fw_serve_config {
 	uint16_t list_max;      /* most IDs per LIST reply, <= FW_WIRE_LIST_MAX */
 	uint16_t ranges_max;    /* most ranges per RANGE reply, <= FW_WIRE_RANGES_MAX */
 	uint32_t mark_retry_us; /* retry_after_us sent when the mark is reached */
+	uint32_t range_ids_max; /* most IDs one RANGE request is given, <= FW_WIRE_RANGE_IDS_MAX;
+				 * a larger count gets this many, FW_WIRE_F_PARTIAL */
 };
 
 struct fw_serve {
@@ -49,7 +52,7 @@ struct fw_serve {
 	struct fw_serve_stats stats;
 };
 
-/* Fills *cfg with the defaults: LIST and RANGE maxima, 1000 µs mark retry. */
+/* Fills *cfg with the defaults: the wire maxima, 1000 µs mark retry. */
 FW_API void fw_serve_config_default(struct fw_serve_config *cfg);
 
 /*

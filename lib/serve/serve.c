@@ -10,6 +10,7 @@ FW_API void fw_serve_config_default(struct fw_serve_config *cfg)
 	cfg->list_max = FW_WIRE_LIST_MAX;
 	cfg->ranges_max = FW_WIRE_RANGES_MAX;
 	cfg->mark_retry_us = 1000;
+	cfg->range_ids_max = FW_WIRE_RANGE_IDS_MAX;
 }
 
 FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
@@ -23,7 +24,8 @@ FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 	else
 		fw_serve_config_default(&s->cfg);
 	if (s->cfg.list_max == 0 || s->cfg.list_max > FW_WIRE_LIST_MAX || s->cfg.ranges_max == 0 ||
-	    s->cfg.ranges_max > FW_WIRE_RANGES_MAX)
+	    s->cfg.ranges_max > FW_WIRE_RANGES_MAX || s->cfg.range_ids_max == 0 ||
+	    s->cfg.range_ids_max > FW_WIRE_RANGE_IDS_MAX)
 		return -EINVAL;
 	return fw_gen_init(&s->gen, layout, gcfg);
 }
@@ -91,7 +93,8 @@ static int answer_range(struct fw_serve *s, uint64_t now, void *buf, size_t budg
 	struct fw_wire_range r[FW_WIRE_RANGES_MAX];
 	size_t fit = (budget - FW_WIRE_HDR_LEN) / FW_WIRE_RANGE_LEN;
 	size_t max = FW_MIN(fit, (size_t)s->cfg.ranges_max);
-	uint32_t left = h->count;
+	uint32_t want = FW_MIN((uint32_t)h->count, s->cfg.range_ids_max);
+	uint32_t left = want;
 	uint16_t n = 0;
 	uint32_t flags = 0;
 	int rc = 0;
@@ -114,11 +117,13 @@ static int answer_range(struct fw_serve *s, uint64_t now, void *buf, size_t budg
 		return fw_wire_write_status(buf, budget, h);
 	}
 	h->flags = (uint8_t)flags;
-	if (left > 0) {
+	if (want < h->count)
+		s->stats.capped++;
+	if (left > 0 || want < h->count) {
 		h->flags |= FW_WIRE_F_PARTIAL;
 		s->stats.partial++;
 	}
-	s->stats.ids += h->count - left;
+	s->stats.ids += want - left;
 	return fw_wire_write_ranges(buf, budget, h, r, n);
 }
 

@@ -83,7 +83,7 @@ static void report(void)
 		"fuzz_frame: arp %lu icmp %lu udp %lu rate_limited %lu slipped %lu capped %lu",
 		(unsigned long)st->arp, (unsigned long)st->icmp, (unsigned long)st->udp,
 		(unsigned long)st->rate_limited, (unsigned long)st->slipped,
-		(unsigned long)st->ids_capped);
+		(unsigned long)app->lcore[0].serve.stats.capped);
 	for (int d = 0; d < FW_DROP_COUNT; d++)
 		fprintf(stderr, " %s %lu", fw_drop_names[d], (unsigned long)st->drop[d]);
 	fprintf(stderr, "\n");

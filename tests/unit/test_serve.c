@@ -128,6 +128,35 @@ static void range_spans_milliseconds_in_several_ranges(void **state)
 	assert_true(r.hdr.flags & FW_WIRE_F_PARTIAL);
 }
 
+static void range_count_capped_by_config(void **state)
+{
+	(void)state;
+	struct fw_layout l;
+	struct fw_gen_config gc;
+	struct fw_serve_config sc;
+	struct fw_wire_reply r;
+	fw_layout_default(&l);
+	fw_gen_config_default(&gc);
+	gc.worker = 9;
+	fw_serve_config_default(&sc);
+	sc.range_ids_max = 1000;
+	assert_int_equal(fw_serve_init(&srv, &l, &gc, &sc), 0);
+	fw_gen_set_mark(&srv.gen, NOW + 1000);
+	assert_true(ask(FW_WIRE_OP_RANGE, 5000, 0, true, NOW, &r) > 0);
+	assert_int_equal(r.hdr.status, FW_WIRE_ST_OK);
+	assert_int_equal(r.hdr.count, 1);
+	assert_int_equal(r.body.ranges[0].n, 1000);
+	assert_true(r.hdr.flags & FW_WIRE_F_PARTIAL);
+	assert_int_equal(srv.stats.capped, 1);
+	assert_int_equal(srv.stats.ids, 1000);
+	/* at or below the cap: neither capped nor partial */
+	assert_true(ask(FW_WIRE_OP_RANGE, 1000, 0, true, NOW, &r) > 0);
+	assert_false(r.hdr.flags & FW_WIRE_F_PARTIAL);
+	assert_int_equal(srv.stats.capped, 1);
+	sc.range_ids_max = 0;
+	assert_int_equal(fw_serve_init(&srv, &l, &gc, &sc), -EINVAL);
+}
+
 static void info_reports_layout(void **state)
 {
 	(void)state;
@@ -254,6 +283,7 @@ int main(void)
 		cmocka_unit_test(unpadded_untrusted_single_is_refused),
 		cmocka_unit_test(list_full_and_shrunk_to_request),
 		cmocka_unit_test(range_spans_milliseconds_in_several_ranges),
+		cmocka_unit_test(range_count_capped_by_config),
 		cmocka_unit_test(info_reports_layout),
 		cmocka_unit_test(error_statuses),
 		cmocka_unit_test(garbage_and_replies_are_dropped_and_counted),
