@@ -196,6 +196,31 @@ static bool send_udp(struct fw_lcore *lc, const struct fw_port *port, struct rte
 	return true;
 }
 
+/* The IPv4 header checksum: the device's verdict when it gave one, else software. */
+static inline bool ip_cksum_ok(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
+
+	if (f == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		return true;
+	if (f == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		return false;
+	return cksum_sum(ip, L3, 0) == 0xffff;
+}
+
+/* The UDP checksum (0: none sent), the same way. */
+static inline bool l4_cksum_ok(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip,
+			       const struct rte_udp_hdr *udp, uint16_t ip_len)
+{
+	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+
+	if (udp->dgram_cksum == 0 || f == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		return true;
+	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
+		return false;
+	return udp_sum(ip, udp, (uint16_t)(ip_len - L3)) == 0xffff;
+}
+
 /*
  * The slipped answer to a rate-limited request: its header with status
  * RETRY_AFTER, 24 bytes, never more than the request. Returns the length,
@@ -226,7 +251,7 @@ static bool answer_udp(struct fw_app *app, struct fw_lcore *lc, const struct fw_
 		return drop(lc, FW_DROP_PORT);
 	if (FW_UNLIKELY(fw_policy_reflector(&app->srcpol, rte_be_to_cpu_16(udp->src_port))))
 		return drop(lc, FW_DROP_REFLECTOR);
-	if (udp->dgram_cksum && udp_sum(ip, udp, (uint16_t)(ip_len - L3)) != 0xffff)
+	if (!l4_cksum_ok(m, ip, udp, ip_len))
 		return drop(lc, FW_DROP_BAD_CSUM);
 
 	uint8_t *payload = (uint8_t *)(udp + 1);
@@ -283,7 +308,7 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
 		return drop(lc, FW_DROP_NOT_US);
 	if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))
 		return drop(lc, FW_DROP_FRAG);
-	if (cksum_sum(ip, L3, 0) != 0xffff)
+	if (!ip_cksum_ok(m, ip))
 		return drop(lc, FW_DROP_BAD_CSUM);
 	if (FW_UNLIKELY(!fw_policy_allowed(&app->srcpol, rte_be_to_cpu_32(ip->src_addr))))
 		return drop(lc, FW_DROP_SOURCE);

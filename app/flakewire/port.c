@@ -93,6 +93,9 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		conf.txmode.offloads = cks;
 		p->tx_cksum = true;
 	}
+	/* Checksums the device verified on receive need no second look in software. */
+	const uint64_t rx_cks = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	conf.rxmode.offloads = info.rx_offload_capa & rx_cks;
 	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
 	if (rc) {
 		FW_LOG(ERR, "port%u (%s): configure: %s", idx, p->name, rte_strerror(-rc));
@@ -135,10 +138,12 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
 	FW_LOG(INFO,
 	       "port%u: %s (ethdev %u, driver %s) MAC %s address %s, %u queue(s) x %u/%u desc, "
-	       "RSS %s, checksums %s, link %s",
+	       "RSS %s, checksums: tx %s rx %s, link %s",
 	       idx, p->af_xdp ? p->iface : pc->device, p->port_id, info.driver_name, mac, addr, nq,
 	       nrx, ntx, p->rss ? "on (UDP 4-tuple)" : "off",
-	       p->tx_cksum ? "offloaded" : "software", link.link_status ? "up" : "down");
+	       p->tx_cksum ? "offloaded" : "software",
+	       conf.rxmode.offloads ? "verified by the device" : "software",
+	       link.link_status ? "up" : "down");
 	return 0;
 }
 
