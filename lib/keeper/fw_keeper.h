@@ -229,10 +229,10 @@ FW_API int fw_keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t 
  * Sets slot @slot's external issuing limit: workers never issue above
  * min(mark on disk, @lease_ms) (layout ms; FW_KEEPER_NO_LIMIT: none, the
  * default). When the lease is what stops a worker, its replies are NO_LEASE
- * (fw_keeper_worker_burst reports it), not RETRY_AFTER. A lower value than
- * the one in effect takes effect for the snapshot, but a worker's generator
- * never lowers its limit (fw_gen_set_mark moves forward only): lower it only
- * together with a worker swap. Publishes at once.
+ * (fw_keeper_worker_burst reports it), not RETRY_AFTER. A value below the
+ * limit in effect lowers it at the worker's next burst (IDs already issued
+ * above it stay issued: set the lease before the workers start). Publishes
+ * at once.
  * Returns 0 or -EINVAL (@slot out of range).
  */
 FW_API int fw_keeper_set_lease(struct fw_keeper *k, uint32_t slot, uint64_t lease_ms);
@@ -334,6 +334,14 @@ FW_API int fw_keeper_worker_swap(struct fw_keeper_worker *w, const struct fw_kee
 				 struct fw_gen *g);
 
 /*
+ * Slow path of fw_keeper_worker_burst: applies a new limit to @g. A higher
+ * one through fw_gen_set_mark; a lower one (a lease below the mark) too,
+ * which fw_gen_set_mark alone would ignore.
+ */
+FW_API void fw_keeper_worker_limit(struct fw_keeper_worker *w, struct fw_gen *g,
+				   uint64_t limit_ms);
+
+/*
  * Prepares a worker's reader for slot @slot whose generator @g was
  * initialised with the slot's first worker ID: zeroes *w, applies the
  * floor and limit published now. Call once before its first burst.
@@ -360,7 +368,7 @@ static inline uint64_t fw_keeper_worker_burst(struct fw_keeper_worker *w, struct
 	bool by_lease;
 	uint64_t limit = fw_keeper_limit(s, &by_lease);
 	if (FW_UNLIKELY(limit != w->limit_ms))
-		w->limit_ms = fw_gen_set_mark(g, limit);
+		fw_keeper_worker_limit(w, g, limit);
 	w->by_lease = by_lease;
 	atomic_store_explicit(&slot->last_ms, fw_gen_last_ms(g), memory_order_relaxed);
 	uint64_t unix_ms = fw_clock_ms(&s->cal, tick);

@@ -434,9 +434,21 @@ int fw_keeper_worker_swap(struct fw_keeper_worker *w, const struct fw_keeper_sna
 	ng.stats = g->stats;
 	*g = ng;
 	w->limit_ms = 0; /* the new generator's mark is 0: set it on this burst */
+	/* (a limit of exactly 0 is then already in effect) */
 	atomic_store_explicit(&w->slot->retired_ms, old_last, memory_order_relaxed);
 	atomic_store_explicit(&w->slot->retired_gen, s->worker_gen, memory_order_release);
 	return 0;
+}
+
+void fw_keeper_worker_limit(struct fw_keeper_worker *w, struct fw_gen *g, uint64_t limit_ms)
+{
+	if (limit_ms < g->mark_ms) {
+		/* Lowering a limit can only issue less. The generator's fast path
+		 * does not look at the mark: disarm it so the next ID is checked. */
+		g->mark_ms = limit_ms;
+		g->fast_ms = UINT64_MAX;
+	}
+	w->limit_ms = fw_gen_set_mark(g, limit_ms);
 }
 
 void fw_keeper_worker_init(struct fw_keeper_worker *w, struct fw_keeper_slot *slot,
@@ -451,6 +463,7 @@ void fw_keeper_worker_init(struct fw_keeper_worker *w, struct fw_keeper_slot *sl
 	w->worker_gen = s.worker_gen;
 	if (s.floor_ms)
 		fw_gen_set_floor(g, s.floor_ms);
-	w->limit_ms = fw_gen_set_mark(g, fw_keeper_limit(&s, &by_lease));
+	w->limit_ms = UINT64_MAX;
+	fw_keeper_worker_limit(w, g, fw_keeper_limit(&s, &by_lease));
 	w->by_lease = by_lease;
 }
