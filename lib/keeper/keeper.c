@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The timekeeper state machine (fw_keeper.h). */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +16,7 @@
 #define OFFSET_BIG_NS  1000000 /* offsets from 1 ms on are flagged SLEWING and logged */
 #define DEFAULT_AHEAD  3000
 #define DEFAULT_RETRY  100
+#define CLOCK_LOG_MS   30000 /* while an offset lasts, a clock line this often */
 
 struct slot_state {
 	uint32_t worker_id;
@@ -36,11 +39,33 @@ struct fw_keeper {
 	bool back_step;
 	bool held;
 	bool started;
+	uint64_t next_clock_log; /* keeper unix ms */
 	int last_write_rc;
 	uint64_t mark_writes, mark_failures, back_steps, clock_events;
 	struct slot_state *st;
 	struct fw_keeper_slot *slots; /* n_workers, cache aligned */
 };
+
+static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!k->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	k->cfg.log(k->cfg.log_arg, level, line);
+}
+
+static const char *file_name(const struct fw_keeper *k)
+{
+	return k->cfg.state_file ? k->cfg.state_file : "the mark store";
+}
 
 uint64_t fw_keeper_monoraw_ticks(void)
 {
@@ -128,6 +153,8 @@ int fw_keeper_create(const struct fw_keeper_config *cfg, struct fw_keeper **out)
 		k->st[i].gen = 1;
 	}
 	k->cfg.worker_ids = NULL; /* not kept: slot i holds its worker ID */
+	if (!k->cfg.name)
+		k->cfg.name = "the responder";
 	*out = k;
 	return 0;
 }
@@ -201,14 +228,22 @@ static uint32_t extend_mark(struct fw_keeper *k, uint64_t target, uint64_t now_n
 		k->mark_failures++;
 		k->next_try_ns = now_ns + (uint64_t)k->cfg.mark_retry_ms * NS_PER_MS;
 		if (!k->failing) {
+			klog(k, FW_KEEPER_LOG_ERR,
+			     "mark: cannot persist %llu to %s: %s; workers answer RETRY_AFTER once "
+			     "they reach %llu",
+			     (unsigned long long)target, file_name(k), fw_strerror(rc),
+			     (unsigned long long)k->mark_unix);
 			k->failing = true;
 			publish(k);
 			ev |= FW_KEEPER_EV_MARK_FAIL;
 		}
 		return ev;
 	}
-	if (k->failing)
+	if (k->failing) {
 		ev |= FW_KEEPER_EV_MARK_OK;
+		klog(k, FW_KEEPER_LOG_INFO, "mark: persisting works again (%llu)",
+		     (unsigned long long)target);
+	}
 	k->failing = false;
 	k->mark_writes++;
 	k->mark_unix = target;
@@ -236,17 +271,39 @@ int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1,
 
 	rc = k->io.read_mark(k->io.arg, &mark);
 	info->read_rc = rc;
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		klog(k, FW_KEEPER_LOG_INFO, "mark: %s does not exist: first start", file_name(k));
 		mark = 0;
-	else if (rc)
+	} else if (rc) {
+		klog(k, FW_KEEPER_LOG_ERR,
+		     "mark: cannot read %s: %s; refusing to start: the IDs issued before are "
+		     "unknown. Fix: restore the file, or write a mark at or above the last "
+		     "time this node may have issued IDs (its last run's end plus "
+		     "[state] mark_ahead_ms) with 'flakectl mark %s --set UNIX_MS --force', "
+		     "then start again",
+		     file_name(k), fw_strerror(rc), file_name(k));
 		return rc;
+	}
 	info->mark_unix = mark;
 	if (mark > now) {
+		bool fail = k->cfg.start_policy == FW_KEEPER_START_FAIL;
 		info->behind_ms = mark - now;
-		if (k->cfg.start_policy == FW_KEEPER_START_FAIL &&
-		    info->behind_ms > k->cfg.mark_ahead_ms)
+		if (fail && info->behind_ms > k->cfg.mark_ahead_ms) {
+			klog(k, FW_KEEPER_LOG_ERR,
+			     "mark: system clock is %llu ms behind the persisted mark %llu "
+			     "(start_policy = fail)",
+			     (unsigned long long)info->behind_ms, (unsigned long long)mark);
 			return FW_EMARK_AHEAD;
+		}
+		klog(k, FW_KEEPER_LOG_WARNING,
+		     "mark: system clock is %llu ms behind the persisted mark %llu "
+		     "(start_policy = %s): answering RETRY_AFTER until it passes",
+		     (unsigned long long)info->behind_ms, (unsigned long long)mark,
+		     fail ? "fail" : "wait");
 	}
+	if (mark)
+		klog(k, FW_KEEPER_LOG_INFO, "mark: read %llu from %s: issuing above it",
+		     (unsigned long long)mark, file_name(k));
 	k->floor_unix = mark;
 	k->mark_unix = mark;
 	for (uint32_t i = 0; i < k->cfg.n_workers; i++)
@@ -259,6 +316,10 @@ int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1,
 	 * mark_ahead_ms into the future at every start of a crash loop.
 	 */
 	extend_mark(k, FW_MAX(now + k->cfg.mark_ahead_ms, mark), k->anchor_ns);
+	if (k->last_write_rc == 0)
+		klog(k, FW_KEEPER_LOG_INFO, "mark: reserved up to %llu (%llu ms ahead of the clock) in %s",
+		     (unsigned long long)k->mark_unix, (unsigned long long)(k->mark_unix - now),
+		     file_name(k));
 	info->reserve_rc = k->last_write_rc;
 	info->reserved_unix = k->mark_unix;
 	return 0;
@@ -294,9 +355,35 @@ uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 		ev |= FW_KEEPER_EV_OFFSET;
 		k->clock_events++;
 	}
+	bool changed = (ev & (FW_KEEPER_EV_BACK_STEP | FW_KEEPER_EV_BACK_CLEAR |
+			      FW_KEEPER_EV_OFFSET)) != 0;
 	k->back_step = back;
 	k->big_offset = big;
 	publish(k);
+	/*
+	 * A step at once; an offset of 1 ms or more when its kind changes and
+	 * every CLOCK_LOG_MS while it lasts: a backward step of an hour is
+	 * slewed away over months, one line a second would bury the log.
+	 */
+	if (ev & FW_KEEPER_EV_FWD_STEP) {
+		klog(k, FW_KEEPER_LOG_WARNING,
+		     "clock: system clock jumped ahead by %.3f ms: stepped forward",
+		     (double)off / 1e6);
+		return ev;
+	}
+	if (!changed && !(big && k->now_unix_ms >= k->next_clock_log))
+		return ev;
+	k->next_clock_log = k->now_unix_ms + CLOCK_LOG_MS;
+	if (back)
+		klog(k, FW_KEEPER_LOG_WARNING,
+		     "clock: system clock is %.3f ms behind %s: slewing at %.1f ppm, "
+		     "never stepping back; replies carry BACKSTEP",
+		     (double)-off / 1e6, k->cfg.name, (double)next.slew_ppb / 1e3);
+	else
+		klog(k, FW_KEEPER_LOG_INFO,
+		     "clock: offset %+.3f ms, slewing at %+.1f ppm (%.0f Hz, generation %llu)",
+		     (double)off / 1e6, (double)next.slew_ppb / 1e3, fw_clock_hz(&next),
+		     (unsigned long long)next.generation);
 	return ev;
 }
 
@@ -335,6 +422,12 @@ int fw_keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *writte
 		k->mark_unix = final;
 		if (written)
 			*written = final;
+		klog(k, FW_KEEPER_LOG_INFO, "mark: persisted %llu (at or above every ID issued) to %s",
+		     (unsigned long long)final, file_name(k));
+	} else {
+		klog(k, FW_KEEPER_LOG_ERR,
+		     "mark: cannot persist %llu at exit: %s (the reservation %llu stays)",
+		     (unsigned long long)final, fw_strerror(rc), (unsigned long long)k->mark_unix);
 	}
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,18 @@ struct script {
 	struct fw_gen gen[2];
 	struct fw_keeper_worker w[2];
 };
+
+/* The last WARNING line and the number of lines logged. */
+static char last_warning[512];
+static unsigned lines;
+
+static void capture(void *arg, enum fw_keeper_level level, const char *line)
+{
+	(void)arg;
+	lines++;
+	if (level == FW_KEEPER_LOG_WARNING)
+		snprintf(last_warning, sizeof(last_warning), "%s", line);
+}
 
 static int st_read(void *arg, uint64_t *ms)
 {
@@ -105,6 +118,8 @@ static void setup_cfg(struct script *s)
 	s->workers[1] = 2;
 	s->cfg.n_workers = 2;
 	s->cfg.worker_ids = s->workers;
+	s->cfg.name = "flakewire";
+	s->cfg.log = capture;
 }
 
 /* Calibrates over 100 ms of script time and starts; returns fw_keeper_start's code. */
@@ -339,6 +354,14 @@ static void check_back_step(int64_t step_ms)
 	fw_keeper_status(s.k, &st);
 	assert_int_equal(st.back_steps, 1);
 	assert_true(st.back_step);
+	/* one WARNING naming the responder, not one per re-anchor */
+	assert_non_null(strstr(last_warning, "ms behind flakewire: slewing at -500.0 ppm, "
+					     "never stepping back"));
+	unsigned before = lines;
+	run(&s, 20000);
+	assert_int_equal(lines, before); /* the next one is due after 30 s */
+	run(&s, 11000);
+	assert_int_equal(lines, before + 1);
 	teardown(&s);
 }
 
