@@ -22,6 +22,7 @@
 
 #include "fw_common.h"
 #include "fw_conf.h"
+#include "fw_keeper.h"
 #include "fw_policy.h"
 #include "fw_serve.h"
 
@@ -35,7 +36,7 @@ struct fsock_worker {
 	pthread_t thread;
 	int fd;
 	uint32_t index;
-	_Atomic uint64_t last_ms; /* highest ms issued, for the final mark */
+	struct fw_keeper_worker kw; /* its keeper slot: clock, mark, lease, worker swaps */
 	uint64_t drop_source;     /* IPv4 source outside [net] allow */
 	uint64_t drop_reflector;  /* source port in [net] reflector_ports */
 } FW_CACHE_ALIGNED;
@@ -47,8 +48,7 @@ struct fsock_ctx {
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	uint32_t n_workers;
-	uint64_t floor_ms;           /* persisted mark at start, ms since epoch */
-	_Atomic uint64_t mark_ms;    /* reserved mark, ms since epoch, published by the keeper */
+	struct fw_keeper *keeper;    /* driven by the keeper thread (keeper.c) only */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
 	struct fsock_worker *workers;
 };
@@ -63,16 +63,34 @@ int fsock_policy_init(struct fsock_ctx *ctx);
 void *fsock_worker_run(void *arg);
 
 /*
- * Reads the persisted mark, applies the start policy and reserves the first
- * mark. Returns 0, or -1 with a message on stderr.
+ * Creates the timekeeper (lib/keeper: CLOCK_MONOTONIC_RAW ticks calibrated
+ * against the system clock over [clock] calibrate_ms), reads the persisted
+ * mark, applies the start policy and reserves the first mark. Returns 0, or
+ * -1 with a message on stderr.
  */
 int fsock_keeper_start(struct fsock_ctx *ctx);
 
-/* Keeps the mark reserved ahead and prints stats until *ctx->stop. */
+/* Prepares worker @w's reader of its keeper slot (after fw_serve_init). */
+void fsock_keeper_worker_init(struct fsock_ctx *ctx, struct fsock_worker *w);
+
+/* Drives the keeper (re-anchor, mark) and prints stats until *ctx->stop. */
 void fsock_keeper_run(struct fsock_ctx *ctx);
 
 /* Persists the highest ms actually issued (so a restart need not wait). */
 int fsock_keeper_stop(struct fsock_ctx *ctx);
 
-/* Milliseconds since the unix epoch from CLOCK_REALTIME. */
+/* Milliseconds since the unix epoch from CLOCK_REALTIME (log time stamps). */
 uint64_t fsock_unix_ms(void);
+
+/* The system clock as the keeper reads it: CLOCK_REALTIME through fsock_testclock_ns. */
+uint64_t fsock_wall_ns(void);
+
+/*
+ * Test-clock hooks, called by the keeper thread only: weak no-ops in
+ * flakesock (keeper.c); testclock.c, linked only into flakesock-testclock
+ * for tests/system/faults, replaces them (a fault file's clock offset, rate
+ * error and pauses, and a status file the tests read).
+ */
+int fsock_testclock_init(struct fsock_ctx *ctx);  /* 0, or -1: do not start */
+void fsock_testclock_poll(struct fsock_ctx *ctx); /* every keeper tick */
+uint64_t fsock_testclock_ns(uint64_t ns);         /* a CLOCK_REALTIME sample, faults applied */

@@ -78,9 +78,9 @@ static int start_workers(struct fsock_ctx *ctx)
 			fprintf(stderr, "flakesock: worker %u: %s\n", gc.worker, fw_strerror(rc));
 			return -1;
 		}
-		fw_gen_set_floor(&w->serve.gen, ctx->floor_ms);
 		w->ctx = ctx;
 		w->index = i;
+		fsock_keeper_worker_init(ctx, w);
 		rc = fsock_worker_open(ctx, w);
 		if (rc != 0) {
 			fprintf(stderr, "flakesock: cannot bind UDP port %u: %s\n",
