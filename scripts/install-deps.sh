@@ -11,6 +11,7 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	libinih-dev # issue 11: lib/conf parses the INI file with libinih (no DPDK)
 )
 
 missing=()
