@@ -11,6 +11,7 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	libzookeeper-mt-dev zookeeper default-jre-headless # issue 10: lib/fleet and its tests
 )
 
 missing=()
