@@ -11,6 +11,7 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 )
 
 missing=()
