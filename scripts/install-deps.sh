@@ -12,6 +12,7 @@ PKGS=(
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
 	libzookeeper-mt-dev zookeeper default-jre-headless # issue 10: lib/fleet and its tests
+	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 )
 
 missing=()
