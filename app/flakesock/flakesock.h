@@ -38,6 +38,17 @@ struct fsock_worker {
 	_Atomic uint64_t last_ms; /* highest ms issued, for the final mark */
 	uint64_t drop_source;     /* IPv4 source outside [net] allow */
 	uint64_t drop_reflector;  /* source port in [net] reflector_ports */
+	/* fleet (app/flakesock/fleet.c): the keeper publishes under a seqlock, this
+	 * worker applies once per batch */
+	_Atomic uint64_t fleet_seq; /* odd while the keeper writes the three below */
+	_Atomic uint32_t fleet_worker;
+	_Atomic uint64_t fleet_floor; /* layout ms: issue only above */
+	_Atomic uint64_t fleet_lease; /* layout ms: confirmed lease_until */
+	uint64_t fleet_applied;       /* fleet_seq applied (this worker only) */
+	uint64_t lease_ms;            /* lease in effect, UINT64_MAX without a fleet (this worker) */
+	_Atomic uint64_t retired_seq;    /* worker -> keeper: the swap at this fleet_seq ... */
+	_Atomic uint32_t retired_worker; /* ... retired this worker ID ... */
+	_Atomic uint64_t retired_ms;     /* ... which issued up to this layout ms */
 } FW_CACHE_ALIGNED;
 
 struct fsock_ctx {
@@ -51,7 +62,27 @@ struct fsock_ctx {
 	_Atomic uint64_t mark_ms;    /* reserved mark, ms since epoch, published by the keeper */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
 	struct fsock_worker *workers;
+	struct fsock_fleet *fleet; /* NULL without [fleet] zookeeper */
 };
+
+/*
+ * Fleet ([fleet] zookeeper set): claims one worker ID per worker thread
+ * before the workers start (fleet.c). Returns 0 (also with ZooKeeper down:
+ * cache or NO_LEASE), or -1 with a message on stderr (refuse to start).
+ */
+int fsock_fleet_start(struct fsock_ctx *ctx);
+
+/* Slot i's worker ID at start (fleet) or from [id] (no fleet). */
+uint32_t fsock_fleet_first_worker(const struct fsock_ctx *ctx, uint32_t i);
+
+/* The keeper's tick: applies the registry's slots to the workers, retires, logs. */
+void fsock_fleet_tick(struct fsock_ctx *ctx, uint64_t unix_now);
+
+/* Stops the registry thread (leases stay: a restart takes the IDs back). */
+void fsock_fleet_stop(struct fsock_ctx *ctx);
+
+/* Worker side, once per batch: applies a published worker swap or floor. */
+void fsock_fleet_apply(struct fsock_worker *w);
 
 /* Opens the worker's SO_REUSEPORT socket. Returns 0 or -errno. */
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w);

@@ -115,6 +115,7 @@ void fsock_keeper_run(struct fsock_ctx *ctx)
 	while (!*ctx->stop) {
 		nanosleep(&tick, NULL);
 		uint64_t now = fsock_unix_ms();
+		fsock_fleet_tick(ctx, now);
 		uint64_t mark = atomic_load(&ctx->mark_ms) + ctx->layout.epoch_ms;
 		/* Extend at half the lead; on failure keep the old mark, so workers
 		 * answer retry-after instead of issuing beyond what is persisted. */

@@ -140,8 +140,11 @@ void *fsock_worker_run(void *arg)
 		/* One clock read and one mark load per batch. */
 		uint64_t unix_ms = fsock_unix_ms();
 		uint64_t now = unix_ms > epoch ? unix_ms - epoch : 0;
-		fw_gen_set_mark(&w->serve.gen,
-				atomic_load_explicit(&ctx->mark_ms, memory_order_acquire));
+		/* The limit is min(mark on disk, confirmed fleet lease). */
+		fsock_fleet_apply(w);
+		uint64_t mark = atomic_load_explicit(&ctx->mark_ms, memory_order_acquire);
+		w->serve.no_lease = w->lease_ms < mark;
+		fw_gen_set_mark(&w->serve.gen, FW_MIN(mark, w->lease_ms));
 
 		int k = 0;
 		for (int i = 0; i < n; i++) {
@@ -157,8 +160,10 @@ void *fsock_worker_run(void *arg)
 			out[k].msg_len = 0;
 			k++;
 		}
-		atomic_store_explicit(&w->last_ms, fw_gen_last_ms(&w->serve.gen),
-				      memory_order_relaxed);
+		/* a max: after a worker swap the new generator may be behind the old */
+		uint64_t last = fw_gen_last_ms(&w->serve.gen);
+		if (last > atomic_load_explicit(&w->last_ms, memory_order_relaxed))
+			atomic_store_explicit(&w->last_ms, last, memory_order_relaxed);
 		for (int sent = 0; sent < k;) {
 			int r = sendmmsg(w->fd, out + sent, (unsigned)(k - sent), 0);
 			if (r <= 0)

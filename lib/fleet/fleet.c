@@ -1022,9 +1022,15 @@ static int ensure_session(struct fw_fleet *f, uint32_t wait_ms, bool at_start, c
 		f->root_ok = true;
 	}
 	if (!f->alive_ok) {
-		int rc = alive_check(f, at_start, err, errlen);
-		if (rc != 0)
+		char e[MSG_LEN];
+		int rc = alive_check(f, at_start, e, sizeof(e));
+		if (rc != 0 && at_start) {
+			set_err(err, errlen, "%s", e);
 			return rc;
+		}
+		/* Running: our own previous session's node (a reconnect after the
+		 * session expired) goes within a session timeout; renewals, being
+		 * compare-and-set, stay safe meanwhile. Retried every round. */
 	}
 	return 0;
 }

@@ -55,6 +55,8 @@ struct fw_serve {
 	struct fw_serve_config cfg;
 	uint32_t extra_flags;    /* FW_WIRE_F_* the owner adds (SLEWING), set per burst */
 	int64_t clock_offset_ns; /* reported by INFO, set by the owner */
+	bool no_lease;           /* set by the owner per burst: the generator's mark is a fleet
+				  * lease, so reaching it answers NO_LEASE, not RETRY_AFTER */
 	struct fw_serve_stats stats;
 	struct fw_uuid7_fmt uuid7; /* this worker's UUIDv7 layout */
 	struct fw_rng rng;         /* random bits of UUIDv7 */

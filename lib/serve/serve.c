@@ -57,6 +57,10 @@ static void refusal(struct fw_serve *s, int rc, struct fw_wire_hdr *h)
 		h->status = FW_WIRE_ST_CLOCK_UNSAFE;
 		break;
 	case FW_EMARK:
+		if (s->no_lease) { /* fleet: the lease ended, not the mark */
+			h->status = FW_WIRE_ST_NO_LEASE;
+			break;
+		}
 		h->status = FW_WIRE_ST_RETRY_AFTER;
 		h->retry_after_us = s->cfg.mark_retry_us;
 		break;
