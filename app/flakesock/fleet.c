@@ -207,10 +207,13 @@ void fsock_fleet_apply(struct fsock_worker *w)
 		uint64_t last = fw_gen_last_ms(&w->serve.gen);
 		struct fw_gen_config gc = w->serve.gen.cfg;
 		struct fw_serve_stats keep = w->serve.stats;
+		struct fw_serve_config sc = w->serve.cfg; /* fw_serve_init clears *s first */
+		uint32_t extra = w->serve.extra_flags;
 		gc.worker = worker;
-		if (fw_serve_init(&w->serve, &ctx->layout, &gc, &w->serve.cfg) != 0)
+		if (fw_serve_init(&w->serve, &ctx->layout, &gc, &sc) != 0)
 			return; /* cannot happen: the registry hands out IDs of this layout */
 		w->serve.stats = keep;
+		w->serve.extra_flags = extra;
 		atomic_store_explicit(&w->retired_worker, old, memory_order_relaxed);
 		atomic_store_explicit(&w->retired_ms, last, memory_order_relaxed);
 		atomic_store_explicit(&w->retired_seq, s1, memory_order_release);

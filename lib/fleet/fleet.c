@@ -627,7 +627,7 @@ static bool held_by_us(const struct fw_fleet *f, int32_t w)
  * *msg gets the owners of the others (for the exhaustion message).
  */
 static int scan(struct fw_fleet *f, uint64_t server_unix, struct cand **out, uint32_t *n_out,
-		char *msg, size_t msglen)
+		uint32_t *n_owned, char *msg, size_t msglen)
 {
 	char p[PATH_LEN], buf[DATA_LEN];
 	uint32_t total = 1u << f->cfg.layout.worker_bits;
@@ -700,7 +700,7 @@ out:
 	}
 	*out = c;
 	*n_out = n;
-	(void)owned;
+	*n_owned = owned;
 	return ZOK;
 }
 
@@ -779,9 +779,9 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	if (rc != ZOK)
 		goto zkfail;
 	struct cand *c = NULL;
-	uint32_t n_c = 0;
+	uint32_t n_c = 0, n_owned = 0;
 	char owners[MSG_LEN - 256];
-	rc = scan(f, server, &c, &n_c, owners, sizeof(owners));
+	rc = scan(f, server, &c, &n_c, &n_owned, owners, sizeof(owners));
 	if (rc != ZOK)
 		goto zkfail;
 
@@ -789,9 +789,8 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	if (n_c < n_need) {
 		set_err(err, errlen,
 			"fleet: %s needs %u worker ID(s) and only %u can be claimed: %u of %u "
-			"worker IDs in %s are owned by live leases: %s",
-			f->identity, n_need, n_c, total - n_c - (uint32_t)0 -
-			(uint32_t)(f->n - n_need), total, f->root, owners);
+			"worker IDs in %s are held by other live leases: %s",
+			f->identity, n_need, n_c, n_owned, total, f->root, owners);
 		free(c);
 		return FW_EFLEET_FULL;
 	}

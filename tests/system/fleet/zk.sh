@@ -14,12 +14,16 @@
 #   zk_stop_all              stops every server (also from an EXIT trap)
 #   zk_wait_ready SECS       until a quorum serves (some server says leader)
 #
+# ZK_BIND (default 127.0.0.1): the client port's address; 0.0.0.0 inside a test's
+# own namespace lets nodes in other namespaces reach it over a veth.
+#
 # Needs: java (default-jre-headless) and /usr/share/java/zookeeper.jar.
 
 ZK_DIR=""
 ZK_N=0
 ZK_PREFIX=""
 ZK_CONNECT=""
+ZK_BIND=${ZK_BIND:-127.0.0.1}
 declare -a ZK_PID ZK_CPORT
 
 zk_free_port() {
@@ -120,7 +124,7 @@ initLimit=20
 syncLimit=4
 dataDir=$d/data
 clientPort=${ZK_CPORT[$i]}
-clientPortAddress=127.0.0.1
+clientPortAddress=$ZK_BIND
 admin.enableServer=false
 4lw.commands.whitelist=srvr,stat,ruok
 minSessionTimeout=1000
