@@ -59,13 +59,6 @@ static void check_reply(struct rte_mbuf *m)
 		bad_csum++;
 }
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A request as flakeload builds it (app/flakeload/loop.c build()). */
 static void make_frame(struct pb_frame *f, const struct fw_port *port, uint32_t client, uint8_t op,
 		       uint16_t count, uint64_t tag)
@@ -228,11 +221,10 @@ int main(int argc, char **argv)
 	}
 
 	/* the clock as the control thread publishes it, the mark far ahead */
-	struct fw_clock_snap snap;
-	memset(&snap, 0, sizeof(snap));
-	fw_clock_from_hz(&snap.cal, rte_get_tsc_hz(), rte_rdtsc(), realtime_ns());
-	snap.mark_ms = (realtime_ns() / 1000000 - app->layout.epoch_ms) + 86400000;
-	fw_clock_pub_write(&app->pub, &snap);
+	if (fw_clock_fixed(app, 86400000)) {
+		fprintf(stderr, "pktbench: clock set-up failed\n");
+		return 2;
+	}
 
 	struct fw_port *port = &app->port[0];
 	struct rte_ether_addr mac = {{0x02, 0, 0, 0, 0, 0x02}};

@@ -22,6 +22,7 @@
 
 #include "fw_common.h"
 #include "fw_conf.h"
+#include "fw_keeper.h"
 #include "fw_policy.h"
 #include "fw_serve.h"
 
@@ -35,20 +36,9 @@ struct fsock_worker {
 	pthread_t thread;
 	int fd;
 	uint32_t index;
-	_Atomic uint64_t last_ms; /* highest ms issued, for the final mark */
+	struct fw_keeper_worker kw; /* its keeper slot: clock, mark, lease, worker swaps */
 	uint64_t drop_source;     /* IPv4 source outside [net] allow */
 	uint64_t drop_reflector;  /* source port in [net] reflector_ports */
-	/* fleet (app/flakesock/fleet.c): the keeper publishes under a seqlock, this
-	 * worker applies once per batch */
-	_Atomic uint64_t fleet_seq; /* odd while the keeper writes the three below */
-	_Atomic uint32_t fleet_worker;
-	_Atomic uint64_t fleet_floor; /* layout ms: issue only above */
-	_Atomic uint64_t fleet_lease; /* layout ms: confirmed lease_until */
-	uint64_t fleet_applied;       /* fleet_seq applied (this worker only) */
-	uint64_t lease_ms;            /* lease in effect, UINT64_MAX without a fleet (this worker) */
-	_Atomic uint64_t retired_seq;    /* worker -> keeper: the swap at this fleet_seq ... */
-	_Atomic uint32_t retired_worker; /* ... retired this worker ID ... */
-	_Atomic uint64_t retired_ms;     /* ... which issued up to this layout ms */
 } FW_CACHE_ALIGNED;
 
 struct fsock_ctx {
@@ -58,31 +48,34 @@ struct fsock_ctx {
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	uint32_t n_workers;
-	uint64_t floor_ms;           /* persisted mark at start, ms since epoch */
-	_Atomic uint64_t mark_ms;    /* reserved mark, ms since epoch, published by the keeper */
+	struct fw_keeper *keeper;    /* driven by the keeper thread (keeper.c) only */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
 	struct fsock_worker *workers;
 	struct fsock_fleet *fleet; /* NULL without [fleet] zookeeper */
 };
 
 /*
- * Fleet ([fleet] zookeeper set): claims one worker ID per worker thread
- * before the workers start (fleet.c). Returns 0 (also with ZooKeeper down:
- * cache or NO_LEASE), or -1 with a message on stderr (refuse to start).
+ * Fleet ([fleet] zookeeper set, app/flakesock/fleet.c): claims one worker ID
+ * per worker thread before the keeper starts. Returns 0 (also with ZooKeeper
+ * down: cache or NO_LEASE), or -1 with a message on stderr (refuse to start).
  */
 int fsock_fleet_start(struct fsock_ctx *ctx);
 
-/* Slot i's worker ID at start (fleet) or from [id] (no fleet). */
+/* Worker i's worker ID at start: the fleet's, or [id]'s without a fleet. */
 uint32_t fsock_fleet_first_worker(const struct fsock_ctx *ctx, uint32_t i);
 
-/* The keeper's tick: applies the registry's slots to the workers, retires, logs. */
-void fsock_fleet_tick(struct fsock_ctx *ctx, uint64_t unix_now);
+/* After fsock_keeper_start: gives the keeper each slot's floor and lease. */
+void fsock_fleet_attach(struct fsock_ctx *ctx);
+
+/*
+ * Every keeper tick, with fw_keeper_tick's FW_KEEPER_EV_* bits: applies the
+ * registry's slots to the keeper (worker swaps, leases), retires replaced
+ * IDs, answers a backward step with new workers ([clock] backstep), logs.
+ */
+void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events);
 
 /* Stops the registry thread (leases stay: a restart takes the IDs back). */
 void fsock_fleet_stop(struct fsock_ctx *ctx);
-
-/* Worker side, once per batch: applies a published worker swap or floor. */
-void fsock_fleet_apply(struct fsock_worker *w);
 
 /* Opens the worker's SO_REUSEPORT socket. Returns 0 or -errno. */
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w);
@@ -94,16 +87,34 @@ int fsock_policy_init(struct fsock_ctx *ctx);
 void *fsock_worker_run(void *arg);
 
 /*
- * Reads the persisted mark, applies the start policy and reserves the first
- * mark. Returns 0, or -1 with a message on stderr.
+ * Creates the timekeeper (lib/keeper: CLOCK_MONOTONIC_RAW ticks calibrated
+ * against the system clock over [clock] calibrate_ms), reads the persisted
+ * mark, applies the start policy and reserves the first mark. Returns 0, or
+ * -1 with a message on stderr.
  */
 int fsock_keeper_start(struct fsock_ctx *ctx);
 
-/* Keeps the mark reserved ahead and prints stats until *ctx->stop. */
+/* Prepares worker @w's reader of its keeper slot (after fw_serve_init). */
+void fsock_keeper_worker_init(struct fsock_ctx *ctx, struct fsock_worker *w);
+
+/* Drives the keeper (re-anchor, mark) and prints stats until *ctx->stop. */
 void fsock_keeper_run(struct fsock_ctx *ctx);
 
 /* Persists the highest ms actually issued (so a restart need not wait). */
 int fsock_keeper_stop(struct fsock_ctx *ctx);
 
-/* Milliseconds since the unix epoch from CLOCK_REALTIME. */
+/* Milliseconds since the unix epoch from CLOCK_REALTIME (log time stamps). */
 uint64_t fsock_unix_ms(void);
+
+/* The system clock as the keeper reads it: CLOCK_REALTIME through fsock_testclock_ns. */
+uint64_t fsock_wall_ns(void);
+
+/*
+ * Test-clock hooks, called by the keeper thread only: weak no-ops in
+ * flakesock (keeper.c); testclock.c, linked only into flakesock-testclock
+ * for tests/system/faults, replaces them (a fault file's clock offset, rate
+ * error and pauses, and a status file the tests read).
+ */
+int fsock_testclock_init(struct fsock_ctx *ctx);  /* 0, or -1: do not start */
+void fsock_testclock_poll(struct fsock_ctx *ctx); /* every keeper tick */
+uint64_t fsock_testclock_ns(uint64_t ns);         /* a CLOCK_REALTIME sample, faults applied */

@@ -1,4 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The keeper thread: a thin driver of the timekeeper (lib/keeper), the same
+ * state machine as flakewire's control thread, on CLOCK_MONOTONIC_RAW ticks
+ * instead of the TSC. Its time never steps back: after the system clock
+ * steps back, workers keep issuing from it (slewing toward the system
+ * clock), exactly as flakewire does. This file samples the clocks, sleeps,
+ * routes the keeper's lines to stderr and prints the stats line.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +15,8 @@
 
 #include "flakesock.h"
 #include "fw_err.h"
-#include "fw_mark.h"
+
+#define TICK_MS 10
 
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -22,59 +31,76 @@ static void log_line(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* Writes and publishes a new mark (unix ms). Workers see it on their next batch. */
-static int reserve(struct fsock_ctx *ctx, uint64_t unix_mark)
+static void keeper_log(void *arg, enum fw_keeper_level level, const char *line)
 {
-	int rc = fw_mark_write(ctx->conf.state.file, unix_mark);
-	if (rc != 0)
-		return rc;
-	/* A mark before the epoch (clock behind an epoch set ahead) allows no ms. */
-	uint64_t epoch = ctx->layout.epoch_ms;
-	atomic_store_explicit(&ctx->mark_ms, unix_mark > epoch ? unix_mark - epoch : 0,
-			      memory_order_release);
-	return 0;
+	(void)arg;
+	(void)level;
+	log_line("%s", line);
+}
+
+static void sleep_ms(uint32_t ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
+
+uint64_t fsock_wall_ns(void)
+{
+	return fsock_testclock_ns(fw_keeper_realtime_ns());
+}
+
+static void sample(uint64_t *tick, uint64_t *ns)
+{
+	fw_keeper_sample(fw_keeper_monoraw_ticks, fsock_wall_ns, tick, ns);
 }
 
 int fsock_keeper_start(struct fsock_ctx *ctx)
 {
-	const char *path = ctx->conf.state.file;
-	uint64_t mark = 0, now = fsock_unix_ms();
-	int rc = fw_mark_read(path, &mark);
+	const struct fw_conf *c = &ctx->conf;
+	struct fw_keeper_config kc;
+	uint32_t ids[FSOCK_MAX_WORKERS];
+	uint64_t t0, n0, t1, n1;
+	int rc;
 
-	if (rc == -ENOENT) {
-		log_line("state file %s does not exist: first start", path);
-		mark = 0;
-	} else if (rc != 0) {
-		log_line("state file %s: %s; refusing to start: restore it, or, if no ID from "
-			 "this node can be above a known time, write that time with "
-			 "'flakectl mark %s --set UNIX_MS --force'",
-			 path, fw_strerror(rc), path);
+	for (uint32_t i = 0; i < ctx->n_workers; i++)
+		ids[i] = fsock_fleet_first_worker(ctx, i);
+	fw_keeper_config_default(&kc);
+	kc.clock.max_slew_ppm = c->clock.max_slew_ppm;
+	kc.clock.horizon_ms = c->clock.reanchor_ms;
+	kc.clock.step_ns = (uint64_t)c->clock.step_ms * 1000000u;
+	kc.reanchor_ms = c->clock.reanchor_ms;
+	kc.mark_ahead_ms = c->state.mark_ahead_ms;
+	kc.start_policy = c->state.start_policy == FW_CONF_START_FAIL ? FW_KEEPER_START_FAIL
+								       : FW_KEEPER_START_WAIT;
+	kc.state_file = c->state.file;
+	kc.epoch_ms = ctx->layout.epoch_ms;
+	kc.n_workers = ctx->n_workers;
+	kc.worker_ids = ids;
+	kc.name = "flakesock";
+	kc.log = keeper_log;
+	rc = fw_keeper_create(&kc, &ctx->keeper);
+	if (rc) {
+		log_line("timekeeper: %s", fw_strerror(rc));
 		return -1;
-	} else {
-		char ts[FW_ISO8601_LEN];
-		log_line("state file %s: IDs were reserved up to %s (%llu)", path,
-			 fw_format_iso8601(mark, ts), (unsigned long long)mark);
 	}
-	if (mark > now && ctx->conf.state.start_policy == FW_CONF_START_FAIL &&
-	    mark - now > ctx->conf.state.mark_ahead_ms) {
-		log_line("system clock is %llu ms behind the mark and [state] start_policy = fail",
-			 (unsigned long long)(mark - now));
+	if (fsock_testclock_init(ctx))
 		return -1;
-	}
-	if (mark > now)
-		log_line("system clock is %llu ms behind the mark: answering retry-after until it "
-			 "passes it",
-			 (unsigned long long)(mark - now));
+	sample(&t0, &n0);
+	sleep_ms(c->clock.calibrate_ms);
+	sample(&t1, &n1);
+	rc = fw_keeper_start(ctx->keeper, t0, n0, t1, n1, NULL);
+	if (rc == FW_ECAL)
+		log_line("clock calibration failed: %s", fw_strerror(rc));
+	return rc ? -1 : 0; /* the keeper logged why */
+}
 
-	ctx->floor_ms = mark > ctx->layout.epoch_ms ? mark - ctx->layout.epoch_ms : 0;
-	/* Reserve from the clock, not from the old mark: a crash loop while the
-	 * clock is behind must not push the mark further ahead each time. */
-	rc = reserve(ctx, FW_MAX(mark, now + ctx->conf.state.mark_ahead_ms));
-	if (rc != 0) {
-		log_line("cannot write state file %s: %s", path, fw_strerror(rc));
-		return -1;
-	}
-	return 0;
+void fsock_keeper_worker_init(struct fsock_ctx *ctx, struct fsock_worker *w)
+{
+	struct fw_keeper_slot *slots = fw_keeper_slots(ctx->keeper, NULL);
+
+	fw_keeper_worker_init(&w->kw, &slots[w->index], &w->serve.gen);
 }
 
 static void print_stats(struct fsock_ctx *ctx, struct fw_serve_stats *prev, double secs)
@@ -105,51 +131,57 @@ static void print_stats(struct fsock_ctx *ctx, struct fw_serve_stats *prev, doub
 
 void fsock_keeper_run(struct fsock_ctx *ctx)
 {
-	const struct timespec tick = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
-	uint64_t ahead = ctx->conf.state.mark_ahead_ms;
-	uint64_t last_stats = fsock_unix_ms();
+	uint64_t t = 0, next_stats = 0;
+	uint64_t stats_ms = (uint64_t)ctx->conf.stats.interval_s * 1000;
 	struct fw_serve_stats prev;
-	bool failing = false;
 
 	memset(&prev, 0, sizeof(prev));
+	next_stats = stats_ms;
 	while (!*ctx->stop) {
-		nanosleep(&tick, NULL);
-		uint64_t now = fsock_unix_ms();
-		fsock_fleet_tick(ctx, now);
-		uint64_t mark = atomic_load(&ctx->mark_ms) + ctx->layout.epoch_ms;
-		/* Extend at half the lead; on failure keep the old mark, so workers
-		 * answer retry-after instead of issuing beyond what is persisted. */
-		if (mark < now + ahead / 2) {
-			int rc = reserve(ctx, now + ahead);
-			if (rc != 0 && !failing)
-				log_line("cannot persist the mark to %s: %s; IDs stop at the old "
-					 "mark until it can be written",
-					 ctx->conf.state.file, fw_strerror(rc));
-			else if (rc == 0 && failing)
-				log_line("mark persisted again to %s; issuing resumes",
-					 ctx->conf.state.file);
-			failing = rc != 0;
-		}
-		uint32_t interval = ctx->conf.stats.interval_s;
-		if (interval != 0 && now - last_stats >= interval * 1000ull) {
-			print_stats(ctx, &prev, (double)(now - last_stats) / 1000.0);
-			last_stats = now;
+		uint64_t tick, ns;
+
+		sleep_ms(TICK_MS);
+		t += TICK_MS;
+		fsock_testclock_poll(ctx);
+		sample(&tick, &ns);
+		fsock_fleet_tick(ctx, fw_keeper_tick(ctx->keeper, tick, ns));
+		if (stats_ms && t >= next_stats) {
+			print_stats(ctx, &prev, (double)ctx->conf.stats.interval_s);
+			next_stats = t + stats_ms;
 		}
 	}
 }
 
 int fsock_keeper_stop(struct fsock_ctx *ctx)
 {
-	uint64_t last = ctx->floor_ms;
+	uint64_t highest = 0;
+
+	/* workers are stopped: the exact highest ms issued replaces the reservation */
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
-		last = FW_MAX(last, atomic_load(&ctx->workers[i].last_ms));
-	int rc = fw_mark_write(ctx->conf.state.file, last + ctx->layout.epoch_ms);
-	if (rc != 0)
-		log_line("cannot write the final mark to %s: %s (the reserved mark stays, a "
-			 "restart waits for it)",
-			 ctx->conf.state.file, fw_strerror(rc));
-	else
-		log_line("stopped; mark %llu persisted to %s",
-			 (unsigned long long)(last + ctx->layout.epoch_ms), ctx->conf.state.file);
+		highest = FW_MAX(highest, fw_gen_last_ms(&ctx->workers[i].serve.gen));
+	int rc = fw_keeper_stop(ctx->keeper, highest, NULL);
+	fw_keeper_free(ctx->keeper);
+	ctx->keeper = NULL;
 	return rc;
+}
+
+/*
+ * The test-clock hooks do nothing in flakesock. They are weak so that
+ * flakesock-testclock (these objects plus testclock.c) replaces them; no
+ * setting or environment variable reaches them in the flakesock binary.
+ */
+__attribute__((weak)) int fsock_testclock_init(struct fsock_ctx *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+__attribute__((weak)) void fsock_testclock_poll(struct fsock_ctx *ctx)
+{
+	(void)ctx;
+}
+
+__attribute__((weak)) uint64_t fsock_testclock_ns(uint64_t ns)
+{
+	return ns;
 }

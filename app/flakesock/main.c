@@ -78,9 +78,9 @@ static int start_workers(struct fsock_ctx *ctx)
 			fprintf(stderr, "flakesock: worker %u: %s\n", gc.worker, fw_strerror(rc));
 			return -1;
 		}
-		fw_gen_set_floor(&w->serve.gen, ctx->floor_ms);
 		w->ctx = ctx;
 		w->index = i;
+		fsock_keeper_worker_init(ctx, w);
 		rc = fsock_worker_open(ctx, w);
 		if (rc != 0) {
 			fprintf(stderr, "flakesock: cannot bind UDP port %u: %s\n",
@@ -186,10 +186,13 @@ int main(int argc, char **argv)
 	if (ctx.workers == NULL)
 		return 1;
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
-	if (fsock_keeper_start(&ctx) != 0)
-		return 1;
 	if (fsock_fleet_start(&ctx) != 0)
 		return 1;
+	if (fsock_keeper_start(&ctx) != 0) {
+		fsock_fleet_stop(&ctx);
+		return 1;
+	}
+	fsock_fleet_attach(&ctx);
 	if (start_workers(&ctx) != 0) {
 		stop_flag = 1;
 		for (uint32_t i = 0; i < ctx.n_workers; i++)

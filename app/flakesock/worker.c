@@ -121,7 +121,6 @@ void *fsock_worker_run(void *arg)
 	struct sockaddr_storage peers[FSOCK_BATCH];
 	struct iovec iov[FSOCK_BATCH];
 	struct mmsghdr msgs[FSOCK_BATCH], out[FSOCK_BATCH];
-	uint64_t epoch = ctx->layout.epoch_ms;
 
 	while (!*ctx->stop) {
 		for (int i = 0; i < FSOCK_BATCH; i++) {
@@ -137,14 +136,13 @@ void *fsock_worker_run(void *arg)
 		if (n <= 0)
 			continue;
 
-		/* One clock read and one mark load per batch. */
-		uint64_t unix_ms = fsock_unix_ms();
-		uint64_t now = unix_ms > epoch ? unix_ms - epoch : 0;
-		/* The limit is min(mark on disk, confirmed fleet lease). */
-		fsock_fleet_apply(w);
-		uint64_t mark = atomic_load_explicit(&ctx->mark_ms, memory_order_acquire);
-		w->serve.no_lease = w->lease_ms < mark;
-		fw_gen_set_mark(&w->serve.gen, FW_MIN(mark, w->lease_ms));
+		/* One clock read and one keeper snapshot per batch. */
+		struct fw_keeper_snap snap;
+		uint64_t now = fw_keeper_worker_burst(&w->kw, &w->serve.gen,
+						      fw_keeper_monoraw_ticks(), &snap);
+		w->serve.extra_flags = snap.wire_flags;
+		w->serve.clock_offset_ns = snap.offset_ns;
+		w->serve.no_lease = w->kw.by_lease; /* fleet: the limit is the lease */
 
 		int k = 0;
 		for (int i = 0; i < n; i++) {
@@ -160,10 +158,6 @@ void *fsock_worker_run(void *arg)
 			out[k].msg_len = 0;
 			k++;
 		}
-		/* a max: after a worker swap the new generator may be behind the old */
-		uint64_t last = fw_gen_last_ms(&w->serve.gen);
-		if (last > atomic_load_explicit(&w->last_ms, memory_order_relaxed))
-			atomic_store_explicit(&w->last_ms, last, memory_order_relaxed);
 		for (int sent = 0; sent < k;) {
 			int r = sendmmsg(w->fd, out + sent, (unsigned)(k - sent), 0);
 			if (r <= 0)

@@ -1,44 +1,80 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The sequence-locked publication of the calibration and the mark. */
+/*
+ * What flakewire hands the timekeeper (lib/keeper): the TSC as its tick
+ * source and CLOCK_REALTIME (through the test-clock hook) as the system
+ * clock; and a fixed keeper for the tools that run the packet path alone.
+ */
+#include <stdlib.h>
 #include <time.h>
 
 #include <rte_cycles.h>
 
 #include "fw_app.h"
+#include "fw_err.h"
 
-void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s)
+uint64_t fw_tsc_ticks(void)
 {
-	uint32_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+	return rte_rdtsc();
+}
 
-	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	p->snap = *s;
-	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+uint64_t fw_tsc_ticks_precise(void)
+{
+	return rte_rdtsc_precise();
 }
 
 uint64_t fw_realtime_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return fw_keeper_realtime_ns();
 }
 
-void fw_clock_sample(uint64_t *tsc, uint64_t *ns)
+uint64_t fw_wall_ns(void)
 {
-	uint64_t best = UINT64_MAX;
+	return fw_testclock_ns(fw_keeper_realtime_ns());
+}
 
-	/* keep the pair whose TSC bracket around clock_gettime is the tightest */
-	for (int i = 0; i < 5; i++) {
-		uint64_t t0 = rte_rdtsc_precise();
-		uint64_t n = fw_realtime_ns();
-		uint64_t t1 = rte_rdtsc_precise();
-		if (t1 - t0 < best) {
-			best = t1 - t0;
-			*tsc = t0 + (t1 - t0) / 2;
-			*ns = n;
-		}
-	}
+static int mem_read(void *arg, uint64_t *ms)
+{
+	(void)arg;
+	(void)ms;
+	return -ENOENT;
+}
+
+static int mem_write(void *arg, uint64_t ms)
+{
+	(void)arg;
+	(void)ms;
+	return 0;
+}
+
+int fw_clock_fixed(struct fw_app *app, uint64_t ahead_ms)
+{
+	static const struct fw_keeper_io io = {mem_read, mem_write, NULL};
+	struct fw_keeper_config cfg;
+	uint32_t *ids = calloc(app->n_lcores, sizeof(*ids));
+	int rc;
+
+	if (!ids)
+		return -1;
+	for (uint32_t i = 0; i < app->n_lcores; i++)
+		ids[i] = app->lcore[i].worker_id;
+	fw_keeper_config_default(&cfg);
+	cfg.io = &io;
+	cfg.mark_ahead_ms = (uint32_t)ahead_ms;
+	cfg.epoch_ms = app->layout.epoch_ms;
+	cfg.n_workers = app->n_lcores;
+	cfg.worker_ids = ids;
+	rc = fw_keeper_create(&cfg, &app->keeper);
+	free(ids);
+	if (rc)
+		return -1;
+	/* two samples 100 ms apart at the nominal rate: no waiting */
+	uint64_t hz = rte_get_tsc_hz(), t1 = rte_rdtsc(), n1 = fw_realtime_ns();
+	if (fw_keeper_start(app->keeper, t1 - hz / 10, n1 - 100000000u, t1, n1, NULL))
+		return -1;
+	struct fw_keeper_slot *slots = fw_keeper_slots(app->keeper, NULL);
+	for (uint32_t i = 0; i < app->n_lcores; i++)
+		fw_keeper_worker_init(&app->lcore[i].kw, &slots[i], &app->lcore[i].serve.gen);
+	return 0;
 }
 
 /*

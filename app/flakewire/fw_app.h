@@ -18,6 +18,7 @@
 
 #include "fw_clock.h"
 #include "fw_conf.h"
+#include "fw_keeper.h"
 #include "fw_layout.h"
 #include "fw_policy.h"
 #include "fw_serve.h"
@@ -68,7 +69,7 @@ struct fw_lcore {
 	uint32_t index;       /* 0-based worker index */
 	uint16_t queue;       /* its RX and TX queue on every port */
 	uint32_t worker_id;   /* generator worker ID */
-	uint64_t mark_ms;     /* mark in effect (ms since epoch), cached per burst */
+	struct fw_keeper_worker kw; /* its keeper slot: clock, mark, lease, worker swaps */
 	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
 	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
 } FW_CACHE_ALIGNED;
@@ -88,21 +89,6 @@ struct fw_port {
 	int lock_fd; /* af_xdp: flock held while this process serves iface */
 };
 
-/*
- * The calibration and the mark, published by the control thread and read by
- * lcores once per burst under a sequence lock: the writer makes seq odd,
- * writes, makes it even; a reader retries while seq is odd or changed.
- */
-struct fw_clock_pub {
-	uint32_t seq; /* accessed with __atomic builtins only */
-	struct fw_clock_snap {
-		struct fw_clock_cal cal;
-		uint64_t mark_ms;    /* highest ms since epoch lcores may issue */
-		uint32_t wire_flags; /* FW_WIRE_F_SLEWING when slewing */
-		int64_t offset_ns;   /* system clock minus ours at the last anchor */
-	} snap;
-} FW_CACHE_ALIGNED;
-
 struct fw_app {
 	volatile bool *quit;
 	struct fw_conf conf;
@@ -113,11 +99,13 @@ struct fw_app {
 	uint32_t n_lcores;
 	struct fw_lcore *lcore;             /* n_lcores, rte_zmalloc'd */
 	int16_t lcore_index[RTE_MAX_LCORE]; /* lcore id -> index in lcore[], -1 */
-	struct fw_clock_pub pub;
 	struct fw_policy srcpol; /* [net] allow and reflector_ports, read-only */
-	/* control thread state, touched only by it (and by main before/after) */
-	struct fw_clock_policy policy;
-	struct fw_clock_cal cal; /* the control thread's copy */
+	/*
+	 * The timekeeper (lib/keeper), driven by the control thread only; lcores
+	 * read their slot of it once per burst (fw_lcore_clock). The fields
+	 * below mirror its status for telemetry and the stats line.
+	 */
+	struct fw_keeper *keeper;
 	uint64_t floor_unix_ms;  /* persisted mark read at start (0: none) */
 	uint64_t mark_unix_ms;   /* mark persisted and published */
 	bool mark_failing;       /* the last persist failed */
@@ -184,22 +172,17 @@ uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc);
  */
 int fw_lcores_policy_init(struct fw_app *app);
 
-/* clock_pub.c */
-void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s);
-static inline void fw_clock_pub_read(struct fw_clock_pub *p, struct fw_clock_snap *s)
-{
-	uint32_t a, b;
-
-	do {
-		a = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
-		*s = p->snap;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		b = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
-	} while ((a & 1) || a != b);
-}
-uint64_t fw_realtime_ns(void);
-/* Reads (tsc, unix ns) as close together as possible (best of a few tries). */
-void fw_clock_sample(uint64_t *tsc, uint64_t *ns);
+/* clock_pub.c: the tick source and the system clock as the keeper reads them */
+uint64_t fw_tsc_ticks(void);         /* rte_rdtsc(): the lcores' tick source */
+uint64_t fw_tsc_ticks_precise(void); /* rte_rdtsc_precise(), for samples */
+uint64_t fw_realtime_ns(void);       /* CLOCK_REALTIME */
+uint64_t fw_wall_ns(void);           /* CLOCK_REALTIME through fw_testclock_ns */
+/*
+ * A keeper for tools that run the packet path without the control thread
+ * (flakeload-pktbench, the fuzz harness): calibrated from rte_get_tsc_hz(),
+ * the mark @ahead_ms ahead of now, nothing persisted. Returns 0 or -1.
+ */
+int fw_clock_fixed(struct fw_app *app, uint64_t ahead_ms);
 /*
  * Test-clock hooks, called by the control thread only. clock_pub.c defines
  * them as weak no-ops (flakewire); testclock.c, linked only into

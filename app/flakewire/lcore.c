@@ -137,16 +137,14 @@ int fw_lcores_init(struct fw_app *app)
 
 uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc)
 {
-	struct fw_clock_snap snap;
+	struct fw_keeper_snap snap;
 
+	(void)app;
 	lc->tsc = rte_rdtsc();
-	fw_clock_pub_read(&app->pub, &snap);
-	uint64_t unix_ms = fw_clock_ms(&snap.cal, lc->tsc);
-	if (snap.mark_ms != lc->mark_ms)
-		lc->mark_ms = fw_gen_set_mark(&lc->serve.gen, snap.mark_ms);
+	uint64_t now = fw_keeper_worker_burst(&lc->kw, &lc->serve.gen, lc->tsc, &snap);
 	lc->serve.extra_flags = snap.wire_flags;
 	lc->serve.clock_offset_ns = snap.offset_ns;
-	return unix_ms > app->layout.epoch_ms ? unix_ms - app->layout.epoch_ms : 0;
+	return now;
 }
 
 static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,

@@ -126,12 +126,14 @@ static int cmd_lcores(const char *cmd, const char *params, struct rte_tel_data *
 
 static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct fw_clock_snap s;
+	struct fw_keeper_snap s;
 	char buf[32];
 
 	(void)cmd;
 	(void)params;
-	fw_clock_pub_read(&tel_app->pub, &s);
+	if (!tel_app->keeper)
+		return -1;
+	fw_keeper_read(&fw_keeper_slots(tel_app->keeper, NULL)[0], &s);
 	rte_tel_data_start_dict(d);
 	snprintf(buf, sizeof(buf), "%.0f", fw_clock_hz(&s.cal));
 	rte_tel_data_add_dict_u64(d, "hz", (uint64_t)fw_clock_hz(&s.cal));

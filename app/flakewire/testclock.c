@@ -77,16 +77,13 @@ static void sleep_ms(uint32_t ms)
 		;
 }
 
-/* Holds the publication's sequence odd: lcores and telemetry spin until it is even. */
+/* Holds every keeper slot's seqlock odd: lcores spin until it is released. */
 static void pause_all(struct fw_app *app, uint32_t ms)
 {
-	uint32_t seq = __atomic_load_n(&app->pub.seq, __ATOMIC_RELAXED);
-
 	FW_LOG(WARNING, "test clock: pause %u ms (lcores, telemetry and control stop)", ms);
-	__atomic_store_n(&app->pub.seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	fw_keeper_hold(app->keeper, true);
 	sleep_ms(ms);
-	__atomic_store_n(&app->pub.seq, seq + 2, __ATOMIC_RELEASE);
+	fw_keeper_hold(app->keeper, false);
 	tc.pauses++;
 	FW_LOG(WARNING, "test clock: pause %" PRIu64 " over", tc.pauses);
 }

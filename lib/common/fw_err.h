@@ -35,6 +35,7 @@ enum fw_err {
 
 	/* State file */
 	FW_ESTATE_CORRUPT = -(FW_ERR_BASE + 40), /* state file garbled or truncated */
+	FW_EMARK_AHEAD = -(FW_ERR_BASE + 41),    /* clock far behind the mark (start_policy fail) */
 
 	/* Wire protocol */
 	FW_EWIRE_SHORT = -(FW_ERR_BASE + 50),   /* datagram shorter than its header says */

@@ -134,7 +134,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	atexit(report);
 	/* a mark far ahead: the generator issues until its sequence runs out */
 	fw_gen_set_mark(&app->lcore[0].serve.gen, now_ms + 1000000000);
-	app->lcore[0].mark_ms = now_ms + 1000000000;
 
 	app->n_ports = 1;
 	port.port_id = 0;

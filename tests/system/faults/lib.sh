@@ -5,8 +5,18 @@
 # over the IDs they collected (faultcheck.py).
 #
 # Environment (set by meson): FLAKEWIRE, FLAKEWIRE_TESTCLOCK, FLAKECTL,
-# FLAKESOCK, WIRE_CLIENT, FW_SRC.
+# FLAKESOCK, FLAKESOCK_TESTCLOCK, WIRE_CLIENT, FW_SRC, and RESPONDER:
+# flakewire (default) or flakesock. Every test runs against either: with
+# RESPONDER=flakesock, fw_start/fw_launch/resp_exec run flakesock (its
+# threads stand for the lcores) listening on 10.77.0.2 in the namespace,
+# and clock_get/stats_get read the status file flakesock-testclock writes
+# (the keys of /flakewire/clock) instead of DPDK telemetry.
 . "$(dirname "${BASH_SOURCE[0]}")/../flakewire/lib.sh"
+RESPONDER=${RESPONDER:-flakewire}
+case "$RESPONDER" in
+flakewire | flakesock) ;;
+*) fail "RESPONDER=$RESPONDER: flakewire or flakesock" ;;
+esac
 
 FC="$PY $(dirname "${BASH_SOURCE[0]}")/faultcheck.py"
 SERVER=10.77.0.2:4242
@@ -28,19 +38,90 @@ faults_cleanup() {
 # faults_setup NAME: fw_setup plus the cleanup of bench clients and mounts.
 faults_setup() {
 	[ -x "$FLAKECTL" ] || fail "FLAKECTL=$FLAKECTL is not executable"
-	fw_setup "$1"
+	if [ "$RESPONDER" = flakesock ]; then
+		[ -x "$FLAKESOCK" ] || fail "FLAKESOCK=$FLAKESOCK is not executable"
+		# the test-clock build always: it writes the status file the tests
+		# read (no fault without tc_use); the same objects as flakesock
+		[ -x "${FLAKESOCK_TESTCLOCK:-}" ] || fail "flakesock-testclock not built (FLAKESOCK_TESTCLOCK=${FLAKESOCK_TESTCLOCK:-})"
+		FLAKESOCK=$FLAKESOCK_TESTCLOCK
+		FLAKEWIRE=$FLAKESOCK # fw_setup checks it is executable
+		fw_setup "s$1"
+		# the responder's address on the namespace's loopback
+		ip -n "$NS" addr add 10.77.0.2/32 dev lo || fail "cannot add 10.77.0.2 in $NS"
+	else
+		fw_setup "$1"
+	fi
 	trap faults_cleanup EXIT
 	trap 'exit 1' INT TERM
 }
 
-# tc_use: the next fw_start runs flakewire-testclock with the fault file
-# $TMP/clock (empty: no fault).
+# tc_use: the next fw_start runs the test-clock build of the responder
+# (flakewire-testclock, flakesock-testclock) with the fault file $TMP/clock
+# (empty: no fault).
 tc_use() {
-	[ -x "$FLAKEWIRE_TESTCLOCK" ] || skip "flakewire-testclock not built (-Dtests=false?)"
-	FLAKEWIRE=$FLAKEWIRE_TESTCLOCK
+	if [ "$RESPONDER" = flakesock ]; then
+		: # faults_setup chose flakesock-testclock already
+	else
+		[ -x "${FLAKEWIRE_TESTCLOCK:-}" ] || fail "flakewire-testclock not built (FLAKEWIRE_TESTCLOCK=${FLAKEWIRE_TESTCLOCK:-})"
+		FLAKEWIRE=$FLAKEWIRE_TESTCLOCK
+	fi
 	export FLAKEWIRE_TEST_CLOCK="$TMP/clock"
 	: >"$TMP/clock"
 }
+
+# resp_cmd LCORES [options...]: sets the array RESP_CMD to the responder's
+# command line in $NS with the tests' settings (state in $TMP/mark, 200 ms
+# calibration, no stats line); run it as "${RESP_CMD[@]}" >>"$TMP/fw.log"
+# 2>&1 (in the background, $! is the responder's PID). LCORES: an EAL lcore
+# list for flakewire; for flakesock "0" is one worker thread, "0-1" two.
+resp_cmd() {
+	local lcores=$1
+	shift
+	if [ "$RESPONDER" = flakesock ]; then
+		local threads=1
+		[[ "$lcores" == *-* ]] && threads=$((${lcores#*-} - ${lcores%-*} + 1))
+		[[ "$lcores" == *,* ]] && threads=$(($(tr -cd , <<<"$lcores" | wc -c) + 1))
+		RESP_CMD=(ip netns exec "$NS" env FLAKESOCK_TEST_STATUS="$TMP/status" "$FLAKESOCK"
+			--listen 10.77.0.2 --threads "$threads"
+			--set state.file="$TMP/mark" --set clock.calibrate_ms=200
+			--set stats.interval_s=0 "$@")
+	else
+		RESP_CMD=(ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256
+			--file-prefix "$NS" --
+			--set state.file="$TMP/mark" --set clock.calibrate_ms=200
+			--set stats.interval_s=0 "$@")
+	fi
+}
+
+if [ "$RESPONDER" = flakesock ]; then
+	# fw_start LCORES [options...]: flakesock in $NS; returns once it answers.
+	fw_start() {
+		: >"$TMP/fw.log"
+		rm -f "$TMP/status"
+		resp_cmd "$@"
+		"${RESP_CMD[@]}" >>"$TMP/fw.log" 2>&1 &
+		FW_PID=$!
+		local i
+		for ((i = 0; i < 100; i++)); do
+			ip netns exec "$NS" "$FLAKECTL" info --server "$SERVER" --timeout 100 \
+				>/dev/null 2>&1 && return 0
+			kill -0 "$FW_PID" 2>/dev/null || fail "flakesock exited during start"
+			sleep 0.1
+		done
+		fail "flakesock did not answer within 10 s"
+	}
+	# The test clock's status file (written every 100 ms) for /flakewire/clock.
+	fw_tel() {
+		local i
+		for ((i = 0; i < 20; i++)); do
+			[ -s "$TMP/status" ] && break
+			sleep 0.1
+		done
+		[ -s "$TMP/status" ] || return 1
+		$PY -c 'import json,sys; c=json.load(open(sys.argv[2])); print(json.dumps({sys.argv[1]: c}))' \
+			"$1" "$TMP/status"
+	}
+fi
 
 # tc_set LINE...: replaces the fault file in one rename (read every 10 ms).
 tc_set() {
@@ -107,8 +188,11 @@ clock_until() {
 # cj JSON KEY: one key of a clock_get object.
 cj() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
-# stats_get KEY: one counter of /flakewire/stats.
+# stats_get KEY: one counter of /flakewire/stats (flakesock: gen_unsafe only).
 stats_get() { fw_json "$(fw_tel /flakewire/stats)" "[\"/flakewire/stats\"][\"$1\"]"; }
+
+# RESP: the responder's name as its log lines say it ("behind flakewire").
+RESP=$RESPONDER
 
 # reply_flags: the flags of an INFO reply (FW_WIRE_F_*).
 reply_flags() { fw_client info | sed -n 's/^flags=//p'; }
@@ -117,9 +201,8 @@ reply_flags() { fw_client info | sed -n 's/^flags=//p'; }
 # returns at once (to kill it at a random point of its start). Sets FW_PID.
 fw_launch() {
 	: >"$TMP/fw.log"
-	ip netns exec "$NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
-		--set state.file="$TMP/mark" --set clock.calibrate_ms=200 \
-		--set stats.interval_s=0 "$@" >>"$TMP/fw.log" 2>&1 &
+	resp_cmd 0 "$@"
+	"${RESP_CMD[@]}" >>"$TMP/fw.log" 2>&1 &
 	FW_PID=$!
 }
 

@@ -34,7 +34,7 @@ echo "offset ${off1} ns, slew ${slew} ppb, calibration flags ${flags}, reply fla
 if [ "$AMOUNT" -gt 100 ]; then
 	[ $((flags & 2)) -ne 0 ] || fail "BACK_STEP not reported for a ${AMOUNT} ms step back"
 	[ $((rf & 2)) -ne 0 ] || fail "replies do not carry BACKSTEP (flags $rf)"
-	grep -q "ms behind flakewire: slewing at -500.0 ppm, never stepping back" "$TMP/fw.log" ||
+	grep -q "ms behind $RESP: slewing at -500.0 ppm, never stepping back" "$TMP/fw.log" ||
 		fail "no log line for the step back"
 	[ "$(cj "$c1" clock_events)" -gt "$ev0" ] || fail "clock_events did not move"
 else

@@ -27,7 +27,7 @@ bench_start full --duration 4 --concurrency 2 --timeout 200
 sleep 1
 dd if=/dev/zero of="$ST/fill" bs=4k 2>/dev/null
 df -k "$ST" | tail -n 1
-wait_log 3 "mark: cannot persist [0-9]* to $ST/mark: .*; lcores answer RETRY_AFTER" ||
+wait_log 3 "mark: cannot persist [0-9]* to $ST/mark: .*; workers answer RETRY_AFTER" ||
 	fail "no log line for the failing mark"
 grep "mark: cannot persist" "$TMP/fw.log"
 M=$("$FLAKECTL" mark "$ST/mark" | awk '{print $3}')

@@ -48,9 +48,8 @@ cat "$TMP"/small_*.ids >"$TMP/before.ids"
 m=$(($(now_ms) + HOURS3))
 set_mark "$m"
 : >"$TMP/fw.log"
-timeout 30 ip netns exec "$NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
-	--set state.file="$MARK" --set clock.calibrate_ms=200 --set stats.interval_s=0 \
-	--set state.start_policy=fail >>"$TMP/fw.log" 2>&1
+resp_cmd 0 --set state.file="$MARK" --set state.start_policy=fail
+timeout 30 "${RESP_CMD[@]}" >>"$TMP/fw.log" 2>&1
 rc=$?
 echo "start_policy = fail, mark 3 h ahead: exit status $rc"
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "expected a refusal to start, got exit status $rc"

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The timekeeper state machine (fw_keeper.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fw_err.h"
+#include "fw_keeper.h"
+#include "fw_mark.h"
+#include "fw_wire.h"
+
+#define NS_PER_MS      1000000ull
+#define OFFSET_BIG_NS  1000000 /* offsets from 1 ms on are flagged SLEWING and logged */
+#define DEFAULT_AHEAD  3000
+#define DEFAULT_RETRY  100
+#define CLOCK_LOG_MS   30000 /* while an offset lasts, a clock line this often */
+
+struct slot_state {
+	uint32_t worker_id;
+	uint64_t floor_ms;
+	uint64_t lease_ms;
+	uint64_t gen;
+};
+
+struct fw_keeper {
+	struct fw_keeper_config cfg;
+	struct fw_keeper_io io;
+	struct fw_clock_cal cal;
+	uint64_t anchor_ns;     /* keeper time (ns) of the last anchor */
+	uint64_t now_unix_ms;   /* keeper time at the last call */
+	uint64_t mark_unix;     /* persisted and published */
+	uint64_t floor_unix;    /* read at start */
+	uint64_t next_try_ns;   /* keeper time before which a failed persist is not retried */
+	bool failing;
+	bool big_offset;
+	bool back_step;
+	bool held;
+	bool started;
+	uint64_t next_clock_log; /* keeper unix ms */
+	int last_write_rc;
+	uint64_t mark_writes, mark_failures, back_steps, clock_events;
+	struct slot_state *st;
+	struct fw_keeper_slot *slots; /* n_workers, cache aligned */
+};
+
+static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!k->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	k->cfg.log(k->cfg.log_arg, level, line);
+}
+
+static const char *file_name(const struct fw_keeper *k)
+{
+	return k->cfg.state_file ? k->cfg.state_file : "the mark store";
+}
+
+uint64_t fw_keeper_monoraw_ticks(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t fw_keeper_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, uint64_t *tick,
+		      uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	/* keep the pair whose tick bracket around the wall-clock read is the tightest */
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = ticks();
+		uint64_t n = wall();
+		uint64_t t1 = ticks();
+		if (t1 - t0 < best) {
+			best = t1 - t0;
+			*tick = t0 + (t1 - t0) / 2;
+			*ns = n;
+		}
+	}
+}
+
+static int file_read(void *arg, uint64_t *unix_ms)
+{
+	return fw_mark_read(arg, unix_ms);
+}
+
+static int file_write(void *arg, uint64_t unix_ms)
+{
+	return fw_mark_write(arg, unix_ms);
+}
+
+void fw_keeper_config_default(struct fw_keeper_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	fw_clock_policy_default(&cfg->clock);
+	cfg->reanchor_ms = FW_CLOCK_DEFAULT_HORIZON_MS;
+	cfg->mark_ahead_ms = DEFAULT_AHEAD;
+	cfg->mark_retry_ms = DEFAULT_RETRY;
+	cfg->start_policy = FW_KEEPER_START_WAIT;
+	cfg->epoch_ms = FW_DEFAULT_EPOCH_MS;
+}
+
+int fw_keeper_create(const struct fw_keeper_config *cfg, struct fw_keeper **out)
+{
+	struct fw_keeper *k;
+
+	if (!cfg || !out || cfg->n_workers == 0 || cfg->n_workers > FW_KEEPER_WORKERS_MAX ||
+	    !cfg->worker_ids || cfg->reanchor_ms == 0 || cfg->mark_ahead_ms == 0 ||
+	    (!cfg->state_file && (!cfg->io || !cfg->io->read_mark || !cfg->io->write_mark)))
+		return -EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->cfg = *cfg;
+	if (k->cfg.mark_retry_ms == 0)
+		k->cfg.mark_retry_ms = DEFAULT_RETRY;
+	k->io.read_mark = cfg->io && cfg->io->read_mark ? cfg->io->read_mark : file_read;
+	k->io.write_mark = cfg->io && cfg->io->write_mark ? cfg->io->write_mark : file_write;
+	k->io.arg = cfg->io && cfg->io->read_mark ? cfg->io->arg : (void *)cfg->state_file;
+	k->cfg.io = &k->io;
+	k->st = calloc(cfg->n_workers, sizeof(*k->st));
+	k->slots = aligned_alloc(FW_CACHE_LINE, sizeof(*k->slots) * cfg->n_workers);
+	if (!k->st || !k->slots) {
+		fw_keeper_free(k);
+		return -ENOMEM;
+	}
+	memset(k->slots, 0, sizeof(*k->slots) * cfg->n_workers);
+	for (uint32_t i = 0; i < cfg->n_workers; i++) {
+		k->st[i].worker_id = cfg->worker_ids[i];
+		k->st[i].lease_ms = FW_KEEPER_NO_LIMIT;
+		k->st[i].gen = 1;
+	}
+	k->cfg.worker_ids = NULL; /* not kept: slot i holds its worker ID */
+	if (!k->cfg.name)
+		k->cfg.name = "the responder";
+	*out = k;
+	return 0;
+}
+
+void fw_keeper_free(struct fw_keeper *k)
+{
+	if (!k)
+		return;
+	free(k->st);
+	free(k->slots);
+	free(k);
+}
+
+static uint64_t layout_ms(const struct fw_keeper *k, uint64_t unix_ms)
+{
+	return unix_ms > k->cfg.epoch_ms ? unix_ms - k->cfg.epoch_ms : 0;
+}
+
+static void publish_slot(struct fw_keeper *k, uint32_t i)
+{
+	struct fw_keeper_slot *sl = &k->slots[i];
+	struct fw_keeper_snap s;
+	uint32_t state = 0, wf = 0;
+	int64_t off = k->cal.offset_ns;
+
+	if (k->held)
+		return; /* fw_keeper_hold(false) publishes */
+	if ((k->cal.flags & FW_CLOCK_F_SLEWING) && (off >= OFFSET_BIG_NS || -off >= OFFSET_BIG_NS)) {
+		state |= FW_KEEPER_S_SLEWING;
+		wf |= FW_WIRE_F_SLEWING;
+	}
+	if (k->cal.flags & FW_CLOCK_F_BACK_STEP) {
+		state |= FW_KEEPER_S_BACK_STEP;
+		wf |= FW_WIRE_F_BACKSTEP;
+	}
+	if (k->failing)
+		state |= FW_KEEPER_S_MARK_FAIL;
+	memset(&s, 0, sizeof(s));
+	s.cal = k->cal;
+	s.epoch_ms = k->cfg.epoch_ms;
+	s.mark_ms = layout_ms(k, k->mark_unix);
+	s.lease_ms = k->st[i].lease_ms;
+	s.floor_ms = k->st[i].floor_ms;
+	s.worker_gen = k->st[i].gen;
+	s.worker_id = k->st[i].worker_id;
+	s.wire_flags = wf;
+	s.state = state;
+	s.offset_ns = off;
+
+	unsigned seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+	atomic_store_explicit(&sl->seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy((void *)&sl->snap, &s, sizeof(s));
+	atomic_store_explicit(&sl->seq, seq + 2, memory_order_release);
+}
+
+static void publish(struct fw_keeper *k)
+{
+	for (uint32_t i = 0; i < k->cfg.n_workers; i++)
+		publish_slot(k, i);
+}
+
+/* Persists @target; publishes it only once it is on disk. Returns EV bits. */
+static uint32_t extend_mark(struct fw_keeper *k, uint64_t target, uint64_t now_ns)
+{
+	int rc = k->io.write_mark(k->io.arg, target);
+	uint32_t ev = 0;
+
+	k->last_write_rc = rc;
+	if (rc) {
+		k->mark_failures++;
+		k->next_try_ns = now_ns + (uint64_t)k->cfg.mark_retry_ms * NS_PER_MS;
+		if (!k->failing) {
+			klog(k, FW_KEEPER_LOG_ERR,
+			     "mark: cannot persist %llu to %s: %s; workers answer RETRY_AFTER once "
+			     "they reach %llu",
+			     (unsigned long long)target, file_name(k), fw_strerror(rc),
+			     (unsigned long long)k->mark_unix);
+			k->failing = true;
+			publish(k);
+			ev |= FW_KEEPER_EV_MARK_FAIL;
+		}
+		return ev;
+	}
+	if (k->failing) {
+		ev |= FW_KEEPER_EV_MARK_OK;
+		klog(k, FW_KEEPER_LOG_INFO, "mark: persisting works again (%llu)",
+		     (unsigned long long)target);
+	}
+	k->failing = false;
+	k->mark_writes++;
+	k->mark_unix = target;
+	publish(k);
+	return ev | FW_KEEPER_EV_MARK;
+}
+
+int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1, uint64_t ns1,
+		    struct fw_keeper_start_info *info)
+{
+	struct fw_keeper_start_info dummy;
+	uint64_t mark = 0;
+	int rc;
+
+	if (!info)
+		info = &dummy;
+	memset(info, 0, sizeof(*info));
+	rc = fw_clock_calibrate(&k->cal, t0, ns0, t1, ns1);
+	if (rc)
+		return rc;
+	k->anchor_ns = fw_clock_ns(&k->cal, t1);
+	uint64_t now = k->anchor_ns / NS_PER_MS;
+	k->now_unix_ms = now;
+	info->now_unix = now;
+
+	rc = k->io.read_mark(k->io.arg, &mark);
+	info->read_rc = rc;
+	if (rc == -ENOENT) {
+		klog(k, FW_KEEPER_LOG_INFO, "mark: %s does not exist: first start", file_name(k));
+		mark = 0;
+	} else if (rc) {
+		klog(k, FW_KEEPER_LOG_ERR,
+		     "mark: cannot read %s: %s; refusing to start: the IDs issued before are "
+		     "unknown. Fix: restore the file, or write a mark at or above the last "
+		     "time this node may have issued IDs (its last run's end plus "
+		     "[state] mark_ahead_ms) with 'flakectl mark %s --set UNIX_MS --force', "
+		     "then start again",
+		     file_name(k), fw_strerror(rc), file_name(k));
+		return rc;
+	}
+	info->mark_unix = mark;
+	if (mark > now) {
+		bool fail = k->cfg.start_policy == FW_KEEPER_START_FAIL;
+		info->behind_ms = mark - now;
+		if (fail && info->behind_ms > k->cfg.mark_ahead_ms) {
+			klog(k, FW_KEEPER_LOG_ERR,
+			     "mark: system clock is %llu ms behind the persisted mark %llu "
+			     "(start_policy = fail)",
+			     (unsigned long long)info->behind_ms, (unsigned long long)mark);
+			return FW_EMARK_AHEAD;
+		}
+		klog(k, FW_KEEPER_LOG_WARNING,
+		     "mark: system clock is %llu ms behind the persisted mark %llu "
+		     "(start_policy = %s): answering RETRY_AFTER until it passes",
+		     (unsigned long long)info->behind_ms, (unsigned long long)mark,
+		     fail ? "fail" : "wait");
+	}
+	if (mark)
+		klog(k, FW_KEEPER_LOG_INFO, "mark: read %llu from %s: issuing above it",
+		     (unsigned long long)mark, file_name(k));
+	k->floor_unix = mark;
+	k->mark_unix = mark;
+	for (uint32_t i = 0; i < k->cfg.n_workers; i++)
+		k->st[i].floor_ms = layout_ms(k, mark);
+	k->started = true;
+	publish(k);
+	/*
+	 * Reserve from the clock, not from the mark: nothing can be issued up to
+	 * the mark anyway, and reserving past it would push the mark a further
+	 * mark_ahead_ms into the future at every start of a crash loop.
+	 */
+	extend_mark(k, FW_MAX(now + k->cfg.mark_ahead_ms, mark), k->anchor_ns);
+	if (k->last_write_rc == 0)
+		klog(k, FW_KEEPER_LOG_INFO, "mark: reserved up to %llu (%llu ms ahead of the clock) in %s",
+		     (unsigned long long)k->mark_unix, (unsigned long long)(k->mark_unix - now),
+		     file_name(k));
+	info->reserve_rc = k->last_write_rc;
+	info->reserved_unix = k->mark_unix;
+	return 0;
+}
+
+uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+{
+	struct fw_clock_cal next;
+	uint32_t ev = FW_KEEPER_EV_ANCHOR;
+
+	if (fw_clock_reanchor(&k->cal, &k->cfg.clock, tick, wall_ns, &next))
+		return 0;
+	k->cal = next;
+	k->anchor_ns = fw_clock_ns(&k->cal, tick);
+	k->now_unix_ms = k->anchor_ns / NS_PER_MS;
+
+	int64_t off = next.offset_ns;
+	bool big = off >= OFFSET_BIG_NS || -off >= OFFSET_BIG_NS;
+	bool back = (next.flags & FW_CLOCK_F_BACK_STEP) != 0;
+	if (next.flags & FW_CLOCK_F_FWD_STEP) {
+		ev |= FW_KEEPER_EV_FWD_STEP;
+		k->clock_events++;
+	}
+	if (back && !k->back_step) {
+		ev |= FW_KEEPER_EV_BACK_STEP;
+		k->back_steps++;
+		k->clock_events++;
+	} else if (!back && k->back_step) {
+		ev |= FW_KEEPER_EV_BACK_CLEAR;
+		k->clock_events++;
+	}
+	if (big != k->big_offset && !(ev & FW_KEEPER_EV_FWD_STEP)) {
+		ev |= FW_KEEPER_EV_OFFSET;
+		k->clock_events++;
+	}
+	bool changed = (ev & (FW_KEEPER_EV_BACK_STEP | FW_KEEPER_EV_BACK_CLEAR |
+			      FW_KEEPER_EV_OFFSET)) != 0;
+	k->back_step = back;
+	k->big_offset = big;
+	publish(k);
+	/*
+	 * A step at once; an offset of 1 ms or more when its kind changes and
+	 * every CLOCK_LOG_MS while it lasts: a backward step of an hour is
+	 * slewed away over months, one line a second would bury the log.
+	 */
+	if (ev & FW_KEEPER_EV_FWD_STEP) {
+		klog(k, FW_KEEPER_LOG_WARNING,
+		     "clock: system clock jumped ahead by %.3f ms: stepped forward",
+		     (double)off / 1e6);
+		return ev;
+	}
+	if (!changed && !(big && k->now_unix_ms >= k->next_clock_log))
+		return ev;
+	k->next_clock_log = k->now_unix_ms + CLOCK_LOG_MS;
+	if (back)
+		klog(k, FW_KEEPER_LOG_WARNING,
+		     "clock: system clock is %.3f ms behind %s: slewing at %.1f ppm, "
+		     "never stepping back; replies carry BACKSTEP",
+		     (double)-off / 1e6, k->cfg.name, (double)next.slew_ppb / 1e3);
+	else
+		klog(k, FW_KEEPER_LOG_INFO,
+		     "clock: offset %+.3f ms, slewing at %+.1f ppm (%.0f Hz, generation %llu)",
+		     (double)off / 1e6, (double)next.slew_ppb / 1e3, fw_clock_hz(&next),
+		     (unsigned long long)next.generation);
+	return ev;
+}
+
+uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+{
+	uint32_t ev = 0;
+
+	if (!k->started)
+		return 0;
+	uint64_t now_ns = fw_clock_ns(&k->cal, tick);
+	if (now_ns >= k->anchor_ns + (uint64_t)k->cfg.reanchor_ms * NS_PER_MS) {
+		ev |= fw_keeper_reanchor(k, tick, wall_ns);
+		now_ns = fw_clock_ns(&k->cal, tick);
+	}
+	uint64_t now = now_ns / NS_PER_MS;
+	k->now_unix_ms = now;
+	if (now_ns >= k->next_try_ns && k->mark_unix < now + k->cfg.mark_ahead_ms / 2)
+		ev |= extend_mark(k, now + k->cfg.mark_ahead_ms, now_ns);
+	return ev;
+}
+
+int fw_keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *written)
+{
+	uint64_t highest = extra_last_ms;
+
+	for (uint32_t i = 0; i < k->cfg.n_workers; i++) {
+		highest = FW_MAX(highest, atomic_load(&k->slots[i].last_ms));
+		highest = FW_MAX(highest, atomic_load(&k->slots[i].retired_ms));
+		highest = FW_MAX(highest, k->st[i].floor_ms);
+	}
+	uint64_t final = FW_MAX(k->floor_unix, highest ? highest + k->cfg.epoch_ms : 0);
+	if (!final)
+		final = k->now_unix_ms;
+	int rc = k->io.write_mark(k->io.arg, final);
+	if (rc == 0) {
+		k->mark_unix = final;
+		if (written)
+			*written = final;
+		klog(k, FW_KEEPER_LOG_INFO, "mark: persisted %llu (at or above every ID issued) to %s",
+		     (unsigned long long)final, file_name(k));
+	} else {
+		klog(k, FW_KEEPER_LOG_ERR,
+		     "mark: cannot persist %llu at exit: %s (the reservation %llu stays)",
+		     (unsigned long long)final, fw_strerror(rc), (unsigned long long)k->mark_unix);
+	}
+	return rc;
+}
+
+int fw_keeper_set_lease(struct fw_keeper *k, uint32_t slot, uint64_t lease_ms)
+{
+	if (slot >= k->cfg.n_workers)
+		return -EINVAL;
+	k->st[slot].lease_ms = lease_ms;
+	publish_slot(k, slot);
+	return 0;
+}
+
+int fw_keeper_set_worker(struct fw_keeper *k, uint32_t slot, uint32_t worker_id,
+			 uint64_t floor_ms, uint64_t lease_ms)
+{
+	if (slot >= k->cfg.n_workers)
+		return -EINVAL;
+	k->st[slot].worker_id = worker_id;
+	k->st[slot].floor_ms = floor_ms;
+	k->st[slot].lease_ms = lease_ms;
+	k->st[slot].gen++;
+	publish_slot(k, slot);
+	return 0;
+}
+
+uint64_t fw_keeper_worker_last(const struct fw_keeper *k, uint32_t slot)
+{
+	if (slot >= k->cfg.n_workers)
+		return 0;
+	return atomic_load_explicit(&k->slots[slot].last_ms, memory_order_relaxed);
+}
+
+bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot, uint64_t *last_ms)
+{
+	if (slot >= k->cfg.n_workers)
+		return false;
+	uint64_t g = atomic_load_explicit(&k->slots[slot].retired_gen, memory_order_acquire);
+	if (g != k->st[slot].gen)
+		return false;
+	*last_ms = atomic_load_explicit(&k->slots[slot].retired_ms, memory_order_relaxed);
+	return true;
+}
+
+void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->cal = k->cal;
+	st->now_unix_ms = k->now_unix_ms;
+	st->mark_unix_ms = k->mark_unix;
+	st->floor_unix_ms = k->floor_unix;
+	st->mark_failing = k->failing;
+	st->back_step = k->back_step;
+	st->last_write_rc = k->last_write_rc;
+	st->mark_writes = k->mark_writes;
+	st->mark_failures = k->mark_failures;
+	st->back_steps = k->back_steps;
+	st->clock_events = k->clock_events;
+}
+
+struct fw_keeper_slot *fw_keeper_slots(struct fw_keeper *k, uint32_t *n)
+{
+	if (n)
+		*n = k->cfg.n_workers;
+	return k->slots;
+}
+
+void fw_keeper_hold(struct fw_keeper *k, bool on)
+{
+	if (on == k->held)
+		return;
+	for (uint32_t i = 0; i < k->cfg.n_workers; i++) {
+		struct fw_keeper_slot *sl = &k->slots[i];
+		unsigned seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+		atomic_store_explicit(&sl->seq, seq + 1, memory_order_release);
+	}
+	k->held = on;
+	if (!on)
+		publish(k);
+}
+
+int fw_keeper_worker_swap(struct fw_keeper_worker *w, const struct fw_keeper_snap *s,
+			  struct fw_gen *g)
+{
+	struct fw_gen_config cfg = g->cfg;
+	struct fw_layout layout = g->layout;
+	struct fw_gen ng;
+	uint64_t old_last = fw_gen_last_ms(g);
+
+	w->worker_gen = s->worker_gen; /* applied or not, do not retry every burst */
+	cfg.worker = s->worker_id;
+	int rc = fw_gen_init(&ng, &layout, &cfg);
+	if (rc)
+		return rc;
+	if (s->floor_ms)
+		fw_gen_set_floor(&ng, s->floor_ms);
+	ng.stats = g->stats;
+	*g = ng;
+	w->limit_ms = 0; /* the new generator's mark is 0: set it on this burst */
+	/* (a limit of exactly 0 is then already in effect) */
+	atomic_store_explicit(&w->slot->retired_ms, old_last, memory_order_relaxed);
+	atomic_store_explicit(&w->slot->retired_gen, s->worker_gen, memory_order_release);
+	return 0;
+}
+
+void fw_keeper_worker_limit(struct fw_keeper_worker *w, struct fw_gen *g, uint64_t limit_ms)
+{
+	if (limit_ms < g->mark_ms) {
+		/* Lowering a limit can only issue less. The generator's fast path
+		 * does not look at the mark: disarm it so the next ID is checked. */
+		g->mark_ms = limit_ms;
+		g->fast_ms = UINT64_MAX;
+	}
+	w->limit_ms = fw_gen_set_mark(g, limit_ms);
+}
+
+void fw_keeper_worker_init(struct fw_keeper_worker *w, struct fw_keeper_slot *slot,
+			   struct fw_gen *g)
+{
+	struct fw_keeper_snap s;
+	bool by_lease;
+
+	memset(w, 0, sizeof(*w));
+	w->slot = slot;
+	fw_keeper_read(slot, &s);
+	w->worker_gen = s.worker_gen;
+	if (s.floor_ms)
+		fw_gen_set_floor(g, s.floor_ms);
+	w->limit_ms = UINT64_MAX;
+	fw_keeper_worker_limit(w, g, fw_keeper_limit(&s, &by_lease));
+	w->by_lease = by_lease;
+}

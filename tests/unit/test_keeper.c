@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The timekeeper against a scripted clock and a scripted mark store: ticks
+ * run at a known rate (2.1 GHz, like a TSC), the system clock is true time
+ * plus an offset the test steps, and the mark "file" can fail on demand.
+ * Workers are generators driven through fw_keeper_worker_burst, as the
+ * responders' burst loops drive theirs.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fw_err.h"
+#include "fw_gen.h"
+#include "fw_keeper.h"
+#include "fw_layout.h"
+#include "fw_wire.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+#define NS_PER_MS 1000000ULL
+#define NS_PER_S  1000000000ULL
+#define HZ        2100000000ULL
+#define EPOCH_MS  FW_DEFAULT_EPOCH_MS
+/* true time 0 of the script: one day after the epoch */
+#define T0_NS ((EPOCH_MS + 86400000ULL) * NS_PER_MS)
+
+struct store {
+	bool present;
+	uint64_t mark;
+	int read_rc;  /* forced read result when non-zero */
+	int write_rc; /* forced write result when non-zero */
+	unsigned writes;
+};
+
+struct script {
+	uint64_t t;  /* true ns since T0 */
+	int64_t off; /* system clock - true, ns */
+	struct store st;
+	struct fw_keeper_io io;
+	struct fw_keeper_config cfg;
+	uint32_t workers[2];
+	struct fw_keeper *k;
+	struct fw_layout layout;
+	struct fw_gen gen[2];
+	struct fw_keeper_worker w[2];
+};
+
+/* The last WARNING line and the number of lines logged. */
+static char last_warning[512];
+static unsigned lines;
+
+static void capture(void *arg, enum fw_keeper_level level, const char *line)
+{
+	(void)arg;
+	lines++;
+	if (level == FW_KEEPER_LOG_WARNING)
+		snprintf(last_warning, sizeof(last_warning), "%s", line);
+}
+
+static int st_read(void *arg, uint64_t *ms)
+{
+	struct store *s = arg;
+	if (s->read_rc)
+		return s->read_rc;
+	if (!s->present)
+		return -ENOENT;
+	*ms = s->mark;
+	return 0;
+}
+
+static int st_write(void *arg, uint64_t ms)
+{
+	struct store *s = arg;
+	if (s->write_rc)
+		return s->write_rc;
+	s->present = true;
+	s->mark = ms;
+	s->writes++;
+	return 0;
+}
+
+static uint64_t ticks(const struct script *s)
+{
+	return 1000 + (uint64_t)((u128)s->t * HZ / NS_PER_S);
+}
+
+static uint64_t wall(const struct script *s)
+{
+	return T0_NS + s->t + (uint64_t)s->off;
+}
+
+static uint64_t true_ms(const struct script *s)
+{
+	return (T0_NS + s->t) / NS_PER_MS;
+}
+
+static void setup_cfg(struct script *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->io = (struct fw_keeper_io){st_read, st_write, &s->st};
+	fw_keeper_config_default(&s->cfg);
+	s->cfg.io = &s->io;
+	s->cfg.state_file = NULL;
+	s->cfg.mark_ahead_ms = 3000;
+	s->cfg.reanchor_ms = 1000;
+	s->cfg.clock.horizon_ms = 1000;
+	s->cfg.epoch_ms = EPOCH_MS;
+	s->workers[0] = 1;
+	s->workers[1] = 2;
+	s->cfg.n_workers = 2;
+	s->cfg.worker_ids = s->workers;
+	s->cfg.name = "flakewire";
+	s->cfg.log = capture;
+}
+
+/* Calibrates over 100 ms of script time and starts; returns fw_keeper_start's code. */
+static int start(struct script *s, struct fw_keeper_start_info *info)
+{
+	assert_int_equal(fw_keeper_create(&s->cfg, &s->k), 0);
+	uint64_t t0 = ticks(s), n0 = wall(s);
+	s->t += 100 * NS_PER_MS;
+	int rc = fw_keeper_start(s->k, t0, n0, ticks(s), wall(s), info);
+	if (rc)
+		return rc;
+	uint32_t n;
+	struct fw_keeper_slot *slots = fw_keeper_slots(s->k, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(fw_layout_init(&s->layout, EPOCH_MS, 0, 10, 12, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		struct fw_gen_config gc;
+		fw_gen_config_default(&gc);
+		gc.worker = s->workers[i];
+		assert_int_equal(fw_gen_init(&s->gen[i], &s->layout, &gc), 0);
+		fw_keeper_worker_init(&s->w[i], &slots[i], &s->gen[i]);
+	}
+	return 0;
+}
+
+/* Advances script time by @ms in 10 ms keeper ticks; ORs the events. */
+static uint32_t run(struct script *s, uint64_t ms)
+{
+	uint32_t ev = 0;
+	for (uint64_t i = 0; i < ms / 10; i++) {
+		s->t += 10 * NS_PER_MS;
+		ev |= fw_keeper_tick(s->k, ticks(s), wall(s));
+	}
+	return ev;
+}
+
+/* One burst of worker @i: issues one ID; returns fw_gen_next's code. */
+static int burst(struct script *s, int i, uint64_t *id, struct fw_keeper_snap *snap)
+{
+	struct fw_keeper_snap tmp;
+	if (!snap)
+		snap = &tmp;
+	uint64_t now = fw_keeper_worker_burst(&s->w[i], &s->gen[i], ticks(s), snap);
+	return fw_gen_next(&s->gen[i], now, id);
+}
+
+static uint64_t id_ms(const struct script *s, uint64_t id)
+{
+	return (id >> (s->layout.worker_bits + s->layout.seq_bits + s->layout.dc_bits)) +
+	       EPOCH_MS;
+}
+
+static uint64_t id_worker(const struct script *s, uint64_t id)
+{
+	return (id >> s->layout.seq_bits) & ((1u << s->layout.worker_bits) - 1);
+}
+
+static void teardown(struct script *s)
+{
+	fw_keeper_free(s->k);
+}
+
+static void test_create_rejects(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_keeper *k = NULL;
+	setup_cfg(&s);
+	s.cfg.n_workers = 0;
+	assert_int_equal(fw_keeper_create(&s.cfg, &k), -EINVAL);
+	s.cfg.n_workers = FW_KEEPER_WORKERS_MAX + 1;
+	assert_int_equal(fw_keeper_create(&s.cfg, &k), -EINVAL);
+	s.cfg.n_workers = 2;
+	s.cfg.io = NULL; /* no file either */
+	assert_int_equal(fw_keeper_create(&s.cfg, &k), -EINVAL);
+	assert_null(k);
+}
+
+/* First start: nothing on disk; the mark is reserved ahead before workers issue. */
+static void test_first_start_reserves(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_keeper_start_info info;
+	struct fw_keeper_snap snap;
+	uint64_t id;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, &info), 0);
+	assert_int_equal(info.read_rc, -ENOENT);
+	assert_int_equal(info.reserve_rc, 0);
+	assert_true(s.st.present);
+	assert_in_range(s.st.mark, true_ms(&s) + 2990, true_ms(&s) + 3010);
+	assert_int_equal(burst(&s, 0, &id, &snap), 0);
+	assert_int_equal(snap.mark_ms, s.st.mark - EPOCH_MS);
+	assert_int_equal(snap.lease_ms, FW_KEEPER_NO_LIMIT);
+	assert_int_equal(snap.floor_ms, 0);
+	assert_int_equal(id_worker(&s, id), 1);
+	assert_in_range(id_ms(&s, id), true_ms(&s) - 1, true_ms(&s) + 1);
+	teardown(&s);
+}
+
+/* The mark keeps moving ahead of the clock, and a worker never passes the persisted one. */
+static void test_mark_stays_ahead(void **state)
+{
+	(void)state;
+	struct script s;
+	uint64_t id;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	for (int i = 0; i < 100; i++) {
+		uint32_t ev = run(&s, 100);
+		(void)ev;
+		assert_true(s.st.mark >= true_ms(&s) + 1500);
+		assert_int_equal(burst(&s, 1, &id, NULL), 0);
+		assert_true(id_ms(&s, id) <= s.st.mark);
+	}
+	assert_true(s.st.writes >= 3);
+	teardown(&s);
+}
+
+/* Restart: issues only above the mark read; reserves from the clock, not the mark. */
+static void test_restart_above_mark(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_keeper_start_info info;
+	uint64_t id;
+
+	setup_cfg(&s);
+	s.st.present = true;
+	s.st.mark = (T0_NS / NS_PER_MS) + 2000; /* 2 s ahead: a crash right after a start */
+	assert_int_equal(start(&s, &info), 0);
+	assert_int_equal(info.read_rc, 0);
+	assert_int_equal(info.behind_ms, 1900);
+	/* reserved from the clock (now + 3000), which is above the old mark */
+	assert_in_range(s.st.mark, true_ms(&s) + 2990, true_ms(&s) + 3010);
+	int rc = burst(&s, 0, &id, NULL);
+	assert_int_equal(rc, FW_ERETRY);
+	run(&s, 2000);
+	assert_int_equal(burst(&s, 0, &id, NULL), 0);
+	assert_true(id_ms(&s, id) > (T0_NS / NS_PER_MS) + 2000);
+	teardown(&s);
+}
+
+/* start_policy fail refuses when far behind; wait starts and waits. */
+static void test_start_policy(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_keeper_start_info info;
+
+	setup_cfg(&s);
+	s.st.present = true;
+	s.st.mark = (T0_NS / NS_PER_MS) + 3600000;
+	s.cfg.start_policy = FW_KEEPER_START_FAIL;
+	assert_int_equal(start(&s, &info), FW_EMARK_AHEAD);
+	assert_int_equal(info.behind_ms, 3600000 - 100);
+	assert_int_equal(s.st.writes, 0); /* the file is left as it is */
+	teardown(&s);
+
+	setup_cfg(&s);
+	s.st.present = true;
+	s.st.mark = (T0_NS / NS_PER_MS) + 3600000;
+	s.cfg.start_policy = FW_KEEPER_START_WAIT;
+	assert_int_equal(start(&s, &info), 0);
+	assert_int_equal(s.st.mark, (T0_NS / NS_PER_MS) + 3600000); /* not pushed further */
+	uint64_t id;
+	assert_int_equal(burst(&s, 0, &id, NULL), FW_ERETRY);
+	teardown(&s);
+}
+
+/* A corrupt or unreadable mark refuses the start and writes nothing. */
+static void test_corrupt_refuses(void **state)
+{
+	(void)state;
+	struct script s;
+
+	setup_cfg(&s);
+	s.st.read_rc = FW_ESTATE_CORRUPT;
+	assert_int_equal(start(&s, NULL), FW_ESTATE_CORRUPT);
+	assert_int_equal(s.st.writes, 0);
+	teardown(&s);
+	setup_cfg(&s);
+	s.st.read_rc = -EACCES;
+	assert_int_equal(start(&s, NULL), -EACCES);
+	teardown(&s);
+}
+
+/*
+ * The system clock steps back by more than step_ms (1 s, 1 h): the keeper's
+ * time never goes back, workers keep issuing from it (no CLOCK_UNSAFE, no
+ * stall), replies carry BACKSTEP and SLEWING, and the owner hears of it once.
+ */
+static void check_back_step(int64_t step_ms)
+{
+	struct script s;
+	struct fw_keeper_snap snap;
+	uint64_t id, last = 0, prev_now;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	run(&s, 2000);
+	assert_int_equal(burst(&s, 0, &last, NULL), 0);
+	prev_now = fw_keeper_worker_burst(&s.w[0], &s.gen[0], ticks(&s), &snap);
+	s.off = -step_ms * (int64_t)NS_PER_MS;
+	uint32_t ev = 0;
+	unsigned refused = 0;
+	for (int i = 0; i < 500; i++) { /* 5 s */
+		ev |= run(&s, 10);
+		uint64_t now = fw_keeper_worker_burst(&s.w[0], &s.gen[0], ticks(&s), &snap);
+		assert_true(now >= prev_now);
+		prev_now = now;
+		int rc = fw_gen_next(&s.gen[0], now, &id);
+		if (rc) {
+			refused++;
+			continue;
+		}
+		assert_true(id > last);
+		last = id;
+	}
+	assert_int_equal(refused, 0);
+	assert_true(ev & FW_KEEPER_EV_BACK_STEP);
+	assert_true(snap.state & FW_KEEPER_S_BACK_STEP);
+	assert_true(snap.wire_flags & FW_WIRE_F_BACKSTEP);
+	assert_true(snap.wire_flags & FW_WIRE_F_SLEWING);
+	assert_true(snap.offset_ns < -(int64_t)(step_ms - 10) * (int64_t)NS_PER_MS);
+	/* IDs stay on real time, not on the stepped-back system clock */
+	assert_in_range(id_ms(&s, last), true_ms(&s) - 10, true_ms(&s) + 10);
+	struct fw_keeper_status st;
+	fw_keeper_status(s.k, &st);
+	assert_int_equal(st.back_steps, 1);
+	assert_true(st.back_step);
+	/* one WARNING naming the responder, not one per re-anchor */
+	assert_non_null(strstr(last_warning, "ms behind flakewire: slewing at -500.0 ppm, "
+					     "never stepping back"));
+	unsigned before = lines;
+	run(&s, 20000);
+	assert_int_equal(lines, before); /* the next one is due after 30 s */
+	run(&s, 11000);
+	assert_int_equal(lines, before + 1);
+	teardown(&s);
+}
+
+static void test_back_step_1s_keeps_issuing(void **state)
+{
+	(void)state;
+	check_back_step(1000);
+}
+
+static void test_back_step_1h_keeps_issuing(void **state)
+{
+	(void)state;
+	check_back_step(3600000);
+}
+
+/* A small backward step (3 ms) is slewed away, and the BACK_STEP edge never fires. */
+static void test_small_back_step_slews(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_keeper_snap snap;
+	uint64_t id;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	run(&s, 2000);
+	s.off = -3 * (int64_t)NS_PER_MS;
+	uint32_t ev = run(&s, 1500);
+	assert_false(ev & FW_KEEPER_EV_BACK_STEP);
+	assert_true(ev & FW_KEEPER_EV_OFFSET);
+	assert_int_equal(burst(&s, 0, &id, &snap), 0);
+	assert_true(snap.wire_flags & FW_WIRE_F_SLEWING);
+	run(&s, 10000);
+	assert_int_equal(burst(&s, 0, &id, &snap), 0);
+	assert_false(snap.wire_flags & FW_WIRE_F_SLEWING);
+	assert_true(snap.offset_ns > -(int64_t)NS_PER_MS);
+	teardown(&s);
+}
+
+/* Forward step: time steps forward, the mark follows before workers issue there. */
+static void test_forward_step(void **state)
+{
+	(void)state;
+	struct script s;
+	uint64_t id;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	run(&s, 1000);
+	s.off = 3600000 * (int64_t)NS_PER_MS;
+	uint32_t ev = run(&s, 1100);
+	assert_true(ev & FW_KEEPER_EV_FWD_STEP);
+	assert_true(ev & FW_KEEPER_EV_MARK);
+	assert_int_equal(burst(&s, 0, &id, NULL), 0);
+	assert_in_range(id_ms(&s, id), true_ms(&s) + 3600000 - 10, true_ms(&s) + 3600000 + 10);
+	assert_true(id_ms(&s, id) <= s.st.mark);
+	teardown(&s);
+}
+
+/* Persist fails: workers stop at the mark on disk (RETRY_AFTER), resume when it works. */
+static void test_mark_failure(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_keeper_snap snap;
+	uint64_t id;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	uint64_t on_disk = s.st.mark;
+	s.st.write_rc = -ENOSPC;
+	uint32_t ev = run(&s, 5000);
+	assert_true(ev & FW_KEEPER_EV_MARK_FAIL);
+	assert_int_equal(s.st.mark, on_disk);
+	int rc = burst(&s, 0, &id, &snap);
+	assert_int_equal(rc, FW_EMARK);
+	assert_false(s.w[0].by_lease); /* RETRY_AFTER, not NO_LEASE */
+	assert_true(snap.state & FW_KEEPER_S_MARK_FAIL);
+	struct fw_keeper_status st;
+	fw_keeper_status(s.k, &st);
+	assert_true(st.mark_failing);
+	assert_int_equal(st.last_write_rc, -ENOSPC);
+	assert_in_range(st.mark_failures, 20, 60); /* retried every 100 ms, not every tick */
+	s.st.write_rc = 0;
+	ev = run(&s, 200);
+	assert_true(ev & FW_KEEPER_EV_MARK_OK);
+	assert_int_equal(burst(&s, 0, &id, &snap), 0);
+	assert_false(snap.state & FW_KEEPER_S_MARK_FAIL);
+	teardown(&s);
+}
+
+/* A lease below the mark stops the worker at the lease and says so (NO_LEASE). */
+static void test_lease_limit(void **state)
+{
+	(void)state;
+	struct script s;
+	uint64_t id;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	uint64_t lease = true_ms(&s) - EPOCH_MS + 500;
+	assert_int_equal(fw_keeper_set_lease(s.k, 0, lease), 0);
+	assert_int_equal(fw_keeper_set_lease(s.k, 9, lease), -EINVAL);
+	assert_int_equal(burst(&s, 0, &id, NULL), 0);
+	assert_true(s.w[0].by_lease);
+	run(&s, 1000);
+	assert_int_equal(burst(&s, 0, &id, NULL), FW_EMARK);
+	assert_true(s.w[0].by_lease); /* the lease stopped it: NO_LEASE */
+	/* the other slot has no lease: the mark is its limit */
+	assert_int_equal(burst(&s, 1, &id, NULL), 0);
+	assert_false(s.w[1].by_lease);
+	/* renewal: issuing resumes */
+	assert_int_equal(fw_keeper_set_lease(s.k, 0, lease + 3600000), 0);
+	assert_int_equal(burst(&s, 0, &id, NULL), 0);
+	assert_false(s.w[0].by_lease); /* now the mark is the lower limit */
+	teardown(&s);
+}
+
+/* A worker swap: new worker ID above its floor, the old one retired at its last ms. */
+static void test_worker_swap(void **state)
+{
+	(void)state;
+	struct script s;
+	uint64_t id, last_old, retired;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	assert_int_equal(burst(&s, 0, &last_old, NULL), 0);
+	assert_false(fw_keeper_worker_retired(s.k, 0, &retired));
+	uint64_t floor = true_ms(&s) - EPOCH_MS + 20;
+	assert_int_equal(fw_keeper_set_worker(s.k, 0, 77, floor, FW_KEEPER_NO_LIMIT), 0);
+	assert_false(fw_keeper_worker_retired(s.k, 0, &retired)); /* not applied yet */
+	run(&s, 30);
+	assert_int_equal(burst(&s, 0, &id, NULL), 0);
+	assert_int_equal(id_worker(&s, id), 77);
+	assert_true(id_ms(&s, id) - EPOCH_MS > floor);
+	assert_true(fw_keeper_worker_retired(s.k, 0, &retired));
+	assert_int_equal(retired, id_ms(&s, last_old) - EPOCH_MS);
+	/* slot 1 untouched */
+	assert_int_equal(burst(&s, 1, &id, NULL), 0);
+	assert_int_equal(id_worker(&s, id), 2);
+	teardown(&s);
+}
+
+/* A clean stop persists the highest ms issued, not the reservation. */
+static void test_stop_persists_last(void **state)
+{
+	(void)state;
+	struct script s;
+	uint64_t id, written = 0;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	run(&s, 500);
+	assert_int_equal(burst(&s, 1, &id, NULL), 0);
+	assert_int_equal(fw_keeper_stop(s.k, fw_gen_last_ms(&s.gen[1]), &written), 0);
+	assert_int_equal(written, id_ms(&s, id));
+	assert_int_equal(s.st.mark, id_ms(&s, id));
+	teardown(&s);
+}
+
+/* Readers never see a torn snapshot while the owner publishes. */
+struct race {
+	struct fw_keeper *k;
+	struct fw_keeper_slot *slot;
+	volatile int done;
+	unsigned long reads, torn;
+};
+
+static void *reader(void *arg)
+{
+	struct race *r = arg;
+	struct fw_keeper_snap s;
+	while (!r->done) {
+		fw_keeper_read(r->slot, &s);
+		r->reads++;
+		if (s.floor_ms + 1 != s.lease_ms || s.worker_id != (uint32_t)(s.floor_ms & 1023))
+			r->torn++;
+	}
+	return NULL;
+}
+
+static void test_seqlock_no_torn_reads(void **state)
+{
+	(void)state;
+	struct script s;
+	struct race r = {0};
+	pthread_t th;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	assert_int_equal(fw_keeper_set_worker(s.k, 0, 0, 0, 1), 0);
+	r.k = s.k;
+	r.slot = fw_keeper_slots(s.k, NULL);
+	assert_int_equal(pthread_create(&th, NULL, reader, &r), 0);
+	for (uint64_t i = 1; i < 300000; i++)
+		fw_keeper_set_worker(s.k, 0, (uint32_t)(i & 1023), i, i + 1);
+	r.done = 1;
+	pthread_join(th, NULL);
+	assert_true(r.reads > 0);
+	assert_int_equal(r.torn, 0);
+	teardown(&s);
+}
+
+/* The tick sources: monotonic raw ticks and real time move forward. */
+static void test_sources(void **state)
+{
+	(void)state;
+	uint64_t a = fw_keeper_monoraw_ticks(), t, n;
+	fw_keeper_sample(fw_keeper_monoraw_ticks, fw_keeper_realtime_ns, &t, &n);
+	assert_true(t >= a);
+	assert_true(n > T0_NS - 86400000ULL * NS_PER_MS); /* after the epoch */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_rejects),
+		cmocka_unit_test(test_first_start_reserves),
+		cmocka_unit_test(test_mark_stays_ahead),
+		cmocka_unit_test(test_restart_above_mark),
+		cmocka_unit_test(test_start_policy),
+		cmocka_unit_test(test_corrupt_refuses),
+		cmocka_unit_test(test_back_step_1s_keeps_issuing),
+		cmocka_unit_test(test_back_step_1h_keeps_issuing),
+		cmocka_unit_test(test_small_back_step_slews),
+		cmocka_unit_test(test_forward_step),
+		cmocka_unit_test(test_mark_failure),
+		cmocka_unit_test(test_lease_limit),
+		cmocka_unit_test(test_worker_swap),
+		cmocka_unit_test(test_stop_persists_last),
+		cmocka_unit_test(test_seqlock_no_torn_reads),
+		cmocka_unit_test(test_sources),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
