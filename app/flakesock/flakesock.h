@@ -22,6 +22,8 @@
 
 #include "fw_common.h"
 #include "fw_conf.h"
+
+struct fw_fleet_app;
 #include "fw_keeper.h"
 #include "fw_policy.h"
 #include "fw_serve.h"
@@ -51,7 +53,7 @@ struct fsock_ctx {
 	struct fw_keeper *keeper;    /* driven by the keeper thread (keeper.c) only */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
 	struct fsock_worker *workers;
-	struct fsock_fleet *fleet; /* NULL without [fleet] zookeeper */
+	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
 };
 
 /*
