@@ -74,9 +74,20 @@ static int cmd_fleet(const char *cmd, const char *params, struct rte_tel_data *d
 
 int fw_fleet_wire_start(struct fw_app *app)
 {
+	const struct fw_conf *c = &app->conf;
+	struct fw_layout layout;
 	char err[4096];
-	int rc = fw_fleet_app_start(&app->conf, &app->layout, rte_lcore_count(), log_cb, NULL,
-				    &app->fleet, err, sizeof(err));
+	if (!c->fleet.zookeeper[0])
+		return 0;
+	/* before fw_lcores_init, which sets app->layout the same way */
+	int rc = fw_layout_init(&layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
+				c->id.sequence_bits, fw_keeper_realtime_ns() / 1000000);
+	if (rc != 0) {
+		FW_LOG(ERR, "config: [id] layout: %s", fw_strerror(rc));
+		return -1;
+	}
+	rc = fw_fleet_app_start(c, &layout, rte_lcore_count(), log_cb, NULL, &app->fleet, err,
+				sizeof(err));
 	if (rc != 0) {
 		FW_LOG(ERR, "%s", err);
 		FW_LOG(ERR, "refusing to start (%s)", fw_strerror(rc));

@@ -33,7 +33,7 @@ def main():
     socks = []
     for _ in range(a.sockets):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))
         s.settimeout(0.3)
         socks.append(s)
     counts = {"ok": 0, "no_lease": 0, "retry": 0, "other": 0, "lost": 0}
