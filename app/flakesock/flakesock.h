@@ -70,11 +70,11 @@ uint32_t fsock_fleet_first_worker(const struct fsock_ctx *ctx, uint32_t i);
 void fsock_fleet_attach(struct fsock_ctx *ctx);
 
 /*
- * Every keeper tick, with fw_keeper_tick's FW_KEEPER_EV_* bits: applies the
+ * Every keeper tick, with fw_keeper_tick's FW_KEEPER_EV_* bits and its sample: applies the
  * registry's slots to the keeper (worker swaps, leases), retires replaced
  * IDs, answers a backward step with new workers ([clock] backstep), logs.
  */
-void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events);
+void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events, uint64_t tick, uint64_t wall_ns);
 
 /* Stops the registry thread (leases stay: a restart takes the IDs back). */
 void fsock_fleet_stop(struct fsock_ctx *ctx);

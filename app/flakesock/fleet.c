@@ -48,10 +48,10 @@ void fsock_fleet_attach(struct fsock_ctx *ctx)
 		fw_fleet_app_attach(ctx->fleet, ctx->keeper);
 }
 
-void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events)
+void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events, uint64_t tick, uint64_t wall_ns)
 {
 	if (ctx->fleet != NULL)
-		fw_fleet_app_tick(ctx->fleet, ctx->keeper, events);
+		fw_fleet_app_tick(ctx->fleet, ctx->keeper, events, tick, wall_ns);
 }
 
 void fsock_fleet_stop(struct fsock_ctx *ctx)
@@ -82,9 +82,9 @@ void fsock_fleet_attach(struct fsock_ctx *ctx)
 	(void)ctx;
 }
 
-void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events)
+void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events, uint64_t tick, uint64_t wall_ns)
 {
-	(void)ctx, (void)events;
+	(void)ctx, (void)events, (void)tick, (void)wall_ns;
 }
 
 void fsock_fleet_stop(struct fsock_ctx *ctx)

@@ -144,7 +144,7 @@ void fsock_keeper_run(struct fsock_ctx *ctx)
 		t += TICK_MS;
 		fsock_testclock_poll(ctx);
 		sample(&tick, &ns);
-		fsock_fleet_tick(ctx, fw_keeper_tick(ctx->keeper, tick, ns));
+		fsock_fleet_tick(ctx, fw_keeper_tick(ctx->keeper, tick, ns), tick, ns);
 		if (stats_ms && t >= next_stats) {
 			print_stats(ctx, &prev, (double)ctx->conf.stats.interval_s);
 			next_stats = t + stats_ms;

@@ -156,7 +156,7 @@ static void *control_main(void *arg)
 		fw_testclock_poll(app);
 		sample(&tsc, &ns);
 		uint32_t ev = fw_keeper_tick(app->keeper, tsc, ns);
-		fw_fleet_wire_tick(app, ev);
+		fw_fleet_wire_tick(app, ev, tsc, ns);
 		if (ev)
 			mirror(app);
 		if (stats_ms && t >= next_stats) {

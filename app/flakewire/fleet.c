@@ -118,11 +118,11 @@ void fw_fleet_wire_attach(struct fw_app *app)
 		fw_fleet_app_attach(app->fleet, app->keeper);
 }
 
-void fw_fleet_wire_tick(struct fw_app *app, uint32_t events)
+void fw_fleet_wire_tick(struct fw_app *app, uint32_t events, uint64_t tsc, uint64_t wall_ns)
 {
 	if (app->fleet == NULL)
 		return;
-	fw_fleet_app_tick(app->fleet, app->keeper, events);
+	fw_fleet_app_tick(app->fleet, app->keeper, events, tsc, wall_ns);
 	/* telemetry's per-lcore worker IDs follow the swaps */
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		app->lcore[i].worker_id = fw_fleet_app_worker(app->fleet, i);
@@ -156,9 +156,9 @@ void fw_fleet_wire_attach(struct fw_app *app)
 	(void)app;
 }
 
-void fw_fleet_wire_tick(struct fw_app *app, uint32_t events)
+void fw_fleet_wire_tick(struct fw_app *app, uint32_t events, uint64_t tsc, uint64_t wall_ns)
 {
-	(void)app, (void)events;
+	(void)app, (void)events, (void)tsc, (void)wall_ns;
 }
 
 void fw_fleet_wire_stop(struct fw_app *app)

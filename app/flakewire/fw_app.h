@@ -132,7 +132,7 @@ struct fw_fleet_app;
 int fw_fleet_wire_start(struct fw_app *app);
 int64_t fw_fleet_wire_worker(const struct fw_app *app, uint32_t i);
 void fw_fleet_wire_attach(struct fw_app *app);
-void fw_fleet_wire_tick(struct fw_app *app, uint32_t events);
+void fw_fleet_wire_tick(struct fw_app *app, uint32_t events, uint64_t tsc, uint64_t wall_ns);
 void fw_fleet_wire_stop(struct fw_app *app);
 
 /* options.c */

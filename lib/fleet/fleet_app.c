@@ -21,6 +21,8 @@ struct fw_fleet_app {
 	struct fw_fleet_slot cur[FW_FLEET_SLOTS_MAX]; /* what the keeper was given */
 	int32_t retiring[FW_FLEET_SLOTS_MAX];         /* replaced ID, retired once swapped */
 	bool ended_logged[FW_FLEET_SLOTS_MAX];
+	bool stepping;                           /* new_worker: waiting for every slot's new ID */
+	uint64_t replace_gen[FW_FLEET_SLOTS_MAX]; /* slot gen when its replacement was asked */
 };
 
 static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fmt, ...)
@@ -117,7 +119,18 @@ void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k)
 	}
 }
 
-void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events)
+static void step_when_all_new(struct fw_fleet_app *a, struct fw_keeper *k, uint64_t tick,
+			      uint64_t wall_ns)
+{
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->cur[i].gen == a->replace_gen[i] || a->cur[i].worker < 0)
+			return;
+	a->stepping = false;
+	fw_keeper_step_to_wall(k, tick, wall_ns);
+}
+
+void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
+		       uint64_t tick, uint64_t wall_ns)
 {
 	char ts[FW_ISO8601_LEN];
 	struct fw_keeper_status kst;
@@ -128,8 +141,11 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 		alog(a, FW_FLEET_WARN,
 		     "fleet: system clock stepped back beyond [clock] step_ms and backstep = "
 		     "new_worker: claiming a fresh worker ID for every worker");
-		for (uint32_t i = 0; i < a->n; i++)
+		for (uint32_t i = 0; i < a->n; i++) {
+			a->replace_gen[i] = a->cur[i].gen;
 			fw_fleet_replace(a->reg, i);
+		}
+		a->stepping = true;
 	}
 	for (uint32_t i = 0; i < a->n; i++) {
 		struct fw_fleet_slot s, *c = &a->cur[i];
@@ -164,6 +180,8 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 			a->ended_logged[i] = false;
 		}
 	}
+	if (a->stepping)
+		step_when_all_new(a, k, tick, wall_ns);
 }
 
 struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a)

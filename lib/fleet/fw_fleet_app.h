@@ -53,13 +53,16 @@ FW_API uint32_t fw_fleet_app_worker(const struct fw_fleet_app *a, uint32_t i);
 FW_API void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k);
 
 /*
- * Every keeper tick, with the FW_KEEPER_EV_* bits fw_keeper_tick returned:
- * applies new worker IDs, floors and leases; on FW_KEEPER_EV_BACK_STEP with
- * [clock] backstep = new_worker asks the registry for a fresh ID per slot and
- * retires each old one at the last ms it issued once its worker swapped;
- * logs a lease running out (NO_LEASE) and coming back, once each.
+ * Every keeper tick, with the FW_KEEPER_EV_* bits fw_keeper_tick returned
+ * for the sample (@tick, @wall_ns): applies new worker IDs, floors and
+ * leases; on FW_KEEPER_EV_BACK_STEP with [clock] backstep = new_worker asks
+ * the registry for a fresh ID per slot, and once every slot has one, steps
+ * the keeper's time back to the system clock (fw_keeper_step_to_wall) so
+ * IDs follow it at once; retires each old ID at the last ms it issued once
+ * its worker swapped. Logs a lease running out (NO_LEASE) and coming back.
  */
-FW_API void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events);
+FW_API void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
+			      uint64_t tick, uint64_t wall_ns);
 
 /* The registry (status, slots) for telemetry. */
 FW_API struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a);
