@@ -30,7 +30,7 @@ sys_start "$SYS_TMP/bs.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" --lis
 	--threads 2 --set net.udp_port=5501 --set "state.file=$SYS_TMP/mark" \
 	--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0 \
 	--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.root=/bs --set fleet.identity=bs \
-	--set fleet.lease_ms=20000 --set fleet.renew_ms=1000 --set fleet.session_timeout_ms=2000
+	--set fleet.lease_ms=20000 --set fleet.renew_ms=1000 --set fleet.session_timeout_ms=4000
 PID=$SYS_LAST_PID
 probe() { sys_in_ns $PROBE --server 127.0.0.1:5501 --sockets 16 "$@"; }
 owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /bs | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }

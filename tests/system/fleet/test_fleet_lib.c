@@ -47,7 +47,7 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	c->layout.time_bits = (uint8_t)(63 - 2 - 12);
 	c->lease_ms = LEASE_MS;
 	c->renew_ms = 500;
-	c->session_timeout_ms = 2000;
+	c->session_timeout_ms = 4000;
 	c->start_wait_ms = 3000;
 	c->log = log_cb;
 	c->log_arg = (void *)identity;
@@ -321,6 +321,43 @@ static void test_cache(void **state)
 	zk = saved;
 }
 
+static uint64_t ahead_clock(void *arg)
+{
+	(void)arg;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 5000;
+}
+
+/*
+ * The clock check at renewal: a node whose clock is 5 s ahead of
+ * ZooKeeper's sees offset_ms near +5000 and offset_over, and logs it.
+ */
+static void test_offset(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_fleet_status st;
+	cfg_for(&c, "node-offset", "");
+	c.root = "/fwtest/offset";
+	c.now_ms = ahead_clock;
+	c.max_offset_ms = 1000;
+	assert_int_equal(fw_fleet_create(&c, 1, &f, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_start(f, NULL, err, sizeof(err)), 0);
+	for (int t = 0; t < 30; t++) {
+		fw_fleet_status(f, &st);
+		if (st.offset_valid)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_true(st.offset_valid);
+	assert_true(st.offset_over);
+	assert_true(st.offset_ms > 4000 && st.offset_ms < 6000);
+	fw_fleet_free(f);
+}
+
 /* Bad configuration is refused before any connection. */
 static void test_config_errors(void **state)
 {
@@ -381,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_renew_fails_after_release),
 		cmocka_unit_test(test_replace_retire),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_offset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@ trap mix_cleanup EXIT
 zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
 
 FLEET=(--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.root=/mix
-	--set fleet.session_timeout_ms=2000 --set fleet.start_wait_ms=5000
+	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=5000
 	--set fleet.lease_ms=10000 --set fleet.renew_ms=1000 --set stats.interval_s=0)
 declare -A PID
 # wire NAME TAPINDEX NET: flakewire NAME on net_tapN (iface NAME$$), address 10.NET.0.2

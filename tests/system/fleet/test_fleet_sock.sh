@@ -36,7 +36,7 @@ echo "ensemble: $ZK_CONNECT"
 check "3-server ensemble with a leader" zk_leader
 
 COMMON=(--set stats.interval_s=0 --set state.mark_ahead_ms=1000
-	--set fleet.session_timeout_ms=2000 --set fleet.start_wait_ms=2000
+	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=2000
 	--set fleet.lease_ms=3000 --set fleet.renew_ms=500)
 
 # sock NAME PORT ROOT [extra --set ...]: starts flakesock NAME (2 threads) in the test namespace.
@@ -147,6 +147,11 @@ check "s6 answers" until_ok 15 5306
 W6=$(workers_of 5306)
 sys_stop "${PID[s6]}"
 check "s6 wrote its cache" grep -q "^slot=1 worker=" "$SYS_TMP/s6.cache"
+sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 >"$SYS_TMP/check" 2>&1
+rc=$?
+sed 's/^/  /' "$SYS_TMP/check" | grep s6
+check "fleet check: a stopped owner whose lease runs is a problem (exit 1)" test "$rc" -eq 1
+check "  naming it" grep -q "owner s6 has no live session" "$SYS_TMP/check"
 zk_stop_all
 sock s6 5306 /f1 --set fleet.lease_ms=60000
 sock s7 5307 /f1 --set fleet.cache_file=
