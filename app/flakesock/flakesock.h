@@ -22,6 +22,8 @@
 
 #include "fw_common.h"
 #include "fw_conf.h"
+
+struct fw_fleet_app;
 #include "fw_keeper.h"
 #include "fw_policy.h"
 #include "fw_serve.h"
@@ -51,7 +53,31 @@ struct fsock_ctx {
 	struct fw_keeper *keeper;    /* driven by the keeper thread (keeper.c) only */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
 	struct fsock_worker *workers;
+	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
 };
+
+/*
+ * Fleet ([fleet] zookeeper set, app/flakesock/fleet.c): claims one worker ID
+ * per worker thread before the keeper starts. Returns 0 (also with ZooKeeper
+ * down: cache or NO_LEASE), or -1 with a message on stderr (refuse to start).
+ */
+int fsock_fleet_start(struct fsock_ctx *ctx);
+
+/* Worker i's worker ID at start: the fleet's, or [id]'s without a fleet. */
+uint32_t fsock_fleet_first_worker(const struct fsock_ctx *ctx, uint32_t i);
+
+/* After fsock_keeper_start: gives the keeper each slot's floor and lease. */
+void fsock_fleet_attach(struct fsock_ctx *ctx);
+
+/*
+ * Every keeper tick, with fw_keeper_tick's FW_KEEPER_EV_* bits and its sample: applies the
+ * registry's slots to the keeper (worker swaps, leases), retires replaced
+ * IDs, answers a backward step with new workers ([clock] backstep), logs.
+ */
+void fsock_fleet_tick(struct fsock_ctx *ctx, uint32_t events, uint64_t tick, uint64_t wall_ns);
+
+/* Stops the registry thread (leases stay: a restart takes the IDs back). */
+void fsock_fleet_stop(struct fsock_ctx *ctx);
 
 /* Opens the worker's SO_REUSEPORT socket. Returns 0 or -errno. */
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w);

@@ -65,7 +65,7 @@ int fsock_keeper_start(struct fsock_ctx *ctx)
 	int rc;
 
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
-		ids[i] = (uint32_t)fw_conf_worker(c, i);
+		ids[i] = fsock_fleet_first_worker(ctx, i);
 	fw_keeper_config_default(&kc);
 	kc.clock.max_slew_ppm = c->clock.max_slew_ppm;
 	kc.clock.horizon_ms = c->clock.reanchor_ms;
@@ -144,7 +144,7 @@ void fsock_keeper_run(struct fsock_ctx *ctx)
 		t += TICK_MS;
 		fsock_testclock_poll(ctx);
 		sample(&tick, &ns);
-		fw_keeper_tick(ctx->keeper, tick, ns);
+		fsock_fleet_tick(ctx, fw_keeper_tick(ctx->keeper, tick, ns), tick, ns);
 		if (stats_ms && t >= next_stats) {
 			print_stats(ctx, &prev, (double)ctx->conf.stats.interval_s);
 			next_stats = t + stats_ms;

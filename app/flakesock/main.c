@@ -70,7 +70,7 @@ static int start_workers(struct fsock_ctx *ctx)
 		struct fsock_worker *w = &ctx->workers[i];
 		fw_gen_config_default(&gc);
 		gc.datacenter = ctx->conf.id.datacenter;
-		gc.worker = (uint32_t)fw_conf_worker(&ctx->conf, i);
+		gc.worker = fsock_fleet_first_worker(ctx, i);
 		gc.max_borrow_ms = ctx->conf.id.max_borrow_ms;
 		gc.max_backstep_ms = ctx->conf.id.max_backstep_ms;
 		int rc = fw_serve_init(&w->serve, &ctx->layout, &gc, &sc);
@@ -186,27 +186,34 @@ int main(int argc, char **argv)
 	if (ctx.workers == NULL)
 		return 1;
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
-	if (fsock_keeper_start(&ctx) != 0)
+	if (fsock_fleet_start(&ctx) != 0)
 		return 1;
+	if (fsock_keeper_start(&ctx) != 0) {
+		fsock_fleet_stop(&ctx);
+		return 1;
+	}
+	fsock_fleet_attach(&ctx);
 	if (start_workers(&ctx) != 0) {
 		stop_flag = 1;
 		for (uint32_t i = 0; i < ctx.n_workers; i++)
 			if (ctx.workers[i].thread)
 				pthread_join(ctx.workers[i].thread, NULL);
+		fsock_fleet_stop(&ctx);
 		fsock_keeper_stop(&ctx);
 		return 1;
 	}
 	fprintf(stderr,
-		"flakesock: listening on %s port %u, %u worker(s) from ID %lld, layout "
+		"flakesock: listening on %s port %u, %u worker(s) from ID %lld%s, layout "
 		"%u/%u/%u/%u epoch %llu, mark file %s\n",
 		listen, ctx.conf.net.udp_port, ctx.n_workers,
-		(long long)fw_conf_worker(&ctx.conf, 0), ctx.layout.time_bits, ctx.layout.dc_bits,
+		(long long)fsock_fleet_first_worker(&ctx, 0), ctx.fleet ? " (fleet)" : "", ctx.layout.time_bits, ctx.layout.dc_bits,
 		ctx.layout.worker_bits, ctx.layout.seq_bits,
 		(unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 
 	fsock_keeper_run(&ctx);
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		pthread_join(ctx.workers[i].thread, NULL);
+	fsock_fleet_stop(&ctx);
 	rc = fsock_keeper_stop(&ctx);
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		close(ctx.workers[i].fd);

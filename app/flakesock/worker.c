@@ -142,6 +142,7 @@ void *fsock_worker_run(void *arg)
 						      fw_keeper_monoraw_ticks(), &snap);
 		w->serve.extra_flags = snap.wire_flags;
 		w->serve.clock_offset_ns = snap.offset_ns;
+		w->serve.no_lease = w->kw.by_lease; /* fleet: the limit is the lease */
 
 		int k = 0;
 		for (int i = 0; i < n; i++) {

@@ -155,7 +155,9 @@ static void *control_main(void *arg)
 		t += TICK_MS;
 		fw_testclock_poll(app);
 		sample(&tsc, &ns);
-		if (fw_keeper_tick(app->keeper, tsc, ns))
+		uint32_t ev = fw_keeper_tick(app->keeper, tsc, ns);
+		fw_fleet_wire_tick(app, ev, tsc, ns);
+		if (ev)
 			mirror(app);
 		if (stats_ms && t >= next_stats) {
 			fw_stats_line(app, (double)c->stats.interval_s);

@@ -116,7 +116,24 @@ struct fw_app {
 	struct fw_serve_stats prev_ss;
 	pthread_t control;
 	bool control_started;
+	struct fw_fleet_app *fleet; /* [fleet]: worker-ID registry glue (fleet.c), or NULL */
+	/* lcore i's first worker ID when not [id]'s (fleet.c sets it), or NULL */
+	int64_t (*worker_of)(const struct fw_app *app, uint32_t i);
 };
+
+/*
+ * fleet.c: worker IDs claimed through ZooKeeper ([fleet] zookeeper). start:
+ * before fw_lcores_init (claims; -1: refuse to start, logged); worker: lcore
+ * i's first worker ID (fleet, or [id]; -1 when [id] workers is too short);
+ * attach: after the keeper started; tick: every control tick with the
+ * keeper's events; stop: after the lcores stopped.
+ */
+struct fw_fleet_app;
+int fw_fleet_wire_start(struct fw_app *app);
+int64_t fw_fleet_wire_worker(const struct fw_app *app, uint32_t i);
+void fw_fleet_wire_attach(struct fw_app *app);
+void fw_fleet_wire_tick(struct fw_app *app, uint32_t events, uint64_t tsc, uint64_t wall_ns);
+void fw_fleet_wire_stop(struct fw_app *app);
 
 /* options.c */
 enum fw_mode {

@@ -101,7 +101,8 @@ int fw_lcores_init(struct fw_app *app)
 	{
 		struct fw_lcore *lc = &app->lcore[i];
 		struct fw_gen_config gcfg;
-		int64_t w = fw_conf_worker(c, i);
+		/* a fleet's claimed IDs (fleet.c), or [id]'s */
+		int64_t w = app->worker_of ? app->worker_of(app, i) : fw_conf_worker(c, i);
 
 		if (w < 0) {
 			FW_LOG(ERR, "[id] workers lists %u worker IDs for %u lcores",
@@ -144,6 +145,7 @@ uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc)
 	uint64_t now = fw_keeper_worker_burst(&lc->kw, &lc->serve.gen, lc->tsc, &snap);
 	lc->serve.extra_flags = snap.wire_flags;
 	lc->serve.clock_offset_ns = snap.offset_ns;
+	lc->serve.no_lease = lc->kw.by_lease; /* fleet: the limit is the lease */
 	return now;
 }
 

@@ -72,9 +72,13 @@ int main(int argc, char **argv)
 	fw_logtype = rte_log_register_type_and_pick_level("flakewire", RTE_LOG_INFO);
 	if (fw_logtype < 0)
 		fw_logtype = RTE_LOGTYPE_USER1;
-	rc = fw_lcores_init(app);
+	rc = fw_fleet_wire_start(app);
+	if (!rc)
+		rc = fw_lcores_init(app);
 	if (!rc)
 		rc = fw_control_start_state(app);
+	if (!rc)
+		fw_fleet_wire_attach(app);
 	if (!rc)
 		rc = fw_ports_open(app);
 	if (!rc)
@@ -83,6 +87,7 @@ int main(int argc, char **argv)
 		rc = fw_control_start(app);
 	if (rc) {
 		fw_ports_close(app);
+		fw_fleet_wire_stop(app);
 		rte_eal_cleanup();
 		return 1;
 	}
@@ -93,6 +98,7 @@ int main(int argc, char **argv)
 
 	FW_LOG(INFO, "stopping");
 	fw_control_stop(app);
+	fw_fleet_wire_stop(app);
 	fw_stats_line(app, 0);
 	fw_ports_close(app);
 	rte_free(app->lcore);

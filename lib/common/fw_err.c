@@ -33,6 +33,10 @@ static const struct fw_err_desc fw_err_table[] = {
 	{FW_EINVALID, "responder sent IDs that failed validation"},
 	{FW_ERESOLVE, "cannot parse responder address"},
 	{FW_ECONF, "configuration error"},
+	{FW_EFLEET_FULL, "no worker ID left to claim"},
+	{FW_EFLEET_LAYOUT, "the fleet's root holds another ID layout"},
+	{FW_EFLEET_IDENTITY, "fleet identity in use by another live process"},
+	{FW_EFLEET_ZK, "ZooKeeper unreachable or failed"},
 };
 
 FW_API const char *fw_strerror(int err)

@@ -52,6 +52,12 @@ enum fw_err {
 
 	/* Configuration */
 	FW_ECONF = -(FW_ERR_BASE + 70), /* configuration error (details in the message) */
+
+	/* Fleet (lib/fleet) */
+	FW_EFLEET_FULL = -(FW_ERR_BASE + 80),     /* no worker ID left to claim */
+	FW_EFLEET_LAYOUT = -(FW_ERR_BASE + 81),   /* the fleet's root holds another layout */
+	FW_EFLEET_IDENTITY = -(FW_ERR_BASE + 82), /* identity in use by another live process */
+	FW_EFLEET_ZK = -(FW_ERR_BASE + 83),       /* ZooKeeper unreachable or failed */
 };
 
 /*

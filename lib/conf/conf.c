@@ -41,6 +41,7 @@ struct conf_section {
 
 static const char *const start_policies[] = {"wait", "fail"};
 static const char *const port_modes[] = {"dpdk", "af_xdp"};
+static const char *const backsteps[] = {"slew", "new_worker"};
 
 /* Each T_ENUM key and the names it accepts, in value order: a new enum key adds a line. */
 static const struct {
@@ -50,6 +51,7 @@ static const struct {
 } enums[] = {
 	{"start_policy", start_policies, FW_ARRAY_SIZE(start_policies)},
 	{"mode", port_modes, FW_ARRAY_SIZE(port_modes)},
+	{"backstep", backsteps, FW_ARRAY_SIZE(backsteps)},
 };
 
 static const char *const *enum_names(const struct conf_key *k, size_t *n)
@@ -89,6 +91,9 @@ static const struct conf_section sections[] = {
 	{"port", true,
 	 "DPDK ports, [port0] .. [port3]: one RX and one TX queue per worker lcore on each"},
 	{"stats", false, "the periodic stats line"},
+	{"fleet", false,
+	 "worker IDs claimed through ZooKeeper with time-fenced leases (README: Running a fleet); "
+	 "one ensemble and one root per datacenter, [id] datacenter stays per node"},
 };
 
 static const struct conf_key keys[] = {
@@ -205,6 +210,46 @@ static const struct conf_key keys[] = {
 
 	{"stats", "interval_s", T_U32, 0, 3600, "1", "print a stats line this often (0: off)",
 	 C(stats.interval_s)},
+
+	/* issue 10: the fleet (lib/fleet) */
+	{"clock", "backstep", T_ENUM, 0, FW_ARRAY_SIZE(backsteps) - 1, "slew",
+	 "system clock stepped back beyond step_ms: slew = keep issuing from flakewire's own "
+	 "clock and slew the offset away (IDs run ahead of the system clock meanwhile); "
+	 "new_worker = (fleet only) retire each worker's ID at the last ms it issued and claim "
+	 "a fresh one, so IDs follow the system clock again at once",
+	 C(clock.backstep)},
+	{"fleet", "zookeeper", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "ZooKeeper connect string (host:port,host:port,...); empty: no fleet, worker IDs come "
+	 "from [id] workers / worker_base",
+	 C(fleet.zookeeper)},
+	{"fleet", "root", T_STR, 2, 199, "/flakewire/default",
+	 "the fleet's root znode (the cluster name), e.g. /flakewire/dc1", C(fleet.root)},
+	{"fleet", "identity", T_STR, 0, 127, "",
+	 "this node's identity, stable across restarts and unique in the fleet (a restart takes "
+	 "its worker IDs back); empty: the host name",
+	 C(fleet.identity)},
+	{"fleet", "lease_ms", T_U32, 1000, 2147483647, "86400000",
+	 "lease length: a node cut off from ZooKeeper keeps issuing this long after its last "
+	 "renewal (default 24 h)",
+	 C(fleet.lease_ms)},
+	{"fleet", "renew_ms", T_U32, 100, 86400000, "60000",
+	 "renew the leases this often (at most lease_ms / 2); failures retry with backoff and "
+	 "jitter",
+	 C(fleet.renew_ms)},
+	{"fleet", "session_timeout_ms", T_U32, 1000, 60000, "10000", "ZooKeeper session timeout",
+	 C(fleet.session_timeout_ms)},
+	{"fleet", "start_wait_ms", T_U32, 0, 600000, "10000",
+	 "at start, wait this long for ZooKeeper before starting from the cache file (or with "
+	 "no worker ID: NO_LEASE)",
+	 C(fleet.start_wait_ms)},
+	{"fleet", "cache_file", T_STR, 0, FW_CONF_STR_LEN - 1, "/var/lib/flakewire/fleet",
+	 "the claims and confirmed leases this node holds, rewritten at every change: a start "
+	 "while ZooKeeper is down issues within them; empty: no cache",
+	 C(fleet.cache_file)},
+	{"fleet", "max_offset_ms", T_U32, 1, 3600000, "1000",
+	 "clock offset to ZooKeeper's server time (checked at every renewal) above which it is "
+	 "logged and flagged in telemetry",
+	 C(fleet.max_offset_ms)},
 };
 
 static const char *type_name(enum conf_type t)
@@ -676,6 +721,16 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 	if (c->id.worker_base >> c->id.worker_bits)
 		return errf(err, errlen, "[id] worker_base = %u: out of range (0-%u)",
 			    c->id.worker_base, (1u << c->id.worker_bits) - 1);
+	if (c->fleet.zookeeper[0] && c->id.workers.n)
+		return errf(err, errlen,
+			    "[id] workers = ...: not with [fleet] zookeeper: in a fleet worker IDs "
+			    "are claimed, never configured");
+	if (c->fleet.zookeeper[0] && c->fleet.lease_ms < 2 * (uint64_t)c->fleet.renew_ms)
+		return errf(err, errlen, "[fleet] renew_ms = %u: out of range (100-%u, half of "
+			    "lease_ms)", c->fleet.renew_ms, c->fleet.lease_ms / 2);
+	if (c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER && !c->fleet.zookeeper[0])
+		return errf(err, errlen,
+			    "[clock] backstep = new_worker: needs a fleet ([fleet] zookeeper)");
 	if (flags & FW_CONF_F_NO_PORTS)
 		return 0;
 	for (uint32_t i = 0; i < c->n_ports; i++) {
@@ -853,4 +908,9 @@ FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags)
 		}
 	}
 	return o.len;
+}
+
+FW_API const char *fw_conf_backstep_name(uint32_t b)
+{
+	return b < FW_ARRAY_SIZE(backsteps) ? backsteps[b] : "?";
 }

@@ -40,6 +40,12 @@ enum fw_conf_start_policy {
 	FW_CONF_START_FAIL = 1,
 };
 
+/* [clock] backstep: the answer to a backward step of the system clock beyond step_ms. */
+enum fw_conf_backstep {
+	FW_CONF_BACKSTEP_SLEW = 0,       /* keep issuing from flakewire's clock, slew slowly */
+	FW_CONF_BACKSTEP_NEW_WORKER = 1, /* (fleet) retire each worker ID, claim fresh ones */
+};
+
 struct fw_conf_u32_list {
 	uint32_t n;
 	uint32_t v[FW_CONF_LIST_MAX];
@@ -96,6 +102,7 @@ struct fw_conf {
 		uint32_t reanchor_ms;
 		uint32_t max_slew_ppm;
 		uint32_t step_ms;
+		uint32_t backstep; /* enum fw_conf_backstep */
 	} clock;
 	struct {
 		char file[FW_CONF_STR_LEN];
@@ -120,6 +127,18 @@ struct fw_conf {
 	struct {
 		uint32_t interval_s; /* 0: off */
 	} stats;
+	/* [fleet]: worker IDs claimed through ZooKeeper (lib/fleet); zookeeper "": off */
+	struct {
+		char zookeeper[FW_CONF_STR_LEN];
+		char root[FW_CONF_STR_LEN];
+		char identity[FW_CONF_STR_LEN]; /* "": the host name */
+		uint32_t lease_ms;
+		uint32_t renew_ms;
+		uint32_t session_timeout_ms;
+		uint32_t start_wait_ms;
+		char cache_file[FW_CONF_STR_LEN];
+		uint32_t max_offset_ms;
+	} fleet;
 	uint32_t n_ports; /* sections [port0] .. [port(n-1)] given; 0 means port0 defaults */
 	struct fw_conf_port port[FW_CONF_PORTS_MAX];
 };
@@ -185,6 +204,9 @@ FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags);
 
 /* Name of a port mode ("dpdk", "af_xdp"). */
 FW_API const char *fw_conf_port_mode_name(uint32_t m);
+
+/* Name of a [clock] backstep value ("slew", "new_worker"). */
+FW_API const char *fw_conf_backstep_name(uint32_t b);
 
 /* Name of a start policy ("wait", "fail"). */
 FW_API const char *fw_conf_start_policy_name(uint32_t p);

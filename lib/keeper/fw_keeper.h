@@ -279,6 +279,19 @@ FW_API uint64_t fw_keeper_worker_last(const struct fw_keeper *k, uint32_t slot);
 FW_API bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot,
 				     uint64_t *last_ms);
 
+/*
+ * (issue 10, [clock] backstep = new_worker) Re-anchors the keeper's time on
+ * the system-clock sample (@tick, @wall_ns) even when that steps it back, so
+ * IDs follow the system clock again at once instead of running ahead while
+ * the offset is slewed away. Only for an owner that has just moved every
+ * slot to a fresh worker ID (fw_keeper_set_worker): a worker still on an old
+ * ID is safe anyway, its generator never issues below its own last ms
+ * (CLOCK_UNSAFE). Restarts the rate window; the mark on disk stays where it
+ * is (ahead). Publishes every slot.
+ * Returns 0, or -EINVAL before fw_keeper_start().
+ */
+FW_API int fw_keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns);
+
 /* ---- status, for logs and telemetry ---- */
 
 struct fw_keeper_status {

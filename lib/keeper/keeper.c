@@ -387,6 +387,36 @@ uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 	return ev;
 }
 
+int fw_keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+{
+	if (!k->started)
+		return -EINVAL;
+	struct fw_clock_cal c = k->cal;
+	int64_t off = (int64_t)(wall_ns - fw_clock_ns(&k->cal, tick));
+	c.base_tsc = tick;
+	c.base_ns = wall_ns;
+	c.mult = c.nominal_mult;
+	c.ref_tsc = tick; /* a step: the rate window starts again */
+	c.ref_ns = wall_ns;
+	c.mid_tsc = 0;
+	c.mid_ns = 0;
+	c.offset_ns = 0;
+	c.slew_ppb = 0;
+	c.flags = 0;
+	c.generation++;
+	k->cal = c;
+	k->anchor_ns = wall_ns;
+	k->now_unix_ms = wall_ns / NS_PER_MS;
+	k->back_step = false;
+	k->big_offset = false;
+	k->clock_events++;
+	publish(k);
+	klog(k, FW_KEEPER_LOG_WARNING,
+	     "clock: stepped %.3f ms to the system clock (every worker has a fresh worker ID)",
+	     (double)off / 1e6);
+	return 0;
+}
+
 uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 {
 	uint32_t ev = 0;

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flakectl.h"
+#include "fw_err.h"
+#include "fw_fleet.h"
+#include "fw_layout.h"
+
+#define FLEET_EXIT_PROBLEM 1 /* check: something needs an operator */
+#define FLEET_EXIT_UNKNOWN 3 /* check: ZooKeeper could not be read */
+
+static void fleet_help(FILE *f)
+{
+	fprintf(f,
+		"usage: flakectl fleet ls      --zk HOSTS --root PATH [--timeout MS]\n"
+		"       flakectl fleet release WORKER --zk HOSTS --root PATH [--timeout MS]\n"
+		"       flakectl fleet check   --zk HOSTS --root PATH [--warn-ms MS] [--timeout MS]\n"
+		"\n"
+		"The worker-ID registry of a fleet in ZooKeeper ([fleet] zookeeper and root).\n"
+		"\n"
+		"  ls        every worker ID: owner, lease_until, floor, the owner's last\n"
+		"            renewal (ZooKeeper's time), whether its session is alive\n"
+		"  release   a decommissioned node's worker ID becomes free; its floor rises to\n"
+		"            its lease_until, so its next owner issues only above anything the\n"
+		"            old one may have issued (znodes are never deleted)\n"
+		"  check     exit 0 when every owned lease is healthy, 1 when one needs an\n"
+		"            operator (printed: a lease ending within --warn-ms or ended while\n"
+		"            its owner is alive, i.e. renewals fail; an owner whose session is\n"
+		"            gone while its lease runs), 3 when ZooKeeper cannot be read\n"
+		"\n"
+		"  --zk HOSTS       ZooKeeper connect string, host:port[,host:port...]\n"
+		"  --root PATH      the fleet's root znode, e.g. /flakewire/dc1\n"
+		"  --warn-ms MS     check: warn when a live owner's lease ends within MS\n"
+		"                   (default 3600000, 1 h)\n"
+		"  --timeout MS     wait this long for ZooKeeper (default 5000)\n");
+}
+
+static const char *iso(const struct fw_fleet_list *l, uint64_t layout_ms, char *buf)
+{
+	return fw_format_iso8601(layout_ms + l->layout.epoch_ms, buf);
+}
+
+static int fleet_ls(const struct fw_fleet_list *l)
+{
+	char a[FW_ISO8601_LEN], b[FW_ISO8601_LEN], c[FW_ISO8601_LEN];
+	uint32_t owned = 0;
+	printf("%-6s %-24s %-24s %10s %-24s %-24s %-7s %s\n", "WORKER", "OWNER", "LEASE_UNTIL",
+	       "LEFT_S", "FLOOR", "RENEWED", "SESSION", "STATE");
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct fw_fleet_entry *e = &l->v[i];
+		int64_t left = (int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
+		const char *state = !e->owner[0] ? "free" : left < 0 ? "expired" : "owned";
+		owned += e->owner[0] && left >= 0;
+		printf("%-6u %-24s %-24s %10.1f %-24s %-24s %-7s %s\n", e->worker,
+		       e->owner[0] ? e->owner : "-", iso(l, e->lease_ms, a), (double)left / 1000.0,
+		       iso(l, e->floor_ms, b), fw_format_iso8601(e->renewed_unix, c),
+		       e->alive ? "alive" : "-", state);
+	}
+	uint32_t total = 1u << l->layout.worker_bits;
+	printf("%u of %u worker IDs owned, %u never claimed; ZooKeeper time %s\n", owned, total,
+	       total - l->n, fw_format_iso8601(l->server_unix, a));
+	return FC_EXIT_OK;
+}
+
+static int fleet_check(const struct fw_fleet_list *l, uint64_t warn_ms)
+{
+	char a[FW_ISO8601_LEN];
+	uint32_t problems = 0, owned = 0;
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct fw_fleet_entry *e = &l->v[i];
+		if (!e->owner[0])
+			continue;
+		int64_t left = (int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
+		if (left >= 0)
+			owned++;
+		if (e->alive && left < 0) {
+			printf("PROBLEM worker %u: %s is alive but its lease ended at %s: its "
+			       "renewals fail, it answers NO_LEASE\n",
+			       e->worker, e->owner, iso(l, e->lease_ms, a));
+			problems++;
+		} else if (e->alive && left < (int64_t)warn_ms) {
+			printf("PROBLEM worker %u: %s's lease ends in %.1f s (%s): renewals are "
+			       "not getting through\n",
+			       e->worker, e->owner, (double)left / 1000.0, iso(l, e->lease_ms, a));
+			problems++;
+		} else if (!e->alive && left >= 0) {
+			printf("PROBLEM worker %u: owner %s has no live session; its lease runs "
+			       "until %s (restart it, or 'flakectl fleet release %u' if it is gone "
+			       "for good)\n",
+			       e->worker, e->owner, iso(l, e->lease_ms, a), e->worker);
+			problems++;
+		}
+	}
+	printf("%s: %u of %u worker IDs owned, %u problem(s)\n", problems ? "PROBLEM" : "OK",
+	       owned, 1u << l->layout.worker_bits, problems);
+	return problems ? FLEET_EXIT_PROBLEM : FC_EXIT_OK;
+}
+
+int cmd_fleet(int argc, char **argv)
+{
+	const char *cmd = "fleet", *zk = NULL, *root = NULL, *sub = NULL, *workers = NULL;
+	uint64_t timeout = 5000, warn = 3600000, worker = 0;
+	char err[4096];
+
+	for (int i = 1; i < argc; i++) {
+		int r;
+		if (fc_is_help(argv[i])) {
+			fleet_help(stdout);
+			return FC_EXIT_OK;
+		}
+		if ((r = fc_opt_value(argc, argv, &i, "--zk", &zk)) != 0 ||
+		    (r = fc_opt_value(argc, argv, &i, "--root", &root)) != 0 ||
+		    (r = fc_opt_u64(argc, argv, &i, "--timeout", 100, 600000, &timeout)) != 0 ||
+		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) != 0) {
+			if (r < 0)
+				return FC_EXIT_USAGE;
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1])
+			return fc_unknown_arg(cmd, argv[i]);
+		if (sub == NULL)
+			sub = argv[i];
+		else if (!strcmp(sub, "release") && workers == NULL)
+			workers = argv[i];
+		else
+			return fc_unknown_arg(cmd, argv[i]);
+	}
+	if (sub == NULL || (strcmp(sub, "ls") && strcmp(sub, "release") && strcmp(sub, "check"))) {
+		fc_err(cmd, "%s%s: expected ls, release or check", sub ? sub : "subcommand",
+		       sub ? "" : " missing");
+		return FC_EXIT_USAGE;
+	}
+	if (zk == NULL || !*zk) {
+		fc_err(cmd, "--zk: missing (ZooKeeper connect string, [fleet] zookeeper)");
+		return FC_EXIT_USAGE;
+	}
+	if (root == NULL || root[0] != '/') {
+		fc_err(cmd, "--root %s: missing or not an absolute path ([fleet] root)",
+		       root ? root : "");
+		return FC_EXIT_USAGE;
+	}
+	if (!strcmp(sub, "release")) {
+		if (workers == NULL || fc_parse_u64(workers, &worker) != FC_NUM_OK ||
+		    worker > 65535) {
+			fc_err(cmd, "release %s: WORKER must be a worker ID (0-65535)",
+			       workers ? workers : "(missing)");
+			return FC_EXIT_USAGE;
+		}
+		int rc = fw_fleet_release(zk, root, (uint32_t)worker, (uint32_t)timeout, err,
+					  sizeof(err));
+		if (rc != 0) {
+			fc_err(cmd, "%s", err);
+			return FC_EXIT_FAIL;
+		}
+		printf("worker %" PRIu64 " released in %s\n", worker, root);
+		return FC_EXIT_OK;
+	}
+	struct fw_fleet_list l;
+	int rc = fw_fleet_list_read(zk, root, (uint32_t)timeout, &l, err, sizeof(err));
+	if (rc != 0) {
+		fc_err(cmd, "%s", err);
+		return !strcmp(sub, "check") ? FLEET_EXIT_UNKNOWN : FC_EXIT_FAIL;
+	}
+	rc = !strcmp(sub, "ls") ? fleet_ls(&l) : fleet_check(&l, warn);
+	fw_fleet_list_free(&l);
+	return rc;
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fw_err.h"
+#include "fw_fleet_app.h"
+
+struct fw_fleet_app {
+	struct fw_fleet *reg;
+	uint32_t n;
+	uint64_t epoch_ms;
+	bool new_worker;     /* [clock] backstep = new_worker */
+	uint64_t start_floor; /* layout ms: the mark the keeper read at start */
+	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg);
+	void *log_arg;
+	struct fw_fleet_slot cur[FW_FLEET_SLOTS_MAX]; /* what the keeper was given */
+	int32_t retiring[FW_FLEET_SLOTS_MAX];         /* replaced ID, retired once swapped */
+	bool ended_logged[FW_FLEET_SLOTS_MAX];
+	bool stepping;                           /* new_worker: waiting for every slot's new ID */
+	uint64_t replace_gen[FW_FLEET_SLOTS_MAX]; /* slot gen when its replacement was asked */
+};
+
+static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (a->log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	a->log(a->log_arg, lvl, msg);
+}
+
+int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout,
+		       uint32_t n_workers,
+		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
+{
+	char host[FW_FLEET_IDENTITY_MAX];
+	struct fw_fleet_config fc;
+
+	*out = NULL;
+	if (!c->fleet.zookeeper[0])
+		return 0;
+	struct fw_fleet_app *a = calloc(1, sizeof(*a));
+	if (a == NULL)
+		return -ENOMEM;
+	fw_fleet_config_default(&fc);
+	fc.connect = c->fleet.zookeeper;
+	fc.root = c->fleet.root;
+	if (c->fleet.identity[0]) {
+		fc.identity = c->fleet.identity;
+	} else {
+		if (gethostname(host, sizeof(host)) != 0)
+			snprintf(host, sizeof(host), "unknown");
+		host[sizeof(host) - 1] = '\0';
+		fc.identity = host;
+	}
+	fc.cache_file = c->fleet.cache_file;
+	fc.layout = *layout;
+	fc.lease_ms = c->fleet.lease_ms;
+	fc.renew_ms = c->fleet.renew_ms;
+	fc.session_timeout_ms = c->fleet.session_timeout_ms;
+	fc.start_wait_ms = c->fleet.start_wait_ms;
+	fc.max_offset_ms = c->fleet.max_offset_ms;
+	fc.log = log;
+	fc.log_arg = log_arg;
+	a->n = n_workers;
+	a->epoch_ms = layout->epoch_ms;
+	a->new_worker = c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER;
+	a->log = log;
+	a->log_arg = log_arg;
+	int rc = fw_fleet_create(&fc, n_workers, &a->reg, err, errlen);
+	if (rc == 0) {
+		bool cached;
+		rc = fw_fleet_start(a->reg, &cached, err, errlen);
+	}
+	if (rc != 0) {
+		fw_fleet_free(a->reg);
+		free(a);
+		return rc;
+	}
+	for (uint32_t i = 0; i < n_workers; i++) {
+		fw_fleet_slot(a->reg, i, &a->cur[i]);
+		a->retiring[i] = FW_FLEET_WORKER_NONE;
+	}
+	*out = a;
+	return 0;
+}
+
+uint32_t fw_fleet_app_worker(const struct fw_fleet_app *a, uint32_t i)
+{
+	return a->cur[i].worker < 0 ? 0u : (uint32_t)a->cur[i].worker;
+}
+
+static uint64_t floor_of(const struct fw_fleet_app *a, const struct fw_fleet_slot *s)
+{
+	return FW_MAX(s->floor_ms, a->start_floor);
+}
+
+void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k)
+{
+	struct fw_keeper_status st;
+	fw_keeper_status(k, &st);
+	a->start_floor = st.floor_unix_ms > a->epoch_ms ? st.floor_unix_ms - a->epoch_ms : 0;
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct fw_fleet_slot *s = &a->cur[i];
+		fw_keeper_set_worker(k, i, fw_fleet_app_worker(a, i), floor_of(a, s),
+				     s->worker < 0 ? 0 : s->lease_ms);
+	}
+}
+
+static void step_when_all_new(struct fw_fleet_app *a, struct fw_keeper *k, uint64_t tick,
+			      uint64_t wall_ns)
+{
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->cur[i].gen == a->replace_gen[i] || a->cur[i].worker < 0)
+			return;
+	a->stepping = false;
+	fw_keeper_step_to_wall(k, tick, wall_ns);
+}
+
+void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
+		       uint64_t tick, uint64_t wall_ns)
+{
+	char ts[FW_ISO8601_LEN];
+	struct fw_keeper_status kst;
+	fw_keeper_status(k, &kst);
+	uint64_t now_l = kst.now_unix_ms > a->epoch_ms ? kst.now_unix_ms - a->epoch_ms : 0;
+
+	if ((events & FW_KEEPER_EV_BACK_STEP) && a->new_worker) {
+		alog(a, FW_FLEET_WARN,
+		     "fleet: system clock stepped back beyond [clock] step_ms and backstep = "
+		     "new_worker: claiming a fresh worker ID for every worker");
+		for (uint32_t i = 0; i < a->n; i++) {
+			a->replace_gen[i] = a->cur[i].gen;
+			fw_fleet_replace(a->reg, i);
+		}
+		a->stepping = true;
+	}
+	for (uint32_t i = 0; i < a->n; i++) {
+		struct fw_fleet_slot s, *c = &a->cur[i];
+		uint64_t last;
+		fw_fleet_slot(a->reg, i, &s);
+		if (s.gen != c->gen) {
+			/* a new worker ID or floor: the worker swaps at its next burst */
+			if (c->worker >= 0 && s.worker != c->worker && !c->lost)
+				a->retiring[i] = c->worker;
+			fw_keeper_set_worker(k, i, s.worker < 0 ? 0u : (uint32_t)s.worker,
+					     floor_of(a, &s), s.worker < 0 ? 0 : s.lease_ms);
+			a->ended_logged[i] = false;
+			*c = s;
+		} else if (s.lease_ms != c->lease_ms) {
+			fw_keeper_set_lease(k, i, s.lease_ms);
+			*c = s;
+		}
+		if (a->retiring[i] >= 0 && fw_keeper_worker_retired(k, i, &last)) {
+			/* the old ID issued nothing above @last and never will again */
+			fw_fleet_retire(a->reg, a->retiring[i], last);
+			a->retiring[i] = FW_FLEET_WORKER_NONE;
+		}
+		if (s.worker >= 0 && now_l > s.lease_ms && !a->ended_logged[i]) {
+			alog(a, FW_FLEET_WARN,
+			     "fleet: worker %d: its confirmed lease ended at %s; answering NO_LEASE "
+			     "until ZooKeeper confirms a new one",
+			     s.worker, fw_format_iso8601(s.lease_ms + a->epoch_ms, ts));
+			a->ended_logged[i] = true;
+		} else if (s.worker >= 0 && now_l <= s.lease_ms && a->ended_logged[i]) {
+			alog(a, FW_FLEET_INFO, "fleet: worker %d: lease confirmed again; issuing",
+			     s.worker);
+			a->ended_logged[i] = false;
+		}
+	}
+	if (a->stepping)
+		step_when_all_new(a, k, tick, wall_ns);
+}
+
+struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a)
+{
+	return a->reg;
+}
+
+void fw_fleet_app_free(struct fw_fleet_app *a)
+{
+	if (a == NULL)
+		return;
+	fw_fleet_free(a->reg);
+	free(a);
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fleet registry: worker IDs claimed through ZooKeeper, with
+ * time-fenced leases, so that no worker ID is typed by hand.
+ *
+ * ZooKeeper layout under the root (the cluster name, e.g. /flakewire/dc1):
+ *
+ *   ROOT                 "flakewire-fleet v1\nepoch_ms=E\ndatacenter_bits=D\n
+ *                         worker_bits=W\nsequence_bits=S\n": the layout every
+ *                         member must share (a mismatch refuses to start)
+ *   ROOT/workers/NNNNN   one per worker ID ever claimed (5 digits, zero padded);
+ *                        never deleted (it holds the floor). Text:
+ *                        "flakewire-worker v1\nowner=IDENTITY\ntoken=HEX16\n
+ *                         lease_until=MS\nfloor=MS\n"
+ *                        owner empty: free (released). MS: layout ms (since
+ *                        the epoch). token: random per process start, so a
+ *                        process recognises its own write after a lost reply.
+ *   ROOT/nodes/IDENTITY  ephemeral, one per live process ("pid=P\n"): the
+ *                        identity is in use; `flakectl fleet ls` shows it
+ *   ROOT/clock           written at every claim round: its mtime is the
+ *                        ZooKeeper server's time
+ *
+ * The safety rule (proof in the README, "Running a fleet"):
+ *  1. an owner never issues W above the lease_until ZooKeeper confirmed for
+ *     it (a versioned write that succeeded, or a read showing its token);
+ *  2. a new owner issues W only above its floor: taking W over writes
+ *     floor = old lease_until with a versioned (compare-and-set) update;
+ *     a release writes floor = max(floor, lease_until);
+ *  3. renewal is a versioned update: after a takeover it fails, the old
+ *     owner keeps its old limit and stops there.
+ *
+ * Threads: the registry runs its own thread (the ZooKeeper client's calls
+ * block for up to a session timeout while the ensemble is unreachable, so
+ * they must not run where the mark is kept). Its owner (flakewire's control
+ * thread, flakesock's keeper thread) reads the published per-slot results
+ * with fw_fleet_slot(), a copy taken under a mutex, and applies them to the
+ * timekeeper (fw_keeper_set_worker / fw_keeper_set_lease). Workers never
+ * see this module. All functions here may be called from any one thread;
+ * they are serialised internally.
+ *
+ * Messages go through cfg.log (nothing is printed otherwise); every error
+ * also returns one line in @err where a function takes one.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+#include "fw_layout.h"
+
+#define FW_FLEET_IDENTITY_MAX 128 /* longest identity, NUL included */
+#define FW_FLEET_SLOTS_MAX    256
+#define FW_FLEET_WORKER_NONE  (-1)
+
+/* Levels passed to cfg.log. */
+enum fw_fleet_level { FW_FLEET_INFO = 0, FW_FLEET_WARN = 1, FW_FLEET_ERR = 2 };
+
+struct fw_fleet_config {
+	const char *connect;    /* ZooKeeper "host:port,host:port"; required */
+	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
+	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
+	const char *cache_file; /* "" or NULL: no cache */
+	struct fw_layout layout;
+	uint64_t lease_ms;           /* lease length (default 24 h) */
+	uint64_t renew_ms;           /* renew this often (default 60 s) */
+	uint32_t session_timeout_ms; /* ZooKeeper session timeout (default 10 s) */
+	uint32_t start_wait_ms;      /* fw_fleet_start waits this long for ZooKeeper */
+	uint32_t max_offset_ms;      /* clock offset vs ZooKeeper above this: warned */
+	/* Local clock in unix ms (NULL: CLOCK_REALTIME). Leases are written from it. */
+	uint64_t (*now_ms)(void *arg);
+	void *now_arg;
+	/* Log sink (NULL: silent). @msg is one line without newline. */
+	void (*log)(void *arg, enum fw_fleet_level level, const char *msg);
+	void *log_arg;
+};
+
+/* Fills *cfg with the defaults above (connect, root, identity NULL). */
+FW_API void fw_fleet_config_default(struct fw_fleet_config *cfg);
+
+/* Where a slot's current lease comes from. */
+enum fw_fleet_source {
+	FW_FLEET_SRC_NONE = 0,  /* no worker ID: answer NO_LEASE */
+	FW_FLEET_SRC_ZK = 1,    /* confirmed by ZooKeeper in this run */
+	FW_FLEET_SRC_CACHE = 2, /* from the cache file (ZooKeeper was down at start) */
+};
+
+/* One slot (worker lcore or thread): what it may issue under. */
+struct fw_fleet_slot {
+	int32_t worker;      /* worker ID, FW_FLEET_WORKER_NONE: none (issue nothing) */
+	uint64_t gen;        /* bumped whenever worker or floor changes (a swap to apply) */
+	uint64_t lease_ms;   /* confirmed lease_until, layout ms: never issue above (0: none) */
+	uint64_t floor_ms;   /* layout ms: issue only above */
+	uint32_t source;     /* enum fw_fleet_source */
+	bool lost;           /* the worker ID was taken over: lease_ms is the old, final limit */
+};
+
+/* Counters and the clock check. */
+struct fw_fleet_status {
+	bool connected;            /* the ZooKeeper session is up */
+	bool started_from_cache;
+	uint64_t last_renew_unix;  /* local unix ms of the last successful renewal round */
+	int64_t offset_ms;         /* local clock minus ZooKeeper's (mtime), last renewal */
+	bool offset_valid;
+	bool offset_over;          /* |offset_ms| > max_offset_ms */
+	uint64_t renewals;         /* successful znode renewals */
+	uint64_t renew_failures;   /* failed renewal rounds */
+	uint64_t claims;           /* worker IDs claimed (created or free) */
+	uint64_t takebacks;        /* taken back by identity */
+	uint64_t takeovers;        /* expired ones taken over */
+	uint64_t lost;             /* taken over by another node while we held them */
+	uint64_t releases;         /* retired/released by this process */
+};
+
+struct fw_fleet;
+
+/*
+ * Creates a registry for @n_slots worker IDs (1..FW_FLEET_SLOTS_MAX). Checks
+ * the config; connects to nothing.
+ * Returns 0 with *out set; -EINVAL with a line in @err (connect empty, root
+ * not absolute, identity with other characters, lease_ms < 2 * renew_ms,
+ * n_slots out of range); -ENOMEM.
+ */
+FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
+			   struct fw_fleet **out, char *err, size_t errlen);
+
+/*
+ * Claims a worker ID for every slot and starts the registry thread. Order:
+ * IDs this identity already owns (a restart keeps its IDs), then free ones
+ * (created atomically, or released; those with a floor below ZooKeeper's
+ * time first), then expired ones (lease_until before ZooKeeper's time, read
+ * from a znode's mtime): taken over with floor = old lease_until.
+ * Waits up to cfg.start_wait_ms for ZooKeeper. When it does not answer in
+ * time: the slots come from the cache file (its confirmed leases; *from_cache
+ * true) or, with no usable cache, stay without a worker (NO_LEASE) while the
+ * thread keeps trying; both return 0 and log why once.
+ * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
+ * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
+ * another layout); FW_EFLEET_IDENTITY (another live process holds this
+ * identity); FW_EFLEET_ZK (a ZooKeeper error other than unreachable);
+ * -errno. On error nothing was kept: IDs claimed by this call are released.
+ */
+FW_API int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errlen);
+
+/*
+ * Copies slot @i's current state into *out. Returns 0 or -EINVAL.
+ */
+FW_API int fw_fleet_slot(struct fw_fleet *f, uint32_t i, struct fw_fleet_slot *out);
+
+/*
+ * Asks for a fresh worker ID for slot @i ([clock] backstep = new_worker):
+ * the thread claims one (not the current one) and publishes it with a new
+ * gen; the old one stays owned until fw_fleet_retire(). Returns 0 or -EINVAL.
+ */
+FW_API int fw_fleet_replace(struct fw_fleet *f, uint32_t i);
+
+/*
+ * Records that this process will never issue worker ID @worker again and
+ * issued nothing above @last_ms (layout ms): the thread releases it in
+ * ZooKeeper with lease_until = floor = max(floor, @last_ms), so it becomes
+ * free with its history fenced. Returns 0, -ENOENT (not held or retiring).
+ */
+FW_API int fw_fleet_retire(struct fw_fleet *f, int32_t worker, uint64_t last_ms);
+
+/* Fills *st. */
+FW_API void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st);
+
+/*
+ * Stops the thread and closes the session (the ephemeral node goes; leases
+ * stay, so a restart takes its IDs back). Bounded by one session timeout.
+ */
+FW_API void fw_fleet_stop(struct fw_fleet *f);
+
+/* Stops if needed and frees. NULL is fine. */
+FW_API void fw_fleet_free(struct fw_fleet *f);
+
+/* ---- operators (flakectl fleet): one-shot sessions ---- */
+
+struct fw_fleet_entry {
+	uint32_t worker;
+	char owner[FW_FLEET_IDENTITY_MAX]; /* "" when free */
+	uint64_t lease_ms;   /* layout ms */
+	uint64_t floor_ms;   /* layout ms */
+	uint64_t renewed_unix; /* znode mtime: the owner's last write, ZooKeeper's clock */
+	bool alive;          /* ROOT/nodes/OWNER exists: a live session */
+};
+
+struct fw_fleet_list {
+	struct fw_layout layout; /* from the root node */
+	uint64_t server_unix;    /* ZooKeeper's time now (mtime of a write) */
+	uint32_t n;
+	struct fw_fleet_entry *v; /* n entries, by worker ID; free with fw_fleet_list_free */
+};
+
+/*
+ * Reads every worker znode under @root.
+ * Returns 0; -ENOENT (no fleet at @root); FW_EFLEET_ZK (unreachable within
+ * @timeout_ms, or an error: @err says which); -ENOMEM.
+ */
+FW_API int fw_fleet_list_read(const char *connect, const char *root, uint32_t timeout_ms,
+			      struct fw_fleet_list *out, char *err, size_t errlen);
+
+FW_API void fw_fleet_list_free(struct fw_fleet_list *l);
+
+/*
+ * Releases worker ID @worker (a decommissioned node's): owner becomes empty,
+ * floor = lease_until = max(floor, lease_until), so its next owner issues
+ * only above anything the old one may have issued. A live owner's renewal
+ * then fails and it stops at its confirmed lease.
+ * Returns 0; -ENOENT (no such worker znode); FW_EFLEET_ZK.
+ */
+FW_API int fw_fleet_release(const char *connect, const char *root, uint32_t worker,
+			    uint32_t timeout_ms, char *err, size_t errlen);

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fleet inside a responder: the one piece of glue flakewire's control
+ * thread and flakesock's keeper thread share between the registry
+ * (fw_fleet.h) and the timekeeper (fw_keeper.h). It reads [fleet] and
+ * [clock] backstep from the configuration, claims the worker IDs at start,
+ * and every keeper tick hands the registry's per-slot results to the keeper:
+ * a new worker ID or floor with fw_keeper_set_worker (the worker swaps at its
+ * next burst), a renewed lease with fw_keeper_set_lease. Workers never see
+ * ZooKeeper; they read their keeper slot once per burst, as they read the mark.
+ *
+ * Order of use (owner's thread): fw_fleet_app_start (before the keeper is
+ * created: it needs the worker IDs), fw_fleet_app_worker (the keeper's and
+ * the generators' first IDs), fw_fleet_app_attach (after fw_keeper_start),
+ * fw_fleet_app_tick (every keeper tick), fw_fleet_app_free (after the
+ * workers stopped).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+#include "fw_conf.h"
+#include "fw_fleet.h"
+#include "fw_keeper.h"
+#include "fw_layout.h"
+
+struct fw_fleet_app;
+
+/*
+ * Without [fleet] zookeeper: *out = NULL, returns 0 (static worker IDs).
+ * Otherwise creates the registry for @n_workers slots with @log (lines
+ * without newline; NULL: silent) and claims (fw_fleet_start: take back,
+ * claim, take over; cache or NO_LEASE when ZooKeeper is down).
+ * Identity: [fleet] identity, or the host name.
+ * Returns 0 with *out set, or fw_fleet_create/fw_fleet_start's code with one
+ * line in @err (the caller refuses to start).
+ */
+FW_API int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout,
+			      uint32_t n_workers,
+			      void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+			      void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen);
+
+/* Slot @i's worker ID now (0 while it holds none: its lease is 0 then). */
+FW_API uint32_t fw_fleet_app_worker(const struct fw_fleet_app *a, uint32_t i);
+
+/*
+ * Gives the keeper every slot's worker ID, floor (never below the mark the
+ * keeper read at start) and lease (0 for a slot without a worker ID: NO_LEASE).
+ */
+FW_API void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k);
+
+/*
+ * Every keeper tick, with the FW_KEEPER_EV_* bits fw_keeper_tick returned
+ * for the sample (@tick, @wall_ns): applies new worker IDs, floors and
+ * leases; on FW_KEEPER_EV_BACK_STEP with [clock] backstep = new_worker asks
+ * the registry for a fresh ID per slot, and once every slot has one, steps
+ * the keeper's time back to the system clock (fw_keeper_step_to_wall) so
+ * IDs follow it at once; retires each old ID at the last ms it issued once
+ * its worker swapped. Logs a lease running out (NO_LEASE) and coming back.
+ */
+FW_API void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
+			      uint64_t tick, uint64_t wall_ns);
+
+/* The registry (status, slots) for telemetry. */
+FW_API struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a);
+
+/* Stops the registry (leases stay: a restart takes its IDs back) and frees. NULL is fine. */
+FW_API void fw_fleet_app_free(struct fw_fleet_app *a);

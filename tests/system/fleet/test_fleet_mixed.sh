@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Two flakewire processes (TAP, 2 lcores each) and two flakesock processes
+# (2 threads each) start at once against one 3-server ZooKeeper ensemble:
+# 8 distinct worker IDs, each process issuing only under its own; a restart
+# of one of each kind keeps its IDs. /flakewire/fleet telemetry agrees.
+# usage: test_fleet_mixed.sh FLAKEWIRE FLAKESOCK FLAKECTL
+set -u
+FLAKEWIRE=$1
+FLAKESOCK=$2
+FLAKECTL=$3
+HERE=$(dirname "$0")
+. "$HERE/../lib.sh"
+. "$HERE/zk.sh"
+PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+
+sys_init fleetmix
+[ -c /dev/net/tun ] || { echo "FAIL: /dev/net/tun missing (TAP)"; exit 1; }
+mix_cleanup() {
+	local pid
+	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	sleep 0.5
+	zk_stop_all
+	sys_cleanup
+	rm -rf "/var/run/dpdk/fwa$$" "/var/run/dpdk/fwb$$"
+}
+trap mix_cleanup EXIT
+zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
+
+FLEET=(--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.root=/mix
+	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=5000
+	--set fleet.lease_ms=10000 --set fleet.renew_ms=1000 --set stats.interval_s=0)
+declare -A PID
+# wire NAME TAPINDEX NET: flakewire NAME on net_tapN (iface NAME$$), address 10.NET.0.2
+wire() {
+	sys_start "$SYS_TMP/$1.log" "$FLAKEWIRE" -l 0,1 --no-huge --no-pci -m 256 \
+		--file-prefix "$1$$" -- --set "port0.device=net_tap$2,iface=$1$$" \
+		--set "port0.address=10.$3.0.2" --set "state.file=$SYS_TMP/$1.mark" \
+		--set clock.calibrate_ms=200 --set fleet.identity="$1" \
+		--set "fleet.cache_file=$SYS_TMP/$1.cache" "${FLEET[@]}"
+	PID[$1]=$SYS_LAST_PID
+}
+sock() {
+	sys_start "$SYS_TMP/$1.log" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 \
+		--set "net.udp_port=$2" --set "state.file=$SYS_TMP/$1.mark" \
+		--set fleet.identity="$1" --set "fleet.cache_file=$SYS_TMP/$1.cache" "${FLEET[@]}"
+	PID[$1]=$SYS_LAST_PID
+}
+tap_up() { # tap_up IFACE NET: the kernel side of a TAP, once flakewire created it
+	local i
+	for i in $(seq 100); do ip -n "$SYS_NS" link show "$1" >/dev/null 2>&1 && break; sleep 0.1; done
+	ip -n "$SYS_NS" addr add "10.$2.0.1/24" dev "$1" 2>/dev/null
+	ip -n "$SYS_NS" link set "$1" up
+}
+answers() { # answers SERVER: 8 OK replies from 8 source ports, within 20 s
+	local i
+	for i in $(seq 80); do
+		[ "$(sys_in_ns $PROBE --server "$1" --sockets 8 | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 8 ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+owned_by() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /mix | awk -v o="$1" '$2 == o && $NF == "owned" {print $1}' | sort -n | paste -sd, -; }
+
+# all four at once
+wire fa 0 77
+wire fb 1 78
+sock sc 5401
+sock sd 5402
+tap_up "fa$$" 77
+tap_up "fb$$" 78
+check "flakewire fa answers" answers 10.77.0.2:4242
+check "flakewire fb answers" answers 10.78.0.2:4242
+check "flakesock sc answers" answers 127.0.0.1:5401
+check "flakesock sd answers" answers 127.0.0.1:5402
+sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /mix >"$SYS_TMP/ls"
+sed 's/^/  /' "$SYS_TMP/ls"
+declare -A OWN
+for n in fa fb sc sd; do OWN[$n]=$(owned_by $n); echo "  $n owns ${OWN[$n]}"; done
+eight() {
+	[ "$(echo "${OWN[fa]},${OWN[fb]},${OWN[sc]},${OWN[sd]}" | tr , '\n' | grep -c .)" -eq 8 ] &&
+		[ "$(echo "${OWN[fa]},${OWN[fb]},${OWN[sc]},${OWN[sd]}" | tr , '\n' | sort -u | grep -c .)" -eq 8 ]
+}
+check "8 distinct worker IDs, 2 per process" eight
+# every ID a process hands out carries one of its own worker IDs
+only_own() { # only_own NAME SERVER
+	local seen w
+	seen=$(sys_in_ns $PROBE --server "$2" --sockets 32 --rounds 2 | sed -n 's/.*workers=\([0-9,]*\).*/\1/p')
+	echo "  $1 answered with workers $seen"
+	[ -n "$seen" ] || return 1
+	for w in ${seen//,/ }; do [[ ",${OWN[$1]}," == *",$w,"* ]] || return 1; done
+}
+check "fa issues only under its worker IDs" only_own fa 10.77.0.2:4242
+check "fb issues only under its worker IDs" only_own fb 10.78.0.2:4242
+check "sc issues only under its worker IDs" only_own sc 127.0.0.1:5401
+check "sd issues only under its worker IDs" only_own sd 127.0.0.1:5402
+tel=$(echo /flakewire/fleet | ip netns exec "$SYS_NS" /usr/bin/python3 /usr/bin/dpdk-telemetry.py -f "fa$$" 2>/dev/null | grep '^{' | tail -n 1)
+echo "  /flakewire/fleet: $tel"
+tel_ok() {
+	/usr/bin/python3 - "$tel" "${OWN[fa]}" <<'PY'
+import json, sys
+t = json.loads(sys.argv[1])["/flakewire/fleet"]
+own = sorted(int(x) for x in sys.argv[2].split(","))
+sys.exit(0 if t["enabled"] == 1 and t["connected"] == 1 and t["renewals"] >= 1
+         and sorted([t["w0"], t["w1"]]) == own else 1)
+PY
+}
+check "telemetry /flakewire/fleet: connected, renewing, the owned worker IDs" tel_ok
+check "fleet check: OK" sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /mix --warn-ms 1000
+
+# restart one of each: the same worker IDs come back
+sys_stop "${PID[fa]}"
+sys_stop "${PID[sc]}"
+wire fa 0 77
+sock sc 5401
+tap_up "fa$$" 77
+check "flakewire fa answers after a restart" answers 10.77.0.2:4242
+check "flakesock sc answers after a restart" answers 127.0.0.1:5401
+check "fa took its worker IDs back" test "$(owned_by fa)" = "${OWN[fa]}"
+check "sc took its worker IDs back" test "$(owned_by sc)" = "${OWN[sc]}"
+grep -q "taken back for slot" "$SYS_TMP/fa.log"
+check "fa logged the take-back" test $? -eq 0
+sys_done

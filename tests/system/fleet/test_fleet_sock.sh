@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# flakesock in a fleet against a 3-server ZooKeeper ensemble of its own (in
+# the test's namespace): distinct worker IDs, restart keeps them, the
+# leader killed and the whole ensemble restarted while nodes renew,
+# exhaustion (2 worker bits), ZooKeeper down at start with and without a
+# cache, and a node partitioned from ZooKeeper (its own namespace, veth
+# down): it issues until its lease ends, answers NO_LEASE, resumes when
+# healed; cut again, a second node takes its worker IDs over: no duplicate,
+# and each worker's IDs from the second node are above the first node's.
+# usage: test_fleet_sock.sh FLAKESOCK FLAKECTL
+set -u
+FLAKESOCK=$1
+FLAKECTL=$2
+HERE=$(dirname "$0")
+. "$HERE/../lib.sh"
+. "$HERE/zk.sh"
+PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+
+sys_init fleet
+NS_A="fwt-fleetA-$$"
+VZ="fwz$$"
+VA="fwa$$"
+fleet_cleanup() {
+	local pid
+	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	sleep 0.3
+	zk_stop_all
+	ip netns del "$NS_A" 2>/dev/null
+	sys_cleanup
+}
+trap fleet_cleanup EXIT
+
+ZK_BIND=0.0.0.0
+zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
+echo "ensemble: $ZK_CONNECT"
+check "3-server ensemble with a leader" zk_leader
+
+COMMON=(--set stats.interval_s=0 --set state.mark_ahead_ms=1000
+	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=2000
+	--set fleet.lease_ms=3000 --set fleet.renew_ms=500)
+
+# sock NAME PORT ROOT [extra --set ...]: starts flakesock NAME (2 threads) in the test namespace.
+declare -A PID
+sock() {
+	local name=$1 port=$2 root=$3
+	shift 3
+	sys_start "$SYS_TMP/$name.log" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 \
+		--set "net.udp_port=$port" --set "state.file=$SYS_TMP/$name.mark" \
+		--set "fleet.zookeeper=$ZK_CONNECT" --set "fleet.root=$root" \
+		--set "fleet.identity=$name" --set "fleet.cache_file=$SYS_TMP/$name.cache" \
+		"${COMMON[@]}" "$@"
+	PID[$name]=$SYS_LAST_PID
+}
+probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" "${@:2}"; }
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
+# until_probe SECS PORT FIELD COND: probes until the FIELD of the summary satisfies COND
+until_ok() {
+	local secs=$1 port=$2 i out
+	for ((i = 0; i < secs * 4; i++)); do
+		out=$(probe "$port" --sockets 8)
+		[ "$(echo "$out" | field ok)" = 8 ] && return 0
+		sleep 0.25
+	done
+	echo "  last: $out"
+	return 1
+}
+workers_of() { probe "$1" --sockets 32 | field workers; }
+
+# ---- distinct worker IDs, restart keeps them ----
+echo "[${SECONDS}s]distinct worker IDs, restart keeps them ----"
+sock s1 5301 /f1
+sock s2 5302 /f1
+check "s1 answers" until_ok 15 5301
+check "s2 answers" until_ok 15 5302
+W1=$(workers_of 5301)
+W2=$(workers_of 5302)
+echo "  s1 workers $W1, s2 workers $W2"
+distinct4() { [ "$(echo "$W1,$W2" | tr , '\n' | sort -u | grep -c .)" -eq 4 ]; }
+check "two flakesock x 2 threads: 4 distinct worker IDs" distinct4
+sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /f1 >"$SYS_TMP/ls" 2>&1
+sed 's/^/  /' "$SYS_TMP/ls"
+check "fleet ls: 4 owned, alive" grep -q "^4 of 1024 worker IDs owned" "$SYS_TMP/ls"
+check "fleet check: OK" sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000
+sys_stop "${PID[s1]}"
+sock s1 5301 /f1
+check "s1 restarted answers" until_ok 15 5301
+check "restart keeps s1's worker IDs" test "$(workers_of 5301)" = "$W1"
+
+# ---- the leader killed while nodes renew ----
+echo "[${SECONDS}s]the leader killed while nodes renew ----"
+L=$(zk_leader)
+zk_stop_one "$L"
+no_gap() {
+	local i out
+	for i in $(seq 16); do # 4 s, more than a lease
+		out=$(probe "$1" --sockets 4)
+		[ "$(echo "$out" | field ok)" = 4 ] || { echo "  $out"; return 1; }
+		sleep 0.25
+	done
+}
+check "leader $L killed: s1 keeps issuing past a lease length" no_gap 5301
+check "and s2" until_ok 1 5302
+zk_start_one "$L"
+zk_wait_ready 30
+check "the killed server rejoins" zk_wait_ready 30 3
+check "no worker ID changed" test "$(workers_of 5301)" = "$W1"
+
+# ---- the whole ensemble restarted ----
+echo "[${SECONDS}s]the whole ensemble restarted ----"
+zk_stop_all
+sleep 4 # past every lease
+out=$(probe 5301 --sockets 8)
+check "ensemble down past the lease: NO_LEASE ($out)" test "$(echo "$out" | field no_lease)" = 8
+for i in 1 2 3; do zk_start_one "$i"; done
+check "ensemble back" zk_wait_ready 40
+check "s1 resumes by itself" until_ok 20 5301
+check "s2 resumes by itself" until_ok 20 5302
+check "same worker IDs after the ensemble restart" test "$(workers_of 5301)" = "$W1"
+grep -q "NO_LEASE until ZooKeeper" "$SYS_TMP/s1.log"
+check "the lease end was logged" test $? -eq 0
+
+# ---- exhaustion: 2 worker bits, the fifth claim refuses ----
+echo "[${SECONDS}s]exhaustion: 2 worker bits, the fifth claim refuses ----"
+sock s3 5303 /f2 --set id.worker_bits=2
+sock s4 5304 /f2 --set id.worker_bits=2
+check "s3 answers" until_ok 15 5303
+check "s4 answers" until_ok 15 5304
+sys_in_ns "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set net.udp_port=5305 \
+	--set "state.file=$SYS_TMP/s5.mark" --set "fleet.zookeeper=$ZK_CONNECT" \
+	--set fleet.root=/f2 --set fleet.identity=s5 --set id.worker_bits=2 \
+	"${COMMON[@]}" >"$SYS_TMP/s5.log" 2>&1
+rc=$?
+sed 's/^/  /' "$SYS_TMP/s5.log" | grep -i "worker id"
+check "the fifth claimant exits 1" test "$rc" -eq 1
+msg_ok() {
+	grep -q "needs 1 worker ID(s) and only 0 can be claimed: 4 of 4 worker IDs" "$1" &&
+		grep -q "by s3 until 20" "$1" && grep -q "by s4 until 20" "$1"
+}
+check "its message names how many, whom and until when" msg_ok "$SYS_TMP/s5.log"
+sys_stop "${PID[s3]}"
+sys_stop "${PID[s4]}"
+
+# ---- ZooKeeper down at start: with and without a cache ----
+echo "[${SECONDS}s]ZooKeeper down at start: with and without a cache ----"
+sock s6 5306 /f1 --set fleet.lease_ms=60000
+check "s6 answers" until_ok 15 5306
+W6=$(workers_of 5306)
+sys_stop "${PID[s6]}"
+check "s6 wrote its cache" grep -q "^slot=1 worker=" "$SYS_TMP/s6.cache"
+sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 >"$SYS_TMP/check" 2>&1
+rc=$?
+sed 's/^/  /' "$SYS_TMP/check" | grep s6
+check "fleet check: a stopped owner whose lease runs is a problem (exit 1)" test "$rc" -eq 1
+check "  naming it" grep -q "owner s6 has no live session" "$SYS_TMP/check"
+zk_stop_all
+sock s6 5306 /f1 --set fleet.lease_ms=60000
+sock s7 5307 /f1 --set fleet.cache_file=
+check "ZooKeeper down, cache: s6 issues" until_ok 15 5306
+check "with its cached worker IDs" test "$(workers_of 5306)" = "$W6"
+check "s6 said it started from the cache" grep -q "starting from the cache" "$SYS_TMP/s6.log"
+sleep 0.5
+out=$(probe 5307 --sockets 8)
+check "ZooKeeper down, no cache: s7 answers NO_LEASE ($out)" test "$(echo "$out" | field no_lease)" = 8
+check "s7 said why once" test "$(grep -c 'no worker ID is held' "$SYS_TMP/s7.log")" -eq 1
+for i in 1 2 3; do zk_start_one "$i"; done
+zk_wait_ready 40
+check "s7 claims once ZooKeeper is back" until_ok 20 5307
+check "s6 keeps issuing (renewed its cached claims)" until_ok 5 5306
+sleep 1
+check "s6 lost nothing" test "$(grep -c 'taken over' "$SYS_TMP/s6.log")" -eq 0
+for n in s1 s2 s6 s7; do sys_stop "${PID[$n]}"; done
+
+# ---- partition and takeover ----
+echo "[${SECONDS}s]partition and takeover ----"
+ip netns add "$NS_A" && ip -n "$NS_A" link set lo up &&
+	ip link add "$VZ" netns "$SYS_NS" type veth peer name "$VA" netns "$NS_A" &&
+	ip -n "$SYS_NS" addr add 10.251.0.1/24 dev "$VZ" && ip -n "$SYS_NS" link set "$VZ" up &&
+	ip -n "$NS_A" addr add 10.251.0.2/24 dev "$VA" && ip -n "$NS_A" link set "$VA" up
+check "node A's namespace, veth to the ensemble" test $? -eq 0
+ZK_A=${ZK_CONNECT//127.0.0.1/10.251.0.1}
+ip netns exec "$NS_A" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 --set net.udp_port=4242 \
+	--set "state.file=$SYS_TMP/pa.mark" --set "fleet.zookeeper=$ZK_A" --set fleet.root=/f3 \
+	--set fleet.identity=pa --set id.worker_bits=1 --set "fleet.cache_file=$SYS_TMP/pa.cache" \
+	"${COMMON[@]}" >"$SYS_TMP/pa.log" 2>&1 &
+PA=$!
+SYS_PIDS+=("$PA")
+probe_a() { ip netns exec "$NS_A" $PROBE --server 127.0.0.1:4242 --worker-bits 1 "$@"; }
+a_ok() { for _ in $(seq 60); do [ "$(probe_a --sockets 8 | field ok)" = 8 ] && return 0; sleep 0.25; done; return 1; }
+check "node A answers with both worker IDs of a 1-bit layout" a_ok
+check "node A holds workers 0 and 1" test "$(probe_a --sockets 32 | field workers)" = "0,1"
+# cut_until_no_lease IDS: cut A off, collect its IDs until every reply is NO_LEASE
+cut_until_no_lease() {
+	local t0 out okseen=0 i
+	ip -n "$SYS_NS" link set "$VZ" down
+	t0=$(date +%s%3N)
+	for ((i = 0; i < 80; i++)); do
+		out=$(probe_a --sockets 8 --ids "$1")
+		[ "$(echo "$out" | field ok)" -gt 0 ] && okseen=$(($(date +%s%3N) - t0))
+		[ "$(echo "$out" | field no_lease)" = 8 ] && break
+		sleep 0.1
+	done
+	echo "  issued for $okseen ms after the cut, then: $out"
+	[ "$okseen" -gt 1000 ] && [ "$(echo "$out" | field no_lease)" = 8 ]
+}
+check "cut off: A keeps issuing until its lease ends, then NO_LEASE" cut_until_no_lease "$SYS_TMP/a0.ids"
+ip -n "$SYS_NS" link set "$VZ" up
+check "healed: A resumes by itself" a_ok
+check "cut again: A issues, then NO_LEASE" cut_until_no_lease "$SYS_TMP/a.ids"
+cat "$SYS_TMP/a0.ids" >>"$SYS_TMP/a.ids"
+sock pb 5310 /f3 --set id.worker_bits=1
+check "node B takes both worker IDs over" until_ok 20 5310
+for _ in 1 2 3 4; do probe 5310 --sockets 16 --worker-bits 1 --ids "$SYS_TMP/b.ids" >/dev/null; done
+grep -q "taken over for slot .*from pa" "$SYS_TMP/pb.log"
+check "B logged the takeover from A" test $? -eq 0
+order_proof() {
+	/usr/bin/python3 - "$SYS_TMP/a.ids" "$SYS_TMP/b.ids" <<'PY'
+import sys
+a = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
+b = [tuple(map(int, l.split())) for l in open(sys.argv[2])]
+ids = [i for _, i in a + b]
+dup = len(ids) - len(set(ids))
+ok = dup == 0 and a and b
+for w in (0, 1):
+    aw = [i for x, i in a if x == w]
+    bw = [i for x, i in b if x == w]
+    print("  worker %d: %d IDs from A (max %s), %d from B (min %s)" % (
+        w, len(aw), max(aw) if aw else "-", len(bw), min(bw) if bw else "-"))
+    if not aw or not bw or min(bw) <= max(aw):
+        ok = False
+print("  %d IDs, %d duplicates" % (len(ids), dup))
+sys.exit(0 if ok else 1)
+PY
+}
+check "no duplicate; every worker's IDs from B are above A's" order_proof
+ip -n "$SYS_NS" link set "$VZ" up
+lost_a() { for _ in $(seq 40); do grep -q "was taken over by pb" "$SYS_TMP/pa.log" && return 0; sleep 0.25; done; return 1; }
+check "healed A sees its renewal fail (taken over by pb)" lost_a
+out=$(probe_a --sockets 8)
+check "and keeps answering NO_LEASE (no free worker ID) ($out)" test "$(echo "$out" | field no_lease)" = 8
+kill -TERM "$PA"
+wait "$PA" 2>/dev/null
+sys_done
