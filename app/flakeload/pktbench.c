@@ -127,17 +127,20 @@ __attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_
 						  const struct fw_port *port,
 						  struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t ntx = 0;
+	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
+	uint16_t nfr;
 	uint64_t now = fw_lcore_clock(app, lc);
+	uint16_t ntx = fw_pkt_burst(app, lc, port, pkts, n, now, tx, fr, &nfr);
 
-	lc->st.rx += n;
-	for (uint16_t i = 0; i < n; i++) {
-		bool reply = fw_pkt_answer(app, lc, port, pkts[i], now);
-		if (FW_UNLIKELY(check) && reply)
-			check_reply(pkts[i]);
-		ntx += reply;
-	}
-	rte_pktmbuf_free_bulk(pkts, n);
+	if (FW_UNLIKELY(check))
+		for (uint16_t i = 0; i < ntx; i++)
+			check_reply(tx[i]);
+	/*
+	 * Where the real loop transmits: the mbufs go back to their pool as a
+	 * PMD with RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE returns them (one pool,
+	 * reference count 1, one segment: what flakewire's replies are).
+	 */
+	rte_mempool_put_bulk(app->pool, (void **)pkts, n);
 	lc->st.tx += ntx;
 	return ntx;
 }

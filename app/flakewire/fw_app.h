@@ -34,7 +34,7 @@ enum fw_drop {
 	FW_DROP_NOT_US,     /* not our MAC/IPv4 address, ARP not asking for us */
 	FW_DROP_IP_OPTS,    /* IPv4 header with options */
 	FW_DROP_FRAG,       /* IPv4 fragment */
-	FW_DROP_BAD_CSUM,   /* bad IPv4 or UDP checksum */
+	FW_DROP_BAD_CSUM,   /* bad IPv4, UDP or ICMP checksum */
 	FW_DROP_BAD_LEN,    /* truncated, lengths inconsistent, multi-segment */
 	FW_DROP_PROTO,      /* other IP protocol, ICMP other than echo request */
 	FW_DROP_PORT,       /* UDP to another port */
@@ -60,6 +60,19 @@ struct fw_lcore_stats {
 	uint64_t rate_evictions; /* filled in when read (fw_stats_lcore), not per packet */
 };
 
+/*
+ * A source's policy verdict, cached per lcore (pkt.c src_verdict): the
+ * [net] allow and trusted lists are fixed while lcores run.
+ */
+#define FW_SRC_VALID      0x1u
+#define FW_SRC_ALLOWED    0x2u
+#define FW_SRC_TRUSTED    0x4u
+#define FW_SRC_CACHE_BITS 6
+struct fw_src_cache {
+	uint32_t src_be; /* IPv4 source, network order */
+	uint32_t verdict; /* FW_SRC_*; 0: empty */
+};
+
 /* One per worker lcore (every EAL lcore, the main one included). */
 struct fw_lcore {
 	struct fw_serve serve;
@@ -71,6 +84,7 @@ struct fw_lcore {
 	uint64_t mark_ms;     /* mark in effect (ms since epoch), cached per burst */
 	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
 	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
+	struct fw_src_cache src_cache[1u << FW_SRC_CACHE_BITS];
 } FW_CACHE_ALIGNED;
 
 struct fw_port {
@@ -167,6 +181,16 @@ void fw_afxdp_closed(struct fw_app *app, uint32_t idx);
 /* pkt.c: answers the frame in place; returns true when it must be sent back */
 bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
 		   struct rte_mbuf *m, uint64_t now);
+/*
+ * pkt.c: answers a burst of @n frames received on @port (fw_pkt_answer on
+ * each, inlined, the next frame prefetched): the frames to send back go to
+ * tx[], in order, the others to fr[] (*nfr of them) for the caller to free.
+ * Counts them in lc->st.rx. @now: fw_lcore_clock() of this burst.
+ * Returns the number of replies in tx[].
+ */
+uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+		      struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
+		      struct rte_mbuf **fr, uint16_t *nfr);
 
 /* lcore.c: the burst loop, launched on every lcore */
 int fw_lcore_main(void *arg);

@@ -153,16 +153,10 @@ static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw
 			struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
-	uint16_t ntx = 0, nfr = 0;
+	uint16_t nfr;
 	uint64_t now = fw_lcore_clock(app, lc); /* one clock read for the whole burst */
+	uint16_t ntx = fw_pkt_burst(app, lc, port, pkts, n, now, tx, fr, &nfr);
 
-	lc->st.rx += n;
-	for (uint16_t i = 0; i < n; i++) {
-		if (fw_pkt_answer(app, lc, port, pkts[i], now))
-			tx[ntx++] = pkts[i];
-		else
-			fr[nfr++] = pkts[i];
-	}
 	if (nfr)
 		rte_pktmbuf_free_bulk(fr, nfr);
 	if (!ntx)

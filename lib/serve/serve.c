@@ -27,7 +27,11 @@ FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 	    s->cfg.ranges_max > FW_WIRE_RANGES_MAX || s->cfg.range_ids_max == 0 ||
 	    s->cfg.range_ids_max > FW_WIRE_RANGE_IDS_MAX)
 		return -EINVAL;
-	return fw_gen_init(&s->gen, layout, gcfg);
+	int rc = fw_gen_init(&s->gen, layout, gcfg);
+	/* what fw_serve_answer_fast() writes at bytes 16-23 of an OK reply */
+	s->reply_who = fw_serve_be64((uint64_t)(uint16_t)s->gen.cfg.datacenter << 48 |
+				     (uint64_t)(uint16_t)s->gen.cfg.worker << 32);
+	return rc;
 }
 
 static uint8_t wire_flags(const struct fw_serve *s)
