@@ -207,6 +207,17 @@ uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc);
  * Returns 0 or -1 (logged).
  */
 int fw_lcores_policy_init(struct fw_app *app);
+/*
+ * [net] rate and rate_burst are for the whole responder. RSS may spread one
+ * source's flows (source ports) over every lcore, and a limiter shared
+ * between lcores would cost an atomic per request, so each of @n_lcores
+ * lcores enforces its share: *lc_rate = ceil(@rate / n), *lc_burst =
+ * ceil(@burst / n) (at least 1). A source gets at most about @rate in all
+ * however its flows are spread; one whose flows all land on one lcore gets
+ * that lcore's share. @rate 0 (no limit) stays 0.
+ */
+void fw_lcores_rate_share(uint32_t rate, uint32_t burst, uint32_t n_lcores, uint32_t *lc_rate,
+			  uint32_t *lc_burst);
 
 /* clock_pub.c */
 void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s);

@@ -14,6 +14,18 @@
 /* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
 #define FW_RATE_ENTRIES 4096
 
+void fw_lcores_rate_share(uint32_t rate, uint32_t burst, uint32_t n_lcores, uint32_t *lc_rate,
+			  uint32_t *lc_burst)
+{
+	uint32_t n = n_lcores ? n_lcores : 1;
+
+	/* rounded up and at least 1: 0 would mean "no limit" */
+	*lc_rate = rate ? (uint32_t)(((uint64_t)rate + n - 1) / n) : 0;
+	*lc_burst = (uint32_t)(((uint64_t)burst + n - 1) / n);
+	if (*lc_burst == 0)
+		*lc_burst = 1;
+}
+
 int fw_lcores_policy_init(struct fw_app *app)
 {
 	const struct fw_conf *c = &app->conf;
@@ -41,8 +53,7 @@ int fw_lcores_policy_init(struct fw_app *app)
 
 	struct fw_rate_config rc;
 	fw_rate_config_default(&rc);
-	rc.rate = c->net.rate;
-	rc.burst = c->net.rate_burst;
+	fw_lcores_rate_share(c->net.rate, c->net.rate_burst, app->n_lcores, &rc.rate, &rc.burst);
 	rc.prefix_len = c->net.rate_prefix;
 	rc.slip = c->net.rate_slip;
 	rc.tsc_hz = rte_get_tsc_hz();
@@ -63,9 +74,11 @@ int fw_lcores_policy_init(struct fw_app *app)
 	}
 	FW_LOG(INFO,
 	       "policy: %u allowed prefixes, %u reflector ports, rate %u/s burst %u per /%u "
-	       "(slip %u, %u entries per lcore)",
+	       "for the responder: %u/s burst %u on each of %u lcore(s) (slip %u, %u entries "
+	       "per lcore)",
 	       c->net.allow.n, c->net.reflector_ports.n, c->net.rate, c->net.rate_burst,
-	       c->net.rate_prefix, c->net.rate_slip, FW_RATE_ENTRIES);
+	       c->net.rate_prefix, rc.rate, rc.burst, app->n_lcores, c->net.rate_slip,
+	       FW_RATE_ENTRIES);
 	return 0;
 }
 
