@@ -85,6 +85,8 @@ struct fw_lcore {
 	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
 	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
 	struct fw_src_cache src_cache[1u << FW_SRC_CACHE_BITS];
+	uint32_t ports_down;  /* bit p: port p's link is down, not polled (fw_lcore_link_watch) */
+	uint32_t link_countdown; /* loop iterations until the next link check */
 } FW_CACHE_ALIGNED;
 
 struct fw_port {
@@ -194,6 +196,16 @@ uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_p
 
 /* lcore.c: the burst loop, launched on every lcore */
 int fw_lcore_main(void *arg);
+/*
+ * Reads each port's link state (rte_eth_link_get_nowait, no wait) into
+ * lc->ports_down: a port whose link is down is not polled until it is up
+ * again (a memif peer that went away: DPDK 22.11's memif PMD tears the
+ * rings down in the interrupt thread with no lock against a polling lcore).
+ * A port whose driver cannot tell stays polled. Logs each change. Called
+ * by fw_lcore_main every FW_LINK_CHECK_LOOPS loop iterations.
+ */
+void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc);
+#define FW_LINK_CHECK_LOOPS 1024
 int fw_lcores_init(struct fw_app *app);
 /*
  * Reads the clock once for a burst: sets lc->tsc (rate limiting), the

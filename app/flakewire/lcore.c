@@ -182,6 +182,22 @@ static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw
 	}
 }
 
+void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc)
+{
+	for (uint32_t p = 0; p < app->n_ports; p++) {
+		struct rte_eth_link link;
+		uint32_t bit = 1u << p;
+		int rc = rte_eth_link_get_nowait(app->port[p].port_id, &link);
+		bool down = rc == 0 && link.link_status == RTE_ETH_LINK_DOWN;
+
+		if (down == !!(lc->ports_down & bit))
+			continue;
+		lc->ports_down ^= bit;
+		FW_LOG(INFO, "port%u: link %s: lcore %u %s polling it", p, down ? "down" : "up",
+		       lc->lcore_id, down ? "stops" : "resumes");
+	}
+}
+
 int fw_lcore_main(void *arg)
 {
 	struct fw_app *app = arg;
@@ -191,10 +207,18 @@ int fw_lcore_main(void *arg)
 	if (idx < 0)
 		return 0;
 	struct fw_lcore *lc = &app->lcore[idx];
+	fw_lcore_link_watch(app, lc);
+	lc->link_countdown = FW_LINK_CHECK_LOOPS;
 	while (!*app->quit) {
 		uint16_t busy = 0;
+		if (FW_UNLIKELY(--lc->link_countdown == 0)) {
+			fw_lcore_link_watch(app, lc);
+			lc->link_countdown = FW_LINK_CHECK_LOOPS;
+		}
 		for (uint32_t p = 0; p < app->n_ports; p++) {
 			const struct fw_port *port = &app->port[p];
+			if (lc->ports_down & (1u << p))
+				continue;
 			uint16_t n = rte_eth_rx_burst(port->port_id, lc->queue, pkts, FW_BURST);
 			if (n) {
 				serve_burst(app, lc, port, pkts, n);
