@@ -101,6 +101,12 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		conf.txmode.offloads = cks;
 		p->tx_cksum = true;
 	}
+	/*
+	 * Replies are the requests' own mbufs: one pool, reference count 1, one
+	 * segment, never attached. The PMD may put them back in bulk.
+	 */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
 	/* Checksums the device verified on receive need no second look in software. */
 	const uint64_t rx_cks = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
 	conf.rxmode.offloads = info.rx_offload_capa & rx_cks;

@@ -100,9 +100,18 @@ static inline uint64_t fw_serve_be64(uint64_t v)
 #define FW_SERVE_ID_REP_LEN (FW_WIRE_HDR_LEN + FW_WIRE_ID_LEN)
 
 /*
+ * For fw_serve_answer_fast(): the reply to a plain single-ID request (see
+ * there) for which the generator refused with @rc (fw_gen_next's FW_ERETRY,
+ * FW_ECLOCK or FW_EMARK): the status reply and counters fw_serve_answer()
+ * would give it. Returns the reply length (24).
+ */
+FW_API int fw_serve_refuse_id(struct fw_serve *s, int rc, void *buf, size_t len, size_t cap,
+			      bool trusted);
+
+/*
  * fw_serve_answer() with the common case inline: a plain single-ID request
  * (version 1, op ID, count 1, status and flags 0) whose reply fits the
- * budget, while the generator is on its fast path. It writes exactly the
+ * budget (fw_serve_refuse_id() when the generator refuses). It writes exactly the
  * bytes and moves exactly the counters fw_serve_answer() would (unit test:
  * tests/unit/test_serve_fast.c compares both over every kind of request);
  * every other datagram goes to fw_serve_answer(). Same parameters and
@@ -117,14 +126,15 @@ static inline int fw_serve_answer_fast(struct fw_serve *s, uint64_t now, void *b
 	if (FW_LIKELY(len >= FW_WIRE_HDR_LEN))
 		memcpy(&w0, b, sizeof(w0));
 	if (FW_UNLIKELY(w0 != fw_serve_be64(FW_SERVE_ID_REQ_W0) ||
-			cap < FW_SERVE_ID_REP_LEN || (!trusted && len < FW_SERVE_ID_REP_LEN) ||
-			!fw_gen_fast_ready(&s->gen, now)))
+			cap < FW_SERVE_ID_REP_LEN || (!trusted && len < FW_SERVE_ID_REP_LEN)))
 		return fw_serve_answer(s, now, buf, len, cap, trusted);
 
 	struct fw_gen *g = &s->gen;
-	uint64_t id = (now << g->time_shift) | g->node_bits | g->next_seq++;
-	g->stats.issued++;
-	/* FW_GEN_F_* and FW_WIRE_F_* share bits 0-2; the fast path leaves them 0 anyway */
+	uint64_t id;
+	int rc = fw_gen_next(g, now, &id); /* out of line only at a new ms, a borrow, a fault */
+	if (FW_UNLIKELY(rc < 0))
+		return fw_serve_refuse_id(s, rc, buf, len, cap, trusted);
+	/* FW_GEN_F_* and FW_WIRE_F_* share bits 0-2 (BORROWED, BACKSTEP, UNSAFE) */
 	uint64_t flags = (uint8_t)(s->extra_flags | (g->flags & 0x7u));
 	uint64_t rep = fw_serve_be64(FW_SERVE_ID_REP_W0 | flags << 16);
 	uint64_t who = s->reply_who;

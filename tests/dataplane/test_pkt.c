@@ -374,6 +374,27 @@ static void test_serve_fast_same(void **state)
 		}
 	}
 	assert_true(a->stats.ids >= 6);
+	/* refusals: the mark reached (RETRY_AFTER), the clock far behind (CLOCK_UNSAFE) */
+	assert_int_equal(fw_serve_init(a, &layout, &gcfg, NULL), 0);
+	assert_int_equal(fw_serve_init(b, &layout, &gcfg, NULL), 0);
+	fw_gen_set_mark(&a->gen, now_ms + 3);
+	fw_gen_set_mark(&b->gen, now_ms + 3);
+	uint64_t nows[] = {now_ms + 5, now_ms + 5, now_ms + 2, now_ms + 2, now_ms - 5000, now_ms + 3};
+	for (unsigned i = 0; i < FW_ARRAY_SIZE(nows); i++) {
+		uint8_t qa[64], qb[64];
+		memset(qa, 0, sizeof(qa));
+		assert_int_equal(fw_wire_write_request(qa, sizeof(qa), FW_WIRE_OP_ID, 1, 99 + i, true),
+				 32);
+		memcpy(qb, qa, sizeof(qb));
+		int ra = fw_serve_answer_fast(a, nows[i], qa, 32, 1472, false);
+		int rb = fw_serve_answer(b, nows[i], qb, 32, 1472, false);
+		assert_int_equal(ra, rb);
+		assert_memory_equal(qa, qb, sizeof(qa));
+		assert_memory_equal(&a->stats, &b->stats, sizeof(a->stats));
+		assert_memory_equal(&a->gen.stats, &b->gen.stats, sizeof(a->gen.stats));
+	}
+	assert_true(a->stats.status[FW_WIRE_ST_RETRY_AFTER] >= 1);
+	assert_true(a->stats.status[FW_WIRE_ST_CLOCK_UNSAFE] >= 1);
 	free(a);
 	free(b);
 }
