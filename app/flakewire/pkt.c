@@ -206,12 +206,14 @@ static inline void swap_eth(struct rte_ether_hdr *eth, const struct fw_port *por
 	eth->src_addr = port->mac;
 }
 
+/* Source and destination addresses exchanged: one 8-byte rotate. */
 static inline void swap_ip(struct rte_ipv4_hdr *ip)
 {
-	uint32_t a = ip->src_addr;
+	uint64_t a;
 
-	ip->src_addr = ip->dst_addr;
-	ip->dst_addr = a;
+	memcpy(&a, &ip->src_addr, 8);
+	a = a >> 32 | a << 32;
+	memcpy(&ip->src_addr, &a, 8);
 }
 
 static bool answer_arp(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m)
@@ -293,9 +295,10 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
 	ip->total_length = new_len;
 	swap_eth(rte_pktmbuf_mtod(m, struct rte_ether_hdr *), port);
 	swap_ip(ip);
-	uint16_t sport = udp->src_port;
-	udp->src_port = udp->dst_port;
-	udp->dst_port = sport;
+	uint32_t ports; /* source and destination port exchanged: one 4-byte rotate */
+	memcpy(&ports, udp, 4);
+	ports = ports >> 16 | ports << 16;
+	memcpy(udp, &ports, 4);
 	udp->dgram_len = BE16(l4_len);
 	rte_pktmbuf_data_len(m) = (uint16_t)(L2 + L3 + l4_len);
 	rte_pktmbuf_pkt_len(m) = rte_pktmbuf_data_len(m);
