@@ -3,10 +3,19 @@
  * Classifies one frame and answers it in place: ARP requests for our
  * address, ICMP echo requests, flakewire requests on our UDP port. Every
  * read is bounded by the segment's data_len; multi-segment frames are
- * dropped (requests are small). Checksums: swapping addresses and ports
- * leaves a one's-complement sum unchanged, so the IPv4 and ICMP headers are
- * updated incrementally (RFC 1624); the UDP payload is new, so its checksum
- * is offloaded when the port can, computed in software otherwise.
+ * dropped (requests are small). The common frame (IPv4 UDP to us, no
+ * options or fragments) is recognised by four 8-byte compares (pkt_answer);
+ * every other frame takes the checks one by one (pkt_answer_slow), which
+ * name the reason of a drop. The Ethernet type dispatch is in
+ * pkt_answer_slow: a new network protocol is one case there.
+ *
+ * Checksums: the device's RX verdict when it gives one (NONE: valid data,
+ * unfinished checksum), else verified in software, 64 bits at a time.
+ * Swapping addresses and ports leaves a one's-complement sum unchanged, so
+ * the IPv4 and ICMP headers are adjusted (RFC 1624) and a same-size UDP
+ * reply's sum is the verified request's minus the words that changed
+ * (struct csum_state); what was not verified by us is summed from scratch.
+ * TX checksum offload is used when the port has it.
  *
  * Hostile traffic: IPv4 from outside [net] allow and UDP from reflector
  * source ports are dropped before any checksum over the payload; untrusted
