@@ -108,7 +108,10 @@ run_one() {
 	run_pair "$lcmd" "$scmd" "$TMP/$name-$run" "$sock"
 	rc=$PAIR_RC
 	# 0 or 143 (our SIGTERM): a clean stop
-	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+	if [ "$STOP_KILLED" = 1 ]; then
+		echo "bench-responder: WARNING: $name run $run: the system under test did not stop" \
+			"within 10 s of SIGTERM and was killed" >&2
+	elif [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
 		echo "bench-responder: CRASH: $name run $run: the system under test exited with" \
 			"status $STOP_RC (its log: $TMP/$name-$run.sut.log, kept)" >&2
 		tail -n 8 "$TMP/$name-$run.sut.log" >&2 || true

@@ -160,7 +160,10 @@ run_memif() {
 	rc=$PAIR_RC
 	meta "$row" load "$lcmd"
 	meta "$row" sut "$scmd"
-	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+	if [ "$STOP_KILLED" = 1 ]; then
+		log "WARNING: $row: $kind did not stop within 10 s of SIGTERM and was killed (log $TMP/$n.sut.log)"
+		meta "$row" warning "$kind did not stop within 10 s of SIGTERM: killed"
+	elif [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
 		# a crash fails the whole run (exit status 3 at the end), loudly
 		CRASHES=$((CRASHES + 1))
 		log "CRASH: $row: $kind exited with status $STOP_RC$([ "$SUT_DIED" = 1 ] && echo ' on its own, before it was stopped' || echo ' when stopped'); last lines of $TMP/$n.sut.log:"
@@ -259,7 +262,7 @@ EOF2
 		log "kernel: flakesock did not answer (log $TMP/sock-$name-$r.log)"
 	fi
 	stop_pid "$spid"
-	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+	if [ "$STOP_KILLED" = 0 ] && [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
 		CRASHES=$((CRASHES + 1))
 		log "CRASH: $name: flakesock exited with status $STOP_RC (log $TMP/sock-$name-$r.log)"
 		KEEP_LOGS=1
