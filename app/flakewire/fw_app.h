@@ -69,7 +69,7 @@ struct fw_lcore_stats {
 #define FW_SRC_TRUSTED    0x4u
 #define FW_SRC_CACHE_BITS 6
 struct fw_src_cache {
-	uint32_t src_be; /* IPv4 source, network order */
+	uint32_t src_be;  /* IPv4 source, network order */
 	uint32_t verdict; /* FW_SRC_*; 0: empty */
 };
 
@@ -85,7 +85,7 @@ struct fw_lcore {
 	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
 	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
 	struct fw_src_cache src_cache[1u << FW_SRC_CACHE_BITS];
-	uint32_t ports_down;  /* bit p: port p's link is down, not polled (fw_lcore_link_watch) */
+	uint32_t ports_down; /* bit p: port p's link is down, not polled (fw_lcore_link_watch) */
 	uint32_t link_countdown; /* loop iterations until the next link check */
 } FW_CACHE_ALIGNED;
 

@@ -155,8 +155,7 @@ static inline uint16_t cksum_sum(const void *buf, size_t len, uint64_t sum)
 /* UDP sum over the pseudo header and @l4_len bytes at @udp (0xffff: checksum valid). */
 static inline uint16_t udp_sum(const struct rte_ipv4_hdr *ip, const void *udp, uint16_t l4_len)
 {
-	uint64_t ph = (uint64_t)ip->src_addr + ip->dst_addr + RTE_BE16(IPPROTO_UDP) +
-		      BE16(l4_len);
+	uint64_t ph = (uint64_t)ip->src_addr + ip->dst_addr + RTE_BE16(IPPROTO_UDP) + BE16(l4_len);
 
 	if (FW_LIKELY(l4_len == ID_L4)) /* the common size, unrolled: 5 words */
 		return cksum_fold(cksum_words(udp, ID_L4 / 8, ph));
@@ -186,7 +185,7 @@ static inline void ip_cksum_set(struct rte_ipv4_hdr *ip)
  * lists are fixed once the lcores run, so an entry never goes stale.
  */
 static __rte_always_inline uint32_t src_verdict(const struct fw_app *app, struct fw_lcore *lc,
-						 uint32_t src_be)
+						uint32_t src_be)
 {
 	struct fw_src_cache *e = &lc->src_cache[(src_be * 0x9e3779b1u) >> (32 - FW_SRC_CACHE_BITS)];
 
@@ -296,7 +295,8 @@ struct csum_state {
 /* Turns the request in place into its reply of @n payload bytes and writes the checksums. */
 static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_port *port,
 					 struct rte_mbuf *m, struct rte_ipv4_hdr *ip,
-					 struct rte_udp_hdr *udp, int n, const struct csum_state *cs)
+					 struct rte_udp_hdr *udp, int n,
+					 const struct csum_state *cs)
 {
 	uint16_t l4_len = (uint16_t)(L4 + n);
 	uint16_t old_len = ip->total_length, new_len = BE16((uint16_t)(L3 + l4_len));
@@ -359,8 +359,8 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
  * the checksum field is not final: accepted, and the reply's is written
  * from scratch. Sets cs->ip_final.
  */
-static __rte_always_inline bool ip_cksum_ok(const struct rte_mbuf *m,
-					    const struct rte_ipv4_hdr *ip, struct csum_state *cs)
+static __rte_always_inline bool ip_cksum_ok(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip,
+					    struct csum_state *cs)
 {
 	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
 
@@ -373,8 +373,7 @@ static __rte_always_inline bool ip_cksum_ok(const struct rte_mbuf *m,
 }
 
 /* The UDP checksum (0: none sent), the same way. Sets cs->keep(_valid). */
-static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m,
-					    const struct rte_ipv4_hdr *ip,
+static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip,
 					    const struct rte_udp_hdr *udp, uint16_t ip_len,
 					    struct csum_state *cs)
 {
@@ -486,8 +485,9 @@ static __rte_always_inline bool answer_udp(struct fw_app *app, struct fw_lcore *
 	return answer_udp_ours(app, lc, port, m, ip, ip_len, trusted, cs, now);
 }
 
-static __rte_always_inline bool answer_ipv4(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-			       struct rte_mbuf *m, struct rte_ether_hdr *eth, uint64_t now)
+static __rte_always_inline bool answer_ipv4(struct fw_app *app, struct fw_lcore *lc,
+					    const struct fw_port *port, struct rte_mbuf *m,
+					    struct rte_ether_hdr *eth, uint64_t now)
 {
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac))
 		return drop(lc, FW_DROP_NOT_US);
@@ -547,8 +547,7 @@ static inline void fast_key_init(struct fast_key *k, const struct fw_app *app,
 {
 	k->mac = 0;
 	memcpy(&k->mac, &port->mac, RTE_ETHER_ADDR_LEN);
-	k->dst = (uint64_t)port->addr_be |
-		 (uint64_t)BE16((uint16_t)app->conf.net.udp_port) << 48;
+	k->dst = (uint64_t)port->addr_be | (uint64_t)BE16((uint16_t)app->conf.net.udp_port) << 48;
 }
 
 static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,

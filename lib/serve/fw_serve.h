@@ -94,9 +94,9 @@ static inline uint64_t fw_serve_be64(uint64_t v)
 }
 
 /* The first 8 bytes of a plain ID request: magic, version 1, op ID, status 0, flags 0, count 1. */
-#define FW_SERVE_ID_REQ_W0 0x464B010100000001ull
+#define FW_SERVE_ID_REQ_W0  0x464B010100000001ull
 /* ... and of its OK reply, before the flags (byte 5) are or'ed in. */
-#define FW_SERVE_ID_REP_W0 (FW_SERVE_ID_REQ_W0 | (uint64_t)FW_WIRE_OP_REPLY << 32)
+#define FW_SERVE_ID_REP_W0  (FW_SERVE_ID_REQ_W0 | (uint64_t)FW_WIRE_OP_REPLY << 32)
 #define FW_SERVE_ID_REP_LEN (FW_WIRE_HDR_LEN + FW_WIRE_ID_LEN)
 
 /*
@@ -125,8 +125,8 @@ static inline int fw_serve_answer_fast(struct fw_serve *s, uint64_t now, void *b
 
 	if (FW_LIKELY(len >= FW_WIRE_HDR_LEN))
 		memcpy(&w0, b, sizeof(w0));
-	if (FW_UNLIKELY(w0 != fw_serve_be64(FW_SERVE_ID_REQ_W0) ||
-			cap < FW_SERVE_ID_REP_LEN || (!trusted && len < FW_SERVE_ID_REP_LEN)))
+	if (FW_UNLIKELY(w0 != fw_serve_be64(FW_SERVE_ID_REQ_W0) || cap < FW_SERVE_ID_REP_LEN ||
+			(!trusted && len < FW_SERVE_ID_REP_LEN)))
 		return fw_serve_answer(s, now, buf, len, cap, trusted);
 
 	struct fw_gen *g = &s->gen;

@@ -149,8 +149,8 @@ static void assert_id_reply(struct rte_mbuf *m)
 	assert_int_equal(rte_raw_cksum(ip, L3), 0xffff);
 	assert_int_not_equal(udp_of(m)->dgram_cksum, 0);
 	assert_int_equal(__rte_ipv4_udptcp_cksum(ip, udp_of(m)), 0xffff);
-	assert_int_equal(fw_wire_parse_reply(udp_of(m) + 1, rte_be_to_cpu_16(ip->total_length) - L3 - L4,
-					     &r),
+	assert_int_equal(fw_wire_parse_reply(udp_of(m) + 1,
+					     rte_be_to_cpu_16(ip->total_length) - L3 - L4, &r),
 			 0);
 	assert_int_equal(r.hdr.status, FW_WIRE_ST_OK);
 	assert_int_equal(r.hdr.count, 1);
@@ -162,7 +162,8 @@ static bool answer(struct rte_mbuf *m)
 	return fw_pkt_answer(app, &app->lcore[0], &app->port[0], m, now_ms);
 }
 
-/* The UDP checksum field as virtio leaves it for a packet of the same host: the pseudo header only. */
+/* The UDP checksum field as virtio leaves it for a packet of the same host: the pseudo header only.
+ */
 static void make_partial_udp(struct rte_mbuf *m)
 {
 	struct rte_ipv4_hdr *ip = ip_of(m);
@@ -364,7 +365,8 @@ static void test_serve_fast_same(void **state)
 			qa[15] = (uint8_t)(i + 1);
 			qa[17] = 0x55; /* junk where the reply writes datacenter/worker */
 			memcpy(qb, qa, sizeof(qb));
-			uint64_t now = now_ms + round; /* the first call of a ms takes the slow path */
+			uint64_t now =
+				now_ms + round; /* the first call of a ms takes the slow path */
 			int ra = fw_serve_answer_fast(a, now, qa, c[i].len, c[i].cap, c[i].trusted);
 			int rb = fw_serve_answer(b, now, qb, c[i].len, c[i].cap, c[i].trusted);
 			assert_int_equal(ra, rb);
@@ -379,12 +381,13 @@ static void test_serve_fast_same(void **state)
 	assert_int_equal(fw_serve_init(b, &layout, &gcfg, NULL), 0);
 	fw_gen_set_mark(&a->gen, now_ms + 3);
 	fw_gen_set_mark(&b->gen, now_ms + 3);
-	uint64_t nows[] = {now_ms + 5, now_ms + 5, now_ms + 2, now_ms + 2, now_ms - 5000, now_ms + 3};
+	uint64_t nows[] = {now_ms + 5, now_ms + 5,    now_ms + 2,
+			   now_ms + 2, now_ms - 5000, now_ms + 3};
 	for (unsigned i = 0; i < FW_ARRAY_SIZE(nows); i++) {
 		uint8_t qa[64], qb[64];
 		memset(qa, 0, sizeof(qa));
-		assert_int_equal(fw_wire_write_request(qa, sizeof(qa), FW_WIRE_OP_ID, 1, 99 + i, true),
-				 32);
+		assert_int_equal(
+			fw_wire_write_request(qa, sizeof(qa), FW_WIRE_OP_ID, 1, 99 + i, true), 32);
 		memcpy(qb, qa, sizeof(qb));
 		int ra = fw_serve_answer_fast(a, nows[i], qa, 32, 1472, false);
 		int rb = fw_serve_answer(b, nows[i], qb, 32, 1472, false);
