@@ -11,6 +11,7 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	redis-server redis-tools valgrind # issue 16: bench.sh Redis peer rows (4d-4h), callgrind row P
 )
 
 missing=()
