@@ -14,6 +14,7 @@ PKGS=(
 	libinih-dev # issue 11: lib/conf parses the INI file with libinih (no DPDK)
 	libzookeeper-mt-dev zookeeper default-jre-headless # issue 10: lib/fleet and its tests
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
+	redis-server redis-tools valgrind # issue 16: bench.sh Redis peer rows (4d-4h), callgrind row P
 )
 
 missing=()

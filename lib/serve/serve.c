@@ -13,6 +13,18 @@ FW_API void fw_serve_config_default(struct fw_serve_config *cfg)
 	cfg->range_ids_max = FW_WIRE_RANGE_IDS_MAX;
 }
 
+FW_API int fw_serve_worker_changed(struct fw_serve *s)
+{
+	const struct fw_gen_config *g = &s->gen.cfg;
+	int rc = fw_uuid7_fmt_init(&s->uuid7, &s->gen.layout, g->datacenter, g->worker);
+	if (rc != 0)
+		return rc;
+	/* what fw_serve_answer_fast() writes at bytes 16-23 of an OK reply */
+	s->reply_who = fw_serve_be64((uint64_t)(uint16_t)g->datacenter << 48 |
+				     (uint64_t)(uint16_t)g->worker << 32);
+	return 0;
+}
+
 FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 			 const struct fw_gen_config *gcfg, const struct fw_serve_config *cfg)
 {
@@ -30,7 +42,7 @@ FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 	int rc = fw_gen_init(&s->gen, layout, gcfg);
 	if (rc != 0)
 		return rc;
-	rc = fw_uuid7_fmt_init(&s->uuid7, layout, gcfg->datacenter, gcfg->worker);
+	rc = fw_serve_worker_changed(s);
 	if (rc != 0)
 		return rc;
 	return fw_rng_init(&s->rng);
@@ -274,6 +286,29 @@ FW_API int fw_serve_answer(struct fw_serve *s, uint64_t now, void *buf, size_t l
 	s->stats.requests++;
 	s->stats.ops[h.op < FW_ARRAY_SIZE(s->stats.ops) && rc == 0 ? h.op : 0]++;
 	s->stats.status[h.status < FW_WIRE_ST_COUNT ? h.status : 0]++;
+	return out;
+}
+
+FW_API int fw_serve_refuse_id(struct fw_serve *s, int rc, void *buf, size_t len, size_t cap,
+			      bool trusted)
+{
+	struct fw_wire_hdr h;
+
+	/* what fw_serve_answer() does for this request, from its header on */
+	fw_wire_parse_request(buf, len, &h);
+	size_t budget = FW_MIN(cap, (size_t)FW_WIRE_MTU_PAYLOAD);
+	if (!trusted)
+		budget = FW_MIN(budget, len);
+	h.status = FW_WIRE_ST_OK;
+	h.retry_after_us = 0;
+	h.datacenter = (uint16_t)s->gen.cfg.datacenter;
+	h.worker = (uint16_t)s->gen.cfg.worker;
+	h.flags = wire_flags(s);
+	refusal(s, rc, &h);
+	int out = fw_wire_write_status(buf, budget, &h);
+	s->stats.requests++;
+	s->stats.ops[FW_WIRE_OP_ID]++;
+	s->stats.status[h.status]++;
 	return out;
 }
 
