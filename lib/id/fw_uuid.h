@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fw_common.h"
 #include "fw_err.h"
@@ -79,19 +80,22 @@ FW_API int fw_uuid7_fmt_init(struct fw_uuid7_fmt *f, const struct fw_layout *lay
  */
 FW_API unsigned fw_uuid7_rand_bits(const struct fw_layout *layout);
 
+/* Big-endian 64-bit store and load (one bswap and one move on x86). */
 static inline void fw_uuid_put_be64(uint8_t *p, uint64_t v)
 {
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v >>= 8;
-	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline uint64_t fw_uuid_get_be64(const uint8_t *p)
 {
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
 	return v;
 }
 

@@ -6,10 +6,10 @@
  * out 8 bytes at a time.
  *
  *  - The key comes from getrandom(2) at fw_rng_init().
- *  - Fast key erasure: each refill of the buffer makes FW_RNG_BUF_LEN + 32
- *    bytes of keystream; the first 32 become the next key and the old key
- *    is overwritten, and every 8 bytes handed out are wiped from the
- *    buffer. Whoever reads the state later cannot recover earlier output.
+ *  - Fast key erasure: each refill writes FW_RNG_BUF_LEN bytes of keystream
+ *    into the buffer; its first 32 bytes become the next key (the old key is
+ *    overwritten) and are wiped, and every 8 bytes handed out are wiped from
+ *    the buffer. Whoever reads the state later cannot recover earlier output.
  *  - Reseeding: after FW_RNG_RESEED_BYTES of output the key is mixed with
  *    32 fresh bytes of getrandom(2) (GRND_NONBLOCK; if that fails the
  *    keystream simply continues and the next refill tries again). That is
@@ -28,12 +28,12 @@
 #define FW_RNG_RESEED_BYTES  (UINT64_C(64) << 20)
 
 struct fw_rng {
-	uint32_t pos;            /* next unread byte of buf */
+	uint32_t pos;            /* next unread byte of buf (the first 32 are the next key) */
 	uint64_t since_seed;     /* bytes of keystream made since the last reseed */
 	uint64_t refills;        /* buffer refills (statistics) */
 	uint64_t reseeds;        /* successful reseeds after init (statistics) */
 	uint8_t key[32];
-	uint8_t buf[FW_RNG_BUF_LEN];
+	uint8_t buf[FW_RNG_BUF_LEN] FW_CACHE_ALIGNED;
 };
 
 /*

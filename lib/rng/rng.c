@@ -23,14 +23,11 @@ static int get_random(void *p, size_t n, unsigned flags)
 
 static void make_stream(struct fw_rng *r)
 {
-	uint8_t out[32 + FW_RNG_BUF_LEN];
-
-	crypto_stream_chacha20(out, sizeof(out), zero_nonce, r->key);
-	memcpy(r->key, out, sizeof(r->key));
-	memcpy(r->buf, out + sizeof(r->key), sizeof(r->buf));
-	sodium_memzero(out, sizeof(out));
-	r->pos = 0;
-	r->since_seed += sizeof(out);
+	crypto_stream_chacha20(r->buf, sizeof(r->buf), zero_nonce, r->key);
+	memcpy(r->key, r->buf, sizeof(r->key));
+	sodium_memzero(r->buf, sizeof(r->key));
+	r->pos = sizeof(r->key);
+	r->since_seed += sizeof(r->buf);
 	r->refills++;
 }
 
