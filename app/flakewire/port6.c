@@ -4,34 +4,10 @@
  * discovery needs (the solicited-node group of each address, RFC 4861 7.2.1).
  */
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <string.h>
 
 #include "fw_app.h"
-
-/* The interface's IPv6 addresses (af_xdp: the kernel owns them), globals first. */
-static void iface_addrs(struct fw_port *p)
-{
-	struct ifaddrs *ifa = NULL;
-
-	p->n_addr6 = 0;
-	if (getifaddrs(&ifa) != 0)
-		return;
-	for (int pass = 0; pass < 2; pass++) {
-		for (struct ifaddrs *i = ifa; i && p->n_addr6 < FW_CONF_ADDR6_MAX; i = i->ifa_next) {
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 ||
-			    strcmp(i->ifa_name, p->iface))
-				continue;
-			const struct in6_addr *a = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-			if (IN6_IS_ADDR_MULTICAST(a) || IN6_IS_ADDR_LOOPBACK(a) ||
-			    IN6_IS_ADDR_LINKLOCAL(a) != (pass == 1))
-				continue;
-			memcpy(p->addr6[p->n_addr6++], a, 16);
-		}
-	}
-	freeifaddrs(ifa);
-}
 
 int fw_pkt6_port_start(struct fw_app *app, uint32_t idx)
 {
@@ -41,9 +17,7 @@ int fw_pkt6_port_start(struct fw_app *app, uint32_t idx)
 	char list[FW_CONF_ADDR6_MAX * (INET6_ADDRSTRLEN + 1)] = "";
 	size_t len = 0;
 
-	if (p->af_xdp) {
-		iface_addrs(p);
-	} else {
+	if (!p->af_xdp) { /* af_xdp: the interface's, read by fw_afxdp_prepare() */
 		p->n_addr6 = pc->address6.n;
 		memcpy(p->addr6, pc->address6.a, sizeof(p->addr6));
 	}
