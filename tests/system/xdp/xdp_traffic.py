@@ -10,14 +10,16 @@
   tcp-rpc HOST PORT              connect, send a line, expect it echoed
   raw IFACE DSTMAC KIND PORT     send one hand-made Ethernet frame (see FRAMES)
 """
+import os
 import socket
 import struct
 import sys
 
-SRC = "10.231.0.2"
-DST = "10.231.0.1"
-SRC6 = "fd00:f1::2"
-DST6 = "fd00:f1::1"
+# the addresses of raw frames (test_afxdp.sh sets its own)
+SRC = os.environ.get("XDP_SRC", "10.231.0.2")
+DST = os.environ.get("XDP_DST", "10.231.0.1")
+SRC6 = os.environ.get("XDP_SRC6", "fd00:f1::2")
+DST6 = os.environ.get("XDP_DST6", "fd00:f1::1")
 SRCPORT = 40000
 
 
