@@ -99,4 +99,45 @@ sys.exit(1 if bad else 0)
 PY
 FC get --server "[$ME]:4242" >/dev/null || fail "no answer after the crafted frames"
 fw_stop TERM || fail "exit status $?"
+
+echo "== rate limit per IPv6 /64"
+# 5 back to back per /64, no refill to speak of (1/s), no slip: two addresses
+# of one /64 share 5 answers; another /64 has its own 5.
+fw_start 0 --set port0.address6=$ME,fd77:1::2 --set net.allow=10.0.0.0/8,fd77::/16 \
+	--set net.rate=1 --set net.rate_burst=5 --set net.rate_slip=0 --set net.rate_prefix6=64
+for a in fd77::1/64 fd77::3/64 fd77::4/64 fd77:1::1/64; do
+	ip -n "$NS" addr add $a dev fw0 nodad 2>/dev/null
+done
+ip -n "$NS" neigh replace $ME lladdr "$FW_MAC" dev fw0 nud permanent
+ip -n "$NS" neigh replace fd77:1::2 lladdr "$FW_MAC" dev fw0 nud permanent
+got=$(ip netns exec "$NS" "$PY" - <<'PY'
+import socket, struct
+def ask(src, dst, n):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    s.settimeout(0.3)
+    req = struct.pack(">HBBBBHQHHI", 0x464B, 1, 1, 0, 0, 1, 5, 0, 0, 0) + bytes(8)
+    for _ in range(n):
+        s.sendto(req, (dst, 4242))
+    k = 0
+    try:
+        while True:
+            s.recv(2048)
+            k += 1
+    except socket.timeout:
+        pass
+    return k
+a = ask("fd77::3", "fd77::2", 20)
+b = ask("fd77::4", "fd77::2", 20)
+c = ask("fd77:1::1", "fd77:1::2", 20)
+print(a + b, c)
+PY
+)
+echo "answered: same /64 (two addresses) and another /64: $got"
+set -- $got
+[ "$1" -ge 5 ] && [ "$1" -le 6 ] || fail "one /64 got $1 answers from two addresses, expected 5 (burst)"
+[ "$2" -ge 5 ] && [ "$2" -le 6 ] || fail "another /64 got $2 answers, expected its own 5"
+st=$(fw_tel /flakewire/stats) || fail "telemetry"
+[ "$(fw_json "$st" '["/flakewire/stats"]["drop_rate_limited"]')" -ge 28 ] || fail "drops not counted"
+fw_stop TERM || fail "exit status $?"
 echo "PASS"
