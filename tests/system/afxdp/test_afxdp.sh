@@ -227,6 +227,9 @@ in_cli "$PY" "$TRAFFIC" raw "$CLI" "$SRV_MAC" v6-port "$PORT"
 check "flakewire answers a raw IPv6 request frame's port, not the kernel" \
 	[ "$(sink_count v6port)" -eq 0 ]
 ip netns exec "$SYS_NS" "$FLAKECTL" xdp status "$SRV" >"$SYS_TMP/st2"
+cat "$SYS_TMP/st2"
+check "xdp status: steers only to the interface's primary IPv4 and its IPv6 addresses" \
+	grep -q "UDP port $PORT, to $SRV_IP $SRV_IP6 fe80::" "$SYS_TMP/st2"
 check "xdp status: not_ours, fragment and ip_options counted" sh -c \
 	"awk '(\$1 == \"not_ours\" || \$1 == \"fragment\" || \$1 == \"ip_options\") && \$2 > 0' '$SYS_TMP/st2' | wc -l | grep -qx 3"
 unset XDP_SRC XDP_DST XDP_SRC6 XDP_DST6
