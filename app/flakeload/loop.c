@@ -318,11 +318,11 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 	uint16_t udp_port = rte_cpu_to_be_16(c->o.udp_port);
 
 	if (m->data_len < L2 + l3 + L4 + FW_WIRE_HDR_LEN ||
-	    (c->o.ipv6 ? eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV6) ||
-				 ip6->proto != IPPROTO_UDP
-		       : eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
-				 ip->version_ihl != RTE_IPV4_VHL_DEF ||
-				 ip->next_proto_id != IPPROTO_UDP) ||
+	    (c->o.ipv6
+		     ? eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV6) || ip6->proto != IPPROTO_UDP
+		     : eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+			       ip->version_ihl != RTE_IPV4_VHL_DEF ||
+			       ip->next_proto_id != IPPROTO_UDP) ||
 	    (udp->src_port != udp_port && udp->dst_port != udp_port)) {
 		c->st.foreign++;
 		return -1;

@@ -173,8 +173,9 @@ void *fsock_worker_run(void *arg)
 			size_t len = msgs[i].msg_len;
 			if (!admitted(w, &peers[i]))
 				continue;
-			int rlen = fw_serve_answer(&w->serve, now, bufs[i], len,
-						   reply_cap(&peers[i], len), trusted(ctx, &peers[i]));
+			int rlen =
+				fw_serve_answer(&w->serve, now, bufs[i], len,
+						reply_cap(&peers[i], len), trusted(ctx, &peers[i]));
 			if (rlen <= 0)
 				continue;
 			iov[i].iov_len = (size_t)rlen;

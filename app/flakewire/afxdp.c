@@ -197,7 +197,8 @@ static int check_iface(uint32_t idx, const char *ifname, const struct fw_xdp_dev
 	if (!in->has_ipv4 && in->n_ipv6 == 0) {
 		FW_LOG(ERR,
 		       "port%u: %s has no IPv4 or IPv6 address; flakewire answers with the "
-		       "kernel's: `ip addr add A.B.C.D/N dev %s` or `ip addr add 2001:db8::2/64 dev %s`",
+		       "kernel's: `ip addr add A.B.C.D/N dev %s` or `ip addr add 2001:db8::2/64 "
+		       "dev %s`",
 		       idx, ifname, ifname, ifname);
 		return -1;
 	}
@@ -314,8 +315,7 @@ int fw_afxdp_started(struct fw_app *app, uint32_t idx)
 	uint16_t udp = (uint16_t)app->conf.net.udp_port;
 	struct fw_xdp_info info;
 	/* the addresses first: steering starts with the port, already filtered */
-	int rc = fw_xdp_set_addrs(p->iface, p->addr_be, (const uint8_t(*)[16])p->addr6,
-				  p->n_addr6);
+	int rc = fw_xdp_set_addrs(p->iface, p->addr_be, (const uint8_t(*)[16])p->addr6, p->n_addr6);
 
 	if (!rc)
 		rc = fw_xdp_set_port(p->iface, udp);
@@ -325,8 +325,9 @@ int fw_afxdp_started(struct fw_app *app, uint32_t idx)
 		return -1;
 	}
 	if (rc) {
-		FW_LOG(ERR, "port%u: cannot set UDP port %u and addresses in the XDP program on %s: %s", idx, udp,
-		       p->iface, fw_strerror(rc));
+		FW_LOG(ERR,
+		       "port%u: cannot set UDP port %u and addresses in the XDP program on %s: %s",
+		       idx, udp, p->iface, fw_strerror(rc));
 		return -1;
 	}
 	rc = fw_xdp_status(p->iface, &info);

@@ -447,7 +447,8 @@ int fw_pkt6_policy_init(struct fw_app *app)
 			b[8 + k] = (uint8_t)(t->v6[i].lo >> (56 - 8 * k));
 		}
 		if (!fw_policy_allowed6(&app->srcpol, b))
-			FW_LOG(WARNING, "[net] trusted IPv6 prefix %u is outside [net] allow: dropped",
+			FW_LOG(WARNING,
+			       "[net] trusted IPv6 prefix %u is outside [net] allow: dropped",
 			       i + 1);
 	}
 	return 0;

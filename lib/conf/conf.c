@@ -488,8 +488,12 @@ static int set_value(void *base, const struct conf_key *k, const char *secname, 
 				hi = hi << 8 | a.s6_addr[i];
 				lo = lo << 8 | a.s6_addr[8 + i];
 			}
-			uint64_t mhi = bits == 0 ? 0 : bits >= 64 ? ~UINT64_C(0) : ~UINT64_C(0) << (64 - bits);
-			uint64_t mlo = bits <= 64 ? 0 : bits == 128 ? ~UINT64_C(0) : ~UINT64_C(0) << (128 - bits);
+			uint64_t mhi = bits == 0    ? 0
+				       : bits >= 64 ? ~UINT64_C(0)
+						    : ~UINT64_C(0) << (64 - bits);
+			uint64_t mlo = bits <= 64    ? 0
+				       : bits == 128 ? ~UINT64_C(0)
+						     : ~UINT64_C(0) << (128 - bits);
 			cidrs.v6[cidrs.n6].hi = hi & mhi;
 			cidrs.v6[cidrs.n6].lo = lo & mlo;
 			cidrs.v6[cidrs.n6].mhi = mhi;
@@ -721,7 +725,8 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 					    "[port%u] address: same address as [port%u]", i, j);
 			for (uint32_t x = 0; x < pi->address6.n; x++)
 				for (uint32_t y = 0; y < c->port[j].address6.n; y++)
-					if (!memcmp(pi->address6.a[x], c->port[j].address6.a[y], 16))
+					if (!memcmp(pi->address6.a[x], c->port[j].address6.a[y],
+						    16))
 						return errf(err, errlen,
 							    "[port%u] address6: an address of "
 							    "[port%u]",

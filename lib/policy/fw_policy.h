@@ -168,13 +168,13 @@ static inline enum fw_policy_verdict fw_policy_check(const struct fw_policy *p, 
 #define FW_RATE_WAYS 4 /* entries per hash set: one 64-byte cache line */
 
 struct fw_rate_config {
-	uint32_t rate;       /* requests per second per prefix, > 0 */
-	uint32_t burst;      /* bucket depth: back-to-back requests allowed, > 0 */
-	uint32_t prefix_len; /* 0..32: sources are grouped by this prefix */
-	uint32_t slip;       /* answer every slip-th limited request (0: never) */
-	uint64_t tsc_hz;     /* TSC ticks per second, > 0 */
-	uint32_t entries;    /* table size; rounded up to a power of 2, >= FW_RATE_WAYS */
-	uint32_t seed;       /* hash seed (a random one keeps attackers off one set) */
+	uint32_t rate;        /* requests per second per prefix, > 0 */
+	uint32_t burst;       /* bucket depth: back-to-back requests allowed, > 0 */
+	uint32_t prefix_len;  /* 0..32: sources are grouped by this prefix */
+	uint32_t slip;        /* answer every slip-th limited request (0: never) */
+	uint64_t tsc_hz;      /* TSC ticks per second, > 0 */
+	uint32_t entries;     /* table size; rounded up to a power of 2, >= FW_RATE_WAYS */
+	uint32_t seed;        /* hash seed (a random one keeps attackers off one set) */
 	uint32_t prefix_len6; /* 0..128: IPv6 sources are grouped by this prefix */
 };
 

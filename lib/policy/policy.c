@@ -120,8 +120,7 @@ FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg)
 	struct fw_rate *r = mem;
 
 	if (r == NULL || size == 0 || ((uintptr_t)mem & (FW_CACHE_LINE - 1)) || cfg->rate == 0 ||
-	    cfg->burst == 0 || cfg->tsc_hz == 0 || cfg->prefix_len > 32 ||
-	    cfg->prefix_len6 > 128) {
+	    cfg->burst == 0 || cfg->tsc_hz == 0 || cfg->prefix_len > 32 || cfg->prefix_len6 > 128) {
 		errno = EINVAL;
 		return NULL;
 	}

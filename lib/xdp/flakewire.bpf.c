@@ -91,8 +91,8 @@ static __always_inline __u32 fw_ipv4(struct iphdr *iph, void *data_end,
 	tot = bpf_ntohs(iph->tot_len);
 	if (tot < sizeof(*iph) + sizeof(struct udphdr) || (void *)iph + tot > data_end)
 		return FW_XDP_STAT_MALFORMED;
-	if (group || ((cfg->flags & FW_XDP_CFG_F_ADDRS) &&
-		      (cfg->addr4 == 0 || iph->daddr != cfg->addr4)))
+	if (group ||
+	    ((cfg->flags & FW_XDP_CFG_F_ADDRS) && (cfg->addr4 == 0 || iph->daddr != cfg->addr4)))
 		return FW_XDP_STAT_NOT_OURS;
 	return fw_udp((void *)(iph + 1), data_end, tot - sizeof(*iph), cfg);
 }
@@ -145,7 +145,8 @@ static __always_inline __u32 fw_ipv6(struct ipv6hdr *ip6, void *data_end,
 
 #pragma unroll
 		for (int i = 0; i < FW_XDP_ADDR6_MAX; i++)
-			if (i < cfg->n_addr6 && fw_addr6_eq(ip6->daddr.in6_u.u6_addr8, cfg->addr6[i]))
+			if (i < cfg->n_addr6 &&
+			    fw_addr6_eq(ip6->daddr.in6_u.u6_addr8, cfg->addr6[i]))
 				ours = 1;
 		if (!ours)
 			return FW_XDP_STAT_NOT_OURS;

@@ -188,7 +188,8 @@ int main(int argc, char **argv)
 		return cmd_ifinfo(argv[2], argc >= 4 ? argv[3] : NULL);
 	if (argc >= 4 && strcmp(argv[1], "attach-libxdp") == 0)
 		return cmd_attach_libxdp(argv[2], argc - 3, argv + 3);
-	fprintf(stderr, "usage: %s status|detach|set-port|set-addrs|ifinfo|attach-libxdp IFACE ...\n",
+	fprintf(stderr,
+		"usage: %s status|detach|set-port|set-addrs|ifinfo|attach-libxdp IFACE ...\n",
 		argv[0]);
 	return 1;
 }
