@@ -203,14 +203,16 @@ static int parse_one(int opt, const char *arg, struct fl_opts *o, const char **l
 	case O_DST_IP:
 		return parse_ip("--dst-ip", arg, &o->dst_ip);
 	case O_DST_IP6:
-	case O_SRC_IP6:
-		if (inet_pton(AF_INET6, arg, opt == O_DST_IP6 ? o->dst_ip6 : o->src_ip6_base) != 1) {
+	case O_SRC_IP6: {
+		uint8_t *a6 = opt == O_DST_IP6 ? o->dst_ip6 : o->src_ip6_base;
+		if (inet_pton(AF_INET6, arg, a6) != 1) {
 			fprintf(stderr, "flakeload: %s '%s': expected an IPv6 address\n",
 				opt == O_DST_IP6 ? "--dst-ip6" : "--src-ip6-base", arg);
 			return -1;
 		}
 		o->ipv6 |= opt == O_DST_IP6;
 		return 0;
+	}
 	case O_SRC_IP:
 		return parse_ip("--src-ip-base", arg, &o->src_ip_base);
 	case O_CLIENTS:

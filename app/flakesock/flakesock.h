@@ -27,8 +27,10 @@
 
 #define FSOCK_BATCH       32
 #define FSOCK_BUF_LEN     2048
-#define FSOCK_IPV6_PAYLOAD_MAX 1452 /* UDP payload in a 1500-byte IPv6 packet */
 #define FSOCK_MAX_WORKERS 64
+
+/* Largest reply to an IPv6 peer: the UDP payload of a 1500-byte IPv6 packet. */
+#define FSOCK_IPV6_PAYLOAD_MAX 1452
 
 struct fsock_worker {
 	struct fw_serve serve; /* generator and counters, written by this thread only */

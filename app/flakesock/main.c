@@ -29,8 +29,8 @@ static void usage(FILE *f)
 		"recvmmsg/sendmmsg. Reads the same INI file as flakewire ([port*] ignored).\n\n"
 		"  -c, --config FILE   INI file (default: none, built-in defaults)\n"
 		"  -s, --set K=V       override one key, e.g. --set id.worker_base=3\n"
-		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1); :: (or [::])\n"
-		"                      listens on every address of both families\n"
+		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1);\n"
+		"                      :: (or [::]) listens on every address of both families\n"
 		"  -t, --threads N     worker threads (default: entries in [id] workers, or 1)\n"
 		"  -h, --help          this text\n\nSettings:\n%s",
 		help);
