@@ -20,6 +20,8 @@
 /* Room for any valid reply (at most FW_WIRE_MTU_PAYLOAD) and some slack, so
  * an oversized datagram is recognised by MSG_TRUNC instead of misparsed. */
 #define FW_CLIENT_RX_LEN 2048
+/* LIST IDs whose padded request and reply fit one IPv6 datagram: (1452 - 24) / 8 */
+#define FW_CLIENT_LIST_MAX_IPV6 178
 #define FW_CLIENT_TX_LEN 2048
 
 #define NS_PER_MS 1000000ull
@@ -44,6 +46,9 @@ struct fw_client {
 	struct fw_client_server *srv;
 	size_t nsrv;
 	size_t cur;
+	/* most IDs per LIST request: 178 when a server is IPv6 (a padded request must fit
+	 * 1452 bytes, unfragmented), FW_WIRE_LIST_MAX otherwise */
+	uint16_t list_max;
 
 	bool have_layout;
 	bool info_done;
@@ -276,10 +281,13 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	for (size_t i = 0; i < n; i++)
 		c->srv[i].fd = -1;
 	c->nsrv = n;
+	c->list_max = FW_WIRE_LIST_MAX;
 	for (size_t i = 0; i < n; i++) {
 		rc = resolve(servers[i], &c->srv[i]);
 		if (rc < 0)
 			goto err_close;
+		if (c->srv[i].addr.ss_family == AF_INET6)
+			c->list_max = FW_CLIENT_LIST_MAX_IPV6;
 		/* Unconnected, so replies are matched by source address here and
 		 * not silently by the kernel; one socket per server keeps waits
 		 * independent of stray traffic to the others. */
@@ -403,6 +411,8 @@ static int exchange(struct fw_client *c, uint8_t op, uint16_t count)
 	rc = new_tag(&tag);
 	if (rc < 0)
 		return rc;
+	if (op == FW_WIRE_OP_LIST && count > c->list_max)
+		count = c->list_max; /* the reply says how many came (PARTIAL) */
 	len = fw_wire_write_request(c->tx, sizeof(c->tx), op, count, tag, !c->opts.trusted);
 	if (len < 0)
 		return len;

@@ -43,7 +43,10 @@ grep -qi worker "$TMP/info" || fail "info: $(cat "$TMP/info")"
 id=$(FC get --server "[$ME]:4242") || fail "flakectl get"
 [ "$id" -gt 0 ] || fail "get: '$id'"
 [ "$(FC get --server "[$ME]:4242" -n 200 --trusted | wc -l)" -eq 200 ] ||
-	fail "get --count 200 over IPv6"
+	fail "get -n 200 --trusted over IPv6"
+# padded LIST requests must fit one IPv6 datagram (178 IDs): no fragments
+[ "$(FC get --server "[$ME]:4242" -n 400 --timeout 300 | wc -l)" -eq 400 ] ||
+	fail "get -n 400 (padded) over IPv6"
 # a mixed list: the first server (IPv4, nobody there) fails over to IPv6
 FC get --server 10.77.0.99:4242 --server "[$ME]:4242" --timeout 100 >/dev/null ||
 	fail "failover from IPv4 to IPv6"
