@@ -20,9 +20,10 @@
 /* Room for any valid reply (at most FW_WIRE_MTU_PAYLOAD) and some slack, so
  * an oversized datagram is recognised by MSG_TRUNC instead of misparsed. */
 #define FW_CLIENT_RX_LEN 2048
-/* LIST IDs whose padded request and reply fit one IPv6 datagram: (1452 - 24) / 8 */
-#define FW_CLIENT_LIST_MAX_IPV6 178
 #define FW_CLIENT_TX_LEN 2048
+
+/* LIST IDs whose padded request and reply fit one IPv6 datagram: (1452 - 24) / 8 */
+static const uint16_t FW_CLIENT_LIST_MAX_IPV6 = 178;
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_US 1000ull
