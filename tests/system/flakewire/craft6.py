@@ -130,6 +130,9 @@ def main():
         ("id_untrusted", u6(req(), ip_src=usrc), ["udp_replies", "udp6_replies", "op_id",
                                                   "requests"]),
         ("list_big", u6(big), ["udp_replies", "udp6_replies", "op_list", "requests"]),
+        # the largest unfragmented request (1452 bytes of payload): a 32-byte answer
+        ("id_oversized", u6(req(pad=1452 - 24), ip_src=usrc),
+         ["udp_replies", "udp6_replies", "op_id", "requests"]),
         ("bad_version", u6(req(version=9)), ["udp_replies", "udp6_replies",
                                              "st_bad_version", "requests"]),
         ("udp_zero_cksum", u6(req(), cksum="zero"), ["drop_udp6_zero_cksum"]),
