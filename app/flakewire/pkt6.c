@@ -402,6 +402,10 @@ bool fw_pkt6_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_por
 	}
 	if (ip->src_addr[0] == 0xff)
 		return drop6(lc, FW_DROP_SOURCE); /* a multicast source is never real */
+	/* the unspecified source is for duplicate address detection only */
+	if (FW_UNLIKELY(is_unspecified(ip->src_addr)) &&
+	    (ip->proto != IPPROTO_ICMPV6 || plen < 1 || ((uint8_t *)(ip + 1))[0] != ICMP6_ND_NS))
+		return drop6(lc, FW_DROP_SOURCE);
 
 	switch (ip->proto) {
 	case IPPROTO_UDP:
