@@ -123,6 +123,9 @@ check "UDP to another port counted as other_port" [ "$(($(ctr other_port) - o0))
 n0=$(ctr not_udp)
 check "TCP to the ID port number works" in_cli "$PY" "$TRAFFIC" tcp-rpc "$SRV_IP" "$PORT"
 check "TCP counted as not_udp" [ "$(($(ctr not_udp) - n0))" -ge 3 ]
+n0=$(ctr not_udp)
+check "TCP over IPv6 (as SSH) to the ID port number works" in_cli "$PY" "$TRAFFIC" tcp-rpc fd00:f1::1 "$PORT"
+check "TCP over IPv6 counted as not_udp" [ "$(($(ctr not_udp) - n0))" -ge 3 ]
 
 # UDP to the port: redirect attempted, no socket bound, falls back to XDP_PASS.
 x0=$(ctr no_xsk)
