@@ -270,6 +270,16 @@ check "device string: ping still works" in_cli ping -c 1 -W 2 "$SRV_IP"
 check "device string: SIGTERM exit 0" fw_stop TERM
 check "device string: no XDP program left" [ -z "$(attached_name)" ]
 
+# An IPv6-only interface: flakewire starts and serves over IPv6.
+ip -n "$SYS_NS" addr del "$SRV_IP/24" dev "$SRV"
+ip -n "$SYS_NS" addr del "$SRV_IP2/24" dev "$SRV"
+check "IPv6-only interface: start" fw_start
+check "IPv6-only interface: get over IPv6" sh -c \
+	"ip netns exec '$NSC' '$FLAKECTL' get -n 10 --server '[$SRV_IP6]:$PORT' | wc -l | grep -qx 10"
+check "IPv6-only interface: SIGTERM exit 0" fw_stop TERM
+ip -n "$SYS_NS" addr add "$SRV_IP/24" dev "$SRV"
+ip -n "$SYS_NS" addr add "$SRV_IP2/24" dev "$SRV"
+
 # Configuration errors name the key.
 cfg_err() { # message args...
 	local msg=$1
