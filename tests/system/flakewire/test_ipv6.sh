@@ -11,6 +11,29 @@
 [ -x /usr/bin/dpdk-telemetry.py ] || skip "dpdk-telemetry.py missing (dpdk package)"
 [ -x "$FLAKECTL" ] || fail "FLAKECTL=$FLAKECTL is not executable"
 fw_setup ipv6
+
+echo "== IPv6 settings: bad values name key, value and range"
+conf_err() { # message args...
+	local msg=$1 out
+	shift
+	out=$("$FLAKEWIRE" -- "$@" --check-config 2>&1) && fail "accepted: $*"
+	grep -qF -- "$msg" <<<"$out" || fail "for '$*' expected '$msg', got '$out'"
+}
+conf_err "[net] allow = 2001:db8::/129: bad prefix length in '2001:db8::/129' (0-128)" \
+	--set net.allow=2001:db8::/129
+conf_err "[net] trusted = 2001:zz::/64: '2001:zz::' is not an IPv6 address" \
+	--set net.trusted=2001:zz::/64
+conf_err "[net] rate_prefix6 = 129: out of range (0-128)" --set net.rate_prefix6=129
+conf_err "[port0] address6 = ff02::1: 'ff02::1' is not a unicast address" \
+	--set port0.address6=ff02::1
+conf_err "[port0] address6 = 2001:db8::2,2001:db8::2: duplicate 2001:db8::2" \
+	--set port0.address6=2001:db8::2,2001:db8::2
+conf_err "more than 4 addresses" --set port0.address6=fd::1,fd::2,fd::3,fd::4,fd::5
+conf_err "[port1] address6: an address of [port0]" --set port0.address6=fd::1 \
+	--set port1.device=net_tap1,iface=fw1 --set port1.address=10.78.0.2 \
+	--set port1.address6=fd::1
+"$FLAKEWIRE" -- --set net.allow=0.0.0.0/0,::/0 --set net.trusted=::1,fd00::/8 \
+	--set port0.address6=2001:db8::2,fd00::2 --check-config >/dev/null || fail "valid IPv6 settings"
 # lib.sh turns IPv6 off in the namespace; this test wants it on fw0, quiet
 ip netns exec "$NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 \
 	net.ipv6.conf.default.disable_ipv6=0 net.ipv6.conf.default.router_solicitations=0 \
