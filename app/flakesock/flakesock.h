@@ -29,9 +29,6 @@
 #define FSOCK_BUF_LEN     2048
 #define FSOCK_MAX_WORKERS 64
 
-/* Largest reply to an IPv6 peer: the UDP payload of a 1500-byte IPv6 packet. */
-#define FSOCK_IPV6_PAYLOAD_MAX 1452
-
 struct fsock_worker {
 	struct fw_serve serve; /* generator and counters, written by this thread only */
 	struct fsock_ctx *ctx;
@@ -39,7 +36,7 @@ struct fsock_worker {
 	int fd;
 	uint32_t index;
 	_Atomic uint64_t last_ms; /* highest ms issued, for the final mark */
-	uint64_t drop_source;     /* source outside [net] allow (either family) */
+	uint64_t drop_source;     /* IPv4 source outside [net] allow */
 	uint64_t drop_reflector;  /* source port in [net] reflector_ports */
 } FW_CACHE_ALIGNED;
 

@@ -129,6 +129,9 @@ static bool trusted(const struct fsock_ctx *ctx, const struct sockaddr_storage *
 	return false;
 }
 
+/* Largest reply to an IPv6 peer: the UDP payload of a 1500-byte IPv6 packet. */
+#define FSOCK_IPV6_PAYLOAD_MAX 1452
+
 /* Reply room: one unfragmented datagram of the peer's family (IPv6: 1452 bytes). */
 static size_t reply_cap(const struct sockaddr_storage *ss, size_t len)
 {

@@ -22,8 +22,8 @@
 #define FW_CLIENT_RX_LEN 2048
 #define FW_CLIENT_TX_LEN 2048
 
-/* LIST IDs whose padded request and reply fit one IPv6 datagram: (1452 - 24) / 8 */
-static const uint16_t FW_CLIENT_LIST_MAX_IPV6 = 178;
+/* UDP payload of one unfragmented IPv6 datagram in a 1500-byte MTU */
+static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
 
 #define NS_PER_MS 1000000ull
 #define NS_PER_US 1000ull
@@ -47,9 +47,8 @@ struct fw_client {
 	struct fw_client_server *srv;
 	size_t nsrv;
 	size_t cur;
-	/* most IDs per LIST request: 178 when a server is IPv6 (a padded request must fit
-	 * 1452 bytes, unfragmented), FW_WIRE_LIST_MAX otherwise */
-	uint16_t list_max;
+	/* a server is IPv6: padded requests and replies must fit 1452 bytes (LIST 178) */
+	bool ipv6;
 
 	bool have_layout;
 	bool info_done;
@@ -282,13 +281,11 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	for (size_t i = 0; i < n; i++)
 		c->srv[i].fd = -1;
 	c->nsrv = n;
-	c->list_max = FW_WIRE_LIST_MAX;
 	for (size_t i = 0; i < n; i++) {
 		rc = resolve(servers[i], &c->srv[i]);
 		if (rc < 0)
 			goto err_close;
-		if (c->srv[i].addr.ss_family == AF_INET6)
-			c->list_max = FW_CLIENT_LIST_MAX_IPV6;
+		c->ipv6 |= c->srv[i].addr.ss_family == AF_INET6;
 		/* Unconnected, so replies are matched by source address here and
 		 * not silently by the kernel; one socket per server keeps waits
 		 * independent of stray traffic to the others. */
@@ -407,13 +404,14 @@ static int exchange(struct fw_client *c, uint8_t op, uint16_t count)
 	uint64_t tag;
 	int len, rc;
 
+	/* Fewer IDs, never a fragment, when a server is IPv6 (the reply says how many came) */
+	while (c->ipv6 && count > 1 && fw_wire_reply_size(op, count) > FW_CLIENT_IPV6_PAYLOAD_MAX)
+		count--;
 	/* One tag for all attempts: a late reply to an earlier attempt of
 	 * this request is as good as the latest one. */
 	rc = new_tag(&tag);
 	if (rc < 0)
 		return rc;
-	if (op == FW_WIRE_OP_LIST && count > c->list_max)
-		count = c->list_max; /* the reply says how many came (PARTIAL) */
 	len = fw_wire_write_request(c->tx, sizeof(c->tx), op, count, tag, !c->opts.trusted);
 	if (len < 0)
 		return len;
