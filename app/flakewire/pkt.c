@@ -61,6 +61,9 @@ const char *const fw_drop_names[FW_DROP_COUNT] = {
 	[FW_DROP_SOURCE] = "source",
 	[FW_DROP_REFLECTOR] = "reflector_port",
 	[FW_DROP_RATE] = "rate_limited",
+	[FW_DROP_IPV6_EXT] = "ipv6_ext",
+	[FW_DROP_ND] = "nd_invalid",
+	[FW_DROP_UDP6_NO_CKSUM] = "udp6_zero_cksum",
 };
 
 #define L2 ((uint16_t)sizeof(struct rte_ether_hdr))
@@ -607,7 +610,9 @@ static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *
 		return answer_ipv4(app, lc, port, m, eth, now);
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
 		return answer_arp(lc, port, m);
-	default: /* IPv6 gets its own case here, calling its own file's handler */
+	case RTE_BE16(RTE_ETHER_TYPE_IPV6):
+		return fw_pkt6_answer(app, lc, port, m, now);
+	default:
 		return drop(lc, FW_DROP_NOT_IP);
 	}
 }
