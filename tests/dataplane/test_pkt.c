@@ -69,7 +69,6 @@ static int setup(void **state)
 	if (fw_lcores_init(app) || app->n_lcores != 1)
 		return -1;
 	fw_gen_set_mark(&app->lcore[0].serve.gen, now_ms + 1000000000);
-	app->lcore[0].mark_ms = now_ms + 1000000000;
 	app->n_ports = 1;
 	port.nb_queues = 1;
 	port.addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 77, 0, 2));
