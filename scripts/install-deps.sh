@@ -11,6 +11,7 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	python3-pytest golang-go default-jdk-headless junit5 nodejs # issue 14: the language clients
 )
 
 missing=()
