@@ -180,7 +180,7 @@ func TestLiveLoop(t *testing.T) {
 func TestLiveTap(t *testing.T) {
 	env := liveEnv(t, "FW_TAP", "FW_TAP_BACKUP", "FW_TAP_PID")
 	o := DefaultOptions()
-	o.Timeout, o.Retries, o.Prefetch, o.LowWater = 50*time.Millisecond, 1, 256, 64
+	o.Timeout, o.Retries, o.Prefetch, o.LowWater = 50*time.Millisecond, 3, 256, 64
 	c := mustNew(t, env[:2], o)
 	seen := map[uint64]bool{}
 	w := uniqueWorkers(t, c, take(t, c, 8, 500), seen)

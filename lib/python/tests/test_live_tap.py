@@ -36,7 +36,7 @@ def take(c, threads, each):
 
 def test_concurrent_unique_retry_after_then_failover():
     with Client([os.environ["FW_TAP"], os.environ["FW_TAP_BACKUP"]], timeout=0.05,
-                retries=1, prefetch=256, low_water=64) as c:
+                retries=3, prefetch=256, low_water=64) as c:
         first = take(c, 4, 1000)
         assert len(set(first)) == 4000
         assert c.layout.seq_bits == 4
