@@ -13,8 +13,12 @@ mkdir -p "$out"
 	if [ ! -x "$src/node_modules/.bin/tsc" ]; then
 		(cd "$src" && npm ci --no-audit --no-fund --loglevel=error) >&2
 	fi
-	"$src/node_modules/.bin/tsc" -p "$src" --outDir "$out" --incremental \
-		--tsBuildInfoFile "$out/tsbuildinfo"
-	echo '{"type": "module"}' >"$out/package.json"
+	stamp=$out/build.stamp
+	if [ ! -f "$stamp" ] || [ -n "$(find "$src/src" "$src/test" "$src/examples" \
+		"$src/tsconfig.json" -newer "$stamp" | head -n 1)" ]; then
+		"$src/node_modules/.bin/tsc" -p "$src" --outDir "$out"
+		echo '{"type": "module"}' >"$out/package.json"
+		touch "$stamp"
+	fi
 ) 9>"$out.lock"
 exec "$@"
