@@ -12,6 +12,7 @@ PKGS=(
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
 	python3-pytest golang-go default-jdk-headless junit5 nodejs # issue 14: the language clients
+	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 )
 
 missing=()

@@ -8,6 +8,8 @@
 #include "fw_err.h"
 #include "fw_gen.h"
 #include "fw_layout.h"
+#include "fw_rng.h"
+#include "fw_uuid.h"
 #include "flakectl.h"
 
 #if defined(__x86_64__)
@@ -68,6 +70,9 @@ struct bench_ctx {
 	struct fw_gen gen FW_CACHE_ALIGNED; /* as in a responder's per-lcore struct */
 	uint32_t seq_bits;
 	uint64_t ids[BENCH_LIST_MAX];
+	struct fw_uuid7_fmt uuid7;
+	struct fw_rng rng;
+	uint8_t uuids[BENCH_LIST_MAX][FW_UUID_LEN];
 };
 
 /* run() makes @calls calls and sets *ids to the IDs issued (0: not an ID op). */
@@ -153,6 +158,67 @@ static int run_range(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t
 	return 0;
 }
 
+/* One UUIDv7 per call, as a responder makes it: an ID, 64 random bits, the encoding. */
+static int run_uuid7(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+{
+	uint64_t per_ms = 1ULL << c->seq_bits, now = 1, done = 0, id;
+	int rc = gen_reset(c);
+
+	(void)arg;
+	if (rc < 0)
+		return rc;
+	while (done < calls) {
+		uint64_t n = FW_MIN(per_ms, calls - done);
+
+		for (uint64_t k = 0; k < n; k++) {
+			rc = fw_gen_next(&c->gen, now, &id);
+			if (FW_UNLIKELY(rc < 0))
+				return rc;
+			rc = fw_uuid7_from_id(&c->uuid7, id, fw_rng_u64(&c->rng), c->uuids[0]);
+			if (FW_UNLIKELY(rc < 0))
+				return rc;
+			keep_mem(c->uuids);
+		}
+		done += n;
+		now++;
+	}
+	*ids = calls;
+	return 0;
+}
+
+/* A UUID7 reply's worth per call: fw_gen_list, then one UUID per ID. */
+static int run_uuid7_list(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+{
+	uint64_t issued = 0;
+	int rc = gen_reset(c);
+
+	if (rc < 0)
+		return rc;
+	for (uint64_t k = 0; k < calls; k++) {
+		rc = fw_gen_list(&c->gen, 1 + (issued >> c->seq_bits), c->ids, arg);
+		if (FW_UNLIKELY(rc < 0))
+			return rc;
+		for (int i = 0; i < rc; i++)
+			if (FW_UNLIKELY(fw_uuid7_from_id(&c->uuid7, c->ids[i], fw_rng_u64(&c->rng),
+							 c->uuids[i]) < 0))
+				return FW_ERANGE;
+		issued += (uint64_t)rc;
+		keep_mem(c->uuids);
+	}
+	*ids = issued;
+	return 0;
+}
+
+/* The random bits alone: 8 bytes of the ChaCha20 keystream. */
+static int run_rng(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+{
+	(void)arg;
+	for (uint64_t k = 0; k < calls; k++)
+		keep(fw_rng_u64(&c->rng));
+	*ids = 0;
+	return 0;
+}
+
 static int run_clock_ms(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
 {
 	uint64_t tsc = c->cal.base_tsc;
@@ -179,6 +245,9 @@ static const struct bench_op ops[] = {
 	{"fw_gen_range 1", run_range, 1},
 	{"fw_gen_range 100", run_range, 100},
 	{"fw_gen_range 4096", run_range, 4096},
+	{"uuid7 (next + rng)", run_uuid7, 1},
+	{"uuid7 list 90", run_uuid7_list, 90},
+	{"fw_rng_u64 (ChaCha20)", run_rng, 0},
 	{"fw_clock_ms", run_clock_ms, 0},
 	{TSC_SOURCE " + fw_clock_ms", run_tsc_clock_ms, 0},
 };
@@ -219,8 +288,10 @@ static void bench_help(FILE *f)
 		"usage: flakectl bench-core [--runs N] [--iterations N]\n"
 		"\n"
 		"Micro-benchmark of the ID core on one thread: the generator (fw_gen_next,\n"
-		"fw_gen_list, fw_gen_range) on the default layout and the TSC to ms\n"
-		"conversion. Reports the median and the minimum over the runs.\n"
+		"fw_gen_list, fw_gen_range) on the default layout, UUIDv7 made from it\n"
+		"(an ID, 64 bits of the ChaCha20 keystream, the encoding; one at a time and\n"
+		"a UUID7 reply's 90), the keystream alone, and the TSC to ms conversion.\n"
+		"Reports the median and the minimum over the runs.\n"
 		"\n"
 		"  --runs N              timed runs per operation (default %d)\n"
 		"  --iterations N        calls per run (default %d)\n",
@@ -269,6 +340,14 @@ static int bench(const char *cmd, unsigned runs, uint64_t iters)
 	}
 	fw_layout_default(&c.layout);
 	c.seq_bits = c.layout.seq_bits;
+	rc = fw_uuid7_fmt_init(&c.uuid7, &c.layout, 0, 0);
+	if (rc == 0)
+		rc = fw_rng_init(&c.rng);
+	if (rc < 0) {
+		fc_err(cmd, "UUIDv7 set-up: %s", fw_strerror(rc));
+		rc = FC_EXIT_FAIL;
+		goto out;
+	}
 	rc = calibrate(&c.cal);
 	if (rc < 0) {
 		fc_err(cmd, "fw_clock_calibrate: %s", fw_strerror(rc));

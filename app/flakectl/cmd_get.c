@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "client_args.h"
 #include "flakectl.h"
 #include "fw_err.h"
+#include "fw_uuid.h"
 
 /* 80 MB of IDs for LIST; the same bound keeps a --range run's output sane. */
 #define GET_N_MAX 10000000u
@@ -15,6 +17,7 @@ struct get_opts {
 	uint64_t n;
 	bool n_given;
 	bool range;
+	bool uuid7;
 	bool json;
 	struct fw_layout layout; /* for --json */
 };
@@ -22,7 +25,7 @@ struct get_opts {
 static void get_help(FILE *f)
 {
 	fprintf(f,
-		"usage: flakectl get [-n N] [--range] [--server HOST:PORT]... [--json]\n"
+		"usage: flakectl get [-n N] [--range | --uuid7] [--server HOST:PORT]... [--json]\n"
 		"                    [--timeout MS] [--trusted]\n"
 		"\n"
 		"Asks a responder for IDs and prints them, one per line. Without -n, one ID\n"
@@ -31,9 +34,12 @@ static void get_help(FILE *f)
 		"  -n N                  how many IDs, 1-%u\n"
 		"  --range               ask with RANGE requests (up to 65535 IDs each) and\n"
 		"                        print every ID of the ranges\n"
+		"  --uuid7               ask for RFC 9562 UUIDv7 instead (UUID7 requests of up\n"
+		"                        to 90 each) and print them as canonical text\n"
 		"  --json                one JSON object per line: id (a string), worker,\n"
 		"                        datacenter, time; with --range one per range: first,\n"
-		"                        last (strings), n, worker, datacenter, time\n",
+		"                        last (strings), n, worker, datacenter, time; with\n"
+		"                        --uuid7: uuid, worker, datacenter, counter, time\n",
 		GET_N_MAX);
 	client_args_help(f, CLIENT_ARGS_REQUEST);
 }
@@ -124,6 +130,52 @@ static int get_range(const struct get_opts *o, const char *cmd, struct fw_client
 	return FC_EXIT_OK;
 }
 
+static void print_uuid(const struct get_opts *o, const uint8_t *u)
+{
+	char text[FW_UUID_TEXT_LEN], iso[FW_ISO8601_LEN];
+	struct fw_uuid7_parts p;
+
+	fw_uuid_format(u, text);
+	if (!o->json) {
+		printf("%s\n", text);
+		return;
+	}
+	/* The client checked version, variant, tag and worker against this layout. */
+	fw_uuid7_decode(&o->layout, u, &p);
+	fw_format_iso8601(p.unix_ms, iso);
+	printf("{\"uuid\":\"%s\",\"worker\":%" PRIu32 ",\"datacenter\":%" PRIu32
+	       ",\"counter\":%" PRIu32 ",\"time\":\"%s\"}\n",
+	       text, p.worker, p.datacenter, p.counter, iso);
+}
+
+/* UUIDs in batches, so -n 10000000 needs no 160 MB buffer. */
+static int get_uuid7(const struct get_opts *o, const char *cmd, struct fw_client *c)
+{
+	enum { BATCH = 100 * FW_WIRE_UUID7_MAX };
+	static uint8_t u[BATCH][FW_UUID_LEN];
+	uint64_t done = 0;
+
+	while (done < o->n) {
+		size_t want = (size_t)FW_MIN(o->n - done, (uint64_t)BATCH), got = 0;
+		int rc = fw_client_get_uuid7(c, u, want, &got);
+
+		for (size_t k = 0; k < got; k++)
+			print_uuid(o, u[k]);
+		done += got;
+		if (rc < 0) {
+			if (done)
+				fc_err(cmd, "got %" PRIu64 " of %" PRIu64 " UUIDs, then:", done, o->n);
+			if (rc == -EOPNOTSUPP)
+				fc_err(cmd, "the responder does not offer UUID7 (INFO features bit 0 "
+					    "is clear): upgrade it");
+			else
+				client_args_report(&o->ca, cmd, c, rc);
+			return FC_EXIT_FAIL;
+		}
+	}
+	return FC_EXIT_OK;
+}
+
 /* Returns FC_EXIT_OK to go on, -1 after --help, or FC_EXIT_USAGE. */
 static int get_parse(struct get_opts *o, int argc, char **argv)
 {
@@ -147,11 +199,17 @@ static int get_parse(struct get_opts *o, int argc, char **argv)
 			return -1;
 		} else if (!strcmp(a, "--range")) {
 			o->range = true;
+		} else if (!strcmp(a, "--uuid7")) {
+			o->uuid7 = true;
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
 		} else {
 			return fc_unknown_arg(argv[0], a);
 		}
+	}
+	if (o->range && o->uuid7) {
+		fc_err(argv[0], "--range and --uuid7 exclude each other (UUIDs come as a list)");
+		return FC_EXIT_USAGE;
 	}
 	client_args_finish(&o->ca);
 	return FC_EXIT_OK;
@@ -182,7 +240,9 @@ int cmd_get(int argc, char **argv)
 		}
 	}
 	if (rc == FC_EXIT_OK) {
-		if (o.range) {
+		if (o.uuid7) {
+			rc = get_uuid7(&o, cmd, c);
+		} else if (o.range) {
 			rc = get_range(&o, cmd, c);
 		} else if (o.n_given) {
 			rc = get_list(&o, cmd, c);

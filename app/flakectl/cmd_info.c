@@ -39,10 +39,12 @@ static void print_text(const char *server, const struct fw_wire_info *in,
 	       "ranges_max      %u ranges\n"
 	       "max_borrow_ms   %u\n"
 	       "clock offset    %+" PRId64 " ns (system clock minus responder clock)\n"
-	       "clock flags     %s\n",
+	       "clock flags     %s\n"
+	       "features        0x%" PRIx32 "%s\n",
 	       server, h->datacenter, h->worker, in->version_min, in->version_max, in->time_bits,
 	       in->dc_bits, in->worker_bits, in->seq_bits, iso, in->epoch_ms, in->list_max,
-	       in->ranges_max, in->max_borrow_ms, in->clock_offset_ns, flags);
+	       in->ranges_max, in->max_borrow_ms, in->clock_offset_ns, flags, in->features,
+	       in->features & FW_WIRE_INFO_F_UUID7 ? " (uuid7)" : "");
 }
 
 static void print_json(const char *server, const struct fw_wire_info *in,
@@ -66,10 +68,11 @@ static void print_json(const char *server, const struct fw_wire_info *in,
 	       "\"layout\":{\"time_bits\":%u,\"datacenter_bits\":%u,\"worker_bits\":%u,"
 	       "\"sequence_bits\":%u},\"epoch\":\"%s\",\"epoch_ms\":%" PRIu64 ",\"list_max\":%u,"
 	       "\"ranges_max\":%u,\"max_borrow_ms\":%u,\"clock_offset_ns\":%" PRId64
-	       ",\"clock_flags\":%s}\n",
+	       ",\"clock_flags\":%s,\"features\":%" PRIu32 ",\"uuid7\":%s}\n",
 	       h->datacenter, h->worker, in->version_min, in->version_max, in->time_bits,
 	       in->dc_bits, in->worker_bits, in->seq_bits, iso, in->epoch_ms, in->list_max,
-	       in->ranges_max, in->max_borrow_ms, in->clock_offset_ns, flags);
+	       in->ranges_max, in->max_borrow_ms, in->clock_offset_ns, flags, in->features,
+	       in->features & FW_WIRE_INFO_F_UUID7 ? "true" : "false");
 }
 
 int cmd_info(int argc, char **argv)

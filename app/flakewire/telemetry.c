@@ -19,10 +19,12 @@
 
 static struct fw_app *tel_app;
 
-static const char *const op_names[5] = {"op_unknown", "op_id", "op_list", "op_range", "op_info"};
+static const char *const op_names[6] = {"op_unknown", "op_id",   "op_list",
+					"op_range",   "op_info", "op_uuid7"};
 static const char *const st_names[FW_WIRE_ST_COUNT] = {"st_ok",          "st_bad_request",
 						       "st_bad_version", "st_retry_after",
-						       "st_refused",     "st_clock_unsafe"};
+						       "st_refused",     "st_clock_unsafe",
+						       "st_no_lease"};
 static const char *const serve_drop_names[FW_SERVE_DROP_COUNT] = {"wire_short", "wire_magic",
 								  "wire_reply"};
 
@@ -48,8 +50,9 @@ static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
 	rte_tel_data_add_dict_u64(d, "requests", ss->requests);
 	rte_tel_data_add_dict_u64(d, "ids", ss->ids);
 	rte_tel_data_add_dict_u64(d, "partial", ss->partial);
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < FW_ARRAY_SIZE(op_names); i++)
 		rte_tel_data_add_dict_u64(d, op_names[i], ss->ops[i]);
+	rte_tel_data_add_dict_u64(d, "uuids", ss->uuids);
 	for (int i = 0; i < FW_WIRE_ST_COUNT; i++)
 		rte_tel_data_add_dict_u64(d, st_names[i], ss->status[i]);
 	for (int i = 0; i < FW_SERVE_DROP_COUNT; i++)

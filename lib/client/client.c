@@ -16,6 +16,7 @@
 #include "fw_client.h"
 #include "fw_err.h"
 #include "fw_layout.h"
+#include "fw_uuid.h"
 
 /* Room for any valid reply (at most FW_WIRE_MTU_PAYLOAD) and some slack, so
  * an oversized datagram is recognised by MSG_TRUNC instead of misparsed. */
@@ -34,11 +35,50 @@ struct fw_client_server {
 struct fw_client_seen {
 	uint32_t key; /* datacenter << 16 | worker */
 	bool used;
+	bool have_uuid;
 	uint64_t last_id;
+	uint8_t last_uuid[FW_UUID_LEN];
+};
+
+/*
+ * One request channel: sockets, buffers and the per-worker "last seen"
+ * table. Requests on one channel are sequential (its owner holds call_lock
+ * or the prefetch buffer's busy flag), so replies on it arrive in issue
+ * order and the cross-reply check holds per channel. Channels never share
+ * a socket, so no channel reads another's replies.
+ */
+struct fw_client_io {
+	int *fds; /* per server, opened on first use; NULL: the servers' own fd */
+	struct fw_client_seen seen[FW_CLIENT_WORKERS_TRACKED];
+	unsigned seen_next;
+	struct fw_wire_reply reply;
+	uint8_t tx[FW_CLIENT_TX_LEN];
+	uint8_t rx[FW_CLIENT_RX_LEN];
+};
+
+/* A prefetch buffer with at most one refill in flight, run outside c->lock. */
+struct fw_client_pf {
+	bool busy;              /* a refill is in flight */
+	int last_rc;            /* outcome of the last refill */
+	uint64_t gen;           /* refills finished */
+	uint64_t hold_until_ns; /* no refill below low_water before this, after a failure */
+	uint64_t avail;         /* IDs or UUIDs buffered */
+	pthread_cond_t cond;    /* broadcast when IDs arrive or a refill ends */
+	struct fw_client_io *io;
+	/* IDs: ranges[head .. head + len) of pf_cap */
+	struct fw_wire_range *ranges;
+	/* UUIDs: uuids[head .. head + avail) of pf_cap */
+	uint8_t (*uuids)[FW_UUID_LEN];
+	size_t cap;
+	size_t head;
+	size_t len;
 };
 
 struct fw_client {
+	/* Guards everything below but the channels; never held across I/O. */
 	pthread_mutex_t lock;
+	/* Serialises the one-shot calls, which use @call. */
+	pthread_mutex_t call_lock;
 	struct fw_client_opts opts;
 
 	struct fw_client_server *srv;
@@ -47,25 +87,18 @@ struct fw_client {
 
 	bool have_layout;
 	bool info_done;
+	uint32_t features; /* INFO features of the responder that gave the layout */
 	struct fw_layout layout;
-
-	struct fw_client_seen seen[FW_CLIENT_WORKERS_TRACKED];
-	unsigned seen_next;
 
 	bool have_hdr;
 	struct fw_wire_hdr last_hdr;
 
-	/* Prefetch buffer for fw_client_next(): ranges[head .. head + len). */
-	struct fw_wire_range *pf;
-	size_t pf_cap;
-	size_t pf_head;
-	size_t pf_len;
-	uint64_t pf_ids;
-	uint64_t pf_hold_until_ns;
+	struct fw_client_pf pf;  /* fw_client_next() */
+	struct fw_client_pf upf; /* fw_client_next_uuid7() */
 
-	struct fw_wire_reply reply;
-	uint8_t tx[FW_CLIENT_TX_LEN];
-	uint8_t rx[FW_CLIENT_RX_LEN];
+	struct fw_client_io call;
+	struct fw_client_io pf_io;
+	struct fw_client_io upf_io;
 };
 
 static uint64_t now_ns(void)
@@ -254,6 +287,31 @@ static bool same_addr(const struct sockaddr_storage *a, const struct fw_client_s
 	return false;
 }
 
+static int pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv)
+{
+	memset(p, 0, sizeof(*p));
+	p->io = io;
+	io->fds = malloc(nsrv * sizeof(*io->fds));
+	if (!io->fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < nsrv; i++)
+		io->fds[i] = -1;
+	return -pthread_cond_init(&p->cond, NULL);
+}
+
+static void pf_free(struct fw_client_pf *p, size_t nsrv)
+{
+	if (p->io && p->io->fds) {
+		for (size_t i = 0; i < nsrv; i++)
+			if (p->io->fds[i] >= 0)
+				close(p->io->fds[i]);
+		free(p->io->fds);
+		pthread_cond_destroy(&p->cond);
+	}
+	free(p->ranges);
+	free(p->uuids);
+}
+
 int fw_client_open(const char *const *servers, size_t n, const struct fw_client_opts *opts,
 		   struct fw_client **out)
 {
@@ -294,27 +352,37 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	/*
 	 * Refills start below low_water (each range holds at least one ID)
 	 * and add at most prefetch IDs, plus one reply's worth of ranges.
+	 * The UUID buffer is allocated on first use.
 	 */
-	c->pf_cap = (size_t)c->opts.low_water + c->opts.prefetch + FW_WIRE_RANGES_MAX;
-	c->pf = calloc(c->pf_cap, sizeof(*c->pf));
-	if (!c->pf) {
+	rc = pf_init(&c->pf, &c->pf_io, n);
+	if (rc == 0)
+		rc = pf_init(&c->upf, &c->upf_io, n);
+	if (rc < 0)
+		goto err_close;
+	c->pf.cap = (size_t)c->opts.low_water + c->opts.prefetch + FW_WIRE_RANGES_MAX;
+	c->pf.ranges = calloc(c->pf.cap, sizeof(*c->pf.ranges));
+	if (!c->pf.ranges) {
 		rc = -ENOMEM;
 		goto err_close;
 	}
-	rc = pthread_mutex_init(&c->lock, NULL);
-	if (rc) {
-		rc = -rc;
-		goto err_close;
+	rc = -pthread_mutex_init(&c->lock, NULL);
+	if (rc == 0) {
+		rc = -pthread_mutex_init(&c->call_lock, NULL);
+		if (rc < 0)
+			pthread_mutex_destroy(&c->lock);
 	}
+	if (rc < 0)
+		goto err_close;
 	*out = c;
 	return 0;
 
 err_close:
+	pf_free(&c->pf, n);
+	pf_free(&c->upf, n);
 	for (size_t i = 0; i < n; i++)
 		if (c->srv[i].fd >= 0)
 			close(c->srv[i].fd);
 err_free:
-	free(c->pf);
 	free(c->srv);
 	free(c);
 	return rc;
@@ -326,22 +394,38 @@ void fw_client_close(struct fw_client *c)
 		return;
 	for (size_t i = 0; i < c->nsrv; i++)
 		close(c->srv[i].fd);
+	pf_free(&c->pf, c->nsrv);
+	pf_free(&c->upf, c->nsrv);
+	pthread_mutex_destroy(&c->call_lock);
 	pthread_mutex_destroy(&c->lock);
-	free(c->pf);
 	free(c->srv);
 	free(c);
 }
 
+/* The channel's socket to server @s, opened on first use. Returns it or -errno. */
+static int io_fd(struct fw_client *c, struct fw_client_io *io, size_t s)
+{
+	if (!io->fds)
+		return c->srv[s].fd;
+	if (io->fds[s] < 0) {
+		io->fds[s] = socket(c->srv[s].addr.ss_family,
+				    SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (io->fds[s] < 0)
+			return -errno;
+	}
+	return io->fds[s];
+}
+
 /*
- * Waits until @deadline for the reply to (@op, @tag) from @srv into
- * c->reply. Returns 0, FW_ETIMEOUT or -errno.
+ * Waits until @deadline for the reply to (@op, @tag) from @srv on @fd into
+ * io->reply. Returns 0, FW_ETIMEOUT or -errno.
  */
-static int await_reply(struct fw_client *c, const struct fw_client_server *srv, uint8_t op,
-		       uint64_t tag, uint64_t deadline)
+static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_server *srv,
+		       uint8_t op, uint64_t tag, uint64_t deadline)
 {
 	for (;;) {
 		uint64_t now = now_ns();
-		struct pollfd pfd = {.fd = srv->fd, .events = POLLIN};
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		struct timespec ts;
 		int n;
 
@@ -362,25 +446,25 @@ static int await_reply(struct fw_client *c, const struct fw_client_server *srv, 
 			ssize_t len;
 			int rc;
 
-			len = recvfrom(srv->fd, c->rx, sizeof(c->rx), MSG_TRUNC,
-				       (struct sockaddr *)&from, &fromlen);
+			len = recvfrom(fd, io->rx, sizeof(io->rx), MSG_TRUNC, (struct sockaddr *)&from,
+				       &fromlen);
 			if (len < 0 && errno == EINTR)
 				continue;
 			if (len < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 				break;
 			if (len < 0)
 				return -errno;
-			if ((size_t)len > sizeof(c->rx) || !same_addr(&from, srv))
+			if ((size_t)len > sizeof(io->rx) || !same_addr(&from, srv))
 				continue;
-			rc = fw_wire_parse_reply(c->rx, (size_t)len, &c->reply);
-			if (rc == FW_EWIRE_VERSION && c->reply.hdr.tag == tag) {
+			rc = fw_wire_parse_reply(io->rx, (size_t)len, &io->reply);
+			if (rc == FW_EWIRE_VERSION && io->reply.hdr.tag == tag) {
 				/* A responder speaking another version says so in
 				 * its own: surface it as the status it means. */
-				c->reply.hdr.status = FW_WIRE_ST_BAD_VERSION;
+				io->reply.hdr.status = FW_WIRE_ST_BAD_VERSION;
 				return 0;
 			}
-			if (rc < 0 || c->reply.hdr.tag != tag ||
-			    (c->reply.hdr.op & ~FW_WIRE_OP_REPLY) != op)
+			if (rc < 0 || io->reply.hdr.tag != tag ||
+			    (io->reply.hdr.op & ~FW_WIRE_OP_REPLY) != op)
 				continue;
 			return 0;
 		}
@@ -388,14 +472,17 @@ static int await_reply(struct fw_client *c, const struct fw_client_server *srv, 
 }
 
 /*
- * One request/reply exchange with retries, RETRY_AFTER and failover.
- * Returns 0 with an OK reply of @op in c->reply, FW_ESTATUS (c->reply
+ * One request/reply exchange on channel @io with retries, RETRY_AFTER and
+ * failover. Runs without c->lock held (it takes it briefly).
+ * Returns 0 with an OK reply of @op in io->reply, FW_ESTATUS (io->reply
  * holds the error status), FW_ETIMEOUT or -errno.
  */
-static int exchange(struct fw_client *c, uint8_t op, uint16_t count)
+static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, uint16_t count)
 {
 	bool retry_after = false;
+	unsigned seq_bits = 12;
 	uint64_t tag;
+	size_t cur;
 	int len, rc;
 
 	/* One tag for all attempts: a late reply to an earlier attempt of
@@ -403,45 +490,82 @@ static int exchange(struct fw_client *c, uint8_t op, uint16_t count)
 	rc = new_tag(&tag);
 	if (rc < 0)
 		return rc;
-	len = fw_wire_write_request(c->tx, sizeof(c->tx), op, count, tag, !c->opts.trusted);
+	pthread_mutex_lock(&c->lock);
+	cur = c->cur;
+	if (c->have_layout)
+		seq_bits = c->layout.seq_bits;
+	pthread_mutex_unlock(&c->lock);
+	/* RANGE pads for 2^seq_bits IDs per range once INFO told us the layout. */
+	len = fw_wire_write_request_len(io->tx, sizeof(io->tx), op, count, tag,
+					c->opts.trusted ? 0
+							: fw_wire_request_size_seq(op, count, seq_bits));
 	if (len < 0)
 		return len;
 
 	for (size_t s = 0; s < c->nsrv; s++) {
-		const struct fw_client_server *srv = &c->srv[c->cur];
+		const struct fw_client_server *srv = &c->srv[cur];
+		int fd = io_fd(c, io, cur);
 
+		if (fd < 0)
+			return fd;
 		for (uint32_t a = 0; a <= c->opts.retries; a++) {
 			uint64_t wait = (uint64_t)c->opts.timeout_ms * NS_PER_MS << a;
 			ssize_t sent;
 
 			do {
-				sent = sendto(srv->fd, c->tx, (size_t)len, 0,
-					      (const struct sockaddr *)&srv->addr, srv->addrlen);
+				sent = sendto(fd, io->tx, (size_t)len, 0, (const struct sockaddr *)&srv->addr,
+					      srv->addrlen);
 			} while (sent < 0 && errno == EINTR);
 			/* Unreachable or unroutable: the next server may do better. */
 			if (sent < 0)
 				break;
 
-			rc = await_reply(c, srv, op, tag, now_ns() + wait);
+			rc = await_reply(io, fd, srv, op, tag, now_ns() + wait);
 			if (rc == FW_ETIMEOUT)
 				continue;
 			if (rc < 0)
 				return rc;
 
-			c->last_hdr = c->reply.hdr;
+			pthread_mutex_lock(&c->lock);
+			c->last_hdr = io->reply.hdr;
 			c->have_hdr = true;
-			if (c->reply.hdr.status == FW_WIRE_ST_OK)
+			pthread_mutex_unlock(&c->lock);
+			if (io->reply.hdr.status == FW_WIRE_ST_OK)
 				return 0;
-			if (c->reply.hdr.status != FW_WIRE_ST_RETRY_AFTER)
+			if (io->reply.hdr.status != FW_WIRE_ST_RETRY_AFTER)
 				return FW_ESTATUS;
 			retry_after = true;
-			sleep_ns((uint64_t)FW_MIN(c->reply.hdr.retry_after_us,
+			sleep_ns((uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
 						  FW_CLIENT_RETRY_AFTER_MAX_US) *
 				 NS_PER_US);
 		}
-		c->cur = (c->cur + 1) % c->nsrv;
+		/* Fail over, unless another channel already moved on from @cur. */
+		pthread_mutex_lock(&c->lock);
+		if (c->cur == cur)
+			c->cur = (cur + 1) % c->nsrv;
+		cur = c->cur;
+		pthread_mutex_unlock(&c->lock);
 	}
 	return retry_after ? FW_ESTATUS : FW_ETIMEOUT;
+}
+
+/* Adopts the layout and features of an INFO body if the client has none. Under c->lock. */
+static void adopt_info(struct fw_client *c, const struct fw_wire_info *in)
+{
+	struct fw_layout l = {
+		.epoch_ms = in->epoch_ms,
+		.time_bits = in->time_bits,
+		.dc_bits = in->dc_bits,
+		.worker_bits = in->worker_bits,
+		.seq_bits = in->seq_bits,
+	};
+
+	if (!c->have_layout && fw_layout_validate(&l, 0) == 0) {
+		c->layout = l;
+		c->features = in->features;
+		c->have_layout = true;
+		c->info_done = true;
+	}
 }
 
 /*
@@ -449,62 +573,85 @@ static int exchange(struct fw_client *c, uint8_t op, uint16_t count)
  * against the worker the header names. A responder that cannot answer
  * INFO only costs that check; one that is silent fails the caller too.
  */
-static int ensure_layout(struct fw_client *c)
+static int ensure_layout(struct fw_client *c, struct fw_client_io *io)
 {
-	const struct fw_wire_info *in = &c->reply.body.info;
-	struct fw_layout l;
+	bool done;
 	int rc;
 
-	if (c->info_done)
+	pthread_mutex_lock(&c->lock);
+	done = c->info_done;
+	pthread_mutex_unlock(&c->lock);
+	if (done)
 		return 0;
-	rc = exchange(c, FW_WIRE_OP_INFO, 0);
-	if (rc < 0 && (rc != FW_ESTATUS || c->last_hdr.status == FW_WIRE_ST_RETRY_AFTER))
+	rc = exchange(c, io, FW_WIRE_OP_INFO, 0);
+	if (rc < 0 && (rc != FW_ESTATUS || io->reply.hdr.status == FW_WIRE_ST_RETRY_AFTER))
 		return rc;
+	pthread_mutex_lock(&c->lock);
+	if (rc == 0)
+		adopt_info(c, &io->reply.body.info);
 	c->info_done = true;
-	if (rc < 0)
-		return 0;
-	l.epoch_ms = in->epoch_ms;
-	l.time_bits = in->time_bits;
-	l.dc_bits = in->dc_bits;
-	l.worker_bits = in->worker_bits;
-	l.seq_bits = in->seq_bits;
-	if (fw_layout_validate(&l, 0) == 0) {
-		c->layout = l;
-		c->have_layout = true;
-	}
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
-static struct fw_client_seen *seen_find(struct fw_client *c, uint32_t key)
+/* A copy of the layout, taken under the lock; false when none is known. */
+static bool get_layout(struct fw_client *c, struct fw_layout *l)
 {
-	for (size_t i = 0; i < FW_ARRAY_SIZE(c->seen); i++)
-		if (c->seen[i].used && c->seen[i].key == key)
-			return &c->seen[i];
-	return NULL;
+	bool have;
+
+	pthread_mutex_lock(&c->lock);
+	have = c->have_layout;
+	*l = c->layout;
+	pthread_mutex_unlock(&c->lock);
+	return have;
 }
 
-static bool id_from_worker(const struct fw_client *c, uint64_t id, const struct fw_wire_hdr *h)
+static struct fw_client_seen *seen_get(struct fw_client_io *io, uint32_t key, bool *fresh)
+{
+	for (size_t i = 0; i < FW_ARRAY_SIZE(io->seen); i++)
+		if (io->seen[i].used && io->seen[i].key == key) {
+			*fresh = false;
+			return &io->seen[i];
+		}
+	*fresh = true;
+	return &io->seen[io->seen_next];
+}
+
+static void seen_commit(struct fw_client_io *io, struct fw_client_seen *s, uint32_t key, bool fresh)
+{
+	if (fresh) {
+		io->seen_next = (io->seen_next + 1) % FW_ARRAY_SIZE(io->seen);
+		memset(s, 0, sizeof(*s));
+		s->used = true;
+		s->key = key;
+	}
+}
+
+static bool id_from_worker(const struct fw_layout *l, uint64_t id, const struct fw_wire_hdr *h)
 {
 	struct fw_id_parts p;
 
-	if (!c->have_layout)
+	if (!l)
 		return true;
-	if (fw_layout_decode(&c->layout, id, &p) < 0)
+	if (fw_layout_decode(l, id, &p) < 0)
 		return false;
 	return p.datacenter == h->datacenter && p.worker == h->worker;
 }
 
 /*
  * Checks the IDs of an OK reply, given as @n ranges, against what was
- * asked and what was seen before, and records the highest ID on success.
- * Returns 0 or FW_EINVALID.
+ * asked and what was seen before on @io, and records the highest ID on
+ * success. Returns 0 or FW_EINVALID.
  */
-static int validate(struct fw_client *c, const struct fw_wire_hdr *h, const struct fw_wire_range *r,
-		    size_t n, uint64_t asked)
+static int validate(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
+		    const struct fw_wire_range *r, size_t n, uint64_t asked)
 {
 	uint32_t key = (uint32_t)h->datacenter << 16 | h->worker;
+	struct fw_layout layout;
+	const struct fw_layout *l = get_layout(c, &layout) ? &layout : NULL;
 	struct fw_client_seen *seen;
 	uint64_t total = 0, prev = 0;
+	bool fresh;
 
 	if (n == 0)
 		return FW_EINVALID;
@@ -517,7 +664,7 @@ static int validate(struct fw_client *c, const struct fw_wire_hdr *h, const stru
 		last = r[i].first + r[i].n - 1;
 		if (i > 0 && r[i].first <= prev)
 			return FW_EINVALID;
-		if (!id_from_worker(c, r[i].first, h) || !id_from_worker(c, last, h))
+		if (!id_from_worker(l, r[i].first, h) || !id_from_worker(l, last, h))
 			return FW_EINVALID;
 		prev = last;
 		total += r[i].n;
@@ -525,35 +672,67 @@ static int validate(struct fw_client *c, const struct fw_wire_hdr *h, const stru
 	if (total > asked)
 		return FW_EINVALID;
 
-	seen = seen_find(c, key);
-	if (seen && r[0].first <= seen->last_id)
+	seen = seen_get(io, key, &fresh);
+	if (!fresh && seen->last_id != 0 && r[0].first <= seen->last_id)
 		return FW_EINVALID;
-	if (!seen) {
-		seen = &c->seen[c->seen_next];
-		c->seen_next = (c->seen_next + 1) % FW_ARRAY_SIZE(c->seen);
-		seen->used = true;
-		seen->key = key;
-	}
+	seen_commit(io, seen, key, fresh);
 	seen->last_id = prev;
 	return 0;
 }
 
 /*
- * Fetches up to @want IDs with one LIST (@use_range false, @want at most
- * FW_WIRE_LIST_MAX) or RANGE request and validates them. On success the
- * IDs are in @r as *n ranges (LIST IDs as ranges of one).
+ * Checks the @n UUIDs of an OK UUID7 reply: version 7, variant 10, strictly
+ * increasing, above the last one seen on @io from the same worker, and,
+ * with the layout, carrying the tag and the worker the header names.
+ * Returns 0 or FW_EINVALID.
  */
-static int fetch(struct fw_client *c, bool use_range, uint16_t want, struct fw_wire_range *r,
-		 size_t *n)
+static int validate_uuids(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
+			  const uint8_t (*u)[FW_UUID_LEN], size_t n, size_t asked)
 {
-	const struct fw_wire_reply *rep = &c->reply;
+	uint32_t key = (uint32_t)h->datacenter << 16 | h->worker;
+	struct fw_layout layout;
+	bool have = get_layout(c, &layout);
+	struct fw_client_seen *seen;
+	bool fresh;
+
+	if (n == 0 || n > asked)
+		return FW_EINVALID;
+	for (size_t i = 0; i < n; i++) {
+		struct fw_uuid7_parts p;
+
+		fw_uuid7_decode(have ? &layout : NULL, u[i], &p);
+		if (!p.is_v7)
+			return FW_EINVALID;
+		if (have && (!p.flakewire || p.datacenter != h->datacenter || p.worker != h->worker))
+			return FW_EINVALID;
+		if (i > 0 && fw_uuid_cmp(u[i - 1], u[i]) >= 0)
+			return FW_EINVALID;
+	}
+	seen = seen_get(io, key, &fresh);
+	if (!fresh && seen->have_uuid && fw_uuid_cmp(seen->last_uuid, u[0]) >= 0)
+		return FW_EINVALID;
+	seen_commit(io, seen, key, fresh);
+	memcpy(seen->last_uuid, u[n - 1], FW_UUID_LEN);
+	seen->have_uuid = true;
+	return 0;
+}
+
+/*
+ * Fetches up to @want IDs on @io with one LIST (@use_range false, @want at
+ * most FW_WIRE_LIST_MAX) or RANGE request and validates them. On success
+ * the IDs are in @r as *n ranges (LIST IDs as ranges of one).
+ */
+static int fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint16_t want,
+		 struct fw_wire_range *r, size_t *n)
+{
+	const struct fw_wire_reply *rep = &io->reply;
 	int rc;
 
 	*n = 0;
-	rc = ensure_layout(c);
+	rc = ensure_layout(c, io);
 	if (rc < 0)
 		return rc;
-	rc = exchange(c, use_range ? FW_WIRE_OP_RANGE : FW_WIRE_OP_LIST, want);
+	rc = exchange(c, io, use_range ? FW_WIRE_OP_RANGE : FW_WIRE_OP_LIST, want);
 	if (rc < 0)
 		return rc;
 	if (use_range) {
@@ -568,7 +747,38 @@ static int fetch(struct fw_client *c, bool use_range, uint16_t want, struct fw_w
 			r[i].n = 1;
 		}
 	}
-	rc = validate(c, &rep->hdr, r, rep->hdr.count, want);
+	rc = validate(c, io, &rep->hdr, r, rep->hdr.count, want);
+	if (rc < 0)
+		return rc;
+	*n = rep->hdr.count;
+	return 0;
+}
+
+/*
+ * Fetches up to @want (1..FW_WIRE_UUID7_MAX) UUIDs on @io with one UUID7
+ * request; on success they are in io->reply.body.uuids, *n of them.
+ */
+static int fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n)
+{
+	const struct fw_wire_reply *rep = &io->reply;
+	bool known, lacks;
+	int rc;
+
+	*n = 0;
+	rc = ensure_layout(c, io);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	known = c->have_layout;
+	lacks = known && !(c->features & FW_WIRE_INFO_F_UUID7);
+	pthread_mutex_unlock(&c->lock);
+	if (lacks)
+		return -EOPNOTSUPP;
+	rc = exchange(c, io, FW_WIRE_OP_UUID7, want);
+	if (rc < 0)
+		return rc;
+	rc = validate_uuids(c, io, &rep->hdr, (const uint8_t(*)[FW_UUID_LEN])rep->body.uuids,
+			    rep->hdr.count, want);
 	if (rc < 0)
 		return rc;
 	*n = rep->hdr.count;
@@ -582,22 +792,22 @@ int fw_client_get(struct fw_client *c, uint64_t *id)
 
 	if (!c || !id)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	rc = ensure_layout(c);
+	pthread_mutex_lock(&c->call_lock);
+	rc = ensure_layout(c, &c->call);
 	if (rc == 0)
-		rc = exchange(c, FW_WIRE_OP_ID, 1);
+		rc = exchange(c, &c->call, FW_WIRE_OP_ID, 1);
 	if (rc == 0) {
-		if (c->reply.hdr.count != 1) {
+		if (c->call.reply.hdr.count != 1) {
 			rc = FW_EINVALID;
 		} else {
-			r.first = c->reply.body.ids[0];
+			r.first = c->call.reply.body.ids[0];
 			r.n = 1;
-			rc = validate(c, &c->reply.hdr, &r, 1, 1);
+			rc = validate(c, &c->call, &c->call.reply.hdr, &r, 1, 1);
 		}
 	}
 	if (rc == 0)
 		*id = r.first;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->call_lock);
 	return rc;
 }
 
@@ -611,17 +821,17 @@ int fw_client_get_n(struct fw_client *c, uint64_t *ids, size_t n, size_t *got)
 		*got = 0;
 	if (!c || !got || (!ids && n))
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->call_lock);
 	while (done < n) {
 		size_t nr;
 
-		rc = fetch(c, false, (uint16_t)FW_MIN(n - done, FW_WIRE_LIST_MAX), r, &nr);
+		rc = fetch(c, &c->call, false, (uint16_t)FW_MIN(n - done, FW_WIRE_LIST_MAX), r, &nr);
 		if (rc < 0)
 			break;
 		for (size_t i = 0; i < nr; i++)
 			ids[done++] = r[i].first;
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->call_lock);
 	*got = done;
 	return rc;
 }
@@ -637,9 +847,9 @@ int fw_client_get_range(struct fw_client *c, uint32_t want, struct fw_wire_range
 		*nranges = 0;
 	if (!c || !ranges || !nranges || max == 0 || want == 0 || want > FW_WIRE_RANGE_IDS_MAX)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	rc = fetch(c, true, (uint16_t)want, r, &n);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->call_lock);
+	rc = fetch(c, &c->call, true, (uint16_t)want, r, &n);
+	pthread_mutex_unlock(&c->call_lock);
 	if (rc < 0)
 		return rc;
 	n = FW_MIN(n, max);
@@ -648,101 +858,227 @@ int fw_client_get_range(struct fw_client *c, uint32_t want, struct fw_wire_range
 	return 0;
 }
 
+int fw_client_get_uuid7(struct fw_client *c, uint8_t (*uuids)[FW_UUID_LEN], size_t n, size_t *got)
+{
+	size_t done = 0;
+	int rc = 0;
+
+	if (got)
+		*got = 0;
+	if (!c || !got || (!uuids && n))
+		return -EINVAL;
+	pthread_mutex_lock(&c->call_lock);
+	while (done < n) {
+		size_t nr;
+
+		rc = fetch_uuids(c, &c->call, (uint16_t)FW_MIN(n - done, FW_WIRE_UUID7_MAX), &nr);
+		if (rc < 0)
+			break;
+		memcpy(uuids + done, c->call.reply.body.uuids, nr * FW_UUID_LEN);
+		done += nr;
+	}
+	pthread_mutex_unlock(&c->call_lock);
+	*got = done;
+	return rc;
+}
+
 int fw_client_info(struct fw_client *c, struct fw_wire_info *info, struct fw_wire_hdr *hdr_out)
 {
 	int rc;
 
 	if (!c || !info)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	rc = exchange(c, FW_WIRE_OP_INFO, 0);
+	pthread_mutex_lock(&c->call_lock);
+	rc = exchange(c, &c->call, FW_WIRE_OP_INFO, 0);
 	if (rc == 0) {
-		const struct fw_wire_info *in = &c->reply.body.info;
-		struct fw_layout l = {
-			.epoch_ms = in->epoch_ms,
-			.time_bits = in->time_bits,
-			.dc_bits = in->dc_bits,
-			.worker_bits = in->worker_bits,
-			.seq_bits = in->seq_bits,
-		};
-
-		*info = *in;
+		*info = c->call.reply.body.info;
 		if (hdr_out)
-			*hdr_out = c->reply.hdr;
-		if (!c->have_layout && fw_layout_validate(&l, 0) == 0) {
-			c->layout = l;
-			c->have_layout = true;
-			c->info_done = true;
-		}
+			*hdr_out = c->call.reply.hdr;
+		pthread_mutex_lock(&c->lock);
+		adopt_info(c, info);
+		pthread_mutex_unlock(&c->lock);
 	}
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->call_lock);
 	return rc;
 }
 
-/* Tops the prefetch buffer up with opts.prefetch IDs, keeping what arrives
- * even if a later request of the refill fails. */
-static int refill(struct fw_client *c)
+/* Appends @n validated ranges to the ID buffer. Under c->lock. */
+static void pf_put_ranges(struct fw_client_pf *p, const struct fw_wire_range *r, size_t n)
+{
+	/* Capacity holds (see fw_client_open); compact when the tail is reached. */
+	if (p->head + p->len + n > p->cap && p->head) {
+		memmove(p->ranges, p->ranges + p->head, p->len * sizeof(*p->ranges));
+		p->head = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct fw_wire_range *tail = p->len ? &p->ranges[p->head + p->len - 1] : NULL;
+
+		/* LIST replies are mostly consecutive IDs: store them as runs. */
+		if (tail && tail->first + tail->n == r[i].first && tail->n <= UINT32_MAX - r[i].n)
+			tail->n += r[i].n;
+		else if (p->head + p->len < p->cap)
+			p->ranges[p->head + p->len++] = r[i];
+		else
+			continue; /* cannot happen (capacity); the IDs are wasted, never reused */
+		p->avail += r[i].n;
+	}
+}
+
+/*
+ * Tops the ID buffer up with opts.prefetch IDs on the prefetch channel,
+ * without c->lock: each reply's IDs are added (and waiters woken) as it
+ * arrives, and kept even if a later request of the refill fails.
+ */
+static int refill_ids(struct fw_client *c, struct fw_client_pf *p)
 {
 	struct fw_wire_range r[FW_WIRE_LIST_MAX];
 	bool use_range = c->opts.use_range;
 	uint32_t per_req = use_range ? FW_WIRE_RANGE_IDS_MAX : FW_WIRE_LIST_MAX;
 	uint64_t fetched = 0;
 
-	if (c->pf_head) {
-		memmove(c->pf, c->pf + c->pf_head, c->pf_len * sizeof(*c->pf));
-		c->pf_head = 0;
-	}
 	while (fetched < c->opts.prefetch) {
 		uint64_t want = FW_MIN(c->opts.prefetch - fetched, per_req);
 		size_t n;
 		int rc;
 
-		rc = fetch(c, use_range, (uint16_t)want, r, &n);
+		rc = fetch(c, p->io, use_range, (uint16_t)want, r, &n);
 		if (rc < 0)
 			return rc;
-		for (size_t i = 0; i < n; i++) {
-			struct fw_wire_range *tail = c->pf_len ? &c->pf[c->pf_len - 1] : NULL;
-
-			/* LIST replies are mostly consecutive IDs: store them as runs. */
-			if (tail && tail->first + tail->n == r[i].first &&
-			    tail->n <= UINT32_MAX - r[i].n)
-				tail->n += r[i].n;
-			else
-				c->pf[c->pf_len++] = r[i];
+		for (size_t i = 0; i < n; i++)
 			fetched += r[i].n;
-			c->pf_ids += r[i].n;
-		}
+		pthread_mutex_lock(&c->lock);
+		pf_put_ranges(p, r, n);
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&c->lock);
 	}
 	return 0;
 }
 
+/* The UUID counterpart of refill_ids(). */
+static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
+{
+	const struct fw_wire_reply *rep = &p->io->reply;
+	uint64_t fetched = 0;
+
+	while (fetched < c->opts.prefetch) {
+		uint64_t want = FW_MIN(c->opts.prefetch - fetched, FW_WIRE_UUID7_MAX);
+		size_t n;
+		int rc;
+
+		rc = fetch_uuids(c, p->io, (uint16_t)want, &n);
+		if (rc < 0)
+			return rc;
+		fetched += n;
+		pthread_mutex_lock(&c->lock);
+		if (p->head + p->avail + n > p->cap) {
+			memmove(p->uuids, p->uuids + p->head, p->avail * FW_UUID_LEN);
+			p->head = 0;
+		}
+		n = FW_MIN(n, p->cap - p->head - p->avail); /* capacity holds: a no-op */
+		memcpy(p->uuids + p->head + p->avail, rep->body.uuids, n * FW_UUID_LEN);
+		p->avail += n;
+		pthread_cond_broadcast(&p->cond);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return 0;
+}
+
+/*
+ * The prefetching loop shared by fw_client_next() and fw_client_next_uuid7():
+ * takes one item into @out, refilling outside c->lock when the buffer runs
+ * low. One refill is in flight at a time; other callers keep taking from
+ * the buffer, and wait on p->cond only when it is empty. Called and
+ * returns with c->lock held.
+ */
+static int pf_next(struct fw_client *c, struct fw_client_pf *p,
+		   int (*refill)(struct fw_client *, struct fw_client_pf *),
+		   void (*take)(struct fw_client_pf *, void *), void *out)
+{
+	uint64_t gen0 = p->gen;
+
+	for (;;) {
+		bool low = p->avail == 0 ||
+			   (p->avail < c->opts.low_water && now_ns() >= p->hold_until_ns);
+
+		if (low && !p->busy) {
+			int rc;
+
+			/* A refill finished while this caller waited and left nothing: its error. */
+			if (p->avail == 0 && p->gen != gen0 && p->last_rc < 0)
+				return p->last_rc;
+			p->busy = true;
+			pthread_mutex_unlock(&c->lock);
+			rc = refill(c, p);
+			pthread_mutex_lock(&c->lock);
+			p->busy = false;
+			p->gen++;
+			p->last_rc = rc;
+			gen0 = p->gen;
+			if (rc < 0)
+				p->hold_until_ns = now_ns() +
+						   ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries);
+			pthread_cond_broadcast(&p->cond);
+			if (p->avail == 0 && rc < 0)
+				return rc;
+		}
+		if (p->avail > 0) {
+			take(p, out);
+			return 0;
+		}
+		if (p->busy)
+			pthread_cond_wait(&p->cond, &c->lock);
+	}
+}
+
+static void take_id(struct fw_client_pf *p, void *out)
+{
+	struct fw_wire_range *head = &p->ranges[p->head];
+
+	*(uint64_t *)out = head->first++;
+	if (--head->n == 0) {
+		p->head++;
+		p->len--;
+	}
+	p->avail--;
+}
+
+static void take_uuid(struct fw_client_pf *p, void *out)
+{
+	memcpy(out, p->uuids[p->head], FW_UUID_LEN);
+	p->head++;
+	p->avail--;
+}
+
 int fw_client_next(struct fw_client *c, uint64_t *id)
 {
-	struct fw_wire_range *head;
-	int rc = 0;
+	int rc;
 
 	if (!c || !id)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
-	if (c->pf_ids == 0 || (c->pf_ids < c->opts.low_water && now_ns() >= c->pf_hold_until_ns)) {
-		rc = refill(c);
-		if (rc < 0)
-			c->pf_hold_until_ns = now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
-							  << c->opts.retries);
-	}
-	if (c->pf_ids == 0) {
-		pthread_mutex_unlock(&c->lock);
-		return rc < 0 ? rc : FW_ETIMEOUT;
-	}
-	head = &c->pf[c->pf_head];
-	*id = head->first++;
-	if (--head->n == 0) {
-		c->pf_head++;
-		c->pf_len--;
-	}
-	c->pf_ids--;
+	rc = pf_next(c, &c->pf, refill_ids, take_id, id);
 	pthread_mutex_unlock(&c->lock);
-	return 0;
+	return rc;
+}
+
+int fw_client_next_uuid7(struct fw_client *c, uint8_t uuid[FW_UUID_LEN])
+{
+	int rc = 0;
+
+	if (!c || !uuid)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (!c->upf.uuids) {
+		/* Refills start below low_water and add at most prefetch UUIDs. */
+		c->upf.cap = (size_t)c->opts.low_water + c->opts.prefetch + FW_WIRE_UUID7_MAX;
+		c->upf.uuids = calloc(c->upf.cap, FW_UUID_LEN);
+		if (!c->upf.uuids)
+			rc = -ENOMEM;
+	}
+	if (rc == 0)
+		rc = pf_next(c, &c->upf, refill_uuids, take_uuid, uuid);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 uint8_t fw_client_last_status(struct fw_client *c)

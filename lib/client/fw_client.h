@@ -22,8 +22,16 @@
  * and none of its IDs.
  *
  * Thread safety: every function may be called from several threads on the
- * same client; one mutex serialises them, so a request waits for the one in
- * flight. fw_client_close() must not race with any other call.
+ * same client. The one-shot calls (fw_client_get*, fw_client_info) are
+ * serialised among themselves: one waits for the request in flight. The
+ * prefetching calls (fw_client_next, fw_client_next_uuid7) never wait for
+ * them: each prefetch buffer has its own sockets and at most one refill in
+ * flight, run outside the client's lock, while other callers keep taking
+ * from the buffer (they wait only when it is empty). No lock is ever held
+ * across a network round trip except the one-shot calls' own. A reply's
+ * IDs are checked against earlier replies on the same socket set, so the
+ * cross-reply check below holds per channel (one-shot, ID prefetch, UUID
+ * prefetch). fw_client_close() must not race with any other call.
  *
  * Errors: 0 on success or a negative code (fw_err.h; fw_strerror()).
  * Common to the request functions:
@@ -32,6 +40,7 @@
  *                fw_client_last_status()), or every responder asked kept
  *                answering FW_WIRE_ST_RETRY_AFTER;
  *   FW_EINVALID  a reply failed validation (its IDs are discarded);
+ *   -EOPNOTSUPP  (UUID calls) the responder's INFO says it has no UUID7;
  *   -EINVAL      a bad argument;
  *   other -errno from the socket calls or getrandom().
  */
@@ -42,6 +51,7 @@
 #include <stdint.h>
 
 #include "fw_common.h"
+#include "fw_uuid.h"
 #include "fw_wire.h"
 
 /* Longest RETRY_AFTER wait honoured; a larger retry_after_us is cut to this. */
@@ -143,11 +153,15 @@ FW_API int fw_client_info(struct fw_client *c, struct fw_wire_info *info,
 /*
  * Hands out one ID from a local buffer of prefetched IDs, refilling it with
  * opts.prefetch IDs (RANGE requests, or LIST without opts.use_range) when
- * fewer than opts.low_water remain. The refill runs inline, under the
- * client's mutex: the calling thread waits for the round trip and the
- * other callers wait for it. If a refill fails while IDs remain, they are
- * still handed out and refills are held off for timeout_ms << retries,
- * so a dead cluster does not cost every call a full timeout.
+ * fewer than opts.low_water remain. The refill runs in the calling thread,
+ * outside the client's lock, one at a time: other callers keep taking the
+ * IDs that remain, and wait (on a condition, woken as each reply arrives)
+ * only when the buffer is empty. RANGE requests are padded for the
+ * responder's 2^seq_bits IDs per range (from INFO). If a refill fails while
+ * IDs remain, they are still handed out and refills are held off for
+ * timeout_ms << retries, so a dead cluster does not cost every call a full
+ * timeout; a caller that waited on a refill that failed and left nothing
+ * gets that refill's error.
  *
  * Per calling thread the IDs are increasing as long as one responder
  * worker serves them; they are unique in any case.
@@ -155,6 +169,30 @@ FW_API int fw_client_info(struct fw_client *c, struct fw_wire_info *info,
  * failed) a common error.
  */
 FW_API int fw_client_next(struct fw_client *c, uint64_t *id);
+
+/*
+ * Gets @n UUIDv7 (RFC 9562, flakewire's layout: PROTOCOL.md) with UUID7
+ * requests of at most FW_WIRE_UUID7_MAX each (one round trip for up to 90),
+ * asking again while a responder answers with fewer. Each UUID is 16 bytes
+ * in RFC byte order; fw_uuid_format() (fw_uuid.h) writes the canonical
+ * 36-character text. UUIDs are checked as IDs are: version 7, variant 10,
+ * strictly increasing within a reply and per worker, and (with the layout
+ * from INFO) carrying the header's datacenter and worker.
+ *
+ * @got  receives how many UUIDs were written, also on error.
+ * Returns 0 with *got == @n (@n 0 is a no-op), or a common error.
+ */
+FW_API int fw_client_get_uuid7(struct fw_client *c, uint8_t (*uuids)[FW_UUID_LEN], size_t n,
+			       size_t *got);
+
+/*
+ * fw_client_next() for UUIDv7: hands out one UUID from a local buffer
+ * refilled with opts.prefetch UUIDs (UUID7 requests of up to 90) when fewer
+ * than opts.low_water remain, with the same locking, hold-off and errors.
+ * The buffer (16 bytes per UUID) is allocated on the first call.
+ * Returns 0 with @uuid set, or a common error (-ENOMEM on the first call).
+ */
+FW_API int fw_client_next_uuid7(struct fw_client *c, uint8_t uuid[FW_UUID_LEN]);
 
 /*
  * Status (FW_WIRE_ST_*) of the last reply accepted, FW_WIRE_ST_OK before

@@ -6,7 +6,10 @@
  * anti-amplification rule and writes the reply in place, over the request.
  *
  * One struct fw_serve per worker thread/lcore: no locks, no I/O, no clock
- * reads (the caller passes @now, read once per burst).
+ * reads (the caller passes @now, read once per burst). UUID7 requests take
+ * (ms, sequence) from the same generator as IDs and their random bits from
+ * the struct's own ChaCha20 keystream (fw_rng.h: one getrandom(2) call per
+ * 64 MiB of keystream, none otherwise).
  */
 #pragma once
 
@@ -16,6 +19,8 @@
 
 #include "fw_common.h"
 #include "fw_gen.h"
+#include "fw_rng.h"
+#include "fw_uuid.h"
 #include "fw_wire.h"
 
 /* Why a datagram got no reply. */
@@ -28,12 +33,13 @@ enum fw_serve_drop {
 
 struct fw_serve_stats {
 	uint64_t requests;                   /* datagrams answered */
-	uint64_t ops[5];                     /* answered, by op (0: unknown op) */
+	uint64_t ops[6];                     /* answered, by op (0: unknown op) */
 	uint64_t status[FW_WIRE_ST_COUNT];   /* replies by status */
 	uint64_t drops[FW_SERVE_DROP_COUNT]; /* datagrams dropped, by reason */
 	uint64_t ids;                        /* IDs issued in replies */
 	uint64_t partial;                    /* replies with FW_WIRE_F_PARTIAL */
 	uint64_t capped;                     /* RANGE requests cut to range_ids_max */
+	uint64_t uuids;                      /* UUIDv7 issued in replies (also counted in ids) */
 };
 
 struct fw_serve_config {
@@ -50,15 +56,18 @@ struct fw_serve {
 	uint32_t extra_flags;    /* FW_WIRE_F_* the owner adds (SLEWING), set per burst */
 	int64_t clock_offset_ns; /* reported by INFO, set by the owner */
 	struct fw_serve_stats stats;
+	struct fw_uuid7_fmt uuid7; /* this worker's UUIDv7 layout */
+	struct fw_rng rng;         /* random bits of UUIDv7 */
 };
 
 /* Fills *cfg with the defaults: the wire maxima, 1000 µs mark retry. */
 FW_API void fw_serve_config_default(struct fw_serve_config *cfg);
 
 /*
- * Initialises *s with a generator for @layout/@gcfg and @cfg (NULL: defaults).
+ * Initialises *s with a generator for @layout/@gcfg and @cfg (NULL: defaults)
+ * and seeds its random number generator.
  * Returns 0 or a fw_gen_init() code; -EINVAL when a maximum in @cfg is 0 or
- * above the wire maximum.
+ * above the wire maximum; a fw_rng_init() code.
  */
 FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 			 const struct fw_gen_config *gcfg, const struct fw_serve_config *cfg);

@@ -27,7 +27,13 @@ FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 	    s->cfg.ranges_max > FW_WIRE_RANGES_MAX || s->cfg.range_ids_max == 0 ||
 	    s->cfg.range_ids_max > FW_WIRE_RANGE_IDS_MAX)
 		return -EINVAL;
-	return fw_gen_init(&s->gen, layout, gcfg);
+	int rc = fw_gen_init(&s->gen, layout, gcfg);
+	if (rc != 0)
+		return rc;
+	rc = fw_uuid7_fmt_init(&s->uuid7, layout, gcfg->datacenter, gcfg->worker);
+	if (rc != 0)
+		return rc;
+	return fw_rng_init(&s->rng);
 }
 
 static uint8_t wire_flags(const struct fw_serve *s)
@@ -127,6 +133,51 @@ static int answer_range(struct fw_serve *s, uint64_t now, void *buf, size_t budg
 	return fw_wire_write_ranges(buf, budget, h, r, n);
 }
 
+/*
+ * UUID7: as LIST, then each ID's (ms, sequence) becomes a UUIDv7 with fresh
+ * random bits. The IDs themselves are never sent, so no Snowflake ID shares
+ * a (ms, sequence) with a UUID.
+ */
+static int answer_uuid7(struct fw_serve *s, uint64_t now, void *buf, size_t budget,
+			struct fw_wire_hdr *h)
+{
+	uint64_t ids[FW_WIRE_UUID7_MAX];
+	uint8_t u[FW_WIRE_UUID7_MAX][FW_WIRE_UUID_LEN];
+	size_t fit = (budget - FW_WIRE_HDR_LEN) / FW_WIRE_UUID_LEN;
+	uint32_t n = (uint32_t)FW_MIN((size_t)h->count, fit);
+	int got;
+
+	if (n == 0) {
+		h->status = FW_WIRE_ST_REFUSED;
+		return fw_wire_write_status(buf, budget, h);
+	}
+	got = fw_gen_list(&s->gen, now, ids, n);
+	h->flags = wire_flags(s);
+	if (got < 0) {
+		refusal(s, got, h);
+		return fw_wire_write_status(buf, budget, h);
+	}
+	for (int i = 0; i < got; i++) {
+		/* Only past year 10889 (Unix ms beyond 48 bits): cut the reply there. */
+		if (FW_UNLIKELY(fw_uuid7_from_id(&s->uuid7, ids[i], fw_rng_u64(&s->rng), u[i]) != 0)) {
+			got = i;
+			break;
+		}
+	}
+	if (got == 0) {
+		h->status = FW_WIRE_ST_BAD_REQUEST;
+		return fw_wire_write_status(buf, budget, h);
+	}
+	if ((uint32_t)got < h->count) {
+		h->flags |= FW_WIRE_F_PARTIAL;
+		s->stats.partial++;
+	}
+	s->stats.ids += (uint64_t)got;
+	s->stats.uuids += (uint64_t)got;
+	return fw_wire_write_uuids(buf, budget, h, (const uint8_t(*)[FW_WIRE_UUID_LEN])u,
+				   (uint16_t)got);
+}
+
 static int answer_info(struct fw_serve *s, void *buf, size_t budget, struct fw_wire_hdr *h)
 {
 	const struct fw_layout *l = &s->gen.layout;
@@ -141,6 +192,7 @@ static int answer_info(struct fw_serve *s, void *buf, size_t budget, struct fw_w
 		.list_max = s->cfg.list_max,
 		.ranges_max = s->cfg.ranges_max,
 		.max_borrow_ms = (uint16_t)FW_MIN(s->gen.cfg.max_borrow_ms, UINT16_MAX),
+		.features = FW_WIRE_INFO_F_UUID7,
 		.clock_offset_ns = s->clock_offset_ns,
 	};
 	h->flags = (uint8_t)s->extra_flags;
@@ -201,6 +253,9 @@ FW_API int fw_serve_answer(struct fw_serve *s, uint64_t now, void *buf, size_t l
 			break;
 		case FW_WIRE_OP_RANGE:
 			out = answer_range(s, now, buf, budget, &h);
+			break;
+		case FW_WIRE_OP_UUID7:
+			out = answer_uuid7(s, now, buf, budget, &h);
 			break;
 		default:
 			out = answer_info(s, buf, budget, &h);

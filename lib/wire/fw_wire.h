@@ -22,7 +22,9 @@
  *
  * Request body: zero padding of any length (see "anti-amplification").
  * Reply bodies: ID and LIST: count x u64 ID; RANGE: count x {u64 first,
- * u32 n}; INFO: struct fw_wire_info (32 bytes); error statuses: none.
+ * u32 n}; INFO: struct fw_wire_info (32 bytes); UUID7: count x 16-byte
+ * RFC 9562 UUIDv7 (layout in PROTOCOL.md and fw_uuid.h); error statuses:
+ * none.
  *
  * Anti-amplification: a reply to a source outside the trusted set is never
  * larger than its request. Clients pad requests to fw_wire_request_size();
@@ -44,6 +46,7 @@
 #define FW_WIRE_ID_LEN       8
 #define FW_WIRE_RANGE_LEN    12
 #define FW_WIRE_INFO_LEN     32
+#define FW_WIRE_UUID_LEN     16
 #define FW_WIRE_DEFAULT_PORT 4242
 
 /* Largest UDP payload in a 1500-byte MTU over IPv4: 1500 - 20 - 8. */
@@ -54,12 +57,17 @@
 #define FW_WIRE_RANGES_MAX    16
 /* IDs one RANGE request may ask for (the count field is 16 bits). */
 #define FW_WIRE_RANGE_IDS_MAX 65535
+/* UUIDs in one UUID7 reply that fit FW_WIRE_MTU_PAYLOAD: (1472 - 24) / 16. */
+#define FW_WIRE_UUID7_MAX     90
+/* IDs per range a client assumes before it knows the layout (12 sequence bits). */
+#define FW_WIRE_RANGE_IDS_PER_MS_DEFAULT 4096u
 
 enum fw_wire_op {
 	FW_WIRE_OP_ID = 1,    /* one ID */
 	FW_WIRE_OP_LIST = 2,  /* count IDs, listed */
 	FW_WIRE_OP_RANGE = 3, /* count IDs as ranges (first, n) */
 	FW_WIRE_OP_INFO = 4,  /* layout, epoch, worker, clock state */
+	FW_WIRE_OP_UUID7 = 5, /* count RFC 9562 UUIDv7, listed */
 };
 #define FW_WIRE_OP_REPLY 0x80u
 
@@ -70,8 +78,9 @@ enum fw_wire_status {
 	FW_WIRE_ST_RETRY_AFTER = 3,  /* overloaded or mark not yet reserved: retry_after_us */
 	FW_WIRE_ST_REFUSED = 4,      /* refused by policy (amplification, source, rate) */
 	FW_WIRE_ST_CLOCK_UNSAFE = 5, /* clock went backwards too far: nothing issued */
+	FW_WIRE_ST_NO_LEASE = 6,     /* no valid lease for this worker ID: ask another responder */
 };
-#define FW_WIRE_ST_COUNT 6
+#define FW_WIRE_ST_COUNT 7
 
 /* Reply flags: the responder's clock state when it answered. */
 #define FW_WIRE_F_BORROWED 0x01u /* some ID is at a ms ahead of the responder's clock */
@@ -79,6 +88,9 @@ enum fw_wire_status {
 #define FW_WIRE_F_UNSAFE   0x04u /* clock unsafe (with FW_WIRE_ST_CLOCK_UNSAFE) */
 #define FW_WIRE_F_PARTIAL  0x08u /* fewer IDs than requested */
 #define FW_WIRE_F_SLEWING  0x10u /* the responder is slewing its clock to the system clock */
+
+/* INFO features bits (struct fw_wire_info.features). */
+#define FW_WIRE_INFO_F_UUID7 0x1u /* the responder answers FW_WIRE_OP_UUID7 */
 
 struct fw_wire_hdr {
 	uint8_t version;
@@ -109,7 +121,7 @@ struct fw_wire_info {
 	uint16_t list_max;       /* off 14: most IDs in one LIST reply */
 	uint16_t ranges_max;     /* off 16: most ranges in one RANGE reply */
 	uint16_t max_borrow_ms;  /* off 18 */
-	uint32_t reserved;       /* off 20: 0 */
+	uint32_t features;       /* off 20: FW_WIRE_INFO_F_*; 0 from older responders */
 	int64_t clock_offset_ns; /* off 24: system clock minus responder clock */
 };
 
@@ -120,6 +132,7 @@ struct fw_wire_reply {
 		uint64_t ids[FW_WIRE_LIST_MAX];                  /* ID, LIST */
 		struct fw_wire_range ranges[FW_WIRE_RANGES_MAX]; /* RANGE */
 		struct fw_wire_info info;                        /* INFO */
+		uint8_t uuids[FW_WIRE_UUID7_MAX][FW_WIRE_UUID_LEN]; /* UUID7 */
 	} body;
 };
 
@@ -151,9 +164,18 @@ FW_API size_t fw_wire_cur_used(const struct fw_wire_cur *c, const void *start);
  * than the request: max(24, reply size for @count IDs of @op). For RANGE
  * it allows ceil(count / 4096) + 1 ranges (capped at FW_WIRE_RANGES_MAX);
  * a responder that needs more ranges answers with fewer IDs and PARTIAL.
+ * Same as fw_wire_request_size_seq(op, count, 12).
  * Returns 0 for an unknown op.
  */
 FW_API size_t fw_wire_request_size(uint8_t op, uint16_t count);
+
+/*
+ * fw_wire_request_size() for a responder whose layout has @seq_bits
+ * sequence bits (from INFO): RANGE allows ceil(count / 2^seq_bits) + 1
+ * ranges, capped at FW_WIRE_RANGES_MAX. Other ops do not depend on it.
+ * @seq_bits outside 1..22 is taken as 12. Returns 0 for an unknown op.
+ */
+FW_API size_t fw_wire_request_size_seq(uint8_t op, uint16_t count, unsigned seq_bits);
 
 /*
  * Writes a request. @pad pads it to fw_wire_request_size() with zeros.
@@ -163,13 +185,21 @@ FW_API int fw_wire_write_request(void *buf, size_t cap, uint8_t op, uint16_t cou
 				 bool pad);
 
 /*
+ * Writes a request of exactly max(@len, 24) bytes: the header, then zeros.
+ * Returns the length written, or FW_EWIRE_SPACE when @cap is too small.
+ */
+FW_API int fw_wire_write_request_len(void *buf, size_t cap, uint8_t op, uint16_t count,
+				     uint64_t tag, size_t len);
+
+/*
  * Parses a request of @len bytes.
  * Returns 0 with *h filled; FW_EWIRE_SHORT (under 24 bytes) or
  * FW_EWIRE_MAGIC: garbage, drop it; FW_EWIRE_VERSION: *h filled, answer
  * FW_WIRE_ST_BAD_VERSION; FW_EWIRE_BAD: *h filled (tag included), answer
  * FW_WIRE_ST_BAD_REQUEST (a reply op, unknown op, count 0, count above the
  * op's maximum: ID 1, LIST FW_WIRE_LIST_MAX, RANGE FW_WIRE_RANGE_IDS_MAX,
- * INFO 0 or 1).
+ * INFO 0 or 1, UUID7 FW_WIRE_UUID7_MAX). The version is checked before the
+ * op: FW_EWIRE_VERSION wins over a bad op or count.
  */
 FW_API int fw_wire_parse_request(const void *buf, size_t len, struct fw_wire_hdr *h);
 
@@ -187,6 +217,9 @@ FW_API int fw_wire_write_ranges(void *buf, size_t cap, const struct fw_wire_hdr 
 				const struct fw_wire_range *r, uint16_t n);
 FW_API int fw_wire_write_info(void *buf, size_t cap, const struct fw_wire_hdr *h,
 			      const struct fw_wire_info *info);
+/* UUID7 reply: @n UUIDs of FW_WIRE_UUID_LEN bytes each at @uuids. */
+FW_API int fw_wire_write_uuids(void *buf, size_t cap, const struct fw_wire_hdr *h,
+			       const uint8_t (*uuids)[FW_WIRE_UUID_LEN], uint16_t n);
 /* A reply with no body (error statuses); count is written as 0. */
 FW_API int fw_wire_write_status(void *buf, size_t cap, const struct fw_wire_hdr *h);
 

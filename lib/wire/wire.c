@@ -4,9 +4,6 @@
 #include "fw_err.h"
 #include "fw_wire.h"
 
-/* IDs one millisecond of a default layout holds (12 sequence bits). */
-#define FW_WIRE_RANGE_IDS_PER_MS 4096u
-
 static bool cur_fits(struct fw_wire_cur *c, size_t n, int err)
 {
 	if (FW_UNLIKELY(c->error != 0))
@@ -117,6 +114,8 @@ size_t fw_wire_reply_size(uint8_t op, uint16_t count)
 		return FW_WIRE_HDR_LEN + (size_t)count * FW_WIRE_RANGE_LEN;
 	case FW_WIRE_OP_INFO:
 		return FW_WIRE_HDR_LEN + FW_WIRE_INFO_LEN;
+	case FW_WIRE_OP_UUID7:
+		return FW_WIRE_HDR_LEN + (size_t)count * FW_WIRE_UUID_LEN;
 	default:
 		return 0;
 	}
@@ -124,7 +123,17 @@ size_t fw_wire_reply_size(uint8_t op, uint16_t count)
 
 size_t fw_wire_request_size(uint8_t op, uint16_t count)
 {
+	return fw_wire_request_size_seq(op, count, 12);
+}
+
+size_t fw_wire_request_size_seq(uint8_t op, uint16_t count, unsigned seq_bits)
+{
+	size_t per_range;
 	size_t n;
+
+	if (seq_bits < 1 || seq_bits > 22)
+		seq_bits = 12;
+	per_range = (size_t)1 << seq_bits;
 
 	switch (op) {
 	case FW_WIRE_OP_ID:
@@ -133,6 +142,7 @@ size_t fw_wire_request_size(uint8_t op, uint16_t count)
 		break;
 	case FW_WIRE_OP_LIST:
 	case FW_WIRE_OP_INFO:
+	case FW_WIRE_OP_UUID7:
 		n = fw_wire_reply_size(op, count);
 		break;
 	case FW_WIRE_OP_RANGE:
@@ -142,7 +152,7 @@ size_t fw_wire_request_size(uint8_t op, uint16_t count)
 		 * one for a run that starts mid-millisecond covers the usual
 		 * answer without padding every RANGE request to 16 ranges.
 		 */
-		n = ((size_t)count + FW_WIRE_RANGE_IDS_PER_MS - 1) / FW_WIRE_RANGE_IDS_PER_MS + 1;
+		n = ((size_t)count + per_range - 1) / per_range + 1;
 		n = fw_wire_reply_size(op, (uint16_t)FW_MIN(n, (size_t)FW_WIRE_RANGES_MAX));
 		break;
 	default:
@@ -196,6 +206,21 @@ int fw_wire_write_request(void *buf, size_t cap, uint8_t op, uint16_t count, uin
 	return (int)len;
 }
 
+int fw_wire_write_request_len(void *buf, size_t cap, uint8_t op, uint16_t count, uint64_t tag,
+			      size_t len)
+{
+	struct fw_wire_hdr h = {.tag = tag};
+	struct fw_wire_cur c;
+
+	len = FW_MAX(len, (size_t)FW_WIRE_HDR_LEN);
+	if (cap < len)
+		return FW_EWIRE_SPACE;
+	fw_wire_cur_init(&c, buf, cap);
+	put_hdr(&c, &h, op, 0, count);
+	memset(c.pos, 0, len - FW_WIRE_HDR_LEN);
+	return (int)len;
+}
+
 static bool count_valid(uint8_t op, uint16_t count)
 {
 	switch (op) {
@@ -207,6 +232,8 @@ static bool count_valid(uint8_t op, uint16_t count)
 		return count >= 1;
 	case FW_WIRE_OP_INFO:
 		return count <= 1;
+	case FW_WIRE_OP_UUID7:
+		return count >= 1 && count <= FW_WIRE_UUID7_MAX;
 	default:
 		return false;
 	}
@@ -279,6 +306,20 @@ int fw_wire_write_ranges(void *buf, size_t cap, const struct fw_wire_hdr *h,
 	return (int)len;
 }
 
+int fw_wire_write_uuids(void *buf, size_t cap, const struct fw_wire_hdr *h,
+			const uint8_t (*uuids)[FW_WIRE_UUID_LEN], uint16_t n)
+{
+	size_t len = FW_WIRE_HDR_LEN + (size_t)n * FW_WIRE_UUID_LEN;
+	struct fw_wire_cur c;
+	int ret;
+
+	ret = write_reply(buf, cap, h, h->status, n, len, &c);
+	if (ret < 0)
+		return ret;
+	memcpy(c.pos, uuids, (size_t)n * FW_WIRE_UUID_LEN);
+	return (int)len;
+}
+
 int fw_wire_write_info(void *buf, size_t cap, const struct fw_wire_hdr *h,
 		       const struct fw_wire_info *info)
 {
@@ -300,7 +341,7 @@ int fw_wire_write_info(void *buf, size_t cap, const struct fw_wire_hdr *h,
 	fw_wire_put_u16(&c, info->list_max);
 	fw_wire_put_u16(&c, info->ranges_max);
 	fw_wire_put_u16(&c, info->max_borrow_ms);
-	fw_wire_put_u32(&c, info->reserved);
+	fw_wire_put_u32(&c, info->features);
 	fw_wire_put_u64(&c, (uint64_t)info->clock_offset_ns);
 	return (int)len;
 }
@@ -326,6 +367,8 @@ static uint16_t reply_count_max(uint8_t op)
 		return FW_WIRE_LIST_MAX;
 	case FW_WIRE_OP_RANGE:
 		return FW_WIRE_RANGES_MAX;
+	case FW_WIRE_OP_UUID7:
+		return FW_WIRE_UUID7_MAX;
 	default:
 		return 0;
 	}
@@ -343,7 +386,7 @@ static void get_info(struct fw_wire_cur *c, struct fw_wire_info *info)
 	info->list_max = fw_wire_get_u16(c);
 	info->ranges_max = fw_wire_get_u16(c);
 	info->max_borrow_ms = fw_wire_get_u16(c);
-	info->reserved = fw_wire_get_u32(c);
+	info->features = fw_wire_get_u32(c);
 	info->clock_offset_ns = (int64_t)fw_wire_get_u64(c);
 }
 
@@ -401,6 +444,11 @@ int fw_wire_parse_reply(const void *buf, size_t len, struct fw_wire_reply *r)
 	case FW_WIRE_OP_INFO:
 		get_info(&c, &r->body.info);
 		break;
+	case FW_WIRE_OP_UUID7:
+		for (uint16_t i = 0; i < h->count; i++)
+			for (unsigned k = 0; k < FW_WIRE_UUID_LEN; k++)
+				r->body.uuids[i][k] = fw_wire_get_u8(&c);
+		break;
 	}
 	/* Lengths were checked above; this guards the cursor arithmetic itself. */
 	return c.error;
@@ -413,6 +461,7 @@ const char *fw_wire_op_name(uint8_t op)
 		[FW_WIRE_OP_LIST] = "list",
 		[FW_WIRE_OP_RANGE] = "range",
 		[FW_WIRE_OP_INFO] = "info",
+		[FW_WIRE_OP_UUID7] = "uuid7",
 	};
 	/* Logs name a reply by its request's op. */
 	uint8_t i = op & (uint8_t)~FW_WIRE_OP_REPLY;
@@ -431,6 +480,7 @@ const char *fw_wire_status_name(uint8_t status)
 		[FW_WIRE_ST_RETRY_AFTER] = "retry-after",
 		[FW_WIRE_ST_REFUSED] = "refused",
 		[FW_WIRE_ST_CLOCK_UNSAFE] = "clock-unsafe",
+		[FW_WIRE_ST_NO_LEASE] = "no-lease",
 	};
 
 	if (status >= FW_WIRE_ST_COUNT)

@@ -134,4 +134,27 @@ expect_match "layout --json" "$out" '^\{.*"ids_per_ms":4096,.*"workers":1024,.*\
 expect_usage "layout rejects --worker-bits 30" "--worker-bits 30" layout --worker-bits 30
 expect_usage "layout rejects an argument" "'1'" layout 1
 
+# UUIDs (issue 12). RFC 9562 appendix A.6: a UUIDv7 of 2022-02-22T19:22:22.000Z.
+run decode 017F22E2-79B0-7CC3-98C4-DC0C0C07398F
+expect_match "decode the RFC 9562 UUIDv7 vector" "$out" \
+	'^017f22e2-79b0-7cc3-98c4-dc0c0c07398f  version 7  variant rfc9562  2022-02-22T19:22:22.000Z  unix_ms 1645557742000  note: not made by flakewire'
+# PROTOCOL.md's worked example: worker 7, counter 5, 1000 ms after the epoch.
+run decode 019b76da-abe8-7005-807f-7abcdef01234
+expect_eq "decode a flakewire UUIDv7" "$out" \
+	"019b76da-abe8-7005-807f-7abcdef01234  version 7  variant rfc9562  2026-01-01T00:00:01.000Z  unix_ms 1767225601000  datacenter 0  worker 7  counter 5  random_bits 44"
+run decode --json 019b76da-abe8-7005-807f-7abcdef01234
+expect_match "decode --json a UUIDv7" "$out" '"flakewire":true,"datacenter":0,"worker":7,"counter":5,"random_bits":44}$'
+# The same UUID read with another layout has no tag where that layout puts it.
+run decode --worker-bits 8 019b76da-abe8-7005-807f-7abcdef01234
+expect_match "decode a UUIDv7 with the wrong layout" "$out" 'note: not made by flakewire in layout 43/0/8/12'
+run decode 919108f7-52d1-4320-9bac-f847db4148a8
+expect_match "decode a UUIDv4" "$out" 'version 4  variant rfc9562  note: not a UUIDv7'
+printf '%s\n' 4194324487 019b76da-abe8-7005-807f-7abcdef01234 | "$fc" decode >/dev/null
+expect_eq "decode IDs and UUIDs from stdin" "$?" 0
+expect_usage "reject a 35-character UUID" "is 36 characters" decode 017f22e2-79b0-7cc3-98c4-dc0c0c07398
+expect_usage "reject a UUID without its hyphen" "character 9 is '0', expected '-'" \
+	decode 017f22e2079b0-7cc3-98c4-dc0c0c07398f
+expect_usage "reject a UUID with a non-hex digit" "character 36 is 'g', not a hex digit" \
+	decode 017f22e2-79b0-7cc3-98c4-dc0c0c07398g
+
 finish

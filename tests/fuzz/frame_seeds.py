@@ -35,6 +35,8 @@ for src, tag in (("10.77.0.1", "untrusted"), ("10.99.0.1", "trusted")):
     put(f"range-{tag}", eth(ip(udp(req(3, 5000, 36), src), src)))
     put(f"range-max-{tag}", eth(ip(udp(req(3, 65535, 200), src), src)))
     put(f"info-{tag}", eth(ip(udp(req(4, 0, 32), src), src)))
+    put(f"uuid7-2-{tag}", eth(ip(udp(req(5, 2, 32), src), src)))
+    put(f"uuid7-90-{tag}", eth(ip(udp(req(5, 90, 20), src), src)))
 put("bad-version", eth(ip(udp(req(1, 1, 8, version=9), "10.77.0.1"), "10.77.0.1")))
 put("denied-source", eth(ip(udp(req(1, 1, 8), "192.0.2.1"), "192.0.2.1")))
 put("reflector-53", eth(ip(udp(req(1, 1, 8), "10.77.0.1", sport=53), "10.77.0.1")))

@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		[0 ... FW_WIRE_RANGES_MAX - 1] = {.first = 1, .n = 1},
 	};
 	static const struct fw_wire_info info = {.version_min = 1, .version_max = 1};
+	static const uint8_t uuids[FW_WIRE_UUID7_MAX][FW_WIRE_UUID_LEN];
 	struct fw_wire_hdr h;
 	uint8_t *buf;
 	size_t cap;
@@ -81,6 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = (uint16_t)((h.count + 4095u) / 4096u + 1);
 		n = n < FW_WIRE_RANGES_MAX ? n : FW_WIRE_RANGES_MAX;
 		len = fw_wire_write_ranges(buf, cap, &h, ranges, n);
+		break;
+	case FW_WIRE_OP_UUID7:
+		n = h.count;
+		len = fw_wire_write_uuids(buf, cap, &h, uuids, n);
 		break;
 	default:
 		len = fw_wire_write_info(buf, cap, &h, &info);

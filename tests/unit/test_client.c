@@ -25,6 +25,7 @@
 #include "fw_client.h"
 #include "fw_err.h"
 #include "fw_layout.h"
+#include "fw_uuid.h"
 #include "fw_wire.h"
 
 #define FAKE_DC      3
@@ -49,8 +50,8 @@ struct fake {
 	atomic_uint param;
 
 	/* Per request op: how many seen, length of the last one. */
-	atomic_uint nreq[FW_WIRE_OP_INFO + 1];
-	atomic_uint last_len[FW_WIRE_OP_INFO + 1];
+	atomic_uint nreq[FW_WIRE_OP_UUID7 + 1];
+	atomic_uint last_len[FW_WIRE_OP_UUID7 + 1];
 
 	struct sockaddr_storage from;
 	socklen_t fromlen;
@@ -60,6 +61,8 @@ struct fake {
 	uint32_t seq;
 	atomic_uint list_cap;
 	atomic_bool refuse_info;
+	atomic_bool no_uuid7;   /* INFO features without UUID7 */
+	atomic_bool bad_uuid;   /* the next UUID7 reply has a UUID of version 4 */
 	atomic_ullong good_first; /* first ID of the last reply meant to be accepted */
 };
 
@@ -114,6 +117,8 @@ static int fake_build(struct fake *f, const struct fw_wire_hdr *req, uint8_t *bu
 	uint64_t ids[FW_WIRE_LIST_MAX];
 	struct fw_wire_range r[FW_WIRE_RANGES_MAX];
 	struct fw_wire_info info = {0};
+	uint8_t u[FW_WIRE_UUID7_MAX][FW_UUID_LEN];
+	struct fw_uuid7_fmt fmt;
 	unsigned n = 0;
 
 	switch (req->op) {
@@ -157,7 +162,18 @@ static int fake_build(struct fake *f, const struct fw_wire_hdr *req, uint8_t *bu
 		info.ranges_max = FW_WIRE_RANGES_MAX;
 		info.max_borrow_ms = 5;
 		info.clock_offset_ns = -42;
+		info.features = atomic_load(&f->no_uuid7) ? 0 : FW_WIRE_INFO_F_UUID7;
 		return fw_wire_write_info(buf, cap, &h, &info);
+	case FW_WIRE_OP_UUID7:
+		if (fw_uuid7_fmt_init(&fmt, &f->layout, FAKE_DC, FAKE_WORKER) != 0)
+			abort();
+		n = req->count;
+		for (unsigned i = 0; i < n; i++)
+			if (fw_uuid7_from_id(&fmt, fake_next_id(f), (uint64_t)random() << 20 ^ (uint64_t)random(), u[i]) != 0)
+				abort();
+		if (atomic_exchange(&f->bad_uuid, false))
+			u[n - 1][6] = (uint8_t)(0x40 | (u[n - 1][6] & 0x0F));
+		return fw_wire_write_uuids(buf, cap, &h, (const uint8_t(*)[FW_UUID_LEN])u, (uint16_t)n);
 	}
 	return -1;
 }
@@ -1041,6 +1057,277 @@ static void test_ipv6(void **state)
 	fake_stop(f);
 }
 
+/* ---- Refills outside the lock (issue 11, fix 5) ---- */
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+#define SLOW_MS 300
+
+/* Every RANGE request after the first is answered SLOW_MS late. */
+static void beh_slow_later_ranges(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	if (req->op == FW_WIRE_OP_RANGE && k >= 1)
+		sleep_ms(SLOW_MS);
+	fake_answer(f, req);
+}
+
+struct taker {
+	struct fw_client *c;
+	int calls;
+	int rc;
+	uint64_t last;
+};
+
+static void *taker_run(void *p)
+{
+	struct taker *t = p;
+
+	for (int i = 0; i < t->calls && t->rc == 0; i++)
+		t->rc = fw_client_next(t->c, &t->last);
+	return NULL;
+}
+
+static struct fw_client *client_opts_for(const struct fake *f, uint32_t prefetch, uint32_t low,
+					 uint32_t timeout_ms)
+{
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+
+	fw_client_opts_init(&o);
+	o.timeout_ms = timeout_ms;
+	o.retries = 1;
+	o.prefetch = prefetch;
+	o.low_water = low;
+	o.trusted = true;
+	fake_addr(f, addr, sizeof(addr));
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	return c;
+}
+
+/*
+ * While one thread's refill waits SLOW_MS for the responder, another thread
+ * takes the IDs that remain at once. Before the fix the refill held the
+ * client's mutex, and the second thread waited the whole round trip.
+ */
+static void test_refill_outside_lock(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_slow_later_ranges);
+	struct fw_client *c = client_opts_for(f, 1000, 500, 2000);
+	struct taker t = {.c = c, .calls = 3};
+	pthread_t thr;
+	uint64_t id, prev, t0, deadline;
+
+	(void)state;
+	/* The first fill is fast: 1000 IDs; take 499 of them (501 left). */
+	for (int i = 0; i < 499; i++)
+		assert_int_equal(fw_client_next(c, &id), 0);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]), 1);
+	/* The taker's third call finds 499 < low_water and starts the slow refill. */
+	assert_int_equal(pthread_create(&thr, NULL, taker_run, &t), 0);
+	deadline = mono_ms() + 2000;
+	while (atomic_load(&f->nreq[FW_WIRE_OP_RANGE]) < 2 && mono_ms() < deadline)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]), 2);
+
+	t0 = mono_ms();
+	prev = id;
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(fw_client_next(c, &id), 0);
+		assert_true(id > prev);
+		prev = id;
+	}
+	/* 200 IDs from the buffer: far less than the refill's SLOW_MS. */
+	assert_true(mono_ms() - t0 < SLOW_MS / 2);
+	pthread_join(thr, NULL);
+	assert_int_equal(t.rc, 0);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+/* Every RANGE request is answered SLOW_MS / 3 late. */
+static void beh_slow_ranges(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	if (req->op == FW_WIRE_OP_RANGE)
+		sleep_ms(SLOW_MS / 3);
+	fake_answer(f, req);
+}
+
+/* Callers that find the buffer empty while a refill is in flight wait for it, not send their own. */
+static void test_empty_buffer_waits_for_refill(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_slow_ranges);
+	struct fw_client *c = client_opts_for(f, 2000, 10, 2000);
+	struct taker t[4];
+	pthread_t thr[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct taker){.c = c, .calls = 100};
+		assert_int_equal(pthread_create(&thr[i], NULL, taker_run, &t[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(thr[i], NULL);
+		assert_int_equal(t[i].rc, 0);
+	}
+	/* 400 IDs out of one refill of 2000: one RANGE request in all. */
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]), 1);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+/* ---- UUIDv7 ---- */
+
+static void assert_uuid_from_fake(const uint8_t *u)
+{
+	struct fw_layout l;
+	struct fw_uuid7_parts p;
+
+	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
+	assert_int_equal(fw_uuid7_decode(&l, u, &p), 0);
+	assert_true(p.is_v7 && p.flakewire);
+	assert_int_equal(p.datacenter, FAKE_DC);
+	assert_int_equal(p.worker, FAKE_WORKER);
+}
+
+static void test_uuid7_get(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_for(f, false);
+	static uint8_t u[200][FW_UUID_LEN];
+	char text[FW_UUID_TEXT_LEN];
+	size_t got = 0;
+
+	(void)state;
+	assert_int_equal(fw_client_get_uuid7(c, u, 200, &got), 0);
+	assert_int_equal(got, 200);
+	/* 90 + 90 + 20, each padded to its full reply. */
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_UUID7]), 3);
+	assert_int_equal(atomic_load(&f->last_len[FW_WIRE_OP_UUID7]), 24 + 16 * 20);
+	for (int i = 0; i < 200; i++) {
+		assert_uuid_from_fake(u[i]);
+		if (i)
+			assert_true(fw_uuid_cmp(u[i - 1], u[i]) < 0);
+	}
+	fw_uuid_format(u[0], text);
+	assert_int_equal(strlen(text), 36);
+	assert_int_equal(text[14], '7');
+	assert_true(text[19] >= '8' && text[19] <= 'b');
+	/* A UUID that is not version 7: the whole reply is refused. */
+	atomic_store(&f->bad_uuid, true);
+	assert_int_equal(fw_client_get_uuid7(c, u, 5, &got), FW_EINVALID);
+	assert_int_equal(got, 0);
+	assert_int_equal(fw_client_get_uuid7(c, u, 0, &got), 0);
+	assert_int_equal(fw_client_get_uuid7(c, NULL, 1, &got), -EINVAL);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_uuid7_unsupported(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c;
+	uint8_t u[1][FW_UUID_LEN];
+	size_t got;
+
+	(void)state;
+	atomic_store(&f->no_uuid7, true);
+	c = client_for(f, false);
+	assert_int_equal(fw_client_get_uuid7(c, u, 1, &got), -EOPNOTSUPP);
+	assert_int_equal(fw_client_next_uuid7(c, u[0]), -EOPNOTSUPP);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_UUID7]), 0);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+#define UTHREADS 4
+#define UPER     400
+
+struct utaker {
+	struct fw_client *c;
+	uint8_t u[UPER][FW_UUID_LEN];
+	int rc;
+};
+
+static void *utaker_run(void *p)
+{
+	struct utaker *t = p;
+
+	for (int i = 0; i < UPER && t->rc == 0; i++)
+		t->rc = fw_client_next_uuid7(t->c, t->u[i]);
+	return NULL;
+}
+
+static int cmp_uuid(const void *a, const void *b)
+{
+	return fw_uuid_cmp(a, b);
+}
+
+static void test_uuid7_next_threads(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_opts_for(f, 300, 100, 200);
+	struct utaker *t = calloc(UTHREADS, sizeof(*t));
+	uint8_t(*all)[FW_UUID_LEN] = calloc(UTHREADS * UPER, FW_UUID_LEN);
+	pthread_t thr[UTHREADS];
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(all);
+	for (int i = 0; i < UTHREADS; i++) {
+		t[i].c = c;
+		assert_int_equal(pthread_create(&thr[i], NULL, utaker_run, &t[i]), 0);
+	}
+	for (int i = 0; i < UTHREADS; i++) {
+		pthread_join(thr[i], NULL);
+		assert_int_equal(t[i].rc, 0);
+		for (int j = 0; j < UPER; j++) {
+			if (j)
+				assert_true(fw_uuid_cmp(t[i].u[j - 1], t[i].u[j]) < 0);
+			memcpy(all[i * UPER + j], t[i].u[j], FW_UUID_LEN);
+		}
+	}
+	qsort(all, UTHREADS * UPER, FW_UUID_LEN, cmp_uuid);
+	for (int i = 1; i < UTHREADS * UPER; i++)
+		assert_true(fw_uuid_cmp(all[i - 1], all[i]) < 0);
+	assert_uuid_from_fake(all[0]);
+	/* Prefetched: 1600 UUIDs in requests of up to 90. */
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_UUID7]) <= 1600 / 90 + 8);
+	fw_client_close(c);
+	free(all);
+	free(t);
+	fake_stop(f);
+}
+
+/* RANGE requests are padded for the responder's 2^seq_bits IDs per range. */
+static void test_range_padding_from_info(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c;
+	struct fw_wire_range r[FW_WIRE_RANGES_MAX];
+	size_t n;
+
+	(void)state;
+	/* 8 sequence bits: 256 IDs per ms. */
+	assert_int_equal(fw_layout_init(&f->layout, FW_DEFAULT_EPOCH_MS, 5, 5, 8, 0), 0);
+	c = client_for(f, false);
+	assert_int_equal(fw_client_get_range(c, 4096, r, FW_WIRE_RANGES_MAX, &n), 0);
+	/* ceil(4096 / 256) + 1 = 17 ranges, capped at 16: 24 + 16 x 12. */
+	assert_int_equal(atomic_load(&f->last_len[FW_WIRE_OP_RANGE]), 216);
+	assert_int_equal(fw_client_get_range(c, 300, r, FW_WIRE_RANGES_MAX, &n), 0);
+	assert_int_equal(atomic_load(&f->last_len[FW_WIRE_OP_RANGE]), 24 + 12 * 3);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1066,6 +1353,12 @@ int main(void)
 		cmocka_unit_test(test_next_threads_range),
 		cmocka_unit_test(test_next_threads_list),
 		cmocka_unit_test(test_ipv6),
+		cmocka_unit_test(test_refill_outside_lock),
+		cmocka_unit_test(test_empty_buffer_waits_for_refill),
+		cmocka_unit_test(test_uuid7_get),
+		cmocka_unit_test(test_uuid7_unsupported),
+		cmocka_unit_test(test_uuid7_next_threads),
+		cmocka_unit_test(test_range_padding_from_info),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -172,6 +172,7 @@ static void info_reports_layout(void **state)
 	assert_int_equal(r.body.info.max_borrow_ms, 4);
 	assert_int_equal(r.body.info.clock_offset_ns, -1234);
 	assert_true(r.hdr.flags & FW_WIRE_F_SLEWING);
+	assert_int_equal(r.body.info.features, FW_WIRE_INFO_F_UUID7);
 	assert_int_equal(ask(FW_WIRE_OP_INFO, 1, FW_WIRE_HDR_LEN, false, NOW, &r), FW_WIRE_HDR_LEN);
 	assert_int_equal(r.hdr.status, FW_WIRE_ST_REFUSED);
 }
@@ -242,13 +243,13 @@ static void untrusted_reply_never_larger_than_request(void **state)
 {
 	(void)state;
 	static const uint8_t ops[] = {FW_WIRE_OP_ID, FW_WIRE_OP_LIST, FW_WIRE_OP_RANGE,
-				      FW_WIRE_OP_INFO};
+				      FW_WIRE_OP_INFO, FW_WIRE_OP_UUID7};
 	uint64_t now = NOW;
 	setup_serve(4);
 	fw_gen_set_mark(&srv.gen, UINT64_C(1) << 40);
 	for (size_t o = 0; o < FW_ARRAY_SIZE(ops); o++) {
 		for (size_t len = FW_WIRE_HDR_LEN; len <= 400; len += 7) {
-			uint16_t counts[] = {1, 2, 50, 181, 5000};
+			uint16_t counts[] = {1, 2, 50, 90, 181, 5000};
 			for (size_t c = 0; c < FW_ARRAY_SIZE(counts); c++) {
 				uint16_t count = counts[c];
 				if (ops[o] == FW_WIRE_OP_ID || ops[o] == FW_WIRE_OP_INFO)
@@ -261,6 +262,110 @@ static void untrusted_reply_never_larger_than_request(void **state)
 			}
 		}
 	}
+}
+
+/* Checks a UUID of worker 9 in the default layout; returns its (ms, counter) as an ID would hold them. */
+static uint64_t check_uuid(const uint8_t *u)
+{
+	struct fw_uuid7_parts p;
+
+	assert_int_equal(u[6] >> 4, 7);   /* version */
+	assert_int_equal(u[8] >> 6, 2);   /* variant 10 */
+	assert_int_equal(fw_uuid7_decode(NULL, u, &p), 0);
+	assert_true(p.is_v7 && p.flakewire);
+	assert_int_equal(p.worker, 9);
+	assert_int_equal(p.datacenter, 0);
+	assert_true(p.unix_ms >= FW_DEFAULT_EPOCH_MS);
+	return (p.unix_ms - FW_DEFAULT_EPOCH_MS) << 22 | 9u << 12 | p.counter;
+}
+
+static void uuid7_list_is_rfc9562_and_carries_the_worker(void **state)
+{
+	(void)state;
+	struct fw_wire_reply r;
+	setup_serve(4);
+	assert_int_equal(ask(FW_WIRE_OP_UUID7, FW_WIRE_UUID7_MAX, 0, false, NOW, &r), 1464);
+	assert_int_equal(r.hdr.status, FW_WIRE_ST_OK);
+	assert_int_equal(r.hdr.count, FW_WIRE_UUID7_MAX);
+	assert_int_equal(r.hdr.flags, 0);
+	for (unsigned i = 0; i < FW_WIRE_UUID7_MAX; i++) {
+		uint64_t key = check_uuid(r.body.uuids[i]);
+		assert_int_equal(key, (uint64_t)NOW << 22 | 9u << 12 | i); /* counter = sequence */
+		if (i > 0)
+			assert_true(fw_uuid_cmp(r.body.uuids[i - 1], r.body.uuids[i]) < 0);
+	}
+	/* Random bits differ between neighbours (2^-44 to collide). */
+	assert_memory_not_equal(r.body.uuids[0] + 10, r.body.uuids[1] + 10, 6);
+	assert_int_equal(srv.stats.uuids, FW_WIRE_UUID7_MAX);
+	assert_int_equal(srv.stats.ids, FW_WIRE_UUID7_MAX);
+	assert_int_equal(srv.stats.ops[FW_WIRE_OP_UUID7], 1);
+
+	/* Untrusted: fit the request; not even one UUID: REFUSED. */
+	assert_int_equal(ask(FW_WIRE_OP_UUID7, 2, 0, false, NOW, &r), 56);
+	assert_int_equal(r.hdr.count, 2);
+	assert_int_equal(ask(FW_WIRE_OP_UUID7, 2, 50, false, NOW, &r), 40);
+	assert_int_equal(r.hdr.count, 1);
+	assert_true(r.hdr.flags & FW_WIRE_F_PARTIAL);
+	assert_int_equal(ask(FW_WIRE_OP_UUID7, 1, 39, false, NOW, &r), FW_WIRE_HDR_LEN);
+	assert_int_equal(r.hdr.status, FW_WIRE_ST_REFUSED);
+	/* Trusted and unpadded: the full reply. */
+	assert_int_equal(ask(FW_WIRE_OP_UUID7, 90, FW_WIRE_HDR_LEN, true, NOW, &r), 1464);
+	/* Bad counts. */
+	assert_int_equal(ask(FW_WIRE_OP_UUID7, 91, 0, false, NOW, &r), FW_WIRE_HDR_LEN);
+	assert_int_equal(r.hdr.status, FW_WIRE_ST_BAD_REQUEST);
+}
+
+/*
+ * IDs and UUIDs from one worker, interleaved, across borrowing, RETRY_AFTER
+ * and a small backward step: every (ms, sequence) is used once, and each kind
+ * strictly increases.
+ */
+static void uuid7_and_ids_share_one_sequence(void **state)
+{
+	(void)state;
+	static uint64_t keys[40000];
+	size_t nk = 0;
+	uint8_t last_uuid[FW_UUID_LEN] = {0};
+	uint64_t last_id = 0, now = NOW;
+	bool borrowed = false, retried = false, backstep = false;
+	struct fw_wire_reply r;
+
+	setup_serve(2);
+	for (int round = 0; round < 300; round++) {
+		uint8_t op = round % 3 == 0 ? FW_WIRE_OP_LIST : FW_WIRE_OP_UUID7;
+		uint16_t count = op == FW_WIRE_OP_LIST ? FW_WIRE_LIST_MAX : FW_WIRE_UUID7_MAX;
+		if (round == 150)
+			now -= 1; /* a step back by 1 ms */
+		else if (round % 40 == 39)
+			now += 1;
+		int out = ask(op, count, 0, true, now, &r);
+		assert_true(out > 0);
+		if (r.hdr.status == FW_WIRE_ST_RETRY_AFTER) {
+			retried = true;
+			assert_true(r.hdr.retry_after_us > 0);
+			continue;
+		}
+		assert_int_equal(r.hdr.status, FW_WIRE_ST_OK);
+		borrowed |= (r.hdr.flags & FW_WIRE_F_BORROWED) != 0;
+		backstep |= (r.hdr.flags & FW_WIRE_F_BACKSTEP) != 0;
+		for (unsigned i = 0; i < r.hdr.count; i++) {
+			assert_true(nk < FW_ARRAY_SIZE(keys));
+			if (op == FW_WIRE_OP_LIST) {
+				assert_true(r.body.ids[i] > last_id);
+				last_id = r.body.ids[i];
+				keys[nk++] = r.body.ids[i];
+			} else {
+				assert_true(fw_uuid_cmp(last_uuid, r.body.uuids[i]) < 0);
+				memcpy(last_uuid, r.body.uuids[i], FW_UUID_LEN);
+				keys[nk++] = check_uuid(r.body.uuids[i]);
+			}
+		}
+	}
+	assert_true(borrowed && retried && backstep);
+	/* Issue order is (ms, sequence) order: the merged keys strictly increase. */
+	for (size_t i = 1; i < nk; i++)
+		assert_true(keys[i] > keys[i - 1]);
+	assert_true(nk > 10000);
 }
 
 static void stats_add_sums_every_counter(void **state)
@@ -289,6 +394,8 @@ int main(void)
 		cmocka_unit_test(garbage_and_replies_are_dropped_and_counted),
 		cmocka_unit_test(untrusted_reply_never_larger_than_request),
 		cmocka_unit_test(stats_add_sums_every_counter),
+		cmocka_unit_test(uuid7_list_is_rfc9562_and_carries_the_worker),
+		cmocka_unit_test(uuid7_and_ids_share_one_sequence),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

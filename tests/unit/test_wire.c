@@ -264,7 +264,7 @@ static const struct fw_wire_info sample_info = {
 	.list_max = FW_WIRE_LIST_MAX,
 	.ranges_max = FW_WIRE_RANGES_MAX,
 	.max_borrow_ms = 0xBEEF,
-	.reserved = 0,
+	.features = FW_WIRE_INFO_F_UUID7,
 	.clock_offset_ns = -1234567890123ll,
 };
 
@@ -286,6 +286,8 @@ static void test_reply_info(void **state)
 	assert_int_equal(buf[FW_WIRE_HDR_LEN + 15], FW_WIRE_LIST_MAX);
 	assert_int_equal(buf[FW_WIRE_HDR_LEN + 18], 0xBE);
 	assert_int_equal(buf[FW_WIRE_HDR_LEN + 24], 0xFF);
+	/* features: u32 at datagram offset 44, bit 0 = UUID7. */
+	assert_memory_equal(buf + 44, "\x00\x00\x00\x01", 4);
 
 	memset(&r, 0, sizeof(r));
 	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n, &r), 0);
@@ -301,8 +303,89 @@ static void test_reply_info(void **state)
 	assert_int_equal(out->list_max, in->list_max);
 	assert_int_equal(out->ranges_max, in->ranges_max);
 	assert_int_equal(out->max_borrow_ms, in->max_borrow_ms);
-	assert_int_equal(out->reserved, in->reserved);
+	assert_int_equal(out->features, in->features);
 	assert_true(out->clock_offset_ns == in->clock_offset_ns);
+}
+
+static void test_uuid7(void **state)
+{
+	uint8_t u[FW_WIRE_UUID7_MAX][FW_WIRE_UUID_LEN];
+	uint8_t buf[FW_WIRE_MTU_PAYLOAD + 8];
+	struct fw_wire_hdr h = reply_hdr(FW_WIRE_OP_UUID7, FW_WIRE_ST_OK);
+	struct fw_wire_hdr rq;
+	struct fw_wire_reply r;
+	int n;
+
+	(void)state;
+	/* Request: count 1..90, padded to the full reply. */
+	assert_int_equal(fw_wire_request_size(FW_WIRE_OP_UUID7, 1), 40);
+	assert_int_equal(fw_wire_request_size(FW_WIRE_OP_UUID7, 2), 56);
+	assert_int_equal(fw_wire_request_size(FW_WIRE_OP_UUID7, FW_WIRE_UUID7_MAX), 1464);
+	assert_true(fw_wire_request_size(FW_WIRE_OP_UUID7, FW_WIRE_UUID7_MAX) <=
+		    FW_WIRE_MTU_PAYLOAD);
+	assert_true(fw_wire_reply_size(FW_WIRE_OP_UUID7, FW_WIRE_UUID7_MAX + 1) >
+		    FW_WIRE_MTU_PAYLOAD);
+	n = fw_wire_write_request(buf, sizeof(buf), FW_WIRE_OP_UUID7, 2, TAG, true);
+	assert_int_equal(n, 56);
+	assert_memory_equal(buf, "\x46\x4B\x01\x05\x00\x00\x00\x02", 8);
+	assert_int_equal(fw_wire_parse_request(buf, (size_t)n, &rq), 0);
+	assert_int_equal(rq.op, FW_WIRE_OP_UUID7);
+	assert_int_equal(rq.count, 2);
+
+	/* Reply: UUIDs copied byte for byte at 24 + 16 i. */
+	for (unsigned i = 0; i < FW_WIRE_UUID7_MAX; i++)
+		for (unsigned k = 0; k < FW_WIRE_UUID_LEN; k++)
+			u[i][k] = (uint8_t)(i * 16 + k);
+	n = fw_wire_write_uuids(buf, sizeof(buf), &h, (const uint8_t(*)[FW_WIRE_UUID_LEN])u,
+				FW_WIRE_UUID7_MAX);
+	assert_int_equal(n, 1464);
+	assert_int_equal(buf[3], FW_WIRE_OP_UUID7 | FW_WIRE_OP_REPLY);
+	assert_memory_equal(buf + 24 + 16 * 3, u[3], 16);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n, &r), 0);
+	assert_int_equal(r.hdr.count, FW_WIRE_UUID7_MAX);
+	assert_memory_equal(r.body.uuids, u, sizeof(u));
+	/* Truncated body, trailing byte, count above 90, count 0. */
+	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n - 1, &r), FW_EWIRE_SHORT);
+	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n + 1, &r), FW_EWIRE_BAD);
+	buf[7] = FW_WIRE_UUID7_MAX + 1;
+	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n + 16, &r), FW_EWIRE_BAD);
+	buf[7] = 0;
+	assert_int_equal(fw_wire_parse_reply(buf, FW_WIRE_HDR_LEN, &r), FW_EWIRE_BAD);
+	/* Not enough room. */
+	assert_int_equal(fw_wire_write_uuids(buf, 39, &h, (const uint8_t(*)[FW_WIRE_UUID_LEN])u, 1),
+			 FW_EWIRE_SPACE);
+}
+
+static void test_range_padding_seq(void **state)
+{
+	uint8_t buf[256];
+
+	(void)state;
+	/* 12 sequence bits: the same as fw_wire_request_size(). */
+	for (unsigned n = 1; n <= 65535; n += 97)
+		assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, (uint16_t)n, 12),
+				 fw_wire_request_size(FW_WIRE_OP_RANGE, (uint16_t)n));
+	/* 8 sequence bits (256 IDs per ms): 4096 IDs take 16 ranges, capped at 16. */
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, 256, 8), 24 + 12 * 2);
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, 257, 8), 24 + 12 * 3);
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, 4096, 8), 216);
+	/* 22 sequence bits: one range plus one always covers 65535. */
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, 65535, 22), 48);
+	/* Out-of-range widths fall back to 12; other ops do not depend on it. */
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, 4097, 0), 60);
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_RANGE, 4097, 23), 60);
+	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_LIST, 10, 8), 104);
+	/* Explicit length: header then zeros. */
+	memset(buf, 0xAA, sizeof(buf));
+	assert_int_equal(fw_wire_write_request_len(buf, sizeof(buf), FW_WIRE_OP_RANGE, 4096, TAG,
+						   216),
+			 216);
+	assert_int_equal(buf[215], 0);
+	assert_int_equal(buf[216], 0xAA);
+	assert_int_equal(fw_wire_write_request_len(buf, sizeof(buf), FW_WIRE_OP_ID, 1, TAG, 3), 24);
+	assert_int_equal(fw_wire_write_request_len(buf, 100, FW_WIRE_OP_ID, 1, TAG, 101),
+			 FW_EWIRE_SPACE);
 }
 
 /* Every request and reply shape, for the truncation test. */
@@ -498,7 +581,9 @@ static void test_bad_request(void **state)
 	(void)state;
 	/* Unknown ops. */
 	check_bad_request(0, 1, FW_WIRE_VERSION);
-	check_bad_request(5, 1, FW_WIRE_VERSION);
+	check_bad_request(6, 1, FW_WIRE_VERSION);
+	check_bad_request(FW_WIRE_OP_UUID7, 0, FW_WIRE_VERSION);
+	check_bad_request(FW_WIRE_OP_UUID7, FW_WIRE_UUID7_MAX + 1, FW_WIRE_VERSION);
 	check_bad_request(0x7F, 1, FW_WIRE_VERSION);
 	/* Counts out of each op's range. */
 	check_bad_request(FW_WIRE_OP_ID, 0, FW_WIRE_VERSION);
@@ -540,7 +625,7 @@ static void test_bad_reply(void **state)
 	h = reply_hdr(FW_WIRE_OP_LIST, FW_WIRE_ST_OK);
 	n = fw_wire_write_ids(buf, sizeof(buf), &h, ids, 2);
 	check_bad_reply(buf, (size_t)n, 3, FW_WIRE_OP_LIST);    /* not a reply */
-	check_bad_reply(buf, (size_t)n, 3, 0x85);               /* unknown op */
+	check_bad_reply(buf, (size_t)n, 3, 0x86);               /* unknown op */
 	check_bad_reply(buf, (size_t)n, 3, 0x80);               /* unknown op */
 	check_bad_reply(buf, (size_t)n, 4, FW_WIRE_ST_COUNT);   /* unknown status */
 	check_bad_reply(buf, (size_t)n, 4, 0xFF);               /* unknown status */
@@ -654,7 +739,8 @@ static void test_sizes(void **state)
 	/* Degenerate inputs. */
 	assert_int_equal(fw_wire_request_size(FW_WIRE_OP_LIST, 0), FW_WIRE_HDR_LEN);
 	assert_int_equal(fw_wire_request_size(0, 1), 0);
-	assert_int_equal(fw_wire_request_size(5, 1), 0);
+	assert_int_equal(fw_wire_request_size(6, 1), 0);
+	assert_int_equal(fw_wire_request_size_seq(6, 1, 12), 0);
 	assert_int_equal(fw_wire_request_size(FW_WIRE_OP_ID | FW_WIRE_OP_REPLY, 1), 0);
 	assert_int_equal(fw_wire_reply_size(0, 1), 0);
 	assert_int_equal(fw_wire_reply_size(0xFF, 1), 0);
@@ -785,7 +871,8 @@ static void test_names(void **state)
 	assert_string_equal(fw_wire_op_name(FW_WIRE_OP_INFO), "info");
 	assert_string_equal(fw_wire_op_name(FW_WIRE_OP_RANGE | FW_WIRE_OP_REPLY), "range");
 	assert_string_equal(fw_wire_op_name(0), "unknown");
-	assert_string_equal(fw_wire_op_name(5), "unknown");
+	assert_string_equal(fw_wire_op_name(FW_WIRE_OP_UUID7), "uuid7");
+	assert_string_equal(fw_wire_op_name(6), "unknown");
 	assert_string_equal(fw_wire_op_name(0xFF), "unknown");
 	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_OK), "ok");
 	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_BAD_REQUEST), "bad-request");
@@ -793,6 +880,7 @@ static void test_names(void **state)
 	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_RETRY_AFTER), "retry-after");
 	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_REFUSED), "refused");
 	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_CLOCK_UNSAFE), "clock-unsafe");
+	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_NO_LEASE), "no-lease");
 	assert_string_equal(fw_wire_status_name(FW_WIRE_ST_COUNT), "unknown");
 	assert_string_equal(fw_wire_status_name(0xFF), "unknown");
 }
@@ -808,7 +896,8 @@ int main(void)
 		cmocka_unit_test(test_bad_reply),      cmocka_unit_test(test_reply_trailing),
 		cmocka_unit_test(test_sizes),          cmocka_unit_test(test_cursor_read),
 		cmocka_unit_test(test_cursor_write),   cmocka_unit_test(test_write_space),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_names),          cmocka_unit_test(test_uuid7),
+		cmocka_unit_test(test_range_padding_seq),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

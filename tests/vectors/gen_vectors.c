@@ -226,7 +226,7 @@ static void reply(const char *name, const struct rep *r, const char *want)
 				       in->epoch_ms, in->time_bits, in->dc_bits, in->worker_bits,
 				       in->seq_bits, in->version_min, in->version_max,
 				       in->list_max, in->ranges_max, in->max_borrow_ms,
-				       in->reserved, in->clock_offset_ns);
+				       in->features, in->clock_offset_ns);
 				break;
 			}
 			case VEC_OP_UUID7:

@@ -176,7 +176,7 @@ static void check_rep(const struct kv *t)
 			 "%" PRIu64 ":%u:%u:%u:%u:%u:%u:%u:%u:%u:%" PRIu32 ":%" PRId64, in->epoch_ms,
 			 in->time_bits, in->dc_bits, in->worker_bits, in->seq_bits, in->version_min,
 			 in->version_max, in->list_max, in->ranges_max, in->max_borrow_ms,
-			 in->reserved, in->clock_offset_ns);
+			 in->features, in->clock_offset_ns);
 		if (strcmp(s, get(t, "info")) != 0) {
 			fail(name, "info differs");
 			return;
