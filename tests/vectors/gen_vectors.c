@@ -7,11 +7,7 @@
  *
  * Each reply case states the verdict its author intends; the generator
  * checks it against fw_wire_parse_reply() and exits 1 on a disagreement, so
- * the file can never say what lib/wire does not do. The exception: cases
- * that use the pre-assigned op 5 (UUID7) or status 6 (NO_LEASE) while this
- * lib/wire does not know them yet are written with their intended verdict,
- * unchecked; the C conformance test reports those as pending instead of
- * failing, and the file stays the same once lib/wire learns them.
+ * the file can never say what lib/wire does not do.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,18 +16,15 @@
 
 #include "fw_err.h"
 #include "fw_layout.h"
+#include "fw_uuid.h"
 #include "fw_wire.h"
 
-/* The numbers pre-assigned for the additions of protocol version 1. */
-#define VEC_OP_UUID7      5
-#define VEC_ST_NO_LEASE   6
-#define VEC_UUID_LEN      16
-#define VEC_UUID7_MAX     90 /* (1472 - 24) / 16 */
-#define VEC_INFO_F_UUID7  0x1u
+#define VEC_OP_UUID7     FW_WIRE_OP_UUID7
+#define VEC_ST_NO_LEASE  FW_WIRE_ST_NO_LEASE
+#define VEC_UUID_LEN     FW_WIRE_UUID_LEN
+#define VEC_INFO_F_UUID7 FW_WIRE_INFO_F_UUID7
 
 static int failures;
-static bool have_uuid7;   /* lib/wire knows op 5 */
-static bool have_nolease; /* lib/wire knows status 6 */
 
 static void hex(const uint8_t *b, size_t n)
 {
@@ -39,36 +32,22 @@ static void hex(const uint8_t *b, size_t n)
 		printf("%02x", b[i]);
 }
 
-static void request(const char *name, uint8_t op, uint16_t count, uint64_t tag, bool pad)
+/* A request padded for @seq sequence bits (RANGE: 2^seq IDs per range). */
+static void request(const char *name, uint8_t op, uint16_t count, uint64_t tag, bool pad,
+		    unsigned seq)
 {
 	uint8_t buf[2048];
 	int len;
-	bool pending = op == VEC_OP_UUID7 && !have_uuid7;
 
-	if (pending) {
-		/* As lib/wire will write it: LIST's layout with 16-byte entries. */
-		struct fw_wire_cur c;
-		size_t want = pad ? FW_WIRE_HDR_LEN + (size_t)count * VEC_UUID_LEN : FW_WIRE_HDR_LEN;
-
-		memset(buf, 0, sizeof(buf));
-		fw_wire_cur_init(&c, buf, sizeof(buf));
-		fw_wire_put_u16(&c, FW_WIRE_MAGIC);
-		fw_wire_put_u8(&c, FW_WIRE_VERSION);
-		fw_wire_put_u8(&c, op);
-		fw_wire_put_u8(&c, 0);
-		fw_wire_put_u8(&c, 0);
-		fw_wire_put_u16(&c, count);
-		fw_wire_put_u64(&c, tag);
-		len = (int)want;
-	} else {
-		len = fw_wire_write_request(buf, sizeof(buf), op, count, tag, pad);
-		if (len < 0) {
-			fprintf(stderr, "gen_vectors: request %s: %d\n", name, len);
-			exit(1);
-		}
+	len = fw_wire_write_request_len(buf, sizeof(buf), op, count, tag,
+					pad ? fw_wire_request_size_seq(op, count, seq) : 0);
+	if (len < 0 || (seq == 12 && pad &&
+			len != fw_wire_write_request(buf, sizeof(buf), op, count, tag, true))) {
+		fprintf(stderr, "gen_vectors: request %s: %d\n", name, len);
+		exit(1);
 	}
-	printf("req name=%s op=%u count=%u tag=%016" PRIx64 " pad=%d bytes=", name, op, count, tag,
-	       pad ? 1 : 0);
+	printf("req name=%s op=%u count=%u tag=%016" PRIx64 " pad=%d seq=%u bytes=", name, op,
+	       count, tag, pad ? 1 : 0, seq);
 	hex(buf, (size_t)len);
 	printf("\n");
 }
@@ -152,23 +131,14 @@ static void print_uuids(const struct rep *r, uint16_t count)
 static void reply(const char *name, const struct rep *r, const char *want)
 {
 	static struct fw_wire_reply p;
-	const char *needs = NULL;
-	uint8_t op = 0, status = 0;
+	uint8_t op = 0;
 	int rc;
 
-	if (r->len >= 6) {
+	if (r->len >= 6)
 		op = r->b[3] & (uint8_t)~FW_WIRE_OP_REPLY;
-		status = r->b[4];
-	}
 	memset(&p, 0, sizeof(p));
 	rc = fw_wire_parse_reply(r->b, r->len, &p);
-	if (r->len >= 6 && r->b[0] == 0x46 && r->b[1] == 0x4B && r->b[2] == FW_WIRE_VERSION) {
-		if (op == VEC_OP_UUID7 && !have_uuid7)
-			needs = "uuid7";
-		else if (status == VEC_ST_NO_LEASE && !have_nolease)
-			needs = "nolease";
-	}
-	if (!needs && strcmp(result_name(rc), want) != 0) {
+	if (strcmp(result_name(rc), want) != 0) {
 		fprintf(stderr, "gen_vectors: reply %s: lib/wire says %s, the vector says %s\n",
 			name, result_name(rc), want);
 		failures++;
@@ -177,7 +147,7 @@ static void reply(const char *name, const struct rep *r, const char *want)
 	if (!strcmp(want, "version")) {
 		printf(" tag=%016" PRIx64, p.hdr.tag);
 	} else if (!strcmp(want, "ok")) {
-		/* Read the header back from the bytes: for pending cases p is empty. */
+		/* Read the header back from the bytes, to check the parser's. */
 		struct fw_wire_hdr h;
 		struct fw_wire_cur c;
 
@@ -192,7 +162,7 @@ static void reply(const char *name, const struct rep *r, const char *want)
 		h.datacenter = fw_wire_get_u16(&c);
 		h.worker = fw_wire_get_u16(&c);
 		h.retry_after_us = fw_wire_get_u32(&c);
-		if (!needs && (h.version != p.hdr.version || h.op != p.hdr.op ||
+		if ((h.version != p.hdr.version || h.op != p.hdr.op ||
 			       h.status != p.hdr.status || h.flags != p.hdr.flags ||
 			       h.count != p.hdr.count || h.tag != p.hdr.tag ||
 			       h.datacenter != p.hdr.datacenter || h.worker != p.hdr.worker ||
@@ -231,6 +201,11 @@ static void reply(const char *name, const struct rep *r, const char *want)
 			}
 			case VEC_OP_UUID7:
 				print_uuids(r, h.count);
+				if (memcmp(p.body.uuids, r->b + FW_WIRE_HDR_LEN,
+					   (size_t)h.count * VEC_UUID_LEN) != 0) {
+					fprintf(stderr, "gen_vectors: reply %s: UUIDs\n", name);
+					failures++;
+				}
 				break;
 			}
 		}
@@ -254,18 +229,14 @@ static uint64_t mk_id(uint64_t ms, uint32_t w, uint32_t s)
 	return id;
 }
 
-/* A UUIDv7 at @unix_ms with counter @ctr in rand_a and worker @w in rand_b. */
-static void mk_uuid(uint8_t *u, uint64_t unix_ms, uint16_t ctr, uint16_t w, uint32_t rnd)
+/* A flakewire UUIDv7 of worker @w, default layout, at @unix_ms with counter @ctr. */
+static void mk_uuid(uint8_t *u, uint64_t unix_ms, uint16_t ctr, uint16_t w, uint64_t rnd)
 {
-	struct fw_wire_cur c;
+	struct fw_layout l;
 
-	fw_wire_cur_init(&c, u, VEC_UUID_LEN);
-	fw_wire_put_u32(&c, (uint32_t)(unix_ms >> 16));
-	fw_wire_put_u16(&c, (uint16_t)unix_ms);
-	fw_wire_put_u16(&c, (uint16_t)(0x7000u | (ctr & 0x0fffu)));
-	fw_wire_put_u16(&c, (uint16_t)(0x8000u | (w & 0x3fffu)));
-	fw_wire_put_u16(&c, (uint16_t)(rnd >> 16));
-	fw_wire_put_u32(&c, rnd * 2654435761u);
+	fw_layout_default(&l);
+	if (fw_uuid7_encode(&l, unix_ms, 0, w, ctr, rnd, u) < 0)
+		exit(1);
 }
 
 static void requests(void)
@@ -280,24 +251,37 @@ static void requests(void)
 	printf("# Requests: op, count, tag and padding in; the exact datagram out.\n");
 	for (int pad = 0; pad <= 1; pad++) {
 		snprintf(name, sizeof(name), "id-pad%d", pad);
-		request(name, FW_WIRE_OP_ID, 1, tags[t++ % 4], pad);
+		request(name, FW_WIRE_OP_ID, 1, tags[t++ % 4], pad, 12);
 		for (size_t i = 0; i < FW_ARRAY_SIZE(list_counts); i++) {
 			snprintf(name, sizeof(name), "list-%u-pad%d", list_counts[i], pad);
-			request(name, FW_WIRE_OP_LIST, list_counts[i], tags[t++ % 4], pad);
+			request(name, FW_WIRE_OP_LIST, list_counts[i], tags[t++ % 4], pad, 12);
 		}
 		for (size_t i = 0; i < FW_ARRAY_SIZE(range_counts); i++) {
 			snprintf(name, sizeof(name), "range-%u-pad%d", range_counts[i], pad);
-			request(name, FW_WIRE_OP_RANGE, range_counts[i], tags[t++ % 4], pad);
+			request(name, FW_WIRE_OP_RANGE, range_counts[i], tags[t++ % 4], pad, 12);
 		}
 		for (uint16_t n = 0; n <= 1; n++) {
 			snprintf(name, sizeof(name), "info-%u-pad%d", n, pad);
-			request(name, FW_WIRE_OP_INFO, n, tags[t++ % 4], pad);
+			request(name, FW_WIRE_OP_INFO, n, tags[t++ % 4], pad, 12);
 		}
 		for (size_t i = 0; i < FW_ARRAY_SIZE(uuid_counts); i++) {
 			snprintf(name, sizeof(name), "uuid7-%u-pad%d", uuid_counts[i], pad);
-			request(name, VEC_OP_UUID7, uuid_counts[i], tags[t++ % 4], pad);
+			request(name, VEC_OP_UUID7, uuid_counts[i], tags[t++ % 4], pad, 12);
 		}
 	}
+	/* RANGE padding follows the responder's sequence bits (2^seq IDs per range). */
+	static const unsigned seqs[] = {1, 4, 8, 16, 22};
+	static const uint16_t seq_counts[] = {1, 2, 3, 255, 256, 257, 4096, 65535};
+
+	for (size_t k = 0; k < FW_ARRAY_SIZE(seqs); k++) {
+		for (size_t i = 0; i < FW_ARRAY_SIZE(seq_counts); i++) {
+			snprintf(name, sizeof(name), "range-%u-seq%u", seq_counts[i], seqs[k]);
+			request(name, FW_WIRE_OP_RANGE, seq_counts[i], tags[t++ % 4], true, seqs[k]);
+		}
+	}
+	/* Other ops do not depend on the sequence bits. */
+	request("list-10-seq4", FW_WIRE_OP_LIST, 10, tags[0], true, 4);
+	request("uuid7-3-seq4", VEC_OP_UUID7, 3, tags[1], true, 4);
 }
 
 static const uint8_t ops[] = {FW_WIRE_OP_ID, FW_WIRE_OP_LIST, FW_WIRE_OP_RANGE, FW_WIRE_OP_INFO,
@@ -339,7 +323,8 @@ static void body_info(struct rep *r, uint32_t features, int64_t offset_ns)
 static void body_uuids(struct rep *r, uint16_t n)
 {
 	for (uint16_t i = 0; i < n; i++) {
-		mk_uuid(r->b + r->len, 1767225601000ull, (uint16_t)i, 7, 0x9e3779b9u ^ i);
+		mk_uuid(r->b + r->len, 1767225601000ull, (uint16_t)i, 7,
+			0xabcdef01234ull ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull));
 		r->len += VEC_UUID_LEN;
 	}
 }
@@ -609,11 +594,74 @@ static void decodes(void)
 	}
 }
 
+static void uuids(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t epoch;
+		uint8_t t, d, w, s;
+	} cases[] = {
+		/* PROTOCOL.md's worked example and its successor. */
+		{"019b76da-abe8-7005-807f-7abcdef01234", 1767225600000ull, 41, 0, 10, 12},
+		{"019b76da-abe8-7006-807f-7abcdef01234", 1767225600000ull, 41, 0, 10, 12},
+		/* RFC 9562 appendix A.6: a UUIDv7 made elsewhere (no flakewire tag). */
+		{"017f22e2-79b0-7cc3-98c4-dc0c0c07398f", 1767225600000ull, 41, 0, 10, 12},
+		/* Not version 7: a UUIDv4, and a version 7 with the wrong variant. */
+		{"919108f7-52d1-4320-9bac-f847db4148a8", 1767225600000ull, 41, 0, 10, 12},
+		{"019b76da-abe8-7005-c07f-7abcdef01234", 1767225600000ull, 41, 0, 10, 12},
+		{"00000000-0000-0000-0000-000000000000", 1767225600000ull, 41, 0, 10, 12},
+	};
+	static const struct {
+		uint64_t epoch;
+		uint8_t t, d, w, s;
+		uint64_t unix_ms;
+		uint32_t dc, worker, counter;
+		uint64_t rnd;
+	} made[] = {
+		{1767225600000ull, 40, 5, 5, 13, 1767225612345ull, 31, 17, 8191, 0x7ffffffull},
+		{1767225600000ull, 32, 10, 16, 5, 1767225600000ull, 1023, 65535, 0, 0},
+		{1767225600000ull, 62, 0, 0, 1, 1767225600001ull, 0, 0, 1, 0x1ffffffffffffffull},
+		{1288834974657ull, 41, 5, 5, 12, 1767225600123ull, 3, 9, 4095, 42},
+	};
+	uint8_t u[FW_UUID_LEN];
+	char text[FW_UUID_TEXT_LEN];
+
+	printf("# uuid: a UUID in canonical text read under a layout: ver, var (RFC 9562\n"
+	       "# variant code), v7, unix_ms, flakewire (the tag 0xF7 where the layout puts\n"
+	       "# it), and then counter, dc, worker.\n");
+	for (size_t i = 0; i < FW_ARRAY_SIZE(cases) + FW_ARRAY_SIZE(made); i++) {
+		struct fw_layout l;
+		struct fw_uuid7_parts p;
+
+		if (i < FW_ARRAY_SIZE(cases)) {
+			l = (struct fw_layout){cases[i].epoch, cases[i].t, cases[i].d, cases[i].w,
+					       cases[i].s};
+			if (fw_uuid_parse(cases[i].text, u, NULL, NULL) != 0)
+				exit(1);
+		} else {
+			size_t k = i - FW_ARRAY_SIZE(cases);
+
+			l = (struct fw_layout){made[k].epoch, made[k].t, made[k].d, made[k].w,
+					       made[k].s};
+			if (fw_uuid7_encode(&l, made[k].unix_ms, made[k].dc, made[k].worker,
+					    made[k].counter, made[k].rnd, u) < 0) {
+				fprintf(stderr, "gen_vectors: uuid case %zu\n", k);
+				exit(1);
+			}
+		}
+		if (fw_layout_validate(&l, 0) < 0 || fw_uuid7_decode(&l, u, &p) < 0)
+			exit(1);
+		printf("uuid epoch=%" PRIu64 " bits=%u:%u:%u:%u text=%s ver=%u var=%u v7=%d unix_ms=%" PRIu64
+		       " flakewire=%d counter=%u dc=%u worker=%u\n",
+		       l.epoch_ms, l.time_bits, l.dc_bits, l.worker_bits, l.seq_bits,
+		       fw_uuid_format(u, text), p.version, p.variant, p.is_v7 ? 1 : 0,
+		       p.is_v7 ? p.unix_ms : 0, p.flakewire ? 1 : 0, p.flakewire ? p.counter : 0,
+		       p.flakewire ? p.datacenter : 0, p.flakewire ? p.worker : 0);
+	}
+}
+
 int main(void)
 {
-	have_uuid7 = fw_wire_request_size(VEC_OP_UUID7, 1) != 0;
-	have_nolease = strcmp(fw_wire_status_name(VEC_ST_NO_LEASE), "unknown") != 0;
-
 	printf("# flakewire wire conformance vectors, protocol version 1.\n"
 	       "# Generated by tests/vectors/gen_vectors.c from lib/wire: do not edit.\n"
 	       "# Format: tests/vectors/README.md.\n");
@@ -621,6 +669,7 @@ int main(void)
 	accepted();
 	rejected();
 	decodes();
+	uuids();
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		perror("gen_vectors: stdout");
 		return 1;
