@@ -13,6 +13,7 @@ PKGS=(
 	python3 gnuplot-nox
 	libinih-dev # issue 11: lib/conf parses the INI file with libinih (no DPDK)
 	libzookeeper-mt-dev zookeeper default-jre-headless # issue 10: lib/fleet and its tests
+	python3-pytest golang-go default-jdk-headless junit5 nodejs # issue 14: the language clients
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 	redis-server redis-tools valgrind # issue 16: bench.sh Redis peer rows (4d-4h), callgrind row P
 )

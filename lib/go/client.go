@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Package flakewire is a client for the flakewire Snowflake ID responders
+// (UDP, protocol version 1), standard library only. It behaves as the C
+// client (lib/client/fw_client.h) does:
+//
+//   - every request carries a fresh random 64-bit tag; a reply is accepted
+//     only when its tag, op and source address match, so stale, foreign and
+//     garbled datagrams are ignored and the wait goes on;
+//   - requests are padded as PROTOCOL.md section 6 says (unless
+//     Options.Trusted), so a responder that does not trust this host still
+//     answers in full;
+//   - a silent responder is asked again (Timeout, 2x, 4x, ...), then the
+//     next one, round robin; CLOCK_UNSAFE and NO_LEASE move to the next
+//     responder at once; RETRY_AFTER waits as told (at most 1 s) and counts
+//     as an attempt;
+//   - every ID is checked before it is handed out: positive, strictly
+//     increasing within a reply and above the last one seen from that
+//     worker, no more than asked, carrying the datacenter and worker the
+//     reply names (the layout is learnt with an INFO request first) and a
+//     time within MaxSkew of this host's clock.
+//
+// A Client is safe for concurrent use by many goroutines; Next hands out
+// buffered IDs without waiting for a refill in flight.
+package flakewire
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RetryAfterMax is the longest RETRY_AFTER wait honoured.
+const RetryAfterMax = time.Second
+
+const workersTracked = 64
+
+// ErrTimeout: no responder answered within its attempts.
+var ErrTimeout = errors.New("flakewire: no responder answered")
+
+// StatusError: a responder answered with an error status, or every
+// responder kept answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE.
+type StatusError struct {
+	Status uint8
+	Reply  *Reply
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("flakewire: responder answered %s (status %d)", StatusName(e.Status), e.Status)
+}
+
+// InvalidReplyError: a reply failed validation; none of its IDs were used.
+type InvalidReplyError struct{ Msg string }
+
+func (e *InvalidReplyError) Error() string { return "flakewire: invalid reply: " + e.Msg }
+
+// Options of a Client. Start from DefaultOptions().
+type Options struct {
+	Timeout  time.Duration // first attempt's wait (1 ms..60 s), doubled per retry; 200 ms
+	Retries  int           // resends per responder, 0..10; 3
+	Prefetch int           // IDs fetched per refill by Next, 1..2^20; 1024
+	LowWater int           // Next refills in the background below this, 0..2^20; 256
+	Trusted  bool          // do not pad requests (a source the responder trusts); false
+	UseRange bool          // prefetch with RANGE, else LIST; true
+	MaxSkew  time.Duration // reject IDs further than this from the local clock; 0: off; 5 min
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{Timeout: 200 * time.Millisecond, Retries: 3, Prefetch: 1024, LowWater: 256,
+		UseRange: true, MaxSkew: 5 * time.Minute}
+}
+
+// Stats counts what a client did.
+type Stats struct {
+	Requests, Timeouts, RetryAfter, Failovers, Stray atomic.Uint64
+}
+
+type server struct {
+	spec string
+	addr *net.UDPAddr
+	conn *net.UDPConn
+}
+
+// Client asks responders for IDs. Create it with New.
+type Client struct {
+	opts  Options
+	srv   []*server
+	Stats Stats
+
+	net       sync.Mutex // one exchange at a time; guards the fields below
+	cur       int
+	layout    *Layout
+	infoDone  bool
+	seen      map[uint32]uint64
+	seenOrder []uint32
+	lastReply *Reply
+	rx        []byte
+
+	buf       sync.Mutex // guards the prefetch buffer
+	cond      *sync.Cond
+	runs      []Range
+	count     uint64
+	refilling bool
+	gen       uint64
+	refillErr error
+	holdUntil time.Time
+}
+
+// ParseServer splits "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare
+// IPv6 address into host and port (default 4242).
+func ParseServer(s string) (string, int, error) {
+	host, port := s, DefaultPort
+	var p string
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", 0, fmt.Errorf("flakewire: server %q: '[' without ']'", s)
+		}
+		host = s[1:end]
+		rest := s[end+1:]
+		if strings.HasPrefix(rest, ":") {
+			p = rest[1:]
+			if p == "" {
+				return "", 0, fmt.Errorf("flakewire: server %q: empty port", s)
+			}
+		} else if rest != "" {
+			return "", 0, fmt.Errorf("flakewire: server %q: unexpected %q after ']'", s, rest)
+		}
+	} else if strings.Count(s, ":") == 1 {
+		i := strings.IndexByte(s, ':')
+		host, p = s[:i], s[i+1:]
+		if p == "" {
+			return "", 0, fmt.Errorf("flakewire: server %q: empty port", s)
+		}
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("flakewire: server %q: empty host", s)
+	}
+	if p != "" {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 1 || v > 65535 || p[0] < '0' || p[0] > '9' {
+			return "", 0, fmt.Errorf("flakewire: server %q: port %q not in 1..65535", s, p)
+		}
+		port = v
+	}
+	return host, port, nil
+}
+
+// New creates a client for responders tried in the order given; opts nil
+// means DefaultOptions().
+func New(servers []string, opts *Options) (*Client, error) {
+	o := DefaultOptions()
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case len(servers) == 0:
+		return nil, errors.New("flakewire: at least one responder is needed")
+	case o.Timeout < time.Millisecond || o.Timeout > time.Minute:
+		return nil, fmt.Errorf("flakewire: Timeout %v not in 1ms..1m", o.Timeout)
+	case o.Retries < 0 || o.Retries > 10:
+		return nil, fmt.Errorf("flakewire: Retries %d not in 0..10", o.Retries)
+	case o.Prefetch < 1 || o.Prefetch > 1<<20:
+		return nil, fmt.Errorf("flakewire: Prefetch %d not in 1..%d", o.Prefetch, 1<<20)
+	case o.LowWater < 0 || o.LowWater > 1<<20:
+		return nil, fmt.Errorf("flakewire: LowWater %d not in 0..%d", o.LowWater, 1<<20)
+	case o.MaxSkew < 0:
+		return nil, fmt.Errorf("flakewire: MaxSkew %v is negative", o.MaxSkew)
+	}
+	c := &Client{opts: o, seen: map[uint32]uint64{}, rx: make([]byte, 2048)}
+	c.cond = sync.NewCond(&c.buf)
+	for _, s := range servers {
+		host, port, err := ParseServer(s)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("flakewire: server %q: %w", s, err)
+		}
+		network := "udp4"
+		if addr.IP.To4() == nil {
+			network = "udp6"
+		}
+		conn, err := net.ListenUDP(network, nil)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.srv = append(c.srv, &server{spec: s, addr: addr, conn: conn})
+	}
+	return c, nil
+}
+
+// Close closes the sockets. Buffered IDs are lost.
+func (c *Client) Close() error {
+	for _, s := range c.srv {
+		s.conn.Close()
+	}
+	return nil
+}
+
+// Layout is the layout learnt from INFO, nil before it is known.
+func (c *Client) Layout() *Layout {
+	c.net.Lock()
+	defer c.net.Unlock()
+	return c.layout
+}
+
+// LastReply is the header (and body) of the last reply accepted.
+func (c *Client) LastReply() *Reply {
+	c.net.Lock()
+	defer c.net.Unlock()
+	return c.lastReply
+}
+
+func (c *Client) await(s *server, op uint8, tag uint64, deadline time.Time) *Reply {
+	for {
+		if err := s.conn.SetReadDeadline(deadline); err != nil {
+			return nil
+		}
+		n, from, err := s.conn.ReadFromUDP(c.rx)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || time.Now().After(deadline) {
+				return nil
+			}
+			continue // e.g. ICMP port unreachable: keep waiting
+		}
+		if !from.IP.Equal(s.addr.IP) || from.Port != s.addr.Port {
+			c.Stats.Stray.Add(1)
+			continue
+		}
+		r, err := ParseReply(c.rx[:n])
+		if err != nil {
+			var we *WireError
+			if errors.As(err, &we) && we.Reason == "version" && we.Tag == tag {
+				return &Reply{Op: op | OpReply, Status: StBadVersion, Tag: tag}
+			}
+			c.Stats.Stray.Add(1)
+			continue
+		}
+		if r.Tag != tag || r.Op&^OpReply != op {
+			c.Stats.Stray.Add(1)
+			continue
+		}
+		return r
+	}
+}
+
+// exchange: one request with retries, RETRY_AFTER and failover; holds c.net.
+func (c *Client) exchange(op uint8, count uint16) (*Reply, error) {
+	var tb [8]byte
+	if _, err := rand.Read(tb[:]); err != nil {
+		return nil, err
+	}
+	tag := binary.BigEndian.Uint64(tb[:])
+	req := EncodeRequest(op, count, tag, !c.opts.Trusted)
+	var retryAfter, moved *Reply
+	for range c.srv {
+		s := c.srv[c.cur]
+	attempts:
+		for a := 0; a <= c.opts.Retries; a++ {
+			if _, err := s.conn.WriteToUDP(req, s.addr); err != nil {
+				break
+			}
+			c.Stats.Requests.Add(1)
+			r := c.await(s, op, tag, time.Now().Add(c.opts.Timeout<<a))
+			if r == nil {
+				c.Stats.Timeouts.Add(1)
+				continue
+			}
+			c.lastReply = r
+			switch r.Status {
+			case StOK:
+				return r, nil
+			case StRetryAfter:
+				c.Stats.RetryAfter.Add(1)
+				retryAfter = r
+				d := time.Duration(r.RetryAfterUs) * time.Microsecond
+				if d > RetryAfterMax {
+					d = RetryAfterMax
+				}
+				time.Sleep(d)
+			case StClockUnsafe, StNoLease:
+				moved = r
+				break attempts
+			default:
+				return nil, &StatusError{r.Status, r}
+			}
+		}
+		c.cur = (c.cur + 1) % len(c.srv)
+		c.Stats.Failovers.Add(1)
+	}
+	if moved != nil {
+		return nil, &StatusError{moved.Status, moved}
+	}
+	if retryAfter != nil {
+		return nil, &StatusError{retryAfter.Status, retryAfter}
+	}
+	return nil, ErrTimeout
+}
+
+func (c *Client) adoptInfo(r *Reply) {
+	i := r.Info
+	l := Layout{i.EpochMs, i.TimeBits, i.DcBits, i.WorkerBits, i.SeqBits}
+	if l.Validate() == nil && c.layout == nil {
+		c.layout = &l
+	}
+	c.infoDone = true
+}
+
+func (c *Client) ensureLayout() error {
+	if c.infoDone {
+		return nil
+	}
+	r, err := c.exchange(OpInfo, 0)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status != StRetryAfter {
+		c.infoDone = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.adoptInfo(r)
+	return nil
+}
+
+func (c *Client) checkID(id uint64, r *Reply, nowMs int64) error {
+	if c.layout == nil {
+		return nil
+	}
+	p, err := c.layout.Decode(id)
+	if err != nil {
+		return &InvalidReplyError{err.Error()}
+	}
+	if p.Datacenter != uint32(r.Datacenter) || p.Worker != uint32(r.Worker) {
+		return &InvalidReplyError{fmt.Sprintf("ID %d names worker %d/%d, the reply %d/%d",
+			id, p.Datacenter, p.Worker, r.Datacenter, r.Worker)}
+	}
+	skew := int64(p.UnixMs) - nowMs
+	if c.opts.MaxSkew > 0 && (skew > c.opts.MaxSkew.Milliseconds() || -skew > c.opts.MaxSkew.Milliseconds()) {
+		return &InvalidReplyError{fmt.Sprintf("ID %d is %d ms from this clock", id, skew)}
+	}
+	return nil
+}
+
+func (c *Client) validate(r *Reply, runs []Range, asked uint64) error {
+	const int64Max = 1<<63 - 1
+	nowMs := time.Now().UnixMilli()
+	var total, prev uint64
+	if len(runs) == 0 {
+		return &InvalidReplyError{"OK reply without IDs"}
+	}
+	for i, x := range runs {
+		if x.N == 0 || x.First == 0 || x.First > int64Max || uint64(x.N-1) > int64Max-x.First {
+			return &InvalidReplyError{fmt.Sprintf("ID run %d+%d is not positive int64", x.First, x.N)}
+		}
+		last := x.First + uint64(x.N) - 1
+		if i > 0 && x.First <= prev {
+			return &InvalidReplyError{"IDs of a reply do not increase"}
+		}
+		if err := c.checkID(x.First, r, nowMs); err != nil {
+			return err
+		}
+		if err := c.checkID(last, r, nowMs); err != nil {
+			return err
+		}
+		prev = last
+		total += uint64(x.N)
+	}
+	if total > asked {
+		return &InvalidReplyError{fmt.Sprintf("%d IDs for %d asked", total, asked)}
+	}
+	key := uint32(r.Datacenter)<<16 | uint32(r.Worker)
+	if last, ok := c.seen[key]; ok {
+		if runs[0].First <= last {
+			return &InvalidReplyError{fmt.Sprintf("ID %d not above %d from the same worker", runs[0].First, last)}
+		}
+	} else {
+		c.seenOrder = append(c.seenOrder, key)
+		if len(c.seenOrder) > workersTracked {
+			delete(c.seen, c.seenOrder[0])
+			c.seenOrder = c.seenOrder[1:]
+		}
+	}
+	c.seen[key] = prev
+	return nil
+}
+
+// fetch: one LIST or RANGE request, validated; holds c.net.
+func (c *Client) fetch(useRange bool, want uint16) ([]Range, error) {
+	if err := c.ensureLayout(); err != nil {
+		return nil, err
+	}
+	op := uint8(OpList)
+	if useRange {
+		op = OpRange
+	}
+	r, err := c.exchange(op, want)
+	if err != nil {
+		return nil, err
+	}
+	runs := r.Ranges
+	if !useRange {
+		runs = make([]Range, len(r.IDs))
+		for i, id := range r.IDs {
+			runs[i] = Range{id, 1}
+		}
+	}
+	if err := c.validate(r, runs, uint64(want)); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// Get returns one ID with one ID request (one round trip).
+func (c *Client) Get() (uint64, error) {
+	c.net.Lock()
+	defer c.net.Unlock()
+	if err := c.ensureLayout(); err != nil {
+		return 0, err
+	}
+	r, err := c.exchange(OpID, 1)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.validate(r, []Range{{r.IDs[0], 1}}, 1); err != nil {
+		return 0, err
+	}
+	return r.IDs[0], nil
+}
+
+// GetN returns n IDs with LIST requests of at most 181 each, asking again
+// while a responder answers PARTIAL. On error the IDs got so far are
+// returned with it.
+func (c *Client) GetN(n int) ([]uint64, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("flakewire: n %d is negative", n)
+	}
+	out := make([]uint64, 0, n)
+	c.net.Lock()
+	defer c.net.Unlock()
+	for len(out) < n {
+		want := n - len(out)
+		if want > ListMax {
+			want = ListMax
+		}
+		runs, err := c.fetch(false, uint16(want))
+		if err != nil {
+			return out, err
+		}
+		for _, x := range runs {
+			out = append(out, x.First)
+		}
+	}
+	return out, nil
+}
+
+// GetRange returns up to want (1..65535) IDs as runs of consecutive IDs
+// with one RANGE request; the responder may give fewer (PARTIAL).
+func (c *Client) GetRange(want int) ([]Range, error) {
+	if want < 1 || want > RangeIDsMax {
+		return nil, fmt.Errorf("flakewire: want %d not in 1..%d", want, RangeIDsMax)
+	}
+	c.net.Lock()
+	defer c.net.Unlock()
+	return c.fetch(true, uint16(want))
+}
+
+// Info asks the current responder for its INFO reply (Reply.Info holds the
+// record); its layout is adopted for the ID checks if none was known.
+func (c *Client) Info() (*Reply, error) {
+	c.net.Lock()
+	defer c.net.Unlock()
+	r, err := c.exchange(OpInfo, 0)
+	if err != nil {
+		return nil, err
+	}
+	c.adoptInfo(r)
+	return r, nil
+}
+
+// UUID7 returns n (1..90) UUIDv7 with one UUID7 request, checked for
+// version 7, the RFC variant, increasing order and time near this clock.
+func (c *Client) UUID7(n int) ([][16]byte, error) {
+	if n < 1 || n > UUID7Max {
+		return nil, fmt.Errorf("flakewire: n %d not in 1..%d", n, UUID7Max)
+	}
+	c.net.Lock()
+	r, err := c.exchange(OpUUID7, uint16(n))
+	c.net.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if len(r.UUIDs) > n {
+		return nil, &InvalidReplyError{fmt.Sprintf("%d UUIDs for %d asked", len(r.UUIDs), n)}
+	}
+	nowMs := time.Now().UnixMilli()
+	for i, u := range r.UUIDs {
+		ms, err := UUID7UnixMs(u)
+		if err != nil {
+			return nil, &InvalidReplyError{err.Error()}
+		}
+		if i > 0 && string(u[:]) <= string(r.UUIDs[i-1][:]) {
+			return nil, &InvalidReplyError{"UUIDs of a reply do not increase"}
+		}
+		skew := int64(ms) - nowMs
+		if c.opts.MaxSkew > 0 && (skew > c.opts.MaxSkew.Milliseconds() || -skew > c.opts.MaxSkew.Milliseconds()) {
+			return nil, &InvalidReplyError{fmt.Sprintf("UUID %s is %d ms from this clock", FormatUUID(u), skew)}
+		}
+	}
+	return r.UUIDs, nil
+}
+
+func (c *Client) refill() {
+	per := RangeIDsMax
+	if !c.opts.UseRange {
+		per = ListMax
+	}
+	var err error
+	for fetched := 0; fetched < c.opts.Prefetch; {
+		want := c.opts.Prefetch - fetched
+		if want > per {
+			want = per
+		}
+		var runs []Range
+		c.net.Lock()
+		runs, err = c.fetch(c.opts.UseRange, uint16(want))
+		c.net.Unlock()
+		if err != nil {
+			break
+		}
+		c.buf.Lock()
+		for _, x := range runs {
+			if n := len(c.runs); n > 0 && c.runs[n-1].First+uint64(c.runs[n-1].N) == x.First &&
+				c.runs[n-1].N <= ^uint32(0)-x.N {
+				c.runs[n-1].N += x.N
+			} else {
+				c.runs = append(c.runs, x)
+			}
+			c.count += uint64(x.N)
+			fetched += int(x.N)
+		}
+		c.cond.Broadcast()
+		c.buf.Unlock()
+	}
+	c.buf.Lock()
+	if err != nil {
+		c.holdUntil = time.Now().Add(c.opts.Timeout << c.opts.Retries)
+	}
+	c.refillErr = err
+	c.refilling = false
+	c.gen++
+	c.cond.Broadcast()
+	c.buf.Unlock()
+}
+
+func (c *Client) startRefill() {
+	c.refilling = true
+	go c.refill()
+}
+
+// Next returns one ID from the prefetch buffer. Below LowWater a refill
+// of Prefetch IDs starts in a goroutine; callers wait only when the buffer
+// is empty, and then get the refill's error if it fails.
+func (c *Client) Next() (uint64, error) {
+	c.buf.Lock()
+	defer c.buf.Unlock()
+	waited := false
+	var gen uint64
+	for {
+		if c.count > 0 {
+			h := &c.runs[0]
+			id := h.First
+			h.First++
+			h.N--
+			if h.N == 0 {
+				c.runs = c.runs[1:]
+			}
+			c.count--
+			if c.count < uint64(c.opts.LowWater) && !c.refilling && !time.Now().Before(c.holdUntil) {
+				c.startRefill()
+			}
+			return id, nil
+		}
+		if waited && c.gen != gen && c.refillErr != nil {
+			return 0, c.refillErr
+		}
+		if !c.refilling {
+			c.startRefill()
+		}
+		gen = c.gen
+		waited = true
+		c.cond.Wait()
+	}
+}
+
+// NextString is Next as a decimal string (for JSON and JavaScript).
+func (c *Client) NextString() (string, error) {
+	id, err := c.Next()
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(id, 10), nil
+}

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package dev.flakewire;
+
+/** A responder answered with an error status, or every responder kept answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE. */
+public class StatusException extends FlakewireException {
+    private static final long serialVersionUID = 1L;
+    public final int status;
+    public final transient Wire.Reply reply;
+
+    public StatusException(Wire.Reply reply) {
+        super("flakewire: responder answered " + Wire.statusName(reply.status()) + " (status " + reply.status() + ")");
+        this.status = reply.status();
+        this.reply = reply;
+    }
+}

@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""flakewire: a client for the flakewire Snowflake ID responders (UDP,
+protocol version 1). Standard library only."""
+
+from .client import (Client, FlakewireError, InvalidReplyError, NoResponseError,
+                     StatusError, parse_server)
+from .layout import DEFAULT, Layout, Parts, decode, uuid7_unix_ms
+from . import wire
+
+__all__ = ["Client", "FlakewireError", "InvalidReplyError", "NoResponseError", "StatusError",
+           "parse_server", "DEFAULT", "Layout", "Parts", "decode", "uuid7_unix_ms", "wire"]
+__version__ = "0.1.0"

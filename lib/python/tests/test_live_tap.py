@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Live: the client against flakewire on TAP and a flakesock backup, inside
+the namespace tests/clients/live.sh tap made (FW_TAP, FW_TAP_BACKUP,
+FW_TAP_PID)."""
+
+import os
+import pathlib
+import signal
+import sys
+import threading
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "src"))
+
+from flakewire import Client  # noqa: E402
+
+if "FW_TAP" not in os.environ:
+    pytest.skip("run by tests/clients/live.sh tap", allow_module_level=True)
+
+
+def take(c, threads, each):
+    out = [[] for _ in range(threads)]
+
+    def run(k):
+        for _ in range(each):
+            out[k].append(c.next())
+
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return [i for o in out for i in o]
+
+
+def test_concurrent_unique_retry_after_then_failover():
+    with Client([os.environ["FW_TAP"], os.environ["FW_TAP_BACKUP"]], timeout=0.05,
+                retries=3, prefetch=256, low_water=64) as c:
+        first = take(c, 4, 1000)
+        assert len(set(first)) == 4000
+        assert c.layout.seq_bits == 4
+        assert {c.layout.decode(i).worker for i in first} == {21}
+        assert c.stats["retry_after"] > 0, c.stats
+        os.kill(int(os.environ["FW_TAP_PID"]), signal.SIGTERM)
+        second = take(c, 4, 500)
+        ids = first + second
+        assert len(set(ids)) == len(ids) == 6000
+        assert 22 in {c.layout.decode(i).worker for i in second}
+        assert c.stats["failovers"] >= 1

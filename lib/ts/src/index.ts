@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// flakewire: a client for the flakewire Snowflake ID responders (UDP,
+// protocol version 1). No runtime dependencies.
+export {
+  Client, FlakewireError, InvalidReplyError, NoResponseError, StatusError, parseServer,
+  RETRY_AFTER_MAX_US,
+} from "./client.js";
+export type { Options, Stats } from "./client.js";
+export { DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, INT64_MAX, Layout, uuid7UnixMs } from "./layout.js";
+export type { Parts } from "./layout.js";
+export * as wire from "./wire.js";
