@@ -11,6 +11,8 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
+	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 )
 
 missing=()
