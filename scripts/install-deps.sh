@@ -16,6 +16,8 @@ PKGS=(
 	python3-pytest golang-go default-jdk-headless junit5 nodejs # issue 14: the language clients
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 	redis-server redis-tools valgrind # issue 16: bench.sh Redis peer rows (4d-4h), callgrind row P
+	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
+	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 )
 
 missing=()

@@ -19,14 +19,15 @@ struct get_opts {
 	bool range;
 	bool uuid7;
 	bool json;
-	struct fw_layout layout; /* for --json */
+	bool csv;
+	struct fw_layout layout; /* for --json and --csv */
 };
 
 static void get_help(FILE *f)
 {
 	fprintf(f,
-		"usage: flakectl get [-n N] [--range | --uuid7] [--server HOST:PORT]... [--json]\n"
-		"                    [--timeout MS] [--trusted]\n"
+		"usage: flakectl get [-n N] [--range | --uuid7] [--server HOST:PORT]...\n"
+		"                    [--json | --csv] [--timeout MS] [--trusted]\n"
 		"\n"
 		"Asks a responder for IDs and prints them, one per line. Without -n, one ID\n"
 		"(an ID request); -n N asks with LIST requests of up to 181 IDs each.\n"
@@ -39,7 +40,12 @@ static void get_help(FILE *f)
 		"  --json                one JSON object per line: id (a string), worker,\n"
 		"                        datacenter, time; with --range one per range: first,\n"
 		"                        last (strings), n, worker, datacenter, time; with\n"
-		"                        --uuid7: uuid, worker, datacenter, counter, time\n",
+		"                        --uuid7: uuid, worker, datacenter, counter, time\n"
+		"  --csv                 one line per ID, no header: id,unix_ms,datacenter,\n"
+		"                        worker,sequence; with --range one per range:\n"
+		"                        first,n,unix_ms,datacenter,worker (IDs first to\n"
+		"                        first+n-1, all issued in millisecond unix_ms);\n"
+		"                        with --uuid7: uuid,unix_ms,datacenter,worker,counter\n",
 		GET_N_MAX);
 	client_args_help(f, CLIENT_ARGS_REQUEST);
 }
@@ -49,12 +55,17 @@ static void print_id(const struct get_opts *o, uint64_t id)
 	struct fw_id_parts p;
 	char iso[FW_ISO8601_LEN];
 
-	if (!o->json) {
+	if (!o->json && !o->csv) {
 		printf("%" PRIu64 "\n", id);
 		return;
 	}
 	/* The client checked the sign bit: decoding cannot fail. */
 	fw_layout_decode(&o->layout, id, &p);
+	if (o->csv) {
+		printf("%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 "\n", id,
+		       p.unix_ms, p.datacenter, p.worker, p.sequence);
+		return;
+	}
 	fw_format_iso8601(p.unix_ms, iso);
 	printf("{\"id\":\"%" PRIu64 "\",\"worker\":%" PRIu32 ",\"datacenter\":%" PRIu32
 	       ",\"time\":\"%s\"}\n",
@@ -66,12 +77,17 @@ static void print_range(const struct get_opts *o, const struct fw_wire_range *r)
 	struct fw_id_parts p;
 	char iso[FW_ISO8601_LEN];
 
-	if (!o->json) {
+	if (!o->json && !o->csv) {
 		for (uint32_t k = 0; k < r->n; k++)
 			printf("%" PRIu64 "\n", r->first + k);
 		return;
 	}
 	fw_layout_decode(&o->layout, r->first, &p);
+	if (o->csv) {
+		printf("%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",%" PRIu32 "\n", r->first,
+		       r->n, p.unix_ms, p.datacenter, p.worker);
+		return;
+	}
 	fw_format_iso8601(p.unix_ms, iso);
 	printf("{\"first\":\"%" PRIu64 "\",\"last\":\"%" PRIu64 "\",\"n\":%" PRIu32
 	       ",\"worker\":%" PRIu32 ",\"datacenter\":%" PRIu32 ",\"time\":\"%s\"}\n",
@@ -136,12 +152,17 @@ static void print_uuid(const struct get_opts *o, const uint8_t *u)
 	struct fw_uuid7_parts p;
 
 	fw_uuid_format(u, text);
-	if (!o->json) {
+	if (!o->json && !o->csv) {
 		printf("%s\n", text);
 		return;
 	}
 	/* The client checked version, variant, tag and worker against this layout. */
 	fw_uuid7_decode(&o->layout, u, &p);
+	if (o->csv) {
+		printf("%s,%" PRIu64 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 "\n", text, p.unix_ms,
+		       p.datacenter, p.worker, p.counter);
+		return;
+	}
 	fw_format_iso8601(p.unix_ms, iso);
 	printf("{\"uuid\":\"%s\",\"worker\":%" PRIu32 ",\"datacenter\":%" PRIu32
 	       ",\"counter\":%" PRIu32 ",\"time\":\"%s\"}\n",
@@ -203,12 +224,18 @@ static int get_parse(struct get_opts *o, int argc, char **argv)
 			o->uuid7 = true;
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--csv")) {
+			o->csv = true;
 		} else {
 			return fc_unknown_arg(argv[0], a);
 		}
 	}
 	if (o->range && o->uuid7) {
 		fc_err(argv[0], "--range and --uuid7 exclude each other (UUIDs come as a list)");
+		return FC_EXIT_USAGE;
+	}
+	if (o->json && o->csv) {
+		fc_err(argv[0], "--json and --csv: choose one output format");
 		return FC_EXIT_USAGE;
 	}
 	client_args_finish(&o->ca);
@@ -227,7 +254,7 @@ int cmd_get(int argc, char **argv)
 	rc = client_args_open(&o.ca, 0, o.ca.n, cmd, &c);
 	if (rc != FC_EXIT_OK)
 		return rc;
-	if (o.json) {
+	if (o.json || o.csv) {
 		struct fw_wire_info info;
 		int e = fw_client_info(c, &info, NULL);
 

@@ -152,6 +152,23 @@ expect_eq "get --range --json ranges add up to 5000 IDs" "$total" 5000
 expect_match "get --range --json names first and last" "$out" \
 	'^\{"first":"[0-9]+","last":"[0-9]+","n":[0-9]+,"worker":[12],"datacenter":0,'
 
+# --csv (scripts/bench-keys.sh reads it): id,unix_ms,datacenter,worker,sequence
+# per ID; with --range first,n,unix_ms,datacenter,worker per range.
+expect_run "get --csv -n 2" get "${srv[@]}" --csv -n 2
+line=$(printf '%s\n' "$out" | head -1)
+id=${line%%,*}
+expect_eq "get --csv fields match the ID decoded by hand" "$line" \
+	"$id,$(ms_of "$id"),0,$(worker_of "$id"),$((id & 4095))"
+expect_run "get --range --csv -n 5000" get "${srv[@]}" --range --csv -n 5000
+total=0
+while IFS=, read -r first n ms dc w; do
+	[ "$ms" = "$(ms_of "$first")" ] && [ "$w" = "$(worker_of "$first")" ] && total=$((total + n))
+done <<<"$out"
+expect_eq "get --range --csv ranges add up to 5000 IDs, each decoding to its ms and worker" \
+	"$total" 5000
+crun get "${srv[@]}" --csv --json
+expect_eq "get --csv --json is a usage error (2)" "$rc" 2
+
 # info: the worker that answered, the layout and epoch flakesock was given.
 expect_run "info" info "${srv[@]}"
 expect_match "info names the worker" "$out" '^answered by +datacenter 0, worker [12]$'
