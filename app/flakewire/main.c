@@ -12,6 +12,7 @@
 
 #include "fw_app.h"
 #include "fw_err.h"
+#include "metrics.h"
 
 static volatile bool force_quit;
 int fw_logtype;
@@ -80,8 +81,11 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = fw_telemetry_register(app);
 	if (!rc)
+		rc = fw_app_metrics_start(app);
+	if (!rc)
 		rc = fw_control_start(app);
 	if (rc) {
+		fw_app_metrics_stop(app);
 		fw_ports_close(app);
 		rte_eal_cleanup();
 		return 1;
@@ -92,6 +96,7 @@ int main(int argc, char **argv)
 	rte_eal_mp_wait_lcore();
 
 	FW_LOG(INFO, "stopping");
+	fw_app_metrics_stop(app);
 	fw_control_stop(app);
 	fw_stats_line(app, 0);
 	fw_ports_close(app);

@@ -89,6 +89,7 @@ static const struct conf_section sections[] = {
 	{"port", true,
 	 "DPDK ports, [port0] .. [port3]: one RX and one TX queue per worker lcore on each"},
 	{"stats", false, "the periodic stats line"},
+	{"metrics", false, "the Prometheus /metrics endpoint (HTTP, its own thread)"},
 };
 
 static const struct conf_key keys[] = {
@@ -205,6 +206,11 @@ static const struct conf_key keys[] = {
 
 	{"stats", "interval_s", T_U32, 0, 3600, "1", "print a stats line this often (0: off)",
 	 C(stats.interval_s)},
+
+	{"metrics", "listen", T_STR, 0, 63, "",
+	 "serve Prometheus metrics on http://ADDR:PORT/metrics (127.0.0.1:9842, [::1]:9842); "
+	 "empty: off. An address other than loopback exposes them to the network",
+	 C(metrics.listen)},
 };
 
 static const char *type_name(enum conf_type t)

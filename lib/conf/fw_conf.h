@@ -120,6 +120,9 @@ struct fw_conf {
 	struct {
 		uint32_t interval_s; /* 0: off */
 	} stats;
+	struct {
+		char listen[FW_CONF_STR_LEN]; /* "ADDR:PORT" of the /metrics endpoint; "": off */
+	} metrics;
 	uint32_t n_ports; /* sections [port0] .. [port(n-1)] given; 0 means port0 defaults */
 	struct fw_conf_port port[FW_CONF_PORTS_MAX];
 };

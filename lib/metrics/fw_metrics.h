@@ -22,7 +22,6 @@
  */
 #pragma once
 
-#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,14 +100,14 @@ FW_API int fw_metrics_listen_is_loopback(const char *listen);
 
 /*
  * Serves GET/HEAD /metrics of @m on @listen from a libmicrohttpd thread
- * (anything else: 404 or 405). When @affinity is not NULL that thread runs
- * on those CPUs (for a DPDK process: the control threads' CPUs, never a
- * worker lcore's); otherwise it inherits the caller's.
+ * (anything else: 404 or 405). That thread inherits the caller's CPU
+ * affinity: a DPDK process calls this from a control thread
+ * (rte_ctrl_thread_create), so it never runs on a worker lcore's CPU.
  * Returns 0 with *@out set; -EINVAL (bad @listen, NULL argument),
  * -EADDRINUSE or another -errno when the socket cannot be bound (the
  * address is in use or not local), -ENOMEM.
  */
-FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen, const cpu_set_t *affinity,
+FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 			    struct fw_metrics_server **out);
 
 /* The TCP port actually bound (useful with port 0 in tests). */

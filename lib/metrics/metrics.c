@@ -381,13 +381,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
-FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen, const cpu_set_t *affinity,
+FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 			    struct fw_metrics_server **out)
 {
 	struct sockaddr_storage ss;
 	size_t salen;
-	cpu_set_t saved;
-	bool restore = false;
 
 	if (!m || !out || fw_metrics_parse_listen(listen, &ss, sizeof(ss), &salen))
 		return -EINVAL;
@@ -395,9 +393,6 @@ FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen, const cpu_
 	if (!s)
 		return -ENOMEM;
 	s->m = m;
-	/* libmicrohttpd has no thread-start hook: its thread inherits ours */
-	if (affinity && !pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved))
-		restore = !pthread_setaffinity_np(pthread_self(), sizeof(*affinity), affinity);
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
@@ -406,8 +401,6 @@ FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen, const cpu_
 				MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
 				MHD_OPTION_END);
 	int err = errno;
-	if (restore)
-		pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 	if (!s->d) {
 		free(s);
 		return err ? -err : -EADDRINUSE;

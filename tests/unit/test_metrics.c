@@ -197,7 +197,7 @@ static void server_serves(void **state)
 	struct fw_metrics_server *s = NULL, *s2 = NULL;
 	static char buf[8192];
 	assert_int_equal(fw_metrics_add_collector(m, good, NULL), 0);
-	assert_int_equal(fw_metrics_serve(m, "127.0.0.1:0", NULL, &s), 0);
+	assert_int_equal(fw_metrics_serve(m, "127.0.0.1:0", &s), 0);
 	uint16_t port = fw_metrics_server_port(s);
 	assert_true(port > 0);
 	http_get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
@@ -211,8 +211,8 @@ static void server_serves(void **state)
 	/* the same port again: refused, not silently shared */
 	char listen[32];
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", port);
-	assert_true(fw_metrics_serve(m, listen, NULL, &s2) < 0);
-	assert_int_equal(fw_metrics_serve(m, "nonsense", NULL, &s2), -EINVAL);
+	assert_true(fw_metrics_serve(m, listen, &s2) < 0);
+	assert_int_equal(fw_metrics_serve(m, "nonsense", &s2), -EINVAL);
 	fw_metrics_server_stop(s);
 	fw_metrics_free(m);
 }

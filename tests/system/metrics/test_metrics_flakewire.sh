@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# flakewire's /metrics ([metrics] listen, inside the test's namespace): the
+# exposition passes `promtool check metrics` (format and naming lint), and the
+# counters match what the test sent: requests by op, replies by status, IDs,
+# drops by reason (a request to another UDP port), per lcore/worker; the clock
+# and mark gauges are there and sane. Off by default: nothing listens without
+# the key.
+. "$FW_SRC/tests/system/flakewire/lib.sh"
+. "$FW_SRC/tests/system/metrics/lib.sh"
+fw_setup metrics
+fw_start 0 --set id.worker_base=5 --set metrics.listen=127.0.0.1:9842
+ip -n "$NS" neigh replace 10.77.0.2 lladdr "$FW_MAC" dev fw0 nud permanent
+URL=http://127.0.0.1:9842/metrics
+
+m_scrape "$TMP/m0"
+m_promtool "$TMP/m0"
+fw_client get --op id --repeat 25 --sent 2>"$TMP/s1" >/dev/null || fail "get id"
+fw_client get --op list --count 7 --repeat 10 --sent 2>"$TMP/s2" >/dev/null || fail "get list"
+# one datagram to a port nobody serves: drops_total{reason="udp_port"}
+ip netns exec "$NS" "$PY" -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x"*24, ("10.77.0.2", 4243))'
+s1=$(sed -n 's/^sent=//p' "$TMP/s1")
+s2=$(sed -n 's/^sent=//p' "$TMP/s2")
+sleep 0.2
+m_scrape "$TMP/m1"
+m_promtool "$TMP/m1"
+
+L='lcore="0",worker="5"'
+m_delta flakewire_requests_total "{$L,op=\"id\"}" "$s1"
+m_delta flakewire_requests_total "{$L,op=\"list\"}" "$s2"
+m_delta flakewire_replies_total "{$L,status=\"ok\"}" $((s1 + s2))
+m_delta flakewire_ids_total "{$L}" $((s1 + 7 * s2))
+m_delta flakewire_drops_total "{$L,reason=\"udp_port\"}" 1
+m_delta flakewire_rx_frames_total "{$L}" $((s1 + s2 + 1))
+m_value flakewire_workers "" 1
+m_value flakewire_mark_failing "" 0
+m_value flakewire_clock_flag '{flag="back_step"}' 0
+m_value flakewire_build_info '{version="'"$FW_VERSION"'",responder="flakewire"}' 1
+m_check "$TMP/m1" 'flakewire_mark_ahead_seconds > 0 and flakewire_mark_ahead_seconds <= 3.1' \
+	"mark ahead of the clock by at most mark_ahead_ms"
+m_check "$TMP/m1" 'flakewire_clock_tsc_hertz > 1e8' "TSC rate"
+m_check "$TMP/m1" "flakewire_last_issued_timestamp_seconds{$L} > $(date +%s) - 60" \
+	"last issued is recent"
+fw_stop TERM || fail "exit status $?"
+
+# off by default: nothing listens on 9842
+fw_start 0
+ip netns exec "$NS" curl -s -o /dev/null --max-time 2 "$URL" &&
+	fail "something answers on 9842 with [metrics] listen unset"
+fw_stop TERM || fail "exit status $?"
+echo PASS
