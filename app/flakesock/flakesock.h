@@ -50,6 +50,8 @@ struct fsock_ctx {
 	uint64_t floor_ms;           /* persisted mark at start, ms since epoch */
 	_Atomic uint64_t mark_ms;    /* reserved mark, ms since epoch, published by the keeper */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
+	_Atomic uint64_t mark_failures; /* persists that failed (keeper), for /metrics */
+	_Atomic bool mark_failing;      /* the last one failed */
 	struct fsock_worker *workers;
 };
 
@@ -73,6 +75,13 @@ void fsock_keeper_run(struct fsock_ctx *ctx);
 
 /* Persists the highest ms actually issued (so a restart need not wait). */
 int fsock_keeper_stop(struct fsock_ctx *ctx);
+
+/*
+ * metrics.c: the /metrics endpoint when [metrics] listen is set. Returns 0
+ * (also when off) or -1 with a message on stderr. Stop is a no-op when off.
+ */
+int fsock_metrics_start(struct fsock_ctx *ctx);
+void fsock_metrics_stop(void);
 
 /* Milliseconds since the unix epoch from CLOCK_REALTIME. */
 uint64_t fsock_unix_ms(void);

@@ -128,6 +128,9 @@ void fsock_keeper_run(struct fsock_ctx *ctx)
 				log_line("mark persisted again to %s; issuing resumes",
 					 ctx->conf.state.file);
 			failing = rc != 0;
+			atomic_store(&ctx->mark_failing, failing);
+			if (failing)
+				atomic_fetch_add(&ctx->mark_failures, 1);
 		}
 		uint32_t interval = ctx->conf.stats.interval_s;
 		if (interval != 0 && now - last_stats >= interval * 1000ull) {

@@ -186,10 +186,15 @@ int main(int argc, char **argv)
 	if (ctx.workers == NULL)
 		return 1;
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
-	if (fsock_keeper_start(&ctx) != 0)
+	if (fsock_metrics_start(&ctx) != 0)
+		return 2;
+	if (fsock_keeper_start(&ctx) != 0) {
+		fsock_metrics_stop();
 		return 1;
+	}
 	if (start_workers(&ctx) != 0) {
 		stop_flag = 1;
+		fsock_metrics_stop();
 		for (uint32_t i = 0; i < ctx.n_workers; i++)
 			if (ctx.workers[i].thread)
 				pthread_join(ctx.workers[i].thread, NULL);
@@ -205,6 +210,7 @@ int main(int argc, char **argv)
 		(unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 
 	fsock_keeper_run(&ctx);
+	fsock_metrics_stop();
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		pthread_join(ctx.workers[i].thread, NULL);
 	rc = fsock_keeper_stop(&ctx);
