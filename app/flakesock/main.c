@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"  -s, --set K=V       override one key, e.g. --set id.worker_base=3\n"
 		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
 		"  -t, --threads N     worker threads (default: entries in [id] workers, or 1)\n"
+		"      --version       print the version and exit\n"
 		"  -h, --help          this text\n\nSettings:\n%s",
 		help);
 }
@@ -100,7 +101,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 		{"listen", required_argument, NULL, 'l'}, {"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
 	};
 	static struct fsock_ctx ctx;
 	const char *config = NULL, *listen = "127.0.0.1";
@@ -133,6 +135,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("flakesock %s\n", FW_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -56,6 +56,9 @@ int main(int argc, char **argv)
 	case FW_MODE_CHECK_CONFIG:
 		printf("flakewire: configuration OK\n");
 		return 0;
+	case FW_MODE_VERSION:
+		printf("flakewire %s\n", FW_VERSION);
+		return 0;
 	case FW_MODE_RUN:
 		break;
 	}

@@ -30,6 +30,7 @@ void fw_options_usage(const char *prog)
 	       "  -s, --set S.K=VALUE   override one setting (after --config), repeatable\n"
 	       "      --check-config    validate the settings and exit\n"
 	       "      --print-config    print the sample INI file (all defaults) and exit\n"
+	       "      --version         print the version and exit\n"
 	       "  -h, --help            this text\n"
 	       "\n"
 	       "Settings ([section] key, type and range, default):\n",
@@ -43,7 +44,8 @@ void fw_options_usage(const char *prog)
 
 static bool app_only_flag(const char *a)
 {
-	return !strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--print-config");
+	return !strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--print-config") ||
+	       !strcmp(a, "--version");
 }
 
 int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode, int *eal_argc)
@@ -51,7 +53,8 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 		{"check-config", no_argument, NULL, 'C'}, {"print-config", no_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
 	};
 	char err[512];
 	int first = argc; /* first flakewire argument */
@@ -113,6 +116,9 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 			break;
 		case 'h':
 			*mode = FW_MODE_HELP;
+			break;
+		case 'V':
+			*mode = FW_MODE_VERSION;
 			break;
 		default:
 			break;
