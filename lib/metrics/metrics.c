@@ -325,7 +325,7 @@ FW_API int fw_metrics_parse_listen(const char *listen, void *sa, size_t cap, siz
 
 FW_API int fw_metrics_listen_is_loopback(const char *listen)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = {0};
 	size_t len;
 
 	if (fw_metrics_parse_listen(listen, &ss, sizeof(ss), &len))
@@ -384,7 +384,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 			    struct fw_metrics_server **out)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = {0};
 	size_t salen;
 
 	if (!m || !out || fw_metrics_parse_listen(listen, &ss, sizeof(ss), &salen))
