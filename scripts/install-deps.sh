@@ -11,6 +11,7 @@ PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
+	libmicrohttpd-dev prometheus scdoc lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
 )
 
 missing=()
