@@ -17,6 +17,7 @@ static const struct fc_cmd commands[] = {
 	{"info", cmd_info, "what a responder reports: layout, epoch, worker, clock state"},
 	{"bench", cmd_bench, "load responders over UDP and check every ID"},
 	{"mark", cmd_mark, "read or rewrite a responder's persisted high-water mark"},
+	{"status", cmd_status, "one screen from a responder's /metrics, exit 0/1/2/3 for monitoring"},
 #ifdef FC_HAVE_XDP
 	{"xdp", cmd_xdp, "show or remove the XDP program on an interface (AF_XDP mode)"},
 #endif

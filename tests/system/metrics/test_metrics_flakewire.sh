@@ -41,6 +41,11 @@ m_check "$TMP/m1" 'flakewire_mark_ahead_seconds > 0 and flakewire_mark_ahead_sec
 m_check "$TMP/m1" 'flakewire_clock_tsc_hertz > 1e8' "TSC rate"
 m_check "$TMP/m1" "flakewire_last_issued_timestamp_seconds{$L} > $(date +%s) - 60" \
 	"last issued is recent"
+# flakectl status reads the same endpoint: flakewire's clock line, OK
+st=$(ip netns exec "$NS" "$FLAKECTL" status --interval 0) || fail "flakectl status exited $?: $st"
+echo "$st"
+grep -q '^clock *offset [-+]' <<<"$st" || fail "flakectl status shows no clock offset"
+grep -q '^workers *1: 5 (lcore 0)$' <<<"$st" || fail "flakectl status worker line"
 fw_stop TERM || fail "exit status $?"
 
 # off by default: nothing listens on 9842
