@@ -92,8 +92,9 @@ print("%.0f %.0f %d %d" % (q(0.5), q(0.99), len(rtt), sent))
 PYEOF
 }
 
+echo "# $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d" " -f1-3 /proc/loadavg), flakewire -l 1, sleep_us default"
 printf '%-10s %-14s %-16s %-14s %-14s %s\n' mode "idle CPU %" "1k req/s CPU %" "p50 us" "p99 us" "answered"
-for mode in busy pause interrupt monitor scale; do
+for mode in busy pause interrupt sleep monitor scale; do
 	if ! start "$mode"; then
 		why=$(grep -m1 -E "power|\[power\]" "$TMP/fw.log" | sed 's/^.*flakewire: //')
 		printf '%-10s refused: %s\n' "$mode" "${why:-did not start}"
