@@ -41,6 +41,17 @@ m_check "$TMP/m1" 'flakewire_mark_ahead_seconds > 0 and flakewire_mark_ahead_sec
 m_check "$TMP/m1" 'flakewire_clock_tsc_hertz > 1e8' "TSC rate"
 m_check "$TMP/m1" "flakewire_last_issued_timestamp_seconds{$L} > $(date +%s) - 60" \
 	"last issued is recent"
+# the HTTP thread is libmicrohttpd's, started from a control thread: never on
+# the worker lcore's CPU (0) when there is another CPU
+mhd=$(grep -l '^MHD' /proc/"$FW_PID"/task/*/comm | head -n 1)
+[ -n "$mhd" ] || fail "no libmicrohttpd thread in flakewire"
+cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "${mhd%/comm}/status")
+echo "metrics thread $(cat "$mhd") runs on CPUs $cpus"
+if [ "$(nproc)" -gt 1 ]; then
+	"$PY" -c 'import sys,os; c=set(); [c.update(range(int(a), int(b or a) + 1)) for a, _, b in (x.partition("-") for x in sys.argv[1].split(","))]; sys.exit(0 in c)' "$cpus" ||
+		fail "the metrics thread may run on the worker lcore's CPU 0 ($cpus)"
+fi
+
 # flakectl status reads the same endpoint: flakewire's clock line, OK
 st=$(ip netns exec "$NS" "$FLAKECTL" status --interval 0) || fail "flakectl status exited $?: $st"
 echo "$st"
