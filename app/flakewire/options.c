@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include "fw_app.h"
+#include "fw_metrics.h"
 
 void fw_options_usage(const char *prog)
 {
@@ -137,6 +140,16 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 	if (*mode == FW_MODE_RUN || *mode == FW_MODE_CHECK_CONFIG) {
 		if (fw_conf_check(conf, 0, err, sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
+			return -1;
+		}
+		struct sockaddr_storage ss;
+		size_t sl;
+		if (conf->metrics.listen[0] &&
+		    fw_metrics_parse_listen(conf->metrics.listen, &ss, sizeof(ss), &sl)) {
+			fprintf(stderr,
+				"config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, "
+				"[::1]:9842)\n",
+				conf->metrics.listen);
 			return -1;
 		}
 	}

@@ -9,6 +9,9 @@
 . "$FW_SRC/tests/system/flakewire/lib.sh"
 . "$FW_SRC/tests/system/metrics/lib.sh"
 fw_setup metrics
+out=$("$FLAKEWIRE" -- --set metrics.listen=localhost:80 --check-config 2>&1) &&
+	fail "--check-config accepts [metrics] listen = localhost:80"
+grep -q "\[metrics\] listen = localhost:80: not ADDR:PORT" <<<"$out" || fail "bad listen: $out"
 fw_start 0 --set id.worker_base=5 --set metrics.listen=127.0.0.1:9842
 ip -n "$NS" neigh replace 10.77.0.2 lladdr "$FW_MAC" dev fw0 nud permanent
 URL=http://127.0.0.1:9842/metrics
