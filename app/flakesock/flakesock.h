@@ -82,6 +82,9 @@ int fsock_keeper_stop(struct fsock_ctx *ctx);
  */
 int fsock_metrics_start(struct fsock_ctx *ctx);
 void fsock_metrics_stop(void);
+struct fw_metrics;
+/* The registry while it runs (NULL when off), for other parts' collectors (fleet leases). */
+struct fw_metrics *fsock_metrics_registry(void);
 
 /* Milliseconds since the unix epoch from CLOCK_REALTIME. */
 uint64_t fsock_unix_ms(void);

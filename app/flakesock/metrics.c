@@ -128,3 +128,8 @@ void fsock_metrics_stop(void)
 	fw_metrics_free(registry);
 	registry = NULL;
 }
+
+struct fw_metrics *fsock_metrics_registry(void)
+{
+	return registry;
+}

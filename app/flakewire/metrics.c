@@ -209,3 +209,8 @@ void fw_app_metrics_stop(struct fw_app *app)
 	fw_metrics_free(registry);
 	registry = NULL;
 }
+
+struct fw_metrics *fw_app_metrics_registry(void)
+{
+	return registry;
+}

@@ -3,6 +3,7 @@
 #pragma once
 
 struct fw_app;
+struct fw_metrics;
 
 /*
  * Starts the /metrics endpoint when [metrics] listen is set (after the
@@ -13,3 +14,11 @@ int fw_app_metrics_start(struct fw_app *app);
 
 /* Stops it; a no-op when it is not running. */
 void fw_app_metrics_stop(struct fw_app *app);
+
+/*
+ * The registry while the endpoint runs (NULL when [metrics] listen is off):
+ * another part adds its families with fw_metrics_add_collector(), e.g. fleet
+ * leases as flakewire_fleet_lease_remaining_seconds{worker} (the name the
+ * alert rules and flakectl status expect).
+ */
+struct fw_metrics *fw_app_metrics_registry(void);

@@ -51,7 +51,8 @@ FW_API struct fw_metrics *fw_metrics_create(void);
 FW_API void fw_metrics_free(struct fw_metrics *m);
 
 /*
- * Adds a collector called at every scrape with @arg.
+ * Adds a collector called at every scrape with @arg; safe while the server
+ * runs (a component that starts later, such as fleet leases, adds its own).
  * Returns 0, -EINVAL (NULL @m or @fn) or -ENOMEM.
  */
 FW_API int fw_metrics_add_collector(struct fw_metrics *m, fw_metrics_collect_fn fn, void *arg);

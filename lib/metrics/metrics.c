@@ -64,14 +64,20 @@ FW_API void fw_metrics_free(struct fw_metrics *m)
 
 FW_API int fw_metrics_add_collector(struct fw_metrics *m, fw_metrics_collect_fn fn, void *arg)
 {
+	int rc = 0;
+
 	if (!m || !fn)
 		return -EINVAL;
-	if (m->n == MAX_COLLECTORS)
-		return -ENOMEM;
-	m->c[m->n].fn = fn;
-	m->c[m->n].arg = arg;
-	m->n++;
-	return 0;
+	pthread_mutex_lock(&m->lock); /* a scrape may be running */
+	if (m->n == MAX_COLLECTORS) {
+		rc = -ENOMEM;
+	} else {
+		m->c[m->n].fn = fn;
+		m->c[m->n].arg = arg;
+		m->n++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return rc;
 }
 
 static void put(struct fw_metrics_writer *w, const char *s, size_t n)

@@ -190,6 +190,13 @@ static void http_get(uint16_t port, const char *req, char *out, size_t cap)
 	close(fd);
 }
 
+static void late(struct fw_metrics_writer *w, void *arg)
+{
+	(void)arg;
+	fw_metrics_family(w, "fw_late_seconds", FW_METRICS_GAUGE, "added while serving");
+	fw_metrics_f64(w, NULL, 0, 1.5);
+}
+
 static void server_serves(void **state)
 {
 	(void)state;
@@ -204,6 +211,11 @@ static void server_serves(void **state)
 	assert_non_null(strstr(buf, " 200 OK\r\n"));
 	assert_non_null(strstr(buf, "text/plain; version=0.0.4"));
 	assert_non_null(strstr(buf, "\r\n\r\n# HELP fw_requests_total"));
+	assert_null(strstr(buf, "fw_late_seconds"));
+	/* a collector added while the server runs shows in the next scrape */
+	assert_int_equal(fw_metrics_add_collector(m, late, NULL), 0);
+	http_get(port, "GET /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\nfw_late_seconds 1.5\n"));
 	http_get(port, "GET / HTTP/1.0\r\n\r\n", buf, sizeof(buf));
 	assert_non_null(strstr(buf, " 404 "));
 	http_get(port, "DELETE /metrics HTTP/1.0\r\n\r\n", buf, sizeof(buf));
