@@ -62,6 +62,32 @@ grep -q '^clock *offset [-+]' <<<"$st" || fail "flakectl status shows no clock o
 grep -q '^workers *1: 5 (lcore 0)$' <<<"$st" || fail "flakectl status worker line"
 fw_stop TERM || fail "exit status $?"
 
+# the mark cannot be persisted (state on a tmpfs remounted read-only): the
+# gauge the FlakewireMarkFailing alert reads goes to 1, failures count, and
+# flakectl status says CRITICAL (exit 2); back to 0 once it is writable
+ST="$TMP/state"
+mkdir -p "$ST"
+mount -t tmpfs -o size=1m tmpfs "$ST" || fail "cannot mount a tmpfs"
+trap 'umount -l "$ST" 2>/dev/null; fw_cleanup' EXIT
+fw_start 0 --set state.file="$ST/mark" --set state.mark_ahead_ms=500 \
+	--set metrics.listen=127.0.0.1:9842
+mount -o remount,ro "$ST" || fail "remount ro"
+sleep 1
+m_scrape "$TMP/m1"
+m_value flakewire_mark_failing "" 1
+m_check "$TMP/m1" 'flakewire_mark_failures_total > 0 and flakewire_mark_ahead_seconds < 0.5' \
+	"failures counted, the mark not extended"
+ip netns exec "$NS" "$FLAKECTL" status --interval 0 >"$TMP/st"
+rc=$?
+cat "$TMP/st"
+[ "$rc" -eq 2 ] && grep -q '^status *CRITICAL: the mark cannot be persisted' "$TMP/st" ||
+	fail "flakectl status exit $rc while the mark cannot be persisted"
+mount -o remount,rw "$ST" || fail "remount rw"
+sleep 0.5
+m_scrape "$TMP/m1"
+m_value flakewire_mark_failing "" 0
+fw_stop TERM || fail "exit status $?"
+
 # off by default: nothing listens on 9842
 fw_start 0
 ip netns exec "$NS" curl -s -o /dev/null --max-time 2 "$URL" &&
