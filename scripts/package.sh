@@ -72,9 +72,11 @@ DESTDIR=$STAGE meson install -C "$BUILD" --no-rebuild --quiet >/dev/null
 declare -A FILES=(
 	[flakewire]="usr/sbin/flakewire usr/lib/$MA/bpf/flakewire.bpf.o
 		lib/systemd/system/flakewire.service lib/systemd/system/flakewire-afxdp.service
-		usr/share/man/man8/flakewire.8 var/lib/flakewire"
+		usr/share/man/man8/flakewire.8 var/lib/flakewire
+		etc/default/flakewire etc/default/flakewire-afxdp"
 	[flakewire-tools]="usr/sbin/flakesock usr/bin/flakectl lib/systemd/system/flakesock.service
-		usr/share/man/man8/flakesock.8 usr/share/man/man1/flakectl.1 etc/flakewire/flakewire.ini"
+		usr/share/man/man8/flakesock.8 usr/share/man/man1/flakectl.1 etc/flakewire/flakewire.ini
+		etc/default/flakesock"
 	[libflakewire-client0]="usr/lib/$MA/libflakewire-client.so.0 usr/lib/$MA/libflakewire-client.so.$VERSION"
 	[libflakewire-client-dev]="usr/include/flakewire usr/lib/$MA/libflakewire-client.so
 		usr/lib/$MA/libflakewire-client.a usr/lib/$MA/pkgconfig/flakewire-client.pc"
@@ -113,7 +115,10 @@ for p in "${PKGS[@]}"; do
 	flakewire-tools)
 		mkdir -p "$R/usr/share/flakewire"
 		cp -r "$SRC/config/prometheus" "$SRC/config/grafana" "$R/usr/share/flakewire/"
-		echo /etc/flakewire/flakewire.ini >"$R/DEBIAN/conffiles"
+		printf '%s\n' /etc/flakewire/flakewire.ini /etc/default/flakesock >"$R/DEBIAN/conffiles"
+		;;
+	flakewire)
+		printf '%s\n' /etc/default/flakewire /etc/default/flakewire-afxdp >"$R/DEBIAN/conffiles"
 		;;
 	libflakewire-client0)
 		echo "libflakewire-client 0 libflakewire-client0 (>= $VERSION)" >"$R/DEBIAN/shlibs"

@@ -31,7 +31,8 @@ has() { # DEB PATH...
 D=$TMP/debs
 has "$D"/flakewire_*.deb /usr/sbin/flakewire /usr/lib/$MA/bpf/flakewire.bpf.o \
 	/lib/systemd/system/flakewire.service /lib/systemd/system/flakewire-afxdp.service \
-	/usr/share/man/man8/flakewire.8.gz /var/lib/flakewire/ /usr/share/doc/flakewire/copyright
+	/usr/share/man/man8/flakewire.8.gz /var/lib/flakewire/ /usr/share/doc/flakewire/copyright \
+	/etc/default/flakewire /etc/default/flakewire-afxdp
 has "$D"/flakewire-tools_*.deb /usr/sbin/flakesock /usr/bin/flakectl /etc/flakewire/flakewire.ini \
 	/lib/systemd/system/flakesock.service /usr/share/man/man8/flakesock.8.gz \
 	/usr/share/man/man1/flakectl.1.gz /usr/share/flakewire/prometheus/flakewire-alerts.yml
@@ -41,6 +42,8 @@ has "$D"/libflakewire-client-dev_*.deb /usr/include/flakewire/fw_client.h \
 	/usr/lib/$MA/pkgconfig/flakewire-client.pc
 dpkg-deb -I "$D"/flakewire-tools_*.deb conffiles | grep -qx /etc/flakewire/flakewire.ini ||
 	fail "flakewire.ini is not a conffile"
+dpkg-deb -I "$D"/flakewire_*.deb conffiles | grep -qx /etc/default/flakewire ||
+	fail "/etc/default/flakewire is not a conffile"
 dpkg-deb -f "$D"/flakewire_*.deb Depends | grep -q "librte-eal.*dpdk, flakewire-tools (= $VER)" ||
 	fail "flakewire Depends: $(dpkg-deb -f "$D"/flakewire_*.deb Depends)"
 dpkg-deb -f "$D"/libflakewire-client-dev_*.deb Depends | grep -qx "libflakewire-client0 (= $VER)" ||
