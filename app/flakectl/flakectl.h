@@ -31,6 +31,7 @@ int cmd_get(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_mark(int argc, char **argv);
+int cmd_status(int argc, char **argv); /* exits 0-3 like a monitoring plugin */
 int cmd_xdp(int argc, char **argv); /* only with lib/xdp (FC_HAVE_XDP) */
 int cmd_fleet(int argc, char **argv); /* only with lib/fleet (FC_HAVE_FLEET) */
 

@@ -52,6 +52,8 @@ struct fsock_ctx {
 	uint32_t n_workers;
 	struct fw_keeper *keeper;    /* driven by the keeper thread (keeper.c) only */
 	volatile sig_atomic_t *stop; /* set by the signal handler */
+	_Atomic uint64_t mark_failures; /* persists that failed (keeper), for /metrics */
+	_Atomic bool mark_failing;      /* the last one failed */
 	struct fsock_worker *workers;
 	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
 };
@@ -104,6 +106,16 @@ void fsock_keeper_run(struct fsock_ctx *ctx);
 
 /* Persists the highest ms actually issued (so a restart need not wait). */
 int fsock_keeper_stop(struct fsock_ctx *ctx);
+
+/*
+ * metrics.c: the /metrics endpoint when [metrics] listen is set. Returns 0
+ * (also when off) or -1 with a message on stderr. Stop is a no-op when off.
+ */
+int fsock_metrics_start(struct fsock_ctx *ctx);
+void fsock_metrics_stop(void);
+struct fw_metrics;
+/* The registry while it runs (NULL when off), for other parts' collectors (fleet leases). */
+struct fw_metrics *fsock_metrics_registry(void);
 
 /* Milliseconds since the unix epoch from CLOCK_REALTIME (log time stamps). */
 uint64_t fsock_unix_ms(void);

@@ -32,6 +32,7 @@ static void usage(FILE *f)
 		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1);\n"
 		"                      :: (or [::]) listens on every address of both families\n"
 		"  -t, --threads N     worker threads (default: entries in [id] workers, or 1)\n"
+		"      --version       print the version and exit\n"
 		"  -h, --help          this text\n\nSettings:\n%s",
 		help);
 }
@@ -108,7 +109,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 		{"listen", required_argument, NULL, 'l'}, {"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
 	};
 	static struct fsock_ctx ctx;
 	const char *config = NULL, *listen = "127.0.0.1";
@@ -141,6 +143,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("flakesock %s\n", FW_VERSION);
 			return 0;
 		default:
 			usage(stderr);
@@ -196,13 +201,19 @@ int main(int argc, char **argv)
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
 	if (fsock_fleet_start(&ctx) != 0)
 		return 1;
+	if (fsock_metrics_start(&ctx) != 0) {
+		fsock_fleet_stop(&ctx);
+		return 2;
+	}
 	if (fsock_keeper_start(&ctx) != 0) {
+		fsock_metrics_stop();
 		fsock_fleet_stop(&ctx);
 		return 1;
 	}
 	fsock_fleet_attach(&ctx);
 	if (start_workers(&ctx) != 0) {
 		stop_flag = 1;
+		fsock_metrics_stop();
 		for (uint32_t i = 0; i < ctx.n_workers; i++)
 			if (ctx.workers[i].thread)
 				pthread_join(ctx.workers[i].thread, NULL);
@@ -219,6 +230,7 @@ int main(int argc, char **argv)
 		(unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 
 	fsock_keeper_run(&ctx);
+	fsock_metrics_stop();
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		pthread_join(ctx.workers[i].thread, NULL);
 	fsock_fleet_stop(&ctx);

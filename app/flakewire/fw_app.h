@@ -169,6 +169,7 @@ enum fw_mode {
 	FW_MODE_HELP,
 	FW_MODE_PRINT_CONFIG,
 	FW_MODE_CHECK_CONFIG,
+	FW_MODE_VERSION,
 };
 /*
  * Splits argv: EAL arguments before "--", flakewire's after. Reads --config

@@ -10,6 +10,7 @@
 
 #include "fw_app.h"
 #include "fw_err.h"
+#include "power.h"
 
 /* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
 #define FW_RATE_ENTRIES 4096
@@ -230,8 +231,7 @@ int fw_lcore_main(void *arg)
 				busy += n;
 			}
 		}
-		if (!busy)
-			rte_pause();
+		fw_power_poll(app, lc, busy, app->conf.power.idle);
 	}
 	return 0;
 }

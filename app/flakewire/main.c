@@ -12,6 +12,7 @@
 
 #include "fw_app.h"
 #include "fw_err.h"
+#include "metrics.h"
 
 static volatile bool force_quit;
 int fw_logtype;
@@ -55,6 +56,9 @@ int main(int argc, char **argv)
 	case FW_MODE_CHECK_CONFIG:
 		printf("flakewire: configuration OK\n");
 		return 0;
+	case FW_MODE_VERSION:
+		printf("flakewire %s\n", FW_VERSION);
+		return 0;
 	case FW_MODE_RUN:
 		break;
 	}
@@ -84,8 +88,11 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = fw_telemetry_register(app);
 	if (!rc)
+		rc = fw_app_metrics_start(app);
+	if (!rc)
 		rc = fw_control_start(app);
 	if (rc) {
+		fw_app_metrics_stop(app);
 		fw_ports_close(app);
 		fw_fleet_wire_stop(app);
 		if (rte_eal_cleanup())
@@ -103,6 +110,7 @@ int main(int argc, char **argv)
 	rte_eal_mp_wait_lcore();
 
 	FW_LOG(INFO, "stopping");
+	fw_app_metrics_stop(app);
 	fw_control_stop(app);
 	fw_fleet_wire_stop(app);
 	fw_stats_line(app, 0);

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include "fw_app.h"
+#include "fw_metrics.h"
 
 void fw_options_usage(const char *prog)
 {
@@ -30,6 +33,7 @@ void fw_options_usage(const char *prog)
 	       "  -s, --set S.K=VALUE   override one setting (after --config), repeatable\n"
 	       "      --check-config    validate the settings and exit\n"
 	       "      --print-config    print the sample INI file (all defaults) and exit\n"
+	       "      --version         print the version and exit\n"
 	       "  -h, --help            this text\n"
 	       "\n"
 	       "Settings ([section] key, type and range, default):\n",
@@ -43,7 +47,8 @@ void fw_options_usage(const char *prog)
 
 static bool app_only_flag(const char *a)
 {
-	return !strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--print-config");
+	return !strcmp(a, "--help") || !strcmp(a, "-h") || !strcmp(a, "--print-config") ||
+	       !strcmp(a, "--version");
 }
 
 int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode, int *eal_argc)
@@ -51,7 +56,8 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 		{"check-config", no_argument, NULL, 'C'}, {"print-config", no_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
 	};
 	char err[512];
 	int first = argc; /* first flakewire argument */
@@ -114,6 +120,9 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 		case 'h':
 			*mode = FW_MODE_HELP;
 			break;
+		case 'V':
+			*mode = FW_MODE_VERSION;
+			break;
 		default:
 			break;
 		}
@@ -131,6 +140,16 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 	if (*mode == FW_MODE_RUN || *mode == FW_MODE_CHECK_CONFIG) {
 		if (fw_conf_check(conf, 0, err, sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
+			return -1;
+		}
+		struct sockaddr_storage ss;
+		size_t sl;
+		if (conf->metrics.listen[0] &&
+		    fw_metrics_parse_listen(conf->metrics.listen, &ss, sizeof(ss), &sl)) {
+			fprintf(stderr,
+				"config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, "
+				"[::1]:9842)\n",
+				conf->metrics.listen);
 			return -1;
 		}
 	}

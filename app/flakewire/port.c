@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 
 #include "fw_app.h"
+#include "power.h"
 #include "fw_ethdev.h"
 
 #define POOL_CACHE 256
@@ -110,6 +111,7 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	/* Checksums the device verified on receive need no second look in software. */
 	const uint64_t rx_cks = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
 	conf.rxmode.offloads = info.rx_offload_capa & rx_cks;
+	fw_power_port_conf(app, &conf);
 	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
 	if (rc) {
 		FW_LOG(ERR, "port%u (%s): configure: %s", idx, p->name, rte_strerror(-rc));
@@ -138,11 +140,15 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		}
 	}
 	p->nb_queues = nq;
+	if (fw_power_port_queues(app, p))
+		return -1;
 	rc = rte_eth_dev_start(p->port_id);
 	if (rc) {
 		FW_LOG(ERR, "port%u (%s): start: %s", idx, p->name, rte_strerror(-rc));
 		return -1;
 	}
+	if (fw_power_port_started(app, p))
+		return -1;
 	if (p->af_xdp) {
 		/* MAC and address were read from the kernel by fw_afxdp_prepare() */
 		if (fw_afxdp_started(app, idx))

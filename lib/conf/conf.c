@@ -43,6 +43,8 @@ struct conf_section {
 static const char *const start_policies[] = {"wait", "fail"};
 static const char *const port_modes[] = {"dpdk", "af_xdp"};
 static const char *const backsteps[] = {"slew", "new_worker"};
+static const char *const power_idles[] = {"busy",  "pause",     "monitor",
+					  "scale", "interrupt", "sleep"};
 
 /* Each T_ENUM key and the names it accepts, in value order: a new enum key adds a line. */
 static const struct {
@@ -53,6 +55,7 @@ static const struct {
 	{"start_policy", start_policies, FW_ARRAY_SIZE(start_policies)},
 	{"mode", port_modes, FW_ARRAY_SIZE(port_modes)},
 	{"backstep", backsteps, FW_ARRAY_SIZE(backsteps)},
+	{"idle", power_idles, FW_ARRAY_SIZE(power_idles)},
 };
 
 static const char *const *enum_names(const struct conf_key *k, size_t *n)
@@ -95,6 +98,8 @@ static const struct conf_section sections[] = {
 	{"fleet", false,
 	 "worker IDs claimed through ZooKeeper with time-fenced leases (README: Running a fleet); "
 	 "one ensemble and one root per datacenter, [id] datacenter stays per node"},
+	{"metrics", false, "the Prometheus /metrics endpoint (HTTP, its own thread)"},
+	{"power", false, "(flakewire) what worker lcores do while no packets arrive"},
 };
 
 static const struct conf_key keys[] = {
@@ -267,6 +272,32 @@ static const struct conf_key keys[] = {
 	 "clock offset to ZooKeeper's server time (checked at every renewal) above which it is "
 	 "logged and flagged in telemetry",
 	 C(fleet.max_offset_ms)},
+	{"metrics", "listen", T_STR, 0, 63, "",
+	 "serve Prometheus metrics on http://ADDR:PORT/metrics (127.0.0.1:9842, [::1]:9842); "
+	 "empty: off. An address other than loopback exposes them to the network",
+	 C(metrics.listen)},
+
+	{"power", "idle", T_ENUM, 0, FW_ARRAY_SIZE(power_idles) - 1, "busy",
+	 "busy = keep polling (lowest latency, a whole core per lcore); pause, monitor, "
+	 "scale = DPDK's PMD power management after idle_polls empty polls (pause: TPAUSE, "
+	 "else a PAUSE loop that still occupies the core; monitor: UMWAIT on the queue, needs "
+	 "WAITPKG and driver support; scale: lower the core frequency, needs cpufreq); "
+	 "interrupt = sleep in epoll on the queues' RX interrupts (drivers that have them: "
+	 "net_tap, most NICs; not net_af_xdp in DPDK 22.11), freeing the core; sleep = "
+	 "nanosleep sleep_us (any driver, net_af_xdp included), freeing the core at the cost "
+	 "of up to sleep_us on the first packet after a quiet spell",
+	 C(power.idle)},
+	{"power", "idle_polls", T_U32, 1, 10000000, "512",
+	 "empty polls of all its queues before an lcore pauses or sleeps (every mode but busy)",
+	 C(power.idle_polls)},
+	{"power", "pause_us", T_U32, 1, 100000, "1",
+	 "pause: how long one pause lasts, in microseconds (DPDK's default 1)",
+	 C(power.pause_us)},
+	{"power", "sleep_us", T_U32, 1, 100000, "200",
+	 "sleep: how long one sleep lasts, in microseconds; the latency added to the first "
+	 "request after a quiet spell, and the core is idle roughly sleep_us / (sleep_us + "
+	 "a few us) of the time",
+	 C(power.sleep_us)},
 };
 
 static const char *type_name(enum conf_type t)
@@ -854,6 +885,11 @@ FW_API const char *fw_conf_port_mode_name(uint32_t m)
 FW_API const char *fw_conf_start_policy_name(uint32_t p)
 {
 	return p < FW_ARRAY_SIZE(start_policies) ? start_policies[p] : "?";
+}
+
+FW_API const char *fw_conf_power_idle_name(uint32_t i)
+{
+	return i < FW_ARRAY_SIZE(power_idles) ? power_idles[i] : "?";
 }
 
 /* snprintf-style appender */

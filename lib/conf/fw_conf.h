@@ -47,6 +47,16 @@ enum fw_conf_backstep {
 	FW_CONF_BACKSTEP_NEW_WORKER = 1, /* (fleet) retire each worker ID, claim fresh ones */
 };
 
+/* [power] idle: what a worker lcore does while no packets arrive (flakewire). */
+enum fw_conf_power_idle {
+	FW_CONF_IDLE_BUSY = 0,      /* poll (rte_pause between empty polls) */
+	FW_CONF_IDLE_PAUSE = 1,     /* rte_power PMD management, RTE_POWER_MGMT_TYPE_PAUSE */
+	FW_CONF_IDLE_MONITOR = 2,   /* RTE_POWER_MGMT_TYPE_MONITOR */
+	FW_CONF_IDLE_SCALE = 3,     /* RTE_POWER_MGMT_TYPE_SCALE */
+	FW_CONF_IDLE_INTERRUPT = 4, /* RX interrupts + epoll */
+	FW_CONF_IDLE_SLEEP = 5,     /* nanosleep(sleep_us) after idle_polls empty polls */
+};
+
 struct fw_conf_u32_list {
 	uint32_t n;
 	uint32_t v[FW_CONF_LIST_MAX];
@@ -158,6 +168,15 @@ struct fw_conf {
 		char cache_file[FW_CONF_STR_LEN];
 		uint32_t max_offset_ms;
 	} fleet;
+	struct {
+		char listen[FW_CONF_STR_LEN]; /* "ADDR:PORT" of the /metrics endpoint; "": off */
+	} metrics;
+	struct {
+		uint32_t idle;       /* enum fw_conf_power_idle */
+		uint32_t idle_polls; /* empty polls before sleeping */
+		uint32_t pause_us;   /* pause mode: one pause */
+		uint32_t sleep_us;   /* sleep mode: one sleep */
+	} power;
 	uint32_t n_ports; /* sections [port0] .. [port(n-1)] given; 0 means port0 defaults */
 	struct fw_conf_port port[FW_CONF_PORTS_MAX];
 };
@@ -246,3 +265,6 @@ FW_API const char *fw_conf_backstep_name(uint32_t b);
 
 /* Name of a start policy ("wait", "fail"). */
 FW_API const char *fw_conf_start_policy_name(uint32_t p);
+
+/* Name of a [power] idle mode ("busy", "pause", "monitor", "scale", "interrupt", "sleep"). */
+FW_API const char *fw_conf_power_idle_name(uint32_t i);

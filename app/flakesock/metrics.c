@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flakesock's Prometheus /metrics ([metrics] listen): the same family names
+ * as flakewire's (lib/metrics/fw_metrics_serve.h plus drops and the mark),
+ * labelled thread/worker, so one dashboard and one set of alert rules cover
+ * both responders. flakesock has no calibrated clock: the clock families are
+ * flakewire's alone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flakesock.h"
+#include "fw_metrics_serve.h"
+
+#ifndef FW_VERSION
+#define FW_VERSION "unknown"
+#endif
+
+static struct fw_metrics *registry;
+static struct fw_metrics_server *server;
+static double start_s;
+
+static void collect(struct fw_metrics_writer *w, void *arg)
+{
+	struct fsock_ctx *ctx = arg;
+	uint32_t n = ctx->n_workers;
+	struct fw_metrics_worker wk[FSOCK_MAX_WORKERS];
+	char names[FSOCK_MAX_WORKERS][2][12];
+	struct fw_metrics_label l[3];
+
+	fw_metrics_family(w, "flakewire_build_info", FW_METRICS_GAUGE,
+			  "Always 1; the labels name the build");
+	l[0] = (struct fw_metrics_label){"version", FW_VERSION};
+	l[1] = (struct fw_metrics_label){"responder", "flakesock"};
+	fw_metrics_u64(w, l, 2, 1);
+	fw_metrics_family(w, "flakewire_start_time_seconds", FW_METRICS_GAUGE,
+			  "Unix time the responder started");
+	fw_metrics_f64(w, NULL, 0, start_s);
+	fw_metrics_family(w, "flakewire_workers", FW_METRICS_GAUGE, "Worker threads (worker IDs)");
+	fw_metrics_u64(w, NULL, 0, n);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fsock_worker *t = &ctx->workers[i];
+		/* the thread's keeper slot: its worker ID now (a fleet may swap it) and
+		 * the last ms it issued, both published for other threads */
+		struct fw_keeper_snap ks;
+		fw_keeper_read(t->kw.slot, &ks);
+		uint64_t last = atomic_load_explicit(&t->kw.slot->last_ms, memory_order_relaxed);
+		snprintf(names[i][0], sizeof(names[i][0]), "%u", i);
+		snprintf(names[i][1], sizeof(names[i][1]), "%u", ks.worker_id);
+		wk[i] = (struct fw_metrics_worker){
+			.labels = {{"thread", names[i][0]}, {"worker", names[i][1]}},
+			.n_labels = 2,
+			.ss = &t->serve.stats,
+			.gs = fw_gen_stats(&t->serve.gen),
+			.last_unix_ms = last ? last + ctx->layout.epoch_ms : 0,
+		};
+	}
+	fw_metrics_write_workers(w, wk, n);
+
+	fw_metrics_family(w, "flakewire_drops_total", FW_METRICS_COUNTER,
+			  "Datagrams dropped without a reply, by reason");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fsock_worker *t = &ctx->workers[i];
+		memcpy(l, wk[i].labels, 2 * sizeof(l[0]));
+		l[2].name = "reason";
+		l[2].value = "source";
+		fw_metrics_u64(w, l, 3, t->drop_source);
+		l[2].value = "reflector_port";
+		fw_metrics_u64(w, l, 3, t->drop_reflector);
+		for (unsigned d = 0; d < FW_SERVE_DROP_COUNT; d++) {
+			l[2].value = fw_metrics_serve_drop_name(d);
+			fw_metrics_u64(w, l, 3, t->serve.stats.drops[d]);
+		}
+	}
+
+	struct fw_keeper_snap ks; /* the seqlock snapshot every worker reads */
+	fw_keeper_read(&fw_keeper_slots(ctx->keeper, NULL)[0], &ks);
+	uint64_t mark_unix_ms = ks.mark_ms + ctx->layout.epoch_ms;
+	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
+			  "Unix time up to which IDs are reserved (persisted high-water mark)");
+	fw_metrics_f64(w, NULL, 0, (double)mark_unix_ms / 1000.0);
+	fw_metrics_family(w, "flakewire_mark_ahead_seconds", FW_METRICS_GAUGE,
+			  "Persisted mark minus the system clock (negative: issuing has stopped "
+			  "at the mark)");
+	fw_metrics_f64(w, NULL, 0, ((double)mark_unix_ms - (double)fsock_unix_ms()) / 1000.0);
+	fw_metrics_family(w, "flakewire_mark_failing", FW_METRICS_GAUGE,
+			  "1 while the last attempt to persist the mark failed");
+	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_failing));
+	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
+			  "Attempts to persist the mark that failed");
+	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_failures));
+}
+
+int fsock_metrics_start(struct fsock_ctx *ctx)
+{
+	const char *listen = ctx->conf.metrics.listen;
+	char addr[sizeof(struct sockaddr_in6)];
+	size_t len;
+
+	if (!listen[0])
+		return 0;
+	if (fw_metrics_parse_listen(listen, addr, sizeof(addr), &len)) {
+		fprintf(stderr,
+			"flakesock: config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, "
+			"[::1]:9842)\n",
+			listen);
+		return -1;
+	}
+	start_s = (double)fsock_unix_ms() / 1000.0;
+	registry = fw_metrics_create();
+	int rc = registry ? fw_metrics_add_collector(registry, collect, ctx) : -ENOMEM;
+	if (!rc)
+		rc = fw_metrics_serve(registry, listen, &server);
+	if (rc) {
+		fprintf(stderr, "flakesock: metrics: cannot serve on %s ([metrics] listen): %s\n",
+			listen, strerror(-rc));
+		fw_metrics_free(registry);
+		registry = NULL;
+		return -1;
+	}
+	fprintf(stderr, "flakesock: metrics: http://%s/metrics%s\n", listen,
+		fw_metrics_listen_is_loopback(listen) ? ""
+						      : " (not loopback: reachable from the network)");
+	return 0;
+}
+
+void fsock_metrics_stop(void)
+{
+	fw_metrics_server_stop(server);
+	server = NULL;
+	fw_metrics_free(registry);
+	registry = NULL;
+}
+
+struct fw_metrics *fsock_metrics_registry(void)
+{
+	return registry;
+}

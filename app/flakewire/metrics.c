@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * flakewire's Prometheus /metrics ([metrics] listen): the per-lcore counters
+ * (read through fw_stats_lcore, as telemetry does), the clock and the mark.
+ * libmicrohttpd's thread is started from a DPDK control thread so that it
+ * inherits the control CPUs and never runs on a worker lcore's CPU.
+ * Families shared with flakesock are in lib/metrics/fw_metrics_serve.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+#include <rte_thread.h>
+
+#include "fw_app.h"
+#include "fw_err.h"
+#include "fw_metrics_serve.h"
+#include "metrics.h"
+
+#ifndef FW_VERSION
+#define FW_VERSION "unknown"
+#endif
+
+static struct fw_metrics *registry;
+static struct fw_metrics_server *server;
+static double start_s;
+
+struct lcore_labels {
+	char lcore[12];
+	char worker[12];
+};
+
+static void collect(struct fw_metrics_writer *w, void *arg)
+{
+	struct fw_app *app = arg;
+	uint32_t n = app->n_lcores;
+	struct fw_metrics_worker wk[RTE_MAX_LCORE];
+	struct lcore_labels names[RTE_MAX_LCORE];
+	struct fw_lcore_stats st[RTE_MAX_LCORE];
+	struct fw_metrics_label l[3];
+
+	fw_metrics_family(w, "flakewire_build_info", FW_METRICS_GAUGE,
+			  "Always 1; the labels name the build");
+	l[0] = (struct fw_metrics_label){"version", FW_VERSION};
+	l[1] = (struct fw_metrics_label){"responder", "flakewire"};
+	fw_metrics_u64(w, l, 2, 1);
+	fw_metrics_family(w, "flakewire_start_time_seconds", FW_METRICS_GAUGE,
+			  "Unix time the responder started");
+	fw_metrics_f64(w, NULL, 0, start_s);
+	fw_metrics_family(w, "flakewire_workers", FW_METRICS_GAUGE, "Worker lcores (worker IDs)");
+	fw_metrics_u64(w, NULL, 0, n);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fw_lcore *lc = &app->lcore[i];
+		/* the lcore's keeper slot: its worker ID now (a fleet may swap it) and
+		 * the last ms it issued, both published for other threads */
+		struct fw_keeper_snap ks;
+		fw_keeper_read(lc->kw.slot, &ks);
+		uint64_t last = atomic_load_explicit(&lc->kw.slot->last_ms, memory_order_relaxed);
+		snprintf(names[i].lcore, sizeof(names[i].lcore), "%u", lc->lcore_id);
+		snprintf(names[i].worker, sizeof(names[i].worker), "%u", ks.worker_id);
+		wk[i] = (struct fw_metrics_worker){
+			.labels = {{"lcore", names[i].lcore}, {"worker", names[i].worker}},
+			.n_labels = 2,
+			.ss = &lc->serve.stats,
+			.gs = fw_gen_stats(&lc->serve.gen),
+			.last_unix_ms = last ? last + app->layout.epoch_ms : 0,
+		};
+		fw_stats_lcore(lc, &st[i]);
+	}
+	fw_metrics_write_workers(w, wk, n);
+
+#define PER_LCORE(name, help, field)                                      \
+	do {                                                              \
+		fw_metrics_family(w, name, FW_METRICS_COUNTER, help);     \
+		for (uint32_t i = 0; i < n; i++)                          \
+			fw_metrics_u64(w, wk[i].labels, 2, st[i].field); \
+	} while (0)
+	PER_LCORE("flakewire_rx_frames_total", "Frames received", rx);
+	PER_LCORE("flakewire_tx_frames_total", "Frames sent", tx);
+	PER_LCORE("flakewire_arp_replies_total", "ARP replies sent", arp);
+	PER_LCORE("flakewire_icmp_replies_total", "ICMP echo replies sent", icmp);
+	PER_LCORE("flakewire_rate_limited_total",
+		  "Requests over [net] rate (dropped or answered RETRY_AFTER)", rate_limited);
+	PER_LCORE("flakewire_rate_slipped_total",
+		  "Rate-limited requests answered RETRY_AFTER instead of dropped", slipped);
+#undef PER_LCORE
+
+	fw_metrics_family(w, "flakewire_drops_total", FW_METRICS_COUNTER,
+			  "Frames or requests dropped without a reply, by reason (tx_full: "
+			  "replies the TX queue did not take)");
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(l, wk[i].labels, 2 * sizeof(l[0]));
+		l[2].name = "reason";
+		/* FW_DROP_WIRE is the sum of lib/serve's reasons, written below instead */
+		for (int d = 0; d < FW_DROP_COUNT; d++) {
+			if (d == FW_DROP_WIRE)
+				continue;
+			l[2].value = fw_drop_names[d];
+			fw_metrics_u64(w, l, 3, st[i].drop[d]);
+		}
+		for (unsigned d = 0; d < FW_SERVE_DROP_COUNT; d++) {
+			l[2].value = fw_metrics_serve_drop_name(d);
+			fw_metrics_u64(w, l, 3, app->lcore[i].serve.stats.drops[d]);
+		}
+		l[2].value = "tx_full";
+		fw_metrics_u64(w, l, 3, st[i].tx_dropped);
+	}
+
+	struct fw_keeper_snap s; /* the seqlock snapshot the lcores read */
+	if (!app->keeper)
+		return;
+	fw_keeper_read(&fw_keeper_slots(app->keeper, NULL)[0], &s);
+	fw_metrics_family(w, "flakewire_clock_offset_seconds", FW_METRICS_GAUGE,
+			  "System clock minus flakewire's clock at the last re-anchor");
+	fw_metrics_f64(w, NULL, 0, (double)s.offset_ns / 1e9);
+	fw_metrics_family(w, "flakewire_clock_slew_ratio", FW_METRICS_GAUGE,
+			  "Rate change applied to remove the offset (500 ppm = 0.0005)");
+	fw_metrics_f64(w, NULL, 0, (double)s.cal.slew_ppb / 1e9);
+	fw_metrics_family(w, "flakewire_clock_tsc_hertz", FW_METRICS_GAUGE,
+			  "TSC rate as calibrated against the system clock");
+	fw_metrics_f64(w, NULL, 0, fw_clock_hz(&s.cal));
+	fw_metrics_family(w, "flakewire_clock_flag", FW_METRICS_GAUGE,
+			  "Clock state flags, 1 when set: back_step (system clock behind by more "
+			  "than [clock] step_ms), slewing, fwd_step");
+	const struct {
+		const char *name;
+		uint32_t bit;
+	} flags[] = {{"back_step", FW_CLOCK_F_BACK_STEP},
+		     {"slewing", FW_CLOCK_F_SLEWING},
+		     {"fwd_step", FW_CLOCK_F_FWD_STEP}};
+	for (size_t f = 0; f < FW_ARRAY_SIZE(flags); f++) {
+		l[0] = (struct fw_metrics_label){"flag", flags[f].name};
+		fw_metrics_u64(w, l, 1, !!(s.cal.flags & flags[f].bit));
+	}
+	fw_metrics_family(w, "flakewire_clock_events_total", FW_METRICS_COUNTER,
+			  "Clock steps and backward steps handled by the control thread");
+	fw_metrics_u64(w, NULL, 0, app->clock_events);
+
+	uint64_t mark_unix_ms = s.mark_ms + app->layout.epoch_ms;
+	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
+			  "Unix time up to which IDs are reserved (persisted high-water mark)");
+	fw_metrics_f64(w, NULL, 0, (double)mark_unix_ms / 1000.0);
+	fw_metrics_family(w, "flakewire_mark_ahead_seconds", FW_METRICS_GAUGE,
+			  "Persisted mark minus the system clock (negative: issuing has stopped "
+			  "at the mark)");
+	fw_metrics_f64(w, NULL, 0,
+		       ((double)mark_unix_ms - (double)fw_realtime_ns() / 1e6) / 1000.0);
+	fw_metrics_family(w, "flakewire_mark_failing", FW_METRICS_GAUGE,
+			  "1 while the last attempt to persist the mark failed");
+	fw_metrics_u64(w, NULL, 0, app->mark_failing);
+	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER,
+			  "Marks persisted");
+	fw_metrics_u64(w, NULL, 0, app->mark_writes);
+	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
+			  "Attempts to persist the mark that failed");
+	fw_metrics_u64(w, NULL, 0, app->mark_failures);
+
+	if (app->pool) {
+		fw_metrics_family(w, "flakewire_mbufs_in_use", FW_METRICS_GAUGE,
+				  "Packet buffers out of the pool (flat when nothing leaks)");
+		fw_metrics_u64(w, NULL, 0, rte_mempool_in_use_count(app->pool));
+	}
+}
+
+static void *start_server(void *arg)
+{
+	struct fw_app *app = arg;
+	return (void *)(intptr_t)fw_metrics_serve(registry, app->conf.metrics.listen, &server);
+}
+
+int fw_app_metrics_start(struct fw_app *app)
+{
+	const char *listen = app->conf.metrics.listen;
+	char addr[sizeof(struct sockaddr_in6)];
+	size_t len;
+	pthread_t t;
+	void *ret;
+
+	if (!listen[0])
+		return 0;
+	if (fw_metrics_parse_listen(listen, addr, sizeof(addr), &len)) {
+		FW_LOG(ERR, "config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, [::1]:9842)",
+		       listen);
+		return -1;
+	}
+	start_s = (double)fw_realtime_ns() / 1e9;
+	registry = fw_metrics_create();
+	if (!registry || fw_metrics_add_collector(registry, collect, app))
+		goto fail;
+	/* a control thread starts the server: its thread inherits the control CPUs */
+	if (rte_ctrl_thread_create(&t, "fw-metrics", NULL, start_server, app) ||
+	    pthread_join(t, &ret))
+		goto fail;
+	if ((intptr_t)ret) {
+		FW_LOG(ERR, "metrics: cannot serve on %s ([metrics] listen): %s", listen,
+		       strerror(-(int)(intptr_t)ret));
+		goto fail;
+	}
+	FW_LOG(INFO, "metrics: http://%s/metrics%s", listen,
+	       fw_metrics_listen_is_loopback(listen) ? "" : " (not loopback: reachable from the network)");
+	return 0;
+fail:
+	fw_metrics_free(registry);
+	registry = NULL;
+	return -1;
+}
+
+void fw_app_metrics_stop(struct fw_app *app)
+{
+	(void)app;
+	fw_metrics_server_stop(server);
+	server = NULL;
+	fw_metrics_free(registry);
+	registry = NULL;
+}
+
+struct fw_metrics *fw_app_metrics_registry(void)
+{
+	return registry;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The metric families both responders share, written from lib/serve and
+ * lib/id counters of each worker (lcore or thread):
+ *   flakewire_requests_total{...,op}        requests answered, by op
+ *   flakewire_replies_total{...,status}     replies, by status
+ *   flakewire_ids_total{...}                IDs issued in replies
+ *   flakewire_partial_replies_total{...}    replies with fewer IDs than asked
+ *   flakewire_generator_events_total{...,event}  borrow, backstep, retry,
+ *                                           unsafe, mark_hit
+ *   flakewire_last_issued_timestamp_seconds{...}  unix time of the newest
+ *                                           ID's millisecond (0: none yet)
+ * Each worker carries its own labels (lcore/worker, or thread/worker).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_gen.h"
+#include "fw_metrics.h"
+#include "fw_serve.h"
+
+#define FW_METRICS_WORKER_LABELS 2
+
+struct fw_metrics_worker {
+	struct fw_metrics_label labels[FW_METRICS_WORKER_LABELS];
+	size_t n_labels;
+	const struct fw_serve_stats *ss;
+	const struct fw_gen_stats *gs;
+	uint64_t last_unix_ms; /* 0: nothing issued yet */
+};
+
+/* Writes the families above for @n workers. Errors stick in @w (fw_metrics.h). */
+FW_API void fw_metrics_write_workers(struct fw_metrics_writer *w,
+				     const struct fw_metrics_worker *wk, size_t n);
+
+/* Name of a lib/serve drop reason (FW_SERVE_DROP_*), "wire_short" etc. */
+FW_API const char *fw_metrics_serve_drop_name(unsigned i);
+
+/* Name of a wire status ("ok", "retry_after", ...); "status_N" beyond the known ones. */
+FW_API const char *fw_metrics_status_name(unsigned st, char *buf, size_t cap);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdio.h>
+#include <string.h>
+
+#include "fw_metrics_serve.h"
+#include "fw_wire.h"
+
+static const char *const op_names[] = {"unknown", "id", "list", "range", "info", "uuid7"};
+static const char *const st_names[] = {"ok",      "bad_request",  "bad_version",
+				       "retry_after", "refused", "clock_unsafe",
+				       "no_lease"};
+static const char *const serve_drops[FW_SERVE_DROP_COUNT] = {"wire_short", "wire_magic",
+							     "wire_reply"};
+
+FW_API const char *fw_metrics_serve_drop_name(unsigned i)
+{
+	return i < FW_SERVE_DROP_COUNT ? serve_drops[i] : "wire_other";
+}
+
+FW_API const char *fw_metrics_status_name(unsigned st, char *buf, size_t cap)
+{
+	if (st < FW_ARRAY_SIZE(st_names))
+		return st_names[st];
+	snprintf(buf, cap, "status_%u", st);
+	return buf;
+}
+
+static const char *op_name(unsigned op, char *buf, size_t cap)
+{
+	if (op < FW_ARRAY_SIZE(op_names))
+		return op_names[op];
+	snprintf(buf, cap, "op_%u", op);
+	return buf;
+}
+
+/* labels of worker @k plus one more */
+static size_t with(const struct fw_metrics_worker *k, struct fw_metrics_label *l, const char *name,
+		   const char *value)
+{
+	size_t n = k->n_labels;
+	memcpy(l, k->labels, n * sizeof(*l));
+	if (name) {
+		l[n].name = name;
+		l[n].value = value;
+		n++;
+	}
+	return n;
+}
+
+FW_API void fw_metrics_write_workers(struct fw_metrics_writer *w,
+				     const struct fw_metrics_worker *wk, size_t n)
+{
+	struct fw_metrics_label l[FW_METRICS_WORKER_LABELS + 1];
+	char buf[32];
+	const size_t n_ops = FW_ARRAY_SIZE(wk->ss->ops);
+	const size_t n_st = FW_ARRAY_SIZE(wk->ss->status);
+
+	fw_metrics_family(w, "flakewire_requests_total", FW_METRICS_COUNTER,
+			  "Requests answered, by op (unknown: an op this responder does not know)");
+	for (size_t i = 0; i < n; i++)
+		for (unsigned op = 0; op < n_ops; op++)
+			fw_metrics_u64(w, l, with(&wk[i], l, "op", op_name(op, buf, sizeof(buf))),
+				       wk[i].ss->ops[op]);
+	fw_metrics_family(w, "flakewire_replies_total", FW_METRICS_COUNTER,
+			  "Replies sent, by status");
+	for (size_t i = 0; i < n; i++)
+		for (unsigned st = 0; st < n_st; st++)
+			fw_metrics_u64(w, l,
+				       with(&wk[i], l, "status",
+					    fw_metrics_status_name(st, buf, sizeof(buf))),
+				       wk[i].ss->status[st]);
+	fw_metrics_family(w, "flakewire_ids_total", FW_METRICS_COUNTER, "IDs issued in replies");
+	for (size_t i = 0; i < n; i++)
+		fw_metrics_u64(w, l, with(&wk[i], l, NULL, NULL), wk[i].ss->ids);
+	fw_metrics_family(w, "flakewire_partial_replies_total", FW_METRICS_COUNTER,
+			  "Replies carrying fewer IDs than asked (PARTIAL)");
+	for (size_t i = 0; i < n; i++)
+		fw_metrics_u64(w, l, with(&wk[i], l, NULL, NULL), wk[i].ss->partial);
+	fw_metrics_family(w, "flakewire_generator_events_total", FW_METRICS_COUNTER,
+			  "ID generator events: borrow (a ms ahead of the clock entered), backstep "
+			  "(clock seen going back), retry (sequence used up), unsafe (clock "
+			  "unsafe), mark_hit (stopped at the persisted mark)");
+	for (size_t i = 0; i < n; i++) {
+		const struct fw_gen_stats *g = wk[i].gs;
+		const struct {
+			const char *name;
+			uint64_t v;
+		} ev[] = {{"borrow", g->borrowed_ms}, {"backstep", g->backsteps},
+			  {"retry", g->retries},      {"unsafe", g->unsafe},
+			  {"mark_hit", g->mark_hits}};
+		for (size_t e = 0; e < FW_ARRAY_SIZE(ev); e++)
+			fw_metrics_u64(w, l, with(&wk[i], l, "event", ev[e].name), ev[e].v);
+	}
+	fw_metrics_family(w, "flakewire_last_issued_timestamp_seconds", FW_METRICS_GAUGE,
+			  "Unix time of the millisecond of the newest ID issued (0: none yet)");
+	for (size_t i = 0; i < n; i++)
+		fw_metrics_f64(w, l, with(&wk[i], l, NULL, NULL),
+			       (double)wk[i].last_unix_ms / 1000.0);
+}
