@@ -52,7 +52,9 @@ def settings(prog, no_ports):
         if comments and comments[-1].startswith("(") and comments[-1].endswith(")"):
             rng = comments.pop()
         out.append("*%s.%s* = %s %s\n\t%s\n" % (
-            esc(section), esc(key), "_%s_" % esc(value) if value else "(empty)",
+            esc(section), esc(key),
+            # a space after each comma lets a long list default break across lines
+            "_%s_" % esc(value).replace(",", ", ") if value else "(empty)",
             esc(rng), esc(" ".join(comments))))
         comments = []
     return "\n".join(out)

@@ -81,5 +81,5 @@ m_check "$TMP/m1" 'flakewire_mark_ahead_seconds > 0 and flakewire_mark_ahead_sec
 kill -TERM "$PID"
 wait "$PID" || fail "flakesock exit status $? after SIGTERM"
 PID=""
-grep -q "mark .* persisted" "$TMP/sock.log" || fail "no mark persisted at SIGTERM"
+grep -q "mark: persisted" "$TMP/sock.log" || fail "no mark persisted at SIGTERM"
 echo PASS
