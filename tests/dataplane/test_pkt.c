@@ -57,6 +57,8 @@ static int setup(void **state)
 		       "-l",       "0",           "--log-level=0", "--no-telemetry"};
 	if (rte_eal_init((int)FW_ARRAY_SIZE(eal), eal) < 0)
 		return -1;
+	/* nothing in it is used with --no-shconf; a failed test must not leave it behind */
+	rmdir(rte_eal_get_runtime_dir());
 	fw_logtype = RTE_LOGTYPE_USER1;
 	pool = rte_pktmbuf_pool_create("testpkt", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       SOCKET_ID_ANY);
