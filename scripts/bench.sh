@@ -290,20 +290,22 @@ redis_bench() { # ROUND: redis-benchmark INCR and INCRBY 100 against redis-serve
 		kill -0 "$rpid" 2>/dev/null || break
 		sleep 0.1
 	done
-	# about DURATION seconds each at ~100k/s; bounded by timeout either way
-	n=$("$PY" -c "print(int(100000 * $DURATION))")
-	bcmd="taskset -c $LOAD_CORE redis-benchmark -h 127.0.0.1 -p 6379 -c 32 -n $n --csv"
+	bcmd="taskset -c $LOAD_CORE redis-benchmark -h 127.0.0.1 -p 6379 -c 32 --csv"
 	if [ "$up" = 1 ]; then
+		# redis-benchmark counts requests, not seconds: a 5,000-request probe
+		# sizes each run to about DURATION seconds at the rate it saw
+		n=$(ip netns exec "$NS" $bcmd -n 5000 -t incr 2>/dev/null |
+			"$PY" -c "import sys; r=[l.split(',') for l in sys.stdin if l.startswith('\"INCR')]; print(max(5000, int(float(r[0][1].strip('\"')) * $DURATION)) if r else 5000)")
 		: >"$RUNDIR/redis-$r.csv"
-		timeout $(("${DURATION%.*}" * 4 + 30)) ip netns exec "$NS" $bcmd -t incr >>"$RUNDIR/redis-$r.csv" 2>"$TMP/redis-bench-$r.err" || true
-		timeout $(("${DURATION%.*}" * 4 + 30)) ip netns exec "$NS" $bcmd INCRBY fwbench 100 >>"$RUNDIR/redis-$r.csv" 2>>"$TMP/redis-bench-$r.err" || true
+		timeout $(("${DURATION%.*}" * 3 + 30)) ip netns exec "$NS" $bcmd -n "$n" -t incr >>"$RUNDIR/redis-$r.csv" 2>"$TMP/redis-bench-$r.err" || true
+		timeout $(("${DURATION%.*}" * 3 + 30)) ip netns exec "$NS" $bcmd -n "$n" INCRBY fwbench 100 >>"$RUNDIR/redis-$r.csv" 2>>"$TMP/redis-bench-$r.err" || true
 	else
 		log "kernel: redis-server did not answer (log $TMP/redis-$r.log)"
 	fi
 	stop_pid "$rpid"
 	PIDS=()
 	meta redis sut "ip netns exec NS $rcmd"
-	meta redis load "ip netns exec NS $bcmd -t incr; ... $bcmd INCRBY fwbench 100"
+	meta redis load "ip netns exec NS $bcmd -n N -t incr; ... $bcmd -n N INCRBY fwbench 100 (N: a 5,000-request probe's rate x DURATION)"
 }
 if want kernel; then
 	NS="fwbench-$$"

@@ -42,6 +42,7 @@ static struct fw_app *app;
 static struct fw_port port;
 static struct rte_mempool *pool;
 static volatile bool never;
+static char runtime_dir[256];
 static const uint64_t now_ms = 1000000000;
 static const struct rte_ether_addr peer_mac = {{0x02, 0, 0, 0x77, 0, 0x01}};
 static const uint32_t peer_ip = RTE_IPV4(10, 77, 0, 1);
@@ -57,6 +58,7 @@ static int setup(void **state)
 		       "-l",       "0",           "--log-level=0", "--no-telemetry"};
 	if (rte_eal_init((int)FW_ARRAY_SIZE(eal), eal) < 0)
 		return -1;
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
 	fw_logtype = RTE_LOGTYPE_USER1;
 	pool = rte_pktmbuf_pool_create("testpkt", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       SOCKET_ID_ANY);
@@ -82,6 +84,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	rte_eal_cleanup();
+	rmdir(runtime_dir); /* empty once EAL is down (--no-shconf) */
 	return 0;
 }
 
