@@ -100,6 +100,8 @@ def test_partial_and_retry_after_with_one_sequence_bit():
         assert len(set(out)) == 300
         assert c.layout.seq_bits == 1 and {c.layout.decode(i).worker for i in out} == {13}
         assert c.stats["retry_after"] > 0, c.stats
+    # A client of its own: a background refill of the one above could set last_reply.
+    with Client([FEWSEQ]) as c:
         runs = c.get_range(4096)
         assert c.last_reply.flags & wire.F_PARTIAL and sum(n for _, n in runs) < 4096
 
@@ -118,3 +120,20 @@ def test_all_dead_times_out():
             c.get()
         with pytest.raises(NoResponseError):
             c.next()
+
+
+def test_uuid7_trusted_and_untrusted():
+    from flakewire import uuid7_parts
+    for addr, worker in ((TRUSTED, 11), (UNTRUSTED, 12)):
+        with Client([addr]) as c:
+            assert c.info().info.supports_uuid7
+            us = c.uuid7(90)
+            assert len(us) == 90 and c.last_reply.count == 90 and us == sorted(us)
+            parts = [uuid7_parts(u, c.layout) for u in us]
+            assert all(p.flakewire and p.worker == worker for p in parts)
+            more = [c.next_uuid7() for _ in range(200)]
+            assert len(set(more) | set(us)) == 290 and min(more) > max(us)
+    with Client([UNTRUSTED], trusted=True) as c:
+        with pytest.raises(StatusError) as e:
+            c.uuid7(1)
+        assert e.value.status == wire.ST_REFUSED
