@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Live tests of the language clients: starts the responders, exports their
 # addresses, then runs one client's live test command, which reads them from
-# the environment (see tests/clients/README.md). Everything started here is
+# the environment (tests/clients/README.md). Everything started here is
 # stopped by PID on exit, also on failure.
 #
 # usage: live.sh loop FLAKESOCK CMD...
