@@ -148,20 +148,22 @@ func TestLiveLoop(t *testing.T) {
 		}
 	})
 	t.Run("PARTIAL and RETRY_AFTER with one sequence bit", func(t *testing.T) {
+		// First, before any background refill competes for the 2 IDs per ms.
+		p := o
+		p.Retries = 10
+		c := mustNew(t, []string{fewseq}, p)
+		runs, err := c.GetRange(4096)
+		if err != nil || c.LastReply().Flags&FlagPartial == 0 || len(runs) == 0 {
+			t.Fatalf("%v", err)
+		}
 		u := o
 		u.Prefetch, u.LowWater = 200, 50
-		c := mustNew(t, []string{fewseq}, u)
+		c = mustNew(t, []string{fewseq}, u)
 		all := take(t, c, 3, 100)
 		seen := map[uint64]bool{}
 		uniqueWorkers(t, c, all, seen)
 		if len(seen) != 300 || c.Layout().SeqBits != 1 || c.Stats.RetryAfter.Load() == 0 {
 			t.Fatalf("%d IDs, retry_after %d", len(seen), c.Stats.RetryAfter.Load())
-		}
-		// A client of its own: a background refill of the one above could set LastReply.
-		c = mustNew(t, []string{fewseq}, o)
-		runs, err := c.GetRange(4096)
-		if err != nil || c.LastReply().Flags&FlagPartial == 0 || len(runs) == 0 {
-			t.Fatalf("%v", err)
 		}
 	})
 	t.Run("UUID7 trusted, untrusted padded, unpadded refused", func(t *testing.T) {
@@ -194,6 +196,20 @@ func TestLiveLoop(t *testing.T) {
 		c := mustNew(t, []string{untrusted}, u)
 		if _, err := c.UUID7(1); err == nil || err.(*StatusError).Status != StRefused {
 			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("IPv6 loopback", func(t *testing.T) {
+		v6 := os.Getenv("FW_V6")
+		if v6 == "" {
+			t.Skip("no IPv6 loopback")
+		}
+		c := mustNew(t, []string{v6}, o)
+		ids, err := c.GetN(181)
+		if err != nil || len(ids) != 181 {
+			t.Fatalf("%d %v", len(ids), err)
+		}
+		if p, _ := c.Layout().Decode(ids[0]); p.Worker != 14 {
+			t.Fatalf("worker %d", p.Worker)
 		}
 	})
 	t.Run("failover from a dead responder", func(t *testing.T) {
