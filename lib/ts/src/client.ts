@@ -166,6 +166,8 @@ export class Client {
       const { host, port } = parseServer(spec);
       const address = net.isIP(host) ? host : (await dns.lookup(host)).address;
       const sock = dgram.createSocket(net.isIPv6(address) ? "udp6" : "udp4");
+      // An idle client does not keep the process alive; a wait's timer does.
+      sock.unref();
       list.push({ spec, address, port, sock });
     }
     const c = new Client(list, o);
