@@ -16,10 +16,10 @@
  * Every ID handed out has been validated: status OK, count no larger than
  * asked, IDs positive and strictly increasing within the reply, strictly
  * above the last ID seen from the same (datacenter, worker) pair in any
- * earlier reply, and (once the layout is known from an INFO exchange, done
- * lazily before the first ID request) carrying the datacenter and worker
- * the reply header names. A reply that fails any check yields FW_EINVALID
- * and none of its IDs.
+ * earlier reply on the same channel (see thread safety), and (once the
+ * layout is known from an INFO exchange, done lazily before the first ID
+ * request) carrying the datacenter and worker the reply header names. A
+ * reply that fails any check yields FW_EINVALID and none of its IDs.
  *
  * Thread safety: every function may be called from several threads on the
  * same client. The one-shot calls (fw_client_get*, fw_client_info) are
