@@ -90,7 +90,7 @@ measure()
 		sed -n 's/^ids_per_s //p'
 }
 
-for r in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
 	for c in "${clients[@]}"; do
 		for n in 1 "$threads"; do
 			v=$(measure "$c" "$n")

@@ -94,6 +94,19 @@ if os.path.exists(f"{R}/core.txt"):
             rows.append((rid, f"ID core: RANGE of {k.split()[-1]} (fw_gen_range)", f"{core[k][0]:.2f} ns",
                          "cost of one ID", f"yes ({one:.2f} ns for 1)" if core[k][0] < 3 * one + 5 else "no"))
     cmd_of("core", "1a-1d")
+    # UUIDv7 (issue 12): the same bench-core run, beside the Snowflake ID.
+    uu = {}
+    for line in open(f"{R}/core.txt"):
+        m = re.match(r"\|\s*(uuid7 [^|]*?)\s*\|\s*([\d.]+) /\s*([\d.]+)\s*\|", line)
+        if m:
+            uu[m.group(1)] = float(m.group(2))
+    data["core_ns_per_call"].update(uu)
+    if "uuid7 (next + rng)" in uu and "uuid7 list 90" in uu:
+        v1, v90 = uu["uuid7 (next + rng)"], uu["uuid7 list 90"]
+        one = core.get("fw_gen_next", (0,))[0]
+        rows.append(("1e", "ID core: one UUIDv7 / a UUID7 reply of 90 (ChaCha20 random bits)",
+                     f"{v1:.1f} ns / {v90 / 90:.1f} ns per UUID ({v1 / one:.0f}x one ID)" if one else
+                     f"{v1:.1f} ns / {v90 / 90:.1f} ns per UUID", "near one ID", "-"))
 
 # ---- 2 ID space ----
 for row, rid, bits in (("idspace12", "2a", 12), ("idspace8", "2b", 8)):

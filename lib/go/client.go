@@ -101,6 +101,7 @@ type Client struct {
 	infoDone  bool
 	seen      map[uint32]uint64
 	seenOrder []uint32
+	lastUUID  map[uint32][16]byte
 	lastReply *Reply
 	rx        []byte
 
@@ -112,6 +113,7 @@ type Client struct {
 	gen       uint64
 	refillErr error
 	holdUntil time.Time
+	uuids     [][16]byte
 }
 
 // ParseServer splits "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare
@@ -175,7 +177,7 @@ func New(servers []string, opts *Options) (*Client, error) {
 	case o.MaxSkew < 0:
 		return nil, fmt.Errorf("flakewire: MaxSkew %v is negative", o.MaxSkew)
 	}
-	c := &Client{opts: o, seen: map[uint32]uint64{}, rx: make([]byte, 2048)}
+	c := &Client{opts: o, seen: map[uint32]uint64{}, lastUUID: map[uint32][16]byte{}, rx: make([]byte, 2048)}
 	c.cond = sync.NewCond(&c.buf)
 	for _, s := range servers {
 		host, port, err := ParseServer(s)
@@ -265,7 +267,12 @@ func (c *Client) exchange(op uint8, count uint16) (*Reply, error) {
 		return nil, err
 	}
 	tag := binary.BigEndian.Uint64(tb[:])
-	req := EncodeRequest(op, count, tag, !c.opts.Trusted)
+	// RANGE pads for 2^seq_bits IDs per range once INFO gave the layout.
+	seq := 12
+	if c.layout != nil {
+		seq = int(c.layout.SeqBits)
+	}
+	req := EncodeRequest(op, count, tag, !c.opts.Trusted, seq)
 	var retryAfter, moved *Reply
 	for range c.srv {
 		s := c.srv[c.cur]
@@ -492,36 +499,77 @@ func (c *Client) Info() (*Reply, error) {
 	return r, nil
 }
 
-// UUID7 returns n (1..90) UUIDv7 with one UUID7 request, checked for
-// version 7, the RFC variant, increasing order and time near this clock.
+// UUID7 returns up to n (1..90) UUIDv7 with one UUID7 request (a
+// responder may give fewer: PARTIAL), checked as the C client does:
+// version 7, the RFC variant, strictly increasing and above the last UUID
+// seen from that worker, a time near this clock, and, with the layout,
+// flakewire's tag and the datacenter and worker the reply names.
 func (c *Client) UUID7(n int) ([][16]byte, error) {
 	if n < 1 || n > UUID7Max {
 		return nil, fmt.Errorf("flakewire: n %d not in 1..%d", n, UUID7Max)
 	}
 	c.net.Lock()
+	defer c.net.Unlock()
+	if err := c.ensureLayout(); err != nil {
+		return nil, err
+	}
 	r, err := c.exchange(OpUUID7, uint16(n))
-	c.net.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if len(r.UUIDs) > n {
+	if len(r.UUIDs) == 0 || len(r.UUIDs) > n {
 		return nil, &InvalidReplyError{fmt.Sprintf("%d UUIDs for %d asked", len(r.UUIDs), n)}
+	}
+	l := DefaultLayout
+	if c.layout != nil {
+		l = *c.layout
 	}
 	nowMs := time.Now().UnixMilli()
 	for i, u := range r.UUIDs {
-		ms, err := UUID7UnixMs(u)
-		if err != nil {
-			return nil, &InvalidReplyError{err.Error()}
+		p := l.ReadUUID(u)
+		if !p.IsV7 {
+			return nil, &InvalidReplyError{FormatUUID(u) + " is not a UUIDv7"}
+		}
+		if c.layout != nil && (!p.Flakewire || p.Datacenter != uint32(r.Datacenter) || p.Worker != uint32(r.Worker)) {
+			return nil, &InvalidReplyError{fmt.Sprintf("%s does not carry worker %d/%d", FormatUUID(u), r.Datacenter, r.Worker)}
 		}
 		if i > 0 && string(u[:]) <= string(r.UUIDs[i-1][:]) {
 			return nil, &InvalidReplyError{"UUIDs of a reply do not increase"}
 		}
-		skew := int64(ms) - nowMs
+		skew := int64(p.UnixMs) - nowMs
 		if c.opts.MaxSkew > 0 && (skew > c.opts.MaxSkew.Milliseconds() || -skew > c.opts.MaxSkew.Milliseconds()) {
 			return nil, &InvalidReplyError{fmt.Sprintf("UUID %s is %d ms from this clock", FormatUUID(u), skew)}
 		}
 	}
+	key := uint32(r.Datacenter)<<16 | uint32(r.Worker)
+	if last, ok := c.lastUUID[key]; ok && string(r.UUIDs[0][:]) <= string(last[:]) {
+		return nil, &InvalidReplyError{"UUID not above the last one from that worker"}
+	}
+	if len(c.lastUUID) >= workersTracked {
+		c.lastUUID = map[uint32][16]byte{}
+	}
+	c.lastUUID[key] = r.UUIDs[len(r.UUIDs)-1]
 	return r.UUIDs, nil
+}
+
+// NextUUID7 returns one UUIDv7 from a small local buffer refilled 90 at a time.
+func (c *Client) NextUUID7() ([16]byte, error) {
+	c.buf.Lock()
+	if len(c.uuids) > 0 {
+		u := c.uuids[0]
+		c.uuids = c.uuids[1:]
+		c.buf.Unlock()
+		return u, nil
+	}
+	c.buf.Unlock()
+	got, err := c.UUID7(UUID7Max)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	c.buf.Lock()
+	c.uuids = append(c.uuids, got[1:]...)
+	c.buf.Unlock()
+	return got[0], nil
 }
 
 func (c *Client) refill() {

@@ -2,7 +2,10 @@
 
 package flakewire
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // DefaultEpochMs is 2026-01-01T00:00:00Z in Unix ms.
 const DefaultEpochMs = 1767225600000
@@ -70,4 +73,61 @@ func UUID7UnixMs(u [16]byte) (uint64, error) {
 		ms = ms<<8 | uint64(b)
 	}
 	return ms, nil
+}
+
+// UUID7Tag marks a UUIDv7 made in flakewire's layout.
+const UUID7Tag = 0xF7
+
+// UUIDParts is what ReadUUID finds in a UUID.
+type UUIDParts struct {
+	Version, Variant int // Variant: 0 (0xx), 2 (10x, RFC 9562), 6 (110), 7 (111)
+	IsV7             bool
+	UnixMs           uint64 // when IsV7
+	Flakewire        bool   // IsV7 and the tag 0xF7 sits where the layout puts it
+	Counter          uint32 // these three when Flakewire
+	Datacenter       uint32
+	Worker           uint32
+}
+
+// ReadUUID reads any UUID; for a UUIDv7 made by flakewire in layout l also
+// its counter, datacenter and worker (PROTOCOL.md, "UUID7 reply body").
+func (l Layout) ReadUUID(u [16]byte) UUIDParts {
+	hi := binary.BigEndian.Uint64(u[:8])
+	lo := binary.BigEndian.Uint64(u[8:])
+	p := UUIDParts{Version: int(hi >> 12 & 0xF)}
+	top := int(lo >> 61)
+	switch {
+	case top < 4:
+		p.Variant = 0
+	case top < 6:
+		p.Variant = 2
+	default:
+		p.Variant = top
+	}
+	if p.Version != 7 || p.Variant != 2 {
+		return p
+	}
+	p.IsV7, p.UnixMs = true, hi>>16
+	// P: rand_a (12 bits) then rand_b (62 bits), 74 bits as randA:randB.
+	randA, randB := hi&0xFFF, lo&(1<<62-1)
+	s, d, w := uint(l.SeqBits), uint(l.DcBits), uint(l.WorkerBits)
+	field := func(off, width uint) uint64 { // bits [off, off+width) of P, MSB first
+		var v uint64
+		for i := off; i < off+width; i++ {
+			var bit uint64
+			if i < 12 {
+				bit = randA >> (11 - i) & 1
+			} else {
+				bit = randB >> (73 - i) & 1
+			}
+			v = v<<1 | bit
+		}
+		return v
+	}
+	if field(s+d+w, 8) != UUID7Tag {
+		return p
+	}
+	p.Flakewire = true
+	p.Counter, p.Datacenter, p.Worker = uint32(field(0, s)), uint32(field(s, d)), uint32(field(s+d, w))
+	return p
 }

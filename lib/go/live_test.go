@@ -148,18 +148,68 @@ func TestLiveLoop(t *testing.T) {
 		}
 	})
 	t.Run("PARTIAL and RETRY_AFTER with one sequence bit", func(t *testing.T) {
+		// First, before any background refill competes for the 2 IDs per ms.
+		p := o
+		p.Retries = 10
+		c := mustNew(t, []string{fewseq}, p)
+		runs, err := c.GetRange(4096)
+		if err != nil || c.LastReply().Flags&FlagPartial == 0 || len(runs) == 0 {
+			t.Fatalf("%v", err)
+		}
 		u := o
 		u.Prefetch, u.LowWater = 200, 50
-		c := mustNew(t, []string{fewseq}, u)
+		c = mustNew(t, []string{fewseq}, u)
 		all := take(t, c, 3, 100)
 		seen := map[uint64]bool{}
 		uniqueWorkers(t, c, all, seen)
 		if len(seen) != 300 || c.Layout().SeqBits != 1 || c.Stats.RetryAfter.Load() == 0 {
 			t.Fatalf("%d IDs, retry_after %d", len(seen), c.Stats.RetryAfter.Load())
 		}
-		runs, err := c.GetRange(4096)
-		if err != nil || c.LastReply().Flags&FlagPartial == 0 || len(runs) == 0 {
+	})
+	t.Run("UUID7 trusted, untrusted padded, unpadded refused", func(t *testing.T) {
+		for addr, worker := range map[string]uint32{trusted: 11, untrusted: 12} {
+			c := mustNew(t, []string{addr}, o)
+			if r, err := c.Info(); err != nil || !r.Info.SupportsUUID7() {
+				t.Fatalf("INFO features: %v", err)
+			}
+			us, err := c.UUID7(90)
+			if err != nil || len(us) != 90 || c.LastReply().Count != 90 {
+				t.Fatalf("%d %v", len(us), err)
+			}
+			seen := map[[16]byte]bool{}
+			for _, u := range us {
+				seen[u] = true
+				if p := c.Layout().ReadUUID(u); !p.Flakewire || p.Worker != worker {
+					t.Fatalf("%s: %+v", FormatUUID(u), p)
+				}
+			}
+			for i := 0; i < 200; i++ {
+				u, err := c.NextUUID7()
+				if err != nil || seen[u] {
+					t.Fatalf("%v dup %v", err, seen[u])
+				}
+				seen[u] = true
+			}
+		}
+		u := o
+		u.Trusted = true
+		c := mustNew(t, []string{untrusted}, u)
+		if _, err := c.UUID7(1); err == nil || err.(*StatusError).Status != StRefused {
 			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("IPv6 loopback", func(t *testing.T) {
+		v6 := os.Getenv("FW_V6")
+		if v6 == "" {
+			t.Skip("no IPv6 loopback")
+		}
+		c := mustNew(t, []string{v6}, o)
+		ids, err := c.GetN(181)
+		if err != nil || len(ids) != 181 {
+			t.Fatalf("%d %v", len(ids), err)
+		}
+		if p, _ := c.Layout().Decode(ids[0]); p.Worker != 14 {
+			t.Fatalf("worker %d", p.Worker)
 		}
 	})
 	t.Run("failover from a dead responder", func(t *testing.T) {
@@ -182,6 +232,14 @@ func TestLiveTap(t *testing.T) {
 	o := DefaultOptions()
 	o.Timeout, o.Retries, o.Prefetch, o.LowWater = 50*time.Millisecond, 3, 256, 64
 	c := mustNew(t, env[:2], o)
+	us := map[[16]byte]bool{}
+	for i := 0; i < 300; i++ {
+		u, err := c.NextUUID7()
+		if err != nil || us[u] || c.Layout().ReadUUID(u).Worker != 21 {
+			t.Fatalf("UUID7 over TAP: %v", err)
+		}
+		us[u] = true
+	}
 	seen := map[uint64]bool{}
 	w := uniqueWorkers(t, c, take(t, c, 8, 500), seen)
 	if len(seen) != 4000 || len(w) != 1 || !w[21] || c.Layout().SeqBits != 4 || c.Stats.RetryAfter.Load() == 0 {

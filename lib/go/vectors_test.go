@@ -66,7 +66,7 @@ func TestVectors(t *testing.T) {
 		switch v.kind {
 		case "req":
 			tag, _ := strconv.ParseUint(v.kv["tag"], 16, 64)
-			got := EncodeRequest(uint8(num(t, v.kv["op"])), uint16(num(t, v.kv["count"])), tag, v.kv["pad"] == "1")
+			got := EncodeRequest(uint8(num(t, v.kv["op"])), uint16(num(t, v.kv["count"])), tag, v.kv["pad"] == "1", int(num(t, v.kv["seq"])))
 			if hex.EncodeToString(got) != v.kv["bytes"] {
 				t.Errorf("req %s: bytes differ", v.kv["name"])
 			}
@@ -137,11 +137,33 @@ func TestVectors(t *testing.T) {
 				uint64(p.Sequence) != num(t, v.kv["seq"]) {
 				t.Errorf("dec %s: %+v", v.kv["id"], p)
 			}
+		case "uuid":
+			var l Layout
+			l.EpochMs = num(t, v.kv["epoch"])
+			fmt.Sscanf(v.kv["bits"], "%d:%d:%d:%d", &l.TimeBits, &l.DcBits, &l.WorkerBits, &l.SeqBits)
+			b, err := hex.DecodeString(strings.ReplaceAll(v.kv["text"], "-", ""))
+			var u [16]byte
+			copy(u[:], b)
+			if err != nil || FormatUUID(u) != v.kv["text"] {
+				t.Errorf("uuid %s: format", v.kv["text"])
+			}
+			p := l.ReadUUID(u)
+			b2i := func(b bool) int {
+				if b {
+					return 1
+				}
+				return 0
+			}
+			got := fmt.Sprintf("%d %d %d %d %d %d %d %d", p.Version, p.Variant, b2i(p.IsV7), p.UnixMs, b2i(p.Flakewire), p.Counter, p.Datacenter, p.Worker)
+			want := strings.Join([]string{v.kv["ver"], v.kv["var"], v.kv["v7"], v.kv["unix_ms"], v.kv["flakewire"], v.kv["counter"], v.kv["dc"], v.kv["worker"]}, " ")
+			if got != want {
+				t.Errorf("uuid %s: %s, want %s", v.kv["text"], got, want)
+			}
 		default:
 			t.Errorf("unknown line kind %q", v.kind)
 		}
 	}
-	if counts["req"] < 40 || counts["rep"] < 100 || counts["dec"] < 5 {
+	if counts["req"] < 40 || counts["rep"] < 100 || counts["dec"] < 5 || counts["uuid"] < 8 {
 		t.Fatalf("too few vectors: %v", counts)
 	}
 }

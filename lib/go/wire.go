@@ -105,9 +105,15 @@ type Reply struct {
 }
 
 // RequestSize is the size a request is padded to so that a full reply is
-// no larger (PROTOCOL.md section 6); 0 for an unknown op.
-func RequestSize(op uint8, count uint16) int {
+// no larger (PROTOCOL.md section 6), for a responder with seqBits sequence
+// bits (RANGE: 2^seqBits IDs per range; 12 before its INFO is known); 0
+// for an unknown op.
+func RequestSize(op uint8, count uint16, seqBits int) int {
 	var n int
+	per := rangeIDsPerMs
+	if seqBits >= 1 && seqBits <= 22 {
+		per = 1 << seqBits
+	}
 	switch op {
 	case OpID:
 		n = HdrLen + 8
@@ -118,7 +124,7 @@ func RequestSize(op uint8, count uint16) int {
 	case OpUUID7:
 		n = HdrLen + 16*int(count)
 	case OpRange:
-		r := (int(count)+rangeIDsPerMs-1)/rangeIDsPerMs + 1
+		r := (int(count)+per-1)/per + 1
 		if r > RangesMax {
 			r = RangesMax
 		}
@@ -132,12 +138,12 @@ func RequestSize(op uint8, count uint16) int {
 	return n
 }
 
-// EncodeRequest builds the request datagram, zero-padded to RequestSize
-// when pad is true (24 bytes otherwise).
-func EncodeRequest(op uint8, count uint16, tag uint64, pad bool) []byte {
+// EncodeRequest builds the request datagram, zero-padded to
+// RequestSize(op, count, seqBits) when pad is true (24 bytes otherwise).
+func EncodeRequest(op uint8, count uint16, tag uint64, pad bool, seqBits int) []byte {
 	n := HdrLen
-	if pad && RequestSize(op, count) > n {
-		n = RequestSize(op, count)
+	if pad && RequestSize(op, count, seqBits) > n {
+		n = RequestSize(op, count, seqBits)
 	}
 	b := make([]byte, n)
 	binary.BigEndian.PutUint16(b[0:], Magic)

@@ -111,12 +111,22 @@ static inline int fw_uuid7_from_id(const struct fw_uuid7_fmt *f, uint64_t id, ui
 	uint64_t unix_ms = f->epoch_ms + (id >> f->time_shift);
 	if (FW_UNLIKELY(unix_ms > FW_UUID7_UNIX_MS_MAX))
 		return FW_ERANGE;
-	/* P = (counter << counter_shift | node_tag) << rand_bits | random: 74 bits. */
-	__extension__ typedef unsigned __int128 u128;
-	u128 top = (u128)((id & f->seq_mask) << f->counter_shift | f->node_tag);
-	u128 p = top << f->rand_bits | (rnd & f->rand_mask);
-	uint64_t hi = unix_ms << 16 | UINT64_C(0x7000) | (uint64_t)(p >> 62);
-	uint64_t lo = UINT64_C(1) << 63 | ((uint64_t)p & ((UINT64_C(1) << 62) - 1));
+	/* P = (counter << counter_shift | node_tag) << rand_bits | random: 74 bits;
+	 * rand_a is its top 12 bits, rand_b the low 62. */
+	uint64_t top = (id & f->seq_mask) << f->counter_shift | f->node_tag;
+	uint64_t r = rnd & f->rand_mask;
+	uint64_t hi, lo;
+	if (FW_LIKELY(f->rand_bits <= 62)) {
+		/* The random bits stay in rand_b; the shift drops what goes to rand_a. */
+		hi = unix_ms << 16 | UINT64_C(0x7000) | top >> (62 - f->rand_bits);
+		lo = UINT64_C(1) << 63 | ((top << f->rand_bits | r) & ((UINT64_C(1) << 62) - 1));
+	} else {
+		/* Layouts with under 4 sequence and node bits: random bits reach rand_a. */
+		__extension__ typedef unsigned __int128 u128;
+		u128 p = (u128)top << f->rand_bits | r;
+		hi = unix_ms << 16 | UINT64_C(0x7000) | (uint64_t)(p >> 62);
+		lo = UINT64_C(1) << 63 | ((uint64_t)p & ((UINT64_C(1) << 62) - 1));
+	}
 	fw_uuid_put_be64(out, hi);
 	fw_uuid_put_be64(out + 8, lo);
 	return 0;

@@ -21,9 +21,12 @@ mkdir -p "$out"
 	stamp=$out/classes.stamp
 	if [ ! -f "$stamp" ] || [ -n "$(find "$here/src" -newer "$stamp" -name '*.java' | head -n 1)" ]; then
 		rm -rf "$out/classes" "$out/test-classes"
+		# Source paths hold no spaces (this tree's own); word splitting lists them.
+		# shellcheck disable=SC2046
 		javac -Xlint:all -Werror --release 17 -d "$out/classes" $(find "$here/src/main" -name '*.java')
 		jar --create --file "$out/flakewire-client.jar" -C "$out/classes" .
 		if [ -f "$junit" ]; then
+			# shellcheck disable=SC2046
 			javac -Xlint:all -Werror --release 17 -d "$out/test-classes" -cp "$out/classes:$junit" \
 				$(find "$here/src/test" -name '*.java')
 		fi

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Live tests of the language clients: starts the responders, exports their
 # addresses, then runs one client's live test command, which reads them from
-# the environment (see tests/clients/README.md). Everything started here is
+# the environment (tests/clients/README.md). Everything started here is
 # stopped by PID on exit, also on failure.
 #
 # usage: live.sh loop FLAKESOCK CMD...
@@ -14,6 +14,8 @@
 #   FW_FEWSEQ     untrusted, 1 sequence bit, no borrowing: PARTIAL and
 #                 RETRY_AFTER on every busy millisecond, worker 13
 #   FW_DEAD       a loopback port nothing listens on
+#   FW_V6         [::1]:PORT, flakesock on IPv6 loopback, worker 14 (empty
+#                 when the host has no IPv6 loopback: those checks are skipped)
 # tap: root; flakewire on a TAP device in a namespace of its own (4 sequence
 # bits, no borrowing, worker 21, untrusted client at 10.77.0.1) and a
 # flakesock backup on the namespace's loopback (same layout, worker 22); CMD
@@ -86,8 +88,9 @@ free_port()
 	return 1
 }
 
-# start_sock NAME PREFIX SETTINGS...: flakesock on a free port of 127.0.0.1,
-# run through PREFIX (empty, or "ip netns exec NS"); sets port.
+# start_sock NAME PREFIX SETTINGS...: flakesock on a free port of $listen
+# (default 127.0.0.1), run through PREFIX (empty, or "ip netns exec NS");
+# sets port.
 start_sock()
 {
 	local name=$1 prefix=$2 log="$tmp/$1.log" p
@@ -96,7 +99,7 @@ start_sock()
 		port=$(free_port) || break
 		: >"$log"
 		# timeout(1) ends it even if this script is killed without its trap.
-		$prefix timeout 170 "$fsock" --listen 127.0.0.1 --set "state.file=$tmp/$name.mark" \
+		$prefix timeout 170 "$fsock" --listen "${listen:-127.0.0.1}" --set "state.file=$tmp/$name.mark" \
 			--set "net.udp_port=$port" --set stats.interval_s=0 "$@" >"$log" 2>&1 &
 		p=$!
 		pids+=("$p")
@@ -119,7 +122,14 @@ if [ "$mode" = loop ]; then
 		--set id.worker_bits=10 --set id.max_borrow_ms=0
 	FW_FEWSEQ=127.0.0.1:$port
 	FW_DEAD=127.0.0.1:$(free_port)
-	export FW_TRUSTED FW_UNTRUSTED FW_FEWSEQ FW_DEAD
+	FW_V6=""
+	if ip -6 addr show dev lo 2>/dev/null | grep -q '::1/128'; then
+		listen=::1 start_sock v6 "" --set id.workers=14
+		FW_V6="[::1]:$port"
+	else
+		echo "live.sh: no IPv6 loopback: the [::1] checks are skipped" >&2
+	fi
+	export FW_TRUSTED FW_UNTRUSTED FW_FEWSEQ FW_DEAD FW_V6
 	timeout 120 "$@" || fail "live test failed: $*"
 	exit 0
 fi

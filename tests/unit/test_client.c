@@ -1114,7 +1114,7 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
-#define SLOW_MS 300
+#define SLOW_MS 500
 
 /* Every RANGE request after the first is answered SLOW_MS late. */
 static void beh_slow_later_ranges(struct fake *f, const struct fw_wire_hdr *req, unsigned k)

@@ -236,6 +236,13 @@ static void rng_output(void **state)
 	assert_true(a.refills > 700); /* 1 KiB per refill: 800 KB read */
 	/* 6.4 M bits: the share of ones is within 0.5 % of half (sigma ~ 0.02 %). */
 	assert_true(ones > 3184000 && ones < 3216000);
+	/* Past FW_RNG_RESEED_BYTES the next refill mixes in fresh getrandom() bytes. */
+	a.since_seed = FW_RNG_RESEED_BYTES;
+	a.pos = FW_RNG_BUF_LEN;
+	assert_int_equal(a.reseeds, 0);
+	(void)fw_rng_u64(&a);
+	assert_int_equal(a.reseeds, 1);
+	assert_true(a.since_seed == FW_RNG_BUF_LEN);
 	fw_rng_wipe(&a);
 	assert_int_equal(a.key[0] | a.key[31], 0);
 	assert_int_equal(fw_rng_init(NULL), -EINVAL);

@@ -34,6 +34,15 @@ def take(c, threads, each):
     return [i for o in out for i in o]
 
 
+def test_uuid7_over_tap():
+    """Runs before the failover test, which stops flakewire."""
+    from flakewire import uuid7_parts
+    with Client([os.environ["FW_TAP"]], timeout=0.05, retries=3) as c:
+        us = [c.next_uuid7() for _ in range(300)]
+        assert len(set(us)) == 300
+        assert {uuid7_parts(u, c.layout).worker for u in us} == {21}
+
+
 def test_concurrent_unique_retry_after_then_failover():
     with Client([os.environ["FW_TAP"], os.environ["FW_TAP_BACKUP"]], timeout=0.05,
                 retries=3, prefetch=256, low_water=64) as c:
@@ -48,3 +57,4 @@ def test_concurrent_unique_retry_after_then_failover():
         assert len(set(ids)) == len(ids) == 6000
         assert 22 in {c.layout.decode(i).worker for i in second}
         assert c.stats["failovers"] >= 1
+

@@ -9,7 +9,9 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "src"))
 
-from flakewire import Layout, wire  # noqa: E402
+import uuid  # noqa: E402
+
+from flakewire import Layout, uuid7_parts, wire  # noqa: E402
 
 VEC = pathlib.Path(os.environ.get(
     "FW_VECTORS", pathlib.Path(__file__).resolve().parents[3] / "tests/vectors/wire.vec"))
@@ -29,6 +31,7 @@ def load(kind):
 def test_vector_file_covers_everything():
     reps = load("rep")
     assert len(load("req")) >= 40 and len(reps) >= 100 and len(load("dec")) >= 5
+    assert len(load("uuid")) >= 8
     assert {r["result"] for r in reps} == {"ok", "short", "magic", "version", "bad"}
     assert {int(r["status"]) for r in reps if r["result"] == "ok"} == set(range(7))
 
@@ -36,7 +39,7 @@ def test_vector_file_covers_everything():
 @pytest.mark.parametrize("v", load("req"), ids=lambda v: v["name"])
 def test_request(v):
     got = wire.encode_request(int(v["op"]), int(v["count"]), int(v["tag"], 16),
-                              v["pad"] == "1")
+                              v["pad"] == "1", int(v["seq"]))
     assert got.hex() == v["bytes"]
 
 
@@ -77,3 +80,14 @@ def test_decode(v):
     p = lay.decode(int(v["id"]))
     assert (p.ms, p.unix_ms, p.datacenter, p.worker, p.sequence) == tuple(
         int(v[k]) for k in ("ms", "unix_ms", "dc", "worker", "seq"))
+
+
+@pytest.mark.parametrize("v", load("uuid"), ids=lambda v: v["text"])
+def test_uuid(v):
+    t, d, w, s = (int(x) for x in v["bits"].split(":"))
+    u = uuid.UUID(v["text"])
+    assert str(u) == v["text"]
+    p = uuid7_parts(u, Layout(int(v["epoch"]), t, d, w, s))
+    assert (p.version, p.variant, int(p.is_v7), p.unix_ms, int(p.flakewire), p.counter,
+            p.datacenter, p.worker) == tuple(int(v[k]) for k in (
+                "ver", "var", "v7", "unix_ms", "flakewire", "counter", "dc", "worker"))

@@ -23,7 +23,7 @@ import dgram from "node:dgram";
 import dns from "node:dns/promises";
 import net from "node:net";
 
-import { INT64_MAX, Layout, uuid7UnixMs } from "./layout.js";
+import { DEFAULT_LAYOUT, INT64_MAX, Layout, readUUID } from "./layout.js";
 import * as wire from "./wire.js";
 
 export const RETRY_AFTER_MAX_US = 1_000_000;
@@ -142,6 +142,7 @@ export class Client {
   private refillErr: unknown = null;
   private holdUntil = 0;
   private uuidBuf: string[] = [];
+  private lastUUID = new Map<number, string>();
 
   private constructor(private readonly srv: Server[], o: Options) {
     this.o = {
@@ -165,6 +166,8 @@ export class Client {
       const { host, port } = parseServer(spec);
       const address = net.isIP(host) ? host : (await dns.lookup(host)).address;
       const sock = dgram.createSocket(net.isIPv6(address) ? "udp6" : "udp4");
+      // An idle client does not keep the process alive; a wait's timer does.
+      sock.unref();
       list.push({ spec, address, port, sock });
     }
     const c = new Client(list, o);
@@ -243,7 +246,8 @@ export class Client {
 
   private async exchange(op: number, count: number): Promise<wire.Reply> {
     const tag = randomBytes(8).readBigUInt64BE();
-    const req = wire.encodeRequest(op, count, tag, !this.o.trusted);
+    // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
+    const req = wire.encodeRequest(op, count, tag, !this.o.trusted, this.layout?.seqBits ?? 12);
     let retryAfter: wire.Reply | undefined;
     let moved: wire.Reply | undefined;
     for (let i = 0; i < this.srv.length; i++) {
@@ -391,28 +395,36 @@ export class Client {
     });
   }
 
-  /** n (1..90) UUIDv7 in canonical text with one UUID7 request, checked
-   * for version 7, the RFC variant, increasing order and time near this clock. */
+  /** Up to n (1..90) UUIDv7 in canonical text with one UUID7 request (a
+   * responder may give fewer: PARTIAL), checked as the C client does:
+   * version 7, the RFC variant, strictly increasing and above the last UUID
+   * seen from that worker, a time near this clock, and, with the layout,
+   * flakewire's tag and the datacenter and worker the reply names. */
   uuid7(n = 1): Promise<string[]> {
     check("n", n, 1, wire.UUID7_MAX);
     return this.serial(async () => {
+      await this.ensureLayout();
       const r = await this.exchange(wire.OP_UUID7, n);
-      if (r.uuids.length > n) throw new InvalidReplyError(`${r.uuids.length} UUIDs for ${n} asked`);
+      if (!r.uuids.length || r.uuids.length > n) throw new InvalidReplyError(`${r.uuids.length} UUIDs for ${n} asked`);
       const now = BigInt(Date.now());
       const max = BigInt(this.o.maxSkewMs);
       const out = r.uuids.map(wire.formatUUID);
       r.uuids.forEach((u, i) => {
-        let ms: bigint;
-        try {
-          ms = uuid7UnixMs(u);
-        } catch (e) {
-          throw new InvalidReplyError(`${out[i]} is not a UUIDv7`);
+        const p = readUUID(u, this.layout ?? DEFAULT_LAYOUT);
+        if (!p.isV7) throw new InvalidReplyError(`${out[i]} is not a UUIDv7`);
+        if (this.layout && (!p.flakewire || p.datacenter !== r.datacenter || p.worker !== r.worker)) {
+          throw new InvalidReplyError(`${out[i]} does not carry worker ${r.datacenter}/${r.worker}`);
         }
         if (i > 0 && out[i] <= out[i - 1]) throw new InvalidReplyError("UUIDs of a reply do not increase");
-        if (max > 0n && (ms - now > max || now - ms > max)) {
-          throw new InvalidReplyError(`UUID ${out[i]} is ${ms - now} ms from this clock`);
+        if (max > 0n && (p.unixMs - now > max || now - p.unixMs > max)) {
+          throw new InvalidReplyError(`UUID ${out[i]} is ${p.unixMs - now} ms from this clock`);
         }
       });
+      const key = r.datacenter * 65536 + r.worker;
+      const last = this.lastUUID.get(key);
+      if (last !== undefined && out[0] <= last) throw new InvalidReplyError("UUID not above the last one from that worker");
+      if (this.lastUUID.size >= WORKERS_TRACKED) this.lastUUID.clear();
+      this.lastUUID.set(key, out[out.length - 1]);
       return out;
     });
   }

@@ -6,6 +6,8 @@ export {
   RETRY_AFTER_MAX_US,
 } from "./client.js";
 export type { Options, Stats } from "./client.js";
-export { DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, INT64_MAX, Layout, uuid7UnixMs } from "./layout.js";
-export type { Parts } from "./layout.js";
+export {
+  DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, INT64_MAX, Layout, UUID7_TAG, parseUUID, readUUID, uuid7UnixMs,
+} from "./layout.js";
+export type { Parts, UUIDParts } from "./layout.js";
 export * as wire from "./wire.js";

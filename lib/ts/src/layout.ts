@@ -55,3 +55,53 @@ export function uuid7UnixMs(u: Uint8Array): bigint {
   for (let i = 0; i < 6; i++) ms = (ms << 8n) | BigInt(u[i]);
   return ms;
 }
+
+export const UUID7_TAG = 0xf7;
+
+export interface UUIDParts {
+  version: number;
+  /** RFC 9562 variant code: 0 (0xx), 2 (10x), 6 (110), 7 (111). */
+  variant: number;
+  /** Version 7 and variant 2. */
+  isV7: boolean;
+  /** When isV7. */
+  unixMs: bigint;
+  /** isV7 and the tag 0xF7 sits where the layout puts it. */
+  flakewire: boolean;
+  /** These three when flakewire. */
+  counter: number;
+  datacenter: number;
+  worker: number;
+}
+
+/** Parses canonical UUID text (8-4-4-4-12 hex digits) into 16 bytes. */
+export function parseUUID(text: string): Uint8Array {
+  if (!/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/.test(text)) {
+    throw new RangeError(`"${text}" is not a UUID in canonical text`);
+  }
+  return Uint8Array.from(Buffer.from(text.replace(/-/g, ""), "hex"));
+}
+
+/** Reads any UUID (16 bytes or canonical text); for a UUIDv7 made by
+ * flakewire in layout also its counter, datacenter and worker (PROTOCOL.md,
+ * "UUID7 reply body"). */
+export function readUUID(u: Uint8Array | string, layout: Layout = DEFAULT_LAYOUT): UUIDParts {
+  const b = typeof u === "string" ? parseUUID(u) : u;
+  let x = 0n;
+  for (const byte of b) x = (x << 8n) | BigInt(byte);
+  const version = Number((x >> 76n) & 0xfn);
+  const top = Number((x >> 61n) & 7n);
+  const variant = top < 4 ? 0 : top < 6 ? 2 : top;
+  const p: UUIDParts = { version, variant, isV7: false, unixMs: 0n, flakewire: false, counter: 0, datacenter: 0, worker: 0 };
+  if (version !== 7 || variant !== 2) return p;
+  p.isV7 = true;
+  p.unixMs = x >> 80n;
+  const P = (((x >> 64n) & 0xfffn) << 62n) | (x & ((1n << 62n) - 1n)); // rand_a | rand_b, 74 bits
+  const s = BigInt(layout.seqBits), d = BigInt(layout.dcBits), w = BigInt(layout.workerBits);
+  if (Number((P >> (74n - s - d - w - 8n)) & 0xffn) !== UUID7_TAG) return p;
+  p.flakewire = true;
+  p.counter = Number(P >> (74n - s));
+  p.datacenter = Number((P >> (74n - s - d)) & ((1n << d) - 1n));
+  p.worker = Number((P >> (74n - s - d - w)) & ((1n << w) - 1n));
+  return p;
+}

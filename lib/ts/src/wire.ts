@@ -88,29 +88,33 @@ export function statusName(st: number): string {
 }
 
 /** Bytes a request is padded to so that a full reply is no larger
- * (PROTOCOL.md section 6); 0 for an unknown op. */
-export function requestSize(op: number, count: number): number {
+ * (PROTOCOL.md section 6), for a responder with seqBits sequence bits
+ * (RANGE: 2^seqBits IDs per range; 12 before its INFO is known); 0 for an
+ * unknown op. */
+export function requestSize(op: number, count: number, seqBits = 12): number {
   let n: number;
+  const per = seqBits >= 1 && seqBits <= 22 ? 2 ** seqBits : RANGE_IDS_PER_MS;
   switch (op) {
     case OP_ID: n = HDR_LEN + 8; break;
     case OP_LIST: n = HDR_LEN + 8 * count; break;
     case OP_INFO: n = HDR_LEN + 32; break;
     case OP_UUID7: n = HDR_LEN + 16 * count; break;
     case OP_RANGE:
-      n = HDR_LEN + 12 * Math.min(Math.ceil(count / RANGE_IDS_PER_MS) + 1, RANGES_MAX);
+      n = HDR_LEN + 12 * Math.min(Math.ceil(count / per) + 1, RANGES_MAX);
       break;
     default: return 0;
   }
   return Math.max(n, HDR_LEN);
 }
 
-/** The request datagram, zero-padded to requestSize() when pad is true. */
-export function encodeRequest(op: number, count: number, tag: bigint, pad = true): Uint8Array {
+/** The request datagram, zero-padded to requestSize(op, count, seqBits)
+ * when pad is true. */
+export function encodeRequest(op: number, count: number, tag: bigint, pad = true, seqBits = 12): Uint8Array {
   if (!Number.isInteger(op) || op < 0 || op > 0x7f || !Number.isInteger(count) || count < 0 ||
     count > 0xffff || tag < 0n || tag >= 1n << 64n) {
     throw new RangeError(`op ${op}, count ${count} or tag ${tag} out of range`);
   }
-  const b = new Uint8Array(pad ? Math.max(HDR_LEN, requestSize(op, count)) : HDR_LEN);
+  const b = new Uint8Array(pad ? Math.max(HDR_LEN, requestSize(op, count, seqBits)) : HDR_LEN);
   const v = new DataView(b.buffer);
   v.setUint16(0, MAGIC);
   b[2] = VERSION;

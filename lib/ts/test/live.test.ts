@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { Client, StatusError, wire } from "../src/index.js";
+import { Client, StatusError, readUUID, wire } from "../src/index.js";
 
 const env = process.env;
 const loop = !env.FW_TRUSTED && "run by tests/clients/live.sh loop";
@@ -71,14 +71,43 @@ test("loop: concurrent next() unique and valid", { skip: loop }, async () => {
 });
 
 test("loop: PARTIAL and RETRY_AFTER with one sequence bit", { skip: loop }, async () => {
+  // First, before any background refill competes for the 2 IDs per ms.
+  const d = await Client.create([env.FW_FEWSEQ!], { retries: 10 });
+  await d.getRange(4096);
+  assert.ok(d.lastReply!.flags & wire.F_PARTIAL);
+  d.close();
   const c = await Client.create([env.FW_FEWSEQ!], { prefetch: 200, lowWater: 50 });
   const seen = new Set<bigint>();
   workers(c, await take(c, 3, 100), seen);
   assert.equal(seen.size, 300);
   assert.equal(c.layout!.seqBits, 1);
   assert.ok(c.stats.retryAfter > 0, JSON.stringify(c.stats));
-  await c.getRange(4096);
-  assert.ok(c.lastReply!.flags & wire.F_PARTIAL);
+  c.close();
+});
+
+test("loop: UUID7 trusted, untrusted padded, unpadded refused", { skip: loop }, async () => {
+  for (const [addr, worker] of [[env.FW_TRUSTED!, 11], [env.FW_UNTRUSTED!, 12]] as const) {
+    const c = await Client.create([addr]);
+    assert.equal((await c.info()).info!.features & wire.INFO_F_UUID7, 1);
+    const us = await c.uuid7(90);
+    assert.equal(us.length, 90);
+    assert.equal(c.lastReply!.count, 90);
+    for (const u of us) assert.ok(readUUID(u, c.layout).flakewire && readUUID(u, c.layout).worker === worker);
+    const more = new Set(us);
+    for (let i = 0; i < 200; i++) more.add(await c.nextUUID7());
+    assert.equal(more.size, 290);
+    c.close();
+  }
+  const c = await Client.create([env.FW_UNTRUSTED!], { trusted: true });
+  await assert.rejects(c.uuid7(1), (e: unknown) => e instanceof StatusError && e.status === wire.ST_REFUSED);
+  c.close();
+});
+
+test("loop: IPv6 loopback", { skip: loop || (!env.FW_V6 && "no IPv6 loopback") }, async () => {
+  const c = await Client.create([env.FW_V6!]);
+  const ids = await c.getN(181);
+  assert.equal(new Set(ids).size, 181);
+  assert.equal(c.layout!.decode(ids[0]).worker, 14);
   c.close();
 });
 
@@ -94,6 +123,10 @@ test("loop: failover from a dead responder", { skip: loop }, async () => {
 test("tap: concurrent callers unique, RETRY_AFTER, failover when flakewire stops", { skip: tap }, async () => {
   const c = await Client.create([env.FW_TAP!, env.FW_TAP_BACKUP!],
     { timeoutMs: 50, retries: 3, prefetch: 256, lowWater: 64 });
+  const us = new Set<string>();
+  for (let i = 0; i < 300; i++) us.add(await c.nextUUID7());
+  assert.equal(us.size, 300);
+  for (const u of us) assert.equal(readUUID(u, c.layout).worker, 21);
   const seen = new Set<bigint>();
   assert.deepEqual([...workers(c, await take(c, 8, 500), seen)], [21], JSON.stringify(c.stats));
   assert.equal(seen.size, 4000);

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import test from "node:test";
 
-import { Layout, wire } from "../src/index.js";
+import { Layout, readUUID, wire } from "../src/index.js";
 
 const path = process.env.FW_VECTORS ??
   fileURLToPath(new URL("../../../../tests/vectors/wire.vec", import.meta.url));
@@ -30,13 +30,13 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 
 test("the vector file covers every op, status and reason", () => {
   const reps = load("rep");
-  assert.ok(load("req").length >= 40 && reps.length >= 100 && load("dec").length >= 5);
+  assert.ok(load("req").length >= 40 && reps.length >= 100 && load("dec").length >= 5 && load("uuid").length >= 8);
   assert.deepEqual(new Set(reps.map((r) => r.result)), new Set(["ok", "short", "magic", "version", "bad"]));
 });
 
 test("requests byte for byte", () => {
   for (const v of load("req")) {
-    const got = wire.encodeRequest(Number(v.op), Number(v.count), BigInt("0x" + v.tag), v.pad === "1");
+    const got = wire.encodeRequest(Number(v.op), Number(v.count), BigInt("0x" + v.tag), v.pad === "1", Number(v.seq));
     assert.equal(hex(got), v.bytes, v.name);
   }
 });
@@ -76,5 +76,16 @@ test("decode", () => {
     const p = l.decode(v.id);
     assert.deepEqual([p.ms, p.unixMs, p.datacenter, p.worker, p.sequence].join(" "),
       [v.ms, v.unix_ms, v.dc, v.worker, v.seq].join(" "), v.id);
+  }
+});
+
+test("uuid", () => {
+  for (const v of load("uuid")) {
+    const [t, d, w, s] = v.bits.split(":").map(Number);
+    const b = new Uint8Array(Buffer.from(v.text.replace(/-/g, ""), "hex"));
+    assert.equal(wire.formatUUID(b), v.text);
+    const p = readUUID(v.text, new Layout(BigInt(v.epoch), t, d, w, s));
+    assert.equal([p.version, p.variant, Number(p.isV7), p.unixMs, Number(p.flakewire), p.counter, p.datacenter, p.worker].join(" "),
+      [v.ver, v.var, v.v7, v.unix_ms, v.flakewire, v.counter, v.dc, v.worker].join(" "), v.text);
   }
 });

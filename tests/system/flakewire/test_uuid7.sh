@@ -61,6 +61,10 @@ for line in open(sys.argv[2]):
         sys.exit(f"unix_ms {ms} is {ms - now} ms from the system clock")
 PYEOF
 
+	out=$(fc get --uuid7 -n 2 --json --server "$server") || fail "$name: get --uuid7 --json"
+	[ "$(grep -c "^{\"uuid\":\"[0-9a-f-]\{36\}\",\"worker\":$worker,\"datacenter\":0,\"counter\":[0-9]*,\"time\":\"20" <<<"$out")" -eq 2 ] ||
+		fail "$name: get --uuid7 --json: $out"
+
 	# IDs and UUIDs of one worker, interleaved: no (ms, sequence) twice.
 	{
 		fc get -n 300 --server "$server" | fc decode --json
@@ -124,6 +128,9 @@ for count in (0, 91):
 PYEOF
 	echo "ok   $name: 500 UUIDs, 900 mixed, amplification bound held"
 }
+
+fc get --uuid7 --range --server 10.77.0.2:4242 >/dev/null 2>"$TMP/usage.err"
+[ $? -eq 2 ] && grep -q -- "--range and --uuid7" "$TMP/usage.err" || fail "get --uuid7 --range is not a usage error"
 
 check_responder flakewire 10.77.0.2:4242 5
 check_responder flakesock 10.77.0.1:4343 9

@@ -4,9 +4,10 @@ protocol version 1). Standard library only."""
 
 from .client import (Client, FlakewireError, InvalidReplyError, NoResponseError,
                      StatusError, parse_server)
-from .layout import DEFAULT, Layout, Parts, decode, uuid7_unix_ms
+from .layout import DEFAULT, Layout, Parts, UUIDParts, decode, uuid7_parts, uuid7_unix_ms
 from . import wire
 
 __all__ = ["Client", "FlakewireError", "InvalidReplyError", "NoResponseError", "StatusError",
-           "parse_server", "DEFAULT", "Layout", "Parts", "decode", "uuid7_unix_ms", "wire"]
+           "parse_server", "DEFAULT", "Layout", "Parts", "UUIDParts", "decode", "uuid7_parts",
+           "uuid7_unix_ms", "wire"]
 __version__ = "0.1.0"

@@ -30,7 +30,7 @@ import uuid
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import wire
-from .layout import INT64_MAX, Layout, uuid7_unix_ms
+from .layout import INT64_MAX, Layout, uuid7_parts
 
 RETRY_AFTER_MAX_US = 1_000_000
 WORKERS_TRACKED = 64
@@ -152,7 +152,7 @@ class Client:
         self.layout: Optional[Layout] = None
         self.info_reply: Optional[wire.Reply] = None
         self._info_done = False
-        self._seen: Dict[Tuple[int, int], int] = {}
+        self._seen: Dict[tuple, int] = {}
         self.last_reply: Optional[wire.Reply] = None
         self.stats = collections.Counter()
         # prefetch buffer of (first, n) runs, guarded by _buf
@@ -209,7 +209,9 @@ class Client:
     def _exchange(self, op: int, count: int) -> wire.Reply:
         """One request with retries, RETRY_AFTER and failover; caller holds _net."""
         tag = int.from_bytes(os.urandom(8), "big")
-        req = wire.encode_request(op, count, tag, not self.trusted)
+        # RANGE pads for 2^seq_bits IDs per range once INFO gave the layout.
+        seq = self.layout.seq_bits if self.layout else 12
+        req = wire.encode_request(op, count, tag, not self.trusted, seq)
         retry_after: Optional[wire.Reply] = None
         moved: Optional[wire.Reply] = None
         for _ in range(len(self._srv)):
@@ -346,26 +348,42 @@ class Client:
             return rep
 
     def uuid7(self, n: int = 1) -> List[uuid.UUID]:
-        """n (1..90) UUIDv7 with one UUID7 request; checked for version 7,
-        the RFC variant, increasing order and time near this clock."""
+        """n (1..90) UUIDv7 with one UUID7 request (a responder may give
+        fewer: PARTIAL). Checked as the C client does: version 7, the RFC
+        variant, strictly increasing and above the last UUID seen from that
+        worker, a time near this clock, and, with the layout, flakewire's
+        tag and the datacenter and worker the reply names."""
         _check("n", n, 1, wire.UUID7_MAX)
         with self._net:
+            self._ensure_layout()
             rep = self._exchange(wire.OP_UUID7, n)
+            self._validate_uuids(rep, n)
+            return rep.uuids
+
+    def _validate_uuids(self, rep: wire.Reply, asked: int) -> None:
         now_ms = time.time_ns() // 1_000_000
-        if len(rep.uuids) > n:
-            raise InvalidReplyError(f"{len(rep.uuids)} UUIDs for {n} asked")
+        if not rep.uuids or len(rep.uuids) > asked:
+            raise InvalidReplyError(f"{len(rep.uuids)} UUIDs for {asked} asked")
         prev = -1
         for u in rep.uuids:
-            try:
-                ms = uuid7_unix_ms(u)
-            except ValueError as e:
-                raise InvalidReplyError(str(e)) from None
+            p = uuid7_parts(u, self.layout)
+            if not p.is_v7:
+                raise InvalidReplyError(f"{u} is not a UUIDv7")
+            if self.layout and (not p.flakewire or p.datacenter != rep.datacenter
+                                or p.worker != rep.worker):
+                raise InvalidReplyError(f"{u} does not carry worker {rep.datacenter}/{rep.worker}")
             if u.int <= prev:
                 raise InvalidReplyError("UUIDs of a reply do not increase")
-            if self.max_skew_ms and abs(ms - now_ms) > self.max_skew_ms:
-                raise InvalidReplyError(f"UUID {u} is {ms - now_ms} ms from this clock")
+            if self.max_skew_ms and abs(p.unix_ms - now_ms) > self.max_skew_ms:
+                raise InvalidReplyError(f"UUID {u} is {p.unix_ms - now_ms} ms from this clock")
             prev = u.int
-        return rep.uuids
+        key = ("uuid", rep.datacenter, rep.worker)
+        if key in self._seen and rep.uuids[0].int <= self._seen[key]:
+            raise InvalidReplyError(f"UUID {rep.uuids[0]} not above the last from that worker")
+        self._seen.pop(key, None)
+        self._seen[key] = prev
+        if len(self._seen) > WORKERS_TRACKED:
+            self._seen.pop(next(iter(self._seen)))
 
     def next_uuid7(self) -> uuid.UUID:
         """One UUIDv7 from a small local buffer refilled 90 at a time."""

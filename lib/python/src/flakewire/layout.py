@@ -62,6 +62,41 @@ def decode(id_: int, layout: Layout = DEFAULT) -> Parts:
     return layout.decode(id_)
 
 
+UUID7_TAG = 0xF7
+
+
+@dataclass(frozen=True)
+class UUIDParts:
+    version: int
+    variant: int        # RFC 9562 variant code: 0 (0xx), 2 (10x), 6 (110), 7 (111)
+    is_v7: bool         # version 7 and variant 2
+    unix_ms: int        # when is_v7
+    flakewire: bool     # is_v7 and the tag 0xF7 sits where the layout puts it
+    counter: int        # these three when flakewire
+    datacenter: int
+    worker: int
+
+
+def uuid7_parts(u: uuid.UUID, layout: "Layout" = None) -> UUIDParts:
+    """Reads any UUID; for a UUIDv7 made by flakewire in layout (default:
+    the default layout) also its counter, datacenter and worker
+    (PROTOCOL.md, "UUID7 reply body")."""
+    lay = layout or DEFAULT
+    x = u.int
+    ver = (x >> 76) & 0xF
+    top = (x >> 61) & 0x7
+    var = 0 if top < 4 else 2 if top < 6 else top
+    if ver != 7 or var != 2:
+        return UUIDParts(ver, var, False, 0, False, 0, 0, 0)
+    p = ((x >> 64) & 0xFFF) << 62 | (x & ((1 << 62) - 1))  # rand_a | rand_b: 74 bits
+    s, d, w = lay.seq_bits, lay.dc_bits, lay.worker_bits
+    tag = (p >> (74 - s - d - w - 8)) & 0xFF
+    if tag != UUID7_TAG:
+        return UUIDParts(ver, var, True, x >> 80, False, 0, 0, 0)
+    return UUIDParts(ver, var, True, x >> 80, True, p >> (74 - s),
+                     (p >> (74 - s - d)) & ((1 << d) - 1), (p >> (74 - s - d - w)) & ((1 << w) - 1))
+
+
 def uuid7_unix_ms(u: uuid.UUID) -> int:
     """The unix_ts_ms of a UUIDv7; ValueError when u is not version 7 with
     the RFC 9562 variant."""

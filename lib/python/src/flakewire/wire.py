@@ -106,9 +106,12 @@ class Reply:
         return self.op & ~OP_REPLY & 0xFF
 
 
-def request_size(op: int, count: int) -> int:
+def request_size(op: int, count: int, seq_bits: int = 12) -> int:
     """Bytes a request is padded to so that a full reply is no larger
-    (PROTOCOL.md section 6). 0 for an unknown op."""
+    (PROTOCOL.md section 6), for a responder with seq_bits sequence bits
+    (RANGE: 2^seq_bits IDs per range; 12 before its INFO is known). 0 for
+    an unknown op."""
+    per = 1 << seq_bits if 1 <= seq_bits <= 22 else RANGE_IDS_PER_MS
     if op == OP_ID:
         n = HDR_LEN + 8
     elif op == OP_LIST:
@@ -118,20 +121,20 @@ def request_size(op: int, count: int) -> int:
     elif op == OP_UUID7:
         n = HDR_LEN + 16 * count
     elif op == OP_RANGE:
-        r = min((count + RANGE_IDS_PER_MS - 1) // RANGE_IDS_PER_MS + 1, RANGES_MAX)
+        r = min((count + per - 1) // per + 1, RANGES_MAX)
         n = HDR_LEN + 12 * r
     else:
         return 0
     return max(n, HDR_LEN)
 
 
-def encode_request(op: int, count: int, tag: int, pad: bool = True) -> bytes:
-    """The request datagram for op/count/tag, zero-padded to request_size()
-    when pad is true."""
+def encode_request(op: int, count: int, tag: int, pad: bool = True, seq_bits: int = 12) -> bytes:
+    """The request datagram for op/count/tag, zero-padded to
+    request_size(op, count, seq_bits) when pad is true."""
     if not 0 <= op <= 0x7F or not 0 <= count <= 0xFFFF or not 0 <= tag < 1 << 64:
         raise ValueError(f"op {op}, count {count} or tag {tag} out of range")
     hdr = _HDR.pack(MAGIC, VERSION, op, 0, 0, count, tag, 0, 0, 0)
-    size = max(HDR_LEN, request_size(op, count)) if pad else HDR_LEN
+    size = max(HDR_LEN, request_size(op, count, seq_bits)) if pad else HDR_LEN
     return hdr + bytes(size - HDR_LEN)
 
 

@@ -89,6 +89,7 @@ public final class Client implements AutoCloseable {
     private boolean infoDone;
     private final LinkedHashMap<Integer, Long> seen = new LinkedHashMap<>();
     private volatile Wire.Reply lastReply;
+    private final java.util.HashMap<Integer, UUID> lastUuid = new java.util.HashMap<>();
 
     private final ReentrantLock buf = new ReentrantLock(); // guards the prefetch buffer
     private final Condition changed = buf.newCondition();
@@ -216,7 +217,9 @@ public final class Client implements AutoCloseable {
     /** One request with retries, RETRY_AFTER and failover; holds net. */
     private Wire.Reply exchange(int op, int count) throws IOException {
         long tag = RANDOM.nextLong();
-        byte[] req = Wire.encodeRequest(op, count, tag, !o.trusted);
+        // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
+        Layout l = layout;
+        byte[] req = Wire.encodeRequest(op, count, tag, !o.trusted, l != null ? l.seqBits() : 12);
         Wire.Reply retryAfter = null, moved = null;
         for (int i = 0; i < srv.size(); i++) {
             Server s = srv.get(cur);
@@ -395,38 +398,56 @@ public final class Client implements AutoCloseable {
         }
     }
 
-    /** n (1..90) UUIDv7 with one UUID7 request, checked for version 7, the RFC variant, order and time. */
+    /**
+     * Up to n (1..90) UUIDv7 with one UUID7 request (a responder may give fewer: PARTIAL), checked as the C client
+     * does: version 7, the RFC variant, strictly increasing and above the last UUID seen from that worker, a time near
+     * this clock, and, with the layout, flakewire's tag and the datacenter and worker the reply names.
+     */
     public List<UUID> uuid7(int n) throws IOException {
         check("n", n, 1, Wire.UUID7_MAX);
-        Wire.Reply r;
         net.lock();
         try {
-            r = exchange(Wire.OP_UUID7, n);
+            ensureLayout();
+            Wire.Reply r = exchange(Wire.OP_UUID7, n);
+            if (r.uuids().isEmpty() || r.uuids().size() > n) {
+                throw new InvalidReplyException(r.uuids().size() + " UUIDs for " + n + " asked");
+            }
+            long now = System.currentTimeMillis();
+            Layout l = layout;
+            List<UUID> out = new ArrayList<>();
+            for (byte[] b : r.uuids()) {
+                ByteBuffer v = ByteBuffer.wrap(b);
+                UUID u = new UUID(v.getLong(), v.getLong());
+                Layout.UuidParts p = (l != null ? l : Layout.DEFAULT).readUuid(u);
+                if (!p.isV7()) throw new InvalidReplyException(u + " is not a UUIDv7");
+                if (l != null && (!p.flakewire() || p.datacenter() != r.datacenter() || p.worker() != r.worker())) {
+                    throw new InvalidReplyException(u + " does not carry worker " + r.datacenter() + "/" + r.worker());
+                }
+                if (!out.isEmpty() && compareUuid(out.get(out.size() - 1), u) >= 0) {
+                    throw new InvalidReplyException("UUIDs of a reply do not increase");
+                }
+                if (o.maxSkewMs > 0 && Math.abs(p.unixMs() - now) > o.maxSkewMs) {
+                    throw new InvalidReplyException("UUID " + u + " is " + (p.unixMs() - now) + " ms from this clock");
+                }
+                out.add(u);
+            }
+            int key = r.datacenter() << 16 | r.worker();
+            UUID last = lastUuid.get(key);
+            if (last != null && compareUuid(last, out.get(0)) >= 0) {
+                throw new InvalidReplyException("UUID not above the last one from that worker");
+            }
+            if (lastUuid.size() >= WORKERS_TRACKED) lastUuid.clear();
+            lastUuid.put(key, out.get(out.size() - 1));
+            return out;
         } finally {
             net.unlock();
         }
-        if (r.uuids().size() > n) throw new InvalidReplyException(r.uuids().size() + " UUIDs for " + n + " asked");
-        long now = System.currentTimeMillis();
-        List<UUID> out = new ArrayList<>();
-        for (byte[] b : r.uuids()) {
-            ByteBuffer v = ByteBuffer.wrap(b);
-            UUID u = new UUID(v.getLong(), v.getLong());
-            long ms;
-            try {
-                ms = Layout.uuid7UnixMs(u);
-            } catch (IllegalArgumentException e) {
-                throw new InvalidReplyException(e.getMessage());
-            }
-            if (!out.isEmpty() && Long.compareUnsigned(u.getMostSignificantBits(),
-                    out.get(out.size() - 1).getMostSignificantBits()) < 0) {
-                throw new InvalidReplyException("UUIDs of a reply do not increase");
-            }
-            if (o.maxSkewMs > 0 && Math.abs(ms - now) > o.maxSkewMs) {
-                throw new InvalidReplyException("UUID " + u + " is " + (ms - now) + " ms from this clock");
-            }
-            out.add(u);
-        }
-        return out;
+    }
+
+    /** Compares UUIDs as 128-bit unsigned big-endian numbers (the order of their text; UUID.compareTo is signed). */
+    public static int compareUuid(UUID a, UUID b) {
+        int c = Long.compareUnsigned(a.getMostSignificantBits(), b.getMostSignificantBits());
+        return c != 0 ? c : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
     }
 
     /** One UUIDv7 from a small local buffer refilled 90 at a time. */

@@ -38,6 +38,36 @@ public record Layout(long epochMs, int timeBits, int dcBits, int workerBits, int
                 (int) ((id >>> seqBits) & ((1L << workerBits) - 1)), (int) (id & ((1L << seqBits) - 1)));
     }
 
+    /** The tag byte that marks a UUIDv7 made in flakewire's layout. */
+    public static final int UUID7_TAG = 0xF7;
+
+    /**
+     * What {@link #readUuid} finds in a UUID: version, RFC 9562 variant code (0: 0xx, 2: 10x, 6: 110, 7: 111),
+     * isV7 and unixMs; flakewire when the tag 0xF7 sits where the layout puts it, and then counter, datacenter and
+     * worker.
+     */
+    public record UuidParts(int version, int variant, boolean isV7, long unixMs, boolean flakewire, int counter,
+            int datacenter, int worker) {}
+
+    /** Reads any UUID; for a UUIDv7 made by flakewire in this layout also its counter, datacenter and worker. */
+    public UuidParts readUuid(UUID u) {
+        long hi = u.getMostSignificantBits(), lo = u.getLeastSignificantBits();
+        int version = (int) (hi >>> 12 & 0xF);
+        int top = (int) (lo >>> 61);
+        int variant = top < 4 ? 0 : top < 6 ? 2 : top;
+        if (version != 7 || variant != 2) return new UuidParts(version, variant, false, 0, false, 0, 0, 0);
+        long ms = hi >>> 16;
+        // P: rand_a (12 bits) then rand_b (62 bits), 74 bits in all.
+        java.math.BigInteger p = java.math.BigInteger.valueOf(hi & 0xFFF).shiftLeft(62)
+                .or(java.math.BigInteger.valueOf(lo & ((1L << 62) - 1)));
+        int s = seqBits, d = dcBits, w = workerBits;
+        if ((p.shiftRight(74 - s - d - w - 8).intValue() & 0xFF) != UUID7_TAG) {
+            return new UuidParts(version, variant, true, ms, false, 0, 0, 0);
+        }
+        return new UuidParts(version, variant, true, ms, true, p.shiftRight(74 - s).intValue(),
+                p.shiftRight(74 - s - d).intValue() & ((1 << d) - 1), p.shiftRight(74 - s - d - w).intValue() & ((1 << w) - 1));
+    }
+
     /** The unix_ts_ms of a UUIDv7; IllegalArgumentException when it is not version 7 with the RFC 9562 variant. */
     public static long uuid7UnixMs(UUID u) {
         if (u.version() != 7 || u.variant() != 2) throw new IllegalArgumentException(u + " is not a UUIDv7");

@@ -83,28 +83,32 @@ public final class Wire {
         }
     }
 
-    /** Bytes a request is padded to so that a full reply is no larger (PROTOCOL.md section 6); 0 for an unknown op. */
-    public static int requestSize(int op, int count) {
+    /**
+     * Bytes a request is padded to so that a full reply is no larger (PROTOCOL.md section 6), for a responder with
+     * seqBits sequence bits (RANGE: 2^seqBits IDs per range; 12 before its INFO is known); 0 for an unknown op.
+     */
+    public static int requestSize(int op, int count, int seqBits) {
         int n;
+        int per = seqBits >= 1 && seqBits <= 22 ? 1 << seqBits : RANGE_IDS_PER_MS;
         switch (op) {
             case OP_ID: n = HDR_LEN + 8; break;
             case OP_LIST: n = HDR_LEN + 8 * count; break;
             case OP_INFO: n = HDR_LEN + 32; break;
             case OP_UUID7: n = HDR_LEN + 16 * count; break;
             case OP_RANGE:
-                n = HDR_LEN + 12 * Math.min((count + RANGE_IDS_PER_MS - 1) / RANGE_IDS_PER_MS + 1, RANGES_MAX);
+                n = HDR_LEN + 12 * Math.min((count + per - 1) / per + 1, RANGES_MAX);
                 break;
             default: return 0;
         }
         return Math.max(n, HDR_LEN);
     }
 
-    /** The request datagram, zero-padded to requestSize() when pad is true (24 bytes otherwise). */
-    public static byte[] encodeRequest(int op, int count, long tag, boolean pad) {
+    /** The request datagram, zero-padded to requestSize(op, count, seqBits) when pad is true (24 bytes otherwise). */
+    public static byte[] encodeRequest(int op, int count, long tag, boolean pad, int seqBits) {
         if (op < 0 || op > 0x7F || count < 0 || count > 0xFFFF) {
             throw new IllegalArgumentException("op " + op + " or count " + count + " out of range");
         }
-        byte[] b = new byte[pad ? Math.max(HDR_LEN, requestSize(op, count)) : HDR_LEN];
+        byte[] b = new byte[pad ? Math.max(HDR_LEN, requestSize(op, count, seqBits)) : HDR_LEN];
         ByteBuffer.wrap(b).putShort((short) MAGIC).put((byte) VERSION).put((byte) op).put((byte) 0)
                 .put((byte) 0).putShort((short) count).putLong(tag);
         return b;

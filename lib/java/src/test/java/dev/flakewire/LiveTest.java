@@ -115,14 +115,55 @@ class LiveTest {
     @Test
     @Tag("loop")
     void loopPartialAndRetryAfterWithOneSequenceBit() throws Exception {
+        // First, before any background refill competes for the 2 IDs per ms.
+        Client.Options p = new Client.Options();
+        p.retries = 10;
+        try (Client c = new Client(List.of(env("FW_FEWSEQ")), p)) {
+            c.getRange(4096);
+            assertNotEquals(0, c.lastReply().flags() & Wire.F_PARTIAL);
+        }
         try (Client c = new Client(List.of(env("FW_FEWSEQ")), opts(200, 50))) {
             Set<Long> seen = new HashSet<>();
             assertEquals(Set.of(13), workers(c, take(c, 3, 100), seen));
             assertEquals(300, seen.size());
             assertEquals(1, c.layout().seqBits());
             assertTrue(c.stats.retryAfter.get() > 0);
-            c.getRange(4096);
-            assertNotEquals(0, c.lastReply().flags() & Wire.F_PARTIAL);
+        }
+    }
+
+    @Test
+    @Tag("loop")
+    void loopUuid7TrustedUntrustedRefused() throws Exception {
+        for (String[] a : new String[][] {{env("FW_TRUSTED"), "11"}, {env("FW_UNTRUSTED"), "12"}}) {
+            try (Client c = new Client(List.of(a[0]), null)) {
+                assertTrue(c.info().info().supportsUuid7());
+                List<java.util.UUID> us = c.uuid7(90);
+                assertEquals(90, us.size());
+                assertEquals(90, c.lastReply().count());
+                Set<java.util.UUID> all = new HashSet<>(us);
+                for (java.util.UUID u : us) {
+                    Layout.UuidParts p = c.layout().readUuid(u);
+                    assertTrue(p.flakewire() && p.worker() == Integer.parseInt(a[1]));
+                }
+                for (int i = 0; i < 200; i++) assertTrue(all.add(c.nextUuid7()));
+            }
+        }
+        Client.Options o = new Client.Options();
+        o.trusted = true;
+        try (Client c = new Client(List.of(env("FW_UNTRUSTED")), o)) {
+            assertEquals(Wire.ST_REFUSED, assertThrows(StatusException.class, () -> c.uuid7(1)).status);
+        }
+    }
+
+    @Test
+    @Tag("loop")
+    void loopIpv6Loopback() throws IOException {
+        String v6 = env("FW_V6");
+        assumeTrue(!v6.isEmpty(), "no IPv6 loopback");
+        try (Client c = new Client(List.of(v6), null)) {
+            long[] ids = c.getN(181);
+            assertEquals(181, new HashSet<>(java.util.Arrays.stream(ids).boxed().toList()).size());
+            assertEquals(14, c.layout().decode(ids[0]).worker());
         }
     }
 
@@ -147,6 +188,12 @@ class LiveTest {
         o.timeoutMs = 50;
         o.retries = 3;
         try (Client c = new Client(List.of(env("FW_TAP"), env("FW_TAP_BACKUP")), o)) {
+            Set<java.util.UUID> us = new HashSet<>();
+            for (int i = 0; i < 300; i++) {
+                java.util.UUID u = c.nextUuid7();
+                assertTrue(us.add(u));
+                assertEquals(21, c.layout().readUuid(u).worker());
+            }
             Set<Long> seen = new HashSet<>();
             assertEquals(Set.of(21), workers(c, take(c, 8, 500), seen));
             assertEquals(4000, seen.size());

@@ -43,7 +43,8 @@ class VectorsTest {
     @Test
     void fileCoversEverything() throws IOException {
         List<Map<String, String>> reps = load("rep");
-        assertTrue(load("req").size() >= 40 && reps.size() >= 100 && load("dec").size() >= 5);
+        assertTrue(load("req").size() >= 40 && reps.size() >= 100 && load("dec").size() >= 5
+                && load("uuid").size() >= 8);
         Set<String> results = new HashSet<>();
         for (Map<String, String> r : reps) results.add(r.get("result"));
         assertEquals(Set.of("ok", "short", "magic", "version", "bad"), results);
@@ -53,7 +54,7 @@ class VectorsTest {
     void requestsByteForByte() throws IOException {
         for (Map<String, String> v : load("req")) {
             byte[] got = Wire.encodeRequest(Integer.parseInt(v.get("op")), Integer.parseInt(v.get("count")),
-                    Long.parseUnsignedLong(v.get("tag"), 16), v.get("pad").equals("1"));
+                    Long.parseUnsignedLong(v.get("tag"), 16), v.get("pad").equals("1"), Integer.parseInt(v.get("seq")));
             assertEquals(v.get("bytes"), HEX.formatHex(got), v.get("name"));
         }
     }
@@ -111,6 +112,23 @@ class VectorsTest {
             Layout.Parts p = l.decode(Long.parseLong(v.get("id")));
             assertEquals(String.join(" ", v.get("ms"), v.get("unix_ms"), v.get("dc"), v.get("worker"), v.get("seq")),
                     p.ms() + " " + p.unixMs() + " " + p.datacenter() + " " + p.worker() + " " + p.sequence(), v.get("id"));
+        }
+    }
+
+    @Test
+    void uuid() throws IOException {
+        for (Map<String, String> v : load("uuid")) {
+            String[] bits = v.get("bits").split(":");
+            Layout l = new Layout(Long.parseLong(v.get("epoch")), Integer.parseInt(bits[0]), Integer.parseInt(bits[1]),
+                    Integer.parseInt(bits[2]), Integer.parseInt(bits[3]));
+            java.util.UUID u = java.util.UUID.fromString(v.get("text"));
+            assertEquals(v.get("text"), u.toString());
+            Layout.UuidParts p = l.readUuid(u);
+            assertEquals(String.join(" ", v.get("ver"), v.get("var"), v.get("v7"), v.get("unix_ms"), v.get("flakewire"),
+                    v.get("counter"), v.get("dc"), v.get("worker")),
+                    p.version() + " " + p.variant() + " " + (p.isV7() ? 1 : 0) + " " + p.unixMs() + " "
+                            + (p.flakewire() ? 1 : 0) + " " + p.counter() + " " + p.datacenter() + " " + p.worker(),
+                    v.get("text"));
         }
     }
 }
