@@ -111,6 +111,7 @@ class KeySource:
         self.server = args.server
         self.uuid7 = Uuid7Gen()
         self.fetch_s = 0.0
+        self.fetch_retries = 0
         feats = fw_info_features(self.server)
         self.uuid7_from_flakewire = bool(feats & 0x1)
         if self.uuid7_from_flakewire:
@@ -121,13 +122,20 @@ class KeySource:
                                  f"does not advertise UUID7: INFO features = {feats:#x})")
 
     def _flakectl(self, extra):
-        t0 = time.perf_counter()
-        r = subprocess.run([self.flakectl, "get", "--server", self.server] + extra,
-                           capture_output=True, text=True, timeout=30)
-        self.fetch_s += time.perf_counter() - t0
-        if r.returncode != 0:
-            die(f"flakectl get {' '.join(extra)} failed ({r.returncode}): {r.stderr.strip()}")
-        return r.stdout
+        """Runs flakectl get; a failed call (RETRY_AFTER while the responder
+        extends its mark on a busy machine, a lost datagram) is retried like a
+        service would, up to 10 times. Partial output of a failed call is
+        dropped: those IDs are spent, never reused."""
+        for attempt in range(10):
+            t0 = time.perf_counter()
+            r = subprocess.run([self.flakectl, "get", "--server", self.server] + extra,
+                               capture_output=True, text=True, timeout=30)
+            self.fetch_s += time.perf_counter() - t0
+            if r.returncode == 0:
+                return r.stdout
+            self.fetch_retries += 1
+            time.sleep(0.05 * (attempt + 1))
+        die(f"flakectl get {' '.join(extra)} failed 10 times ({r.returncode}): {r.stderr.strip()}")
 
     def snowflake(self, n):
         ids = []
@@ -582,7 +590,7 @@ def render(meta, res):
     out.append(f"UUIDv7:    {meta['uuid7_source']}")
     out.append(f"Snowflake: flakesock {meta['server']}, default layout 41/0/10/12, "
                f"`flakectl get --range --csv -n {meta['batch']}` per batch "
-               f"(fetch time {meta['fetch_s']:.1f} s, not in the insert rates)")
+               f"(fetch time {meta['fetch_s']:.1f} s, not in the insert rates; {meta['fetch_retries']} calls retried)")
     if "pg" in res:
         p = res["pg"]
         out.append("")
@@ -734,6 +742,7 @@ def main():
         res["mariadb"] = my_run(args, keys, kinds)
     meta["elapsed_s"] = time.time() - t0
     meta["fetch_s"] = keys.fetch_s
+    meta["fetch_retries"] = keys.fetch_retries
     meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "keys.json"), "w") as f:
