@@ -194,7 +194,7 @@ want_db() { case ",$DBS," in *,"$1",*) return 0 ;; esac; return 1; }
 FW_PORT=$(free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set id.workers=1 \
 	--set "net.udp_port=$FW_PORT" --set "state.file=$TMP/mark" --set stats.interval_s=0 \
-	--set state.mark_ahead_ms=1000 >"$TMP/flakesock.log" 2>&1 &
+	>"$TMP/flakesock.log" 2>&1 &
 PIDS+=($!)
 wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$FW_PORT" --timeout 200 ||
 	{ cat "$TMP/flakesock.log" >&2; die "flakesock did not answer on 127.0.0.1:$FW_PORT"; }

@@ -9,7 +9,6 @@ Needs Debian's python3-psycopg2 and python3-mysqldb (run with /usr/bin/python3).
 """
 import argparse
 import datetime
-import io
 import json
 import os
 import platform
@@ -112,6 +111,7 @@ class KeySource:
         self.server = args.server
         self.uuid7 = Uuid7Gen()
         self.fetch_s = 0.0
+        self.fetch_retries = 0
         feats = fw_info_features(self.server)
         self.uuid7_from_flakewire = bool(feats & 0x1)
         if self.uuid7_from_flakewire:
@@ -122,13 +122,20 @@ class KeySource:
                                  f"does not advertise UUID7: INFO features = {feats:#x})")
 
     def _flakectl(self, extra):
-        t0 = time.perf_counter()
-        r = subprocess.run([self.flakectl, "get", "--server", self.server] + extra,
-                           capture_output=True, text=True, timeout=30)
-        self.fetch_s += time.perf_counter() - t0
-        if r.returncode != 0:
-            die(f"flakectl get {' '.join(extra)} failed ({r.returncode}): {r.stderr.strip()}")
-        return r.stdout
+        """Runs flakectl get; a failed call (RETRY_AFTER while the responder
+        extends its mark on a busy machine, a lost datagram) is retried like a
+        service would, up to 10 times. Partial output of a failed call is
+        dropped: those IDs are spent, never reused."""
+        for attempt in range(10):
+            t0 = time.perf_counter()
+            r = subprocess.run([self.flakectl, "get", "--server", self.server] + extra,
+                               capture_output=True, text=True, timeout=30)
+            self.fetch_s += time.perf_counter() - t0
+            if r.returncode == 0:
+                return r.stdout
+            self.fetch_retries += 1
+            time.sleep(0.05 * (attempt + 1))
+        die(f"flakectl get {' '.join(extra)} failed 10 times ({r.returncode}): {r.stderr.strip()}")
 
     def snowflake(self, n):
         ids = []
@@ -285,18 +292,25 @@ def pg_run(args, keys, kinds):
         a.execute(f"CREATE TABLE {t} ({PG_DDL[kind]}, created_at timestamptz NOT NULL DEFAULT now(), "
                   "n bigint NOT NULL, payload text NOT NULL)")
         conn = psycopg2.connect(args.pg)
-        st[kind] = {"t": t, "conn": conn, "c": conn.cursor(),
-                    "cols": "(id, n, payload)" if keys.supplies("pg", kind) else "(n, payload)"}
+        st[kind] = {"t": t, "kind": kind, "conn": conn, "c": conn.cursor()}
 
     def pg_insert(s):
+        # INSERT ... SELECT FROM unnest(): one statement per batch, and the
+        # same heap path (one WAL record per row) for every kind. COPY would
+        # batch heap records only where no volatile default (gen_random_uuid)
+        # is involved, which would favour some kinds for a reason that is not
+        # the key.
+        typ = {"snowflake": "bigint", "uuidv7": "uuid"}.get(s["kind"])
+        if typ:
+            q = (f"INSERT INTO {s['t']} (id, n, payload) "
+                 f"SELECT * FROM unnest(%s::{typ}[], %s::bigint[], %s::text[])")
+        else:
+            q = f"INSERT INTO {s['t']} (n, payload) SELECT * FROM unnest(%s::bigint[], %s::text[])"
+
         def insert(first, n, ks):
-            buf = io.StringIO()
-            if ks is None:
-                buf.write("".join(f"{first + i}\t{payload(first + i)}\n" for i in range(n)))
-            else:
-                buf.write("".join(f"{ks[i]}\t{first + i}\t{payload(first + i)}\n" for i in range(n)))
-            buf.seek(0)
-            s["c"].copy_expert(f"COPY {s['t']} {s['cols']} FROM STDIN", buf)
+            ns = list(range(first, first + n))
+            pl = [payload(i) for i in ns]
+            s["c"].execute(q, (ks, ns, pl) if ks is not None else (ns, pl))
             s["conn"].commit()
         return insert
 
@@ -576,7 +590,7 @@ def render(meta, res):
     out.append(f"UUIDv7:    {meta['uuid7_source']}")
     out.append(f"Snowflake: flakesock {meta['server']}, default layout 41/0/10/12, "
                f"`flakectl get --range --csv -n {meta['batch']}` per batch "
-               f"(fetch time {meta['fetch_s']:.1f} s, not in the insert rates)")
+               f"(fetch time {meta['fetch_s']:.1f} s, not in the insert rates; {meta['fetch_retries']} calls retried)")
     if "pg" in res:
         p = res["pg"]
         out.append("")
@@ -620,7 +634,7 @@ def render(meta, res):
             out.append(f"  WARNING: the largest table ({mb(big)} MB) fits in the buffer pool "
                        f"({meta['pool_mb']} MB): use more --rows or a smaller --pool-mb")
     out.append("")
-    out.append("rows/s: rows over the time of the INSERT/COPY and COMMIT of each batch (key fetch and "
+    out.append("rows/s: rows over the time of the INSERT and COMMIT of each batch (key fetch and "
                "checkpoints excluded); first/last 10%: the same over the first and last tenth of the "
                "batches. index MB: the primary key index (PostgreSQL); table MB: the clustered primary "
                "key = the table (InnoDB, data_length after ANALYZE). leaf dens/frag: pgstatindex. "
@@ -728,6 +742,7 @@ def main():
         res["mariadb"] = my_run(args, keys, kinds)
     meta["elapsed_s"] = time.time() - t0
     meta["fetch_s"] = keys.fetch_s
+    meta["fetch_retries"] = keys.fetch_retries
     meta["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "keys.json"), "w") as f:
