@@ -55,6 +55,11 @@ else
 fi
 
 failed=0
+# under CI=true nothing may be skipped: a harness not built is a failure
+if [ -z "$dpdk_build" ] && [ "${CI:-}" = true ]; then
+	echo "fuzz.sh: FAIL under CI=true: fuzz_frame not run (libdpdk not found)" >&2
+	failed=1
+fi
 run() { # build target
 	# New inputs go to the build tree; the committed seeds stay as they are.
 	work=$1/corpus/$2

@@ -13,6 +13,7 @@ PKGS=(
 	python3 gnuplot-nox
 	libzookeeper-mt-dev zookeeper default-jre-headless # issue 10: lib/fleet and its tests
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
+	libinih-dev # issue 11: lib/conf parses the INI file with libinih (no DPDK)
 )
 
 missing=()

@@ -1,59 +1,123 @@
 #!/usr/bin/env bash
-# The one test command: installs what is missing, builds with warnings as
-# errors, runs every meson test suite (unit, cli, system) and a short bounded
-# fuzz run, then prints "N passed, N failed" as its last line.
+# The one test command: installs what is missing, builds two trees with
+# warnings as errors and runs their tests, then a short bounded fuzz run,
+# and prints "N passed, N failed, N skipped" as its last line.
 #
-#   scripts/test.sh                 everything (system tests need root)
-#   SUITES="unit cli" scripts/test.sh   only those meson suites
-#   FUZZ_SECONDS=0 scripts/test.sh  skip the fuzz run
+#  - $BUILD (build/): -Ddpdk=enabled, so a missing DPDK fails the build
+#    instead of silently dropping the DPDK responder and its tests; every
+#    meson suite (unit, cli, system).
+#  - $BUILD_NODPDK (build-nodpdk/): -Ddpdk=disabled, what a host without
+#    DPDK builds (flakesock, flakectl, the client library); its unit, cli
+#    and flakesock suites, counted in the totals as "nodpdk/NAME".
+#
+# Under CI=true a test never skips: one that skips (exit 77) is counted as
+# failed, with its reason (the tests' own skip helpers fail under CI=true).
+#
+#   scripts/test.sh                     everything (system tests need root)
+#   SUITES="unit cli" scripts/test.sh   only those meson suites (both trees)
+#   FUZZ_SECONDS=0 scripts/test.sh      skip the fuzz run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+summary_fail() { # reason: the last line for a failure before any test ran
+	echo "$1"
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 1
+}
+
+scripts/install-deps.sh || summary_fail "install-deps failed"
 
 BUILD=${BUILD:-build}
-if [ ! -f "$BUILD/build.ninja" ]; then
-	meson setup "$BUILD" -Dwerror=true >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
-fi
-if ! ninja -C "$BUILD"; then
-	echo "build failed"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+BUILD_NODPDK=${BUILD_NODPDK:-build-nodpdk}
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
+
+# setup DIR OPTIONS...: configures DIR (new or existing) with OPTIONS, then builds it.
+setup() {
+	local dir=$1
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson configure "$dir" -Dwerror=true "$@" >/dev/null || return 1
+	else
+		meson setup "$dir" -Dwerror=true "$@" >/dev/null || return 1
+	fi
+	ninja -C "$dir"
+}
+
+setup "$BUILD" -Ddpdk=enabled || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
 
 suite_args=()
 for s in ${SUITES:-}; do
 	suite_args+=(--suite "$s")
 done
 meson test -C "$BUILD" --print-errorlogs "${suite_args[@]}"
+cp "$BUILD/meson-logs/testlog.json" "$LOGS/main.json"
+
+# The DPDK-free tree: its suites are unit, cli and flakesock (or those of
+# SUITES among them). A build failure there counts as one failed test.
+nodpdk_suites=()
+for s in ${SUITES:-unit cli flakesock}; do
+	case "$s" in
+	unit | cli | flakesock) nodpdk_suites+=(--suite "$s") ;;
+	esac
+done
+nodpdk_build_fail=0
+if [ ${#nodpdk_suites[@]} -gt 0 ]; then
+	echo "== $BUILD_NODPDK: -Ddpdk=disabled (${nodpdk_suites[*]})"
+	if setup "$BUILD_NODPDK" -Ddpdk=disabled; then
+		meson test -C "$BUILD_NODPDK" --print-errorlogs "${nodpdk_suites[@]}"
+		cp "$BUILD_NODPDK/meson-logs/testlog.json" "$LOGS/nodpdk.json"
+	else
+		echo "FAIL: build failed ($BUILD_NODPDK, -Ddpdk=disabled)"
+		nodpdk_build_fail=1
+	fi
+fi
 
 extra_pass=0
-extra_fail=0
+extra_fail=$nodpdk_build_fail
 FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
 	echo "== fuzz: each harness for ${FUZZ_SECONDS}s"
 	if scripts/fuzz.sh "$FUZZ_SECONDS"; then
 		extra_pass=1
 	else
-		extra_fail=1
+		extra_fail=$((extra_fail + 1))
 	fi
 fi
 
-# Count from meson's own log, one line of JSON per test.
-/usr/bin/python3 - "$BUILD/meson-logs/testlog.json" "$extra_pass" "$extra_fail" <<'PY'
-import json, sys
-passed, failed, skipped = int(sys.argv[2]), int(sys.argv[3]), []
-for line in open(sys.argv[1]):
-    t = json.loads(line)
-    r = t["result"]
-    if r in ("OK", "EXPECTEDFAIL"):
-        passed += 1
-    elif r == "SKIP":
-        skipped.append(t["name"])
-    else:
-        failed += 1
+# Count from meson's own logs, one line of JSON per test.
+/usr/bin/python3 - "$extra_pass" "$extra_fail" "${CI:-}" "$LOGS/main.json" "$LOGS/nodpdk.json" <<'PY'
+import json, os, sys
+passed, failed, ci = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "true"
+skipped, ci_failed = [], []
+
+def reason(t):
+    lines = [l.strip() for l in (t.get("stdout") or "").splitlines() if l.strip()]
+    for l in lines:
+        if "SKIP" in l:
+            return l
+    return lines[-1] if lines else "no reason printed"
+
+for path, prefix in ((sys.argv[4], ""), (sys.argv[5], "nodpdk/")):
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        t = json.loads(line)
+        r, name = t["result"], prefix + t["name"]
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            if ci:
+                ci_failed.append(f"{name}: {reason(t)}")
+                failed += 1
+            else:
+                skipped.append(f"{name} ({reason(t)})")
+        else:
+            failed += 1
+for f in ci_failed:
+    print("FAIL (skipped, and CI=true allows no skip): " + f)
 if skipped:
-    print("skipped (see their log for why): " + ", ".join(skipped))
-print(f"{passed} passed, {failed} failed")
+    print("skipped: " + "; ".join(skipped))
+print(f"{passed} passed, {failed} failed, {len(skipped)} skipped")
 sys.exit(1 if failed else 0)
 PY

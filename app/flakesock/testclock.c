@@ -3,10 +3,10 @@
  * The injectable clock of flakesock-testclock: flakesock's own objects plus
  * this file, whose definitions replace the weak no-op hooks of keeper.c.
  * Only tests/system/faults run it; flakesock has no code that reads a fault
- * file. The fault file is the one of flakewire-testclock (testclock.c
- * there): FLAKEWIRE_TEST_CLOCK=PATH, lines offset_ms=N, tick_ppm=P (alias
- * tsc_ppm: the tick source runs P ppm fast), pause_ms=N (workers stop: every
- * keeper slot is held mid-write).
+ * file. The fault file (FLAKEWIRE_TEST_CLOCK, keys offset_ms, tsc_ppm or
+ * tick_ppm, pause_ms) is read by lib/keeper's testclock.c (fw_testclock.h),
+ * shared with flakewire-testclock. A pause holds every worker (the keeper's
+ * slots are held mid-write) while the clocks go on.
  *
  * FLAKESOCK_TEST_STATUS=PATH: every 100 ms the keeper's state is written
  * there as one JSON object with the keys of flakewire's /flakewire/clock
@@ -23,22 +23,10 @@
 #include <time.h>
 
 #include "flakesock.h"
-
-__extension__ typedef __int128 s128;
-
-#define FILE_MAX 4096
-#define PPM_MAX  100000
+#include "fw_testclock.h"
 
 static struct {
-	bool on;
-	char path[PATH_MAX];
 	char status[PATH_MAX];
-	uint64_t hash;
-	bool have_hash;
-	int64_t offset_ns;
-	int64_t ppm;
-	uint64_t anchor_real;
-	uint64_t anchor_fake;
 	uint64_t pauses;
 	unsigned polls;
 } tc;
@@ -56,27 +44,9 @@ static void say(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static uint64_t scaled(uint64_t real)
-{
-	s128 d = (s128)real - (s128)tc.anchor_real;
-
-	return (uint64_t)((s128)tc.anchor_fake + d * 1000000 / (1000000 + tc.ppm));
-}
-
 uint64_t fsock_testclock_ns(uint64_t ns)
 {
-	if (!tc.on)
-		return ns;
-	return (uint64_t)((int64_t)scaled(ns) + tc.offset_ns);
+	return fw_testclock_apply(ns);
 }
 
 static void sleep_ms(uint32_t ms)
@@ -85,47 +55,6 @@ static void sleep_ms(uint32_t ms)
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 		;
-}
-
-static int parse(char *text, int64_t *offset_ms, int64_t *ppm, int64_t *pause_ms)
-{
-	char *save = NULL;
-
-	*offset_ms = *ppm = *pause_ms = 0;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *hash = strchr(line, '#'), *eq, *end;
-		long long v;
-
-		if (hash)
-			*hash = '\0';
-		line += strspn(line, " \t\r");
-		if (*line == '\0')
-			continue;
-		eq = strchr(line, '=');
-		if (!eq)
-			goto bad;
-		*eq = '\0';
-		errno = 0;
-		v = strtoll(eq + 1, &end, 10);
-		if (errno || end == eq + 1 || end[strspn(end, " \t\r")] != '\0')
-			goto bad;
-		if (!strcmp(line, "offset_ms") && v > -INT64_MAX / 1000000 &&
-		    v < INT64_MAX / 1000000)
-			*offset_ms = v;
-		else if ((!strcmp(line, "tsc_ppm") || !strcmp(line, "tick_ppm")) && v > -PPM_MAX &&
-			 v < PPM_MAX)
-			*ppm = v;
-		else if (!strcmp(line, "pause_ms") && v >= 0 && v <= 60000)
-			*pause_ms = v;
-		else
-			goto bad;
-		continue;
-	bad:
-		say("test clock: %s: bad line \"%s\" (keys offset_ms, tsc_ppm, pause_ms)", tc.path,
-		    line);
-		return -1;
-	}
-	return 0;
 }
 
 static void write_status(struct fsock_ctx *ctx)
@@ -164,40 +93,20 @@ static void write_status(struct fsock_ctx *ctx)
 
 static void poll_file(struct fsock_ctx *ctx, bool may_pause)
 {
-	char buf[FILE_MAX + 1];
-	size_t n = 0;
-	int64_t offset_ms, ppm, pause_ms;
-	FILE *f;
+	struct fw_testclock_faults f;
+	char msg[512];
+	int rc = fw_testclock_reload(&f, msg, sizeof(msg));
 
-	if (!tc.on)
+	if (rc < 0)
+		say("%s", msg);
+	if (rc <= 0)
 		return;
-	f = fopen(tc.path, "r");
-	if (f) {
-		n = fread(buf, 1, FILE_MAX, f);
-		fclose(f);
-	}
-	buf[n] = '\0';
-	uint64_t h = fnv1a(buf, n);
-	if (tc.have_hash && h == tc.hash)
-		return;
-	tc.hash = h;
-	tc.have_hash = true;
-	if (parse(buf, &offset_ms, &ppm, &pause_ms))
-		return;
-	if (ppm != tc.ppm) {
-		uint64_t real = fw_keeper_realtime_ns();
-
-		tc.anchor_fake = scaled(real);
-		tc.anchor_real = real;
-		tc.ppm = ppm;
-	}
-	tc.offset_ns = offset_ms * 1000000;
-	say("test clock: system clock offset %+" PRId64 " ms, ticks %+" PRId64 " ppm", offset_ms,
-	    ppm);
-	if (pause_ms && may_pause && ctx->keeper) {
-		say("test clock: pause %" PRId64 " ms (workers and keeper stop)", pause_ms);
+	say("test clock: system clock offset %+" PRId64 " ms, ticks %+" PRId64 " ppm", f.offset_ms,
+	    f.ppm);
+	if (f.pause_ms && may_pause && ctx->keeper) {
+		say("test clock: pause %" PRId64 " ms (workers and keeper stop)", f.pause_ms);
 		fw_keeper_hold(ctx->keeper, true);
-		sleep_ms((uint32_t)pause_ms);
+		sleep_ms((uint32_t)f.pause_ms);
 		fw_keeper_hold(ctx->keeper, false);
 		tc.pauses++;
 		say("test clock: pause %" PRIu64 " over", tc.pauses);
@@ -216,21 +125,24 @@ int fsock_testclock_init(struct fsock_ctx *ctx)
 	const char *path = getenv("FLAKEWIRE_TEST_CLOCK");
 	const char *status = getenv("FLAKESOCK_TEST_STATUS");
 
-	if (status && *status)
+	if (status && *status) {
+		if (strlen(status) >= sizeof(tc.status) - 8) {
+			say("test clock: FLAKESOCK_TEST_STATUS is too long");
+			return -1;
+		}
 		snprintf(tc.status, sizeof(tc.status), "%s", status);
+	}
 	if (!path || !*path) {
 		say("test clock: FLAKEWIRE_TEST_CLOCK is not set: no clock faults");
 		return 0;
 	}
-	if (strlen(path) >= sizeof(tc.path) || strlen(tc.status) >= sizeof(tc.status) - 1) {
+	if (fw_testclock_open(path)) {
 		say("test clock: FLAKEWIRE_TEST_CLOCK is too long");
 		return -1;
 	}
-	snprintf(tc.path, sizeof(tc.path), "%s", path);
-	tc.on = true;
 	say("TEST CLOCK: system-clock samples pass through the faults in %s "
 	    "(flakesock-testclock is for fault tests only)",
-	    tc.path);
+	    path);
 	poll_file(ctx, false);
 	return 0;
 }

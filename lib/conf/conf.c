@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rte_cfgfile.h>
+#include <ini.h>
 
 #include "fw_conf.h"
 #include "fw_err.h"
@@ -574,84 +574,130 @@ FW_API int fw_conf_set(struct fw_conf *c, const char *assignment, unsigned flags
 	return fw_conf_set_kv(c, section, key, value, flags, err, errlen);
 }
 
-FW_API int fw_conf_load(struct fw_conf *c, const char *path, unsigned flags, char *err,
-			size_t errlen)
-{
-	struct rte_cfgfile_parameters params = {.comment_character = '#'};
-	struct rte_cfgfile *cfg;
-	int rc = 0;
+/* What the inih callback needs: the first error sticks, later callbacks are no-ops. */
+struct load_ctx {
+	struct fw_conf *c;
+	const char *path;
+	unsigned flags;
+	char *err;
+	size_t errlen;
+	int rc;
+	char section[FW_CONF_STR_LEN];
+	char keys[64][FW_CONF_STR_LEN / 4]; /* keys seen in the current section */
+	unsigned n_keys;
+};
 
-	/* rte_cfgfile skips lines without '=' silently: a typo must not be ignored */
-	FILE *f = fopen(path, "r");
+static int on_entry(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *l = user;
+	char v[2 * FW_CONF_STR_LEN];
+
+	if (l->rc)
+		return 1; /* the first error is the one reported */
+	if (strcmp(section, l->section)) {
+		snprintf(l->section, sizeof(l->section), "%.*s", (int)sizeof(l->section) - 1,
+			 section);
+		l->n_keys = 0;
+	}
+	for (unsigned i = 0; i < l->n_keys; i++)
+		if (!strcmp(l->keys[i], name)) {
+			l->rc = errf(l->err, l->errlen, "[%s] %s: given twice", section, name);
+			return 1;
+		}
+	if (l->n_keys < FW_ARRAY_SIZE(l->keys))
+		snprintf(l->keys[l->n_keys++], sizeof(l->keys[0]), "%.*s", (int)sizeof(l->keys[0]) - 1,
+			 name);
+	/* '#' or ';' start a comment anywhere on a line, as on a line of its own */
+	snprintf(v, sizeof(v), "%s", value);
+	v[strcspn(v, "#;")] = '\0';
+	trim(v);
+	l->rc = fw_conf_set_kv(l->c, section, name, v, l->flags, l->err, l->errlen);
+	return 1;
+}
+
+/*
+ * The checks inih cannot make: a line that is neither [section] nor
+ * key = value (inih would report only its number), a section given twice,
+ * an unknown section and an empty [portN] (inih calls back only for keys).
+ */
+static int prescan(struct load_ctx *l)
+{
+	char line[2 * FW_CONF_STR_LEN], seen[FW_CONF_PORTS_MAX + 8][FW_CONF_STR_LEN / 4];
+	unsigned n_seen = 0;
+	FILE *f = fopen(l->path, "r");
+
 	if (!f)
-		return errf(err, errlen, "%s: %s", path, strerror(errno));
-	char line[2 * FW_CONF_STR_LEN];
+		return errf(l->err, l->errlen, "%s: %s", l->path, strerror(errno));
 	for (int lineno = 1; fgets(line, sizeof(line), f); lineno++) {
 		line[strcspn(line, "#;\r\n")] = '\0';
 		trim(line);
-		if (line[0] && line[0] != '[' && !strchr(line, '=')) {
+		if (!line[0])
+			continue;
+		if (line[0] != '[') {
+			if (strchr(line, '='))
+				continue;
 			fclose(f);
-			return errf(err, errlen, "%s:%d: '%s': expected key = value", path, lineno,
-				    line);
+			return errf(l->err, l->errlen, "%s:%d: '%s': expected key = value", l->path,
+				    lineno, line);
 		}
-	}
-	fclose(f);
-	cfg = rte_cfgfile_load_with_params(path, CFG_FLAG_EMPTY_VALUES, &params);
-	if (!cfg)
-		return errf(err, errlen,
-			    "%s: cannot parse (expected [section] and key = value lines)", path);
-
-	int n_sections = rte_cfgfile_num_sections(cfg, NULL, 0);
-	for (int si = 0; si < n_sections && !rc; si++) {
-		char name[CFG_NAME_LEN];
-		int n = rte_cfgfile_section_num_entries_by_index(cfg, name, si);
-		struct rte_cfgfile_entry *e;
+		char *end = strchr(line, ']');
+		if (!end || end[1]) {
+			fclose(f);
+			return errf(l->err, l->errlen, "%s:%d: '%s': expected [section]", l->path,
+				    lineno, line);
+		}
+		*end = '\0';
+		char *name = line + 1;
+		trim(name);
 		unsigned index = 0;
 		const struct conf_section *s = find_section(name, &index);
-
 		if (!s) {
 			char names[512];
-			section_names(flags, names, sizeof(names));
-			rc = errf(err, errlen, "%s: [%s]: unknown section (sections: %s)", path,
-				  name, names);
-			break;
+			section_names(l->flags, names, sizeof(names));
+			fclose(f);
+			return errf(l->err, l->errlen, "%s: [%s]: unknown section (sections: %s)",
+				    l->path, name, names);
 		}
-		if (s->dpdk && (flags & FW_CONF_F_NO_PORTS))
-			continue;
-		for (int sj = 0; sj < si; sj++) {
-			char other[CFG_NAME_LEN];
-			rte_cfgfile_section_num_entries_by_index(cfg, other, sj);
-			if (!strcmp(other, name)) {
-				rc = errf(err, errlen, "%s: [%s]: section given twice", path, name);
-				break;
+		for (unsigned i = 0; i < n_seen; i++)
+			if (!strcmp(seen[i], name)) {
+				fclose(f);
+				return errf(l->err, l->errlen, "%s: [%s]: section given twice",
+					    l->path, name);
 			}
-		}
-		if (rc)
-			break;
-		key_base(c, s, index); /* an empty [portN] still declares the port */
-		if (n <= 0)
-			continue;
-		e = calloc((size_t)n, sizeof(*e));
-		if (!e) {
-			rc = errf(err, errlen, "%s: out of memory", path);
-			break;
-		}
-		n = rte_cfgfile_section_entries_by_index(cfg, si, name, e, n);
-		for (int i = 0; i < n && !rc; i++) {
-			for (int j = 0; j < i; j++) {
-				if (!strcmp(e[i].name, e[j].name)) {
-					rc = errf(err, errlen, "[%s] %s: given twice", name,
-						  e[i].name);
-					break;
-				}
-			}
-			if (!rc)
-				rc = fw_conf_set_kv(c, name, e[i].name, e[i].value, flags, err,
-						    errlen);
-		}
-		free(e);
+		if (n_seen < FW_ARRAY_SIZE(seen))
+			snprintf(seen[n_seen++], sizeof(seen[0]), "%.*s", (int)sizeof(seen[0]) - 1, name);
+		if (!(s->dpdk && (l->flags & FW_CONF_F_NO_PORTS)))
+			key_base(l->c, s, index); /* an empty [portN] still declares the port */
 	}
-	rte_cfgfile_close(cfg);
+	fclose(f);
+	return 0;
+}
+
+FW_API int fw_conf_load(struct fw_conf *c, const char *path, unsigned flags, char *err,
+			size_t errlen)
+{
+	struct load_ctx *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return errf(err, errlen, "%s: out of memory", path);
+	l->c = c;
+	l->path = path;
+	l->flags = flags;
+	l->err = err;
+	l->errlen = errlen;
+	rc = prescan(l);
+	if (!rc) {
+		int line = ini_parse(path, on_entry, l);
+		rc = l->rc;
+		if (!rc && line < 0)
+			rc = errf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+		else if (!rc && line > 0)
+			rc = errf(err, errlen,
+				  "%s:%d: cannot parse (expected [section] and key = value lines)",
+				  path, line);
+	}
+	free(l);
 	return rc;
 }
 

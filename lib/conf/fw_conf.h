@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The responders' configuration: one table (conf.c) describes every setting
- * (section, key, type, range, default, help). Loading an INI file (DPDK's
- * rte_cfgfile, which needs no EAL), `--set section.key=value` overrides, the
- * `--help` text and the sample config/flakewire.ini all come from it.
+ * (section, key, type, range, default, help). Loading an INI file (parsed
+ * with libinih; no DPDK), `--set section.key=value` overrides, the `--help`
+ * text and the sample config/flakewire.ini all come from it.
  *
  * Order of use: fw_conf_init() (defaults), fw_conf_load() (file), any number
  * of fw_conf_set() (command line), then fw_conf_check() (cross-key rules).
@@ -24,7 +24,7 @@
 
 #include "fw_common.h"
 
-#define FW_CONF_STR_LEN   256 /* longest string value, NUL included (rte_cfgfile's limit) */
+#define FW_CONF_STR_LEN   256 /* longest string value, NUL included */
 #define FW_CONF_LIST_MAX  64  /* most entries in [id] workers */
 #define FW_CONF_CIDRS_MAX 16  /* most prefixes in [net] trusted */
 #define FW_CONF_PORTS_MAX 4   /* [port0] .. [port3] */

@@ -1029,8 +1029,12 @@ static void test_ipv6(void **state)
 	uint64_t a, b;
 
 	(void)state;
-	if (!f)
+	if (!f) {
+		const char *ci = getenv("CI");
+		if (ci && !strcmp(ci, "true")) /* under CI a missing capability fails */
+			fail_msg("cannot run under CI=true: no IPv6 loopback for the fake responder");
 		skip();
+	}
 	c = client_for(f, false);
 	assert_int_equal(fw_client_get(c, &a), 0);
 	assert_from_fake(a);

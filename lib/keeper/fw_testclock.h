@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fault file of the test-clock builds (flakewire-testclock,
+ * flakesock-testclock), shared by both: built only with the tests, linked
+ * only into those two binaries, never installed.
+ *
+ * FLAKEWIRE_TEST_CLOCK=PATH names the file; the owner's keeper thread reads
+ * it every tick; a missing file means no fault. Lines "key=value", '#'
+ * starts a comment:
+ *   offset_ms=N  added to every system-clock sample: -3 is the system clock
+ *                stepped back 3 ms, 3600000 stepped forward an hour
+ *   tsc_ppm=P    (or tick_ppm) from when it is read, the tick source runs P
+ *                ppm fast against the system clock (samples advance
+ *                1 / (1 + P/1e6) as fast)
+ *   pause_ms=N   once each time the file's content changes: the owner holds
+ *                its workers for N ms while the clocks go on (a VM pause)
+ * Only the keeper's system-clock samples change: workers see every fault
+ * through the published calibration, the production path.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the fault file says now. */
+struct fw_testclock_faults {
+	int64_t offset_ms;
+	int64_t ppm;
+	int64_t pause_ms;
+};
+
+/*
+ * Starts reading the fault file at @path (NULL or "": no faults, a no-op
+ * clock). Returns 0, or -1 when @path is too long.
+ */
+int fw_testclock_open(const char *path);
+
+/* True after a successful fw_testclock_open() with a path. */
+bool fw_testclock_on(void);
+
+/* The file's path ("" when off). */
+const char *fw_testclock_path(void);
+
+/*
+ * Re-reads the file. Returns 1 when its content changed and parsed (*f
+ * filled in, the new offset and rate in effect from now), 0 when nothing
+ * changed, -1 when it changed but a line is bad (@msg names it; nothing
+ * changes, and the same content is not reported again).
+ */
+int fw_testclock_reload(struct fw_testclock_faults *f, char *msg, size_t len);
+
+/* A CLOCK_REALTIME sample (unix ns) with the faults applied. */
+uint64_t fw_testclock_apply(uint64_t real_ns);
