@@ -27,8 +27,8 @@ trap mix_cleanup EXIT
 zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
 
 FLEET=(--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.root=/mix
-	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=5000
-	--set fleet.lease_ms=10000 --set fleet.renew_ms=1000 --set stats.interval_s=0)
+	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=15000
+	--set fleet.lease_ms=30000 --set fleet.renew_ms=1000 --set stats.interval_s=0)
 declare -A PID
 # wire NAME TAPINDEX NET: flakewire NAME on net_tapN (iface NAME$$), address 10.NET.0.2
 wire() {
@@ -59,7 +59,7 @@ answers() { # answers SERVER: 8 OK replies from 8 source ports, within 20 s
 	done
 	return 1
 }
-owned_by() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /mix | awk -v o="$1" '$2 == o && $NF == "owned" {print $1}' | sort -n | paste -sd, -; }
+owned_by() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /mix | awk -v o="$1" '$2 == o {print $1}' | sort -n | paste -sd, -; }
 
 # all four at once
 wire fa 0 77
