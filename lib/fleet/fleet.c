@@ -30,6 +30,7 @@ struct held {
 	uint64_t lease; /* layout ms, confirmed */
 	uint64_t floor; /* layout ms */
 	bool lost;      /* taken over by another: lease is the final limit */
+	bool cached;    /* from the cache file: not yet written by this process */
 };
 
 struct retire_req {
@@ -543,7 +544,7 @@ static int cache_read(struct fw_fleet *f)
 			goto bad;
 		if (slot >= f->n)
 			continue;
-		f->slot[slot] = (struct held){worker, version, lease, floor, false};
+		f->slot[slot] = (struct held){worker, version, lease, floor, false, true};
 		loaded++;
 	}
 	fclose(fp);
@@ -739,7 +740,7 @@ static int claim_one(struct fw_fleet *f, struct cand *x, struct held *h)
 	}
 	if (rc != ZOK)
 		return rc;
-	*h = (struct held){x->worker, st.version, d.lease, d.floor, false};
+	*h = (struct held){x->worker, st.version, d.lease, d.floor, false, false};
 	return ZOK;
 }
 
@@ -902,6 +903,7 @@ static int renew_one(struct fw_fleet *f, uint32_t i)
 	if (rc == ZOK) {
 		h->version = st.version;
 		h->lease = d.lease;
+		h->cached = false;
 		offset_update(f, a + (b - a) / 2, (uint64_t)st.mtime);
 		publish(f, i, FW_FLEET_SRC_ZK);
 		count(f, &f->st.renewals);
@@ -915,8 +917,11 @@ static int renew_one(struct fw_fleet *f, uint32_t i)
 	rc = zoo_get(f->zh, p, 0, buf, &len, &st);
 	if (zk_conn_error(rc))
 		return rc;
+	/* ... or, for a claim from the cache, a write of this identity's previous
+	 * run that the cache missed (a crash between the write and the cache):
+	 * the same owner, as a take-back at start would be */
 	if (rc == ZOK && wdata_parse(buf, len, &now) == 0 && !strcmp(now.owner, f->identity) &&
-	    now.token == f->token) {
+	    (now.token == f->token || h->cached)) {
 		h->version = st.version;
 		h->lease = now.lease;
 		publish(f, i, FW_FLEET_SRC_ZK);
