@@ -21,7 +21,7 @@ mix_cleanup() {
 	sleep 0.5
 	zk_stop_all
 	sys_cleanup
-	rm -rf "/var/run/dpdk/fwa$$" "/var/run/dpdk/fwb$$"
+	rm -rf "/var/run/dpdk/fa$$" "/var/run/dpdk/fb$$" # the EAL runtime dirs (--file-prefix)
 }
 trap mix_cleanup EXIT
 zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
