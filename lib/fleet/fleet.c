@@ -797,6 +797,7 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	}
 
 	struct held got[FW_FLEET_SLOTS_MAX];
+	enum cand_kind kind[FW_FLEET_SLOTS_MAX];
 	uint32_t filled = 0, next = 0;
 	for (uint32_t k = 0; k < n_need; k++) {
 		uint32_t i = need[k];
@@ -805,6 +806,7 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 			struct cand *x = &c[next++];
 			rc = claim_one(f, x, &got[k]);
 			if (rc == ZOK) {
+				kind[k] = x->kind;
 				static const char *const how[] = {"taken back", "claimed (new)",
 								  "claimed (free)", "taken over"};
 				char ts[FW_ISO8601_LEN];
@@ -830,9 +832,14 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	free(c);
 
 	if (filled < n_need && at_start) {
-		/* Nothing was published: give back what this round claimed (not our own). */
+		/*
+		 * Nothing was published: give back what this round claimed. Not the
+		 * IDs taken back: this identity's previous run may have issued up to
+		 * their old lease, which their floor does not cover; they stay ours.
+		 */
 		for (uint32_t k = 0; k < filled; k++)
-			release_held(f, &got[k], 0);
+			if (kind[k] != K_TAKEBACK)
+				release_held(f, &got[k], 0);
 		if (zk_conn_error(rc))
 			goto zkfail;
 		set_err(err, errlen, "fleet: %s: worker IDs were claimed by others while "
