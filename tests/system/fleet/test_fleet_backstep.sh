@@ -36,7 +36,7 @@ COMMON=(--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats
 backstep_case() {
 WHO=$1 ROOT=$2 SERVER=$3 LOG=$SYS_TMP/$1.log
 probe() { sys_in_ns $PROBE --server "$SERVER" --sockets 16 "$@"; }
-owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
+owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
 up() { for _ in $(seq 60); do [ "$(probe | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "$WHO answers" up
 OLD=$(owned owned)
@@ -89,7 +89,7 @@ released() {
 check "$WHO: the old worker IDs are released (free)" released
 sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" | sed 's/^/  /'
 floor_ok() {
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" >"$SYS_TMP/ls"
+	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
 	/usr/bin/python3 - "$SYS_TMP/ls" "$SYS_TMP/$WHO.all.ids" "$OLD" <<'PY'
 import sys, datetime
 old = set(int(x) for x in sys.argv[3].split(","))
