@@ -164,7 +164,8 @@ void client_args_help(FILE *f, enum client_args_mode mode)
 			"                        repeat it to spread the threads over several\n"
 			"  --timeout MS          wait for each reply, %d-%d (default %d); a "
 			"request\n"
-			"                        not answered by then counts as a timeout\n",
+			"                        not answered by then counts as a timeout (the\n"
+			"                        first INFO, for the layout, waits at least 3 s)\n",
 			CLIENT_ARGS_TIMEOUT_MIN, CLIENT_ARGS_TIMEOUT_MAX, CLIENT_ARGS_TIMEOUT_DEF);
 	else
 		fprintf(f,

@@ -15,6 +15,8 @@
 #include "flakectl.h"
 #include "fw_err.h"
 
+/* The set-up INFO (the layout) waits at least this long, whatever --timeout. */
+#define BENCH_PROBE_MS 3000
 #define BENCH_DURATION_DEF 5
 #define BENCH_DURATION_MAX 600
 #define BENCH_REQUESTS_MAX 1000000000000ull
@@ -637,12 +639,21 @@ static int bench_prepare(struct bench_cfg *cfg, const char *cmd)
 			return FC_EXIT_USAGE;
 		}
 	}
-	rc = client_args_open(&cfg->ca, 0, 1, cmd, &c);
+	/*
+	 * The INFO that learns the layout is set-up, not load: --timeout is the
+	 * wait for each request of the load (200 ms in the soak and fault
+	 * tests), and a fresh client's first reply on a busy machine can take
+	 * longer. It waits at least BENCH_PROBE_MS, resent as any request is.
+	 */
+	struct client_args probe = cfg->ca;
+
+	probe.timeout_ms = FW_MAX(probe.timeout_ms, (uint64_t)BENCH_PROBE_MS);
+	rc = client_args_open(&probe, 0, 1, cmd, &c);
 	if (rc != FC_EXIT_OK)
 		return rc;
 	rc = fw_client_info(c, &info, NULL);
 	if (rc < 0) {
-		struct client_args first = cfg->ca;
+		struct client_args first = probe;
 
 		first.n = 1;
 		client_args_report(&first, cmd, c, rc);
