@@ -98,6 +98,12 @@ static int fleet_check(const struct fw_fleet_list *l, uint64_t warn_ms)
 	return problems ? FLEET_EXIT_PROBLEM : FC_EXIT_OK;
 }
 
+/* lib/fleet's lines start with "fleet: ", as does fc_err's: say it once */
+static const char *msg(const char *err)
+{
+	return strncmp(err, "fleet: ", 7) ? err : err + 7;
+}
+
 int cmd_fleet(int argc, char **argv)
 {
 	const char *cmd = "fleet", *zk = NULL, *root = NULL, *sub = NULL, *workers = NULL;
@@ -151,7 +157,7 @@ int cmd_fleet(int argc, char **argv)
 		int rc = fw_fleet_release(zk, root, (uint32_t)worker, (uint32_t)timeout, err,
 					  sizeof(err));
 		if (rc != 0) {
-			fc_err(cmd, "%s", err);
+			fc_err(cmd, "%s", msg(err));
 			return FC_EXIT_FAIL;
 		}
 		printf("worker %" PRIu64 " released in %s\n", worker, root);
@@ -160,7 +166,7 @@ int cmd_fleet(int argc, char **argv)
 	struct fw_fleet_list l;
 	int rc = fw_fleet_list_read(zk, root, (uint32_t)timeout, &l, err, sizeof(err));
 	if (rc != 0) {
-		fc_err(cmd, "%s", err);
+		fc_err(cmd, "%s", msg(err));
 		return !strcmp(sub, "check") ? FLEET_EXIT_UNKNOWN : FC_EXIT_FAIL;
 	}
 	rc = !strcmp(sub, "ls") ? fleet_ls(&l) : fleet_check(&l, warn);

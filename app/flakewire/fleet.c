@@ -7,7 +7,10 @@
  * per-packet path). Telemetry: /flakewire/fleet.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
@@ -86,8 +89,23 @@ int fw_fleet_wire_start(struct fw_app *app)
 		FW_LOG(ERR, "config: [id] layout: %s", fw_strerror(rc));
 		return -1;
 	}
+	/*
+	 * The registry's thread and the ZooKeeper client's threads inherit the
+	 * creating thread's affinity: this (main) thread is pinned to the main
+	 * lcore, which busy-polls. Let them run on any CPU, as the control
+	 * thread does.
+	 */
+	cpu_set_t saved, any;
+	bool restore = pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) == 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	CPU_ZERO(&any);
+	for (long i = 0; i < ncpu && i < CPU_SETSIZE; i++)
+		CPU_SET((int)i, &any);
+	pthread_setaffinity_np(pthread_self(), sizeof(any), &any);
 	rc = fw_fleet_app_start(c, &layout, rte_lcore_count(), log_cb, NULL, &app->fleet, err,
 				sizeof(err));
+	if (restore)
+		pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
 	if (rc != 0) {
 		FW_LOG(ERR, "%s", err);
 		FW_LOG(ERR, "refusing to start (%s)", fw_strerror(rc));

@@ -30,6 +30,7 @@ struct held {
 	uint64_t lease; /* layout ms, confirmed */
 	uint64_t floor; /* layout ms */
 	bool lost;      /* taken over by another: lease is the final limit */
+	bool cached;    /* from the cache file: not yet written by this process */
 };
 
 struct retire_req {
@@ -543,7 +544,7 @@ static int cache_read(struct fw_fleet *f)
 			goto bad;
 		if (slot >= f->n)
 			continue;
-		f->slot[slot] = (struct held){worker, version, lease, floor, false};
+		f->slot[slot] = (struct held){worker, version, lease, floor, false, true};
 		loaded++;
 	}
 	fclose(fp);
@@ -739,7 +740,7 @@ static int claim_one(struct fw_fleet *f, struct cand *x, struct held *h)
 	}
 	if (rc != ZOK)
 		return rc;
-	*h = (struct held){x->worker, st.version, d.lease, d.floor, false};
+	*h = (struct held){x->worker, st.version, d.lease, d.floor, false, false};
 	return ZOK;
 }
 
@@ -796,6 +797,7 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	}
 
 	struct held got[FW_FLEET_SLOTS_MAX];
+	enum cand_kind kind[FW_FLEET_SLOTS_MAX];
 	uint32_t filled = 0, next = 0;
 	for (uint32_t k = 0; k < n_need; k++) {
 		uint32_t i = need[k];
@@ -804,6 +806,7 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 			struct cand *x = &c[next++];
 			rc = claim_one(f, x, &got[k]);
 			if (rc == ZOK) {
+				kind[k] = x->kind;
 				static const char *const how[] = {"taken back", "claimed (new)",
 								  "claimed (free)", "taken over"};
 				char ts[FW_ISO8601_LEN];
@@ -829,9 +832,14 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	free(c);
 
 	if (filled < n_need && at_start) {
-		/* Nothing was published: give back what this round claimed (not our own). */
+		/*
+		 * Nothing was published: give back what this round claimed. Not the
+		 * IDs taken back: this identity's previous run may have issued up to
+		 * their old lease, which their floor does not cover; they stay ours.
+		 */
 		for (uint32_t k = 0; k < filled; k++)
-			release_held(f, &got[k], 0);
+			if (kind[k] != K_TAKEBACK)
+				release_held(f, &got[k], 0);
 		if (zk_conn_error(rc))
 			goto zkfail;
 		set_err(err, errlen, "fleet: %s: worker IDs were claimed by others while "
@@ -902,6 +910,7 @@ static int renew_one(struct fw_fleet *f, uint32_t i)
 	if (rc == ZOK) {
 		h->version = st.version;
 		h->lease = d.lease;
+		h->cached = false;
 		offset_update(f, a + (b - a) / 2, (uint64_t)st.mtime);
 		publish(f, i, FW_FLEET_SRC_ZK);
 		count(f, &f->st.renewals);
@@ -915,8 +924,11 @@ static int renew_one(struct fw_fleet *f, uint32_t i)
 	rc = zoo_get(f->zh, p, 0, buf, &len, &st);
 	if (zk_conn_error(rc))
 		return rc;
+	/* ... or, for a claim from the cache, a write of this identity's previous
+	 * run that the cache missed (a crash between the write and the cache):
+	 * the same owner, as a take-back at start would be */
 	if (rc == ZOK && wdata_parse(buf, len, &now) == 0 && !strcmp(now.owner, f->identity) &&
-	    now.token == f->token) {
+	    (now.token == f->token || h->cached)) {
 		h->version = st.version;
 		h->lease = now.lease;
 		publish(f, i, FW_FLEET_SRC_ZK);

@@ -165,7 +165,7 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 		}
 		if (a->retiring[i] >= 0 && fw_keeper_worker_retired(k, i, &last)) {
 			/* the old ID issued nothing above @last and never will again */
-			fw_fleet_retire(a->reg, a->retiring[i], last);
+			fw_fleet_retire(a->reg, a->retiring[i], FW_MAX(last, a->start_floor));
 			a->retiring[i] = FW_FLEET_WORKER_NONE;
 		}
 		if (s.worker >= 0 && now_l > s.lease_ms && !a->ended_logged[i]) {

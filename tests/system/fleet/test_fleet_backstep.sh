@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# [clock] backstep = new_worker: flakesock-testclock (2 threads) in a fleet;
-# the system clock it reads is stepped back 1 h (fault file). Replies switch
-# to fresh worker IDs, whose IDs follow the (stepped) system clock at once;
-# the old worker IDs are released with their floor at the last ms they
-# issued; no ID is issued twice across the switch.
-# usage: test_fleet_backstep.sh FLAKESOCK_TESTCLOCK FLAKECTL
+# [clock] backstep = new_worker: flakesock-testclock (2 threads), then
+# flakewire-testclock (TAP, 2 lcores), in a fleet; the system clock they read
+# is stepped back 1 h (fault file). Replies switch to fresh worker IDs, whose
+# IDs follow the (stepped) system clock at once; the old worker IDs are
+# released with their floor at the last ms they issued; no ID is issued
+# twice across the switch.
+# usage: test_fleet_backstep.sh FLAKESOCK_TESTCLOCK FLAKECTL [FLAKEWIRE_TESTCLOCK]
 set -u
 FLAKESOCK=$1
 FLAKECTL=$2
+FLAKEWIRE=${3:-}
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/zk.sh"
@@ -20,31 +22,32 @@ bs_cleanup() {
 	sleep 0.3
 	zk_stop_all
 	sys_cleanup
+	rm -rf "/var/run/dpdk/fbs$$"
 }
 trap bs_cleanup EXIT
 zk_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
 
 FAULT=$SYS_TMP/clock
-echo "offset_ms=0" >"$FAULT"
-sys_start "$SYS_TMP/bs.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" --listen 127.0.0.1 \
-	--threads 2 --set net.udp_port=5501 --set "state.file=$SYS_TMP/mark" \
-	--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0 \
-	--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.root=/bs --set fleet.identity=bs \
-	--set fleet.lease_ms=20000 --set fleet.renew_ms=1000 --set fleet.session_timeout_ms=4000
-PID=$SYS_LAST_PID
-probe() { sys_in_ns $PROBE --server 127.0.0.1:5501 --sockets 16 "$@"; }
-owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /bs | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
+COMMON=(--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0
+	--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
+	--set fleet.session_timeout_ms=4000)
+
+# backstep_case WHO ROOT SERVER: the responder is running with the fault file at 0
+backstep_case() {
+WHO=$1 ROOT=$2 SERVER=$3 LOG=$SYS_TMP/$1.log
+probe() { sys_in_ns $PROBE --server "$SERVER" --sockets 16 "$@"; }
+owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
 up() { for _ in $(seq 60); do [ "$(probe | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 16 ] && return 0; sleep 0.25; done; return 1; }
-check "flakesock-testclock answers" up
+check "$WHO answers" up
 OLD=$(owned owned)
 echo "  worker IDs before the step: $OLD"
-for _ in 1 2 3; do probe --ids "$SYS_TMP/all.ids" >/dev/null; done
+for _ in 1 2 3; do probe --ids "$SYS_TMP/$WHO.all.ids" >/dev/null; done
 
 echo "offset_ms=-3600000" >"$FAULT"
 switched() {
 	local i w out
 	for i in $(seq 60); do
-		out=$(probe --ids "$SYS_TMP/all.ids")
+		out=$(probe --ids "$SYS_TMP/$WHO.all.ids")
 		w=$(echo "$out" | sed -n 's/.*workers=\([0-9,]*\).*/\1/p')
 		if [ -n "$w" ] && [ "$(echo "$out" | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 16 ]; then
 			local fresh=1 x
@@ -56,11 +59,11 @@ switched() {
 	echo "  last: $out"
 	return 1
 }
-check "after a 1 h backward step, replies come from fresh worker IDs" switched
-for _ in 1 2 3; do probe --ids "$SYS_TMP/after.ids" >/dev/null; done
-cat "$SYS_TMP/after.ids" >>"$SYS_TMP/all.ids"
+check "$WHO: after a 1 h backward step, replies come from fresh worker IDs" switched
+for _ in 1 2 3; do probe --ids "$SYS_TMP/$WHO.after.ids" >/dev/null; done
+cat "$SYS_TMP/$WHO.after.ids" >>"$SYS_TMP/$WHO.all.ids"
 follow() {
-	/usr/bin/python3 - "$SYS_TMP/after.ids" "$OLD" <<'PY'
+	/usr/bin/python3 - "$SYS_TMP/$WHO.after.ids" "$OLD" <<'PY'
 import sys, time
 old = set(int(x) for x in sys.argv[2].split(","))
 ids = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
@@ -72,9 +75,9 @@ print("  %d IDs after the switch: %.0f to %.0f ms behind the real clock minus 1 
 sys.exit(0 if ids and all(w not in old for w, _ in ids) and max(abs(l) for l in lag) < 5000 else 1)
 PY
 }
-check "their IDs follow the stepped system clock (within 5 s), not an hour ahead of it" follow
-nodup() { [ -z "$(awk '{print $2}' "$SYS_TMP/all.ids" | sort | uniq -d | head -1)" ]; }
-check "no ID issued twice across the switch ($(wc -l <"$SYS_TMP/all.ids") IDs)" nodup
+check "$WHO: their IDs follow the stepped system clock (within 5 s), not an hour ahead of it" follow
+nodup() { [ -z "$(awk '{print $2}' "$SYS_TMP/$WHO.all.ids" | sort | uniq -d | head -1)" ]; }
+check "$WHO: no ID issued twice across the switch ($(wc -l <"$SYS_TMP/$WHO.all.ids") IDs)" nodup
 released() {
 	local i
 	for i in $(seq 20); do
@@ -83,11 +86,11 @@ released() {
 	done
 	return 1
 }
-check "the old worker IDs are released (free)" released
-sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /bs | sed 's/^/  /'
+check "$WHO: the old worker IDs are released (free)" released
+sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" | sed 's/^/  /'
 floor_ok() {
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /bs >"$SYS_TMP/ls"
-	/usr/bin/python3 - "$SYS_TMP/ls" "$SYS_TMP/all.ids" "$OLD" <<'PY'
+	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
+	/usr/bin/python3 - "$SYS_TMP/ls" "$SYS_TMP/$WHO.all.ids" "$OLD" <<'PY'
 import sys, datetime
 old = set(int(x) for x in sys.argv[3].split(","))
 floors = {}
@@ -102,7 +105,27 @@ for w, i in (tuple(map(int, l.split())) for l in open(sys.argv[2])):
 sys.exit(0 if len(floors) == len(old) else 1)
 PY
 }
-check "each old worker ID's floor is at or above every ID it issued" floor_ok
-grep -q "stepped .* to the system clock" "$SYS_TMP/bs.log"
-check "the step back was logged" test $? -eq 0
+check "$WHO: each old worker ID's floor is at or above every ID it issued" floor_ok
+grep -q "stepped .* to the system clock" "$LOG"
+check "$WHO: the step back was logged" test $? -eq 0
+}
+
+echo "offset_ms=0" >"$FAULT"
+sys_start "$SYS_TMP/flakesock.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" \
+	--listen 127.0.0.1 --threads 2 --set net.udp_port=5501 --set "state.file=$SYS_TMP/s.mark" \
+	--set fleet.root=/bs --set fleet.identity=bs "${COMMON[@]}"
+backstep_case flakesock /bs 127.0.0.1:5501
+kill -TERM "$SYS_LAST_PID"
+
+if [ -n "$FLAKEWIRE" ]; then
+	echo "offset_ms=0" >"$FAULT"
+	sys_start "$SYS_TMP/flakewire.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKEWIRE" \
+		-l 0,1 --no-huge --no-pci -m 256 --file-prefix "fbs$$" -- \
+		--set "port0.device=net_tap0,iface=fbs$$" --set "state.file=$SYS_TMP/w.mark" \
+		--set fleet.root=/bsw --set fleet.identity=bsw "${COMMON[@]}"
+	for _ in $(seq 100); do ip -n "$SYS_NS" link show "fbs$$" >/dev/null 2>&1 && break; sleep 0.1; done
+	ip -n "$SYS_NS" addr add 10.77.0.1/24 dev "fbs$$"
+	ip -n "$SYS_NS" link set "fbs$$" up
+	backstep_case flakewire /bsw 10.77.0.2:4242
+fi
 sys_done

@@ -77,10 +77,10 @@ W2=$(workers_of 5302)
 echo "  s1 workers $W1, s2 workers $W2"
 distinct4() { [ "$(echo "$W1,$W2" | tr , '\n' | sort -u | grep -c .)" -eq 4 ]; }
 check "two flakesock x 2 threads: 4 distinct worker IDs" distinct4
-sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /f1 >"$SYS_TMP/ls" 2>&1
+sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /f1 --timeout 15000 >"$SYS_TMP/ls" 2>&1
 sed 's/^/  /' "$SYS_TMP/ls"
 check "fleet ls: 4 owned, alive" grep -q "^4 of 1024 worker IDs owned" "$SYS_TMP/ls"
-check "fleet check: OK" sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000
+check "fleet check: OK" sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000
 sys_stop "${PID[s1]}"
 sock s1 5301 /f1
 check "s1 restarted answers" until_ok 15 5301
@@ -147,7 +147,7 @@ check "s6 answers" until_ok 15 5306
 W6=$(workers_of 5306)
 sys_stop "${PID[s6]}"
 check "s6 wrote its cache" grep -q "^slot=1 worker=" "$SYS_TMP/s6.cache"
-sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 >"$SYS_TMP/check" 2>&1
+sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000 >"$SYS_TMP/check" 2>&1
 rc=$?
 sed 's/^/  /' "$SYS_TMP/check" | grep s6
 check "fleet check: a stopped owner whose lease runs is a problem (exit 1)" test "$rc" -eq 1

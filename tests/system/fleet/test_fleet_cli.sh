@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# flakectl fleet without a ZooKeeper: usage errors exit 2 naming the
+# argument; an unreachable ensemble exits 1 (ls) or 3 (check).
+# usage: test_fleet_cli.sh FLAKECTL
+set -u
+CTL=$1
+fails=0
+expect() { # expect RC PATTERN ARGS...
+	local want=$1 pat=$2 out rc
+	shift 2
+	out=$("$CTL" "$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq "$want" ] && echo "$out" | grep -q -- "$pat"; then
+		echo "ok   flakectl $* -> $rc"
+	else
+		echo "FAIL flakectl $* -> $rc: $out"
+		fails=$((fails + 1))
+	fi
+}
+expect 2 "expected ls, release or check" fleet
+expect 2 "bogus: expected ls, release or check" fleet bogus --zk h:1 --root /x
+expect 2 "\-\-zk: missing" fleet ls --root /x
+expect 2 "\-\-root .*absolute" fleet ls --zk 127.0.0.1:1 --root x
+expect 2 "release abc: WORKER must be a worker ID" fleet release abc --zk 127.0.0.1:1 --root /x
+expect 2 "release (missing)" fleet release --zk 127.0.0.1:1 --root /x
+expect 2 "\-\-timeout" fleet ls --zk 127.0.0.1:1 --root /x --timeout 5
+expect 1 "does not answer within 300 ms" fleet ls --zk 127.0.0.1:1 --root /x --timeout 300
+expect 3 "does not answer" fleet check --zk 127.0.0.1:1 --root /x --timeout 300
+expect 0 "flakectl fleet ls" fleet --help
+[ "$fails" -eq 0 ]
