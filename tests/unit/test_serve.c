@@ -368,6 +368,53 @@ static void uuid7_and_ids_share_one_sequence(void **state)
 	assert_true(nk > 10000);
 }
 
+/*
+ * A fleet swaps a worker's ID under it (fw_keeper_worker_swap re-initialises
+ * the generator); fw_serve_worker_changed() must carry the new ID into every
+ * reply header (the fast single-ID path caches it) and into the UUIDv7 node
+ * bits, or a UUID of the new worker would carry the old worker's bits.
+ */
+static void worker_swap_reaches_headers_and_uuids(void **state)
+{
+	(void)state;
+	struct fw_wire_reply r;
+	struct fw_layout l;
+	struct fw_gen_config gc;
+
+	setup_serve(4);
+	fw_layout_default(&l);
+	fw_gen_config_default(&gc);
+	gc.worker = 21; /* what fw_keeper_worker_swap does to the generator */
+	assert_int_equal(fw_gen_init(&srv.gen, &l, &gc), 0);
+	fw_gen_set_mark(&srv.gen, NOW + 1000);
+	assert_int_equal(fw_serve_worker_changed(&srv), 0);
+
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(fw_wire_write_request(buf, sizeof(buf), FW_WIRE_OP_ID, 1, 7, false),
+			 FW_WIRE_HDR_LEN);
+	int n = fw_serve_answer_fast(&srv, NOW, buf, 32, sizeof(buf), false);
+	assert_int_equal(n, 32);
+	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n, &r), 0);
+	assert_int_equal(r.hdr.worker, 21);
+	assert_int_equal((r.body.ids[0] >> 12) & 1023, 21);
+
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(fw_wire_write_request(buf, sizeof(buf), FW_WIRE_OP_UUID7, 3, 8, false),
+			 FW_WIRE_HDR_LEN);
+	n = fw_serve_answer(&srv, NOW, buf, fw_wire_request_size(FW_WIRE_OP_UUID7, 3), sizeof(buf),
+			    false);
+	assert_true(n > 0);
+	assert_int_equal(fw_wire_parse_reply(buf, (size_t)n, &r), 0);
+	assert_int_equal(r.hdr.worker, 21);
+	assert_int_equal(r.hdr.count, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		struct fw_uuid7_parts p;
+		assert_int_equal(fw_uuid7_decode(NULL, r.body.uuids[i], &p), 0);
+		assert_true(p.is_v7 && p.flakewire);
+		assert_int_equal(p.worker, 21);
+	}
+}
+
 static void stats_add_sums_every_counter(void **state)
 {
 	(void)state;
@@ -396,6 +443,7 @@ int main(void)
 		cmocka_unit_test(stats_add_sums_every_counter),
 		cmocka_unit_test(uuid7_list_is_rfc9562_and_carries_the_worker),
 		cmocka_unit_test(uuid7_and_ids_share_one_sequence),
+		cmocka_unit_test(worker_swap_reaches_headers_and_uuids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
