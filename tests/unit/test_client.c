@@ -33,6 +33,8 @@
 /* Short enough that a test with every retry and a failover stays well under a second. */
 #define T_TIMEOUT_MS 20
 #define T_RETRIES    2
+/* For tests that measure no timeout: only a hang could reach it. */
+#define T_LONG_MS    5000
 
 struct fake;
 typedef void (*fake_behave_fn)(struct fake *f, const struct fw_wire_hdr *req, unsigned k);
@@ -316,6 +318,18 @@ static void assert_from_fake(uint64_t id)
 
 	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
 	assert_int_equal(fw_layout_decode(&l, id, &p), 0);
+	assert_int_equal(p.datacenter, FAKE_DC);
+	assert_int_equal(p.worker, FAKE_WORKER);
+}
+
+static void assert_uuid_from_fake(const uint8_t *u)
+{
+	struct fw_layout l;
+	struct fw_uuid7_parts p;
+
+	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
+	assert_int_equal(fw_uuid7_decode(&l, u, &p), 0);
+	assert_true(p.is_v7 && p.flakewire);
 	assert_int_equal(p.datacenter, FAKE_DC);
 	assert_int_equal(p.worker, FAKE_WORKER);
 }
@@ -873,6 +887,142 @@ static void test_failover_silent(void **state)
 	fake_stop(s);
 }
 
+/* Answers INFO; every other request is dropped (a responder that lost its ID path). */
+static void beh_info_only(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	if (req->op == FW_WIRE_OP_INFO)
+		fake_answer(f, req);
+}
+
+/* A client for the fakes @fs, tried in that order. */
+static struct fw_client *client_fakes(struct fake *const *fs, size_t n, uint32_t timeout_ms,
+				      uint32_t retries)
+{
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[4][64];
+	const char *servers[4];
+
+	assert_true(n <= 4);
+	for (size_t i = 0; i < n; i++) {
+		fake_addr(fs[i], addr[i], sizeof(addr[i]));
+		servers[i] = addr[i];
+	}
+	fw_client_opts_init(&o);
+	o.timeout_ms = timeout_ms;
+	o.retries = retries;
+	assert_int_equal(fw_client_open(servers, n, &o, &c), 0);
+	return c;
+}
+
+/*
+ * CLOCK_UNSAFE and NO_LEASE mean "this responder cannot issue, another may":
+ * the client asks the next responder at once (no resend to this one) and
+ * stays there, in the one-shot calls and in both prefetching refills. When
+ * no responder can issue, the caller gets FW_ESTATUS and the status, each
+ * responder asked once. The fakes answer at once and the timeouts are
+ * generous: no assert here depends on a timeout.
+ */
+static void test_failover_on_status(void **state)
+{
+	static const uint8_t statuses[] = {FW_WIRE_ST_CLOCK_UNSAFE, FW_WIRE_ST_NO_LEASE};
+
+	(void)state;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(statuses); i++) {
+		struct fake *a = fake_start(AF_INET, beh_status);
+		struct fake *b = fake_start(AF_INET, beh_normal);
+		struct fake *a2 = fake_start(AF_INET, beh_status);
+		struct fake *ab[] = {a, b}, *aa[] = {a, a2};
+		uint8_t u[FW_UUID_LEN], us[2][FW_UUID_LEN];
+		struct fw_client *c;
+		uint64_t id, ids[3];
+		size_t got;
+
+		atomic_store(&a->param, statuses[i]);
+		atomic_store(&a2->param, statuses[i]);
+
+		/* One-shot calls. */
+		c = client_fakes(ab, 2, T_LONG_MS, T_RETRIES);
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_true(id == atomic_load(&b->good_first));
+		assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 1);
+		/* Stays on the responder that issued. */
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_int_equal(fw_client_get_n(c, ids, 3, &got), 0);
+		assert_int_equal(fw_client_get_uuid7(c, us, 2, &got), 0);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_LIST]), 0);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_UUID7]), 0);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 2);
+		fw_client_close(c);
+
+		/* The ID refill (RANGE), on a fresh client that starts at a. */
+		c = client_fakes(ab, 2, T_LONG_MS, T_RETRIES);
+		assert_int_equal(fw_client_next(c, &id), 0);
+		assert_true(id == atomic_load(&b->good_first));
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_RANGE]), 1);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_RANGE]), 1);
+		fw_client_close(c);
+
+		/* The UUID refill. */
+		c = client_fakes(ab, 2, T_LONG_MS, T_RETRIES);
+		assert_int_equal(fw_client_next_uuid7(c, u), 0);
+		assert_uuid_from_fake(u);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_UUID7]), 1);
+		/* One from fw_client_get_uuid7() above; the refill's 1024 (the
+		 * default prefetch) in requests of 90, all on b. */
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_UUID7]),
+				 1 + (1024 + FW_WIRE_UUID7_MAX - 1) / FW_WIRE_UUID7_MAX);
+		fw_client_close(c);
+
+		/* No responder can issue: the status, each asked once per call. */
+		c = client_fakes(aa, 2, T_LONG_MS, T_RETRIES);
+		id = 7;
+		assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+		assert_int_equal(id, 7);
+		assert_int_equal(fw_client_last_status(c), statuses[i]);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 2);
+		assert_int_equal(atomic_load(&a2->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(fw_client_next(c, &id), FW_ESTATUS);
+		assert_int_equal(fw_client_last_status(c), statuses[i]);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_RANGE]), 2);
+		assert_int_equal(atomic_load(&a2->nreq[FW_WIRE_OP_RANGE]), 1);
+		fw_client_close(c);
+
+		fake_stop(a2);
+		fake_stop(b);
+		fake_stop(a);
+	}
+}
+
+/*
+ * A refill whose RANGE requests time out on the first responder (which
+ * still answers INFO) is resent there, then moves to the next. The test
+ * measures timeouts, so they must elapse on the first responder; the
+ * second one has the whole backoff window (100 + 200 ms) to answer.
+ */
+static void test_failover_next_timeout(void **state)
+{
+	struct fake *a = fake_start(AF_INET, beh_info_only);
+	struct fake *b = fake_start(AF_INET, beh_normal);
+	struct fake *ab[] = {a, b};
+	struct fw_client *c = client_fakes(ab, 2, 100, 1);
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(fw_client_next(c, &id), 0);
+	assert_true(id == atomic_load(&b->good_first));
+	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_INFO]), 1);
+	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_RANGE]), 2);
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_RANGE]), 1);
+	fw_client_close(c);
+	fake_stop(b);
+	fake_stop(a);
+}
+
 static void test_timeout(void **state)
 {
 	struct fake *s = fake_start(AF_INET, beh_silent);
@@ -1186,18 +1336,6 @@ static void test_empty_buffer_waits_for_refill(void **state)
 
 /* ---- UUIDv7 ---- */
 
-static void assert_uuid_from_fake(const uint8_t *u)
-{
-	struct fw_layout l;
-	struct fw_uuid7_parts p;
-
-	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
-	assert_int_equal(fw_uuid7_decode(&l, u, &p), 0);
-	assert_true(p.is_v7 && p.flakewire);
-	assert_int_equal(p.datacenter, FAKE_DC);
-	assert_int_equal(p.worker, FAKE_WORKER);
-}
-
 static void test_uuid7_get(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_normal);
@@ -1346,6 +1484,8 @@ int main(void)
 		cmocka_unit_test(test_error_status),
 		cmocka_unit_test(test_failover_closed_port),
 		cmocka_unit_test(test_failover_silent),
+		cmocka_unit_test(test_failover_on_status),
+		cmocka_unit_test(test_failover_next_timeout),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_non_increasing),
 		cmocka_unit_test(test_bad_ids),
