@@ -292,7 +292,7 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
 		return drop(lc, FW_DROP_BAD_LEN);
 	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_ARP))
 		return answer_arp(lc, port, m);
-	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6))
+	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6) && fw_pkt6_answer)
 		return fw_pkt6_answer(app, lc, port, m, now);
 	if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4))
 		return drop(lc, FW_DROP_NOT_IP);
