@@ -204,6 +204,9 @@ if want path; then
 		run_memif testpmd testpmd "" "--window 1024 --duration $DURATION" || true
 		run_memif flakewire flakewire "--set id.worker_bits=0 --set id.sequence_bits=22" \
 			"--window 1024 --duration $DURATION" || true
+		# the same over IPv6 (issue 13): row 3d beside 3b
+		run_memif flakewire6 flakewire "--set id.worker_bits=0 --set id.sequence_bits=22 --set port0.address6=fd00::2" \
+			"--window 1024 --duration $DURATION --dst-ip6 fd00::2" || true
 	done
 fi
 

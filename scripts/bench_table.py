@@ -161,6 +161,16 @@ if fw:
     data["flakewire"] = {"replies_per_s": fw_rps, "each": [j["replies_per_s"] for j in fw],
                          "load_idle_pct": med(fw, lambda j: j["generator_idle_pct"])}
     cmd_of("flakewire", "3b")
+fw6 = runs("flakewire6")
+if fw6:
+    fw6_rps = med(fw6, lambda j: j["replies_per_s"])
+    extra = f", {fw6_rps / fw_rps:.3f} x IPv4 (3b)" if fw else ""
+    rows.append(("3d", "flakewire over IPv6, 1 lcore, memif, layout 41/0/0/22",
+                 f"{M(fw6_rps)} replies (runs: {each(fw6)}){extra}, "
+                 f"p50 {us(med(fw6, lambda j: j['latency_ns']['p50']))} us, violations {sum(j['violations'] for j in fw6)}",
+                 "-", "-"))
+    data["flakewire6"] = {"replies_per_s": fw6_rps, "each": [j["replies_per_s"] for j in fw6]}
+    cmd_of("flakewire6", "3d")
 if tp and fw:
     r = fw_rps / data["testpmd"]["replies_per_s"]
     pairs = [f["replies_per_s"] / t["replies_per_s"] for t, f in zip(tp, fw)]

@@ -167,9 +167,10 @@ drops = sum(v for k, v in s.items() if k.startswith("drop_"))
 ops = sum(v for k, v in s.items() if k.startswith("op_"))
 sts = sum(v for k, v in s.items() if k.startswith("st_"))
 rules = [
-    ("rx = arp + icmp + udp_replies + drops", s["rx"], s["arp"] + s["icmp"] + s["udp_replies"] + drops),
-    ("tx + tx_dropped = arp + icmp + udp_replies", s["tx"] + s["tx_dropped"],
-     s["arp"] + s["icmp"] + s["udp_replies"]),
+    ("rx = arp + nd + icmp + udp_replies + drops", s["rx"],
+     s["arp"] + s.get("nd", 0) + s["icmp"] + s["udp_replies"] + drops),
+    ("tx + tx_dropped = arp + nd + icmp + udp_replies", s["tx"] + s["tx_dropped"],
+     s["arp"] + s.get("nd", 0) + s["icmp"] + s["udp_replies"]),
     ("requests = sum of op_*", s["requests"], ops),
     ("requests = sum of st_*", s["requests"], sts),
 ]

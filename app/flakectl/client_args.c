@@ -161,7 +161,8 @@ void client_args_help(FILE *f, enum client_args_mode mode)
 		fprintf(f,
 			"  --server HOST:PORT    responder to load (default " CLIENT_ARGS_DEFAULT
 			");\n"
-			"                        repeat it to spread the threads over several\n"
+			"                        repeat it to spread the threads over several;\n"
+			"                        IPv6: [2001:db8::5]:4242, families may be mixed\n"
 			"  --timeout MS          wait for each reply, %d-%d (default %d); a "
 			"request\n"
 			"                        not answered by then counts as a timeout\n",
@@ -170,7 +171,8 @@ void client_args_help(FILE *f, enum client_args_mode mode)
 		fprintf(f,
 			"  --server HOST:PORT    responder to ask (default " CLIENT_ARGS_DEFAULT
 			");\n"
-			"                        repeat it to fail over in order\n"
+			"                        repeat it to fail over in order (IPv4 and IPv6\n"
+			"                        mixed: [2001:db8::5]:4242)\n"
 			"  --timeout MS          give up on a responder after MS ms, %d-%d "
 			"(default\n"
 			"                        %d); it is asked %d times, waiting MS/7, 2MS/7, "

@@ -636,6 +636,13 @@ static int bench_prepare(struct bench_cfg *cfg, const char *cmd)
 			       cfg->ca.servers[k], fw_strerror(FW_ERESOLVE));
 			return FC_EXIT_USAGE;
 		}
+		/* a LIST request and its reply must fit one IPv6 datagram: 1452 bytes */
+		if (cfg->addr[k].ss_family == AF_INET6 && cfg->op == FW_WIRE_OP_LIST &&
+		    cfg->count > 178) {
+			fc_err(cmd, "--count %" PRIu64 ": over IPv6 (--server %s) LIST takes 1-178",
+			       cfg->count, cfg->ca.servers[k]);
+			return FC_EXIT_USAGE;
+		}
 	}
 	rc = client_args_open(&cfg->ca, 0, 1, cmd, &c);
 	if (rc != FC_EXIT_OK)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include "flakectl.h"
 #include "fw_err.h"
@@ -14,8 +15,9 @@ static void xdp_help(FILE *f)
 		   "       flakectl xdp detach IFACE\n"
 		   "\n"
 		   "status: the XDP program attached to IFACE (mode, id, name, libxdp\n"
-		   "dispatcher), whether it is flakewire's and, if so, the UDP port it steers\n"
-		   "to AF_XDP sockets and its packet counters.\n"
+		   "dispatcher), whether it is flakewire's and, if so, the UDP port and the\n"
+		   "addresses (IPv4, IPv6) it steers to AF_XDP sockets and its packet counters\n"
+		   "(everything not steered goes to the kernel, counted by reason).\n"
 		   "detach: removes flakewire's program from IFACE (e.g. after a crash); any\n"
 		   "other program is left alone. Exit status: 0 removed, 1 error, 3 nothing\n"
 		   "attached, 4 only a foreign program attached.\n"
@@ -43,6 +45,14 @@ static int xdp_status(const char *ifname)
 	if (in.ours)
 		printf(" (id %" PRIu32 "), steering UDP port %u%s", in.own_prog_id, in.port,
 		       in.port ? "" : " (none: not configured, all passed)");
+	if (in.ours && (in.cfg.flags & FW_XDP_CFG_F_ADDRS)) {
+		char a[INET6_ADDRSTRLEN];
+		printf(", to");
+		if (in.cfg.addr4)
+			printf(" %s", inet_ntop(AF_INET, &in.cfg.addr4, a, sizeof(a)));
+		for (unsigned int i = 0; i < in.cfg.n_addr6 && i < FW_XDP_ADDR6_MAX; i++)
+			printf(" %s", inet_ntop(AF_INET6, in.cfg.addr6[i], a, sizeof(a)));
+	}
 	if (in.foreign)
 		printf("\nforeign      %s (id %" PRIu32 ")", in.foreign_name, in.foreign_id);
 	printf("\n");

@@ -51,6 +51,11 @@ struct fl_opts {
 	double link_wait_s;       /* wait this long for link up and the first answer */
 	struct fw_layout layout;  /* used when the peer does not answer INFO */
 	bool quiet;
+	/* IPv6 requests (--dst-ip6): to dst_ip6 from src_ip6_base + k; the MAC is
+	 * still resolved by ARP for dst_ip (or given with --dst-mac) */
+	bool ipv6;
+	uint8_t dst_ip6[16];
+	uint8_t src_ip6_base[16];
 };
 
 /*

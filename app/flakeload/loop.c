@@ -82,9 +82,52 @@ void fl_loop_free(struct fl_ctx *c)
 	c->slot = NULL;
 }
 
+/* client_ip() for IPv6: the base address plus k in its last 32 bits */
+static inline void client_ip6(const struct fl_ctx *c, uint32_t k, uint8_t *a)
+{
+	uint32_t low;
+
+	memcpy(a, c->o.src_ip6_base, 16);
+	memcpy(&low, a + 12, 4);
+	low = rte_cpu_to_be_32(rte_be_to_cpu_32(low) + k);
+	memcpy(a + 12, &low, 4);
+}
+
+/* build() over IPv6: the UDP checksum is mandatory, so always computed. */
+static void build6(const struct fl_ctx *c, struct rte_mbuf *m, uint8_t op, uint16_t count,
+		   uint64_t tag, uint32_t client, bool pad)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	const uint16_t l3 = (uint16_t)sizeof(*ip);
+	size_t cap = (size_t)(m->buf_len - m->data_off) - (L2 + l3 + L4);
+	int len = fw_wire_write_request(udp + 1, cap, op, count, tag, pad);
+
+	eth->dst_addr = c->o.dst_mac;
+	eth->src_addr = c->mac;
+	eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+	ip->vtc_flow = RTE_BE32(6u << 28);
+	ip->payload_len = rte_cpu_to_be_16((uint16_t)(L4 + len));
+	ip->proto = IPPROTO_UDP;
+	ip->hop_limits = 64;
+	client_ip6(c, client, ip->src_addr);
+	memcpy(ip->dst_addr, c->o.dst_ip6, 16);
+	udp->src_port = rte_cpu_to_be_16(client_port(client));
+	udp->dst_port = rte_cpu_to_be_16(c->o.udp_port);
+	udp->dgram_len = ip->payload_len;
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv6_udptcp_cksum(ip, udp);
+	m->data_len = m->pkt_len = (uint32_t)(L2 + l3 + L4 + len);
+}
+
 static void build(const struct fl_ctx *c, struct rte_mbuf *m, uint8_t op, uint16_t count,
 		  uint64_t tag, uint32_t client, bool pad)
 {
+	if (c->o.ipv6) {
+		build6(c, m, op, count, tag, client, pad);
+		return;
+	}
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
@@ -267,19 +310,25 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)(eth + 1);
+	/* the IPv6 header is 40 bytes: the UDP header follows it (--dst-ip6) */
+	const uint16_t l3 = c->o.ipv6 ? (uint16_t)sizeof(*ip6) : L3;
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)((uint8_t *)(eth + 1) + l3);
 	const uint8_t *payload = (const uint8_t *)(udp + 1);
 	uint16_t udp_port = rte_cpu_to_be_16(c->o.udp_port);
 
-	if (m->data_len < L2 + L3 + L4 + FW_WIRE_HDR_LEN ||
-	    eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
-	    ip->version_ihl != RTE_IPV4_VHL_DEF || ip->next_proto_id != IPPROTO_UDP ||
+	if (m->data_len < L2 + l3 + L4 + FW_WIRE_HDR_LEN ||
+	    (c->o.ipv6
+		     ? eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV6) || ip6->proto != IPPROTO_UDP
+		     : eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+			       ip->version_ihl != RTE_IPV4_VHL_DEF ||
+			       ip->next_proto_id != IPPROTO_UDP) ||
 	    (udp->src_port != udp_port && udp->dst_port != udp_port)) {
 		c->st.foreign++;
 		return -1;
 	}
 	size_t len = rte_be_to_cpu_16(udp->dgram_len);
-	if (len < L4 || len > (size_t)(m->data_len - L2 - L3)) {
+	if (len < L4 || len > (size_t)(m->data_len - L2 - l3)) {
 		c->st.bad++;
 		return -1;
 	}
@@ -311,7 +360,11 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 			c->st.bad++;
 			return -1;
 		}
-		if (ip->dst_addr != rte_cpu_to_be_32(client_ip(c, s->client)) ||
+		uint8_t a6[16];
+		if (c->o.ipv6)
+			client_ip6(c, s->client, a6);
+		if ((c->o.ipv6 ? memcmp(ip6->dst_addr, a6, 16) != 0
+			       : ip->dst_addr != rte_cpu_to_be_32(client_ip(c, s->client))) ||
 		    udp->dst_port != rte_cpu_to_be_16(client_port(s->client)) ||
 		    udp->src_port != udp_port)
 			c->ver.v[FL_V_ADDRESS]++;

@@ -29,6 +29,9 @@ void fl_options_usage(const char *prog)
 	       "                        net_tap0,iface=x) or a PCI address (required)\n"
 	       "  --dst-ip A            responder IPv4 address (10.0.0.2)\n"
 	       "  --src-ip-base A       first client address (10.0.0.10)\n"
+	       "  --dst-ip6 A           send IPv6 requests to this responder address (the MAC is\n"
+	       "                        still resolved by ARP for --dst-ip, or give --dst-mac)\n"
+	       "  --src-ip6-base A      first IPv6 client address (fd00::10)\n"
 	       "  --clients K           simulated clients: address base+k, UDP port\n"
 	       "                        10000 + k %% 50000, used round robin (16)\n"
 	       "  --dst-mac MAC         responder MAC; default: resolved by ARP\n"
@@ -145,6 +148,7 @@ static void opts_default(struct fl_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->dst_ip = 0x0a000002;      /* 10.0.0.2 */
 	o->src_ip_base = 0x0a00000a; /* 10.0.0.10 */
+	inet_pton(AF_INET6, "fd00::10", o->src_ip6_base);
 	o->clients = 16;
 	o->udp_port = FW_WIRE_DEFAULT_PORT;
 	o->duration_s = 5;
@@ -183,6 +187,8 @@ enum {
 	O_EPOCH,
 	O_LINK_WAIT,
 	O_QUIET,
+	O_DST_IP6,
+	O_SRC_IP6,
 };
 
 static int parse_one(int opt, const char *arg, struct fl_opts *o, const char **layout)
@@ -196,6 +202,17 @@ static int parse_one(int opt, const char *arg, struct fl_opts *o, const char **l
 		return 0;
 	case O_DST_IP:
 		return parse_ip("--dst-ip", arg, &o->dst_ip);
+	case O_DST_IP6:
+	case O_SRC_IP6: {
+		uint8_t *a6 = opt == O_DST_IP6 ? o->dst_ip6 : o->src_ip6_base;
+		if (inet_pton(AF_INET6, arg, a6) != 1) {
+			fprintf(stderr, "flakeload: %s '%s': expected an IPv6 address\n",
+				opt == O_DST_IP6 ? "--dst-ip6" : "--src-ip6-base", arg);
+			return -1;
+		}
+		o->ipv6 |= opt == O_DST_IP6;
+		return 0;
+	}
 	case O_SRC_IP:
 		return parse_ip("--src-ip-base", arg, &o->src_ip_base);
 	case O_CLIENTS:
@@ -294,6 +311,8 @@ int fl_options_parse(int argc, char **argv, struct fl_opts *o)
 	static const struct option longopts[] = {
 		{"port", required_argument, NULL, O_PORT},
 		{"dst-ip", required_argument, NULL, O_DST_IP},
+		{"dst-ip6", required_argument, NULL, O_DST_IP6},
+		{"src-ip6-base", required_argument, NULL, O_SRC_IP6},
 		{"src-ip-base", required_argument, NULL, O_SRC_IP},
 		{"clients", required_argument, NULL, O_CLIENTS},
 		{"dst-mac", required_argument, NULL, O_DST_MAC},

@@ -29,7 +29,8 @@ static void usage(FILE *f)
 		"recvmmsg/sendmmsg. Reads the same INI file as flakewire ([port*] ignored).\n\n"
 		"  -c, --config FILE   INI file (default: none, built-in defaults)\n"
 		"  -s, --set K=V       override one key, e.g. --set id.worker_base=3\n"
-		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1)\n"
+		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1);\n"
+		"                      :: (or [::]) listens on every address of both families\n"
 		"  -t, --threads N     worker threads (default: entries in [id] workers, or 1)\n"
 		"  -h, --help          this text\n\nSettings:\n%s",
 		help);
@@ -46,6 +47,13 @@ static int parse_listen(struct fsock_ctx *ctx, const char *addr)
 		v4->sin_port = htons(port);
 		ctx->listen_len = sizeof(*v4);
 		return 0;
+	}
+	char a6[INET6_ADDRSTRLEN + 2];
+	size_t n = strlen(addr);
+	if (n >= 2 && n < sizeof(a6) && addr[0] == '[' && addr[n - 1] == ']') {
+		memcpy(a6, addr + 1, n - 2);
+		a6[n - 2] = '\0';
+		addr = a6;
 	}
 	if (inet_pton(AF_INET6, addr, &v6->sin6_addr) == 1) {
 		v6->sin6_family = AF_INET6;

@@ -23,7 +23,10 @@ int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 		return -errno;
 	/* A bounded wait lets the thread see the stop flag without signals. */
 	struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	int v6only = 0; /* "::" serves IPv4 too (as ::ffff:a.b.c.d), whatever bindv6only says */
+	if ((ctx->listen.ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    bind(fd, (const struct sockaddr *)&ctx->listen, ctx->listen_len) < 0) {
 		int rc = -errno;
@@ -47,7 +50,15 @@ int fsock_policy_init(struct fsock_ctx *ctx)
 	}
 	for (uint32_t i = 0; i < c->net.reflector_ports.n; i++)
 		ports[i] = (uint16_t)c->net.reflector_ports.v[i];
-	if (fw_policy_init(&ctx->policy, allow, c->net.allow.n, ports, c->net.reflector_ports.n)) {
+	struct fw_policy_prefix6 allow6[FW_POLICY_PREFIXES_MAX];
+	for (uint32_t i = 0; i < c->net.allow.n6; i++) {
+		allow6[i].hi = c->net.allow.v6[i].hi;
+		allow6[i].lo = c->net.allow.v6[i].lo;
+		allow6[i].mhi = c->net.allow.v6[i].mhi;
+		allow6[i].mlo = c->net.allow.v6[i].mlo;
+	}
+	if (fw_policy_init(&ctx->policy, allow, c->net.allow.n, ports, c->net.reflector_ports.n) ||
+	    fw_policy_set_allow6(&ctx->policy, allow6, c->net.allow.n6)) {
 		fprintf(stderr, "flakesock: cannot set up the source policy\n");
 		return -1;
 	}
@@ -55,8 +66,9 @@ int fsock_policy_init(struct fsock_ctx *ctx)
 }
 
 /*
- * The source policy of [net] allow (IPv4 prefixes; IPv6 sources are allowed
- * only from loopback) and [net] reflector_ports. Counts what it drops.
+ * The source policy of [net] allow (IPv4 and IPv6 prefixes; an IPv4 peer of
+ * a dual-stack socket, ::ffff:a.b.c.d, is an IPv4 source) and [net]
+ * reflector_ports. Counts what it drops.
  */
 static bool admitted(struct fsock_worker *w, const struct sockaddr_storage *ss)
 {
@@ -74,11 +86,16 @@ static bool admitted(struct fsock_worker *w, const struct sockaddr_storage *ss)
 		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
 			memcpy(&v4, &a->sin6_addr.s6_addr[12], 4);
 			v4 = ntohl(v4);
-		} else if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr)) {
-			v4 = UINT32_C(0x7f000001);
 		} else {
-			w->drop_source++;
-			return false;
+			if (!fw_policy_allowed6(p, a->sin6_addr.s6_addr)) {
+				w->drop_source++;
+				return false;
+			}
+			if (fw_policy_reflector(p, sport)) {
+				w->drop_reflector++;
+				return false;
+			}
+			return true;
 		}
 	}
 	switch (fw_policy_check(p, v4, sport)) {
@@ -102,15 +119,26 @@ static bool trusted(const struct fsock_ctx *ctx, const struct sockaddr_storage *
 	}
 	if (ss->ss_family == AF_INET6) {
 		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_LOOPBACK(a))
-			return true;
 		if (IN6_IS_ADDR_V4MAPPED(a)) {
 			uint32_t v4;
 			memcpy(&v4, &a->s6_addr[12], 4);
 			return fw_conf_trusted(&ctx->conf.net.trusted, ntohl(v4));
 		}
+		return fw_conf_trusted6(&ctx->conf.net.trusted, a->s6_addr);
 	}
 	return false;
+}
+
+/* Largest reply to an IPv6 peer: the UDP payload of a 1500-byte IPv6 packet. */
+#define FSOCK_IPV6_PAYLOAD_MAX 1452
+
+/* Reply room: one unfragmented datagram of the peer's family (IPv6: 1452 bytes). */
+static size_t reply_cap(const struct sockaddr_storage *ss, size_t len)
+{
+	if (ss->ss_family == AF_INET6 &&
+	    !IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)ss)->sin6_addr))
+		return FW_MAX(len, (size_t)FSOCK_IPV6_PAYLOAD_MAX);
+	return FSOCK_BUF_LEN;
 }
 
 void *fsock_worker_run(void *arg)
@@ -148,8 +176,9 @@ void *fsock_worker_run(void *arg)
 			size_t len = msgs[i].msg_len;
 			if (!admitted(w, &peers[i]))
 				continue;
-			int rlen = fw_serve_answer(&w->serve, now, bufs[i], len, FSOCK_BUF_LEN,
-						   trusted(ctx, &peers[i]));
+			int rlen =
+				fw_serve_answer(&w->serve, now, bufs[i], len,
+						reply_cap(&peers[i], len), trusted(ctx, &peers[i]));
 			if (rlen <= 0)
 				continue;
 			iov[i].iov_len = (size_t)rlen;

@@ -194,11 +194,12 @@ static int check_iface(uint32_t idx, const char *ifname, const struct fw_xdp_dev
 		FW_LOG(ERR, "port%u: %s is not an Ethernet interface", idx, ifname);
 		return -1;
 	}
-	if (!in->has_ipv4) {
+	if (!in->has_ipv4 && in->n_ipv6 == 0) {
 		FW_LOG(ERR,
-		       "port%u: %s has no IPv4 address; flakewire answers with the kernel's: "
-		       "`ip addr add A.B.C.D/N dev %s`",
-		       idx, ifname, ifname);
+		       "port%u: %s has no IPv4 or IPv6 address; flakewire answers with the "
+		       "kernel's: `ip addr add A.B.C.D/N dev %s` or `ip addr add 2001:db8::2/64 "
+		       "dev %s`",
+		       idx, ifname, ifname, ifname);
 		return -1;
 	}
 	if (fw_xdp_queues_fit(in, a->start_queue, a->queue_count)) {
@@ -297,7 +298,10 @@ int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len
 	}
 	p->af_xdp = true;
 	snprintf(p->iface, sizeof(p->iface), "%s", a.iface);
-	p->addr_be = in.ipv4.s_addr;
+	p->addr_be = in.has_ipv4 ? in.ipv4.s_addr : 0;
+	p->n_addr6 = FW_MIN(in.n_ipv6, (uint32_t)FW_CONF_ADDR6_MAX);
+	for (uint32_t i = 0; i < p->n_addr6; i++)
+		memcpy(p->addr6[i], &in.ipv6[i], 16);
 	memcpy(p->mac.addr_bytes, in.mac, sizeof(p->mac.addr_bytes));
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
 	FW_LOG(INFO, "port%u: AF_XDP on %s (kernel address %s, %u rx queue(s)): %s", idx, a.iface,
@@ -310,15 +314,20 @@ int fw_afxdp_started(struct fw_app *app, uint32_t idx)
 	struct fw_port *p = &app->port[idx];
 	uint16_t udp = (uint16_t)app->conf.net.udp_port;
 	struct fw_xdp_info info;
-	int rc = fw_xdp_set_port(p->iface, udp);
+	/* the addresses first: steering starts with the port, already filtered */
+	int rc = fw_xdp_set_addrs(p->iface, p->addr_be, (const uint8_t(*)[16])p->addr6, p->n_addr6);
+
+	if (!rc)
+		rc = fw_xdp_set_port(p->iface, udp);
 
 	if (rc == FW_XDP_EFOREIGN) {
 		FW_LOG(ERR, "port%u: the program attached to %s is not flakewire's", idx, p->iface);
 		return -1;
 	}
 	if (rc) {
-		FW_LOG(ERR, "port%u: cannot set UDP port %u in the XDP program on %s: %s", idx, udp,
-		       p->iface, fw_strerror(rc));
+		FW_LOG(ERR,
+		       "port%u: cannot set UDP port %u and addresses in the XDP program on %s: %s",
+		       idx, udp, p->iface, fw_strerror(rc));
 		return -1;
 	}
 	rc = fw_xdp_status(p->iface, &info);

@@ -42,6 +42,10 @@ enum fw_drop {
 	FW_DROP_SOURCE,     /* IPv4 source outside [net] allow */
 	FW_DROP_REFLECTOR,  /* UDP source port in [net] reflector_ports */
 	FW_DROP_RATE,       /* over [net] rate for its prefix, not slipped */
+	/* IPv6 (pkt6.c) */
+	FW_DROP_IPV6_EXT,      /* an IPv6 extension header other than a fragment */
+	FW_DROP_ND,            /* neighbour solicitation failing RFC 4861 7.1.1 */
+	FW_DROP_UDP6_NO_CKSUM, /* UDP over IPv6 with checksum 0 (mandatory in IPv6) */
 	FW_DROP_COUNT
 };
 
@@ -58,6 +62,11 @@ struct fw_lcore_stats {
 	uint64_t rate_limited;   /* requests over the rate: drop[FW_DROP_RATE] + slipped */
 	uint64_t slipped;        /* of those, answered RETRY_AFTER */
 	uint64_t rate_evictions; /* filled in when read (fw_stats_lcore), not per packet */
+	/* IPv6 (pkt6.c): nd is a reply of its own; the others are parts of rx, icmp, udp */
+	uint64_t nd;    /* neighbour advertisements built */
+	uint64_t rx6;   /* IPv6 frames received (of rx) */
+	uint64_t icmp6; /* ICMPv6 echo replies built (of icmp) */
+	uint64_t udp6;  /* flakewire replies over IPv6 (of udp) */
 };
 
 /* One per worker lcore (every EAL lcore, the main one included). */
@@ -86,6 +95,9 @@ struct fw_port {
 	bool af_xdp;
 	char iface[16];
 	int lock_fd; /* af_xdp: flock held while this process serves iface */
+	/* IPv6 addresses (network order), set by fw_pkt6_port_start() */
+	uint32_t n_addr6;
+	uint8_t addr6[FW_CONF_ADDR6_MAX][16];
 };
 
 /*
@@ -167,6 +179,30 @@ void fw_afxdp_closed(struct fw_app *app, uint32_t idx);
 /* pkt.c: answers the frame in place; returns true when it must be sent back */
 bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
 		   struct rte_mbuf *m, uint64_t now);
+
+/*
+ * pkt6.c: fw_pkt6_answer() is fw_pkt_answer() for an IPv6 frame (EtherType
+ * 0x86dd), with the same contract; replies carry at most
+ * FW_PKT6_PAYLOAD_MAX UDP payload bytes (1500 - 40 - 8).
+ * fw_pkt6_policy_init() sets the IPv6 [net] allow prefixes in app->srcpol
+ * (after fw_policy_init); returns 0 or -1.
+ * The pkt6.c and port6.c functions are weak references: a program linking
+ * pkt.c or port.c without them (a test or bench harness) links and has no
+ * IPv6 (the function pointers are NULL); flakewire has both.
+ */
+#define FW_PKT6_PAYLOAD_MAX 1452
+__attribute__((weak)) bool fw_pkt6_answer(struct fw_app *app, struct fw_lcore *lc,
+					  const struct fw_port *port, struct rte_mbuf *m,
+					  uint64_t now);
+__attribute__((weak)) int fw_pkt6_policy_init(struct fw_app *app);
+
+/*
+ * port6.c: after the port started: takes its IPv6 addresses ([portN]
+ * address6; af_xdp: the interface's own) and lets the solicited-node
+ * multicast groups in (multicast address list, else all-multicast).
+ * Returns 0 or -1 (logged).
+ */
+__attribute__((weak)) int fw_pkt6_port_start(struct fw_app *app, uint32_t idx);
 
 /* lcore.c: the burst loop, launched on every lcore */
 int fw_lcore_main(void *arg);

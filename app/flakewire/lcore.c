@@ -27,7 +27,8 @@ int fw_lcores_policy_init(struct fw_app *app)
 	}
 	for (uint32_t i = 0; i < c->net.reflector_ports.n; i++)
 		ports[i] = (uint16_t)c->net.reflector_ports.v[i];
-	if (fw_policy_init(&app->srcpol, allow, c->net.allow.n, ports, c->net.reflector_ports.n))
+	if (fw_policy_init(&app->srcpol, allow, c->net.allow.n, ports, c->net.reflector_ports.n) ||
+	    (fw_pkt6_policy_init && fw_pkt6_policy_init(app)))
 		return -1;
 	for (uint32_t t = 0; t < c->net.trusted.n; t++)
 		if (!fw_policy_allowed(&app->srcpol, c->net.trusted.v[t].addr))
@@ -44,6 +45,7 @@ int fw_lcores_policy_init(struct fw_app *app)
 	rc.rate = c->net.rate;
 	rc.burst = c->net.rate_burst;
 	rc.prefix_len = c->net.rate_prefix;
+	rc.prefix_len6 = c->net.rate_prefix6;
 	rc.slip = c->net.rate_slip;
 	rc.tsc_hz = rte_get_tsc_hz();
 	rc.entries = FW_RATE_ENTRIES;

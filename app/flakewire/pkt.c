@@ -38,6 +38,9 @@ const char *const fw_drop_names[FW_DROP_COUNT] = {
 	[FW_DROP_SOURCE] = "source",
 	[FW_DROP_REFLECTOR] = "reflector_port",
 	[FW_DROP_RATE] = "rate_limited",
+	[FW_DROP_IPV6_EXT] = "ipv6_ext",
+	[FW_DROP_ND] = "nd_invalid",
+	[FW_DROP_UDP6_NO_CKSUM] = "udp6_zero_cksum",
 };
 
 #define L2 ((uint16_t)sizeof(struct rte_ether_hdr))
@@ -289,6 +292,8 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
 		return drop(lc, FW_DROP_BAD_LEN);
 	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_ARP))
 		return answer_arp(lc, port, m);
+	if (eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6) && fw_pkt6_answer)
+		return fw_pkt6_answer(app, lc, port, m, now);
 	if (eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4))
 		return drop(lc, FW_DROP_NOT_IP);
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac))

@@ -25,6 +25,10 @@ void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw
 		st->arp += l.arp;
 		st->icmp += l.icmp;
 		st->udp += l.udp;
+		st->nd += l.nd;
+		st->rx6 += l.rx6;
+		st->icmp6 += l.icmp6;
+		st->udp6 += l.udp6;
 		for (int d = 0; d < FW_DROP_COUNT; d++)
 			st->drop[d] += l.drop[d];
 		st->rate_limited += l.rate_limited;

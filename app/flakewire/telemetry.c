@@ -4,7 +4,10 @@
  *   /flakewire/stats   totals over all lcores; drop_* by reason (drop_source,
  *                      drop_reflector_port, drop_rate_limited among them),
  *                      rate_limited (= drop_rate_limited + slipped), slipped
- *                      (answered RETRY_AFTER, counted in udp_replies too)
+ *                      (answered RETRY_AFTER, counted in udp_replies too);
+ *                      nd (neighbour advertisements built; rx = arp + nd +
+ *                      icmp + udp_replies + drop_*), rx6, icmp6 and
+ *                      udp6_replies (the IPv6 parts of rx, icmp, udp_replies)
  *   /flakewire/lcores  the same per lcore ("lcoreN": {...})
  *   /flakewire/clock   calibration, offset, slew, generation, mark
  * DPDK 22.11 telemetry callbacks take no user argument, hence the one
@@ -39,6 +42,10 @@ static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
 	rte_tel_data_add_dict_u64(d, "arp", st->arp);
 	rte_tel_data_add_dict_u64(d, "icmp", st->icmp);
 	rte_tel_data_add_dict_u64(d, "udp_replies", st->udp);
+	rte_tel_data_add_dict_u64(d, "nd", st->nd);
+	rte_tel_data_add_dict_u64(d, "rx6", st->rx6);
+	rte_tel_data_add_dict_u64(d, "icmp6", st->icmp6);
+	rte_tel_data_add_dict_u64(d, "udp6_replies", st->udp6);
 	for (int i = 0; i < FW_DROP_COUNT; i++) {
 		snprintf(name, sizeof(name), "drop_%s", fw_drop_names[i]);
 		rte_tel_data_add_dict_u64(d, name, st->drop[i]);

@@ -23,6 +23,9 @@
 #define FW_CLIENT_RX_LEN 2048
 #define FW_CLIENT_TX_LEN 2048
 
+/* UDP payload of one unfragmented IPv6 datagram in a 1500-byte MTU */
+static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
+
 #define NS_PER_MS 1000000ull
 #define NS_PER_US 1000ull
 
@@ -84,6 +87,8 @@ struct fw_client {
 	struct fw_client_server *srv;
 	size_t nsrv;
 	size_t cur;
+	/* a server is IPv6: padded requests and replies must fit 1452 bytes (LIST 178) */
+	bool ipv6;
 
 	bool have_layout;
 	bool info_done;
@@ -338,6 +343,7 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 		rc = resolve(servers[i], &c->srv[i]);
 		if (rc < 0)
 			goto err_close;
+		c->ipv6 |= c->srv[i].addr.ss_family == AF_INET6;
 		/* Unconnected, so replies are matched by source address here and
 		 * not silently by the kernel; one socket per server keeps waits
 		 * independent of stray traffic to the others. */
@@ -495,6 +501,9 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 	size_t cur;
 	int len, rc;
 
+	/* Fewer IDs, never a fragment, when a server is IPv6 (the reply says how many came) */
+	while (c->ipv6 && count > 1 && fw_wire_reply_size(op, count) > FW_CLIENT_IPV6_PAYLOAD_MAX)
+		count--;
 	/* One tag for all attempts: a late reply to an earlier attempt of
 	 * this request is as good as the latest one. */
 	rc = new_tag(&tag);

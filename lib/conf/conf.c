@@ -21,6 +21,7 @@ enum conf_type {
 	T_U32_LIST,
 	T_CIDRS,
 	T_ENUM,
+	T_IPV6S,
 };
 
 struct conf_key {
@@ -137,17 +138,21 @@ static const struct conf_key keys[] = {
 	 C(state.start_policy)},
 
 	{"net", "udp_port", T_U32, 1, 65535, "4242", "UDP port of the ID service", C(net.udp_port)},
-	{"net", "trusted", T_CIDRS, 0, FW_CONF_CIDRS_MAX, "127.0.0.0/8",
-	 "IPv4 prefixes whose replies may be larger than their requests, comma separated",
+	{"net", "trusted", T_CIDRS, 0, FW_CONF_CIDRS_MAX, "127.0.0.0/8,::1/128",
+	 "IPv4 and IPv6 prefixes whose replies may be larger than their requests, comma "
+	 "separated",
 	 C(net.trusted)},
 	{"net", "list_max", T_U32, 1, 181, "181", "most IDs in one LIST reply", C(net.list_max)},
 	{"net", "ranges_max", T_U32, 1, 16, "16", "most ranges in one RANGE reply",
 	 C(net.ranges_max)},
 	{"net", "allow", T_CIDRS, 0, FW_CONF_CIDRS_MAX,
-	 "127.0.0.0/8,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10",
-	 "(flakewire) IPv4 prefixes allowed to send anything to the responder, comma "
+	 "127.0.0.0/8,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,::1/128,fc00::/7,"
+	 "fe80::/10",
+	 "(flakewire) IPv4 and IPv6 prefixes allowed to send anything to the responder, comma "
 	 "separated; frames from every other source are dropped and counted (drop_source). "
-	 "0.0.0.0/0 allows all; empty allows none. Trusted prefixes must be listed here too",
+	 "0.0.0.0/0 allows all IPv4, ::/0 all IPv6; a family with no prefix here is not "
+	 "answered at all (neighbour discovery excepted). Trusted prefixes must be listed here "
+	 "too",
 	 C(net.allow)},
 	{"net", "reflector_ports", T_U32_LIST, 0, 65535,
 	 "0,7,17,19,53,123,137,161,389,1900,3702,5353,11211",
@@ -200,8 +205,18 @@ static const struct conf_key keys[] = {
 	 P(xdp_prog)},
 	{"port", "address", T_IPV4, 0, 0, "10.77.0.2", "IPv4 address of the responder on this port",
 	 P(address)},
+	{"port", "address6", T_IPV6S, 0, FW_CONF_ADDR6_MAX, "",
+	 "IPv6 addresses of the responder on this port, comma separated (2001:db8::2); "
+	 "empty: no IPv6. flakewire answers neighbour discovery, ICMPv6 echo and the ID port "
+	 "on each (af_xdp: unused, the interface's own global addresses are taken)",
+	 P(address6)},
 	{"port", "rx_desc", T_U32, 64, 4096, "512", "RX descriptors per queue", P(rx_desc)},
 	{"port", "tx_desc", T_U32, 64, 4096, "512", "TX descriptors per queue", P(tx_desc)},
+
+	{"net", "rate_prefix6", T_U32, 0, 128, "64",
+	 "(flakewire) IPv6 sources are rate limited per prefix of this length (64: per /64, "
+	 "56: per /56); one customer holds a whole /64 or more, so per address is useless",
+	 C(net.rate_prefix6)},
 
 	{"stats", "interval_s", T_U32, 0, 3600, "1", "print a stats line this often (0: off)",
 	 C(stats.interval_s)},
@@ -220,7 +235,9 @@ static const char *type_name(enum conf_type t)
 	case T_U32_LIST:
 		return "integer list";
 	case T_CIDRS:
-		return "IPv4 prefix list";
+		return "IPv4/IPv6 prefix list";
+	case T_IPV6S:
+		return "IPv6 address list";
 	case T_ENUM:
 		return "one of";
 	}
@@ -401,6 +418,7 @@ static int set_value(void *base, const struct conf_key *k, const char *secname, 
 	}
 	case T_U32_LIST:
 	case T_CIDRS:
+	case T_IPV6S:
 		break;
 	}
 
@@ -408,6 +426,7 @@ static int set_value(void *base, const struct conf_key *k, const char *secname, 
 	char buf[FW_CONF_STR_LEN];
 	struct fw_conf_u32_list list = {0};
 	struct fw_conf_cidrs cidrs = {0};
+	struct fw_conf_addr6s a6s = {0};
 
 	if (strlen(value) >= sizeof(buf))
 		return BAD("too long");
@@ -433,9 +452,55 @@ static int set_value(void *base, const struct conf_key *k, const char *secname, 
 			list.v[list.n++] = (uint32_t)v;
 			continue;
 		}
+		if (k->type == T_IPV6S) {
+			struct in6_addr a;
+			if (inet_pton(AF_INET6, tok, &a) != 1)
+				return BAD("'%s' is not an IPv6 address (2001:db8::2)", tok);
+			if (IN6_IS_ADDR_UNSPECIFIED(&a) || IN6_IS_ADDR_MULTICAST(&a) ||
+			    IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_V4MAPPED(&a))
+				return BAD("'%s' is not a unicast address of an interface", tok);
+			for (uint32_t i = 0; i < a6s.n; i++)
+				if (!memcmp(a6s.a[i], &a, 16))
+					return BAD("duplicate %s", tok);
+			if (a6s.n == k->max)
+				return BAD("more than %" PRIu64 " addresses", k->max);
+			memcpy(a6s.a[a6s.n++], &a, 16);
+			continue;
+		}
 		char *slash = strchr(tok, '/');
 		uint64_t bits = 32;
 		uint32_t addr;
+		if (strchr(tok, ':')) {
+			struct in6_addr a;
+			bits = 128;
+			if (slash) {
+				*slash = '\0';
+				if (parse_u64(slash + 1, &bits) || bits > 128)
+					return BAD("bad prefix length in '%s/%s' (0-128)", tok,
+						   slash + 1);
+			}
+			if (inet_pton(AF_INET6, tok, &a) != 1)
+				return BAD("'%s' is not an IPv6 address (2001:db8::[/len])", tok);
+			if (cidrs.n6 == FW_CONF_CIDRS_MAX)
+				return BAD("more than %d IPv6 prefixes", FW_CONF_CIDRS_MAX);
+			uint64_t hi = 0, lo = 0;
+			for (int i = 0; i < 8; i++) {
+				hi = hi << 8 | a.s6_addr[i];
+				lo = lo << 8 | a.s6_addr[8 + i];
+			}
+			uint64_t mhi = bits == 0    ? 0
+				       : bits >= 64 ? ~UINT64_C(0)
+						    : ~UINT64_C(0) << (64 - bits);
+			uint64_t mlo = bits <= 64    ? 0
+				       : bits == 128 ? ~UINT64_C(0)
+						     : ~UINT64_C(0) << (128 - bits);
+			cidrs.v6[cidrs.n6].hi = hi & mhi;
+			cidrs.v6[cidrs.n6].lo = lo & mlo;
+			cidrs.v6[cidrs.n6].mhi = mhi;
+			cidrs.v6[cidrs.n6].mlo = mlo;
+			cidrs.n6++;
+			continue;
+		}
 		if (slash) {
 			*slash = '\0';
 			if (parse_u64(slash + 1, &bits) || bits > 32)
@@ -452,6 +517,8 @@ static int set_value(void *base, const struct conf_key *k, const char *secname, 
 	}
 	if (k->type == T_U32_LIST)
 		memcpy(p, &list, sizeof(list));
+	else if (k->type == T_IPV6S)
+		memcpy(p, &a6s, sizeof(a6s));
 	else
 		memcpy(p, &cidrs, sizeof(cidrs));
 	return 0;
@@ -656,6 +723,14 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 			if (c->port[i].address == c->port[j].address)
 				return errf(err, errlen,
 					    "[port%u] address: same address as [port%u]", i, j);
+			for (uint32_t x = 0; x < pi->address6.n; x++)
+				for (uint32_t y = 0; y < c->port[j].address6.n; y++)
+					if (!memcmp(pi->address6.a[x], c->port[j].address6.a[y],
+						    16))
+						return errf(err, errlen,
+							    "[port%u] address6: an address of "
+							    "[port%u]",
+							    i, j);
 		}
 	}
 	return 0;
@@ -711,8 +786,11 @@ static void range_text(const struct conf_key *k, char *buf, size_t cap)
 			 type_name(k->type), k->min, k->max, FW_CONF_LIST_MAX);
 		break;
 	case T_CIDRS:
-		snprintf(buf, cap, "%s (a.b.c.d/len), at most %d", type_name(k->type),
-			 FW_CONF_CIDRS_MAX);
+		snprintf(buf, cap, "%s (a.b.c.d/len, 2001:db8::/len), at most %d per family",
+			 type_name(k->type), FW_CONF_CIDRS_MAX);
+		break;
+	case T_IPV6S:
+		snprintf(buf, cap, "%s, at most %" PRIu64, type_name(k->type), k->max);
 		break;
 	case T_ENUM: {
 		char list[96];

@@ -28,6 +28,7 @@
 #define FW_CONF_LIST_MAX  64  /* most entries in [id] workers */
 #define FW_CONF_CIDRS_MAX 16  /* most prefixes in [net] trusted */
 #define FW_CONF_PORTS_MAX 4   /* [port0] .. [port3] */
+#define FW_CONF_ADDR6_MAX 4   /* most IPv6 addresses in [portN] address6 */
 
 /* fw_conf_load/set/check/help/sample flags */
 #define FW_CONF_F_NO_PORTS 0x1u /* not a DPDK program: skip and hide [portN] */
@@ -45,13 +46,29 @@ struct fw_conf_u32_list {
 	uint32_t v[FW_CONF_LIST_MAX];
 };
 
-/* IPv4 prefixes, host byte order: a source s matches when (s & mask) == addr. */
+/*
+ * IPv4 prefixes, host byte order: a source s matches when (s & mask) == addr.
+ * IPv6 prefixes (v6, n6) as two host-order 64-bit halves of the address
+ * (hi: bytes 0-7) and of the mask; a list may hold both families, at most
+ * FW_CONF_CIDRS_MAX of each.
+ */
 struct fw_conf_cidrs {
 	uint32_t n;
 	struct {
 		uint32_t addr;
 		uint32_t mask;
 	} v[FW_CONF_CIDRS_MAX];
+	uint32_t n6;
+	struct {
+		uint64_t hi, lo;
+		uint64_t mhi, mlo;
+	} v6[FW_CONF_CIDRS_MAX];
+};
+
+/* [portN] address6: the port's IPv6 addresses (16 bytes each, network order). */
+struct fw_conf_addr6s {
+	uint32_t n;
+	uint8_t a[FW_CONF_ADDR6_MAX][16];
 };
 
 /* [portN] mode: how the port reaches the network. */
@@ -76,6 +93,7 @@ struct fw_conf_port {
 	char xdp_prog[FW_CONF_STR_LEN];
 	uint32_t rx_desc;
 	uint32_t tx_desc;
+	struct fw_conf_addr6s address6; /* IPv6; af_xdp: the interface's own */
 };
 
 struct fw_conf {
@@ -116,6 +134,7 @@ struct fw_conf {
 		uint32_t rate_slip;           /* every Nth limited request answered, 0: never */
 		uint32_t max_ids_per_request; /* RANGE counts are capped to this */
 		uint32_t max_reply_bytes;     /* UDP payload of any reply, trusted included */
+		uint32_t rate_prefix6;        /* IPv6 prefix length sources are grouped by */
 	} net;
 	struct {
 		uint32_t interval_s; /* 0: off */
@@ -169,6 +188,23 @@ static inline bool fw_conf_trusted(const struct fw_conf_cidrs *t, uint32_t addr)
 {
 	for (uint32_t i = 0; i < t->n; i++)
 		if ((addr & t->v[i].mask) == t->v[i].addr)
+			return true;
+	return false;
+}
+
+/* True when the IPv6 address @a (16 bytes, network order) is in the trusted set. */
+static inline bool fw_conf_trusted6(const struct fw_conf_cidrs *t, const uint8_t *a)
+{
+	uint64_t hi = 0, lo = 0;
+
+	if (t->n6 == 0)
+		return false;
+	for (int i = 0; i < 8; i++) {
+		hi = hi << 8 | a[i];
+		lo = lo << 8 | a[8 + i];
+	}
+	for (uint32_t i = 0; i < t->n6; i++)
+		if ((hi & t->v6[i].mhi) == t->v6[i].hi && (lo & t->v6[i].mlo) == t->v6[i].lo)
 			return true;
 	return false;
 }

@@ -19,7 +19,11 @@
  *    request of a prefix "slips" (is answered with RETRY_AFTER, like DNS
  *    response-rate-limiting's slip) so a real client learns to back off.
  *
- * Addresses are IPv4 in host byte order; ports in host byte order.
+ * IPv4 addresses are in host byte order; IPv6 addresses are the 16 bytes
+ * of the wire (network order); ports in host byte order. IPv6 sources have
+ * their own allowed prefixes (fw_policy_set_allow6) and their own rate
+ * prefix length (fw_rate_config.prefix_len6: a /64 or /56 is one customer,
+ * so per-address limits would be useless); both families share one table.
  */
 #pragma once
 
@@ -44,10 +48,21 @@ enum fw_policy_verdict {
 	FW_POLICY_DENY_PORT,   /* source port of a well-known reflector */
 };
 
+/*
+ * An IPv6 prefix, as two 64-bit halves in host order (hi: bytes 0-7 of the
+ * address): an address matches when both masked halves equal the prefix's.
+ */
+struct fw_policy_prefix6 {
+	uint64_t hi, lo;
+	uint64_t mhi, mlo;
+};
+
 struct fw_policy {
 	uint32_t n_allow;
 	struct fw_policy_prefix allow[FW_POLICY_PREFIXES_MAX];
 	uint64_t reflector[65536 / 64]; /* bit per source port */
+	uint32_t n_allow6;
+	struct fw_policy_prefix6 allow6[FW_POLICY_PREFIXES_MAX];
 };
 
 /*
@@ -66,14 +81,64 @@ static inline bool fw_policy_prefix_match(const struct fw_policy_prefix *p, uint
 	return false;
 }
 
+/* Loads the 16-byte IPv6 address @a (network order) into two host-order halves. */
+static inline void fw_policy_addr6(const uint8_t *a, uint64_t *hi, uint64_t *lo)
+{
+	uint64_t h = 0, l = 0;
+
+	for (int i = 0; i < 8; i++) {
+		h = h << 8 | a[i];
+		l = l << 8 | a[8 + i];
+	}
+	*hi = h;
+	*lo = l;
+}
+
+/*
+ * The IPv6 prefix @addr/@len (16 bytes, network order; 0 <= len <= 128):
+ * the address bits below the prefix are cleared. len above 128 is taken as 128.
+ */
+FW_API struct fw_policy_prefix6 fw_policy_prefix6_make(const uint8_t *addr, unsigned len);
+
+/* True when the IPv6 address @a (16 bytes, network order) is in one of the @n prefixes at @p. */
+static inline bool fw_policy_prefix6_match(const struct fw_policy_prefix6 *p, uint32_t n,
+					   const uint8_t *a)
+{
+	uint64_t hi, lo;
+
+	if (n == 0)
+		return false;
+	fw_policy_addr6(a, &hi, &lo);
+	for (uint32_t i = 0; i < n; i++)
+		if ((hi & p[i].mhi) == p[i].hi && (lo & p[i].mlo) == p[i].lo)
+			return true;
+	return false;
+}
+
 /*
  * Initialises *p: sources in the @n_allow prefixes at @allow are allowed
  * (0.0.0.0/0 allows every source; no prefix allows none), and requests
  * from the @n_ports source ports at @ports are denied.
  * Returns 0, or -EINVAL when p is NULL or n_allow > FW_POLICY_PREFIXES_MAX.
+ * No IPv6 source is allowed until fw_policy_set_allow6().
  */
 FW_API int fw_policy_init(struct fw_policy *p, const struct fw_policy_prefix *allow,
 			  uint32_t n_allow, const uint16_t *ports, uint32_t n_ports);
+
+/*
+ * Sets the allowed IPv6 prefixes of *p (after fw_policy_init): the @n at
+ * @allow (::/0 allows every IPv6 source; none allows none). Host bits set
+ * in a prefix are cleared. Returns 0, or -EINVAL when p is NULL, n above
+ * FW_POLICY_PREFIXES_MAX, or allow NULL with n > 0.
+ */
+FW_API int fw_policy_set_allow6(struct fw_policy *p, const struct fw_policy_prefix6 *allow,
+				uint32_t n);
+
+/* True when the IPv6 source @src (16 bytes, network order) is in an allowed prefix of @p. */
+static inline bool fw_policy_allowed6(const struct fw_policy *p, const uint8_t *src)
+{
+	return fw_policy_prefix6_match(p->allow6, p->n_allow6, src);
+}
 
 /* True when @src is in an allowed prefix of @p. */
 static inline bool fw_policy_allowed(const struct fw_policy *p, uint32_t src)
@@ -103,13 +168,14 @@ static inline enum fw_policy_verdict fw_policy_check(const struct fw_policy *p, 
 #define FW_RATE_WAYS 4 /* entries per hash set: one 64-byte cache line */
 
 struct fw_rate_config {
-	uint32_t rate;       /* requests per second per prefix, > 0 */
-	uint32_t burst;      /* bucket depth: back-to-back requests allowed, > 0 */
-	uint32_t prefix_len; /* 0..32: sources are grouped by this prefix */
-	uint32_t slip;       /* answer every slip-th limited request (0: never) */
-	uint64_t tsc_hz;     /* TSC ticks per second, > 0 */
-	uint32_t entries;    /* table size; rounded up to a power of 2, >= FW_RATE_WAYS */
-	uint32_t seed;       /* hash seed (a random one keeps attackers off one set) */
+	uint32_t rate;        /* requests per second per prefix, > 0 */
+	uint32_t burst;       /* bucket depth: back-to-back requests allowed, > 0 */
+	uint32_t prefix_len;  /* 0..32: sources are grouped by this prefix */
+	uint32_t slip;        /* answer every slip-th limited request (0: never) */
+	uint64_t tsc_hz;      /* TSC ticks per second, > 0 */
+	uint32_t entries;     /* table size; rounded up to a power of 2, >= FW_RATE_WAYS */
+	uint32_t seed;        /* hash seed (a random one keeps attackers off one set) */
+	uint32_t prefix_len6; /* 0..128: IPv6 sources are grouped by this prefix */
 };
 
 enum fw_rate_verdict {
@@ -120,7 +186,7 @@ enum fw_rate_verdict {
 
 struct fw_rate; /* opaque */
 
-/* Fills *cfg with the defaults: 1000/s, burst 100, /32, slip 2, 4096 entries. */
+/* Fills *cfg with the defaults: 1000/s, burst 100, /32 (IPv6: /64), slip 2, 4096 entries. */
 FW_API void fw_rate_config_default(struct fw_rate_config *cfg);
 
 /*
@@ -134,8 +200,8 @@ FW_API size_t fw_rate_memsize(const struct fw_rate_config *cfg);
  * Initialises the rate limiter in @mem, fw_rate_memsize(cfg) bytes
  * aligned to FW_CACHE_LINE, with an empty table. Returns it, or NULL with
  * errno EINVAL when mem is NULL or misaligned, or a field of @cfg is out of
- * range (rate, burst or tsc_hz 0, prefix_len above 32, entries 0 or
- * above 2^24).
+ * range (rate, burst or tsc_hz 0, prefix_len above 32, prefix_len6 above
+ * 128, entries 0 or above 2^24).
  */
 FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg);
 
@@ -147,6 +213,16 @@ FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg)
  */
 FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint64_t tsc,
 					  uint32_t *retry_us);
+
+/*
+ * Same for the IPv6 source @src (16 bytes, network order), charged to its
+ * /prefix_len6 bucket. The table keys an IPv6 prefix by a 32-bit seeded
+ * hash of it: two distinct prefixes share a bucket only when their hashes
+ * collide (about 2^-32 per pair in one set), which can only make the limit
+ * stricter, never looser.
+ */
+FW_API enum fw_rate_verdict fw_rate_check6(struct fw_rate *r, const uint8_t *src, uint64_t tsc,
+					   uint32_t *retry_us);
 
 /* Live entries replaced by a new prefix since init. */
 FW_API uint64_t fw_rate_evictions(const struct fw_rate *r);

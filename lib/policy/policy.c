@@ -12,6 +12,33 @@ FW_API struct fw_policy_prefix fw_policy_prefix_make(uint32_t addr, unsigned len
 	return p;
 }
 
+FW_API struct fw_policy_prefix6 fw_policy_prefix6_make(const uint8_t *addr, unsigned len)
+{
+	struct fw_policy_prefix6 p;
+	unsigned l = FW_MIN(len, 128u);
+
+	fw_policy_addr6(addr, &p.hi, &p.lo);
+	p.mhi = l == 0 ? 0 : l >= 64 ? ~UINT64_C(0) : ~UINT64_C(0) << (64 - l);
+	p.mlo = l <= 64 ? 0 : l == 128 ? ~UINT64_C(0) : ~UINT64_C(0) << (128 - l);
+	p.hi &= p.mhi;
+	p.lo &= p.mlo;
+	return p;
+}
+
+FW_API int fw_policy_set_allow6(struct fw_policy *p, const struct fw_policy_prefix6 *allow,
+				uint32_t n)
+{
+	if (p == NULL || n > FW_POLICY_PREFIXES_MAX || (n && allow == NULL))
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		p->allow6[i] = allow[i];
+		p->allow6[i].hi &= allow[i].mhi;
+		p->allow6[i].lo &= allow[i].mlo;
+	}
+	p->n_allow6 = n;
+	return 0;
+}
+
 FW_API int fw_policy_init(struct fw_policy *p, const struct fw_policy_prefix *allow,
 			  uint32_t n_allow, const uint16_t *ports, uint32_t n_ports)
 {
@@ -49,7 +76,8 @@ struct fw_rate {
 	uint64_t tau;      /* burst * interval */
 	uint64_t hz;
 	uint64_t evictions;
-	uint32_t mask; /* prefix mask */
+	uint64_t mhi6, mlo6; /* IPv6 prefix mask halves */
+	uint32_t mask;       /* prefix mask */
 	uint32_t set_mask;
 	uint32_t slip;
 	uint32_t seed;
@@ -67,6 +95,7 @@ FW_API void fw_rate_config_default(struct fw_rate_config *cfg)
 	cfg->slip = 2;
 	cfg->tsc_hz = 1000000000;
 	cfg->entries = 4096;
+	cfg->prefix_len6 = 64;
 }
 
 static uint32_t n_sets(uint32_t entries)
@@ -91,7 +120,7 @@ FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg)
 	struct fw_rate *r = mem;
 
 	if (r == NULL || size == 0 || ((uintptr_t)mem & (FW_CACHE_LINE - 1)) || cfg->rate == 0 ||
-	    cfg->burst == 0 || cfg->tsc_hz == 0 || cfg->prefix_len > 32) {
+	    cfg->burst == 0 || cfg->tsc_hz == 0 || cfg->prefix_len > 32 || cfg->prefix_len6 > 128) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -100,6 +129,10 @@ FW_API struct fw_rate *fw_rate_init(void *mem, const struct fw_rate_config *cfg)
 	r->tau = cfg->burst * r->interval;
 	r->hz = cfg->tsc_hz;
 	r->mask = fw_policy_prefix_make(0, cfg->prefix_len).mask;
+	static const uint8_t zero[16];
+	struct fw_policy_prefix6 m6 = fw_policy_prefix6_make(zero, cfg->prefix_len6);
+	r->mhi6 = m6.mhi;
+	r->mlo6 = m6.mlo;
 	r->set_mask = n_sets(cfg->entries) - 1;
 	r->slip = cfg->slip;
 	r->seed = cfg->seed;
@@ -124,10 +157,10 @@ static uint32_t ticks_to_us(const struct fw_rate *r, uint64_t ticks)
 	return us == 0 ? 1 : us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 }
 
-FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint64_t tsc,
+/* Charges one request of the prefix @key at @tsc. */
+static inline enum fw_rate_verdict charge(struct fw_rate *r, uint32_t key, uint64_t tsc,
 					  uint32_t *retry_us)
 {
-	uint32_t key = src & r->mask;
 	struct fw_rate_set *s = &r->set[mix(key ^ r->seed) & r->set_mask];
 	struct fw_rate_entry *e = NULL, *victim = &s->way[0];
 
@@ -162,6 +195,35 @@ FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint6
 		return FW_RATE_SLIP;
 	}
 	return FW_RATE_DROP;
+}
+
+FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint64_t tsc,
+					  uint32_t *retry_us)
+{
+	return charge(r, src & r->mask, tsc, retry_us);
+}
+
+/* splitmix64's finaliser */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	x ^= x >> 31;
+	return x;
+}
+
+FW_API enum fw_rate_verdict fw_rate_check6(struct fw_rate *r, const uint8_t *src, uint64_t tsc,
+					   uint32_t *retry_us)
+{
+	uint64_t hi, lo;
+
+	fw_policy_addr6(src, &hi, &lo);
+	/* seeded, so nobody outside can aim two prefixes at one key */
+	uint64_t h = mix64((hi & r->mhi6) ^ r->seed ^ UINT64_C(0x6a09e667f3bcc908));
+	h = mix64(h ^ (lo & r->mlo6));
+	return charge(r, (uint32_t)(h ^ (h >> 32)), tsc, retry_us);
 }
 
 FW_API uint64_t fw_rate_evictions(const struct fw_rate *r)

@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * flakewire's XDP program: steers IPv4 UDP datagrams for flakewire's port to
- * the AF_XDP socket of the receive queue they arrived on and passes
- * everything else to the kernel untouched.
+ * flakewire's XDP program: steers the UDP datagrams flakewire answers (IPv4
+ * and IPv6, to its port and, once configured, to the interface's addresses)
+ * to the AF_XDP socket of the receive queue they arrived on, and passes
+ * everything else to the kernel untouched: ARP, neighbour discovery, ICMP,
+ * TCP, other ports, and every frame flakewire would drop (IPv4 options,
+ * fragments, IPv6 extension headers, inconsistent lengths, another
+ * destination address, a group MAC, an IPv6 UDP checksum of 0), so the
+ * kernel sees them as it would without flakewire. Checksums are not
+ * verified here (that would cost a pass over every payload): a datagram
+ * with a bad one is steered, and flakewire counts and drops it, as the
+ * kernel would.
  *
  * Loaded either by DPDK's net_af_xdp PMD (devarg xdp_prog=), which uses the
  * first program of this object and fills xsks_map, or by `ip link`. The port
- * lives in the fw_cfg map so it can be set after the PMD loaded the object.
+ * and addresses live in the fw_cfg map so they can be set after the PMD
+ * loaded the object.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -52,50 +62,121 @@ static __always_inline void fw_count(__u32 stat)
 		*v += 1;
 }
 
-static __always_inline __u32 fw_classify(struct xdp_md *ctx)
+/* UDP header checks common to both families; @len is the IP payload length. */
+static __always_inline __u32 fw_udp(struct udphdr *udp, void *data_end, __u32 len,
+				    const struct fw_xdp_cfg *cfg)
 {
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *iph;
-	struct udphdr *udp;
-	struct fw_xdp_cfg *cfg;
-	__u32 key = 0, ihl_bytes;
-
-	if ((void *)(eth + 1) > data_end)
+	if ((void *)(udp + 1) > data_end)
 		return FW_XDP_STAT_MALFORMED;
-	/* VLAN tags are not looked into: flakewire serves untagged traffic. */
-	if (eth->h_proto != bpf_htons(ETH_P_IP))
-		return FW_XDP_STAT_NOT_IPV4;
+	if (bpf_ntohs(udp->len) != len)
+		return FW_XDP_STAT_MALFORMED;
+	if (udp->dest != bpf_htons(cfg->port))
+		return FW_XDP_STAT_OTHER_PORT;
+	return FW_XDP_STAT_REDIRECT;
+}
 
-	iph = (void *)(eth + 1);
+static __always_inline __u32 fw_ipv4(struct iphdr *iph, void *data_end,
+				     const struct fw_xdp_cfg *cfg, int group)
+{
+	__u32 tot;
+
 	if ((void *)(iph + 1) > data_end)
 		return FW_XDP_STAT_MALFORMED;
 	if (iph->version != 4 || iph->ihl < 5)
 		return FW_XDP_STAT_MALFORMED;
-	ihl_bytes = iph->ihl * 4;
-	if ((void *)iph + ihl_bytes > data_end)
-		return FW_XDP_STAT_MALFORMED;
+	if (iph->ihl != 5)
+		return FW_XDP_STAT_IP_OPTIONS;
 	if (iph->protocol != IPPROTO_UDP)
 		return FW_XDP_STAT_NOT_UDP;
 	/* Only the first fragment has a UDP header; the kernel reassembles. */
 	if (iph->frag_off & bpf_htons(FW_IP_MF | FW_IP_OFFSET))
 		return FW_XDP_STAT_FRAGMENT;
-	if (bpf_ntohs(iph->tot_len) < ihl_bytes + sizeof(*udp))
+	tot = bpf_ntohs(iph->tot_len);
+	if (tot < sizeof(*iph) + sizeof(struct udphdr) || (void *)iph + tot > data_end)
 		return FW_XDP_STAT_MALFORMED;
+	if (group ||
+	    ((cfg->flags & FW_XDP_CFG_F_ADDRS) && (cfg->addr4 == 0 || iph->daddr != cfg->addr4)))
+		return FW_XDP_STAT_NOT_OURS;
+	return fw_udp((void *)(iph + 1), data_end, tot - sizeof(*iph), cfg);
+}
 
-	udp = (void *)iph + ihl_bytes;
+static __always_inline int fw_addr6_eq(const __u8 *a, const __u8 *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return x[0] == y[0] && x[1] == y[1];
+}
+
+static __always_inline __u32 fw_ipv6(struct ipv6hdr *ip6, void *data_end,
+				     const struct fw_xdp_cfg *cfg, int group)
+{
+	struct udphdr *udp = (void *)(ip6 + 1);
+	__u32 plen;
+
+	if ((void *)(ip6 + 1) > data_end)
+		return FW_XDP_STAT_MALFORMED;
+	if (ip6->version != 6)
+		return FW_XDP_STAT_MALFORMED;
+	switch (ip6->nexthdr) {
+	case IPPROTO_UDP:
+		break;
+	case IPPROTO_FRAGMENT:
+		return FW_XDP_STAT_FRAGMENT;
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_AH:
+	case IPPROTO_ESP:
+	case 135: /* mobility */
+	case 139: /* HIP */
+	case 140: /* shim6 */
+		return FW_XDP_STAT_IPV6_EXT;
+	default:
+		return FW_XDP_STAT_NOT_UDP; /* ICMPv6 with NDP stays with the kernel */
+	}
+	plen = bpf_ntohs(ip6->payload_len);
+	if (plen < sizeof(*udp) || (void *)(ip6 + 1) + plen > data_end)
+		return FW_XDP_STAT_MALFORMED;
 	if ((void *)(udp + 1) > data_end)
 		return FW_XDP_STAT_MALFORMED;
-	if (bpf_ntohs(udp->len) < sizeof(*udp))
+	if (udp->check == 0) /* mandatory in IPv6: flakewire drops it */
 		return FW_XDP_STAT_MALFORMED;
+	if (group)
+		return FW_XDP_STAT_NOT_OURS;
+	if (cfg->flags & FW_XDP_CFG_F_ADDRS) {
+		int ours = 0;
 
+#pragma unroll
+		for (int i = 0; i < FW_XDP_ADDR6_MAX; i++)
+			if (i < cfg->n_addr6 &&
+			    fw_addr6_eq(ip6->daddr.in6_u.u6_addr8, cfg->addr6[i]))
+				ours = 1;
+		if (!ours)
+			return FW_XDP_STAT_NOT_OURS;
+	}
+	return fw_udp(udp, data_end, plen, cfg);
+}
+
+static __always_inline __u32 fw_classify(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct fw_xdp_cfg *cfg;
+	__u32 key = 0;
+
+	if ((void *)(eth + 1) > data_end)
+		return FW_XDP_STAT_MALFORMED;
+	/* VLAN tags are not looked into: flakewire serves untagged traffic. */
+	if (eth->h_proto != bpf_htons(ETH_P_IP) && eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return FW_XDP_STAT_NOT_IP;
 	cfg = bpf_map_lookup_elem(&fw_cfg, &key);
 	if (!cfg || cfg->port == 0)
 		return FW_XDP_STAT_UNCONF;
-	if (udp->dest != bpf_htons(cfg->port))
-		return FW_XDP_STAT_OTHER_PORT;
-	return FW_XDP_STAT_REDIRECT;
+	/* flakewire answers frames to its own MAC only: groups go to the kernel */
+	if (eth->h_proto == bpf_htons(ETH_P_IP))
+		return fw_ipv4((void *)(eth + 1), data_end, cfg, eth->h_dest[0] & 1);
+	return fw_ipv6((void *)(eth + 1), data_end, cfg, eth->h_dest[0] & 1);
 }
 
 SEC("xdp")

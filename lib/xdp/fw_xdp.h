@@ -10,7 +10,9 @@
  * nothing can be set before load (a `const volatile` global would be frozen
  * at its compiled default). The program therefore reads the port from a
  * 1-entry array map, `fw_cfg` (struct fw_xdp_cfg in fw_xdp_kern_user.h).
- * After the PMD has attached the program, flakewire calls fw_xdp_set_port():
+ * After the PMD has attached the program, flakewire calls fw_xdp_set_addrs()
+ * (the interface's primary IPv4 and its IPv6 addresses: datagrams to any
+ * other address are passed to the kernel) and then fw_xdp_set_port():
  * it finds the program attached to the interface (netlink query -> program
  * id, also behind a libxdp dispatcher), checks that it is flakewire's, walks
  * the program's map ids to the map named `fw_cfg` and writes the port.
@@ -90,6 +92,8 @@ struct fw_xdp_info {
 	char foreign_name[FW_XDP_NAME_MAX];
 	/* Valid when ours: the configured port (0: none) and the counters summed over CPUs. */
 	uint16_t port;
+	/* Valid when ours: the whole configuration (addresses steered to, flags). */
+	struct fw_xdp_cfg cfg;
 	bool has_counters;
 	uint64_t counters[FW_XDP_STAT_MAX];
 };
@@ -118,12 +122,25 @@ FW_API int fw_xdp_detach_own(const char *ifname);
 
 /*
  * Sets the UDP destination port flakewire's program attached to @ifname
- * steers to AF_XDP sockets (host byte order; 0 stops steering).
+ * steers to AF_XDP sockets (host byte order; 0 stops steering); the rest of
+ * its configuration (addresses) is kept.
  * Returns 0, -ENOENT if nothing is attached, FW_XDP_EFOREIGN if what is
  * attached is not flakewire's, -ENODEV, -EINVAL, -EPERM, or another negative
  * errno.
  */
 FW_API int fw_xdp_set_port(const char *ifname, uint16_t port);
+
+/*
+ * Restricts steering by flakewire's program on @ifname to datagrams for
+ * the IPv4 address @addr4 (network order; 0: no IPv4 datagram is steered)
+ * and the @n6 IPv6 addresses at @addr6 (16 bytes each, network order), so
+ * that datagrams to other addresses of the host reach the kernel, as
+ * flakewire would not answer them. The port is kept.
+ * Returns 0, -EINVAL when n6 > FW_XDP_ADDR6_MAX (or addr6 NULL with n6 > 0),
+ * and the errors of fw_xdp_set_port().
+ */
+FW_API int fw_xdp_set_addrs(const char *ifname, uint32_t addr4, const uint8_t (*addr6)[16],
+			    uint32_t n6);
 
 /* Short name of a mode ("none", "skb", "drv", "hw", "multi"); never NULL. */
 FW_API const char *fw_xdp_mode_name(enum fw_xdp_mode mode);
@@ -140,6 +157,9 @@ struct fw_xdp_ifinfo {
 	uint8_t mac[6];
 	bool has_ipv4; /* ipv4 is the interface's primary IPv4 address */
 	struct in_addr ipv4;
+	/* Its IPv6 addresses, global ones first, then link-local (at most FW_XDP_ADDR6_MAX). */
+	uint32_t n_ipv6;
+	struct in6_addr ipv6[FW_XDP_ADDR6_MAX];
 	/*
 	 * Channels as `ethtool -l` shows them. When the driver does not
 	 * implement them (EOPNOTSUPP), channels_known is false and rx_queues
@@ -152,7 +172,7 @@ struct fw_xdp_ifinfo {
 };
 
 /*
- * Reads index, flags, MAC, primary IPv4 address and channel counts of
+ * Reads index, flags, MAC, primary IPv4 address, IPv6 addresses and channel counts of
  * @ifname. A missing address or channel support is reported in the struct,
  * not as an error.
  * Returns 0, -ENODEV if there is no such interface, -EINVAL if an argument is

@@ -35,25 +35,42 @@
 /* BPF_MAP_TYPE_PERCPU_ARRAY of __u64 packet counters, indexed by enum fw_xdp_stat. */
 #define FW_XDP_STATS_MAP "fw_stats"
 
+/* Most IPv6 addresses the program steers to (flakewire's [portN] address6 limit). */
+#define FW_XDP_ADDR6_MAX 4
+
+/* fw_xdp_cfg.flags: steer only datagrams to addr4 / addr6[] (else to any address). */
+#define FW_XDP_CFG_F_ADDRS 0x1u
+
 /*
  * Runtime configuration of the program. Until userspace writes a non-zero
  * port, every packet is passed to the kernel (FW_XDP_STAT_UNCONF).
+ *
+ * The program steers exactly what flakewire answers and passes the rest to
+ * the kernel: unicast frames, IPv4 without options, not fragmented, lengths
+ * consistent, or IPv6 whose next header is UDP (no extension header) with a
+ * non-zero checksum; and with FW_XDP_CFG_F_ADDRS, only to the interface's
+ * addresses written here (addr4 0 and n_addr6 0: that family is not steered).
  */
 struct fw_xdp_cfg {
-	__u16 port; /* UDP destination port to steer, host byte order; 0: none */
-	__u16 pad;
-	__u32 flags; /* reserved, 0 */
+	__u16 port;    /* UDP destination port to steer, host byte order; 0: none */
+	__u16 n_addr6; /* valid entries of addr6, at most FW_XDP_ADDR6_MAX */
+	__u32 flags;   /* FW_XDP_CFG_F_* */
+	__u32 addr4;   /* IPv4 address, network order */
+	__u8 addr6[FW_XDP_ADDR6_MAX][16];
 };
 
 /* What the program did with a packet; one counter each. */
 enum fw_xdp_stat {
 	FW_XDP_STAT_REDIRECT = 0, /* handed to the AF_XDP socket of its queue */
 	FW_XDP_STAT_NO_XSK,       /* matched the port, no socket on its queue: passed */
-	FW_XDP_STAT_NOT_IPV4,     /* not IPv4: ARP, IPv6, VLAN-tagged, other EtherTypes */
-	FW_XDP_STAT_NOT_UDP,      /* IPv4 but not UDP: ICMP, TCP, ... */
-	FW_XDP_STAT_FRAGMENT,     /* IPv4 UDP fragment (MF set or non-zero offset) */
-	FW_XDP_STAT_OTHER_PORT,   /* IPv4 UDP to another port */
-	FW_XDP_STAT_MALFORMED,    /* truncated or inconsistent Ethernet/IPv4/UDP header */
+	FW_XDP_STAT_NOT_IP,       /* neither IPv4 nor IPv6: ARP, VLAN-tagged, other EtherTypes */
+	FW_XDP_STAT_NOT_UDP,      /* IP but not UDP: ICMP, ICMPv6 (NDP), TCP, ... */
+	FW_XDP_STAT_FRAGMENT,     /* IPv4 fragment (MF or offset), IPv6 fragment header */
+	FW_XDP_STAT_OTHER_PORT,   /* UDP to another port */
+	FW_XDP_STAT_MALFORMED,    /* truncated or inconsistent headers, IPv6 UDP checksum 0 */
 	FW_XDP_STAT_UNCONF,       /* no port configured yet */
+	FW_XDP_STAT_IP_OPTIONS,   /* IPv4 header with options */
+	FW_XDP_STAT_NOT_OURS,     /* not to the interface's address, or to a group MAC */
+	FW_XDP_STAT_IPV6_EXT,     /* IPv6 extension header (not a fragment) */
 	FW_XDP_STAT_MAX
 };

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -165,8 +166,10 @@ static void fw_read_own(struct fw_xdp_info *info, const struct fw_prog *p)
 	uint64_t *vals;
 	int ncpu;
 
-	if (bpf_map_lookup_elem(p->cfg_fd, &key, &cfg) == 0)
+	if (bpf_map_lookup_elem(p->cfg_fd, &key, &cfg) == 0) {
 		info->port = cfg.port;
+		info->cfg = cfg;
+	}
 	if (p->stats_fd < 0)
 		return;
 	ncpu = libbpf_num_possible_cpus();
@@ -308,9 +311,11 @@ FW_API int fw_xdp_status(const char *ifname, struct fw_xdp_info *info)
 	return err;
 }
 
-FW_API int fw_xdp_set_port(const char *ifname, uint16_t port)
+/* Read-modify-write of the configuration of flakewire's program on @ifname. */
+static int fw_cfg_update(const char *ifname, int (*edit)(struct fw_xdp_cfg *, const void *),
+			 const void *arg)
 {
-	struct fw_xdp_cfg cfg = {.port = port};
+	struct fw_xdp_cfg cfg;
 	struct fw_xdp_info info;
 	struct fw_quiet q;
 	uint32_t key = 0;
@@ -328,13 +333,59 @@ FW_API int fw_xdp_set_port(const char *ifname, uint16_t port)
 		err = FW_XDP_EFOREIGN;
 		goto out;
 	}
-	if (bpf_map_update_elem(cfg_fd, &key, &cfg, BPF_ANY) < 0)
+	memset(&cfg, 0, sizeof(cfg));
+	if (bpf_map_lookup_elem(cfg_fd, &key, &cfg) < 0) {
+		err = fw_neg_errno();
+		goto out;
+	}
+	err = edit(&cfg, arg);
+	if (err == 0 && bpf_map_update_elem(cfg_fd, &key, &cfg, BPF_ANY) < 0)
 		err = fw_neg_errno();
 out:
 	if (cfg_fd >= 0)
 		close(cfg_fd);
 	fw_quiet_end(&q);
 	return err;
+}
+
+static int fw_edit_port(struct fw_xdp_cfg *cfg, const void *arg)
+{
+	cfg->port = *(const uint16_t *)arg;
+	return 0;
+}
+
+FW_API int fw_xdp_set_port(const char *ifname, uint16_t port)
+{
+	return fw_cfg_update(ifname, fw_edit_port, &port);
+}
+
+struct fw_addrs_arg {
+	uint32_t addr4;
+	const uint8_t (*addr6)[16];
+	uint32_t n6;
+};
+
+static int fw_edit_addrs(struct fw_xdp_cfg *cfg, const void *arg)
+{
+	const struct fw_addrs_arg *a = arg;
+
+	cfg->flags |= FW_XDP_CFG_F_ADDRS;
+	cfg->addr4 = a->addr4;
+	cfg->n_addr6 = (uint16_t)a->n6;
+	memset(cfg->addr6, 0, sizeof(cfg->addr6));
+	if (a->n6)
+		memcpy(cfg->addr6, a->addr6, a->n6 * 16);
+	return 0;
+}
+
+FW_API int fw_xdp_set_addrs(const char *ifname, uint32_t addr4, const uint8_t (*addr6)[16],
+			    uint32_t n6)
+{
+	struct fw_addrs_arg a = {.addr4 = addr4, .addr6 = addr6, .n6 = n6};
+
+	if (n6 > FW_XDP_ADDR6_MAX || (n6 && !addr6))
+		return -EINVAL;
+	return fw_cfg_update(ifname, fw_edit_addrs, &a);
 }
 
 /* Removes program @id from each mode slot it occupies, only if it is still there. */
@@ -434,10 +485,12 @@ FW_API const char *fw_xdp_mode_name(enum fw_xdp_mode mode)
 FW_API const char *fw_xdp_stat_name(unsigned int stat)
 {
 	static const char *const names[FW_XDP_STAT_MAX] = {
-		[FW_XDP_STAT_REDIRECT] = "redirect",   [FW_XDP_STAT_NO_XSK] = "no_xsk",
-		[FW_XDP_STAT_NOT_IPV4] = "not_ipv4",   [FW_XDP_STAT_NOT_UDP] = "not_udp",
-		[FW_XDP_STAT_FRAGMENT] = "fragment",   [FW_XDP_STAT_OTHER_PORT] = "other_port",
-		[FW_XDP_STAT_MALFORMED] = "malformed", [FW_XDP_STAT_UNCONF] = "unconfigured",
+		[FW_XDP_STAT_REDIRECT] = "redirect",     [FW_XDP_STAT_NO_XSK] = "no_xsk",
+		[FW_XDP_STAT_NOT_IP] = "not_ip",         [FW_XDP_STAT_NOT_UDP] = "not_udp",
+		[FW_XDP_STAT_FRAGMENT] = "fragment",     [FW_XDP_STAT_OTHER_PORT] = "other_port",
+		[FW_XDP_STAT_MALFORMED] = "malformed",   [FW_XDP_STAT_UNCONF] = "unconfigured",
+		[FW_XDP_STAT_IP_OPTIONS] = "ip_options", [FW_XDP_STAT_NOT_OURS] = "not_ours",
+		[FW_XDP_STAT_IPV6_EXT] = "ipv6_ext",
 	};
 
 	return stat < FW_XDP_STAT_MAX ? names[stat] : "?";
@@ -482,6 +535,25 @@ FW_API int fw_xdp_ifinfo(const char *ifname, struct fw_xdp_ifinfo *info)
 		memcpy(&sin, &ifr.ifr_addr, sizeof(sin));
 		info->has_ipv4 = true;
 		info->ipv4 = sin.sin_addr;
+	}
+
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) == 0) {
+		for (int pass = 0; pass < 2; pass++)
+			for (struct ifaddrs *i = ifa; i && info->n_ipv6 < FW_XDP_ADDR6_MAX;
+			     i = i->ifa_next) {
+				if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 ||
+				    strcmp(i->ifa_name, ifname))
+					continue;
+				const struct in6_addr *a =
+					&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)
+						 ->sin6_addr;
+				if (IN6_IS_ADDR_MULTICAST(a) || IN6_IS_ADDR_LOOPBACK(a) ||
+				    IN6_IS_ADDR_LINKLOCAL(a) != (pass == 1))
+					continue;
+				info->ipv6[info->n_ipv6++] = *a;
+			}
+		freeifaddrs(ifa);
 	}
 
 	ifr.ifr_data = (char *)&ch;

@@ -51,3 +51,44 @@ put("hidden-tail", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), hide=1
 put("rate-drop", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), charge=8)
 put("rate-slip", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), charge=9)
 put("rate-slip-bare", eth(ip(udp(req(1, 1, 0), "10.77.0.1"), "10.77.0.1")), charge=9)
+
+# IPv6 (issue 13): port address fd77::2, fd99::/16 trusted, fd77::/16 allowed (fc00::/7)
+A6 = lambda a: socket.inet_pton(socket.AF_INET6, a)
+ME6 = "fd77::2"
+def ip6(payload, src, nh=17, dst=ME6, hops=64):
+    return struct.pack("!IHBB", 6 << 28, len(payload), nh, hops) + A6(src) + A6(dst) + payload
+def l4sum6(src, dst, nh, d):
+    return csum(A6(src) + A6(dst) + struct.pack("!IxxxB", len(d), nh) + d)
+def udp6(payload, src, sport=40000, dst=ME6):
+    h = struct.pack("!HHHH", sport, 4242, 8 + len(payload), 0)
+    c = l4sum6(src, dst, 17, h + payload) or 0xffff
+    return h[:6] + struct.pack("!H", c) + payload
+def icmp6(body, src, dst=ME6):
+    c = l4sum6(src, dst, 58, body[:2] + b"\0\0" + body[4:])
+    return body[:2] + struct.pack("!H", c) + body[4:]
+def eth6(p, dst=PMAC): return dst + CMAC + b"\x86\xdd" + p
+for src, tag in (("fd77::1", "untrusted"), ("fd99::1", "trusted")):
+    put(f"v6-id-{tag}", eth6(ip6(udp6(req(1, 1, 8), src), src)))
+    put(f"v6-list181-{tag}", eth6(ip6(udp6(req(2, 181, 0), src), src)))
+    put(f"v6-range-{tag}", eth6(ip6(udp6(req(3, 5000, 36), src), src)))
+    put(f"v6-info-{tag}", eth6(ip6(udp6(req(4, 0, 32), src), src)))
+put("v6-echo", eth6(ip6(icmp6(bytes([128, 0, 0, 0, 0, 1, 0, 1]) + b"ping" * 8, "fd77::1"),
+                        "fd77::1", nh=58)))
+SNM = "ff02::1:ff00:2"
+SNM_MAC = bytes.fromhex("3333ff000002")
+ns = bytes([135, 0, 0, 0, 0, 0, 0, 0]) + A6(ME6) + bytes([1, 1]) + CMAC
+put("v6-ns", eth6(ip6(icmp6(ns, "fe80::1", SNM), "fe80::1", nh=58, dst=SNM, hops=255), SNM_MAC))
+ns0 = bytes([135, 0, 0, 0, 0, 0, 0, 0]) + A6(ME6)
+put("v6-ns-dad", eth6(ip6(icmp6(ns0, "::", SNM), "::", nh=58, dst=SNM, hops=255), SNM_MAC))
+put("v6-ns-unicast", eth6(ip6(icmp6(ns0, "fd77::1"), "fd77::1", nh=58, hops=255)))
+put("v6-ns-hop254", eth6(ip6(icmp6(ns, "fe80::1", SNM), "fe80::1", nh=58, dst=SNM, hops=254),
+                         SNM_MAC))
+put("v6-udp-zero-cksum", eth6(ip6(udp6(req(1, 1, 8), "fd77::1")[:6] + b"\0\0" +
+                                  udp6(req(1, 1, 8), "fd77::1")[8:], "fd77::1")))
+put("v6-hop-by-hop", eth6(ip6(bytes([17, 0]) + bytes(6) + udp6(req(1, 1, 8), "fd77::1"),
+                              "fd77::1", nh=0)))
+put("v6-fragment", eth6(ip6(struct.pack("!BxHI", 17, 1, 7) + udp6(req(1, 1, 8), "fd77::1"),
+                            "fd77::1", nh=44)))
+put("v6-denied", eth6(ip6(udp6(req(1, 1, 8), "2001:db8::1"), "2001:db8::1")))
+put("v6-fixup-all", eth6(ip6(udp6(req(2, 3, 24), "fd77::1"), "fd77::1")), how=0x17)
+put("v6-rate-slip", eth6(ip6(udp6(req(2, 3, 24), "fd77::1"), "fd77::1")), charge=9)

@@ -41,6 +41,7 @@
 #include <rte_udp.h>
 
 #include "fw_app.h"
+#include "fuzz_frame6.h"
 #include "fw_wire.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -113,7 +114,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	app->quit = &never;
 	app->pool = pool;
 	fw_conf_init(&app->conf);
-	set("net.trusted=127.0.0.0/8,10.99.0.0/16");
+	set("net.trusted=127.0.0.0/8,10.99.0.0/16,fd99::/16");
 	set("net.rate=1000");
 	set("net.rate_burst=8");
 	set("net.rate_slip=2");
@@ -143,13 +144,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	struct rte_ether_addr mac = {{0x02, 0x00, 0x00, 0x77, 0x00, 0x02}};
 	port.mac = mac;
 	snprintf(port.name, sizeof(port.name), "fuzz");
+	static const uint8_t a6[16] = {0xfd, 0x77, [15] = 2}; /* fd77::2 */
+	port.n_addr6 = 1;
+	memcpy(port.addr6[0], a6, 16);
 	app->port[0] = port;
 	return 0;
 }
 
 static uint64_t counted(const struct fw_lcore *lc)
 {
-	uint64_t n = lc->st.arp + lc->st.icmp + lc->st.udp;
+	uint64_t n = lc->st.arp + lc->st.nd + lc->st.icmp + lc->st.udp;
 
 	for (int d = 0; d < FW_DROP_COUNT; d++)
 		n += lc->st.drop[d];
@@ -209,6 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = FW_MIN(size, room);
 	memcpy(f, data, len);
 	fix_up(f, len, how);
+	fuzz6_fix_up(f, len, how, &port);
 	size_t seg = len > hide ? len - hide : 0;
 	m->data_len = (uint16_t)seg;
 	m->pkt_len = (uint32_t)seg;
@@ -229,6 +234,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ipv4 && fw_conf_trusted(&app->conf.net.trusted, rte_be_to_cpu_32(req_ip.src_addr));
 	for (unsigned i = 0; ipv4 && i < charge; i++)
 		fw_rate_check(rate, rte_be_to_cpu_32(req_ip.src_addr), fake_tsc, NULL);
+	struct fuzz6_req req6;
+	if (fuzz6_save(f, seg, &req6)) {
+		trusted = fuzz6_trusted(app, &req6);
+		fuzz6_charge(rate, &req6, charge, fake_tsc);
+	}
 
 	uint8_t *buf = m->buf_addr;
 	ASAN_POISON_MEMORY_REGION(buf, m->data_off);
@@ -240,7 +250,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (counted(lc) != before + 1)
 		abort(); /* every frame is answered or dropped, and counted once */
 
-	if (reply) {
+	if (reply && req6.seg)
+		fuzz6_check_reply(app, &port, &req6, trusted, m);
+	else if (reply) {
 		struct rte_ether_hdr *eth = (struct rte_ether_hdr *)f;
 		if (m->data_len < L2 || m->data_len > room || m->pkt_len != m->data_len)
 			abort();

@@ -1112,6 +1112,49 @@ static void test_failover_next_timeout(void **state)
 	fake_stop(a);
 }
 
+/*
+ * Mixed address families (issue 13): a dead IPv6 server fails over to an
+ * IPv4 one, and a dead IPv4 server to an IPv6 one; one socket per server,
+ * each in its server's family.
+ */
+static void test_failover_across_families(void **state)
+{
+	const int fam[2] = {AF_INET, AF_INET6};
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		uint16_t port;
+		int fd = bind_loopback(fam[1 - k], &port);
+		char dead[64], addr[64];
+		struct fake *f = fake_start(fam[k], beh_normal);
+		struct fw_client_opts o;
+		struct fw_client *c = NULL;
+		const char *servers[] = {dead, addr};
+		uint64_t id;
+
+		if (f == NULL || fd < 0) { /* no IPv6 loopback here */
+			if (f)
+				fake_stop(f);
+			if (fd >= 0)
+				close(fd);
+			skip();
+		}
+		close(fd);
+		snprintf(dead, sizeof(dead), fam[1 - k] == AF_INET ? "127.0.0.1:%u" : "[::1]:%u",
+			 port);
+		fake_addr(f, addr, sizeof(addr));
+		fw_client_opts_init(&o);
+		o.timeout_ms = T_TIMEOUT_MS;
+		o.retries = T_RETRIES;
+		assert_int_equal(fw_client_open(servers, 2, &o, &c), 0);
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_from_fake(id);
+		assert_int_equal(fw_client_get(c, &id), 0);
+		fw_client_close(c);
+		fake_stop(f);
+	}
+}
+
 static void test_timeout(void **state)
 {
 	struct fake *s = fake_start(AF_INET, beh_silent);
@@ -1580,6 +1623,7 @@ int main(void)
 		cmocka_unit_test(test_failover_silent),
 		cmocka_unit_test(test_failover_on_status),
 		cmocka_unit_test(test_failover_next_timeout),
+		cmocka_unit_test(test_failover_across_families),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_non_increasing),
 		cmocka_unit_test(test_bad_ids),

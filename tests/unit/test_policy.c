@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+
 #include "fw_policy.h"
 
 #define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
@@ -297,6 +299,147 @@ static void rate_bad_config(void **state)
 	assert_true(fw_rate_memsize(&c) > 0 && fw_rate_memsize(&c) <= 64 + 2 * 64 + 64);
 }
 
+/* ---- IPv6 ---- */
+
+static void a6(const char *s, uint8_t out[16])
+{
+	assert_int_equal(inet_pton(AF_INET6, s, out), 1);
+}
+
+static bool allowed6(const struct fw_policy *p, const char *s)
+{
+	uint8_t a[16];
+	a6(s, a);
+	return fw_policy_allowed6(p, a);
+}
+
+static void cidr6_match(void **state)
+{
+	(void)state;
+	uint8_t a[16];
+	struct fw_policy p;
+	struct fw_policy_prefix6 allow[3];
+
+	a6("2001:db8:1::", a);
+	allow[0] = fw_policy_prefix6_make(a, 48);
+	a6("fd00::ff", a); /* host bits set: cleared */
+	allow[1] = fw_policy_prefix6_make(a, 8);
+	a6("2001:db8:9:8:7:6:5:4", a);
+	allow[2] = fw_policy_prefix6_make(a, 127);
+	assert_int_equal(fw_policy_init(&p, NULL, 0, NULL, 0), 0);
+	assert_false(allowed6(&p, "2001:db8:1::1")); /* nothing until set_allow6 */
+	assert_int_equal(fw_policy_set_allow6(&p, allow, 3), 0);
+	assert_true(allowed6(&p, "2001:db8:1::1"));
+	assert_true(allowed6(&p, "2001:db8:1:ffff:ffff:ffff:ffff:ffff"));
+	assert_false(allowed6(&p, "2001:db8:2::1"));
+	assert_false(allowed6(&p, "2001:db8:0:ffff::1"));
+	assert_true(allowed6(&p, "fdff::1"));
+	assert_false(allowed6(&p, "fe00::1"));
+	assert_true(allowed6(&p, "2001:db8:9:8:7:6:5:5"));  /* /127: the last bit free */
+	assert_false(allowed6(&p, "2001:db8:9:8:7:6:5:6")); /* a bit of the low half */
+	assert_false(allowed6(&p, "::1"));
+	/* ::/0 allows all, /128 one address, lengths above 128 are 128 */
+	a6("2001:db8::5", a);
+	allow[0] = fw_policy_prefix6_make(a, 0);
+	allow[1] = fw_policy_prefix6_make(a, 200);
+	assert_int_equal(allow[0].mhi | allow[0].mlo, 0);
+	assert_int_equal(allow[1].mhi & allow[1].mlo, ~UINT64_C(0));
+	assert_int_equal(fw_policy_set_allow6(&p, allow + 1, 1), 0);
+	assert_true(allowed6(&p, "2001:db8::5"));
+	assert_false(allowed6(&p, "2001:db8::4"));
+	assert_int_equal(fw_policy_set_allow6(&p, allow, 1), 0);
+	assert_true(allowed6(&p, "ff02::1:2"));
+	/* the IPv4 policy is untouched by the IPv6 one */
+	assert_int_equal(fw_policy_check(&p, IP(10, 0, 0, 1), 4242), FW_POLICY_DENY_SOURCE);
+	assert_int_equal(fw_policy_set_allow6(&p, allow, FW_POLICY_PREFIXES_MAX + 1), -EINVAL);
+	assert_int_equal(fw_policy_set_allow6(NULL, allow, 1), -EINVAL);
+	assert_int_equal(fw_policy_set_allow6(&p, NULL, 1), -EINVAL);
+}
+
+static unsigned count6(struct fw_rate *r, const char *src, uint64_t tsc, unsigned n,
+		       enum fw_rate_verdict v)
+{
+	uint8_t a[16];
+	unsigned k = 0;
+	uint32_t us;
+	a6(src, a);
+	for (unsigned i = 0; i < n; i++)
+		k += fw_rate_check6(r, a, tsc, &us) == v;
+	return k;
+}
+
+static struct fw_rate *rate6_new(uint32_t prefix6)
+{
+	struct fw_rate_config c;
+	fw_rate_config_default(&c);
+	c.rate = 100;
+	c.burst = 5;
+	c.slip = 0;
+	c.entries = 256;
+	c.tsc_hz = HZ;
+	c.prefix_len6 = prefix6;
+	void *mem = aligned_alloc(FW_CACHE_LINE, 64 * 1024);
+	assert_non_null(mem);
+	struct fw_rate *r = fw_rate_init(mem, &c);
+	assert_ptr_equal(r, mem);
+	return r;
+}
+
+static void rate6_prefix_grouping(void **state)
+{
+	(void)state;
+	uint64_t t = 1000;
+	/* /64: every address of one /64 shares one bucket, the next /64 has its own */
+	struct fw_rate *r = rate6_new(64);
+	assert_int_equal(count6(r, "2001:db8:0:1::1", t, 3, FW_RATE_PASS), 3);
+	assert_int_equal(count6(r, "2001:db8:0:1:ffff:1:2:3", t, 2, FW_RATE_PASS), 2);
+	assert_int_equal(count6(r, "2001:db8:0:1::99", t, 4, FW_RATE_DROP), 4);
+	assert_int_equal(count6(r, "2001:db8:0:2::1", t, 5, FW_RATE_PASS), 5);
+	/* an IPv4 source has its own bucket too */
+	assert_int_equal(count(r, IP(10, 0, 0, 1), t, 5, FW_RATE_PASS), 5);
+	/* the bucket refills: one token per 10000 ticks */
+	assert_int_equal(count6(r, "2001:db8:0:1::7", t + HZ / 100, 1, FW_RATE_PASS), 1);
+	assert_int_equal(count6(r, "2001:db8:0:1::7", t + HZ / 100, 1, FW_RATE_DROP), 1);
+	free(r);
+
+	/* /56: one customer's 256 /64s share a bucket; the next /56 does not */
+	r = rate6_new(56);
+	assert_int_equal(count6(r, "2001:db8:0:100::1", t, 1, FW_RATE_PASS), 1);
+	assert_int_equal(count6(r, "2001:db8:0:1ff::1", t, 4, FW_RATE_PASS), 4);
+	assert_int_equal(count6(r, "2001:db8:0:1aa::1", t, 1, FW_RATE_DROP), 1);
+	assert_int_equal(count6(r, "2001:db8:0:200::1", t, 5, FW_RATE_PASS), 5);
+	free(r);
+
+	/* /128: per address, the low half counts */
+	r = rate6_new(128);
+	assert_int_equal(count6(r, "2001:db8::1", t, 5, FW_RATE_PASS), 5);
+	assert_int_equal(count6(r, "2001:db8::1", t, 1, FW_RATE_DROP), 1);
+	assert_int_equal(count6(r, "2001:db8::2", t, 5, FW_RATE_PASS), 5);
+	free(r);
+
+	/* a source hopping over its /64 (2^64 addresses) still gets one budget */
+	r = rate6_new(64);
+	unsigned pass = 0;
+	uint8_t a[16];
+	a6("2001:db8:77:1::", a);
+	for (unsigned i = 0; i < 1000; i++) {
+		a[8] = (uint8_t)i;
+		a[15] = (uint8_t)(i >> 8);
+		a[12] = (uint8_t)(i * 7);
+		pass += fw_rate_check6(r, a, t, NULL) == FW_RATE_PASS;
+	}
+	assert_int_equal(pass, 5);
+	free(r);
+
+	struct fw_rate_config c;
+	fw_rate_config_default(&c);
+	assert_int_equal(c.prefix_len6, 64);
+	c.prefix_len6 = 129;
+	void *mem = aligned_alloc(FW_CACHE_LINE, 64 * 1024);
+	assert_null(fw_rate_init(mem, &c));
+	free(mem);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +448,7 @@ int main(void)
 		cmocka_unit_test(bucket_steady_rate), cmocka_unit_test(slip_every_nth),
 		cmocka_unit_test(prefix_grouping),    cmocka_unit_test(table_eviction),
 		cmocka_unit_test(table_many_sources), cmocka_unit_test(rate_bad_config),
+		cmocka_unit_test(cidr6_match),        cmocka_unit_test(rate6_prefix_grouping),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,12 @@
 #     removes it and serves again, every ID after above every ID before;
 #   - start-up refusals: interface down, queues that do not fit (with the
 #     ethtool command), a foreign program (left alone), a second instance;
-#   - flakectl xdp status/detach.
+#   - flakectl xdp status/detach;
+#   - IPv6: flakectl get/info/bench to [SRV_IP6]:port through AF_XDP, ping -6
+#     and neighbour discovery answered by the kernel meanwhile;
+#   - what flakewire would not answer reaches a kernel socket on the ID port
+#     (issue 11, fix 2): IPv4 with options, fragments (IPv4 and IPv6),
+#     datagrams to a secondary address.
 # Skips (77) only when the kernel refuses XDP or AF_XDP on veth.
 # Usage: test_afxdp.sh FLAKEWIRE FLAKECTL FOREIGN_BPF_O XDP_TRAFFIC_PY FLAKEWIRE_BPF_O
 set -u
@@ -28,7 +33,10 @@ PY=/usr/bin/python3
 SRV=fwa-s
 CLI=fwa-c
 SRV_IP=10.233.0.2
+SRV_IP2=10.233.0.9
 CLI_IP=10.233.0.1
+SRV_IP6=fd00:a1::2
+CLI_IP6=fd00:a1::1
 PORT=4242
 ECHO_PORT=4243
 
@@ -67,6 +75,9 @@ ip -n "$SYS_NS" link add "$SRV" type veth peer name "$CLI" netns "$NSC" ||
 	sys_skip "cannot create veth"
 ip -n "$SYS_NS" addr add "$SRV_IP/24" dev "$SRV"
 ip -n "$NSC" addr add "$CLI_IP/24" dev "$CLI"
+ip -n "$SYS_NS" addr add "$SRV_IP2/24" dev "$SRV" # secondary: flakewire answers the primary only
+ip -n "$SYS_NS" addr add "$SRV_IP6/64" dev "$SRV" nodad
+ip -n "$NSC" addr add "$CLI_IP6/64" dev "$CLI" nodad
 ip -n "$SYS_NS" link set "$SRV" up
 ip -n "$NSC" link set "$CLI" up
 # A veth sends locally generated UDP with the checksum left to "hardware"
@@ -148,7 +159,9 @@ ip -n "$SYS_NS" link set dev "$SRV" xdp off
 
 # Kernel services on the flakewire side that must keep working.
 sys_start "$SYS_TMP/echo.log" "$PY" "$TRAFFIC" udp-echo "$ECHO_PORT"
-sys_wait_for 5 sys_in_ns sh -c "ss -lun | grep -q :$ECHO_PORT"
+# a kernel socket on the ID port: gets only what the XDP program passes
+sys_start "$SYS_TMP/sink.log" "$PY" "$TRAFFIC" udp-sink "$PORT" "$SYS_TMP/sink"
+sys_wait_for 5 sys_in_ns sh -c "ss -lun | grep -q :$ECHO_PORT && ss -lun | grep -q :$PORT"
 
 check "start (run 1)" fw_start
 if ! get "$SYS_TMP/run1" 100; then
@@ -181,6 +194,45 @@ check "flakectl xdp status: ours, steering port $PORT" \
 cat "$SYS_TMP/st"
 check "flakectl xdp status: packets redirected" \
 	sh -c "awk '\$1 == \"redirect\" && \$2 > 0' '$SYS_TMP/st' | grep -q ."
+
+# IPv6 through AF_XDP; neighbour discovery and ping -6 stay with the kernel.
+check "log: the interface's IPv6 address taken" grep -q "IPv6 $SRV_IP6" "$SYS_TMP/fw.log"
+ip -n "$NSC" -6 neigh flush dev "$CLI"
+check "ping -6 of the kernel address (neighbour discovery by the kernel)" \
+	in_cli ping -6 -c 2 -i 0.2 -W 2 "$SRV_IP6"
+c6() { in_cli "$FLAKECTL" "$@" --server "[$SRV_IP6]:$PORT"; }
+check "IPv6: get 50" sh -c "ip netns exec '$NSC' '$FLAKECTL' get -n 50 --server '[$SRV_IP6]:$PORT' | wc -l | grep -qx 50"
+check "IPv6: info" sh -c "ip netns exec '$NSC' '$FLAKECTL' info --server '[$SRV_IP6]:$PORT' | grep -q 'answered by'"
+c6 bench --duration 1 --out "$SYS_TMP/bench6.ids" >"$SYS_TMP/bench6.out" 2>&1
+check "IPv6: bench exit 0, no duplicate" grep -q " 0 duplicate(s)" "$SYS_TMP/bench6.out"
+cat "$SYS_TMP/bench6.out"
+check "IPv6: mixed server list fails over from IPv4 to IPv6" sh -c \
+	"ip netns exec '$NSC' '$FLAKECTL' get --timeout 1500 --server 10.233.0.99:$PORT --server '[$SRV_IP6]:$PORT' | grep -q ."
+
+# Frames flakewire would not answer go to the kernel, not into the socket.
+sink_count() { grep -c "$1" "$SYS_TMP/sink" 2>/dev/null || true; }
+export XDP_SRC=$CLI_IP XDP_DST=$SRV_IP XDP_SRC6=$CLI_IP6 XDP_DST6=$SRV_IP6
+in_cli "$PY" "$TRAFFIC" udp-send "$SRV_IP2" "$PORT" 2 40
+sys_wait_for 3 test "$(sink_count '^40 udp')" -ge 2
+check "kernel gets the ID port on a secondary IPv4 address" [ "$(sink_count '^40 udp')" -eq 2 ]
+in_cli "$PY" "$TRAFFIC" udp-send "$SRV_IP" "$PORT" 1 3000
+in_cli "$PY" "$TRAFFIC" udp-send "$SRV_IP6" "$PORT" 1 3000
+sys_wait_for 3 test "$(sink_count '^3000 udp')" -ge 2
+check "kernel gets IPv4 and IPv6 fragments to the ID port, reassembled" \
+	[ "$(sink_count '^3000 udp')" -eq 2 ]
+in_cli "$PY" "$TRAFFIC" raw "$CLI" "$SRV_MAC" ipopt-port "$PORT"
+sys_wait_for 3 grep -q " ipopt" "$SYS_TMP/sink"
+check "kernel gets IPv4 with options to the ID port" grep -q " ipopt" "$SYS_TMP/sink"
+in_cli "$PY" "$TRAFFIC" raw "$CLI" "$SRV_MAC" v6-port "$PORT"
+check "flakewire answers a raw IPv6 request frame's port, not the kernel" \
+	[ "$(sink_count v6port)" -eq 0 ]
+ip netns exec "$SYS_NS" "$FLAKECTL" xdp status "$SRV" >"$SYS_TMP/st2"
+cat "$SYS_TMP/st2"
+check "xdp status: steers only to the interface's primary IPv4 and its IPv6 addresses" \
+	grep -q "UDP port $PORT, to $SRV_IP $SRV_IP6 fe80::" "$SYS_TMP/st2"
+check "xdp status: not_ours, fragment and ip_options counted" sh -c \
+	"awk '(\$1 == \"not_ours\" || \$1 == \"fragment\" || \$1 == \"ip_options\") && \$2 > 0' '$SYS_TMP/st2' | wc -l | grep -qx 3"
+unset XDP_SRC XDP_DST XDP_SRC6 XDP_DST6
 
 # A second instance on the same interface is refused, and the first one keeps serving.
 fw_run "$SYS_TMP/second.log" 0
@@ -217,6 +269,16 @@ check "device string: serves" get "$SYS_TMP/run4" 10
 check "device string: ping still works" in_cli ping -c 1 -W 2 "$SRV_IP"
 check "device string: SIGTERM exit 0" fw_stop TERM
 check "device string: no XDP program left" [ -z "$(attached_name)" ]
+
+# An IPv6-only interface: flakewire starts and serves over IPv6.
+ip -n "$SYS_NS" addr del "$SRV_IP/24" dev "$SRV"
+ip -n "$SYS_NS" addr del "$SRV_IP2/24" dev "$SRV"
+check "IPv6-only interface: start" fw_start
+check "IPv6-only interface: get over IPv6" sh -c \
+	"ip netns exec '$NSC' '$FLAKECTL' get -n 10 --server '[$SRV_IP6]:$PORT' | wc -l | grep -qx 10"
+check "IPv6-only interface: SIGTERM exit 0" fw_stop TERM
+ip -n "$SYS_NS" addr add "$SRV_IP/24" dev "$SRV"
+ip -n "$SYS_NS" addr add "$SRV_IP2/24" dev "$SRV"
 
 # Configuration errors name the key.
 cfg_err() { # message args...

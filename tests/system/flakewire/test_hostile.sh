@@ -130,7 +130,7 @@ lc = json.loads(sys.argv[3])["/flakewire/lcores"]
 bad = []
 for name, t in (("since start", b), ("this test", {k: b[k] - a[k] for k in b})):
     drops = sum(v for k, v in t.items() if k.startswith("drop_"))
-    built = t["arp"] + t["icmp"] + t["udp_replies"]
+    built = t["arp"] + t.get("nd", 0) + t["icmp"] + t["udp_replies"]
     print(f"  {name}: rx {t['rx']} = arp {t['arp']} + icmp {t['icmp']} + udp_replies "
           f"{t['udp_replies']} + drops {drops}; udp_replies = requests {t['requests']} + "
           f"slipped {t['slipped']}; rate_limited {t['rate_limited']} = drop_rate_limited "

@@ -4,6 +4,7 @@
  *   xdp_tool status IFACE          what is attached, key=value per line
  *   xdp_tool detach IFACE          exit 0 removed, 2 foreign, 3 nothing attached
  *   xdp_tool set-port IFACE PORT
+ *   xdp_tool set-addrs IFACE IPV4|- [IPV6...]  steer only to these addresses
  *   xdp_tool ifinfo IFACE [QUEUES] interface facts and the channel hint
  *   xdp_tool attach-libxdp IFACE OBJ...  attach through a libxdp dispatcher (skb mode)
  */
@@ -35,8 +36,16 @@ static int cmd_status(const char *ifname)
 	printf("ours=%d\nown_prog_id=%" PRIu32 "\nforeign=%d\nforeign_id=%" PRIu32
 	       "\nforeign_name=%s\n",
 	       info.ours, info.own_prog_id, info.foreign, info.foreign_id, info.foreign_name);
-	if (info.ours)
-		printf("port=%u\n", info.port);
+	if (info.ours) {
+		char a[INET6_ADDRSTRLEN];
+		printf("port=%u\nflags=%u\n", info.port, info.cfg.flags);
+		inet_ntop(AF_INET, &info.cfg.addr4, a, sizeof(a));
+		printf("addr4=%s\n", a);
+		for (unsigned int i = 0; i < info.cfg.n_addr6 && i < FW_XDP_ADDR6_MAX; i++) {
+			inet_ntop(AF_INET6, info.cfg.addr6[i], a, sizeof(a));
+			printf("addr6=%s\n", a);
+		}
+	}
 	if (info.has_counters)
 		for (unsigned int i = 0; i < FW_XDP_STAT_MAX; i++)
 			printf("counter.%s=%" PRIu64 "\n", fw_xdp_stat_name(i), info.counters[i]);
@@ -83,6 +92,30 @@ static int cmd_set_port(const char *ifname, const char *port)
 	return 0;
 }
 
+static int cmd_set_addrs(const char *ifname, int argc, char **argv)
+{
+	uint8_t a6[FW_XDP_ADDR6_MAX][16];
+	uint32_t a4 = 0;
+	int n = 0, err;
+
+	if (argc < 1 || argc > 1 + FW_XDP_ADDR6_MAX ||
+	    (strcmp(argv[0], "-") && inet_pton(AF_INET, argv[0], &a4) != 1)) {
+		fprintf(stderr, "set-addrs %s: expected IPV4|- [IPV6...]\n", ifname);
+		return 1;
+	}
+	for (int i = 1; i < argc; i++, n++)
+		if (inet_pton(AF_INET6, argv[i], a6[n]) != 1) {
+			fprintf(stderr, "bad IPv6 address %s\n", argv[i]);
+			return 1;
+		}
+	err = fw_xdp_set_addrs(ifname, a4, (const uint8_t(*)[16])a6, (uint32_t)n);
+	if (err < 0) {
+		fprintf(stderr, "set-addrs %s: %s\n", ifname, fw_strerror(err));
+		return err == FW_XDP_EFOREIGN ? 2 : 1;
+	}
+	return 0;
+}
+
 static int cmd_ifinfo(const char *ifname, const char *queues)
 {
 	struct fw_xdp_ifinfo in;
@@ -104,6 +137,11 @@ static int cmd_ifinfo(const char *ifname, const char *queues)
 	       "rx_queues=%u\n",
 	       addr, in.channels_known, in.combined, in.rx, in.max_combined, in.max_rx,
 	       in.rx_queues);
+	for (uint32_t i = 0; i < in.n_ipv6; i++) {
+		char a6[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET6, &in.ipv6[i], a6, sizeof(a6));
+		printf("ipv6=%s\n", a6);
+	}
 	printf("fits=%d\n", fw_xdp_queues_fit(&in, 0, need) == 0);
 	err = fw_xdp_channels_hint(hint, sizeof(hint), ifname, &in, need);
 	printf("hint=%s\n", err >= 0 ? hint : fw_strerror(err));
@@ -144,11 +182,14 @@ int main(int argc, char **argv)
 		return cmd_detach(argv[2]);
 	if (argc >= 4 && strcmp(argv[1], "set-port") == 0)
 		return cmd_set_port(argv[2], argv[3]);
+	if (argc >= 4 && strcmp(argv[1], "set-addrs") == 0)
+		return cmd_set_addrs(argv[2], argc - 3, argv + 3);
 	if (argc >= 3 && strcmp(argv[1], "ifinfo") == 0)
 		return cmd_ifinfo(argv[2], argc >= 4 ? argv[3] : NULL);
 	if (argc >= 4 && strcmp(argv[1], "attach-libxdp") == 0)
 		return cmd_attach_libxdp(argv[2], argc - 3, argv + 3);
-	fprintf(stderr, "usage: %s status|detach|set-port|ifinfo|attach-libxdp IFACE ...\n",
+	fprintf(stderr,
+		"usage: %s status|detach|set-port|set-addrs|ifinfo|attach-libxdp IFACE ...\n",
 		argv[0]);
 	return 1;
 }

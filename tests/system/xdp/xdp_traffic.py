@@ -10,12 +10,16 @@
   tcp-rpc HOST PORT              connect, send a line, expect it echoed
   raw IFACE DSTMAC KIND PORT     send one hand-made Ethernet frame (see FRAMES)
 """
+import os
 import socket
 import struct
 import sys
 
-SRC = "10.231.0.2"
-DST = "10.231.0.1"
+# the addresses of raw frames (test_afxdp.sh sets its own)
+SRC = os.environ.get("XDP_SRC", "10.231.0.2")
+DST = os.environ.get("XDP_DST", "10.231.0.1")
+SRC6 = os.environ.get("XDP_SRC6", "fd00:f1::2")
+DST6 = os.environ.get("XDP_DST6", "fd00:f1::1")
 SRCPORT = 40000
 
 
@@ -28,9 +32,10 @@ def udp_echo(port):
 
 
 def udp_sink(port, path):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)  # both families
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    s.bind(("0.0.0.0", port))
+    s.bind(("::", port))
     with open(path, "a", buffering=1) as f:
         while True:
             data = s.recv(65535)
@@ -38,9 +43,10 @@ def udp_sink(port, path):
 
 
 def tcp_echo(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)  # both families
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port))
+    s.bind(("::", port))
     s.listen(8)
     while True:
         c, _ = s.accept()
@@ -49,7 +55,7 @@ def tcp_echo(port):
 
 
 def udp_send(host, port, count, size):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     for i in range(count):
         s.sendto((b"udp%05d" % i).ljust(size, b"."), (host, port))
 
@@ -82,16 +88,30 @@ def csum(b):
     return ~t & 0xFFFF
 
 
-def ipv4(payload, proto=17, ihl=5, options=b"", frag=0, tot_len=None, version=4):
+def ipv4(payload, proto=17, ihl=5, options=b"", frag=0, tot_len=None, version=4, dst=DST):
     tl = 4 * max(ihl, 5) + len(payload) if tot_len is None else tot_len
     hdr = struct.pack("!BBHHHBBH4s4s", (version << 4) | ihl, 0, tl, 0x1234, frag, 64, proto, 0,
-                      socket.inet_aton(SRC), socket.inet_aton(DST)) + options
+                      socket.inet_aton(SRC), socket.inet_aton(dst)) + options
     hdr = hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
     return hdr + payload
 
 
 def udp(dport, data, length=None):
     return struct.pack("!HHHH", SRCPORT, dport, 8 + len(data) if length is None else length, 0) + data
+
+
+def ipv6(payload, nh=17, dst=DST6, plen=None):
+    pl = len(payload) if plen is None else plen
+    return struct.pack("!IHBB", 6 << 28, pl, nh, 64) + socket.inet_pton(
+        socket.AF_INET6, SRC6) + socket.inet_pton(socket.AF_INET6, dst) + payload
+
+
+def udp6(dport, data, dst=DST6, zero=False):
+    h = struct.pack("!HHHH", SRCPORT, dport, 8 + len(data), 0)
+    ph = socket.inet_pton(socket.AF_INET6, SRC6) + socket.inet_pton(socket.AF_INET6, dst) + \
+        struct.pack("!IxxxB", len(h) + len(data), 17)
+    c = 0 if zero else (csum(ph + h + data) or 0xFFFF)
+    return h[:6] + struct.pack("!H", c) + data
 
 
 # Each frame and what the XDP program must call it.
@@ -111,6 +131,19 @@ def frames(port):
         "version-6": ipv4(udp(port, b"v6"), version=6),
         "frag-mf": ipv4(udp(port, b"frag0"), frag=0x2000),
         "frag-offset": ipv4(b"tail-of-a-datagram", frag=0x0010),
+        "totlen-long": ipv4(udp(port, b"tl"), tot_len=200),
+        "dst-other": ipv4(udp(port, b"other"), dst="10.231.0.77"),
+        # IPv6
+        "v6-port": ipv6(udp6(port, b"v6port")),
+        "v6-other-port": ipv6(udp6(port + 2, b"v6other")),
+        "v6-dst-other": ipv6(udp6(port, b"v6dst", dst="fd00:f1::77"), dst="fd00:f1::77"),
+        "v6-zero-cksum": ipv6(udp6(port, b"v6zero", zero=True)),
+        "v6-hop-by-hop": ipv6(struct.pack("!BB", 17, 0) + bytes(6) + udp6(port, b"hbh"), nh=0),
+        "v6-dest-opts": ipv6(struct.pack("!BB", 17, 0) + bytes(6) + udp6(port, b"do"), nh=60),
+        "v6-fragment": ipv6(struct.pack("!BxHI", 17, 1, 7) + udp6(port, b"frag"), nh=44),
+        "v6-plen-long": ipv6(udp6(port, b"plen"), plen=300),
+        "v6-udplen": ipv6(udp6(port, b"udplen")[:-2]),
+        "v6-icmp": ipv6(bytes([128, 0, 0, 0, 0, 1, 0, 1]), nh=58),
     }
 
 
@@ -121,6 +154,10 @@ def raw(iface, dstmac, kind, port):
     src = s.getsockname()[4][:6]
     if kind == "vlan":
         frame = dst + src + struct.pack("!HHH", 0x8100, 5, 0x0800) + ipv4(udp(port, b"vlan"))
+    elif kind == "group-mac":
+        frame = b"\xff" * 6 + src + struct.pack("!H", 0x0800) + ipv4(udp(port, b"bcast"))
+    elif kind.startswith("v6-"):
+        frame = dst + src + struct.pack("!H", 0x86DD) + frames(port)[kind]
     else:
         frame = dst + src + struct.pack("!H", 0x0800) + frames(port)[kind]
     s.send(frame)
