@@ -8,17 +8,22 @@
 # SUT_CORE, LOAD_CORE, DURATION (s), TESTPMD, FLAKEWIRE, FLAKELOAD, PY,
 # KEEP_LOGS and BENCH_NAME (prefix of messages).
 
-# stop_pid PID: SIGTERM, then SIGKILL after 3 s; STOP_RC gets its exit status.
+# stop_pid PID: SIGTERM, then SIGKILL after 10 s (a loaded machine slows a
+# clean stop); STOP_RC gets its exit status, STOP_KILLED 1 when it took the KILL.
 stop_pid() {
 	local pid="$1" i
 	STOP_RC=0
+	STOP_KILLED=0
 	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
 	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 1 30); do
+	for i in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		STOP_KILLED=1
+	fi
 	wait "$pid" 2>/dev/null || STOP_RC=$?
 }
 
@@ -69,17 +74,27 @@ load_cmd() {
 	[ "$kind" = testpmd ] && echo="--expect-echo"
 	echo "taskset -c $LOAD_CORE $FLAKELOAD -l $LOAD_CORE $EAL --file-prefix fwb-fl-$$-$seq --" \
 		"--port net_memif0,role=server,socket=$sock,socket-abstract=no --dst-ip 10.0.0.2" \
-		"--src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --quiet $args $echo --json $json"
+		"--src-ip-base 10.0.0.10 --clients 16 --mix id:1 --pad --quiet $args $echo" \
+		"--linger 30 --json $json"
 }
 
 # run_pair LCMD SCMD LOG SOCK: flakeload first (it serves the memif socket),
-# then the system under test; waits for flakeload within DURATION + 20 s and
-# stops the SUT. Logs go to LOG.load.log and LOG.sut.log. Sets PAIR_RC
-# (flakeload's status, 124 when it overran the bound) and STOP_RC (the SUT's
-# status when stopped: 0 or 143 is a clean stop).
+# then the system under test. flakeload measures for DURATION, writes its
+# summary (--json, taken from LCMD) and lingers with its port still up
+# (--linger): the system under test is stopped FIRST, while its peer is
+# still there (a memif peer that goes away under a polling DPDK 22.11
+# process can crash it: issue 16), then flakeload. Every wait is bounded
+# (DURATION + 20 s). Logs go to LOG.load.log and LOG.sut.log. Sets PAIR_RC
+# (flakeload's status, 124 when it overran the bound), STOP_RC (the SUT's
+# status: 0 or 143 is a clean stop), STOP_KILLED (1: the SUT did not stop
+# within 10 s of SIGTERM and was killed) and SUT_DIED (1 when the SUT had
+# exited on its own before it was stopped).
 run_pair() {
-	local lcmd="$1" scmd="$2" log="$3" sock="$4" lpid spid i limit
+	local lcmd="$1" scmd="$2" log="$3" sock="$4" lpid spid i limit json
+	json="${lcmd##*--json }"
+	json="${json%% *}"
 	PAIR_RC=0
+	SUT_DIED=0
 	$lcmd >"$log.load.log" 2>&1 &
 	lpid=$!
 	PIDS+=("$lpid")
@@ -95,16 +110,23 @@ run_pair() {
 	limit=$("$PY" -c "print(int(($DURATION + 20) * 10))")
 	for i in $(seq 1 "$limit"); do
 		kill -0 "$lpid" 2>/dev/null || break
+		[ -s "$json" ] && break
 		sleep 0.1
 	done
-	if kill -0 "$lpid" 2>/dev/null; then
+	sleep 0.2 # the summary written in full
+	kill -0 "$spid" 2>/dev/null || SUT_DIED=1
+	stop_pid "$spid"
+	local sut_rc=$STOP_RC sut_killed=$STOP_KILLED
+	if kill -0 "$lpid" 2>/dev/null && [ ! -s "$json" ]; then
 		echo "$BENCH_NAME: flakeload still running after the time bound" >&2
 		stop_pid "$lpid"
 		PAIR_RC=124
 	else
-		wait "$lpid" || PAIR_RC=$?
+		stop_pid "$lpid" # lingering: SIGTERM ends it with the run's status
+		PAIR_RC=$STOP_RC
 	fi
-	stop_pid "$spid"
+	STOP_RC=$sut_rc
+	STOP_KILLED=$sut_killed
 	PIDS=()
 	rm -f "$sock"
 }

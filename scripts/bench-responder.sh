@@ -108,9 +108,16 @@ run_one() {
 	run_pair "$lcmd" "$scmd" "$TMP/$name-$run" "$sock"
 	rc=$PAIR_RC
 	# 0 or 143 (our SIGTERM): a clean stop
-	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
-		echo "bench-responder: WARNING: $name run $run: the system under test exited with" \
-			"status $STOP_RC when stopped (its log: $TMP/$name-$run.sut.log, kept with --keep-logs)" >&2
+	if [ "$STOP_KILLED" = 1 ]; then
+		echo "bench-responder: WARNING: $name run $run: the system under test did not stop" \
+			"within 10 s of SIGTERM and was killed" >&2
+	elif [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+		echo "bench-responder: CRASH: $name run $run: the system under test exited with" \
+			"status $STOP_RC (its log: $TMP/$name-$run.sut.log, kept)" >&2
+		tail -n 8 "$TMP/$name-$run.sut.log" >&2 || true
+		KEEP_LOGS=1
+		FAILED[$name]=1
+		return 1
 	fi
 	if [ "$rc" != 0 ] || [ ! -s "$json" ]; then
 		# the exit status is the LOAD GENERATOR's (flakeload), not $name's

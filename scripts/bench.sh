@@ -15,9 +15,15 @@
 #              the same memif set-up, interleaved testpmd, flakewire, testpmd, ...
 #   4 kernel   flakesock (1 thread = 1 core) on the loopback of a namespace made
 #              here, loaded by flakectl bench (kernel UDP); ratio to row 3's
-#              flakewire per core (flakeload over memif; see the notes)
+#              flakewire per core (flakeload over memif; see the notes). Beside
+#              it the usual alternative to an ID service, a Redis counter:
+#              redis-server on the same loopback and core, redis-benchmark INCR
+#              and INCRBY 100 at the same concurrency (32), as ratios
 #   5 latency  flakeload --rate at 10/25/50/75/90 % of row 3's flakewire median:
-#              p50/p99/p99.9 (10/50/90 % with --quick)
+#              p50/p99/p99.9 (10/50/90 % with --quick), and dpdk-testpmd
+#              macswap driven by the same flakeload at the same rates
+#   C cycles   flakeload-pktbench --cycles: cycles per request of flakewire's
+#              serve path beside a macswap loop over the same mbufs (no NIC)
 #   6 plot     latency vs throughput, gnuplot PNG next to the table
 #   profile    (full run, or --profile) instructions per request of flakewire's
 #              per-packet work: flakeload-pktbench under valgrind callgrind
@@ -32,7 +38,9 @@
 #                         [--sut-core C] [--load-core C] [--only LIST] [--keep-logs]
 #   --quick      one run of 2 s per row, 3 latency points, small profile:
 #                under two minutes, for before/after checks
-#   --only LIST  comma-separated sections: core,idspace,path,kernel,latency,profile
+#   --only LIST  comma-separated sections: core,idspace,path,kernel,latency,cycles,profile
+# The system under test is stopped before its load generator; a system under
+# test that crashes fails the run: exit status 3 after the table.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,11 +53,11 @@ DO_BUILD=1
 PROFILE=""
 SUT_CORE=0
 LOAD_CORE=1
-ONLY="core,idspace,path,kernel,latency,profile"
+ONLY="core,idspace,path,kernel,latency,cycles,profile"
 KEEP_LOGS=0
 INVOCATION="$0 $*"
 
-usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -74,11 +82,13 @@ if [ "$QUICK" = 1 ]; then
 	LAT_PCTS="10 50 90"
 	CORE_ARGS="--runs 3 --iterations 300000"
 	PB_FRAMES=20000
+	CYCLE_BURSTS=20000
 	[ -n "$PROFILE" ] || ONLY="${ONLY//,profile/}"
 else
 	LAT_PCTS="10 25 50 75 90"
 	CORE_ARGS="--runs 7"
 	PB_FRAMES=100000
+	CYCLE_BURSTS=100000
 fi
 [ "$PROFILE" = 1 ] && case ",$ONLY," in *,profile,*) ;; *) ONLY="$ONLY,profile" ;; esac
 case "$RUNS" in ''|*[!0-9]*|0) echo "bench: --runs wants a positive integer" >&2; exit 2 ;; esac
@@ -133,6 +143,7 @@ meta() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RUNDIR/meta.tsv"; }
 
 EAL="--no-huge --no-pci --no-shconf -m 512"
 RUNSEQ=0
+CRASHES=0
 
 # run_memif ROW KIND SUT_EXTRA LOAD_ARGS: one flakeload run against KIND over
 # memif; leaves $RUNDIR/ROW-N.json. Returns non-zero when the run failed.
@@ -149,9 +160,16 @@ run_memif() {
 	rc=$PAIR_RC
 	meta "$row" load "$lcmd"
 	meta "$row" sut "$scmd"
-	if [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
-		log "WARNING: $row: $kind exited with status $STOP_RC when stopped (log $TMP/$n.sut.log)"
-		meta "$row" warning "$kind exit status $STOP_RC when stopped"
+	if [ "$STOP_KILLED" = 1 ]; then
+		log "WARNING: $row: $kind did not stop within 10 s of SIGTERM and was killed (log $TMP/$n.sut.log)"
+		meta "$row" warning "$kind did not stop within 10 s of SIGTERM: killed"
+	elif [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+		# a crash fails the whole run (exit status 3 at the end), loudly
+		CRASHES=$((CRASHES + 1))
+		log "CRASH: $row: $kind exited with status $STOP_RC$([ "$SUT_DIED" = 1 ] && echo ' on its own, before it was stopped' || echo ' when stopped'); last lines of $TMP/$n.sut.log:"
+		tail -n 8 "$TMP/$n.sut.log" >&2 || true
+		meta "$row" warning "CRASH: $kind exit status $STOP_RC (the run fails)"
+		KEEP_LOGS=1
 	fi
 	if [ "$rc" != 0 ] || [ ! -s "$json" ]; then
 		log "$row: run failed (flakeload exit $rc); last lines:"
@@ -210,30 +228,30 @@ if want path; then
 	done
 fi
 
-# ---- 4: kernel baseline ----
-if want kernel; then
-	NS="fwbench-$$"
-	ip netns add "$NS"
-	ip netns exec "$NS" ip link set lo up
-	for r in $(seq 1 "$RUNS"); do
-		log "kernel: round $r/$RUNS"
-		scmd="taskset -c $SUT_CORE $FLAKESOCK --threads 1 --listen 127.0.0.1 --set state.file=$TMP/sock.mark"
-		ip netns exec "$NS" $scmd >"$TMP/sock-$r.log" 2>&1 </dev/null &
-		spid=$!
-		PIDS+=("$spid")
-		up=0
-		for i in $(seq 1 50); do
-			if ip netns exec "$NS" "$FLAKECTL" info --server 127.0.0.1:4242 >/dev/null 2>&1; then
-				up=1
-				break
-			fi
-			kill -0 "$spid" 2>/dev/null || break
-			sleep 0.1
-		done
-		lcmd="taskset -c $LOAD_CORE $FLAKECTL bench --server 127.0.0.1:4242 --duration $DURATION --concurrency 32 --timeout 200 --json"
-		if [ "$up" = 1 ]; then
-			timeout $(("${DURATION%.*}" + 30)) ip netns exec "$NS" $lcmd >"$RUNDIR/kernel-$r.raw" 2>"$TMP/sock-bench-$r.err" || true
-			"$PY" - "$RUNDIR/kernel-$r.raw" "$RUNDIR/kernel-$r.json" <<'EOF' || true
+# ---- 4: kernel baseline, and the usual alternative: a Redis counter ----
+# flakesock (1 thread) and redis-server (single-threaded) on the loopback of
+# a namespace made here, on the SUT core, each driven at concurrency 32 from
+# the load core: flakectl bench (single IDs; LIST of 100) and redis-benchmark
+# (INCR; INCRBY 100), one request in flight per connection.
+flakesock_bench() { # ROUND NAME EXTRA: one flakectl bench run against flakesock -> RUNDIR/NAME-ROUND.json
+	local r="$1" name="$2" extra="$3" scmd lcmd spid up i
+	scmd="taskset -c $SUT_CORE $FLAKESOCK --threads 1 --listen 127.0.0.1 --set state.file=$TMP/sock.mark"
+	ip netns exec "$NS" $scmd >"$TMP/sock-$name-$r.log" 2>&1 </dev/null &
+	spid=$!
+	PIDS+=("$spid")
+	up=0
+	for i in $(seq 1 50); do
+		if ip netns exec "$NS" "$FLAKECTL" info --server 127.0.0.1:4242 >/dev/null 2>&1; then
+			up=1
+			break
+		fi
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	lcmd="taskset -c $LOAD_CORE $FLAKECTL bench --server 127.0.0.1:4242 --duration $DURATION --concurrency 32 --timeout 200 --json $extra"
+	if [ "$up" = 1 ]; then
+		timeout $(("${DURATION%.*}" + 30)) ip netns exec "$NS" $lcmd >"$RUNDIR/$name-$r.raw" 2>"$TMP/sock-bench-$name-$r.err" || true
+		"$PY" - "$RUNDIR/$name-$r.raw" "$RUNDIR/$name-$r.json" <<'EOF2' || true
 import json, sys
 j = json.load(open(sys.argv[1]))
 lat = j["latency_us"]
@@ -242,14 +260,66 @@ out = {"replies_per_s": j["requests_per_s"], "ids_per_s": j["ids_per_s"], "sent_
        "timeouts": j["timeouts"], "violations": j["duplicates"] + j["order_violations"] + j["invalid"],
        "status": j["status"]}
 json.dump(out, open(sys.argv[2], "w"))
-EOF
-		else
-			log "kernel: flakesock did not answer (log $TMP/sock-$r.log)"
+EOF2
+	else
+		log "kernel: flakesock did not answer (log $TMP/sock-$name-$r.log)"
+	fi
+	stop_pid "$spid"
+	if [ "$STOP_KILLED" = 0 ] && [ "$STOP_RC" != 0 ] && [ "$STOP_RC" != 143 ]; then
+		CRASHES=$((CRASHES + 1))
+		log "CRASH: $name: flakesock exited with status $STOP_RC (log $TMP/sock-$name-$r.log)"
+		KEEP_LOGS=1
+	fi
+	PIDS=()
+	meta "$name" sut "ip netns exec NS $scmd"
+	meta "$name" load "ip netns exec NS $lcmd"
+}
+redis_bench() { # ROUND: redis-benchmark INCR and INCRBY 100 against redis-server -> RUNDIR/redis-ROUND.csv
+	local r="$1" rcmd bcmd rpid i up n
+	mkdir -p "$TMP/redis"
+	rcmd="taskset -c $SUT_CORE redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --dir $TMP/redis --daemonize no"
+	ip netns exec "$NS" bash -c "exec $rcmd" >"$TMP/redis-$r.log" 2>&1 </dev/null &
+	rpid=$!
+	PIDS+=("$rpid")
+	up=0
+	for i in $(seq 1 50); do
+		if [ "$(ip netns exec "$NS" redis-cli -p 6379 ping 2>/dev/null)" = PONG ]; then
+			up=1
+			break
 		fi
-		stop_pid "$spid"
-		PIDS=()
-		meta kernel sut "ip netns exec NS $scmd"
-		meta kernel load "ip netns exec NS $lcmd"
+		kill -0 "$rpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	bcmd="taskset -c $LOAD_CORE redis-benchmark -h 127.0.0.1 -p 6379 -c 32 --csv"
+	if [ "$up" = 1 ]; then
+		# redis-benchmark counts requests, not seconds: a 5,000-request probe
+		# sizes each run to about DURATION seconds at the rate it saw
+		n=$(ip netns exec "$NS" $bcmd -n 5000 -t incr 2>/dev/null |
+			"$PY" -c "import sys; r=[l.split(',') for l in sys.stdin if l.startswith('\"INCR')]; print(max(5000, int(float(r[0][1].strip('\"')) * $DURATION)) if r else 5000)")
+		: >"$RUNDIR/redis-$r.csv"
+		timeout $(("${DURATION%.*}" * 3 + 30)) ip netns exec "$NS" $bcmd -n "$n" -t incr >>"$RUNDIR/redis-$r.csv" 2>"$TMP/redis-bench-$r.err" || true
+		timeout $(("${DURATION%.*}" * 3 + 30)) ip netns exec "$NS" $bcmd -n "$n" INCRBY fwbench 100 >>"$RUNDIR/redis-$r.csv" 2>>"$TMP/redis-bench-$r.err" || true
+	else
+		log "kernel: redis-server did not answer (log $TMP/redis-$r.log)"
+	fi
+	stop_pid "$rpid"
+	PIDS=()
+	meta redis sut "ip netns exec NS $rcmd"
+	meta redis load "ip netns exec NS $bcmd -n N -t incr; ... $bcmd -n N INCRBY fwbench 100 (N: a 5,000-request probe's rate x DURATION)"
+}
+if want kernel; then
+	NS="fwbench-$$"
+	ip netns add "$NS"
+	ip netns exec "$NS" ip link set lo up
+	for r in $(seq 1 "$RUNS"); do
+		log "kernel: round $r/$RUNS"
+		flakesock_bench "$r" kernel ""
+		flakesock_bench "$r" kernel100 "--count 100"
+		if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+			redis_bench "$r"
+		else
+			log "kernel: redis-server / redis-benchmark missing (Debian redis-server, redis-tools): no Redis rows"
+		fi
 	done
 	ip netns del "$NS" 2>/dev/null || true
 	NS=""
@@ -272,7 +342,22 @@ if want latency; then
 			log "latency: round $r/$RUNS, $p % of ${MAX%.*}/s = $rate/s"
 			run_memif "lat$p" flakewire "--set id.worker_bits=0 --set id.sequence_bits=22" \
 				"--rate $rate --window 4096 --duration $DURATION" || true
+			# the same flakeload at the same rate against testpmd macswap: the
+			# machine's own tails, beside flakewire's
+			log "latency: round $r/$RUNS, testpmd macswap at $rate/s"
+			run_memif "tplat$p" testpmd "" \
+				"--rate $rate --window 4096 --duration $DURATION" || true
 		done
+	done
+fi
+
+# ---- cycles: the serve path in cycles per request beside macswap (no NIC) ----
+if want cycles && [ -x "$PKTBENCH" ]; then
+	for r in $(seq 1 "$RUNS"); do
+		log "cycles: round $r/$RUNS"
+		cmd="taskset -c $SUT_CORE $PKTBENCH --cycles $CYCLE_BURSTS"
+		(cd "$TMP" && $cmd >"$RUNDIR/cycles-$r.txt" 2>&1) || log "cycles: flakeload-pktbench failed"
+		meta cycles cmd "$cmd"
 	done
 fi
 
@@ -312,4 +397,8 @@ OTHERS="$(ps -eo pcpu=,pid=,comm= --sort=-pcpu | awk -v me=$$ '$1 > 20 && $2 != 
 if command -v gnuplot >/dev/null && [ -s "$OUT/latency.dat" ]; then
 	gnuplot "$OUT/latency.gp" 2>"$TMP/gnuplot.err" || log "gnuplot failed: $(cat "$TMP/gnuplot.err")"
 	[ -s "$OUT/latency.png" ] && echo "plot: $OUT/latency.png"
+fi
+if [ "$CRASHES" != 0 ]; then
+	log "FAILED: $CRASHES system-under-test crash(es) in this run (see CRASH above; logs kept in $TMP)"
+	exit 3
 fi

@@ -201,6 +201,50 @@ if ks:
                      "so it would measure the client. flakesock is loaded by flakectl bench (32 threads, kernel "
                      "UDP on loopback), the only load it can take; its one thread holds one core.")
 
+ks100 = runs("kernel100")
+redis = []
+for pth in sorted(glob.glob(f"{R}/redis-*.csv")):
+    row = {}
+    for line in open(pth):
+        f = [x.strip('"') for x in line.strip().split(",")]
+        if len(f) >= 2 and f[0] != "test":
+            try:
+                row[f[0].split()[0].upper()] = float(f[1])
+            except ValueError:
+                pass
+    if row:
+        redis.append(row)
+if ks100:
+    v = med(ks100, lambda j: j["replies_per_s"])
+    ids = med(ks100, lambda j: j["ids_per_s"])
+    rows.append(("4c", "flakesock, 1 thread, LIST of 100, flakectl bench x32",
+                 f"{M(v)} requests = {ids / 1e6:.3f} M IDs/s, p50 {us(med(ks100, lambda j: j['latency_ns']['p50']))} us, "
+                 f"violations {sum(j['violations'] for j in ks100)}", "-", "-"))
+    data["flakesock_list100"] = {"replies_per_s": v, "ids_per_s": ids}
+    cmd_of("kernel100", "4c")
+if redis:
+    incr = statistics.median([r_["INCR"] for r_ in redis if "INCR" in r_] or [0])
+    incrby = statistics.median([r_["INCRBY"] for r_ in redis if "INCRBY" in r_] or [0])
+    rows.append(("4d", "Redis INCR, redis-server (1 thread) on the same loopback, redis-benchmark -c 32",
+                 f"{M(incr)} INCR", "-", "-"))
+    rows.append(("4e", "Redis INCRBY 100 (a batch of 100), same",
+                 f"{M(incrby)} INCRBY = {incrby * 100 / 1e6:.3f} M IDs/s", "-", "-"))
+    data["redis"] = {"incr_per_s": incr, "incrby100_per_s": incrby}
+    cmd_of("redis", "4d-4e")
+    if ks and incr:
+        kv = med(ks, lambda j: j["replies_per_s"])
+        rows.append(("4f", "ratio flakesock (4a) / Redis INCR (4d), single IDs", f"{kv / incr:.2f}", "-", "-"))
+        if fw_rps:
+            rows.append(("4g", "ratio flakewire per core (3b) / Redis INCR (4d)", f"{fw_rps / incr:.1f}", "-", "-"))
+    if ks100 and incrby:
+        ids = med(ks100, lambda j: j["ids_per_s"])
+        rows.append(("4h", "ratio flakesock LIST 100 (4c) / Redis INCRBY 100 (4e), IDs/s",
+                     f"{ids / (incrby * 100):.2f}", "-", "-"))
+    notes.append("4d-4h: Redis is the usual alternative to an ID service (a central counter). Both servers run one "
+                 "thread on the SUT core of a private namespace; both clients keep 32 requests in flight, one per "
+                 "connection or thread. INCR returns a counter, not a time-ordered 64-bit ID, and Redis persists "
+                 "nothing here (--save '' --appendonly no) while flakesock reserves its mark on disk.")
+
 # ---- 5 latency ----
 lat = []
 maxr = None
@@ -220,6 +264,16 @@ for pc in pcts:
                  f"p50 {us(p50)} / p99 {us(p99)} / p99.9 {us(p999)} us at {M(got)}, timeouts {tmo:,.0f}",
                  "reported", "-"))
     cmd_of(f"lat{pc}", f"5-{pc}")
+    tj = runs(f"tplat{pc}")
+    if tj:
+        tp50 = med(tj, lambda j: j["latency_ns"]["p50"])
+        tp99 = med(tj, lambda j: j["latency_ns"]["p99"])
+        tp999 = med(tj, lambda j: j["latency_ns"]["p99_9"])
+        rows.append((f"5t-{pc}", f"  same rate, testpmd macswap (the machine's own tails)",
+                     f"p50 {us(tp50)} / p99 {us(tp99)} / p99.9 {us(tp999)} us at {M(med(tj, lambda j: j['replies_per_s']))}",
+                     "reported", "-"))
+        data.setdefault("latency_testpmd", []).append({"pct": pc, "p50_ns": tp50, "p99_ns": tp99, "p99_9_ns": tp999})
+        cmd_of(f"tplat{pc}", f"5t-{pc}")
 data["latency"] = [{"pct": pc, "rate": r, "replies_per_s": g, "p50_ns": a_, "p99_ns": b_, "p99_9_ns": c_}
                    for pc, r, g, a_, b_, c_ in lat]
 if lat:
@@ -240,6 +294,26 @@ plot '{a.out}/latency.dat' using 3:4 with linespoints title 'p50', \\
      '' using 3:5 with linespoints title 'p99', \\
      '' using 3:6 with linespoints title 'p99.9'
 """)
+
+# ---- cycles ----
+cyc = []
+for pth in sorted(glob.glob(f"{R}/cycles-*.txt")):
+    m = re.search(r"serve ([\d.]+) cycles/request, macswap ([\d.]+) cycles/packet.*TSC at ([\d.]+) GHz",
+                  open(pth).read())
+    if m:
+        cyc.append((float(m.group(1)), float(m.group(2)), float(m.group(3))))
+if cyc:
+    cs = statistics.median([c[0] for c in cyc])
+    cm = statistics.median([c[1] for c in cyc])
+    ghz = cyc[0][2]
+    ratios = [c[0] / c[1] for c in cyc if c[1] > 0]
+    r = statistics.median(ratios) if ratios else 0
+    rows.append(("C", "cycles per request, serve path (fw_lcore_clock + fw_pkt_burst) vs macswap, same mbufs",
+                 f"{cs:.1f} vs {cm:.1f} cycles (TSC {ghz:.2f} GHz): ratio {r:.2f} "
+                 f"(runs {', '.join(f'{x:.2f}' for x in ratios)}); {ghz * 1e3 / cs:.1f} M requests/s per core "
+                 "before the PMD's RX/TX", "<= 2x macswap", "yes" if r <= 2 else "no"))
+    data["cycles"] = {"serve_per_request": cs, "macswap_per_packet": cm, "ratio": r, "tsc_ghz": ghz}
+    cmd_of("cycles", "C", keys=("cmd",))
 
 # ---- profile ----
 for op in ("id",):

@@ -12,6 +12,7 @@ PKGS=(
 	iproute2 iputils-ping ethtool tcpdump
 	python3 gnuplot-nox
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
+	redis-server redis-tools valgrind # issue 16: bench.sh Redis peer rows (4d-4h), callgrind row P
 )
 
 missing=()

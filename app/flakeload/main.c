@@ -58,6 +58,12 @@ static int run(struct fl_ctx *c)
 			fprintf(stderr, "flakeload: cannot write %s: %s\n", c->o.json,
 				strerror(-rc));
 	}
+	if (c->o.linger_s > 0) {
+		/* the summary is out; the peer is stopped while our port is still up */
+		uint64_t end = rte_get_tsc_cycles() + (uint64_t)(c->o.linger_s * (double)c->hz);
+		while (!*c->quit && rte_get_tsc_cycles() < end)
+			rte_delay_us_sleep(10000);
+	}
 	if (fl_verify_total(&c->ver))
 		return 1;
 	return c->st.replies ? 0 : 3;

@@ -57,6 +57,9 @@ void fl_options_usage(const char *prog)
 	       "                        does not answer INFO (0/10/12)\n"
 	       "  --epoch-ms MS         epoch for --layout (1767225600000)\n"
 	       "  --link-wait S         wait for the link and a first answer (10)\n"
+	       "  --linger S            after the summary (and --json) is written, keep the\n"
+	       "                        port up for at most S seconds, until SIGINT/SIGTERM:\n"
+	       "                        the peer under test is stopped first (0)\n"
 	       "  --quiet               no progress lines\n"
 	       "  -h, --help            this text\n",
 	       prog, prog);
@@ -186,6 +189,7 @@ enum {
 	O_LAYOUT,
 	O_EPOCH,
 	O_LINK_WAIT,
+	O_LINGER,
 	O_QUIET,
 	O_DST_IP6,
 	O_SRC_IP6,
@@ -298,6 +302,13 @@ static int parse_one(int opt, const char *arg, struct fl_opts *o, const char **l
 			return -1;
 		}
 		return 0;
+	case O_LINGER:
+		o->linger_s = strtod(arg, &end);
+		if (end == arg || *end || !(o->linger_s >= 0 && o->linger_s <= 600)) {
+			fprintf(stderr, "flakeload: --linger '%s': expected seconds, 0-600\n", arg);
+			return -1;
+		}
+		return 0;
 	case O_QUIET:
 		o->quiet = true;
 		return 0;
@@ -333,6 +344,7 @@ int fl_options_parse(int argc, char **argv, struct fl_opts *o)
 		{"layout", required_argument, NULL, O_LAYOUT},
 		{"epoch-ms", required_argument, NULL, O_EPOCH},
 		{"link-wait", required_argument, NULL, O_LINK_WAIT},
+		{"linger", required_argument, NULL, O_LINGER},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},

@@ -14,7 +14,8 @@
  * the TSC figures printed are a rough guide only.
  *
  * Usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]
- *                           [--set SECTION.KEY=VALUE]... [--check]
+ *                           [--set SECTION.KEY=VALUE]... [--check] [--cycles N]
+ * --cycles N: the cycles harness (cycles_bench below) instead.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <rte_ip.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 #include <rte_udp.h>
 
 #include "fw_app.h"
@@ -127,26 +129,139 @@ __attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_
 						  const struct fw_port *port,
 						  struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t ntx = 0;
+	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
+	uint16_t nfr;
 	uint64_t now = fw_lcore_clock(app, lc);
+	uint16_t ntx = fw_pkt_burst(app, lc, port, pkts, n, now, tx, fr, &nfr);
 
-	lc->st.rx += n;
-	for (uint16_t i = 0; i < n; i++) {
-		bool reply = fw_pkt_answer(app, lc, port, pkts[i], now);
-		if (FW_UNLIKELY(check) && reply)
-			check_reply(pkts[i]);
-		ntx += reply;
-	}
-	rte_pktmbuf_free_bulk(pkts, n);
+	if (FW_UNLIKELY(check))
+		for (uint16_t i = 0; i < ntx; i++)
+			check_reply(tx[i]);
+	/*
+	 * Where the real loop transmits: the mbufs go back to their pool as a
+	 * PMD with RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE returns them (one pool,
+	 * reference count 1, one segment: what flakewire's replies are).
+	 */
+	rte_mempool_put_bulk(app->pool, (void **)pkts, n);
 	lc->st.tx += ntx;
 	return ntx;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median_u64(uint64_t *v, uint32_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+/* The request frames written back over the burst's mbufs, as received. */
+static void restore(struct rte_mbuf **m, uint16_t n, const struct pb_frame *fr)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		const struct pb_frame *f = &fr[i % PB_CLIENTS];
+		memcpy(rte_pktmbuf_mtod(m[i], void *), f->b, f->len);
+		m[i]->data_len = f->len;
+		m[i]->pkt_len = f->len;
+		m[i]->ol_flags = 0;
+	}
+}
+
+/*
+ * The least work any responder does per packet: dpdk-testpmd's macswap
+ * forwarding (app/test-pmd/macswap.h, its generic version): swap the
+ * Ethernet addresses, set the mbuf's offload fields.
+ */
+__attribute__((noinline)) void pb_macswap_burst(struct rte_mbuf **pkts, uint16_t n);
+__attribute__((noinline)) void pb_macswap_burst(struct rte_mbuf **pkts, uint16_t n)
+{
+	if (n)
+		rte_prefetch0(rte_pktmbuf_mtod(pkts[0], void *));
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *mb = pkts[i];
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+		struct rte_ether_hdr *eth = rte_pktmbuf_mtod(mb, struct rte_ether_hdr *);
+		struct rte_ether_addr a = eth->dst_addr;
+		eth->dst_addr = eth->src_addr;
+		eth->src_addr = a;
+		mb->ol_flags &= RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL;
+		mb->l2_len = sizeof(struct rte_ether_hdr);
+		mb->l3_len = sizeof(struct rte_ipv4_hdr);
+	}
+}
+
+/*
+ * --cycles: the same burst of FW_BURST request mbufs answered ROUNDS times
+ * in a tight loop (fw_lcore_clock + fw_pkt_burst: what flakewire's lcore
+ * does between rx_burst and tx_burst), beside pb_macswap_burst over the
+ * same mbufs; the requests are written back between rounds, outside the
+ * timed part. Medians of the per-burst TSC cycles, less an empty timed
+ * region. No NIC, no second process. Returns 0, or 1 if a frame went
+ * unanswered.
+ */
+static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+			const struct pb_frame *fr, uint32_t rounds)
+{
+	struct rte_mbuf *m[FW_BURST], *tx[FW_BURST], *dr[FW_BURST];
+	uint64_t *serve = calloc(rounds, sizeof(uint64_t));
+	uint64_t *swap = calloc(rounds, sizeof(uint64_t));
+	uint64_t *empty = calloc(rounds, sizeof(uint64_t));
+	uint64_t unanswered = 0;
+
+	if (!serve || !swap || !empty || rte_pktmbuf_alloc_bulk(app->pool, m, FW_BURST)) {
+		fprintf(stderr, "pktbench: no memory for --cycles\n");
+		return 2;
+	}
+	for (uint32_t r = 0; r < rounds; r++) {
+		uint16_t nfr;
+		restore(m, FW_BURST, fr);
+		uint64_t t0 = rte_rdtsc_precise();
+		uint64_t now = fw_lcore_clock(app, lc);
+		uint16_t ntx = fw_pkt_burst(app, lc, port, m, FW_BURST, now, tx, dr, &nfr);
+		uint64_t t1 = rte_rdtsc_precise();
+		unanswered += FW_BURST - ntx;
+		restore(m, FW_BURST, fr);
+		uint64_t t2 = rte_rdtsc_precise();
+		pb_macswap_burst(m, FW_BURST);
+		uint64_t t3 = rte_rdtsc_precise();
+		uint64_t t4 = rte_rdtsc_precise();
+		serve[r] = t1 - t0;
+		swap[r] = t3 - t2;
+		empty[r] = rte_rdtsc_precise() - t4;
+	}
+	double e = (double)median_u64(empty, rounds);
+	double cs = ((double)median_u64(serve, rounds) - e) / FW_BURST;
+	double cm = ((double)median_u64(swap, rounds) - e) / FW_BURST;
+	double hz = (double)rte_get_tsc_hz();
+	printf("pktbench: cycles: serve %.1f cycles/request, macswap %.1f cycles/packet, "
+	       "ratio %.2f (median of %u bursts of %u, TSC at %.2f GHz, timing overhead %.0f "
+	       "cycles a burst removed)\n",
+	       cs, cm, cm > 0 ? cs / cm : 0.0, rounds, FW_BURST, hz / 1e9, e);
+	printf("pktbench: cycles: one core answers %.2f M requests/s on the serve path alone "
+	       "(%.2f M packets/s macswap), before the PMD's receive and transmit\n",
+	       hz / cs / 1e6, cm > 0 ? hz / cm / 1e6 : 0.0);
+	rte_pktmbuf_free_bulk(m, FW_BURST);
+	free(serve);
+	free(swap);
+	free(empty);
+	if (unanswered)
+		fprintf(stderr, "pktbench: %lu frames unanswered in --cycles\n",
+			(unsigned long)unanswered);
+	return unanswered ? 1 : 0;
 }
 
 static void usage(void)
 {
 	printf("usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]\n"
-	       "                          [--set SECTION.KEY=VALUE]... [--check]\n"
+	       "                          [--set SECTION.KEY=VALUE]... [--check] [--cycles N]\n"
 	       "--check verifies every reply's IPv4 and UDP checksums with DPDK's functions.\n"
+	       "--cycles N: N bursts of the same mbufs answered in a tight loop beside a\n"
+	       "testpmd-style macswap over them: cycles per request, ratio to macswap.\n"
 	       "Feeds N request frames (default 1000000, flakeload's padded single-ID\n"
 	       "requests) through flakewire's fw_pkt_answer in bursts of %d, no NIC.\n"
 	       "Default layout 41/0/0/22 (sequence space not the limit); --set changes it.\n"
@@ -162,12 +277,14 @@ int main(int argc, char **argv)
 					   {"count", required_argument, 0, 'c'},
 					   {"set", required_argument, 0, 's'},
 					   {"check", no_argument, 0, 'k'},
+					   {"cycles", required_argument, 0, 'y'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
 	struct fw_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;
 	uint16_t count = 1;
+	uint32_t cycles = 0;
 	char err[256];
 	int c;
 
@@ -197,6 +314,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			check = true;
+			break;
+		case 'y':
+			cycles = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
 		case 'h':
 			usage();
@@ -246,6 +366,11 @@ int main(int argc, char **argv)
 		make_frame(&fr[k], port, k, op, count, 0x1234000000ull + k);
 
 	struct fw_lcore *lc = &app->lcore[0];
+	if (cycles) {
+		int rc = cycles_bench(app, lc, port, fr, cycles);
+		rte_eal_cleanup();
+		return rc;
+	}
 	struct rte_mbuf *m[FW_BURST];
 	uint64_t done = 0, answered = 0, t_all = 0, t_fill = 0;
 	while (done < frames) {

@@ -34,7 +34,7 @@ enum fw_drop {
 	FW_DROP_NOT_US,     /* not our MAC/IPv4 address, ARP not asking for us */
 	FW_DROP_IP_OPTS,    /* IPv4 header with options */
 	FW_DROP_FRAG,       /* IPv4 fragment */
-	FW_DROP_BAD_CSUM,   /* bad IPv4 or UDP checksum */
+	FW_DROP_BAD_CSUM,   /* bad IPv4, UDP or ICMP checksum */
 	FW_DROP_BAD_LEN,    /* truncated, lengths inconsistent, multi-segment */
 	FW_DROP_PROTO,      /* other IP protocol, ICMP other than echo request */
 	FW_DROP_PORT,       /* UDP to another port */
@@ -69,6 +69,19 @@ struct fw_lcore_stats {
 	uint64_t udp6;  /* flakewire replies over IPv6 (of udp) */
 };
 
+/*
+ * A source's policy verdict, cached per lcore (pkt.c src_verdict): the
+ * [net] allow and trusted lists are fixed while lcores run.
+ */
+#define FW_SRC_VALID      0x1u
+#define FW_SRC_ALLOWED    0x2u
+#define FW_SRC_TRUSTED    0x4u
+#define FW_SRC_CACHE_BITS 6
+struct fw_src_cache {
+	uint32_t src_be;  /* IPv4 source, network order */
+	uint32_t verdict; /* FW_SRC_*; 0: empty */
+};
+
 /* One per worker lcore (every EAL lcore, the main one included). */
 struct fw_lcore {
 	struct fw_serve serve;
@@ -80,6 +93,9 @@ struct fw_lcore {
 	uint64_t mark_ms;     /* mark in effect (ms since epoch), cached per burst */
 	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
 	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
+	struct fw_src_cache src_cache[1u << FW_SRC_CACHE_BITS];
+	uint32_t ports_down; /* bit p: port p's link is down, not polled (fw_lcore_link_watch) */
+	uint32_t link_countdown; /* loop iterations until the next link check */
 } FW_CACHE_ALIGNED;
 
 struct fw_port {
@@ -179,6 +195,16 @@ void fw_afxdp_closed(struct fw_app *app, uint32_t idx);
 /* pkt.c: answers the frame in place; returns true when it must be sent back */
 bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
 		   struct rte_mbuf *m, uint64_t now);
+/*
+ * pkt.c: answers a burst of @n frames received on @port (fw_pkt_answer on
+ * each, inlined, the next frame prefetched): the frames to send back go to
+ * tx[], in order, the others to fr[] (*nfr of them) for the caller to free.
+ * Counts them in lc->st.rx. @now: fw_lcore_clock() of this burst.
+ * Returns the number of replies in tx[].
+ */
+uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+		      struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
+		      struct rte_mbuf **fr, uint16_t *nfr);
 
 /*
  * pkt6.c: fw_pkt6_answer() is fw_pkt_answer() for an IPv6 frame (EtherType
@@ -206,6 +232,16 @@ __attribute__((weak)) int fw_pkt6_port_start(struct fw_app *app, uint32_t idx);
 
 /* lcore.c: the burst loop, launched on every lcore */
 int fw_lcore_main(void *arg);
+/*
+ * Reads each port's link state (rte_eth_link_get_nowait, no wait) into
+ * lc->ports_down: a port whose link is down is not polled until it is up
+ * again (a memif peer that went away: DPDK 22.11's memif PMD tears the
+ * rings down in the interrupt thread with no lock against a polling lcore).
+ * A port whose driver cannot tell stays polled. Logs each change. Called
+ * by fw_lcore_main every FW_LINK_CHECK_LOOPS loop iterations.
+ */
+void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc);
+#define FW_LINK_CHECK_LOOPS 1024
 int fw_lcores_init(struct fw_app *app);
 /*
  * Reads the clock once for a burst: sets lc->tsc (rate limiting), the
@@ -219,6 +255,17 @@ uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc);
  * Returns 0 or -1 (logged).
  */
 int fw_lcores_policy_init(struct fw_app *app);
+/*
+ * [net] rate and rate_burst are for the whole responder. RSS may spread one
+ * source's flows (source ports) over every lcore, and a limiter shared
+ * between lcores would cost an atomic per request, so each of @n_lcores
+ * lcores enforces its share: *lc_rate = ceil(@rate / n), *lc_burst =
+ * ceil(@burst / n) (at least 1). A source gets at most about @rate in all
+ * however its flows are spread; one whose flows all land on one lcore gets
+ * that lcore's share. @rate 0 (no limit) stays 0.
+ */
+void fw_lcores_rate_share(uint32_t rate, uint32_t burst, uint32_t n_lcores, uint32_t *lc_rate,
+			  uint32_t *lc_burst);
 
 /* clock_pub.c */
 void fw_clock_pub_write(struct fw_clock_pub *p, const struct fw_clock_snap *s);

@@ -14,6 +14,18 @@
 /* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
 #define FW_RATE_ENTRIES 4096
 
+void fw_lcores_rate_share(uint32_t rate, uint32_t burst, uint32_t n_lcores, uint32_t *lc_rate,
+			  uint32_t *lc_burst)
+{
+	uint32_t n = n_lcores ? n_lcores : 1;
+
+	/* rounded up and at least 1: 0 would mean "no limit" */
+	*lc_rate = rate ? (uint32_t)(((uint64_t)rate + n - 1) / n) : 0;
+	*lc_burst = (uint32_t)(((uint64_t)burst + n - 1) / n);
+	if (*lc_burst == 0)
+		*lc_burst = 1;
+}
+
 int fw_lcores_policy_init(struct fw_app *app)
 {
 	const struct fw_conf *c = &app->conf;
@@ -42,8 +54,7 @@ int fw_lcores_policy_init(struct fw_app *app)
 
 	struct fw_rate_config rc;
 	fw_rate_config_default(&rc);
-	rc.rate = c->net.rate;
-	rc.burst = c->net.rate_burst;
+	fw_lcores_rate_share(c->net.rate, c->net.rate_burst, app->n_lcores, &rc.rate, &rc.burst);
 	rc.prefix_len = c->net.rate_prefix;
 	rc.prefix_len6 = c->net.rate_prefix6;
 	rc.slip = c->net.rate_slip;
@@ -65,9 +76,11 @@ int fw_lcores_policy_init(struct fw_app *app)
 	}
 	FW_LOG(INFO,
 	       "policy: %u allowed prefixes, %u reflector ports, rate %u/s burst %u per /%u "
-	       "(slip %u, %u entries per lcore)",
+	       "for the responder: %u/s burst %u on each of %u lcore(s) (slip %u, %u entries "
+	       "per lcore)",
 	       c->net.allow.n, c->net.reflector_ports.n, c->net.rate, c->net.rate_burst,
-	       c->net.rate_prefix, c->net.rate_slip, FW_RATE_ENTRIES);
+	       c->net.rate_prefix, rc.rate, rc.burst, app->n_lcores, c->net.rate_slip,
+	       FW_RATE_ENTRIES);
 	return 0;
 }
 
@@ -155,16 +168,10 @@ static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw
 			struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
-	uint16_t ntx = 0, nfr = 0;
+	uint16_t nfr;
 	uint64_t now = fw_lcore_clock(app, lc); /* one clock read for the whole burst */
+	uint16_t ntx = fw_pkt_burst(app, lc, port, pkts, n, now, tx, fr, &nfr);
 
-	lc->st.rx += n;
-	for (uint16_t i = 0; i < n; i++) {
-		if (fw_pkt_answer(app, lc, port, pkts[i], now))
-			tx[ntx++] = pkts[i];
-		else
-			fr[nfr++] = pkts[i];
-	}
 	if (nfr)
 		rte_pktmbuf_free_bulk(fr, nfr);
 	if (!ntx)
@@ -177,6 +184,22 @@ static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw
 	}
 }
 
+void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc)
+{
+	for (uint32_t p = 0; p < app->n_ports; p++) {
+		struct rte_eth_link link;
+		uint32_t bit = 1u << p;
+		int rc = rte_eth_link_get_nowait(app->port[p].port_id, &link);
+		bool down = rc == 0 && link.link_status == RTE_ETH_LINK_DOWN;
+
+		if (down == !!(lc->ports_down & bit))
+			continue;
+		lc->ports_down ^= bit;
+		FW_LOG(INFO, "port%u: link %s: lcore %u %s polling it", p, down ? "down" : "up",
+		       lc->lcore_id, down ? "stops" : "resumes");
+	}
+}
+
 int fw_lcore_main(void *arg)
 {
 	struct fw_app *app = arg;
@@ -186,10 +209,18 @@ int fw_lcore_main(void *arg)
 	if (idx < 0)
 		return 0;
 	struct fw_lcore *lc = &app->lcore[idx];
+	fw_lcore_link_watch(app, lc);
+	lc->link_countdown = FW_LINK_CHECK_LOOPS;
 	while (!*app->quit) {
 		uint16_t busy = 0;
+		if (FW_UNLIKELY(--lc->link_countdown == 0)) {
+			fw_lcore_link_watch(app, lc);
+			lc->link_countdown = FW_LINK_CHECK_LOOPS;
+		}
 		for (uint32_t p = 0; p < app->n_ports; p++) {
 			const struct fw_port *port = &app->port[p];
+			if (lc->ports_down & (1u << p))
+				continue;
 			uint16_t n = rte_eth_rx_burst(port->port_id, lc->queue, pkts, FW_BURST);
 			if (n) {
 				serve_burst(app, lc, port, pkts, n);

@@ -83,12 +83,18 @@ int main(int argc, char **argv)
 		rc = fw_control_start(app);
 	if (rc) {
 		fw_ports_close(app);
-		rte_eal_cleanup();
+		if (rte_eal_cleanup())
+			fprintf(stderr, "flakewire: EAL cleanup failed\n");
 		return 1;
 	}
 
 	FW_LOG(INFO, "running on %u lcore(s); Ctrl-C or SIGTERM stops", app->n_lcores);
-	rte_eal_mp_remote_launch(fw_lcore_main, app, CALL_MAIN);
+	rc = rte_eal_mp_remote_launch(fw_lcore_main, app, CALL_MAIN);
+	if (rc) {
+		/* a worker lcore was busy: nothing served; stop what did start */
+		FW_LOG(ERR, "cannot launch the lcores: %s", rte_strerror(-rc));
+		force_quit = true;
+	}
 	rte_eal_mp_wait_lcore();
 
 	FW_LOG(INFO, "stopping");
@@ -96,7 +102,10 @@ int main(int argc, char **argv)
 	fw_stats_line(app, 0);
 	fw_ports_close(app);
 	rte_free(app->lcore);
-	rte_eal_cleanup();
+	if (rte_eal_cleanup()) {
+		fprintf(stderr, "flakewire: EAL cleanup failed: %s\n", rte_strerror(rte_errno));
+		rc = 1;
+	}
 	free(app);
-	return 0;
+	return rc ? 1 : 0;
 }

@@ -37,8 +37,12 @@ static void port_abandon(struct fw_app *app, uint32_t idx)
 	struct fw_port *p = &app->port[idx];
 
 	if (p->probed) {
-		rte_eth_dev_stop(p->port_id);
-		rte_eth_dev_close(p->port_id);
+		int rc = rte_eth_dev_stop(p->port_id);
+		if (rc)
+			FW_LOG(WARNING, "port%u: stop: %s", idx, rte_strerror(-rc));
+		rc = rte_eth_dev_close(p->port_id);
+		if (rc)
+			FW_LOG(WARNING, "port%u: close: %s", idx, rte_strerror(-rc));
 		p->probed = false;
 	}
 	if (p->af_xdp)
@@ -69,7 +73,11 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		return -1;
 	}
 	p->probed = true;
-	rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	rc = rte_eth_dev_get_name_by_port(p->port_id, p->name);
+	if (rc) {
+		FW_LOG(ERR, "port%u: name of ethdev %u: %s", idx, p->port_id, rte_strerror(-rc));
+		return -1;
+	}
 	rc = rte_eth_dev_info_get(p->port_id, &info);
 	if (rc) {
 		FW_LOG(ERR, "port%u: dev_info: %s", idx, rte_strerror(-rc));
@@ -93,6 +101,12 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		conf.txmode.offloads = cks;
 		p->tx_cksum = true;
 	}
+	/*
+	 * Replies are the requests' own mbufs: one pool, reference count 1, one
+	 * segment, never attached. The PMD may put them back in bulk.
+	 */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
 	/* Checksums the device verified on receive need no second look in software. */
 	const uint64_t rx_cks = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
 	conf.rxmode.offloads = info.rx_offload_capa & rx_cks;
@@ -102,8 +116,15 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		return -1;
 	}
 	uint16_t nrx = (uint16_t)pc->rx_desc, ntx = (uint16_t)pc->tx_desc;
-	rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, &nrx, &ntx);
+	if (rc) {
+		FW_LOG(ERR, "port%u (%s): descriptors %u/%u: %s", idx, p->name, nrx, ntx,
+		       rte_strerror(-rc));
+		return -1;
+	}
 	int socket = rte_eth_dev_socket_id(p->port_id);
+	if (socket < 0) /* unknown NUMA node (virtual devices): any */
+		socket = (int)SOCKET_ID_ANY;
 	for (uint16_t q = 0; q < nq; q++) {
 		struct rte_eth_txconf txc = info.default_txconf;
 		txc.offloads = conf.txmode.offloads;
@@ -127,7 +148,12 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		if (fw_afxdp_started(app, idx))
 			return -1;
 	} else {
-		rte_eth_macaddr_get(p->port_id, &p->mac);
+		rc = rte_eth_macaddr_get(p->port_id, &p->mac);
+		if (rc) {
+			FW_LOG(ERR, "port%u (%s): MAC address: %s", idx, p->name,
+			       rte_strerror(-rc));
+			return -1;
+		}
 		p->addr_be = htonl(pc->address);
 	}
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
@@ -136,7 +162,8 @@ static int port_open(struct fw_app *app, uint32_t idx)
 
 	struct rte_eth_link link;
 	char mac[RTE_ETHER_ADDR_FMT_SIZE];
-	rte_eth_link_get_nowait(p->port_id, &link);
+	if (rte_eth_link_get_nowait(p->port_id, &link))
+		memset(&link, 0, sizeof(link)); /* reported as down; the link watch follows it */
 	rte_ether_format_addr(mac, sizeof(mac), &p->mac);
 	FW_LOG(INFO,
 	       "port%u: %s (ethdev %u, driver %s) MAC %s address %s, %u queue(s) x %u/%u desc, "
@@ -170,7 +197,9 @@ void fw_ports_close(struct fw_app *app)
 		int rc = rte_eth_dev_stop(p->port_id);
 		if (rc)
 			FW_LOG(WARNING, "port%u: stop: %s", i, rte_strerror(-rc));
-		rte_eth_dev_close(p->port_id);
+		rc = rte_eth_dev_close(p->port_id);
+		if (rc)
+			FW_LOG(WARNING, "port%u: close: %s", i, rte_strerror(-rc));
 		p->probed = false;
 		if (p->af_xdp)
 			fw_afxdp_closed(app, i);

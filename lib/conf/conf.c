@@ -161,11 +161,13 @@ static const struct conf_key keys[] = {
 	 "them are dropped and counted (drop_reflector_port), from every source",
 	 C(net.reflector_ports)},
 	{"net", "rate", T_U32, 0, 100000000, "0",
-	 "(flakewire) requests per second answered per source prefix and lcore (token "
-	 "bucket); 0: no rate limit. Trusted sources are exempt",
+	 "(flakewire) requests per second answered per source prefix by the whole responder "
+	 "(token bucket; each of N lcores enforces rate/N, so a source whose flows all reach "
+	 "one lcore gets rate/N); 0: no rate limit. Trusted sources are exempt",
 	 C(net.rate)},
 	{"net", "rate_burst", T_U32, 1, 10000000, "100",
-	 "(flakewire) requests a source prefix may send back to back (bucket depth)",
+	 "(flakewire) requests a source prefix may send back to back (bucket depth; "
+	 "burst/N per lcore)",
 	 C(net.rate_burst)},
 	{"net", "rate_prefix", T_U32, 0, 32, "32",
 	 "(flakewire) sources are rate limited per prefix of this length (24: per /24)",

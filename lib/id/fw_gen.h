@@ -25,6 +25,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fw_common.h"
@@ -112,14 +113,24 @@ FW_API int fw_gen_set_floor(struct fw_gen *g, uint64_t floor_ms);
 FW_API int fw_gen_next_slow(struct fw_gen *g, uint64_t now, uint64_t *id);
 
 /*
+ * True when the next fw_gen_next() at @now takes the fast path: it then
+ * issues an ID, returns 0 and leaves the flags at 0. A caller may use it to
+ * pick its own fast path before issuing (lib/serve does).
+ */
+static inline bool fw_gen_fast_ready(const struct fw_gen *g, uint64_t now)
+{
+	/* fast_ms is UINT64_MAX when disarmed: a @now of UINT64_MAX must not match it. */
+	return now == g->fast_ms && now != UINT64_MAX && g->next_seq < g->seq_limit;
+}
+
+/*
  * Issues one ID into *id.
  * Returns 0, FW_ERETRY (see fw_gen_retry_after_us), FW_ECLOCK or FW_EMARK;
  * on error *id is untouched and nothing was consumed.
  */
 static inline int fw_gen_next(struct fw_gen *g, uint64_t now, uint64_t *id)
 {
-	/* fast_ms is UINT64_MAX when disarmed: a @now of UINT64_MAX must not match it. */
-	if (FW_LIKELY(now == g->fast_ms && now != UINT64_MAX && g->next_seq < g->seq_limit)) {
+	if (FW_LIKELY(fw_gen_fast_ready(g, now))) {
 		*id = (now << g->time_shift) | g->node_bits | g->next_seq++;
 		g->stats.issued++;
 		return 0;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fw_common.h"
 #include "fw_gen.h"
@@ -58,6 +59,7 @@ struct fw_serve {
 	struct fw_serve_stats stats;
 	struct fw_uuid7_fmt uuid7; /* this worker's UUIDv7 layout */
 	struct fw_rng rng;         /* random bits of UUIDv7 */
+	uint64_t reply_who; /* bytes 16-23 of an OK reply as stored: datacenter, worker, 0 */
 };
 
 /* Fills *cfg with the defaults: the wire maxima, 1000 µs mark retry. */
@@ -89,3 +91,69 @@ FW_API int fw_serve_answer(struct fw_serve *s, uint64_t now, void *buf, size_t l
 
 /* Adds the counters of @from into @to (for totals over lcores). */
 FW_API void fw_serve_stats_add(struct fw_serve_stats *to, const struct fw_serve_stats *from);
+
+/* Big-endian 64-bit value from/to host order (lib/serve links no DPDK). */
+static inline uint64_t fw_serve_be64(uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
+/* The first 8 bytes of a plain ID request: magic, version 1, op ID, status 0, flags 0, count 1. */
+#define FW_SERVE_ID_REQ_W0  0x464B010100000001ull
+/* ... and of its OK reply, before the flags (byte 5) are or'ed in. */
+#define FW_SERVE_ID_REP_W0  (FW_SERVE_ID_REQ_W0 | (uint64_t)FW_WIRE_OP_REPLY << 32)
+#define FW_SERVE_ID_REP_LEN (FW_WIRE_HDR_LEN + FW_WIRE_ID_LEN)
+
+/*
+ * For fw_serve_answer_fast(): the reply to a plain single-ID request (see
+ * there) for which the generator refused with @rc (fw_gen_next's FW_ERETRY,
+ * FW_ECLOCK or FW_EMARK): the status reply and counters fw_serve_answer()
+ * would give it. Returns the reply length (24).
+ */
+FW_API int fw_serve_refuse_id(struct fw_serve *s, int rc, void *buf, size_t len, size_t cap,
+			      bool trusted);
+
+/*
+ * fw_serve_answer() with the common case inline: a plain single-ID request
+ * (version 1, op ID, count 1, status and flags 0) whose reply fits the
+ * budget (fw_serve_refuse_id() when the generator refuses). It writes exactly the
+ * bytes and moves exactly the counters fw_serve_answer() would (unit test:
+ * tests/unit/test_serve_fast.c compares both over every kind of request);
+ * every other datagram goes to fw_serve_answer(). Same parameters and
+ * return values as fw_serve_answer().
+ */
+static inline int fw_serve_answer_fast(struct fw_serve *s, uint64_t now, void *buf, size_t len,
+				       size_t cap, bool trusted)
+{
+	uint8_t *b = buf;
+	uint64_t w0 = 0;
+
+	if (FW_LIKELY(len >= FW_WIRE_HDR_LEN))
+		memcpy(&w0, b, sizeof(w0));
+	if (FW_UNLIKELY(w0 != fw_serve_be64(FW_SERVE_ID_REQ_W0) || cap < FW_SERVE_ID_REP_LEN ||
+			(!trusted && len < FW_SERVE_ID_REP_LEN)))
+		return fw_serve_answer(s, now, buf, len, cap, trusted);
+
+	struct fw_gen *g = &s->gen;
+	uint64_t id;
+	int rc = fw_gen_next(g, now, &id); /* out of line only at a new ms, a borrow, a fault */
+	if (FW_UNLIKELY(rc < 0))
+		return fw_serve_refuse_id(s, rc, buf, len, cap, trusted);
+	/* FW_GEN_F_* and FW_WIRE_F_* share bits 0-2 (BORROWED, BACKSTEP, UNSAFE) */
+	uint64_t flags = (uint8_t)(s->extra_flags | (g->flags & 0x7u));
+	uint64_t rep = fw_serve_be64(FW_SERVE_ID_REP_W0 | flags << 16);
+	uint64_t who = s->reply_who;
+	uint64_t idbe = fw_serve_be64(id);
+	memcpy(b, &rep, 8);       /* magic, version, op | REPLY, status OK, flags, count 1 */
+	memcpy(b + 16, &who, 8);  /* datacenter, worker, retry_after_us 0; the tag stays */
+	memcpy(b + 24, &idbe, 8); /* the ID */
+	s->stats.requests++;
+	s->stats.ops[FW_WIRE_OP_ID]++;
+	s->stats.status[FW_WIRE_ST_OK]++;
+	s->stats.ids++;
+	return FW_SERVE_ID_REP_LEN;
+}

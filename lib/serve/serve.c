@@ -33,6 +33,9 @@ FW_API int fw_serve_init(struct fw_serve *s, const struct fw_layout *layout,
 	rc = fw_uuid7_fmt_init(&s->uuid7, layout, gcfg->datacenter, gcfg->worker);
 	if (rc != 0)
 		return rc;
+	/* what fw_serve_answer_fast() writes at bytes 16-23 of an OK reply */
+	s->reply_who = fw_serve_be64((uint64_t)(uint16_t)s->gen.cfg.datacenter << 48 |
+				     (uint64_t)(uint16_t)s->gen.cfg.worker << 32);
 	return fw_rng_init(&s->rng);
 }
 
@@ -270,6 +273,29 @@ FW_API int fw_serve_answer(struct fw_serve *s, uint64_t now, void *buf, size_t l
 	s->stats.requests++;
 	s->stats.ops[h.op < FW_ARRAY_SIZE(s->stats.ops) && rc == 0 ? h.op : 0]++;
 	s->stats.status[h.status < FW_WIRE_ST_COUNT ? h.status : 0]++;
+	return out;
+}
+
+FW_API int fw_serve_refuse_id(struct fw_serve *s, int rc, void *buf, size_t len, size_t cap,
+			      bool trusted)
+{
+	struct fw_wire_hdr h;
+
+	/* what fw_serve_answer() does for this request, from its header on */
+	fw_wire_parse_request(buf, len, &h);
+	size_t budget = FW_MIN(cap, (size_t)FW_WIRE_MTU_PAYLOAD);
+	if (!trusted)
+		budget = FW_MIN(budget, len);
+	h.status = FW_WIRE_ST_OK;
+	h.retry_after_us = 0;
+	h.datacenter = (uint16_t)s->gen.cfg.datacenter;
+	h.worker = (uint16_t)s->gen.cfg.worker;
+	h.flags = wire_flags(s);
+	refusal(s, rc, &h);
+	int out = fw_wire_write_status(buf, budget, &h);
+	s->stats.requests++;
+	s->stats.ops[FW_WIRE_OP_ID]++;
+	s->stats.status[h.status]++;
 	return out;
 }
 

@@ -47,6 +47,12 @@ arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, CMAC, socket.inet_aton("
                   bytes(6), socket.inet_aton("10.77.0.2"))
 put("arp-request", b"\xff" * 6 + CMAC + b"\x08\x06" + arp + bytes(18))
 put("fixup-all", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), how=0x17)
+# RX checksum verdicts (byte 1, bits 6-7): NONE with unfinished checksums, GOOD, BAD
+def partial(frame):
+    f = bytearray(frame); f[24:26] = b"\0\0"; f[40:42] = b"\x12\x34"; return bytes(f)
+put("rx-none-id", partial(eth(ip(udp(req(1, 1, 8), "10.77.0.1"), "10.77.0.1"))), hide=0xc0)
+put("rx-good-id", eth(ip(udp(req(1, 1, 8), "10.77.0.1"), "10.77.0.1")), hide=0x40)
+put("rx-bad-id", eth(ip(udp(req(1, 1, 8), "10.77.0.1"), "10.77.0.1")), hide=0x80)
 put("hidden-tail", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), hide=10)
 put("rate-drop", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), charge=8)
 put("rate-slip", eth(ip(udp(req(2, 3, 24), "10.77.0.1"), "10.77.0.1")), charge=9)

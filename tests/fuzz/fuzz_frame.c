@@ -7,8 +7,11 @@
  * list, reflector ports, a rate limit with slip and a RANGE cap.
  *
  * Input: byte 0 = how the harness fixes the frame up, so mutations reach
- * past the checksums; byte 1 = bytes of the frame hidden behind data_len
- * (there, but poisoned: a read past the segment is caught); byte 2 =
+ * past the checksums; byte 1 = bits 0-5: bytes of the frame hidden behind
+ * data_len (there, but poisoned: a read past the segment is caught), bits
+ * 6-7: the device's RX checksum verdict in ol_flags (0 none; 1 GOOD, given
+ * only where the checksum is in fact right, as a device would; 2 BAD; 3
+ * NONE: data valid, checksum field not final); byte 2 =
  * requests charged to the frame's source just before it (so the rate limit,
  * burst 8 and slip 2, drops or slips it; the table starts empty for every
  * input, which keeps runs reproducible); the rest = the frame.
@@ -194,13 +197,43 @@ static void fix_up(uint8_t *f, size_t len, uint8_t how)
 	}
 }
 
+/* The RX checksum flags a device would give the frame at @f (@seg bytes) for @verdict. */
+static uint64_t rx_verdict(const uint8_t *f, size_t seg, uint8_t verdict)
+{
+	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)f;
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
+
+	switch (verdict) {
+	case 2:
+		return RTE_MBUF_F_RX_IP_CKSUM_BAD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+	case 3:
+		return RTE_MBUF_F_RX_IP_CKSUM_NONE | RTE_MBUF_F_RX_L4_CKSUM_NONE;
+	case 1:
+		break;
+	default:
+		return 0;
+	}
+	if (seg < L2 + L3 || eth->ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+	    ip->version_ihl != RTE_IPV4_VHL_DEF || rte_raw_cksum(ip, L3) != 0xffff)
+		return 0;
+	uint64_t fl = RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+	size_t ip_len = rte_be_to_cpu_16(ip->total_length);
+	if (ip->next_proto_id == IPPROTO_UDP && ip_len >= L3 + L4 && ip_len <= seg - L2) {
+		const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(ip + 1);
+		if (rte_be_to_cpu_16(udp->dgram_len) == ip_len - L3 &&
+		    (udp->dgram_cksum == 0 || __rte_ipv4_udptcp_cksum(ip, udp) == 0xffff))
+			fl |= RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	}
+	return fl;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fw_lcore *lc = &app->lcore[0];
 
 	if (size < 3)
 		return 0;
-	uint8_t how = data[0], hide = data[1], charge = data[2];
+	uint8_t how = data[0], hide = data[1] & 0x3f, verdict = data[1] >> 6, charge = data[2];
 	data += 3;
 	size -= 3;
 	lc->rate = rate = fw_rate_init(rate_mem, &rate_cfg);
@@ -217,6 +250,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t seg = len > hide ? len - hide : 0;
 	m->data_len = (uint16_t)seg;
 	m->pkt_len = (uint32_t)seg;
+	m->ol_flags = rx_verdict(f, seg, verdict);
 	port.tx_cksum = how & 0x08;
 	fake_tsc += (uint64_t)(how >> 5) * (rte_get_tsc_hz() / 4000);
 	lc->tsc = fake_tsc;
