@@ -218,11 +218,15 @@ uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_p
  * FW_PKT6_PAYLOAD_MAX UDP payload bytes (1500 - 40 - 8).
  * fw_pkt6_policy_init() sets the IPv6 [net] allow prefixes in app->srcpol
  * (after fw_policy_init); returns 0 or -1.
+ * The pkt6.c and port6.c functions are weak references: a program linking
+ * pkt.c or port.c without them (a test or bench harness) links and has no
+ * IPv6 (the function pointers are NULL); flakewire has both.
  */
 #define FW_PKT6_PAYLOAD_MAX 1452
-bool fw_pkt6_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-		    struct rte_mbuf *m, uint64_t now);
-int fw_pkt6_policy_init(struct fw_app *app);
+__attribute__((weak)) bool fw_pkt6_answer(struct fw_app *app, struct fw_lcore *lc,
+					  const struct fw_port *port, struct rte_mbuf *m,
+					  uint64_t now);
+__attribute__((weak)) int fw_pkt6_policy_init(struct fw_app *app);
 
 /*
  * port6.c: after the port started: takes its IPv6 addresses ([portN]
@@ -230,7 +234,7 @@ int fw_pkt6_policy_init(struct fw_app *app);
  * multicast groups in (multicast address list, else all-multicast).
  * Returns 0 or -1 (logged).
  */
-int fw_pkt6_port_start(struct fw_app *app, uint32_t idx);
+__attribute__((weak)) int fw_pkt6_port_start(struct fw_app *app, uint32_t idx);
 
 /* lcore.c: the burst loop, launched on every lcore */
 int fw_lcore_main(void *arg);

@@ -41,7 +41,7 @@ int fw_lcores_policy_init(struct fw_app *app)
 	for (uint32_t i = 0; i < c->net.reflector_ports.n; i++)
 		ports[i] = (uint16_t)c->net.reflector_ports.v[i];
 	if (fw_policy_init(&app->srcpol, allow, c->net.allow.n, ports, c->net.reflector_ports.n) ||
-	    fw_pkt6_policy_init(app))
+	    (fw_pkt6_policy_init && fw_pkt6_policy_init(app)))
 		return -1;
 	for (uint32_t t = 0; t < c->net.trusted.n; t++)
 		if (!fw_policy_allowed(&app->srcpol, c->net.trusted.v[t].addr))

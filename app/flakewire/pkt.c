@@ -611,7 +611,9 @@ static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
 		return answer_arp(lc, port, m);
 	case RTE_BE16(RTE_ETHER_TYPE_IPV6):
-		return fw_pkt6_answer(app, lc, port, m, now);
+		if (fw_pkt6_answer)
+			return fw_pkt6_answer(app, lc, port, m, now);
+		return drop(lc, FW_DROP_NOT_IP);
 	default:
 		return drop(lc, FW_DROP_NOT_IP);
 	}

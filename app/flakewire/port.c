@@ -163,7 +163,7 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		p->addr_be = htonl(pc->address);
 	}
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
-	if (fw_pkt6_port_start(app, idx))
+	if (fw_pkt6_port_start && fw_pkt6_port_start(app, idx))
 		return -1;
 
 	struct rte_eth_link link;

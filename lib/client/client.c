@@ -477,15 +477,25 @@ static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_s
 	}
 }
 
+/* A status that says "this responder cannot issue now; another may". */
+static bool ask_another(uint8_t status)
+{
+	return status == FW_WIRE_ST_CLOCK_UNSAFE || status == FW_WIRE_ST_NO_LEASE;
+}
+
 /*
  * One request/reply exchange on channel @io with retries, RETRY_AFTER and
- * failover. Runs without c->lock held (it takes it briefly).
+ * failover: on a timeout after the retries, on RETRY_AFTER at every
+ * attempt, and at once on CLOCK_UNSAFE or NO_LEASE, the next responder is
+ * asked. Runs without c->lock held (it takes it briefly).
  * Returns 0 with an OK reply of @op in io->reply, FW_ESTATUS (io->reply
- * holds the error status), FW_ETIMEOUT or -errno.
+ * holds the error status: the last one received when every responder was
+ * asked), FW_ETIMEOUT or -errno.
  */
 static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, uint16_t count)
 {
-	bool retry_after = false;
+	bool answered = false; /* some responder sent a status that moved us on */
+	struct fw_wire_hdr last_status = {0};
 	unsigned seq_bits = 12;
 	uint64_t tag;
 	size_t cur;
@@ -541,9 +551,16 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 			pthread_mutex_unlock(&c->lock);
 			if (io->reply.hdr.status == FW_WIRE_ST_OK)
 				return 0;
+			if (ask_another(io->reply.hdr.status) ||
+			    io->reply.hdr.status == FW_WIRE_ST_RETRY_AFTER) {
+				answered = true;
+				last_status = io->reply.hdr;
+			}
+			/* No resend: this responder said it cannot issue; the next may. */
+			if (ask_another(io->reply.hdr.status))
+				break;
 			if (io->reply.hdr.status != FW_WIRE_ST_RETRY_AFTER)
 				return FW_ESTATUS;
-			retry_after = true;
 			sleep_ns((uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
 						  FW_CLIENT_RETRY_AFTER_MAX_US) *
 				 NS_PER_US);
@@ -555,7 +572,11 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 		cur = c->cur;
 		pthread_mutex_unlock(&c->lock);
 	}
-	return retry_after ? FW_ESTATUS : FW_ETIMEOUT;
+	if (!answered)
+		return FW_ETIMEOUT;
+	/* io->reply may since hold a stray datagram that failed the match. */
+	io->reply.hdr = last_status;
+	return FW_ESTATUS;
 }
 
 /* Adopts the layout and features of an INFO body if the client has none. Under c->lock. */
@@ -593,7 +614,9 @@ static int ensure_layout(struct fw_client *c, struct fw_client_io *io)
 	if (done)
 		return 0;
 	rc = exchange(c, io, FW_WIRE_OP_INFO, 0);
-	if (rc < 0 && (rc != FW_ESTATUS || io->reply.hdr.status == FW_WIRE_ST_RETRY_AFTER))
+	/* Busy or unable to issue everywhere: the layout may still come later. */
+	if (rc < 0 && (rc != FW_ESTATUS || io->reply.hdr.status == FW_WIRE_ST_RETRY_AFTER ||
+		       ask_another(io->reply.hdr.status)))
 		return rc;
 	pthread_mutex_lock(&c->lock);
 	if (rc == 0)

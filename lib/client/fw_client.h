@@ -12,6 +12,10 @@
  * fails over to the next responder, round robin, and stays there.
  * FW_WIRE_ST_RETRY_AFTER makes it wait retry_after_us (at most
  * FW_CLIENT_RETRY_AFTER_MAX_US) and counts as one attempt.
+ * FW_WIRE_ST_CLOCK_UNSAFE and FW_WIRE_ST_NO_LEASE (this responder cannot
+ * issue; another may) make it fail over at once, without resending. Each
+ * request tries every responder at most once before it fails. All of this
+ * holds for the one-shot calls and the prefetching refills alike.
  *
  * Every ID handed out has been validated: status OK, count no larger than
  * asked, IDs positive and strictly increasing within the reply, strictly
@@ -37,8 +41,10 @@
  * Common to the request functions:
  *   FW_ETIMEOUT  no responder answered within its attempts;
  *   FW_ESTATUS   a responder answered with an error status (see
- *                fw_client_last_status()), or every responder asked kept
- *                answering FW_WIRE_ST_RETRY_AFTER;
+ *                fw_client_last_status()), or no responder could issue:
+ *                each kept answering FW_WIRE_ST_RETRY_AFTER, answered
+ *                FW_WIRE_ST_CLOCK_UNSAFE or FW_WIRE_ST_NO_LEASE, or timed
+ *                out (the last status received is the one reported);
  *   FW_EINVALID  a reply failed validation (its IDs are discarded);
  *   -EOPNOTSUPP  (UUID calls) the responder's INFO says it has no UUID7;
  *   -EINVAL      a bad argument;

@@ -7,7 +7,10 @@
  * TCP, other ports, and every frame flakewire would drop (IPv4 options,
  * fragments, IPv6 extension headers, inconsistent lengths, another
  * destination address, a group MAC, an IPv6 UDP checksum of 0), so the
- * kernel sees them as it would without flakewire.
+ * kernel sees them as it would without flakewire. Checksums are not
+ * verified here (that would cost a pass over every payload): a datagram
+ * with a bad one is steered, and flakewire counts and drops it, as the
+ * kernel would.
  *
  * Loaded either by DPDK's net_af_xdp PMD (devarg xdp_prog=), which uses the
  * first program of this object and fills xsks_map, or by `ip link`. The port

@@ -10,7 +10,9 @@
  * nothing can be set before load (a `const volatile` global would be frozen
  * at its compiled default). The program therefore reads the port from a
  * 1-entry array map, `fw_cfg` (struct fw_xdp_cfg in fw_xdp_kern_user.h).
- * After the PMD has attached the program, flakewire calls fw_xdp_set_port():
+ * After the PMD has attached the program, flakewire calls fw_xdp_set_addrs()
+ * (the interface's primary IPv4 and its IPv6 addresses: datagrams to any
+ * other address are passed to the kernel) and then fw_xdp_set_port():
  * it finds the program attached to the interface (netlink query -> program
  * id, also behind a libxdp dispatcher), checks that it is flakewire's, walks
  * the program's map ids to the map named `fw_cfg` and writes the port.

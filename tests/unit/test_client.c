@@ -30,9 +30,21 @@
 
 #define FAKE_DC      3
 #define FAKE_WORKER  17
-/* Short enough that a test with every retry and a failover stays well under a second. */
+/*
+ * Timeouts. A test that measures no timeout uses T_LONG_MS (client_for()),
+ * which only a hang could reach: however late load makes the fake's answer,
+ * it is the one waited for, so the requests counted are exactly those the
+ * test makes. Only the tests where a timeout must elapse (a dropped, late or
+ * silent answer: client_short()) use T_TIMEOUT_MS; the backoff gives the
+ * fake a window of 20 + 40 + 80 + 160 + 320 ms to answer a resend (or the
+ * next responder, after a failover, to answer at all), and such tests
+ * assert "at least" where load can add a resend.
+ */
 #define T_TIMEOUT_MS 20
-#define T_RETRIES    2
+#define T_RETRIES    4
+#define T_LONG_MS    5000
+/* Every attempt on a silent responder: 20 + 40 + 80 + 160 + 320 ms. */
+#define T_ALL_ATTEMPTS_MS (T_TIMEOUT_MS * ((2u << T_RETRIES) - 1))
 
 struct fake;
 typedef void (*fake_behave_fn)(struct fake *f, const struct fw_wire_hdr *req, unsigned k);
@@ -48,6 +60,8 @@ struct fake {
 	/* Set by the tests while the fake runs (ordered by the datagrams, but
 	 * atomic so that the tools can see it). */
 	atomic_uint param;
+	/* Every answer is sent this late, as on a loaded machine; 0 by default. */
+	atomic_uint delay_ms;
 
 	/* Per request op: how many seen, length of the last one. */
 	atomic_uint nreq[FW_WIRE_OP_UUID7 + 1];
@@ -64,7 +78,22 @@ struct fake {
 	atomic_bool no_uuid7;   /* INFO features without UUID7 */
 	atomic_bool bad_uuid;   /* the next UUID7 reply has a UUID of version 4 */
 	atomic_ullong good_first; /* first ID of the last reply meant to be accepted */
+	/* beh_held_later_ranges: the test opens the gate; or it expires. */
+	atomic_bool gate_open;
+	atomic_bool gate_expired;
+	/* The fake thread's own: attempts seen with the tag of the last request. */
+	uint64_t last_tag;
+	unsigned tag_attempts;
+	struct fw_wire_hdr held; /* beh_slow_first: the request answered late */
 };
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
 
 static uint64_t mono_ms(void)
 {
@@ -220,6 +249,8 @@ static void *fake_run(void *arg)
 			continue;
 		k = atomic_fetch_add(&f->nreq[h.op], 1);
 		atomic_store(&f->last_len[h.op], (unsigned)n);
+		if (atomic_load(&f->delay_ms))
+			sleep_ms(atomic_load(&f->delay_ms));
 		if (f->behave)
 			f->behave(f, &h, k);
 	}
@@ -293,7 +324,7 @@ static void fake_addr(const struct fake *f, char *buf, size_t cap)
 	snprintf(buf, cap, f->family == AF_INET ? "127.0.0.1:%u" : "[::1]:%u", f->port);
 }
 
-static struct fw_client *client_for(const struct fake *f, bool trusted)
+static struct fw_client *client_with(const struct fake *f, bool trusted, uint32_t timeout_ms)
 {
 	struct fw_client_opts o;
 	struct fw_client *c = NULL;
@@ -301,12 +332,38 @@ static struct fw_client *client_for(const struct fake *f, bool trusted)
 	const char *servers[] = {addr};
 
 	fw_client_opts_init(&o);
-	o.timeout_ms = T_TIMEOUT_MS;
+	o.timeout_ms = timeout_ms;
 	o.retries = T_RETRIES;
 	o.trusted = trusted;
 	fake_addr(f, addr, sizeof(addr));
 	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
 	return c;
+}
+
+/* A client for a test that measures no timeout (see T_LONG_MS). */
+static struct fw_client *client_for(const struct fake *f, bool trusted)
+{
+	return client_with(f, trusted, T_LONG_MS);
+}
+
+/* A client for a test where a timeout must elapse. */
+static struct fw_client *client_short(const struct fake *f)
+{
+	return client_with(f, false, T_TIMEOUT_MS);
+}
+
+/*
+ * Waits (at most 5 s) until the fake has counted @want requests in @ctr,
+ * for requests the client is known to have sent: the fake's thread may
+ * not have read the last one yet when the client gives up on it.
+ */
+static unsigned await_count(atomic_uint *ctr, unsigned want)
+{
+	uint64_t deadline = mono_ms() + 5000;
+
+	while (atomic_load(ctr) < want && mono_ms() < deadline)
+		sleep_ms(1);
+	return atomic_load(ctr);
 }
 
 static void assert_from_fake(uint64_t id)
@@ -316,6 +373,18 @@ static void assert_from_fake(uint64_t id)
 
 	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
 	assert_int_equal(fw_layout_decode(&l, id, &p), 0);
+	assert_int_equal(p.datacenter, FAKE_DC);
+	assert_int_equal(p.worker, FAKE_WORKER);
+}
+
+static void assert_uuid_from_fake(const uint8_t *u)
+{
+	struct fw_layout l;
+	struct fw_uuid7_parts p;
+
+	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
+	assert_int_equal(fw_uuid7_decode(&l, u, &p), 0);
+	assert_true(p.is_v7 && p.flakewire);
 	assert_int_equal(p.datacenter, FAKE_DC);
 	assert_int_equal(p.worker, FAKE_WORKER);
 }
@@ -377,23 +446,46 @@ static void beh_foreign_source(struct fake *f, const struct fw_wire_hdr *req, un
 	fake_send_on(f, f->fd, good, glen);
 }
 
+/*
+ * The first ID request is answered late: only once its resend has arrived
+ * (so the client did time out, whatever the load), then the resend too.
+ */
 static void beh_slow_first(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
 {
-	if (req->op != FW_WIRE_OP_INFO && k == 0)
-		usleep(f->param);
+	if (req->op != FW_WIRE_OP_INFO && k == 0) {
+		f->held = *req;
+		return;
+	}
+	if (req->op != FW_WIRE_OP_INFO && k == 1)
+		fake_answer(f, &f->held);
 	fake_answer(f, req);
 }
 
+/*
+ * Answers every attempt with garbage carrying the request's tag, and only
+ * the second attempt of each request (by tag) also with the real reply: a
+ * third attempt, sent if load delays that reply past the next timeout,
+ * gets garbage only, so good_first names the one real reply.
+ */
 static void beh_garbage(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
 {
 	uint8_t buf[FW_WIRE_MTU_PAYLOAD];
+	uint64_t first = f->good_first;
+	unsigned attempt;
 	int len;
 
+	(void)k;
 	if (req->op == FW_WIRE_OP_INFO) {
 		fake_answer(f, req);
 		return;
 	}
+	if (req->tag != f->last_tag || f->tag_attempts == 0) {
+		f->last_tag = req->tag;
+		f->tag_attempts = 0;
+	}
+	attempt = f->tag_attempts++;
 	len = fake_build(f, req, buf, sizeof(buf));
+	f->good_first = first;
 	/* Truncated, bad magic, trailing junk, random bytes: all with the right tag. */
 	fake_send_on(f, f->fd, buf, len - 1);
 	buf[0] ^= 0xff;
@@ -404,7 +496,7 @@ static void beh_garbage(struct fake *f, const struct fw_wire_hdr *req, unsigned 
 	for (int i = 0; i < 64; i++)
 		buf[i] = (uint8_t)rand();
 	fake_send_on(f, f->fd, buf, 64);
-	if (k > 0)
+	if (attempt == 1)
 		fake_answer(f, req);
 }
 
@@ -678,13 +770,15 @@ static void test_info(void **state)
 static void test_lost_reply(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_drop_first);
-	struct fw_client *c = client_for(f, false);
+	struct fw_client *c = client_short(f);
 	uint64_t id;
 
 	(void)state;
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_from_fake(id);
-	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	/* Resent after the lost reply (once more if load delays the answer to
+	 * the resend past its timeout). */
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_ID]) >= 2);
 	fw_client_close(c);
 	fake_stop(f);
 }
@@ -745,12 +839,12 @@ static void test_foreign_source(void **state)
 static void test_slow_reply(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_slow_first);
-	struct fw_client *c = client_for(f, false);
+	struct fw_client *c = client_short(f);
 	uint64_t a, b;
 
 	(void)state;
-	f->param = (T_TIMEOUT_MS + 15) * 1000;
 	assert_int_equal(fw_client_get(c, &a), 0);
+	/* Two replies with a's tag came; the one not taken is ignored by b's call. */
 	assert_int_equal(fw_client_get(c, &b), 0);
 	assert_true(b > a);
 	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_ID]) >= 3);
@@ -761,15 +855,16 @@ static void test_slow_reply(void **state)
 static void test_garbage(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_garbage);
-	struct fw_client *c = client_for(f, false);
+	struct fw_client *c = client_short(f);
 	uint64_t a, b;
 
 	(void)state;
-	/* First request: only garbage, so a retry; then garbage and a reply. */
+	/* First attempt: only garbage, so a resend; then garbage and the reply. */
 	assert_int_equal(fw_client_get(c, &a), 0);
 	assert_true(a == atomic_load(&f->good_first));
-	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_ID]) >= 2);
 	assert_int_equal(fw_client_get(c, &b), 0);
+	assert_true(b == atomic_load(&f->good_first));
 	assert_true(b > a);
 	fw_client_close(c);
 	fake_stop(f);
@@ -793,6 +888,11 @@ static void test_retry_after(void **state)
 	fake_stop(f);
 }
 
+/* Answers this late in the tests that measure no timeout: well beyond the
+ * short timeouts, as on a loaded machine, so such a test proves that it
+ * cannot depend on one. */
+#define T_LATE_MS (3 * T_TIMEOUT_MS)
+
 static void test_error_status(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_status);
@@ -801,6 +901,7 @@ static void test_error_status(void **state)
 	size_t got;
 
 	(void)state;
+	atomic_store(&f->delay_ms, T_LATE_MS);
 	f->param = FW_WIRE_ST_REFUSED;
 	assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
 	assert_int_equal(id, 7);
@@ -820,8 +921,12 @@ static void test_error_status(void **state)
 	fake_stop(f);
 }
 
-/* @dead is the first server; the fake answers; the client must move to it and stay. */
-static void check_failover(const char *dead)
+/*
+ * @dead is the first server; the fake answers; the client must move to it
+ * and stay. @dead_fake, if not NULL, is @dead: it must see no request of
+ * the second call.
+ */
+static void check_failover(const char *dead, struct fake *dead_fake)
 {
 	struct fake *f = fake_start(AF_INET, beh_normal);
 	struct fw_client_opts o;
@@ -829,6 +934,7 @@ static void check_failover(const char *dead)
 	char addr[64];
 	const char *servers[] = {dead, addr};
 	uint64_t id, t0;
+	unsigned dead_seen;
 
 	fake_addr(f, addr, sizeof(addr));
 	fw_client_opts_init(&o);
@@ -838,11 +944,16 @@ static void check_failover(const char *dead)
 	t0 = mono_ms();
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_from_fake(id);
-	/* Every attempt on the dead one, with backoff: 20 + 40 + 80 ms. */
-	assert_true(mono_ms() - t0 >= 140);
-	t0 = mono_ms();
+	/* Every attempt on the dead one, with backoff (a lower bound: load
+	 * only makes it longer). */
+	assert_true(mono_ms() - t0 >= T_ALL_ATTEMPTS_MS);
+	dead_seen = dead_fake ? await_count(&dead_fake->nreq[FW_WIRE_OP_INFO], T_RETRIES + 1) : 0;
 	assert_int_equal(fw_client_get(c, &id), 0);
-	assert_true(mono_ms() - t0 < T_TIMEOUT_MS);
+	assert_from_fake(id);
+	if (dead_fake) {
+		assert_int_equal(atomic_load(&dead_fake->nreq[FW_WIRE_OP_INFO]), dead_seen);
+		assert_int_equal(atomic_load(&dead_fake->nreq[FW_WIRE_OP_ID]), 0);
+	}
 	fw_client_close(c);
 	fake_stop(f);
 }
@@ -857,7 +968,7 @@ static void test_failover_closed_port(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	snprintf(dead, sizeof(dead), "127.0.0.1:%u", port);
-	check_failover(dead);
+	check_failover(dead, NULL);
 }
 
 static void test_failover_silent(void **state)
@@ -867,10 +978,148 @@ static void test_failover_silent(void **state)
 
 	(void)state;
 	fake_addr(s, dead, sizeof(dead));
-	check_failover(dead);
-	/* Retried on the silent one before failing over. */
+	check_failover(dead, s);
+	/* Retried on the silent one before failing over, then left alone. */
 	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_INFO]), T_RETRIES + 1);
 	fake_stop(s);
+}
+
+/* Answers INFO; every other request is dropped (a responder that lost its ID path). */
+static void beh_info_only(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	if (req->op == FW_WIRE_OP_INFO)
+		fake_answer(f, req);
+}
+
+/* A client for the fakes @fs, tried in that order. */
+static struct fw_client *client_fakes(struct fake *const *fs, size_t n, uint32_t timeout_ms,
+				      uint32_t retries)
+{
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[4][64];
+	const char *servers[4];
+
+	assert_true(n <= 4);
+	for (size_t i = 0; i < n; i++) {
+		fake_addr(fs[i], addr[i], sizeof(addr[i]));
+		servers[i] = addr[i];
+	}
+	fw_client_opts_init(&o);
+	o.timeout_ms = timeout_ms;
+	o.retries = retries;
+	assert_int_equal(fw_client_open(servers, n, &o, &c), 0);
+	return c;
+}
+
+/*
+ * CLOCK_UNSAFE and NO_LEASE mean "this responder cannot issue, another may":
+ * the client asks the next responder at once (no resend to this one) and
+ * stays there, in the one-shot calls and in both prefetching refills. When
+ * no responder can issue, the caller gets FW_ESTATUS and the status, each
+ * responder asked once. The fakes answer at once and the timeouts are
+ * generous: no assert here depends on a timeout.
+ */
+static void test_failover_on_status(void **state)
+{
+	static const uint8_t statuses[] = {FW_WIRE_ST_CLOCK_UNSAFE, FW_WIRE_ST_NO_LEASE};
+
+	(void)state;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(statuses); i++) {
+		struct fake *a = fake_start(AF_INET, beh_status);
+		struct fake *b = fake_start(AF_INET, beh_normal);
+		struct fake *a2 = fake_start(AF_INET, beh_status);
+		struct fake *ab[] = {a, b}, *aa[] = {a, a2};
+		uint8_t u[FW_UUID_LEN], us[2][FW_UUID_LEN];
+		struct fw_client *c;
+		uint64_t id, ids[3];
+		size_t got;
+
+		atomic_store(&a->param, statuses[i]);
+		atomic_store(&a2->param, statuses[i]);
+
+		/* One-shot calls. */
+		c = client_fakes(ab, 2, T_LONG_MS, T_RETRIES);
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_true(id == atomic_load(&b->good_first));
+		assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 1);
+		/* Stays on the responder that issued. */
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_int_equal(fw_client_get_n(c, ids, 3, &got), 0);
+		assert_int_equal(fw_client_get_uuid7(c, us, 2, &got), 0);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_LIST]), 0);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_UUID7]), 0);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 2);
+		fw_client_close(c);
+
+		/* The ID refill (RANGE), on a fresh client that starts at a. */
+		c = client_fakes(ab, 2, T_LONG_MS, T_RETRIES);
+		assert_int_equal(fw_client_next(c, &id), 0);
+		assert_true(id == atomic_load(&b->good_first));
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_RANGE]), 1);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_RANGE]), 1);
+		fw_client_close(c);
+
+		/* The UUID refill. */
+		c = client_fakes(ab, 2, T_LONG_MS, T_RETRIES);
+		assert_int_equal(fw_client_next_uuid7(c, u), 0);
+		assert_uuid_from_fake(u);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_UUID7]), 1);
+		/* One from fw_client_get_uuid7() above; the refill's 1024 (the
+		 * default prefetch) in requests of 90, all on b. */
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_UUID7]),
+				 1 + (1024 + FW_WIRE_UUID7_MAX - 1) / FW_WIRE_UUID7_MAX);
+		fw_client_close(c);
+
+		/* No responder can issue: the status, each asked once per call. */
+		c = client_fakes(aa, 2, T_LONG_MS, T_RETRIES);
+		id = 7;
+		assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+		assert_int_equal(id, 7);
+		assert_int_equal(fw_client_last_status(c), statuses[i]);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 2);
+		assert_int_equal(atomic_load(&a2->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(fw_client_next(c, &id), FW_ESTATUS);
+		assert_int_equal(fw_client_last_status(c), statuses[i]);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_RANGE]), 2);
+		assert_int_equal(atomic_load(&a2->nreq[FW_WIRE_OP_RANGE]), 1);
+		fw_client_close(c);
+
+		fake_stop(a2);
+		fake_stop(b);
+		fake_stop(a);
+	}
+}
+
+/*
+ * A refill whose RANGE requests time out on the first responder (which
+ * still answers INFO) is resent there, then moves to the next. The test
+ * measures timeouts, so they must elapse on the first responder; the
+ * second one has the whole backoff window (100 + 200 ms) to answer.
+ */
+static void test_failover_next_timeout(void **state)
+{
+	struct fake *a = fake_start(AF_INET, beh_info_only);
+	struct fake *b = fake_start(AF_INET, beh_normal);
+	struct fake *ab[] = {a, b};
+	struct fw_client *c = client_fakes(ab, 2, 100, 1);
+	uint64_t id;
+
+	(void)state;
+	/* a issues nothing: any ID is b's. */
+	assert_int_equal(fw_client_next(c, &id), 0);
+	assert_from_fake(id);
+	assert_true(atomic_load(&a->nreq[FW_WIRE_OP_INFO]) >= 1);
+	assert_int_equal(await_count(&a->nreq[FW_WIRE_OP_RANGE], 2), 2);
+	assert_true(atomic_load(&b->nreq[FW_WIRE_OP_RANGE]) >= 1);
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_INFO]), 0);
+	fw_client_close(c);
+	fake_stop(b);
+	fake_stop(a);
 }
 
 /*
@@ -919,7 +1168,7 @@ static void test_failover_across_families(void **state)
 static void test_timeout(void **state)
 {
 	struct fake *s = fake_start(AF_INET, beh_silent);
-	struct fw_client *c = client_for(s, false);
+	struct fw_client *c = client_fakes(&s, 1, T_TIMEOUT_MS, 1);
 	uint64_t id = 7;
 
 	(void)state;
@@ -938,6 +1187,7 @@ static void test_non_increasing(void **state)
 	size_t got = 9;
 
 	(void)state;
+	atomic_store(&f->delay_ms, T_LATE_MS);
 	assert_int_equal(fw_client_get(c, &a), 0);
 	assert_int_equal(fw_client_get(c, &b), FW_EINVALID);
 	assert_int_equal(b, 0);
@@ -1036,7 +1286,7 @@ static void check_next_threads(bool use_range)
 	assert_non_null(all);
 	fake_addr(f, addr, sizeof(addr));
 	fw_client_opts_init(&o);
-	o.timeout_ms = 100;
+	o.timeout_ms = T_LONG_MS;
 	o.prefetch = 500;
 	o.low_water = 100;
 	o.use_range = use_range;
@@ -1094,33 +1344,37 @@ static void test_ipv6(void **state)
 			fail_msg("cannot run under CI=true: no IPv6 loopback for the fake responder");
 		skip();
 	}
-	c = client_for(f, false);
+	c = client_short(f);
 	assert_int_equal(fw_client_get(c, &a), 0);
 	assert_from_fake(a);
 	assert_int_equal(fw_client_next(c, &b), 0);
 	assert_true(b > a);
-	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_ID]), 2);
+	/* The first ID request was dropped and resent (see test_lost_reply). */
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_ID]) >= 2);
 	fw_client_close(c);
 	fake_stop(f);
 }
 
 /* ---- Refills outside the lock (issue 11, fix 5) ---- */
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 #define SLOW_MS 500
+/* Longest hold of beh_held_later_ranges: below T_LONG_MS, so never resent. */
+#define HOLD_MAX_MS 3000
 
-/* Every RANGE request after the first is answered SLOW_MS late. */
-static void beh_slow_later_ranges(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+/*
+ * Every RANGE request after the first is held until the test opens the
+ * gate (or HOLD_MAX_MS pass: gate_expired), then answered.
+ */
+static void beh_held_later_ranges(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
 {
-	if (req->op == FW_WIRE_OP_RANGE && k >= 1)
-		sleep_ms(SLOW_MS);
+	if (req->op == FW_WIRE_OP_RANGE && k >= 1) {
+		uint64_t deadline = mono_ms() + HOLD_MAX_MS;
+
+		while (!atomic_load(&f->gate_open) && mono_ms() < deadline)
+			sleep_ms(1);
+		if (!atomic_load(&f->gate_open))
+			atomic_store(&f->gate_expired, true);
+	}
 	fake_answer(f, req);
 }
 
@@ -1160,17 +1414,19 @@ static struct fw_client *client_opts_for(const struct fake *f, uint32_t prefetch
 }
 
 /*
- * While one thread's refill waits SLOW_MS for the responder, another thread
- * takes the IDs that remain at once. Before the fix the refill held the
- * client's mutex, and the second thread waited the whole round trip.
+ * While one thread's refill is held by the responder, another thread takes
+ * the IDs that remain: all 200 before the test releases the refill. Before
+ * the fix the refill held the client's mutex, and the second thread waited
+ * the whole round trip (here until the hold expired). No wall time is
+ * measured: the gate orders the events.
  */
 static void test_refill_outside_lock(void **state)
 {
-	struct fake *f = fake_start(AF_INET, beh_slow_later_ranges);
-	struct fw_client *c = client_opts_for(f, 1000, 500, 2000);
+	struct fake *f = fake_start(AF_INET, beh_held_later_ranges);
+	struct fw_client *c = client_opts_for(f, 1000, 500, T_LONG_MS);
 	struct taker t = {.c = c, .calls = 3};
 	pthread_t thr;
-	uint64_t id, prev, t0, deadline;
+	uint64_t id, prev;
 
 	(void)state;
 	/* The first fill is fast: 1000 IDs; take 499 of them (501 left). */
@@ -1179,22 +1435,20 @@ static void test_refill_outside_lock(void **state)
 	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]), 1);
 	/* The taker's third call finds 499 < low_water and starts the slow refill. */
 	assert_int_equal(pthread_create(&thr, NULL, taker_run, &t), 0);
-	deadline = mono_ms() + 2000;
-	while (atomic_load(&f->nreq[FW_WIRE_OP_RANGE]) < 2 && mono_ms() < deadline)
-		sleep_ms(1);
-	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]), 2);
+	assert_int_equal(await_count(&f->nreq[FW_WIRE_OP_RANGE], 2), 2);
 
-	t0 = mono_ms();
 	prev = id;
 	for (int i = 0; i < 200; i++) {
 		assert_int_equal(fw_client_next(c, &id), 0);
 		assert_true(id > prev);
 		prev = id;
 	}
-	/* 200 IDs from the buffer: far less than the refill's SLOW_MS. */
-	assert_true(mono_ms() - t0 < SLOW_MS / 2);
+	/* 200 IDs from the buffer, the refill still held. */
+	assert_false(atomic_load(&f->gate_expired));
+	atomic_store(&f->gate_open, true);
 	pthread_join(thr, NULL);
 	assert_int_equal(t.rc, 0);
+	assert_false(atomic_load(&f->gate_expired));
 	fw_client_close(c);
 	fake_stop(f);
 }
@@ -1212,7 +1466,7 @@ static void beh_slow_ranges(struct fake *f, const struct fw_wire_hdr *req, unsig
 static void test_empty_buffer_waits_for_refill(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_slow_ranges);
-	struct fw_client *c = client_opts_for(f, 2000, 10, 2000);
+	struct fw_client *c = client_opts_for(f, 2000, 10, T_LONG_MS);
 	struct taker t[4];
 	pthread_t thr[4];
 
@@ -1232,18 +1486,6 @@ static void test_empty_buffer_waits_for_refill(void **state)
 }
 
 /* ---- UUIDv7 ---- */
-
-static void assert_uuid_from_fake(const uint8_t *u)
-{
-	struct fw_layout l;
-	struct fw_uuid7_parts p;
-
-	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, 5, 5, 12, 0), 0);
-	assert_int_equal(fw_uuid7_decode(&l, u, &p), 0);
-	assert_true(p.is_v7 && p.flakewire);
-	assert_int_equal(p.datacenter, FAKE_DC);
-	assert_int_equal(p.worker, FAKE_WORKER);
-}
 
 static void test_uuid7_get(void **state)
 {
@@ -1321,7 +1563,7 @@ static int cmp_uuid(const void *a, const void *b)
 static void test_uuid7_next_threads(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_normal);
-	struct fw_client *c = client_opts_for(f, 300, 100, 200);
+	struct fw_client *c = client_opts_for(f, 300, 100, T_LONG_MS);
 	struct utaker *t = calloc(UTHREADS, sizeof(*t));
 	uint8_t(*all)[FW_UUID_LEN] = calloc(UTHREADS * UPER, FW_UUID_LEN);
 	pthread_t thr[UTHREADS];
@@ -1393,6 +1635,8 @@ int main(void)
 		cmocka_unit_test(test_error_status),
 		cmocka_unit_test(test_failover_closed_port),
 		cmocka_unit_test(test_failover_silent),
+		cmocka_unit_test(test_failover_on_status),
+		cmocka_unit_test(test_failover_next_timeout),
 		cmocka_unit_test(test_failover_across_families),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_non_increasing),

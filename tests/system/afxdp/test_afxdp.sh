@@ -207,7 +207,7 @@ c6 bench --duration 1 --out "$SYS_TMP/bench6.ids" >"$SYS_TMP/bench6.out" 2>&1
 check "IPv6: bench exit 0, no duplicate" grep -q " 0 duplicate(s)" "$SYS_TMP/bench6.out"
 cat "$SYS_TMP/bench6.out"
 check "IPv6: mixed server list fails over from IPv4 to IPv6" sh -c \
-	"ip netns exec '$NSC' '$FLAKECTL' get --timeout 100 --server 10.233.0.99:$PORT --server '[$SRV_IP6]:$PORT' | grep -q ."
+	"ip netns exec '$NSC' '$FLAKECTL' get --timeout 1500 --server 10.233.0.99:$PORT --server '[$SRV_IP6]:$PORT' | grep -q ."
 
 # Frames flakewire would not answer go to the kernel, not into the socket.
 sink_count() { grep -c "$1" "$SYS_TMP/sink" 2>/dev/null || true; }

@@ -173,8 +173,8 @@ def main():
         time.sleep(0.01)
 
     # every frame from the responder's MAC: check what we can
-    s.settimeout(0.3)
-    deadline = time.time() + 2
+    s.settimeout(1.0)  # the replies' tail: generous on a loaded machine
+    deadline = time.time() + 4
     while time.time() < deadline:
         try:
             f = s.recv(4096)

@@ -8,8 +8,16 @@ prints one JSON object; the shell test compares it with the telemetry.
   hostile.py policy IFACE DST_MAC N     denied sources and reflector ports
   hostile.py sizes SRC                  every operation: reply size <= request size
   hostile.py flood SRC N                N requests back to back, then collect
+
+A flood's replies are collected up to a sentinel, not until a quiet
+timeout: the responder runs one lcore on one queue, so it answers in the
+order it receives, and its replies reach the kernel's sockets in that order.
+Once the reply to an ICMP echo sent after the flood is in, so is every
+reply to the flood, however long load made the responder pause.
 """
 import json
+import os
+import select
 import socket
 import struct
 import sys
@@ -43,6 +51,52 @@ def sock(src, sport=0):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
     s.bind((src, sport))
     return s
+
+
+# Only a hung responder keeps the sentinel's reply away this long.
+SENTINEL_WAIT_S = 30.0
+
+
+def read_now(s, out, stamps=None):
+    """Appends to @out the replies already queued on @s, without waiting."""
+    s.setblocking(False)
+    while True:
+        try:
+            out.append(s.recv(4096))
+        except BlockingIOError:
+            break
+        if stamps is not None:
+            stamps.append(time.monotonic())
+    s.setblocking(True)
+
+
+def collect(s, src, stamps=None):
+    """Every reply to the requests sent on @s so far (arrival times into
+    @stamps): reads @s until the reply to an ICMP echo sent from @src after
+    them is in (see the top), then what is left queued on @s."""
+    r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    r.bind((src, 0))
+    ident = os.getpid() & 0xFFFF
+    echo = struct.pack("!BBHHH", 8, 0, 0, ident, 1) + b"flakewire sentinel"
+    r.sendto(echo[:2] + struct.pack("!H", csum(echo)) + echo[4:], (SERVER[0], 0))
+    out = []
+    deadline = time.monotonic() + SENTINEL_WAIT_S
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            sys.exit("no reply to the sentinel echo within %d s" % SENTINEL_WAIT_S)
+        ready, _, _ = select.select([s, r], [], [], left)
+        if s in ready:
+            read_now(s, out, stamps)
+        if r in ready:
+            pkt, addr = r.recvfrom(4096)
+            ihl = (pkt[0] & 0x0F) * 4
+            if (addr[0] == SERVER[0] and len(pkt) >= ihl + 8 and pkt[ihl] == 0 and
+                    struct.unpack_from("!H", pkt, ihl + 4)[0] == ident):
+                break
+    read_now(s, out, stamps)
+    r.close()
+    return out
 
 
 def drain(s, wait, stamps=None):
@@ -167,7 +221,7 @@ def flood(src, n):
     retry_us = []
     max_len = 0
     stamps = [t0]
-    for d in drain(s, 1.0, stamps):
+    for d in collect(s, src, stamps):
         max_len = max(max_len, len(d))
         if len(d) < 24:
             other += 1
