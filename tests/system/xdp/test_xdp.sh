@@ -296,11 +296,21 @@ rc=$?
 section() { sed -n "/^## $1\$/,/^## /p" "$SYS_TMP/disp"; }
 if [ $rc -eq 77 ] || [ $rc -eq 78 ]; then
 	cat "$SYS_TMP/disp"
-	why="cannot mount bpffs"
-	[ $rc -eq 78 ] && why="libxdp could not build a dispatcher here"
-	# under CI=true a case not run is a failure naming why
-	check "dispatcher case runs ($why)" [ "${CI:-}" != true ]
-	echo "note: $why; libxdp dispatcher case not run"
+	if [ $rc -eq 77 ]; then
+		# under CI=true a case not run is a failure naming why
+		check "dispatcher case runs (cannot mount bpffs)" [ "${CI:-}" != true ]
+	else
+		# This kernel rejects libxdp's own dispatcher object (its compatibility
+		# check loads xdp-dispatcher.o from the libxdp package, before any
+		# program of ours): no multiprog here, so what is tested is the state
+		# such a host is left in. The rejection must be libxdp's check, not
+		# flakewire's program, and nothing may stay attached.
+		check "dispatcher refused by the kernel itself (libxdp's compatibility check)" \
+			grep -q "Compatibility check for dispatcher program failed" "$SYS_TMP/disp"
+		check "nothing left attached after the refused dispatcher" \
+			bash -c "! ip -n '$SYS_NS' link show dev '$SRV' | grep -q 'prog/xdp'"
+		echo "note: libxdp cannot build a dispatcher on this kernel; flakewire attaches alone there"
+	fi
 else
 	check "dispatcher: both behind it, ours and foreign" \
 		[ "$(section both | grep -cxE 'dispatcher=1|ours=1|foreign=1|n_progs=2|prog_name=xdp_dispatcher')" -eq 5 ]
