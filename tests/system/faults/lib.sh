@@ -228,8 +228,17 @@ mark_sane() {
 # the responder at a random point, checks what bench collected and appends
 # its ID file (if any) to the caller's files array.
 load_then_kill9() {
-	local r=$1 d lo hi n
+	local r=$1 d lo hi n i
 	bench_start "r$r" --duration 2 --concurrency 2 --timeout 200
+	# The random point is in the load, not in bench's set-up (its INFO for
+	# the layout): a kill before that reply made bench exit with no summary
+	# and failed the round (seen under load). Bench starts its load threads
+	# once it has the layout: wait for them (bounded) before the delay.
+	for ((i = 0; i < 100; i++)); do
+		[ "$(ls "/proc/$BENCH_PID/task" 2>/dev/null | wc -l)" -gt 1 ] && break
+		kill -0 "$BENCH_PID" 2>/dev/null || break
+		sleep 0.05
+	done
 	d=$(rand_s 150 1600)
 	sleep "$d"
 	kill9
