@@ -54,6 +54,9 @@ struct fsock_ctx {
 	volatile sig_atomic_t *stop; /* set by the signal handler */
 	_Atomic uint64_t mark_failures; /* persists that failed (keeper), for /metrics */
 	_Atomic bool mark_failing;      /* the last one failed */
+	_Atomic uint64_t mark_writes;   /* marks persisted (keeper), for /metrics */
+	_Atomic uint64_t clock_events;  /* clock steps handled (keeper), for /metrics */
+	_Atomic bool running;           /* keeper and workers' slots set: /metrics reads them */
 	struct fsock_worker *workers;
 	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
 };

@@ -221,6 +221,7 @@ int main(int argc, char **argv)
 		fsock_keeper_stop(&ctx);
 		return 1;
 	}
+	atomic_store_explicit(&ctx.running, true, memory_order_release); /* for /metrics */
 	fprintf(stderr,
 		"flakesock: listening on %s port %u, %u worker(s) from ID %lld%s, layout "
 		"%u/%u/%u/%u epoch %llu, mark file %s\n",

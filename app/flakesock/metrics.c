@@ -3,8 +3,9 @@
  * flakesock's Prometheus /metrics ([metrics] listen): the same family names
  * as flakewire's (lib/metrics/fw_metrics_serve.h plus drops and the mark),
  * labelled thread/worker, so one dashboard and one set of alert rules cover
- * both responders. flakesock has no calibrated clock: the clock families are
- * flakewire's alone.
+ * both responders, including the timekeeper's clock families (lib/keeper,
+ * fw_metrics_write_clock) and, with [fleet], the lease families
+ * (lib/metrics/fleet).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,10 @@
 
 #include "flakesock.h"
 #include "fw_metrics_serve.h"
+#ifdef FSOCK_HAVE_FLEET
+#include "fw_fleet_app.h"
+#include "fw_metrics_fleet.h"
+#endif
 
 #ifndef FW_VERSION
 #define FW_VERSION "unknown"
@@ -20,6 +25,15 @@
 static struct fw_metrics *registry;
 static struct fw_metrics_server *server;
 static double start_s;
+#ifdef FSOCK_HAVE_FLEET
+static struct fw_metrics_fleet_src fleet_src; /* written before its collector is added */
+
+static uint64_t fleet_now_ms(void *arg)
+{
+	(void)arg;
+	return fsock_unix_ms();
+}
+#endif
 
 static void collect(struct fw_metrics_writer *w, void *arg)
 {
@@ -39,6 +53,9 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_f64(w, NULL, 0, start_s);
 	fw_metrics_family(w, "flakewire_workers", FW_METRICS_GAUGE, "Worker threads (worker IDs)");
 	fw_metrics_u64(w, NULL, 0, n);
+	/* the server starts before the keeper and the workers' slots exist */
+	if (!atomic_load_explicit(&ctx->running, memory_order_acquire))
+		return;
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct fsock_worker *t = &ctx->workers[i];
@@ -77,6 +94,7 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 
 	struct fw_keeper_snap ks; /* the seqlock snapshot every worker reads */
 	fw_keeper_read(&fw_keeper_slots(ctx->keeper, NULL)[0], &ks);
+	fw_metrics_write_clock(w, &ks, atomic_load(&ctx->clock_events));
 	uint64_t mark_unix_ms = ks.mark_ms + ctx->layout.epoch_ms;
 	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
 			  "Unix time up to which IDs are reserved (persisted high-water mark)");
@@ -91,6 +109,9 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
 			  "Attempts to persist the mark that failed");
 	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_failures));
+	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER,
+			  "Marks persisted");
+	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_writes));
 }
 
 int fsock_metrics_start(struct fsock_ctx *ctx)
@@ -111,6 +132,20 @@ int fsock_metrics_start(struct fsock_ctx *ctx)
 	start_s = (double)fsock_unix_ms() / 1000.0;
 	registry = fw_metrics_create();
 	int rc = registry ? fw_metrics_add_collector(registry, collect, ctx) : -ENOMEM;
+#ifdef FSOCK_HAVE_FLEET
+	/* [fleet]: lease families, read from the registry under its mutex
+	 * (lib/metrics/fleet); the server stops before fsock_fleet_stop */
+	if (!rc && ctx->fleet) {
+		fleet_src = (struct fw_metrics_fleet_src){
+			.reg = fw_fleet_app_registry(ctx->fleet),
+			.n_slots = ctx->n_workers,
+			.epoch_ms = ctx->layout.epoch_ms,
+			.lease_len_ms = ctx->conf.fleet.lease_ms,
+			.now_ms = fleet_now_ms,
+		};
+		rc = fw_metrics_add_collector(registry, fw_metrics_fleet_collect, &fleet_src);
+	}
+#endif
 	if (!rc)
 		rc = fw_metrics_serve(registry, listen, &server);
 	if (rc) {

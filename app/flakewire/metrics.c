@@ -17,6 +17,10 @@
 #include "fw_err.h"
 #include "fw_metrics_serve.h"
 #include "metrics.h"
+#ifdef FW_HAVE_FLEET
+#include "fw_fleet_app.h"
+#include "fw_metrics_fleet.h"
+#endif
 
 #ifndef FW_VERSION
 #define FW_VERSION "unknown"
@@ -25,6 +29,9 @@
 static struct fw_metrics *registry;
 static struct fw_metrics_server *server;
 static double start_s;
+#ifdef FW_HAVE_FLEET
+static struct fw_metrics_fleet_src fleet_src; /* written before its collector is added */
+#endif
 
 struct lcore_labels {
 	char lcore[12];
@@ -112,31 +119,7 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	if (!app->keeper)
 		return;
 	fw_keeper_read(&fw_keeper_slots(app->keeper, NULL)[0], &s);
-	fw_metrics_family(w, "flakewire_clock_offset_seconds", FW_METRICS_GAUGE,
-			  "System clock minus flakewire's clock at the last re-anchor");
-	fw_metrics_f64(w, NULL, 0, (double)s.offset_ns / 1e9);
-	fw_metrics_family(w, "flakewire_clock_slew_ratio", FW_METRICS_GAUGE,
-			  "Rate change applied to remove the offset (500 ppm = 0.0005)");
-	fw_metrics_f64(w, NULL, 0, (double)s.cal.slew_ppb / 1e9);
-	fw_metrics_family(w, "flakewire_clock_tsc_hertz", FW_METRICS_GAUGE,
-			  "TSC rate as calibrated against the system clock");
-	fw_metrics_f64(w, NULL, 0, fw_clock_hz(&s.cal));
-	fw_metrics_family(w, "flakewire_clock_flag", FW_METRICS_GAUGE,
-			  "Clock state flags, 1 when set: back_step (system clock behind by more "
-			  "than [clock] step_ms), slewing, fwd_step");
-	const struct {
-		const char *name;
-		uint32_t bit;
-	} flags[] = {{"back_step", FW_CLOCK_F_BACK_STEP},
-		     {"slewing", FW_CLOCK_F_SLEWING},
-		     {"fwd_step", FW_CLOCK_F_FWD_STEP}};
-	for (size_t f = 0; f < FW_ARRAY_SIZE(flags); f++) {
-		l[0] = (struct fw_metrics_label){"flag", flags[f].name};
-		fw_metrics_u64(w, l, 1, !!(s.cal.flags & flags[f].bit));
-	}
-	fw_metrics_family(w, "flakewire_clock_events_total", FW_METRICS_COUNTER,
-			  "Clock steps and backward steps handled by the control thread");
-	fw_metrics_u64(w, NULL, 0, app->clock_events);
+	fw_metrics_write_clock(w, &s, app->clock_events);
 
 	uint64_t mark_unix_ms = s.mark_ms + app->layout.epoch_ms;
 	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
@@ -189,6 +172,20 @@ int fw_app_metrics_start(struct fw_app *app)
 	registry = fw_metrics_create();
 	if (!registry || fw_metrics_add_collector(registry, collect, app))
 		goto fail;
+#ifdef FW_HAVE_FLEET
+	/* [fleet]: lease families, read from the registry under its mutex
+	 * (lib/metrics/fleet); the server stops before fw_fleet_wire_stop */
+	if (app->fleet) {
+		fleet_src = (struct fw_metrics_fleet_src){
+			.reg = fw_fleet_app_registry(app->fleet),
+			.n_slots = app->n_lcores,
+			.epoch_ms = app->layout.epoch_ms,
+			.lease_len_ms = app->conf.fleet.lease_ms,
+		};
+		if (fw_metrics_add_collector(registry, fw_metrics_fleet_collect, &fleet_src))
+			goto fail;
+	}
+#endif
 	/* a control thread starts the server: its thread inherits the control CPUs */
 	if (rte_ctrl_thread_create(&t, "fw-metrics", NULL, start_server, app) ||
 	    pthread_join(t, &ret))

@@ -17,8 +17,8 @@ void fw_app_metrics_stop(struct fw_app *app);
 
 /*
  * The registry while the endpoint runs (NULL when [metrics] listen is off):
- * another part adds its families with fw_metrics_add_collector(), e.g. fleet
- * leases as flakewire_fleet_lease_remaining_seconds{worker} (the name the
- * alert rules and flakectl status expect).
+ * another part adds its families with fw_metrics_add_collector() (the fleet
+ * lease families, lib/metrics/fleet, are added by fw_app_metrics_start
+ * itself when [fleet] is set).
  */
 struct fw_metrics *fw_app_metrics_registry(void);

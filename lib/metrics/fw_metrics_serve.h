@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fw_gen.h"
+#include "fw_keeper.h"
 #include "fw_metrics.h"
 #include "fw_serve.h"
 
@@ -40,3 +41,15 @@ FW_API const char *fw_metrics_serve_drop_name(unsigned i);
 
 /* Name of a wire status ("ok", "retry_after", ...); "status_N" beyond the known ones. */
 FW_API const char *fw_metrics_status_name(unsigned st, char *buf, size_t cap);
+
+/*
+ * The timekeeper's families (lib/keeper), the same in both responders:
+ *   flakewire_clock_offset_seconds, flakewire_clock_slew_ratio,
+ *   flakewire_clock_tsc_hertz (the tick rate: TSC in flakewire,
+ *   CLOCK_MONOTONIC_RAW ns in flakesock), flakewire_clock_flag{flag},
+ *   flakewire_clock_events_total
+ * from @s (a slot snapshot, fw_keeper_read) and @clock_events
+ * (fw_keeper_status's clock_events). Errors stick in @w.
+ */
+FW_API void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_snap *s,
+				   uint64_t clock_events);

@@ -97,3 +97,36 @@ FW_API void fw_metrics_write_workers(struct fw_metrics_writer *w,
 		fw_metrics_f64(w, l, with(&wk[i], l, NULL, NULL),
 			       (double)wk[i].last_unix_ms / 1000.0);
 }
+
+void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_snap *s,
+			    uint64_t clock_events)
+{
+	struct fw_metrics_label l[1];
+
+	fw_metrics_family(w, "flakewire_clock_offset_seconds", FW_METRICS_GAUGE,
+			  "System clock minus the responder's clock at the last re-anchor");
+	fw_metrics_f64(w, NULL, 0, (double)s->offset_ns / 1e9);
+	fw_metrics_family(w, "flakewire_clock_slew_ratio", FW_METRICS_GAUGE,
+			  "Rate change applied to remove the offset (500 ppm = 0.0005)");
+	fw_metrics_f64(w, NULL, 0, (double)s->cal.slew_ppb / 1e9);
+	fw_metrics_family(w, "flakewire_clock_tsc_hertz", FW_METRICS_GAUGE,
+			  "Tick rate (TSC in flakewire, CLOCK_MONOTONIC_RAW ns in flakesock) as "
+			  "calibrated against the system clock");
+	fw_metrics_f64(w, NULL, 0, fw_clock_hz(&s->cal));
+	fw_metrics_family(w, "flakewire_clock_flag", FW_METRICS_GAUGE,
+			  "Clock state flags, 1 when set: back_step (system clock behind by more "
+			  "than [clock] step_ms), slewing, fwd_step");
+	const struct {
+		const char *name;
+		uint32_t bit;
+	} flags[] = {{"back_step", FW_CLOCK_F_BACK_STEP},
+		     {"slewing", FW_CLOCK_F_SLEWING},
+		     {"fwd_step", FW_CLOCK_F_FWD_STEP}};
+	for (size_t f = 0; f < FW_ARRAY_SIZE(flags); f++) {
+		l[0] = (struct fw_metrics_label){"flag", flags[f].name};
+		fw_metrics_u64(w, l, 1, !!(s->cal.flags & flags[f].bit));
+	}
+	fw_metrics_family(w, "flakewire_clock_events_total", FW_METRICS_COUNTER,
+			  "Clock steps and backward steps handled by the timekeeper");
+	fw_metrics_u64(w, NULL, 0, clock_events);
+}

@@ -3,8 +3,10 @@
 # config/prometheus and config/grafana: the alert rules pass `promtool check
 # rules` and their unit tests (`promtool test rules`); every PromQL query of
 # the Grafana dashboard parses (checked as recording rules); every flakewire_*
-# name used in either is one a responder exports; every alert has a runbook
-# section in README.md.
+# name used in either is one a responder exports (fleet leases included);
+# every alert has a runbook section in README.md and a runbook_url that
+# points at it: README.md#<alert in lower case>, under the optional base
+# external label flakewire_runbook (no placeholder host).
 set -u
 SRC=${FW_SRC:?}
 TMP=$(mktemp -d /tmp/fw-opscfg.XXXXXX)
@@ -35,12 +37,12 @@ for p in d["panels"]:
 PYEOF
 promtool check rules "$TMP/dash-rules.yml" >/dev/null || fail "a dashboard query does not parse"
 
-# names used vs names exported (fleet leases: exported by lib/fleet when it lands)
+# names used vs names exported
 exported=$(grep -ohE '"flakewire_[a-z0-9_]+"' "$SRC"/app/flakewire/metrics.c \
-	"$SRC"/app/flakesock/metrics.c "$SRC"/lib/metrics/serve_metrics.c | tr -d '"' | sort -u)
-used=$(grep -ohE 'flakewire_[a-z0-9_]+' "$RULES" "$DASH" | sort -u)
+	"$SRC"/app/flakesock/metrics.c "$SRC"/lib/metrics/serve_metrics.c \
+	"$SRC"/lib/metrics/fleet/fleet_metrics.c | tr -d '"' | sort -u)
+used=$(grep -ohE 'flakewire_[a-z0-9_]+' "$RULES" "$DASH" | grep -vx flakewire_runbook | sort -u)
 for n in $used; do
-	case $n in flakewire_fleet_*) continue ;; esac
 	grep -qx "$n" <<<"$exported" || fail "$n is used in config/ but no responder exports it"
 done
 echo "$(wc -w <<<"$used") metric names used, all exported"
@@ -49,4 +51,23 @@ echo "$(wc -w <<<"$used") metric names used, all exported"
 for a in $(sed -n 's/^ *- alert: //p' "$RULES"); do
 	grep -q "^### $a\$" "$SRC/README.md" || fail "README.md has no runbook section '### $a'"
 done
+# each alert's runbook_url: the base external label, else README.md, then #anchor
+"$PY" - "$RULES" <<'PYEOF' || fail "runbook_url"
+import re, sys
+alert = None
+n = 0
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*- alert: (\S+)", line)
+    if m:
+        alert = m.group(1)
+    m = re.match(r'\s*runbook_url: "(.*)"$', line)
+    if m:
+        want = ("{{ with $externalLabels.flakewire_runbook }}{{ . }}{{ else }}README.md{{ end }}#"
+                + alert.lower())
+        assert m.group(1) == want, "%s: runbook_url %s, expected %s" % (alert, m.group(1), want)
+        n += 1
+alerts = sum(1 for l in open(sys.argv[1]) if re.match(r"\s*- alert: ", l))
+assert n == alerts, "%d alerts, %d runbook_url" % (alerts, n)
+print("%d runbook_url annotations point at README.md#<alert>" % n)
+PYEOF
 echo PASS

@@ -2,7 +2,8 @@
 # Two flakewire processes (TAP, 2 lcores each) and two flakesock processes
 # (2 threads each) start at once against one 3-server ZooKeeper ensemble:
 # 8 distinct worker IDs, each process issuing only under its own; a restart
-# of one of each kind keeps its IDs. /flakewire/fleet telemetry agrees.
+# of one of each kind keeps its IDs. /flakewire/fleet telemetry agrees, and
+# so does fa's /metrics (promtool-clean; 0 < lease remaining <= 30 s).
 # usage: test_fleet_mixed.sh FLAKEWIRE FLAKESOCK FLAKECTL
 set -u
 FLAKEWIRE=$1
@@ -36,7 +37,7 @@ wire() {
 		--file-prefix "$1$$" -- --set "port0.device=net_tap$2,iface=$1$$" \
 		--set "port0.address=10.$3.0.2" --set "state.file=$SYS_TMP/$1.mark" \
 		--set clock.calibrate_ms=200 --set fleet.identity="$1" \
-		--set "fleet.cache_file=$SYS_TMP/$1.cache" "${FLEET[@]}"
+		--set "fleet.cache_file=$SYS_TMP/$1.cache" "${FLEET[@]}" "${@:4}"
 	PID[$1]=$SYS_LAST_PID
 }
 sock() {
@@ -73,7 +74,7 @@ fleet_ls() {
 owned_by() { fleet_ls | awk -v o="$1" '$2 == o {print $1}' | sort -n | paste -sd, -; }
 
 # all four at once
-wire fa 0 77
+wire fa 0 77 --set metrics.listen=127.0.0.1:9853
 wire fb 1 78
 sock sc 5401
 sock sd 5402
@@ -116,6 +117,23 @@ sys.exit(0 if t["enabled"] == 1 and t["connected"] == 1 and t["renewals"] >= 1
 PY
 }
 check "telemetry /flakewire/fleet: connected, renewing, the owned worker IDs" tel_ok
+command -v promtool >/dev/null || { echo "FAIL: promtool missing (Debian package prometheus)"; exit 1; }
+metrics_ok() { # fa's /metrics: promtool-clean, a lease per owned worker ID within (0, 30] s
+	sys_in_ns curl -sSf --max-time 5 -o "$SYS_TMP/fa.prom" http://127.0.0.1:9853/metrics || return 1
+	local out
+	out=$(promtool check metrics <"$SYS_TMP/fa.prom" 2>&1) && [ -z "$out" ] || { echo "  $out"; return 1; }
+	/usr/bin/python3 - "$SYS_TMP/fa.prom" "${OWN[fa]}" <<'PY'
+import sys
+v = dict(l.rsplit(" ", 1) for l in open(sys.argv[1]) if l[0] != "#" and l.strip())
+ok = v.get("flakewire_fleet_connected", "").strip() == "1"
+for w in sys.argv[2].split(","):
+    r = float(v.get('flakewire_fleet_lease_remaining_seconds{worker="%s"}' % w, "nan"))
+    print("  fa /metrics: worker %s lease remaining %.3f s" % (w, r))
+    ok = ok and 0 < r <= 30
+sys.exit(0 if ok else 1)
+PY
+}
+check "flakewire /metrics: promtool-clean, connected, 0 < lease remaining <= 30 s per worker" metrics_ok
 # A session that expired on a loaded machine is back within a few seconds.
 check_ok() {
 	local i

@@ -7,6 +7,9 @@
 # down): it issues until its lease ends, answers NO_LEASE, resumes when
 # healed; cut again, a second node takes its worker IDs over: no duplicate,
 # and each worker's IDs from the second node are above the first node's.
+# s2 also serves /metrics: the lease families pass `promtool check metrics`,
+# with 0 < remaining <= lease length while renewing, NO_LEASE once the
+# ensemble is down past a lease (issue 17).
 # usage: test_fleet_sock.sh FLAKESOCK FLAKECTL
 set -u
 FLAKESOCK=$1
@@ -66,10 +69,41 @@ until_ok() {
 }
 workers_of() { probe "$1" --sockets 32 | field workers; }
 
+# scrape FILE: s2's /metrics into FILE; promtool-clean.
+MPORT=9851
+command -v promtool >/dev/null || { echo "FAIL: promtool missing (Debian package prometheus)"; exit 1; }
+scrape() {
+	sys_in_ns curl -sSf --max-time 5 -o "$1" "http://127.0.0.1:$MPORT/metrics" || return 1
+	local out
+	out=$(promtool check metrics <"$1" 2>&1) && [ -z "$out" ] || { echo "  promtool: $out"; return 1; }
+}
+# lease_check FILE WORKERS EXPR: EXPR (python) holds for every worker of WORKERS
+# (comma list), with r = remaining s, e = end timestamp, n = no_lease, L = length.
+lease_check() {
+	/usr/bin/python3 - "$@" <<'PY'
+import re, sys, time
+v = {}
+for line in open(sys.argv[1]):
+    if line[0] != "#" and line.strip():
+        k, x = line.rsplit(" ", 1)
+        v[k] = float(x)
+L = v.get("flakewire_fleet_lease_length_seconds")
+ok = True
+for w in sys.argv[2].split(","):
+    r = v.get('flakewire_fleet_lease_remaining_seconds{worker="%s"}' % w)
+    e = v.get('flakewire_fleet_lease_end_timestamp_seconds{worker="%s"}' % w)
+    n = [x for k, x in v.items() if k.startswith("flakewire_fleet_no_lease{") and k.endswith(',worker="%s"}' % w)]
+    good = None not in (r, e, L) and len(n) == 1 and eval(sys.argv[3], {"r": r, "e": e, "n": n[0], "L": L, "now": time.time()})
+    print("  worker %s: remaining %s s, ends %s, no_lease %s, length %s: %s" % (w, r, e, n, L, "ok" if good else "NOT " + sys.argv[3]))
+    ok = ok and good
+sys.exit(0 if ok else 1)
+PY
+}
+
 # ---- distinct worker IDs, restart keeps them ----
 echo "[${SECONDS}s]distinct worker IDs, restart keeps them ----"
 sock s1 5301 /f1
-sock s2 5302 /f1
+sock s2 5302 /f1 --set metrics.listen=127.0.0.1:$MPORT
 check "s1 answers" until_ok 15 5301
 check "s2 answers" until_ok 15 5302
 W1=$(workers_of 5301)
@@ -77,6 +111,13 @@ W2=$(workers_of 5302)
 echo "  s1 workers $W1, s2 workers $W2"
 distinct4() { [ "$(echo "$W1,$W2" | tr , '\n' | sort -u | grep -c .)" -eq 4 ]; }
 check "two flakesock x 2 threads: 4 distinct worker IDs" distinct4
+check "s2 /metrics: promtool check metrics" scrape "$SYS_TMP/m1"
+check "s2 /metrics: each worker's lease 0 < remaining <= length (3 s), ends then, no NO_LEASE" \
+	lease_check "$SYS_TMP/m1" "$W2" '0 < r <= L == 3 and abs(e - now - r) < 1 and n == 0'
+check "s2 /metrics: connected, renewing, offset to ZooKeeper" grep -q '^flakewire_fleet_connected 1$' "$SYS_TMP/m1"
+for f in flakewire_fleet_renewals_total flakewire_fleet_renewal_failures_total flakewire_fleet_clock_offset_seconds flakewire_fleet_leases_lost_total; do
+	check "  $f" grep -q "^$f " "$SYS_TMP/m1"
+done
 sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /f1 --timeout 15000 >"$SYS_TMP/ls" 2>&1
 sed 's/^/  /' "$SYS_TMP/ls"
 check "fleet ls: 4 owned, alive" grep -q "^4 of 1024 worker IDs owned" "$SYS_TMP/ls"
@@ -111,6 +152,11 @@ zk_stop_all
 sleep 4 # past every lease
 out=$(probe 5301 --sockets 8)
 check "ensemble down past the lease: NO_LEASE ($out)" test "$(echo "$out" | field no_lease)" = 8
+check "s2 /metrics while the ensemble is down" scrape "$SYS_TMP/m2"
+check "s2 /metrics: leases ended (remaining < 0), NO_LEASE 1" \
+	lease_check "$SYS_TMP/m2" "$W2" 'r < 0 and n == 1'
+check "s2 /metrics: last renewal older than 2 s (renew_ms 0.5 s)" \
+	/usr/bin/python3 -c 'import sys, time; v = dict(l.rsplit(" ", 1) for l in open(sys.argv[1]) if l[0] != "#"); t = float(v["flakewire_fleet_last_renewal_timestamp_seconds"]); print("  last renewal %.1f s ago" % (time.time() - t)); sys.exit(not (t > 0 and time.time() - t > 2))' "$SYS_TMP/m2"
 for i in 1 2 3; do zk_start_one "$i"; done
 check "ensemble back" zk_wait_ready 40
 check "s1 resumes by itself" until_ok 20 5301

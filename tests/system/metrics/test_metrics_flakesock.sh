@@ -3,7 +3,9 @@
 # flakesock's /metrics: promtool-clean, the same family names as flakewire's
 # with thread/worker labels, and counters that match what the test sent
 # (requests by op, replies by status, IDs, a drop from a source outside
-# [net] allow). A bad [metrics] listen is refused with the key named.
+# [net] allow). A bad [metrics] listen is refused with the key named. The
+# timekeeper's clock families (lib/keeper, as flakewire's) and mark writes are
+# exported with sane values.
 PY=/usr/bin/python3
 NS="" TMP="" PID=""
 fail() {
@@ -78,6 +80,18 @@ m_value flakewire_build_info '{version="'"$FW_VERSION"'",responder="flakesock"}'
 grep -q '^flakewire_ids_total{thread="1",worker="4"} ' "$TMP/m1" || fail "thread/worker labels"
 m_check "$TMP/m1" 'flakewire_mark_ahead_seconds > 0 and flakewire_mark_ahead_seconds <= 3.1' \
 	"mark ahead of the clock"
+# the timekeeper's families, as in flakewire (issue 17)
+for f in flakewire_clock_offset_seconds flakewire_clock_slew_ratio flakewire_clock_tsc_hertz \
+	'flakewire_clock_flag{flag="back_step"}' 'flakewire_clock_flag{flag="slewing"}' \
+	'flakewire_clock_flag{flag="fwd_step"}' flakewire_clock_events_total \
+	flakewire_mark_writes_total; do
+	grep -q "^$f " "$TMP/m1" || fail "$f missing"
+done
+m_value flakewire_clock_flag '{flag="back_step"}' 0
+m_value flakewire_clock_events_total "" 0
+m_check "$TMP/m1" 'abs(flakewire_clock_offset_seconds) < 0.1 and abs(flakewire_clock_slew_ratio) <= 0.0005 and 0.99e9 < flakewire_clock_tsc_hertz < 1.01e9' \
+	"clock offset, slew and tick rate (CLOCK_MONOTONIC_RAW ns)"
+m_check "$TMP/m1" 'flakewire_mark_writes_total >= 1' "the start reserved a mark"
 kill -TERM "$PID"
 wait "$PID" || fail "flakesock exit status $? after SIGTERM"
 PID=""
