@@ -14,7 +14,8 @@
  * Swapping addresses and ports leaves a one's-complement sum unchanged, so
  * the IPv4 and ICMP headers are adjusted (RFC 1624) and a same-size UDP
  * reply's sum is the verified request's minus the words that changed
- * (struct csum_state); what was not verified by us is summed from scratch.
+ * (struct csum_state); what was not verified (by us, or by the device: RX
+ * verdict GOOD) is summed from scratch.
  * TX checksum offload is used when the port has it.
  *
  * Hostile traffic: IPv4 from outside [net] allow and UDP from reflector
@@ -308,7 +309,8 @@ static bool answer_icmp(struct fw_lcore *lc, const struct fw_port *port, struct 
  * What the checks of a request leave for its reply's checksums (software
  * path only): whether the request's IPv4 header checksum is final (then the
  * reply's is adjusted for the new length, RFC 1624), and for a datagram of
- * ID_L4 bytes whose UDP checksum was verified in software, the sum of every
+ * ID_L4 bytes whose UDP checksum was verified (in software, or by the
+ * device: RX verdict GOOD), the sum of every
  * word a reply of the same size keeps: pseudo header, UDP header (ports and
  * length come back swapped or equal; the old checksum is taken out again)
  * and the tag (bytes 8-15 of every reply are the request's tag). The reply
@@ -352,9 +354,9 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
 	/*
 	 * Swapping addresses and ports leaves both sums unchanged. A request
 	 * checksum that is not known final (RX verdict NONE: the device left it
-	 * unfinished; UDP checksum 0: the client left it out; a device verdict
-	 * GOOD: no sum of ours to start from) is never built on: those replies
-	 * are summed from scratch.
+	 * unfinished; UDP checksum 0: the client left it out) is never built
+	 * on: those replies are summed from scratch. A device verdict GOOD is
+	 * built on like our own verification.
 	 */
 	if (FW_LIKELY(cs->ip_final)) {
 		if (old_len != new_len)
@@ -406,8 +408,7 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 	uint16_t l4_len = (uint16_t)(ip_len - L3);
 
 	cs->keep_valid = false;
-	if (udp->dgram_cksum == 0 || f == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
-	    f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
+	if (udp->dgram_cksum == 0 || f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		return true;
 	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		return false;
@@ -423,9 +424,11 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 		keep = cksum_addn(keep, kw, 2);
 		cs->keep = keep;
 		cs->keep_valid = true;
-		return cksum_fold(cksum_addn(keep, vw, 3)) == 0xffff;
+		/* GOOD: the device verified the sum the reply's is derived from */
+		return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
+		       cksum_fold(cksum_addn(keep, vw, 3)) == 0xffff;
 	}
-	return udp_sum(ip, udp, l4_len) == 0xffff;
+	return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || udp_sum(ip, udp, l4_len) == 0xffff;
 }
 
 /*
