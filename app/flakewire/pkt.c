@@ -425,8 +425,8 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 		cs->keep = keep;
 		cs->keep_valid = true;
 		/* GOOD: the device verified the sum the reply's is derived from */
-		return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
-		       cksum_fold(cksum_addn(keep, vw, 3)) == 0xffff;
+		return (cksum_fold(cksum_addn(keep, vw, 3)) == 0xffff) |
+		       (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD);
 	}
 	return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || udp_sum(ip, udp, l4_len) == 0xffff;
 }
