@@ -14,7 +14,8 @@
  * Swapping addresses and ports leaves a one's-complement sum unchanged, so
  * the IPv4 and ICMP headers are adjusted (RFC 1624) and a same-size UDP
  * reply's sum is the verified request's minus the words that changed
- * (struct csum_state); what was not verified by us is summed from scratch.
+ * (struct csum_state); what was not verified (by us, or by the device: RX
+ * verdict GOOD) is summed from scratch.
  * TX checksum offload is used when the port has it.
  *
  * Hostile traffic: IPv4 from outside [net] allow and UDP from reflector
@@ -24,6 +25,9 @@
  * request (fw_serve_answer's budget; the slip reply is a bare header).
  */
 #include <string.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <rte_arp.h>
 #include <rte_byteorder.h>
@@ -102,17 +106,39 @@ static inline uint16_t cksum_fold(uint64_t sum)
 	return (uint16_t)(lo >> 16);
 }
 
+/*
+ * @sum plus the @n words of @w in one's complement (end-around carry); @n is
+ * a constant at every call. On x86-64 one add-with-carry chain (one
+ * instruction and one cycle of latency a word, the carry added back twice
+ * at the end: a carry into an all-ones sum leaves one more); elsewhere
+ * cksum_add per word.
+ */
+static __rte_always_inline uint64_t cksum_addn(uint64_t sum, const uint64_t *w, unsigned n)
+{
+#if defined(__x86_64__)
+	unsigned long long s = sum;
+	unsigned char c = 0;
+
+#pragma GCC unroll 8
+	for (unsigned i = 0; i < n; i++)
+		c = _addcarry_u64(c, s, w[i], &s);
+	c = _addcarry_u64(c, s, 0, &s);
+	return s + c;
+#else
+#pragma GCC unroll 8
+	for (unsigned i = 0; i < n; i++)
+		sum = cksum_add(sum, w[i]);
+	return sum;
+#endif
+}
+
 /* The sum of 8-byte words at @p, unrolled (n is a constant at every call). */
 static __rte_always_inline uint64_t cksum_words(const uint8_t *p, unsigned n, uint64_t sum)
 {
-	uint64_t w;
+	uint64_t w[8];
 
-#pragma GCC unroll 8
-	for (unsigned i = 0; i < n; i++) {
-		memcpy(&w, p + 8 * i, 8);
-		sum = cksum_add(sum, w);
-	}
-	return sum;
+	memcpy(w, p, 8 * n);
+	return cksum_addn(sum, w, n);
 }
 
 /*
@@ -283,7 +309,8 @@ static bool answer_icmp(struct fw_lcore *lc, const struct fw_port *port, struct 
  * What the checks of a request leave for its reply's checksums (software
  * path only): whether the request's IPv4 header checksum is final (then the
  * reply's is adjusted for the new length, RFC 1624), and for a datagram of
- * ID_L4 bytes whose UDP checksum was verified in software, the sum of every
+ * ID_L4 bytes whose UDP checksum was verified (in software, or by the
+ * device: RX verdict GOOD), the sum of every
  * word a reply of the same size keeps: pseudo header, UDP header (ports and
  * length come back swapped or equal; the old checksum is taken out again)
  * and the tag (bytes 8-15 of every reply are the request's tag). The reply
@@ -327,9 +354,9 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
 	/*
 	 * Swapping addresses and ports leaves both sums unchanged. A request
 	 * checksum that is not known final (RX verdict NONE: the device left it
-	 * unfinished; UDP checksum 0: the client left it out; a device verdict
-	 * GOOD: no sum of ours to start from) is never built on: those replies
-	 * are summed from scratch.
+	 * unfinished; UDP checksum 0: the client left it out) is never built
+	 * on: those replies are summed from scratch. A device verdict GOOD is
+	 * built on like our own verification.
 	 */
 	if (FW_LIKELY(cs->ip_final)) {
 		if (old_len != new_len)
@@ -340,13 +367,10 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
 	uint16_t c;
 	if (FW_LIKELY(cs->keep_valid && l4_len == ID_L4)) {
 		const uint8_t *p = (const uint8_t *)(udp + 1);
-		uint64_t w0, w2, w3;
-		memcpy(&w0, p, 8);
-		memcpy(&w2, p + 16, 8);
-		memcpy(&w3, p + 24, 8);
-		uint64_t r = cksum_add(cs->keep, (uint16_t)~udp->dgram_cksum);
-		r = cksum_add(cksum_add(cksum_add(r, w0), w2), w3);
-		c = (uint16_t)~cksum_fold(r);
+		uint64_t w[4] = {(uint16_t)~udp->dgram_cksum};
+		memcpy(&w[1], p, 8);
+		memcpy(&w[2], p + 16, 16);
+		c = (uint16_t)~cksum_fold(cksum_addn(cs->keep, w, 4));
 	} else {
 		udp->dgram_cksum = 0;
 		c = (uint16_t)~udp_sum(ip, udp, l4_len);
@@ -384,27 +408,27 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 	uint16_t l4_len = (uint16_t)(ip_len - L3);
 
 	cs->keep_valid = false;
-	if (udp->dgram_cksum == 0 || f == RTE_MBUF_F_RX_L4_CKSUM_GOOD ||
-	    f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
+	if (udp->dgram_cksum == 0 || f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		return true;
 	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
 		return false;
 	if (FW_LIKELY(l4_len == ID_L4)) {
 		const uint8_t *p = (const uint8_t *)udp;
-		uint64_t hdr, w0, tag, w2, w3; /* UDP header, then payload words 0-3 */
-		memcpy(&hdr, p, 8);
-		memcpy(&w0, p + 8, 8);
-		memcpy(&tag, p + 16, 8);
-		memcpy(&w2, p + 24, 8);
-		memcpy(&w3, p + 32, 8);
+		uint64_t kw[2], vw[3]; /* UDP header and tag; payload words 0, 2, 3 */
+		memcpy(&kw[0], p, 8);
+		memcpy(&vw[0], p + 8, 8);
+		memcpy(&kw[1], p + 16, 8);
+		memcpy(&vw[1], p + 24, 16);
 		uint64_t keep = (uint64_t)ip->src_addr + ip->dst_addr + RTE_BE16(IPPROTO_UDP) +
 				RTE_BE16(ID_L4);
-		keep = cksum_add(cksum_add(keep, hdr), tag);
+		keep = cksum_addn(keep, kw, 2);
 		cs->keep = keep;
 		cs->keep_valid = true;
-		return cksum_fold(cksum_add(cksum_add(cksum_add(keep, w0), w2), w3)) == 0xffff;
+		/* GOOD: the device verified the sum the reply's is derived from */
+		return (cksum_fold(cksum_addn(keep, vw, 3)) == 0xffff) |
+		       (f == RTE_MBUF_F_RX_L4_CKSUM_GOOD);
 	}
-	return udp_sum(ip, udp, l4_len) == 0xffff;
+	return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || udp_sum(ip, udp, l4_len) == 0xffff;
 }
 
 /*
