@@ -15,6 +15,7 @@
 
 #include "flakesock.h"
 #include "fw_err.h"
+#include "fw_keeper_conf.h"
 
 #define TICK_MS 10
 
@@ -66,16 +67,7 @@ int fsock_keeper_start(struct fsock_ctx *ctx)
 
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
 		ids[i] = fsock_fleet_first_worker(ctx, i);
-	fw_keeper_config_default(&kc);
-	kc.clock.max_slew_ppm = c->clock.max_slew_ppm;
-	kc.clock.horizon_ms = c->clock.reanchor_ms;
-	kc.clock.step_ns = (uint64_t)c->clock.step_ms * 1000000u;
-	kc.reanchor_ms = c->clock.reanchor_ms;
-	kc.mark_ahead_ms = c->state.mark_ahead_ms;
-	kc.start_policy = c->state.start_policy == FW_CONF_START_FAIL ? FW_KEEPER_START_FAIL
-								       : FW_KEEPER_START_WAIT;
-	kc.state_file = c->state.file;
-	kc.epoch_ms = ctx->layout.epoch_ms;
+	fw_keeper_config_from_conf(&kc, c, ctx->layout.epoch_ms);
 	kc.n_workers = ctx->n_workers;
 	kc.worker_ids = ids;
 	kc.name = "flakesock";

@@ -20,6 +20,7 @@
 
 #include "fw_app.h"
 #include "fw_err.h"
+#include "fw_keeper_conf.h"
 
 #define TICK_MS 10
 
@@ -89,16 +90,7 @@ static int keeper_create(struct fw_app *app)
 	}
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		ids[i] = app->lcore[i].worker_id;
-	fw_keeper_config_default(&kc);
-	kc.clock.max_slew_ppm = c->clock.max_slew_ppm;
-	kc.clock.horizon_ms = c->clock.reanchor_ms;
-	kc.clock.step_ns = (uint64_t)c->clock.step_ms * 1000000u;
-	kc.reanchor_ms = c->clock.reanchor_ms;
-	kc.mark_ahead_ms = c->state.mark_ahead_ms;
-	kc.start_policy = c->state.start_policy == FW_CONF_START_FAIL ? FW_KEEPER_START_FAIL
-								       : FW_KEEPER_START_WAIT;
-	kc.state_file = c->state.file;
-	kc.epoch_ms = app->layout.epoch_ms;
+	fw_keeper_config_from_conf(&kc, c, app->layout.epoch_ms);
 	kc.n_workers = app->n_lcores;
 	kc.worker_ids = ids;
 	kc.name = "flakewire";

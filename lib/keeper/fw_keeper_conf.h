@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The timekeeper's settings from the configuration file: the one mapping of
+ * [clock] and [state] to struct fw_keeper_config that both responders'
+ * drivers use (flakewire's control.c, flakesock's keeper.c). Header only,
+ * so lib/keeper itself does not depend on lib/conf.
+ */
+#pragma once
+
+#include "fw_conf.h"
+#include "fw_keeper.h"
+
+/*
+ * Fills *kc with the keeper defaults, then [clock] max_slew_ppm, reanchor_ms
+ * (also the rate horizon), step_ms and [state] mark_ahead_ms, start_policy,
+ * file from @c, and @epoch_ms. The caller sets n_workers, worker_ids, name
+ * and log.
+ */
+static inline void fw_keeper_config_from_conf(struct fw_keeper_config *kc,
+					      const struct fw_conf *c, uint64_t epoch_ms)
+{
+	fw_keeper_config_default(kc);
+	kc->clock.max_slew_ppm = c->clock.max_slew_ppm;
+	kc->clock.horizon_ms = c->clock.reanchor_ms;
+	kc->clock.step_ns = (uint64_t)c->clock.step_ms * 1000000u;
+	kc->reanchor_ms = c->clock.reanchor_ms;
+	kc->mark_ahead_ms = c->state.mark_ahead_ms;
+	kc->start_policy = c->state.start_policy == FW_CONF_START_FAIL ? FW_KEEPER_START_FAIL
+								       : FW_KEEPER_START_WAIT;
+	kc->state_file = c->state.file;
+	kc->epoch_ms = epoch_ms;
+}
