@@ -16,7 +16,7 @@
 #include "fw_err.h"
 
 /* The set-up INFO (the layout) waits at least this long, whatever --timeout. */
-#define BENCH_PROBE_MS 3000
+#define BENCH_PROBE_MS     3000
 #define BENCH_DURATION_DEF 5
 #define BENCH_DURATION_MAX 600
 #define BENCH_REQUESTS_MAX 1000000000000ull

@@ -240,16 +240,11 @@ static int run_tsc_clock_ms(struct bench_ctx *c, uint32_t arg, uint64_t calls, u
 }
 
 static const struct bench_op ops[] = {
-	{"fw_gen_next", run_next, 1},
-	{"fw_gen_list 100", run_list, 100},
-	{"fw_gen_range 1", run_range, 1},
-	{"fw_gen_range 100", run_range, 100},
-	{"fw_gen_range 4096", run_range, 4096},
-	{"uuid7 (next + rng)", run_uuid7, 1},
-	{"uuid7 list 90", run_uuid7_list, 90},
-	{"fw_rng_u64 (ChaCha20)", run_rng, 0},
-	{"fw_clock_ms", run_clock_ms, 0},
-	{TSC_SOURCE " + fw_clock_ms", run_tsc_clock_ms, 0},
+	{"fw_gen_next", run_next, 1},           {"fw_gen_list 100", run_list, 100},
+	{"fw_gen_range 1", run_range, 1},       {"fw_gen_range 100", run_range, 100},
+	{"fw_gen_range 4096", run_range, 4096}, {"uuid7 (next + rng)", run_uuid7, 1},
+	{"uuid7 list 90", run_uuid7_list, 90},  {"fw_rng_u64 (ChaCha20)", run_rng, 0},
+	{"fw_clock_ms", run_clock_ms, 0},       {TSC_SOURCE " + fw_clock_ms", run_tsc_clock_ms, 0},
 };
 
 static int cmp_double(const void *a, const void *b)

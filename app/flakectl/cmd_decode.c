@@ -91,9 +91,10 @@ static const char *parse_uuid(const char *s, uint8_t *u, char *buf, size_t cap)
 		return NULL;
 	switch (why) {
 	case FW_UUID_TEXT_LENGTH:
-		snprintf(buf, cap,
-			 "a UUID is 36 characters (8-4-4-4-12 hex digits with hyphens), this is %zu",
-			 pos);
+		snprintf(
+			buf, cap,
+			"a UUID is 36 characters (8-4-4-4-12 hex digits with hyphens), this is %zu",
+			pos);
 		break;
 	case FW_UUID_TEXT_HYPHEN:
 		snprintf(buf, cap, "character %zu is '%c', expected '-' (8-4-4-4-12 hex digits)",
@@ -144,8 +145,8 @@ static void print_uuid(const struct fw_layout *l, const uint8_t *u, bool json)
 			printf(",\"time\":\"%s\",\"unix_ms\":%" PRIu64, iso, p.unix_ms);
 		printf(",\"flakewire\":%s", p.flakewire ? "true" : "false");
 		if (p.flakewire)
-			printf(",\"datacenter\":%" PRIu32 ",\"worker\":%" PRIu32 ",\"counter\":%" PRIu32
-			       ",\"random_bits\":%u}\n",
+			printf(",\"datacenter\":%" PRIu32 ",\"worker\":%" PRIu32
+			       ",\"counter\":%" PRIu32 ",\"random_bits\":%u}\n",
 			       p.datacenter, p.worker, p.counter, p.rand_bits);
 		else
 			printf(",\"note\":\"%s\"}\n", note);
@@ -163,8 +164,8 @@ static void print_uuid(const struct fw_layout *l, const uint8_t *u, bool json)
 }
 
 /* One argument or line: an ID or a UUID. Returns an exit status. */
-static int decode_one(const char *cmd, const char *where, const struct fw_layout *l,
-		      const char *s, bool json, bool print)
+static int decode_one(const char *cmd, const char *where, const struct fw_layout *l, const char *s,
+		      bool json, bool print)
 {
 	char why_buf[128];
 	const char *why;

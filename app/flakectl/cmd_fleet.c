@@ -16,7 +16,8 @@ static void fleet_help(FILE *f)
 	fprintf(f,
 		"usage: flakectl fleet ls      --zk HOSTS --root PATH [--timeout MS]\n"
 		"       flakectl fleet release WORKER --zk HOSTS --root PATH [--timeout MS]\n"
-		"       flakectl fleet check   --zk HOSTS --root PATH [--warn-ms MS] [--timeout MS]\n"
+		"       flakectl fleet check   --zk HOSTS --root PATH [--warn-ms MS] [--timeout "
+		"MS]\n"
 		"\n"
 		"The worker-ID registry of a fleet in ZooKeeper ([fleet] zookeeper and root).\n"
 		"\n"
@@ -50,7 +51,8 @@ static int fleet_ls(const struct fw_fleet_list *l)
 	       "LEFT_S", "FLOOR", "RENEWED", "SESSION", "STATE");
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct fw_fleet_entry *e = &l->v[i];
-		int64_t left = (int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
+		int64_t left =
+			(int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
 		const char *state = !e->owner[0] ? "free" : left < 0 ? "expired" : "owned";
 		owned += e->owner[0] && left >= 0;
 		printf("%-6u %-24s %-24s %10.1f %-24s %-24s %-7s %s\n", e->worker,
@@ -72,7 +74,8 @@ static int fleet_check(const struct fw_fleet_list *l, uint64_t warn_ms)
 		const struct fw_fleet_entry *e = &l->v[i];
 		if (!e->owner[0])
 			continue;
-		int64_t left = (int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
+		int64_t left =
+			(int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
 		if (left >= 0)
 			owned++;
 		if (e->alive && left < 0) {
@@ -93,8 +96,8 @@ static int fleet_check(const struct fw_fleet_list *l, uint64_t warn_ms)
 			problems++;
 		}
 	}
-	printf("%s: %u of %u worker IDs owned, %u problem(s)\n", problems ? "PROBLEM" : "OK",
-	       owned, 1u << l->layout.worker_bits, problems);
+	printf("%s: %u of %u worker IDs owned, %u problem(s)\n", problems ? "PROBLEM" : "OK", owned,
+	       1u << l->layout.worker_bits, problems);
 	return problems ? FLEET_EXIT_PROBLEM : FC_EXIT_OK;
 }
 
@@ -119,7 +122,8 @@ int cmd_fleet(int argc, char **argv)
 		if ((r = fc_opt_value(argc, argv, &i, "--zk", &zk)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--root", &root)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--timeout", 100, 600000, &timeout)) != 0 ||
-		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) != 0) {
+		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) !=
+			    0) {
 			if (r < 0)
 				return FC_EXIT_USAGE;
 			continue;

@@ -185,10 +185,12 @@ static int get_uuid7(const struct get_opts *o, const char *cmd, struct fw_client
 		done += got;
 		if (rc < 0) {
 			if (done)
-				fc_err(cmd, "got %" PRIu64 " of %" PRIu64 " UUIDs, then:", done, o->n);
+				fc_err(cmd, "got %" PRIu64 " of %" PRIu64 " UUIDs, then:", done,
+				       o->n);
 			if (rc == -EOPNOTSUPP)
-				fc_err(cmd, "the responder does not offer UUID7 (INFO features bit 0 "
-					    "is clear): upgrade it");
+				fc_err(cmd,
+				       "the responder does not offer UUID7 (INFO features bit 0 "
+				       "is clear): upgrade it");
 			else
 				client_args_report(&o->ca, cmd, c, rc);
 			return FC_EXIT_FAIL;

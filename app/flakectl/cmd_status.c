@@ -40,24 +40,23 @@ struct scrape {
 
 static void status_help(FILE *f)
 {
-	fprintf(f,
-		"usage: flakectl status [--metrics HOST:PORT] [--interval S] [--timeout MS]\n"
-		"\n"
-		"One screen from a responder's Prometheus endpoint ([metrics] listen of\n"
-		"flakewire or flakesock): version and uptime, worker IDs, clock offset,\n"
-		"slew and flags, the persisted mark and how far ahead it is, requests,\n"
-		"IDs and replies per second over the interval, drops by reason, fleet\n"
-		"leases, and a verdict. Exit status, as a monitoring plugin's:\n"
-		"0 OK; 1 WARNING (clock stepped back, offset over 100 ms, over 10 %%\n"
-		"RETRY_AFTER or 5 %% drops in the interval); 2 CRITICAL (the mark cannot\n"
-		"be persisted, issuing stopped at the mark, CLOCK_UNSAFE replies, a lease\n"
-		"ending within 60 s); 3 UNKNOWN (endpoint unreachable, not flakewire\n"
-		"metrics, or bad arguments).\n"
-		"\n"
-		"  --metrics HOST:PORT   the endpoint (default 127.0.0.1:9842; [::1]:9842)\n"
-		"  --interval S          seconds between the two scrapes the rates come\n"
-		"                        from, 0-60 (default 1; 0: one scrape, totals only)\n"
-		"  --timeout MS          connect and read timeout, 10-60000 (default 2000)\n");
+	fprintf(f, "usage: flakectl status [--metrics HOST:PORT] [--interval S] [--timeout MS]\n"
+		   "\n"
+		   "One screen from a responder's Prometheus endpoint ([metrics] listen of\n"
+		   "flakewire or flakesock): version and uptime, worker IDs, clock offset,\n"
+		   "slew and flags, the persisted mark and how far ahead it is, requests,\n"
+		   "IDs and replies per second over the interval, drops by reason, fleet\n"
+		   "leases, and a verdict. Exit status, as a monitoring plugin's:\n"
+		   "0 OK; 1 WARNING (clock stepped back, offset over 100 ms, over 10 %%\n"
+		   "RETRY_AFTER or 5 %% drops in the interval); 2 CRITICAL (the mark cannot\n"
+		   "be persisted, issuing stopped at the mark, CLOCK_UNSAFE replies, a lease\n"
+		   "ending within 60 s); 3 UNKNOWN (endpoint unreachable, not flakewire\n"
+		   "metrics, or bad arguments).\n"
+		   "\n"
+		   "  --metrics HOST:PORT   the endpoint (default 127.0.0.1:9842; [::1]:9842)\n"
+		   "  --interval S          seconds between the two scrapes the rates come\n"
+		   "                        from, 0-60 (default 1; 0: one scrape, totals only)\n"
+		   "  --timeout MS          connect and read timeout, 10-60000 (default 2000)\n");
 }
 
 static double now_s(void)
@@ -107,7 +106,8 @@ static char *http_get(const char *cmd, const char *endpoint, int timeout_ms)
 	freeaddrinfo(ai);
 	char req[512];
 	int len = snprintf(req, sizeof(req),
-			   "GET /metrics HTTP/1.0\r\nHost: %s\r\nAccept: text/plain\r\n\r\n", endpoint);
+			   "GET /metrics HTTP/1.0\r\nHost: %s\r\nAccept: text/plain\r\n\r\n",
+			   endpoint);
 	size_t sent = 0, got = 0, cap = 65536;
 	char *buf = malloc(cap);
 	double deadline = now_s() + timeout_ms / 1000.0;
@@ -330,7 +330,8 @@ int cmd_status(int argc, char **argv)
 		if (where[0])
 			printf(" %s (lcore %s)", w, where);
 		else
-			printf(" %s (thread %s)", w, label(cur->s[i].labels, "thread", where, sizeof(where)));
+			printf(" %s (thread %s)", w,
+			       label(cur->s[i].labels, "thread", where, sizeof(where)));
 	}
 	printf("\n");
 
@@ -432,7 +433,8 @@ int cmd_status(int argc, char **argv)
 		printf(" worker %s %.0f s", label(cur->s[i].labels, "worker", buf, sizeof(buf)),
 		       cur->s[i].v);
 		if (cur->s[i].v < 60)
-			raise_to(&st, ST_CRITICAL, why, sizeof(why), "a fleet lease ends within 60 s");
+			raise_to(&st, ST_CRITICAL, why, sizeof(why),
+				 "a fleet lease ends within 60 s");
 	}
 	printf(lease ? "\n" : "%-9s none (no fleet)\n", "leases");
 

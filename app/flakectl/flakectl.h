@@ -32,8 +32,8 @@ int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_mark(int argc, char **argv);
 int cmd_status(int argc, char **argv); /* exits 0-3 like a monitoring plugin */
-int cmd_xdp(int argc, char **argv); /* only with lib/xdp (FC_HAVE_XDP) */
-int cmd_fleet(int argc, char **argv); /* only with lib/fleet (FC_HAVE_FLEET) */
+int cmd_xdp(int argc, char **argv);    /* only with lib/xdp (FC_HAVE_XDP) */
+int cmd_fleet(int argc, char **argv);  /* only with lib/fleet (FC_HAVE_FLEET) */
 
 /* Prints "flakectl CMD: <message>\n" on stderr. */
 void fc_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

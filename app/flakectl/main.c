@@ -20,7 +20,8 @@ static const struct fc_cmd commands[] = {
 #ifdef FC_HAVE_FLEET
 	{"fleet", cmd_fleet, "the fleet's worker-ID registry in ZooKeeper: ls, release, check"},
 #endif
-	{"status", cmd_status, "one screen from a responder's /metrics, exit 0/1/2/3 for monitoring"},
+	{"status", cmd_status,
+	 "one screen from a responder's /metrics, exit 0/1/2/3 for monitoring"},
 #ifdef FC_HAVE_XDP
 	{"xdp", cmd_xdp, "show or remove the XDP program on an interface (AF_XDP mode)"},
 #endif

@@ -49,8 +49,8 @@ struct fl_opts {
 	uint32_t time_bound_ms;   /* IDs must decode within this of our clock */
 	uint64_t max_intervals;   /* memory cap of the uniqueness check (16 B each) */
 	double link_wait_s;       /* wait this long for link up and the first answer */
-	double linger_s;          /* after the report: keep the port up this long or until a signal */
-	struct fw_layout layout;  /* used when the peer does not answer INFO */
+	double linger_s; /* after the report: keep the port up this long or until a signal */
+	struct fw_layout layout; /* used when the peer does not answer INFO */
 	bool quiet;
 	/* IPv6 requests (--dst-ip6): to dst_ip6 from src_ip6_base + k; the MAC is
 	 * still resolved by ARP for dst_ip (or given with --dst-mac) */

@@ -265,14 +265,11 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"frames", required_argument, 0, 'n'},
-					   {"op", required_argument, 0, 'o'},
-					   {"count", required_argument, 0, 'c'},
-					   {"set", required_argument, 0, 's'},
-					   {"check", no_argument, 0, 'k'},
-					   {"cycles", required_argument, 0, 'y'},
-					   {"help", no_argument, 0, 'h'},
-					   {0, 0, 0, 0}};
+	static const struct option lo[] = {
+		{"frames", required_argument, 0, 'n'}, {"op", required_argument, 0, 'o'},
+		{"count", required_argument, 0, 'c'},  {"set", required_argument, 0, 's'},
+		{"check", no_argument, 0, 'k'},        {"cycles", required_argument, 0, 'y'},
+		{"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
 	struct fw_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;

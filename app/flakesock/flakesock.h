@@ -39,8 +39,8 @@ struct fsock_worker {
 	int fd;
 	uint32_t index;
 	struct fw_keeper_worker kw; /* its keeper slot: clock, mark, lease, worker swaps */
-	uint64_t drop_source;     /* IPv4 source outside [net] allow */
-	uint64_t drop_reflector;  /* source port in [net] reflector_ports */
+	uint64_t drop_source;       /* IPv4 source outside [net] allow */
+	uint64_t drop_reflector;    /* source port in [net] reflector_ports */
 } FW_CACHE_ALIGNED;
 
 struct fsock_ctx {
@@ -50,8 +50,8 @@ struct fsock_ctx {
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	uint32_t n_workers;
-	struct fw_keeper *keeper;    /* driven by the keeper thread (keeper.c) only */
-	volatile sig_atomic_t *stop; /* set by the signal handler */
+	struct fw_keeper *keeper;       /* driven by the keeper thread (keeper.c) only */
+	volatile sig_atomic_t *stop;    /* set by the signal handler */
 	_Atomic uint64_t mark_failures; /* persists that failed (keeper), for /metrics */
 	_Atomic bool mark_failing;      /* the last one failed */
 	_Atomic uint64_t mark_writes;   /* marks persisted (keeper), for /metrics */

@@ -19,7 +19,10 @@ static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
 	char ts[FW_ISO8601_LEN];
 	(void)arg;
 	fprintf(stderr, "%s flakesock: %s%s\n", fw_format_iso8601(fsock_unix_ms(), ts),
-		lvl == FW_FLEET_ERR ? "ERROR " : lvl == FW_FLEET_WARN ? "WARNING " : "", msg);
+		lvl == FW_FLEET_ERR    ? "ERROR "
+		: lvl == FW_FLEET_WARN ? "WARNING "
+				       : "",
+		msg);
 }
 
 int fsock_fleet_start(struct fsock_ctx *ctx)

@@ -107,9 +107,12 @@ static int start_workers(struct fsock_ctx *ctx)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
-		{"listen", required_argument, NULL, 'l'}, {"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{"config", required_argument, NULL, 'c'},
+		{"set", required_argument, NULL, 's'},
+		{"listen", required_argument, NULL, 'l'},
+		{"threads", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct fsock_ctx ctx;
@@ -226,9 +229,9 @@ int main(int argc, char **argv)
 		"flakesock: listening on %s port %u, %u worker(s) from ID %lld%s, layout "
 		"%u/%u/%u/%u epoch %llu, mark file %s\n",
 		listen, ctx.conf.net.udp_port, ctx.n_workers,
-		(long long)fsock_fleet_first_worker(&ctx, 0), ctx.fleet ? " (fleet)" : "", ctx.layout.time_bits, ctx.layout.dc_bits,
-		ctx.layout.worker_bits, ctx.layout.seq_bits,
-		(unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
+		(long long)fsock_fleet_first_worker(&ctx, 0), ctx.fleet ? " (fleet)" : "",
+		ctx.layout.time_bits, ctx.layout.dc_bits, ctx.layout.worker_bits,
+		ctx.layout.seq_bits, (unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 
 	fsock_keeper_run(&ctx);
 	fsock_metrics_stop();

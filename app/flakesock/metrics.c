@@ -109,8 +109,7 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
 			  "Attempts to persist the mark that failed");
 	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_failures));
-	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER,
-			  "Marks persisted");
+	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER, "Marks persisted");
 	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_writes));
 }
 
@@ -156,8 +155,9 @@ int fsock_metrics_start(struct fsock_ctx *ctx)
 		return -1;
 	}
 	fprintf(stderr, "flakesock: metrics: http://%s/metrics%s\n", listen,
-		fw_metrics_listen_is_loopback(listen) ? ""
-						      : " (not loopback: reachable from the network)");
+		fw_metrics_listen_is_loopback(listen)
+			? ""
+			: " (not loopback: reachable from the network)");
 	return 0;
 }
 

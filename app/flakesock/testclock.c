@@ -71,7 +71,8 @@ static void write_status(struct fsock_ctx *ctx)
 	nominal = st.cal;
 	nominal.mult = st.cal.nominal_mult;
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
-		unsafe += fw_gen_stats(&ctx->workers[i].serve.gen)->unsafe; /* racy read: tests only */
+		unsafe += fw_gen_stats(&ctx->workers[i].serve.gen)
+				  ->unsafe; /* racy read: tests only */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", tc.status);
 	f = fopen(tmp, "w");
 	if (!f)

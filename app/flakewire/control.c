@@ -84,8 +84,7 @@ static int keeper_create(struct fw_app *app)
 	uint32_t ids[FW_KEEPER_WORKERS_MAX];
 
 	if (app->n_lcores > FW_KEEPER_WORKERS_MAX) {
-		FW_LOG(ERR, "%u lcores: at most %u workers", app->n_lcores,
-		       FW_KEEPER_WORKERS_MAX);
+		FW_LOG(ERR, "%u lcores: at most %u workers", app->n_lcores, FW_KEEPER_WORKERS_MAX);
 		return -1;
 	}
 	for (uint32_t i = 0; i < app->n_lcores; i++)

@@ -70,7 +70,8 @@ static int cmd_fleet(const char *cmd, const char *params, struct rte_tel_data *d
 		snprintf(k, sizeof(k), "w%u", i);
 		rte_tel_data_add_dict_int(d, k, s.worker);
 		snprintf(k, sizeof(k), "lease%u_unix_ms", i);
-		rte_tel_data_add_dict_u64(d, k, s.worker < 0 ? 0 : s.lease_ms + fleet_app->layout.epoch_ms);
+		rte_tel_data_add_dict_u64(
+			d, k, s.worker < 0 ? 0 : s.lease_ms + fleet_app->layout.epoch_ms);
 	}
 	return 0;
 }
@@ -114,9 +115,10 @@ int fw_fleet_wire_start(struct fw_app *app)
 	fleet_app = app;
 	if (app->fleet != NULL)
 		app->worker_of = fw_fleet_wire_worker;
-	if (rte_telemetry_register_cmd("/flakewire/fleet", cmd_fleet,
-				       "flakewire fleet: ZooKeeper session, leases per lcore, clock "
-				       "offset to ZooKeeper. No parameters")) {
+	if (rte_telemetry_register_cmd(
+		    "/flakewire/fleet", cmd_fleet,
+		    "flakewire fleet: ZooKeeper session, leases per lcore, clock "
+		    "offset to ZooKeeper. No parameters")) {
 		FW_LOG(ERR, "cannot register /flakewire/fleet");
 		return -1;
 	}

@@ -88,12 +88,12 @@ struct fw_lcore {
 	struct fw_serve serve;
 	struct fw_lcore_stats st;
 	uint32_t lcore_id;
-	uint32_t index;       /* 0-based worker index */
-	uint16_t queue;       /* its RX and TX queue on every port */
-	uint32_t worker_id;   /* generator worker ID */
+	uint32_t index;             /* 0-based worker index */
+	uint16_t queue;             /* its RX and TX queue on every port */
+	uint32_t worker_id;         /* generator worker ID */
 	struct fw_keeper_worker kw; /* its keeper slot: clock, mark, lease, worker swaps */
-	uint64_t tsc;         /* TSC of the burst being answered (fw_lcore_clock) */
-	struct fw_rate *rate; /* this lcore's rate limiter; NULL when [net] rate = 0 */
+	uint64_t tsc;               /* TSC of the burst being answered (fw_lcore_clock) */
+	struct fw_rate *rate;       /* this lcore's rate limiter; NULL when [net] rate = 0 */
 	struct fw_src_cache src_cache[1u << FW_SRC_CACHE_BITS];
 	uint32_t ports_down; /* bit p: port p's link is down, not polled (fw_lcore_link_watch) */
 	uint32_t link_countdown; /* loop iterations until the next link check */
@@ -127,16 +127,16 @@ struct fw_app {
 	uint32_t n_lcores;
 	struct fw_lcore *lcore;             /* n_lcores, rte_zmalloc'd */
 	int16_t lcore_index[RTE_MAX_LCORE]; /* lcore id -> index in lcore[], -1 */
-	struct fw_policy srcpol; /* [net] allow and reflector_ports, read-only */
+	struct fw_policy srcpol;            /* [net] allow and reflector_ports, read-only */
 	/*
 	 * The timekeeper (lib/keeper), driven by the control thread only; lcores
 	 * read their slot of it once per burst (fw_lcore_clock). The fields
 	 * below mirror its status for telemetry and the stats line.
 	 */
 	struct fw_keeper *keeper;
-	uint64_t floor_unix_ms;  /* persisted mark read at start (0: none) */
-	uint64_t mark_unix_ms;   /* mark persisted and published */
-	bool mark_failing;       /* the last persist failed */
+	uint64_t floor_unix_ms; /* persisted mark read at start (0: none) */
+	uint64_t mark_unix_ms;  /* mark persisted and published */
+	bool mark_failing;      /* the last persist failed */
 	uint64_t mark_writes;
 	uint64_t mark_failures;
 	uint64_t clock_events;

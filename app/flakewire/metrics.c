@@ -78,10 +78,10 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	}
 	fw_metrics_write_workers(w, wk, n);
 
-#define PER_LCORE(name, help, field)                                      \
-	do {                                                              \
-		fw_metrics_family(w, name, FW_METRICS_COUNTER, help);     \
-		for (uint32_t i = 0; i < n; i++)                          \
+#define PER_LCORE(name, help, field)                                     \
+	do {                                                             \
+		fw_metrics_family(w, name, FW_METRICS_COUNTER, help);    \
+		for (uint32_t i = 0; i < n; i++)                         \
 			fw_metrics_u64(w, wk[i].labels, 2, st[i].field); \
 	} while (0)
 	PER_LCORE("flakewire_rx_frames_total", "Frames received", rx);
@@ -133,8 +133,7 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_family(w, "flakewire_mark_failing", FW_METRICS_GAUGE,
 			  "1 while the last attempt to persist the mark failed");
 	fw_metrics_u64(w, NULL, 0, app->mark_failing);
-	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER,
-			  "Marks persisted");
+	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER, "Marks persisted");
 	fw_metrics_u64(w, NULL, 0, app->mark_writes);
 	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
 			  "Attempts to persist the mark that failed");
@@ -164,7 +163,8 @@ int fw_app_metrics_start(struct fw_app *app)
 	if (!listen[0])
 		return 0;
 	if (fw_metrics_parse_listen(listen, addr, sizeof(addr), &len)) {
-		FW_LOG(ERR, "config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, [::1]:9842)",
+		FW_LOG(ERR,
+		       "config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, [::1]:9842)",
 		       listen);
 		return -1;
 	}
@@ -196,7 +196,9 @@ int fw_app_metrics_start(struct fw_app *app)
 		goto fail;
 	}
 	FW_LOG(INFO, "metrics: http://%s/metrics%s", listen,
-	       fw_metrics_listen_is_loopback(listen) ? "" : " (not loopback: reachable from the network)");
+	       fw_metrics_listen_is_loopback(listen)
+		       ? ""
+		       : " (not loopback: reachable from the network)");
 	return 0;
 fail:
 	fw_metrics_free(registry);

@@ -54,9 +54,12 @@ static bool app_only_flag(const char *a)
 int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode, int *eal_argc)
 {
 	static const struct option longopts[] = {
-		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
-		{"check-config", no_argument, NULL, 'C'}, {"print-config", no_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{"config", required_argument, NULL, 'c'},
+		{"set", required_argument, NULL, 's'},
+		{"check-config", no_argument, NULL, 'C'},
+		{"print-config", no_argument, NULL, 'P'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	char err[512];

@@ -24,10 +24,9 @@ static struct fw_app *tel_app;
 
 static const char *const op_names[6] = {"op_unknown", "op_id",   "op_list",
 					"op_range",   "op_info", "op_uuid7"};
-static const char *const st_names[FW_WIRE_ST_COUNT] = {"st_ok",          "st_bad_request",
-						       "st_bad_version", "st_retry_after",
-						       "st_refused",     "st_clock_unsafe",
-						       "st_no_lease"};
+static const char *const st_names[FW_WIRE_ST_COUNT] = {
+	"st_ok",      "st_bad_request",  "st_bad_version", "st_retry_after",
+	"st_refused", "st_clock_unsafe", "st_no_lease"};
 static const char *const serve_drop_names[FW_SERVE_DROP_COUNT] = {"wire_short", "wire_magic",
 								  "wire_reply"};
 

@@ -45,7 +45,8 @@ static void poll_file(struct fw_app *app, bool may_pause)
 	FW_LOG(WARNING, "test clock: system clock offset %+" PRId64 " ms, TSC %+" PRId64 " ppm",
 	       f.offset_ms, f.ppm);
 	if (f.pause_ms && may_pause && app->keeper) {
-		FW_LOG(WARNING, "test clock: pause %" PRId64 " ms (lcores, telemetry and control stop)",
+		FW_LOG(WARNING,
+		       "test clock: pause %" PRId64 " ms (lcores, telemetry and control stop)",
 		       f.pause_ms);
 		fw_keeper_hold(app->keeper, true);
 		sleep_ms((uint32_t)f.pause_ms);

@@ -452,8 +452,8 @@ static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_s
 			ssize_t len;
 			int rc;
 
-			len = recvfrom(fd, io->rx, sizeof(io->rx), MSG_TRUNC, (struct sockaddr *)&from,
-				       &fromlen);
+			len = recvfrom(fd, io->rx, sizeof(io->rx), MSG_TRUNC,
+				       (struct sockaddr *)&from, &fromlen);
 			if (len < 0 && errno == EINTR)
 				continue;
 			if (len < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -515,9 +515,9 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 		seq_bits = c->layout.seq_bits;
 	pthread_mutex_unlock(&c->lock);
 	/* RANGE pads for 2^seq_bits IDs per range once INFO told us the layout. */
-	len = fw_wire_write_request_len(io->tx, sizeof(io->tx), op, count, tag,
-					c->opts.trusted ? 0
-							: fw_wire_request_size_seq(op, count, seq_bits));
+	len = fw_wire_write_request_len(
+		io->tx, sizeof(io->tx), op, count, tag,
+		c->opts.trusted ? 0 : fw_wire_request_size_seq(op, count, seq_bits));
 	if (len < 0)
 		return len;
 
@@ -532,8 +532,8 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 			ssize_t sent;
 
 			do {
-				sent = sendto(fd, io->tx, (size_t)len, 0, (const struct sockaddr *)&srv->addr,
-					      srv->addrlen);
+				sent = sendto(fd, io->tx, (size_t)len, 0,
+					      (const struct sockaddr *)&srv->addr, srv->addrlen);
 			} while (sent < 0 && errno == EINTR);
 			/* Unreachable or unroutable: the next server may do better. */
 			if (sent < 0)
@@ -735,7 +735,8 @@ static int validate_uuids(struct fw_client *c, struct fw_client_io *io, const st
 		fw_uuid7_decode(have ? &layout : NULL, u[i], &p);
 		if (!p.is_v7)
 			return FW_EINVALID;
-		if (have && (!p.flakewire || p.datacenter != h->datacenter || p.worker != h->worker))
+		if (have &&
+		    (!p.flakewire || p.datacenter != h->datacenter || p.worker != h->worker))
 			return FW_EINVALID;
 		if (i > 0 && fw_uuid_cmp(u[i - 1], u[i]) >= 0)
 			return FW_EINVALID;
@@ -857,7 +858,8 @@ int fw_client_get_n(struct fw_client *c, uint64_t *ids, size_t n, size_t *got)
 	while (done < n) {
 		size_t nr;
 
-		rc = fetch(c, &c->call, false, (uint16_t)FW_MIN(n - done, FW_WIRE_LIST_MAX), r, &nr);
+		rc = fetch(c, &c->call, false, (uint16_t)FW_MIN(n - done, FW_WIRE_LIST_MAX), r,
+			   &nr);
 		if (rc < 0)
 			break;
 		for (size_t i = 0; i < nr; i++)
@@ -1035,7 +1037,8 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 		if (low && !p->busy) {
 			int rc;
 
-			/* A refill finished while this caller waited and left nothing: its error. */
+			/* A refill finished while this caller waited and left nothing: its error.
+			 */
 			if (p->avail == 0 && p->gen != gen0 && p->last_rc < 0)
 				return p->last_rc;
 			p->busy = true;
@@ -1047,8 +1050,9 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			p->last_rc = rc;
 			gen0 = p->gen;
 			if (rc < 0)
-				p->hold_until_ns = now_ns() +
-						   ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries);
+				p->hold_until_ns =
+					now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
+						    << c->opts.retries);
 			pthread_cond_broadcast(&p->cond);
 			if (p->avail == 0 && rc < 0)
 				return rc;

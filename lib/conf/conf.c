@@ -291,8 +291,7 @@ static const struct conf_key keys[] = {
 	 "empty polls of all its queues before an lcore pauses or sleeps (every mode but busy)",
 	 C(power.idle_polls)},
 	{"power", "pause_us", T_U32, 1, 100000, "1",
-	 "pause: how long one pause lasts, in microseconds (DPDK's default 1)",
-	 C(power.pause_us)},
+	 "pause: how long one pause lasts, in microseconds (DPDK's default 1)", C(power.pause_us)},
 	{"power", "sleep_us", T_U32, 1, 100000, "200",
 	 "sleep: how long one sleep lasts, in microseconds; the latency added to the first "
 	 "request after a quiet spell, and the core is idle roughly sleep_us / (sleep_us + "
@@ -705,8 +704,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			return 1;
 		}
 	if (l->n_keys < FW_ARRAY_SIZE(l->keys))
-		snprintf(l->keys[l->n_keys++], sizeof(l->keys[0]), "%.*s", (int)sizeof(l->keys[0]) - 1,
-			 name);
+		snprintf(l->keys[l->n_keys++], sizeof(l->keys[0]), "%.*s",
+			 (int)sizeof(l->keys[0]) - 1, name);
 	/* '#' or ';' start a comment anywhere on a line, as on a line of its own */
 	snprintf(v, sizeof(v), "%s", value);
 	v[strcspn(v, "#;")] = '\0';
@@ -765,7 +764,8 @@ static int prescan(struct load_ctx *l)
 					    l->path, name);
 			}
 		if (n_seen < FW_ARRAY_SIZE(seen))
-			snprintf(seen[n_seen++], sizeof(seen[0]), "%.*s", (int)sizeof(seen[0]) - 1, name);
+			snprintf(seen[n_seen++], sizeof(seen[0]), "%.*s", (int)sizeof(seen[0]) - 1,
+				 name);
 		if (!(s->dpdk && (l->flags & FW_CONF_F_NO_PORTS)))
 			key_base(l->c, s, index); /* an empty [portN] still declares the port */
 	}
@@ -826,8 +826,10 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 			    "[id] workers = ...: not with [fleet] zookeeper: in a fleet worker IDs "
 			    "are claimed, never configured");
 	if (c->fleet.zookeeper[0] && c->fleet.lease_ms < 2 * (uint64_t)c->fleet.renew_ms)
-		return errf(err, errlen, "[fleet] renew_ms = %u: out of range (100-%u, half of "
-			    "lease_ms)", c->fleet.renew_ms, c->fleet.lease_ms / 2);
+		return errf(err, errlen,
+			    "[fleet] renew_ms = %u: out of range (100-%u, half of "
+			    "lease_ms)",
+			    c->fleet.renew_ms, c->fleet.lease_ms / 2);
 	if (c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER && !c->fleet.zookeeper[0])
 		return errf(err, errlen,
 			    "[clock] backstep = new_worker: needs a fleet ([fleet] zookeeper)");

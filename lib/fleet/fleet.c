@@ -62,7 +62,7 @@ struct fw_fleet {
 	zhandle_t *zh;
 	uint64_t token;
 	bool root_ok, alive_ok;
-	struct held *slot;    /* per slot */
+	struct held *slot; /* per slot */
 	struct held retiring[FW_FLEET_SLOTS_MAX];
 	uint32_t n_retiring;
 	uint32_t renew_fails;
@@ -371,7 +371,8 @@ static int zk_root_check(zhandle_t *zh, const char *root, const struct fw_layout
 		    have.worker_bits != l->worker_bits || have.seq_bits != l->seq_bits) {
 			set_err(err, errlen,
 				"fleet: %s is a fleet with layout epoch %" PRIu64
-				" datacenter_bits %u worker_bits %u sequence_bits %u; this node has "
+				" datacenter_bits %u worker_bits %u sequence_bits %u; this node "
+				"has "
 				"epoch %" PRIu64 " datacenter_bits %u worker_bits %u sequence_bits "
 				"%u: every member of a fleet needs the same [id] layout",
 				root, have.epoch_ms, have.dc_bits, have.worker_bits, have.seq_bits,
@@ -667,7 +668,8 @@ static int scan(struct fw_fleet *f, uint64_t server_unix, struct cand **out, uin
 			continue;
 		if (rc != ZOK)
 			goto out;
-		struct cand x = {.worker = (int32_t)w, .version = st.version, .mtime = (uint64_t)st.mtime};
+		struct cand x = {
+			.worker = (int32_t)w, .version = st.version, .mtime = (uint64_t)st.mtime};
 		if (wdata_parse(buf, len, &x.d) != 0)
 			continue; /* garbled: never touched */
 		if (!strcmp(x.d.owner, f->identity))
@@ -680,9 +682,10 @@ static int scan(struct fw_fleet *f, uint64_t server_unix, struct cand **out, uin
 			char ts[FW_ISO8601_LEN];
 			owned++;
 			if (ml < msglen)
-				ml += (size_t)snprintf(msg + ml, msglen - ml, "%s%lu by %s until %s",
-						       owned > 1 ? ", " : "", w, x.d.owner,
-						       fw_format_iso8601(x.d.lease + f->cfg.layout.epoch_ms, ts));
+				ml += (size_t)snprintf(
+					msg + ml, msglen - ml, "%s%lu by %s until %s",
+					owned > 1 ? ", " : "", w, x.d.owner,
+					fw_format_iso8601(x.d.lease + f->cfg.layout.epoch_ms, ts));
 			continue;
 		}
 		c[n++] = x;
@@ -811,8 +814,8 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 								  "claimed (free)", "taken over"};
 				char ts[FW_ISO8601_LEN];
 				flog(f, FW_FLEET_INFO,
-				     "fleet: worker %d %s for slot %u, lease until %s, floor %" PRIu64
-				     "%s%s",
+				     "fleet: worker %d %s for slot %u, lease until %s, floor "
+				     "%" PRIu64 "%s%s",
 				     x->worker, how[x->kind], i,
 				     fw_format_iso8601(got[k].lease + f->cfg.layout.epoch_ms, ts),
 				     got[k].floor, x->kind == K_EXPIRED ? ", from " : "",
@@ -842,8 +845,10 @@ static int claim_round(struct fw_fleet *f, bool at_start, char *err, size_t errl
 				release_held(f, &got[k], 0);
 		if (zk_conn_error(rc))
 			goto zkfail;
-		set_err(err, errlen, "fleet: %s: worker IDs were claimed by others while "
-			"claiming; retry", f->identity);
+		set_err(err, errlen,
+			"fleet: %s: worker IDs were claimed by others while "
+			"claiming; retry",
+			f->identity);
 		return FW_EFLEET_FULL;
 	}
 	for (uint32_t k = 0; k < filled; k++) {
@@ -888,8 +893,9 @@ static void offset_update(struct fw_fleet *f, uint64_t local_mid, uint64_t serve
 		     "IDs stay unique, but their order across nodes is off by as much",
 		     off, f->cfg.max_offset_ms);
 	else if (!over && was)
-		flog(f, FW_FLEET_INFO, "fleet: clock offset to ZooKeeper back within %u ms (%" PRId64
-		     " ms)", f->cfg.max_offset_ms, off);
+		flog(f, FW_FLEET_INFO,
+		     "fleet: clock offset to ZooKeeper back within %u ms (%" PRId64 " ms)",
+		     f->cfg.max_offset_ms, off);
 }
 
 /* Renews slot @i. ZOK, or a connection error (round failed). */
@@ -938,8 +944,9 @@ static int renew_one(struct fw_fleet *f, uint32_t i)
 	flog(f, FW_FLEET_WARN,
 	     "fleet: worker %d was taken over%s%s: slot %u stops at its confirmed lease %s and "
 	     "claims another worker ID",
-	     h->worker, rc == ZOK ? " by " : "", rc == ZOK ? (now.owner[0] ? now.owner : "(released)") : "",
-	     i, fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+	     h->worker, rc == ZOK ? " by " : "",
+	     rc == ZOK ? (now.owner[0] ? now.owner : "(released)") : "", i,
+	     fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
 	count(f, &f->st.lost);
 	h->lost = true;
 	publish(f, i, FW_FLEET_SRC_ZK);
@@ -954,8 +961,8 @@ static int alive_check(struct fw_fleet *f, bool at_start, char *err, size_t errl
 	snprintf(p, sizeof(p), "%s/nodes/%s", f->root, f->identity);
 	uint64_t deadline = realtime_ms() + (at_start ? f->cfg.session_timeout_ms + 2000 : 0);
 	for (;;) {
-		int rc = zoo_create(f->zh, p, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL,
-				    NULL, 0);
+		int rc = zoo_create(f->zh, p, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL,
+				    0);
 		if (rc == ZOK) {
 			f->alive_ok = true;
 			return 0;
@@ -1130,7 +1137,8 @@ static void *thread_main(void *arg)
 		uint64_t wait;
 		if (rc == 0) {
 			if (f->renew_fails || f->logged_down)
-				flog(f, FW_FLEET_INFO, "fleet: ZooKeeper reachable again; leases renewed");
+				flog(f, FW_FLEET_INFO,
+				     "fleet: ZooKeeper reachable again; leases renewed");
 			f->renew_fails = 0;
 			f->logged_down = false;
 			pthread_mutex_lock(&f->mu);
@@ -1139,8 +1147,10 @@ static void *thread_main(void *arg)
 			wait = f->cfg.renew_ms;
 		} else {
 			if (!f->logged_down) {
-				flog(f, FW_FLEET_WARN, "%s; retrying with backoff, issuing continues "
-				     "within the confirmed leases", err);
+				flog(f, FW_FLEET_WARN,
+				     "%s; retrying with backoff, issuing continues "
+				     "within the confirmed leases",
+				     err);
 				f->logged_down = true;
 			}
 			count(f, &f->st.renew_failures);
@@ -1212,8 +1222,9 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 			     e,
 			     !f->cache[0]   ? "no [fleet] cache_file is set"
 			     : n == -ENOENT ? "the cache file does not exist"
-			     : n == -ESTALE ? "the cache file is for another root, identity or layout"
-					    : "the cache file is unreadable");
+			     : n == -ESTALE
+				     ? "the cache file is for another root, identity or layout"
+				     : "the cache file is unreadable");
 			for (uint32_t i = 0; i < f->n; i++)
 				f->slot[i].worker = FW_FLEET_WORKER_NONE;
 		}
@@ -1428,8 +1439,8 @@ int fw_fleet_release(const char *connect, const char *root, uint32_t worker, uin
 		int len = sizeof(buf);
 		rc = zoo_get(zh, p, 0, buf, &len, &st);
 		if (rc == ZNONODE) {
-			set_err(err, errlen, "fleet: worker %u has never been claimed in %s", worker,
-				root);
+			set_err(err, errlen, "fleet: worker %u has never been claimed in %s",
+				worker, root);
 			zookeeper_close(zh);
 			return -ENOENT;
 		}

@@ -14,14 +14,14 @@ struct fw_fleet_app {
 	struct fw_fleet *reg;
 	uint32_t n;
 	uint64_t epoch_ms;
-	bool new_worker;     /* [clock] backstep = new_worker */
+	bool new_worker;      /* [clock] backstep = new_worker */
 	uint64_t start_floor; /* layout ms: the mark the keeper read at start */
 	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg);
 	void *log_arg;
 	struct fw_fleet_slot cur[FW_FLEET_SLOTS_MAX]; /* what the keeper was given */
 	int32_t retiring[FW_FLEET_SLOTS_MAX];         /* replaced ID, retired once swapped */
 	bool ended_logged[FW_FLEET_SLOTS_MAX];
-	bool stepping;                           /* new_worker: waiting for every slot's new ID */
+	bool stepping;                            /* new_worker: waiting for every slot's new ID */
 	uint64_t replace_gen[FW_FLEET_SLOTS_MAX]; /* slot gen when its replacement was asked */
 };
 
@@ -40,8 +40,7 @@ static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fm
 	a->log(a->log_arg, lvl, msg);
 }
 
-int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout,
-		       uint32_t n_workers,
+int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
 		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
 {
@@ -129,8 +128,8 @@ static void step_when_all_new(struct fw_fleet_app *a, struct fw_keeper *k, uint6
 	fw_keeper_step_to_wall(k, tick, wall_ns);
 }
 
-void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
-		       uint64_t tick, uint64_t wall_ns)
+void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events, uint64_t tick,
+		       uint64_t wall_ns)
 {
 	char ts[FW_ISO8601_LEN];
 	struct fw_keeper_status kst;
@@ -170,7 +169,8 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 		}
 		if (s.worker >= 0 && now_l > s.lease_ms && !a->ended_logged[i]) {
 			alog(a, FW_FLEET_WARN,
-			     "fleet: worker %d: its confirmed lease ended at %s; answering NO_LEASE "
+			     "fleet: worker %d: its confirmed lease ended at %s; answering "
+			     "NO_LEASE "
 			     "until ZooKeeper confirms a new one",
 			     s.worker, fw_format_iso8601(s.lease_ms + a->epoch_ms, ts));
 			a->ended_logged[i] = true;

@@ -88,29 +88,29 @@ enum fw_fleet_source {
 
 /* One slot (worker lcore or thread): what it may issue under. */
 struct fw_fleet_slot {
-	int32_t worker;      /* worker ID, FW_FLEET_WORKER_NONE: none (issue nothing) */
-	uint64_t gen;        /* bumped whenever worker or floor changes (a swap to apply) */
-	uint64_t lease_ms;   /* confirmed lease_until, layout ms: never issue above (0: none) */
-	uint64_t floor_ms;   /* layout ms: issue only above */
-	uint32_t source;     /* enum fw_fleet_source */
-	bool lost;           /* the worker ID was taken over: lease_ms is the old, final limit */
+	int32_t worker;    /* worker ID, FW_FLEET_WORKER_NONE: none (issue nothing) */
+	uint64_t gen;      /* bumped whenever worker or floor changes (a swap to apply) */
+	uint64_t lease_ms; /* confirmed lease_until, layout ms: never issue above (0: none) */
+	uint64_t floor_ms; /* layout ms: issue only above */
+	uint32_t source;   /* enum fw_fleet_source */
+	bool lost;         /* the worker ID was taken over: lease_ms is the old, final limit */
 };
 
 /* Counters and the clock check. */
 struct fw_fleet_status {
-	bool connected;            /* the ZooKeeper session is up */
+	bool connected; /* the ZooKeeper session is up */
 	bool started_from_cache;
-	uint64_t last_renew_unix;  /* local unix ms of the last successful renewal round */
-	int64_t offset_ms;         /* local clock minus ZooKeeper's (mtime), last renewal */
+	uint64_t last_renew_unix; /* local unix ms of the last successful renewal round */
+	int64_t offset_ms;        /* local clock minus ZooKeeper's (mtime), last renewal */
 	bool offset_valid;
-	bool offset_over;          /* |offset_ms| > max_offset_ms */
-	uint64_t renewals;         /* successful znode renewals */
-	uint64_t renew_failures;   /* failed renewal rounds */
-	uint64_t claims;           /* worker IDs claimed (created or free) */
-	uint64_t takebacks;        /* taken back by identity */
-	uint64_t takeovers;        /* expired ones taken over */
-	uint64_t lost;             /* taken over by another node while we held them */
-	uint64_t releases;         /* retired/released by this process */
+	bool offset_over;        /* |offset_ms| > max_offset_ms */
+	uint64_t renewals;       /* successful znode renewals */
+	uint64_t renew_failures; /* failed renewal rounds */
+	uint64_t claims;         /* worker IDs claimed (created or free) */
+	uint64_t takebacks;      /* taken back by identity */
+	uint64_t takeovers;      /* expired ones taken over */
+	uint64_t lost;           /* taken over by another node while we held them */
+	uint64_t releases;       /* retired/released by this process */
 };
 
 struct fw_fleet;
@@ -180,10 +180,10 @@ FW_API void fw_fleet_free(struct fw_fleet *f);
 struct fw_fleet_entry {
 	uint32_t worker;
 	char owner[FW_FLEET_IDENTITY_MAX]; /* "" when free */
-	uint64_t lease_ms;   /* layout ms */
-	uint64_t floor_ms;   /* layout ms */
+	uint64_t lease_ms;                 /* layout ms */
+	uint64_t floor_ms;                 /* layout ms */
 	uint64_t renewed_unix; /* znode mtime: the owner's last write, ZooKeeper's clock */
-	bool alive;          /* ROOT/nodes/OWNER exists: a live session */
+	bool alive;            /* ROOT/nodes/OWNER exists: a live session */
 };
 
 struct fw_fleet_list {

@@ -32,10 +32,10 @@
 #include "fw_err.h"
 #include "fw_layout.h"
 
-#define FW_UUID_LEN      16
-#define FW_UUID_TEXT_LEN 37 /* 36 characters and the NUL */
+#define FW_UUID_LEN          16
+#define FW_UUID_TEXT_LEN     37 /* 36 characters and the NUL */
 /* The tag byte that marks a UUIDv7 made in flakewire's layout. */
-#define FW_UUID7_TAG     0xF7u
+#define FW_UUID7_TAG         0xF7u
 /* Largest Unix ms a UUIDv7 timestamp holds (48 bits, year 10889). */
 #define FW_UUID7_UNIX_MS_MAX ((UINT64_C(1) << 48) - 1)
 
@@ -45,22 +45,23 @@
  */
 struct fw_uuid7_fmt {
 	uint64_t epoch_ms;
-	uint64_t seq_mask;     /* 2^seq_bits - 1 */
-	uint64_t node_tag;     /* (datacenter << worker_bits | worker) << 8 | FW_UUID7_TAG */
-	uint64_t rand_mask;    /* 2^rand_bits - 1 (all ones when rand_bits >= 64) */
-	uint32_t time_shift;   /* seq_bits + worker_bits + dc_bits */
+	uint64_t seq_mask;      /* 2^seq_bits - 1 */
+	uint64_t node_tag;      /* (datacenter << worker_bits | worker) << 8 | FW_UUID7_TAG */
+	uint64_t rand_mask;     /* 2^rand_bits - 1 (all ones when rand_bits >= 64) */
+	uint32_t time_shift;    /* seq_bits + worker_bits + dc_bits */
 	uint32_t counter_shift; /* dc_bits + worker_bits + 8 */
-	uint32_t rand_bits;    /* 66 - seq_bits - dc_bits - worker_bits */
+	uint32_t rand_bits;     /* 66 - seq_bits - dc_bits - worker_bits */
 };
 
 /* The parts of a UUID that fw_uuid7_decode() reads. */
 struct fw_uuid7_parts {
-	unsigned version;     /* bits 48-51 */
-	unsigned variant;     /* 0: NCS (0xx), 2: RFC 9562 (10x), 6: Microsoft (110), 7: reserved (111) */
-	bool is_v7;           /* version 7 and variant 2: the fields below make sense */
-	uint64_t unix_ms;     /* bits 0-47 (is_v7) */
-	bool flakewire;       /* is_v7 and the tag reads FW_UUID7_TAG where @layout puts it */
-	uint32_t counter;     /* these four only when flakewire */
+	unsigned version; /* bits 48-51 */
+	unsigned variant; /* 0: NCS (0xx), 2: RFC 9562 (10x), 6: Microsoft (110), 7: reserved (111)
+			   */
+	bool is_v7;       /* version 7 and variant 2: the fields below make sense */
+	uint64_t unix_ms; /* bits 0-47 (is_v7) */
+	bool flakewire;   /* is_v7 and the tag reads FW_UUID7_TAG where @layout puts it */
+	uint32_t counter; /* these four only when flakewire */
 	uint32_t datacenter;
 	uint32_t worker;
 	unsigned rand_bits;
@@ -138,7 +139,8 @@ static inline int fw_uuid7_from_id(const struct fw_uuid7_fmt *f, uint64_t id, ui
  * unix_ms does not fit 48 bits; -EINVAL for a NULL argument.
  */
 FW_API int fw_uuid7_encode(const struct fw_layout *layout, uint64_t unix_ms, uint32_t datacenter,
-			   uint32_t worker, uint32_t counter, uint64_t rnd, uint8_t out[FW_UUID_LEN]);
+			   uint32_t worker, uint32_t counter, uint64_t rnd,
+			   uint8_t out[FW_UUID_LEN]);
 
 /*
  * Reads any UUID: version and variant; for a UUIDv7 (is_v7) the Unix ms;

@@ -13,8 +13,8 @@ FW_API unsigned fw_uuid7_rand_bits(const struct fw_layout *l)
 	return P_BITS - 8u - l->seq_bits - l->dc_bits - l->worker_bits;
 }
 
-FW_API int fw_uuid7_fmt_init(struct fw_uuid7_fmt *f, const struct fw_layout *l,
-			     uint32_t datacenter, uint32_t worker)
+FW_API int fw_uuid7_fmt_init(struct fw_uuid7_fmt *f, const struct fw_layout *l, uint32_t datacenter,
+			     uint32_t worker)
 {
 	if (f == NULL || l == NULL)
 		return -EINVAL;
@@ -35,7 +35,8 @@ FW_API int fw_uuid7_fmt_init(struct fw_uuid7_fmt *f, const struct fw_layout *l,
 }
 
 FW_API int fw_uuid7_encode(const struct fw_layout *l, uint64_t unix_ms, uint32_t datacenter,
-			   uint32_t worker, uint32_t counter, uint64_t rnd, uint8_t out[FW_UUID_LEN])
+			   uint32_t worker, uint32_t counter, uint64_t rnd,
+			   uint8_t out[FW_UUID_LEN])
 {
 	struct fw_uuid7_fmt f;
 	int rc;

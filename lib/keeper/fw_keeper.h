@@ -115,13 +115,13 @@ struct fw_keeper_config {
 	uint32_t mark_ahead_ms;       /* reserve this far ahead ([state]) */
 	uint32_t mark_retry_ms;       /* after a failed persist, retry after this (100) */
 	enum fw_keeper_start_policy start_policy;
-	const char *state_file;       /* the mark file (used when io is NULL) */
+	const char *state_file;        /* the mark file (used when io is NULL) */
 	const struct fw_keeper_io *io; /* NULL: files */
-	uint64_t epoch_ms;            /* the layout's epoch, unix ms */
-	uint32_t n_workers;           /* worker slots, 1..FW_KEEPER_WORKERS_MAX */
-	const uint32_t *worker_ids;   /* n_workers worker IDs (slot i starts with worker_ids[i]) */
-	const char *name;             /* the responder's name in log lines ("flakewire") */
-	fw_keeper_log_fn log;         /* NULL: silent */
+	uint64_t epoch_ms;             /* the layout's epoch, unix ms */
+	uint32_t n_workers;            /* worker slots, 1..FW_KEEPER_WORKERS_MAX */
+	const uint32_t *worker_ids;    /* n_workers worker IDs (slot i starts with worker_ids[i]) */
+	const char *name;              /* the responder's name in log lines ("flakewire") */
+	fw_keeper_log_fn log;          /* NULL: silent */
 	void *log_arg;
 };
 
@@ -181,11 +181,11 @@ FW_API void fw_keeper_free(struct fw_keeper *k);
 
 /* What fw_keeper_start() found, for the owner's log lines. */
 struct fw_keeper_start_info {
-	int read_rc;        /* fw_mark read: 0, -ENOENT (first start) */
-	uint64_t mark_unix; /* mark read (0: none) */
-	uint64_t now_unix;  /* keeper time at start */
-	uint64_t behind_ms; /* mark - now when the clock is behind the mark, else 0 */
-	int reserve_rc;     /* first reservation: 0 or -errno (then workers wait, retried) */
+	int read_rc;            /* fw_mark read: 0, -ENOENT (first start) */
+	uint64_t mark_unix;     /* mark read (0: none) */
+	uint64_t now_unix;      /* keeper time at start */
+	uint64_t behind_ms;     /* mark - now when the clock is behind the mark, else 0 */
+	int reserve_rc;         /* first reservation: 0 or -errno (then workers wait, retried) */
 	uint64_t reserved_unix; /* mark persisted by the first reservation */
 };
 
@@ -276,8 +276,7 @@ FW_API uint64_t fw_keeper_worker_last(const struct fw_keeper *k, uint32_t slot);
  * to record. False while the swap is pending (the worker has not had a
  * burst since; a worker with no traffic never applies it).
  */
-FW_API bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot,
-				     uint64_t *last_ms);
+FW_API bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot, uint64_t *last_ms);
 
 /*
  * (issue 10, [clock] backstep = new_worker) Re-anchors the keeper's time on
@@ -295,17 +294,17 @@ FW_API int fw_keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t w
 /* ---- status, for logs and telemetry ---- */
 
 struct fw_keeper_status {
-	struct fw_clock_cal cal;  /* the keeper's calibration */
-	uint64_t now_unix_ms;     /* keeper time at the last tick */
-	uint64_t mark_unix_ms;    /* persisted and published */
-	uint64_t floor_unix_ms;   /* mark read at start (0: none) */
-	bool mark_failing;        /* the last persist failed */
-	bool back_step;           /* system clock behind by more than step_ms */
-	int last_write_rc;        /* the last persist's code */
+	struct fw_clock_cal cal; /* the keeper's calibration */
+	uint64_t now_unix_ms;    /* keeper time at the last tick */
+	uint64_t mark_unix_ms;   /* persisted and published */
+	uint64_t floor_unix_ms;  /* mark read at start (0: none) */
+	bool mark_failing;       /* the last persist failed */
+	bool back_step;          /* system clock behind by more than step_ms */
+	int last_write_rc;       /* the last persist's code */
 	uint64_t mark_writes;
 	uint64_t mark_failures;
-	uint64_t back_steps;      /* times a backward step beyond step_ms began */
-	uint64_t clock_events;    /* steps and offset changes (EV_FWD_STEP, BACK_*, OFFSET) */
+	uint64_t back_steps;   /* times a backward step beyond step_ms began */
+	uint64_t clock_events; /* steps and offset changes (EV_FWD_STEP, BACK_*, OFFSET) */
 };
 
 /* Fills *st. */
@@ -348,9 +347,9 @@ static inline uint64_t fw_keeper_limit(const struct fw_keeper_snap *s, bool *by_
 /* A worker's memory of what it applied to its generator. Zero it at start. */
 struct fw_keeper_worker {
 	struct fw_keeper_slot *slot; /* its slot (for the retirement record) */
-	uint64_t worker_gen; /* snapshot generation applied */
-	uint64_t limit_ms;   /* limit applied */
-	bool by_lease;       /* the limit applied is the lease */
+	uint64_t worker_gen;         /* snapshot generation applied */
+	uint64_t limit_ms;           /* limit applied */
+	bool by_lease;               /* the limit applied is the lease */
 };
 
 /*
@@ -369,8 +368,7 @@ FW_API int fw_keeper_worker_swap(struct fw_keeper_worker *w, const struct fw_kee
  * one through fw_gen_set_mark; a lower one (a lease below the mark) too,
  * which fw_gen_set_mark alone would ignore.
  */
-FW_API void fw_keeper_worker_limit(struct fw_keeper_worker *w, struct fw_gen *g,
-				   uint64_t limit_ms);
+FW_API void fw_keeper_worker_limit(struct fw_keeper_worker *w, struct fw_gen *g, uint64_t limit_ms);
 
 /*
  * Prepares a worker's reader for slot @slot whose generator @g was

@@ -16,8 +16,8 @@
  * file from @c, and @epoch_ms. The caller sets n_workers, worker_ids, name
  * and log.
  */
-static inline void fw_keeper_config_from_conf(struct fw_keeper_config *kc,
-					      const struct fw_conf *c, uint64_t epoch_ms)
+static inline void fw_keeper_config_from_conf(struct fw_keeper_config *kc, const struct fw_conf *c,
+					      uint64_t epoch_ms)
 {
 	fw_keeper_config_default(kc);
 	kc->clock.max_slew_ppm = c->clock.max_slew_ppm;

@@ -12,11 +12,11 @@
 #include "fw_mark.h"
 #include "fw_wire.h"
 
-#define NS_PER_MS      1000000ull
-#define OFFSET_BIG_NS  1000000 /* offsets from 1 ms on are flagged SLEWING and logged */
-#define DEFAULT_AHEAD  3000
-#define DEFAULT_RETRY  100
-#define CLOCK_LOG_MS   30000 /* while an offset lasts, a clock line this often */
+#define NS_PER_MS     1000000ull
+#define OFFSET_BIG_NS 1000000 /* offsets from 1 ms on are flagged SLEWING and logged */
+#define DEFAULT_AHEAD 3000
+#define DEFAULT_RETRY 100
+#define CLOCK_LOG_MS  30000 /* while an offset lasts, a clock line this often */
 
 struct slot_state {
 	uint32_t worker_id;
@@ -29,11 +29,11 @@ struct fw_keeper {
 	struct fw_keeper_config cfg;
 	struct fw_keeper_io io;
 	struct fw_clock_cal cal;
-	uint64_t anchor_ns;     /* keeper time (ns) of the last anchor */
-	uint64_t now_unix_ms;   /* keeper time at the last call */
-	uint64_t mark_unix;     /* persisted and published */
-	uint64_t floor_unix;    /* read at start */
-	uint64_t next_try_ns;   /* keeper time before which a failed persist is not retried */
+	uint64_t anchor_ns;   /* keeper time (ns) of the last anchor */
+	uint64_t now_unix_ms; /* keeper time at the last call */
+	uint64_t mark_unix;   /* persisted and published */
+	uint64_t floor_unix;  /* read at start */
+	uint64_t next_try_ns; /* keeper time before which a failed persist is not retried */
 	bool failing;
 	bool big_offset;
 	bool back_step;
@@ -182,7 +182,8 @@ static void publish_slot(struct fw_keeper *k, uint32_t i)
 
 	if (k->held)
 		return; /* fw_keeper_hold(false) publishes */
-	if ((k->cal.flags & FW_CLOCK_F_SLEWING) && (off >= OFFSET_BIG_NS || -off >= OFFSET_BIG_NS)) {
+	if ((k->cal.flags & FW_CLOCK_F_SLEWING) &&
+	    (off >= OFFSET_BIG_NS || -off >= OFFSET_BIG_NS)) {
 		state |= FW_KEEPER_S_SLEWING;
 		wf |= FW_WIRE_F_SLEWING;
 	}
@@ -317,7 +318,8 @@ int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1,
 	 */
 	extend_mark(k, FW_MAX(now + k->cfg.mark_ahead_ms, mark), k->anchor_ns);
 	if (k->last_write_rc == 0)
-		klog(k, FW_KEEPER_LOG_INFO, "mark: reserved up to %llu (%llu ms ahead of the clock) in %s",
+		klog(k, FW_KEEPER_LOG_INFO,
+		     "mark: reserved up to %llu (%llu ms ahead of the clock) in %s",
 		     (unsigned long long)k->mark_unix, (unsigned long long)(k->mark_unix - now),
 		     file_name(k));
 	info->reserve_rc = k->last_write_rc;
@@ -355,8 +357,9 @@ uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 		ev |= FW_KEEPER_EV_OFFSET;
 		k->clock_events++;
 	}
-	bool changed = (ev & (FW_KEEPER_EV_BACK_STEP | FW_KEEPER_EV_BACK_CLEAR |
-			      FW_KEEPER_EV_OFFSET)) != 0;
+	bool changed =
+		(ev & (FW_KEEPER_EV_BACK_STEP | FW_KEEPER_EV_BACK_CLEAR | FW_KEEPER_EV_OFFSET)) !=
+		0;
 	k->back_step = back;
 	k->big_offset = big;
 	publish(k);
@@ -452,12 +455,13 @@ int fw_keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *writte
 		k->mark_unix = final;
 		if (written)
 			*written = final;
-		klog(k, FW_KEEPER_LOG_INFO, "mark: persisted %llu (at or above every ID issued) to %s",
-		     (unsigned long long)final, file_name(k));
+		klog(k, FW_KEEPER_LOG_INFO,
+		     "mark: persisted %llu (at or above every ID issued) to %s",
+		     (unsigned long long) final, file_name(k));
 	} else {
 		klog(k, FW_KEEPER_LOG_ERR,
 		     "mark: cannot persist %llu at exit: %s (the reservation %llu stays)",
-		     (unsigned long long)final, fw_strerror(rc), (unsigned long long)k->mark_unix);
+		     (unsigned long long) final, fw_strerror(rc), (unsigned long long)k->mark_unix);
 	}
 	return rc;
 }
@@ -471,8 +475,8 @@ int fw_keeper_set_lease(struct fw_keeper *k, uint32_t slot, uint64_t lease_ms)
 	return 0;
 }
 
-int fw_keeper_set_worker(struct fw_keeper *k, uint32_t slot, uint32_t worker_id,
-			 uint64_t floor_ms, uint64_t lease_ms)
+int fw_keeper_set_worker(struct fw_keeper *k, uint32_t slot, uint32_t worker_id, uint64_t floor_ms,
+			 uint64_t lease_ms)
 {
 	if (slot >= k->cfg.n_workers)
 		return -EINVAL;

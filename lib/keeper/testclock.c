@@ -103,7 +103,8 @@ static int parse(char *text, struct fw_testclock_faults *f, char *msg, size_t le
 			goto bad;
 		continue;
 	bad:
-		snprintf(msg, len, "test clock: %s: bad line \"%s\" (keys offset_ms, tsc_ppm, pause_ms)",
+		snprintf(msg, len,
+			 "test clock: %s: bad line \"%s\" (keys offset_ms, tsc_ppm, pause_ms)",
 			 tc.path, line);
 		return -1;
 	}

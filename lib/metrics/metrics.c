@@ -314,7 +314,8 @@ FW_API int fw_metrics_parse_listen(const char *listen, void *sa, size_t cap, siz
 	if (errno || *end || port > 65535 || colon[1] < '0' || colon[1] > '9')
 		return -EINVAL;
 	if (listen[0] == '[') {
-		struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+		struct sockaddr_in6 s6 = {.sin6_family = AF_INET6,
+					  .sin6_port = htons((uint16_t)port)};
 		if (cap < sizeof(s6) || inet_pton(AF_INET6, host, &s6.sin6_addr) != 1)
 			return -EINVAL;
 		memcpy(sa, &s6, sizeof(s6));
@@ -404,8 +405,8 @@ FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 		flags |= MHD_USE_IPv6;
 	errno = 0;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
-				MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-				MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT,
+				10u, MHD_OPTION_END);
 	int err = errno;
 	if (!s->d) {
 		free(s);

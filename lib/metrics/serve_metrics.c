@@ -6,9 +6,8 @@
 #include "fw_wire.h"
 
 static const char *const op_names[] = {"unknown", "id", "list", "range", "info", "uuid7"};
-static const char *const st_names[] = {"ok",      "bad_request",  "bad_version",
-				       "retry_after", "refused", "clock_unsafe",
-				       "no_lease"};
+static const char *const st_names[] = {"ok",      "bad_request",  "bad_version", "retry_after",
+				       "refused", "clock_unsafe", "no_lease"};
 static const char *const serve_drops[FW_SERVE_DROP_COUNT] = {"wire_short", "wire_magic",
 							     "wire_reply"};
 
@@ -85,8 +84,10 @@ FW_API void fw_metrics_write_workers(struct fw_metrics_writer *w,
 		const struct {
 			const char *name;
 			uint64_t v;
-		} ev[] = {{"borrow", g->borrowed_ms}, {"backstep", g->backsteps},
-			  {"retry", g->retries},      {"unsafe", g->unsafe},
+		} ev[] = {{"borrow", g->borrowed_ms},
+			  {"backstep", g->backsteps},
+			  {"retry", g->retries},
+			  {"unsafe", g->unsafe},
 			  {"mark_hit", g->mark_hits}};
 		for (size_t e = 0; e < FW_ARRAY_SIZE(ev); e++)
 			fw_metrics_u64(w, l, with(&wk[i], l, "event", ev[e].name), ev[e].v);

@@ -24,14 +24,14 @@
 
 #include "fw_common.h"
 
-#define FW_RNG_BUF_LEN       1024u
-#define FW_RNG_RESEED_BYTES  (UINT64_C(64) << 20)
+#define FW_RNG_BUF_LEN      1024u
+#define FW_RNG_RESEED_BYTES (UINT64_C(64) << 20)
 
 struct fw_rng {
-	uint32_t pos;            /* next unread byte of buf (the first 32 are the next key) */
-	uint64_t since_seed;     /* bytes of keystream made since the last reseed */
-	uint64_t refills;        /* buffer refills (statistics) */
-	uint64_t reseeds;        /* successful reseeds after init (statistics) */
+	uint32_t pos;        /* next unread byte of buf (the first 32 are the next key) */
+	uint64_t since_seed; /* bytes of keystream made since the last reseed */
+	uint64_t refills;    /* buffer refills (statistics) */
+	uint64_t reseeds;    /* successful reseeds after init (statistics) */
 	uint8_t key[32];
 	uint8_t buf[FW_RNG_BUF_LEN] FW_CACHE_ALIGNED;
 };

@@ -61,7 +61,7 @@ struct fw_serve {
 	struct fw_serve_stats stats;
 	struct fw_uuid7_fmt uuid7; /* this worker's UUIDv7 layout */
 	struct fw_rng rng;         /* random bits of UUIDv7 */
-	uint64_t reply_who; /* bytes 16-23 of an OK reply as stored: datacenter, worker, 0 */
+	uint64_t reply_who;        /* bytes 16-23 of an OK reply as stored: datacenter, worker, 0 */
 };
 
 /* Fills *cfg with the defaults: the wire maxima, 1000 µs mark retry. */

@@ -175,7 +175,8 @@ static int answer_uuid7(struct fw_serve *s, uint64_t now, void *buf, size_t budg
 	}
 	for (int i = 0; i < got; i++) {
 		/* Only past year 10889 (Unix ms beyond 48 bits): cut the reply there. */
-		if (FW_UNLIKELY(fw_uuid7_from_id(&s->uuid7, ids[i], fw_rng_u64(&s->rng), u[i]) != 0)) {
+		if (FW_UNLIKELY(fw_uuid7_from_id(&s->uuid7, ids[i], fw_rng_u64(&s->rng), u[i]) !=
+				0)) {
 			got = i;
 			break;
 		}

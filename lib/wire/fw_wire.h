@@ -50,15 +50,15 @@
 #define FW_WIRE_DEFAULT_PORT 4242
 
 /* Largest UDP payload in a 1500-byte MTU over IPv4: 1500 - 20 - 8. */
-#define FW_WIRE_MTU_PAYLOAD   1472
+#define FW_WIRE_MTU_PAYLOAD              1472
 /* IDs in one LIST reply that fit FW_WIRE_MTU_PAYLOAD: (1472 - 24) / 8. */
-#define FW_WIRE_LIST_MAX      181
+#define FW_WIRE_LIST_MAX                 181
 /* Ranges in one RANGE reply. */
-#define FW_WIRE_RANGES_MAX    16
+#define FW_WIRE_RANGES_MAX               16
 /* IDs one RANGE request may ask for (the count field is 16 bits). */
-#define FW_WIRE_RANGE_IDS_MAX 65535
+#define FW_WIRE_RANGE_IDS_MAX            65535
 /* UUIDs in one UUID7 reply that fit FW_WIRE_MTU_PAYLOAD: (1472 - 24) / 16. */
-#define FW_WIRE_UUID7_MAX     90
+#define FW_WIRE_UUID7_MAX                90
 /* IDs per range a client assumes before it knows the layout (12 sequence bits). */
 #define FW_WIRE_RANGE_IDS_PER_MS_DEFAULT 4096u
 
@@ -129,9 +129,9 @@ struct fw_wire_info {
 struct fw_wire_reply {
 	struct fw_wire_hdr hdr;
 	union {
-		uint64_t ids[FW_WIRE_LIST_MAX];                  /* ID, LIST */
-		struct fw_wire_range ranges[FW_WIRE_RANGES_MAX]; /* RANGE */
-		struct fw_wire_info info;                        /* INFO */
+		uint64_t ids[FW_WIRE_LIST_MAX];                     /* ID, LIST */
+		struct fw_wire_range ranges[FW_WIRE_RANGES_MAX];    /* RANGE */
+		struct fw_wire_info info;                           /* INFO */
 		uint8_t uuids[FW_WIRE_UUID7_MAX][FW_WIRE_UUID_LEN]; /* UUID7 */
 	} body;
 };

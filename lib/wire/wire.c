@@ -457,10 +457,8 @@ int fw_wire_parse_reply(const void *buf, size_t len, struct fw_wire_reply *r)
 const char *fw_wire_op_name(uint8_t op)
 {
 	static const char *const names[] = {
-		[FW_WIRE_OP_ID] = "id",
-		[FW_WIRE_OP_LIST] = "list",
-		[FW_WIRE_OP_RANGE] = "range",
-		[FW_WIRE_OP_INFO] = "info",
+		[FW_WIRE_OP_ID] = "id",       [FW_WIRE_OP_LIST] = "list",
+		[FW_WIRE_OP_RANGE] = "range", [FW_WIRE_OP_INFO] = "info",
 		[FW_WIRE_OP_UUID7] = "uuid7",
 	};
 	/* Logs name a reply by its request's op. */

@@ -42,8 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else if (h.op == FW_WIRE_OP_INFO)
 		len = fw_wire_write_info(buf, size, &h, &r.body.info);
 	else if (h.op == FW_WIRE_OP_UUID7)
-		len = fw_wire_write_uuids(buf, size, &h,
-					  (const uint8_t(*)[FW_WIRE_UUID_LEN])r.body.uuids, h.count);
+		len = fw_wire_write_uuids(
+			buf, size, &h, (const uint8_t(*)[FW_WIRE_UUID_LEN])r.body.uuids, h.count);
 	else
 		len = fw_wire_write_ids(buf, size, &h, r.body.ids, h.count);
 	if (len < 0 || (size_t)len != size || memcmp(buf, data, size) != 0)

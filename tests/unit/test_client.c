@@ -28,8 +28,8 @@
 #include "fw_uuid.h"
 #include "fw_wire.h"
 
-#define FAKE_DC      3
-#define FAKE_WORKER  17
+#define FAKE_DC           3
+#define FAKE_WORKER       17
 /*
  * Timeouts. A test that measures no timeout uses T_LONG_MS (client_for()),
  * which only a hang could reach: however late load makes the fake's answer,
@@ -40,9 +40,9 @@
  * next responder, after a failover, to answer at all), and such tests
  * assert "at least" where load can add a resend.
  */
-#define T_TIMEOUT_MS 20
-#define T_RETRIES    4
-#define T_LONG_MS    5000
+#define T_TIMEOUT_MS      20
+#define T_RETRIES         4
+#define T_LONG_MS         5000
 /* Every attempt on a silent responder: 20 + 40 + 80 + 160 + 320 ms. */
 #define T_ALL_ATTEMPTS_MS (T_TIMEOUT_MS * ((2u << T_RETRIES) - 1))
 
@@ -75,8 +75,8 @@ struct fake {
 	uint32_t seq;
 	atomic_uint list_cap;
 	atomic_bool refuse_info;
-	atomic_bool no_uuid7;   /* INFO features without UUID7 */
-	atomic_bool bad_uuid;   /* the next UUID7 reply has a UUID of version 4 */
+	atomic_bool no_uuid7;     /* INFO features without UUID7 */
+	atomic_bool bad_uuid;     /* the next UUID7 reply has a UUID of version 4 */
 	atomic_ullong good_first; /* first ID of the last reply meant to be accepted */
 	/* beh_held_later_ranges: the test opens the gate; or it expires. */
 	atomic_bool gate_open;
@@ -198,11 +198,14 @@ static int fake_build(struct fake *f, const struct fw_wire_hdr *req, uint8_t *bu
 			abort();
 		n = req->count;
 		for (unsigned i = 0; i < n; i++)
-			if (fw_uuid7_from_id(&fmt, fake_next_id(f), (uint64_t)random() << 20 ^ (uint64_t)random(), u[i]) != 0)
+			if (fw_uuid7_from_id(&fmt, fake_next_id(f),
+					     (uint64_t)random() << 20 ^ (uint64_t)random(),
+					     u[i]) != 0)
 				abort();
 		if (atomic_exchange(&f->bad_uuid, false))
 			u[n - 1][6] = (uint8_t)(0x40 | (u[n - 1][6] & 0x0F));
-		return fw_wire_write_uuids(buf, cap, &h, (const uint8_t(*)[FW_UUID_LEN])u, (uint16_t)n);
+		return fw_wire_write_uuids(buf, cap, &h, (const uint8_t(*)[FW_UUID_LEN])u,
+					   (uint16_t)n);
 	}
 	return -1;
 }
@@ -1341,7 +1344,8 @@ static void test_ipv6(void **state)
 	if (!f) {
 		const char *ci = getenv("CI");
 		if (ci && !strcmp(ci, "true")) /* under CI a missing capability fails */
-			fail_msg("cannot run under CI=true: no IPv6 loopback for the fake responder");
+			fail_msg("cannot run under CI=true: no IPv6 loopback for the fake "
+				 "responder");
 		skip();
 	}
 	c = client_short(f);
@@ -1357,7 +1361,7 @@ static void test_ipv6(void **state)
 
 /* ---- Refills outside the lock (issue 11, fix 5) ---- */
 
-#define SLOW_MS 500
+#define SLOW_MS     500
 /* Longest hold of beh_held_later_ranges: below T_LONG_MS, so never resent. */
 #define HOLD_MAX_MS 3000
 
@@ -1462,7 +1466,8 @@ static void beh_slow_ranges(struct fake *f, const struct fw_wire_hdr *req, unsig
 	fake_answer(f, req);
 }
 
-/* Callers that find the buffer empty while a refill is in flight wait for it, not send their own. */
+/* Callers that find the buffer empty while a refill is in flight wait for it, not send their own.
+ */
 static void test_empty_buffer_waits_for_refill(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_slow_ranges);

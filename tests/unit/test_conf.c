@@ -93,7 +93,8 @@ static void test_errors_name_key_value_range(void **state)
 	struct fw_conf c;
 	contains(load(&c, "[id]\nworker_bits = 30\n", 0),
 		 "[id] worker_bits = 30: out of range (0-16)");
-	contains(load(&c, "[net]\nudp_port = x\n", 0), "[net] udp_port = x: not a number (1-65535)");
+	contains(load(&c, "[net]\nudp_port = x\n", 0),
+		 "[net] udp_port = x: not a number (1-65535)");
 	contains(load(&c, "[net]\nbogus = 1\n", 0), "[net] bogus: unknown key");
 	contains(load(&c, "[idx]\na = 1\n", 0), "[idx]: unknown section");
 	contains(load(&c, "[id]\nworker_bits = 8\nworker_bits = 9\n", 0),

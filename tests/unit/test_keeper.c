@@ -31,7 +31,7 @@ __extension__ typedef unsigned __int128 u128;
 #define HZ        2100000000ULL
 #define EPOCH_MS  FW_DEFAULT_EPOCH_MS
 /* true time 0 of the script: one day after the epoch */
-#define T0_NS ((EPOCH_MS + 86400000ULL) * NS_PER_MS)
+#define T0_NS     ((EPOCH_MS + 86400000ULL) * NS_PER_MS)
 
 struct store {
 	bool present;
@@ -168,8 +168,7 @@ static int burst(struct script *s, int i, uint64_t *id, struct fw_keeper_snap *s
 
 static uint64_t id_ms(const struct script *s, uint64_t id)
 {
-	return (id >> (s->layout.worker_bits + s->layout.seq_bits + s->layout.dc_bits)) +
-	       EPOCH_MS;
+	return (id >> (s->layout.worker_bits + s->layout.seq_bits + s->layout.dc_bits)) + EPOCH_MS;
 }
 
 static uint64_t id_worker(const struct script *s, uint64_t id)

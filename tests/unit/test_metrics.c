@@ -114,9 +114,9 @@ static void bad_label(struct fw_metrics_writer *w, void *a)
 static void rules_enforced(void **state)
 {
 	(void)state;
-	fw_metrics_collect_fn bad[] = {counter_without_total, gauge_with_total, family_twice,
-				       bad_name,              sample_first,     reserved_label,
-				       bad_label};
+	fw_metrics_collect_fn bad[] = {
+		counter_without_total, gauge_with_total, family_twice, bad_name,
+		sample_first,          reserved_label,   bad_label};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++) {
 		int rc;
 		char *t = render(bad[i], &rc);
@@ -163,9 +163,9 @@ static void listen_parse(void **state)
 	assert_int_equal(ss.ss_family, AF_INET6);
 	assert_int_equal(len, sizeof(struct sockaddr_in6));
 	assert_int_equal(fw_metrics_parse_listen("0.0.0.0:0", &ss, sizeof(ss), &len), 0);
-	const char *bad[] = {"",        "127.0.0.1",      "127.0.0.1:",   ":80",
-			     "::1:80",  "[::1]80",        "1.2.3.4:65536", "1.2.3.4:-1",
-			     "host:80", "127.0.0.1:80x", "[1.2.3.4]:80", "1.2.3.4:+80"};
+	const char *bad[] = {"",        "127.0.0.1",     "127.0.0.1:",    ":80",
+			     "::1:80",  "[::1]80",       "1.2.3.4:65536", "1.2.3.4:-1",
+			     "host:80", "127.0.0.1:80x", "[1.2.3.4]:80",  "1.2.3.4:+80"};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++)
 		assert_int_equal(fw_metrics_parse_listen(bad[i], &ss, sizeof(ss), &len), -EINVAL);
 	assert_true(fw_metrics_listen_is_loopback("127.1.2.3:1"));
@@ -232,7 +232,7 @@ static void server_serves(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(exposition_text),     cmocka_unit_test(rules_enforced),
+		cmocka_unit_test(exposition_text),        cmocka_unit_test(rules_enforced),
 		cmocka_unit_test(collector_starts_fresh), cmocka_unit_test(listen_parse),
 		cmocka_unit_test(server_serves),
 	};

@@ -40,8 +40,11 @@ static void no_worker_is_no_lease(void **state)
 	c.lease_ms = 3000;
 	c.renew_ms = 500;
 	assert_int_equal(fw_fleet_create(&c, 2, &f, err, sizeof(err)), 0);
-	struct fw_metrics_fleet_src src = {.reg = f, .n_slots = 2, .epoch_ms = c.layout.epoch_ms,
-					   .lease_len_ms = 3000, .now_ms = fixed_now,
+	struct fw_metrics_fleet_src src = {.reg = f,
+					   .n_slots = 2,
+					   .epoch_ms = c.layout.epoch_ms,
+					   .lease_len_ms = 3000,
+					   .now_ms = fixed_now,
 					   .now_arg = &now};
 	m = fw_metrics_create();
 	assert_non_null(m);

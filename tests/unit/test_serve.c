@@ -264,13 +264,14 @@ static void untrusted_reply_never_larger_than_request(void **state)
 	}
 }
 
-/* Checks a UUID of worker 9 in the default layout; returns its (ms, counter) as an ID would hold them. */
+/* Checks a UUID of worker 9 in the default layout; returns its (ms, counter) as an ID would hold
+ * them. */
 static uint64_t check_uuid(const uint8_t *u)
 {
 	struct fw_uuid7_parts p;
 
-	assert_int_equal(u[6] >> 4, 7);   /* version */
-	assert_int_equal(u[8] >> 6, 2);   /* variant 10 */
+	assert_int_equal(u[6] >> 4, 7); /* version */
+	assert_int_equal(u[8] >> 6, 2); /* variant 10 */
 	assert_int_equal(fw_uuid7_decode(NULL, u, &p), 0);
 	assert_true(p.is_v7 && p.flakewire);
 	assert_int_equal(p.worker, 9);

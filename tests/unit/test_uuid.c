@@ -54,9 +54,9 @@ static void protocol_worked_example(void **state)
 	(void)state;
 	fw_layout_default(&l);
 	assert_int_equal(fw_uuid7_rand_bits(&l), 44);
-	assert_int_equal(fw_uuid7_encode(&l, UINT64_C(1767225601000), 0, 7, 5,
-					 UINT64_C(0xABCDEF01234), u),
-			 0);
+	assert_int_equal(
+		fw_uuid7_encode(&l, UINT64_C(1767225601000), 0, 7, 5, UINT64_C(0xABCDEF01234), u),
+		0);
 	assert_memory_equal(u, want, sizeof(want));
 	assert_string_equal(fw_uuid_format(u, text), "019b76da-abe8-7005-807f-7abcdef01234");
 	assert_int_equal(fw_uuid7_decode(&l, u, &p), 0);
@@ -84,8 +84,8 @@ static void protocol_worked_example(void **state)
 static void layouts_roundtrip(void **state)
 {
 	static const unsigned shapes[][3] = {
-		{0, 10, 12}, {5, 5, 12}, {0, 0, 22}, {10, 16, 5}, {0, 0, 1},
-		{4, 4, 4},   {0, 16, 8}, {10, 0, 21}, {1, 0, 1},  {0, 8, 14},
+		{0, 10, 12}, {5, 5, 12}, {0, 0, 22},  {10, 16, 5}, {0, 0, 1},
+		{4, 4, 4},   {0, 16, 8}, {10, 0, 21}, {1, 0, 1},   {0, 8, 14},
 	};
 	(void)state;
 	srand(7);
@@ -99,7 +99,8 @@ static void layouts_roundtrip(void **state)
 			uint32_t dc = d ? (uint32_t)rand() % (1u << d) : 0;
 			uint32_t wk = w ? (uint32_t)rand() % (1u << w) : 0;
 			uint32_t ctr = (uint32_t)rand() % (1u << s);
-			uint64_t ms = UINT64_C(1767225600000) + (uint64_t)rand() % (UINT64_C(1) << 31);
+			uint64_t ms =
+				UINT64_C(1767225600000) + (uint64_t)rand() % (UINT64_C(1) << 31);
 			uint64_t rnd = k % 3 == 0   ? UINT64_MAX
 				       : k % 3 == 1 ? 0
 						    : (uint64_t)rand() << 31 ^ (uint64_t)rand();
@@ -117,7 +118,8 @@ static void layouts_roundtrip(void **state)
 			assert_int_equal(p.worker, wk);
 			/* The next counter value is larger whatever the random bits. */
 			if (ctr + 1 < (1u << s)) {
-				assert_int_equal(fw_uuid7_encode(&l, ms, dc, wk, ctr + 1, ~rnd, u2), 0);
+				assert_int_equal(fw_uuid7_encode(&l, ms, dc, wk, ctr + 1, ~rnd, u2),
+						 0);
 				assert_true(fw_uuid_cmp(u, u2) < 0);
 			}
 			/* The next ms is larger whatever the counter. */
@@ -158,7 +160,8 @@ static void text_errors(void **state)
 	(void)state;
 	memset(u, 0x5A, sizeof(u));
 	memcpy(keep, u, sizeof(u));
-	assert_int_equal(fw_uuid_parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398", u, &why, &pos), -EINVAL);
+	assert_int_equal(fw_uuid_parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398", u, &why, &pos),
+			 -EINVAL);
 	assert_int_equal(why, FW_UUID_TEXT_LENGTH);
 	assert_int_equal(pos, 35);
 	assert_int_equal(fw_uuid_parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398f0", u, &why, &pos),
@@ -226,7 +229,7 @@ static void rng_output(void **state)
 	assert_int_equal(fw_rng_init(&a), 0);
 	assert_int_equal(fw_rng_init(&b), 0);
 	first_a = fw_rng_u64(&a);
-	assert_true(first_a != fw_rng_u64(&b)); /* two seeds: 2^-64 to collide */
+	assert_true(first_a != fw_rng_u64(&b));      /* two seeds: 2^-64 to collide */
 	assert_true(a.buf[0] == 0 && a.buf[7] == 0); /* read bytes are wiped */
 	for (int i = 0; i < 100000; i++) {
 		uint64_t v = fw_rng_u64(&a);

@@ -378,9 +378,8 @@ static void test_range_padding_seq(void **state)
 	assert_int_equal(fw_wire_request_size_seq(FW_WIRE_OP_LIST, 10, 8), 104);
 	/* Explicit length: header then zeros. */
 	memset(buf, 0xAA, sizeof(buf));
-	assert_int_equal(fw_wire_write_request_len(buf, sizeof(buf), FW_WIRE_OP_RANGE, 4096, TAG,
-						   216),
-			 216);
+	assert_int_equal(
+		fw_wire_write_request_len(buf, sizeof(buf), FW_WIRE_OP_RANGE, 4096, TAG, 216), 216);
 	assert_int_equal(buf[215], 0);
 	assert_int_equal(buf[216], 0xAA);
 	assert_int_equal(fw_wire_write_request_len(buf, sizeof(buf), FW_WIRE_OP_ID, 1, TAG, 3), 24);
@@ -888,15 +887,24 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_id),      cmocka_unit_test(test_request_roundtrip),
-		cmocka_unit_test(test_status_replies), cmocka_unit_test(test_reply_ids),
-		cmocka_unit_test(test_reply_ranges),   cmocka_unit_test(test_reply_info),
-		cmocka_unit_test(test_truncation),     cmocka_unit_test(test_bad_magic),
-		cmocka_unit_test(test_bad_version),    cmocka_unit_test(test_bad_request),
-		cmocka_unit_test(test_bad_reply),      cmocka_unit_test(test_reply_trailing),
-		cmocka_unit_test(test_sizes),          cmocka_unit_test(test_cursor_read),
-		cmocka_unit_test(test_cursor_write),   cmocka_unit_test(test_write_space),
-		cmocka_unit_test(test_names),          cmocka_unit_test(test_uuid7),
+		cmocka_unit_test(test_golden_id),
+		cmocka_unit_test(test_request_roundtrip),
+		cmocka_unit_test(test_status_replies),
+		cmocka_unit_test(test_reply_ids),
+		cmocka_unit_test(test_reply_ranges),
+		cmocka_unit_test(test_reply_info),
+		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_bad_magic),
+		cmocka_unit_test(test_bad_version),
+		cmocka_unit_test(test_bad_request),
+		cmocka_unit_test(test_bad_reply),
+		cmocka_unit_test(test_reply_trailing),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_cursor_read),
+		cmocka_unit_test(test_cursor_write),
+		cmocka_unit_test(test_write_space),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_uuid7),
 		cmocka_unit_test(test_range_padding_seq),
 	};
 

@@ -162,11 +162,10 @@ static void reply(const char *name, const struct rep *r, const char *want)
 		h.datacenter = fw_wire_get_u16(&c);
 		h.worker = fw_wire_get_u16(&c);
 		h.retry_after_us = fw_wire_get_u32(&c);
-		if ((h.version != p.hdr.version || h.op != p.hdr.op ||
-			       h.status != p.hdr.status || h.flags != p.hdr.flags ||
-			       h.count != p.hdr.count || h.tag != p.hdr.tag ||
-			       h.datacenter != p.hdr.datacenter || h.worker != p.hdr.worker ||
-			       h.retry_after_us != p.hdr.retry_after_us)) {
+		if ((h.version != p.hdr.version || h.op != p.hdr.op || h.status != p.hdr.status ||
+		     h.flags != p.hdr.flags || h.count != p.hdr.count || h.tag != p.hdr.tag ||
+		     h.datacenter != p.hdr.datacenter || h.worker != p.hdr.worker ||
+		     h.retry_after_us != p.hdr.retry_after_us)) {
 			fprintf(stderr, "gen_vectors: reply %s: header read back differs\n", name);
 			failures++;
 		}
@@ -194,9 +193,9 @@ static void reply(const char *name, const struct rep *r, const char *want)
 				printf(" info=%" PRIu64 ":%u:%u:%u:%u:%u:%u:%u:%u:%u:%" PRIu32
 				       ":%" PRId64,
 				       in->epoch_ms, in->time_bits, in->dc_bits, in->worker_bits,
-				       in->seq_bits, in->version_min, in->version_max,
-				       in->list_max, in->ranges_max, in->max_borrow_ms,
-				       in->features, in->clock_offset_ns);
+				       in->seq_bits, in->version_min, in->version_max, in->list_max,
+				       in->ranges_max, in->max_borrow_ms, in->features,
+				       in->clock_offset_ns);
 				break;
 			}
 			case VEC_OP_UUID7:
@@ -242,8 +241,8 @@ static void mk_uuid(uint8_t *u, uint64_t unix_ms, uint16_t ctr, uint16_t w, uint
 static void requests(void)
 {
 	static const uint16_t list_counts[] = {1, 2, 10, 180, 181};
-	static const uint16_t range_counts[] = {1, 2, 4095, 4096, 4097, 8192, 8193, 12289,
-						57344, 57345, 61440, 65535};
+	static const uint16_t range_counts[] = {1,    2,     4095,  4096,  4097,  8192,
+						8193, 12289, 57344, 57345, 61440, 65535};
 	static const uint16_t uuid_counts[] = {1, 2, 89, 90};
 	char name[64];
 	unsigned t = 0;
@@ -276,7 +275,8 @@ static void requests(void)
 	for (size_t k = 0; k < FW_ARRAY_SIZE(seqs); k++) {
 		for (size_t i = 0; i < FW_ARRAY_SIZE(seq_counts); i++) {
 			snprintf(name, sizeof(name), "range-%u-seq%u", seq_counts[i], seqs[k]);
-			request(name, FW_WIRE_OP_RANGE, seq_counts[i], tags[t++ % 4], true, seqs[k]);
+			request(name, FW_WIRE_OP_RANGE, seq_counts[i], tags[t++ % 4], true,
+				seqs[k]);
 		}
 	}
 	/* Other ops do not depend on the sequence bits. */
@@ -424,8 +424,8 @@ static void accepted(void)
 			reply(name, &r, "ok");
 		}
 	}
-	put_hdr(&r, FW_WIRE_VERSION, FW_WIRE_OP_RANGE | FW_WIRE_OP_REPLY, FW_WIRE_ST_RETRY_AFTER,
-		0, 0, tags[0], 0, 1, UINT32_MAX);
+	put_hdr(&r, FW_WIRE_VERSION, FW_WIRE_OP_RANGE | FW_WIRE_OP_REPLY, FW_WIRE_ST_RETRY_AFTER, 0,
+		0, tags[0], 0, 1, UINT32_MAX);
 	reply("status-retry-after-max", &r, "ok");
 }
 
@@ -521,10 +521,10 @@ static void rejected(void)
 		uint8_t op;
 		uint16_t n;
 	} bad_counts[] = {
-		{FW_WIRE_OP_ID, 0},   {FW_WIRE_OP_ID, 2},     {FW_WIRE_OP_LIST, 0},
-		{FW_WIRE_OP_LIST, 182}, {FW_WIRE_OP_RANGE, 0}, {FW_WIRE_OP_RANGE, 17},
-		{FW_WIRE_OP_INFO, 0}, {FW_WIRE_OP_INFO, 2},   {VEC_OP_UUID7, 0},
-		{VEC_OP_UUID7, 91},   {FW_WIRE_OP_LIST, 65535},
+		{FW_WIRE_OP_ID, 0},     {FW_WIRE_OP_ID, 2},       {FW_WIRE_OP_LIST, 0},
+		{FW_WIRE_OP_LIST, 182}, {FW_WIRE_OP_RANGE, 0},    {FW_WIRE_OP_RANGE, 17},
+		{FW_WIRE_OP_INFO, 0},   {FW_WIRE_OP_INFO, 2},     {VEC_OP_UUID7, 0},
+		{VEC_OP_UUID7, 91},     {FW_WIRE_OP_LIST, 65535},
 	};
 
 	for (size_t i = 0; i < FW_ARRAY_SIZE(bad_counts); i++) {
@@ -541,8 +541,8 @@ static void rejected(void)
 	}
 	/* An error status with a count (and the body it would mean). */
 	for (uint8_t st = FW_WIRE_ST_BAD_REQUEST; st <= VEC_ST_NO_LEASE; st += 2) {
-		put_hdr(&r, FW_WIRE_VERSION, FW_WIRE_OP_ID | FW_WIRE_OP_REPLY, st, 0, 1, tags[3],
-			0, 7, 0);
+		put_hdr(&r, FW_WIRE_VERSION, FW_WIRE_OP_ID | FW_WIRE_OP_REPLY, st, 0, 1, tags[3], 0,
+			7, 0);
 		snprintf(name, sizeof(name), "status-%u-count-1", st);
 		reply(name, &r, "bad");
 		put_u64(&r, mk_id(1000, 7, 0));
@@ -579,7 +579,8 @@ static void decodes(void)
 	printf("# decode: an ID taken apart under a layout (epoch_ms, bits time:dc:worker:seq)\n"
 	       "# into ms since the epoch, unix ms, datacenter, worker, sequence.\n");
 	for (size_t i = 0; i < FW_ARRAY_SIZE(cases); i++) {
-		struct fw_layout l = {cases[i].epoch, cases[i].t, cases[i].d, cases[i].w, cases[i].s};
+		struct fw_layout l = {cases[i].epoch, cases[i].t, cases[i].d, cases[i].w,
+				      cases[i].s};
 		struct fw_id_parts p;
 
 		if (fw_layout_validate(&l, 0) < 0 || fw_layout_decode(&l, cases[i].id, &p) < 0) {
@@ -651,7 +652,8 @@ static void uuids(void)
 		}
 		if (fw_layout_validate(&l, 0) < 0 || fw_uuid7_decode(&l, u, &p) < 0)
 			exit(1);
-		printf("uuid epoch=%" PRIu64 " bits=%u:%u:%u:%u text=%s ver=%u var=%u v7=%d unix_ms=%" PRIu64
+		printf("uuid epoch=%" PRIu64
+		       " bits=%u:%u:%u:%u text=%s ver=%u var=%u v7=%d unix_ms=%" PRIu64
 		       " flakewire=%d counter=%u dc=%u worker=%u\n",
 		       l.epoch_ms, l.time_bits, l.dc_bits, l.worker_bits, l.seq_bits,
 		       fw_uuid_format(u, text), p.version, p.variant, p.is_v7 ? 1 : 0,

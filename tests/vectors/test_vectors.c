@@ -114,10 +114,9 @@ static void check_req(const struct kv *t)
 		len = fw_wire_write_request(got, sizeof(got), op, count,
 					    strtoull(get(t, "tag"), NULL, 16), num(t, "pad") != 0);
 	else
-		len = fw_wire_write_request_len(got, sizeof(got), op, count,
-						strtoull(get(t, "tag"), NULL, 16),
-						num(t, "pad") ? fw_wire_request_size_seq(op, count, seq)
-							      : 0);
+		len = fw_wire_write_request_len(
+			got, sizeof(got), op, count, strtoull(get(t, "tag"), NULL, 16),
+			num(t, "pad") ? fw_wire_request_size_seq(op, count, seq) : 0);
 	if (len < 0 || (size_t)len != wlen || memcmp(got, want, wlen) != 0)
 		fail(name, "request bytes differ");
 	else
@@ -185,10 +184,10 @@ static void check_rep(const struct kv *t)
 		char s[256];
 
 		snprintf(s, sizeof(s),
-			 "%" PRIu64 ":%u:%u:%u:%u:%u:%u:%u:%u:%u:%" PRIu32 ":%" PRId64, in->epoch_ms,
-			 in->time_bits, in->dc_bits, in->worker_bits, in->seq_bits, in->version_min,
-			 in->version_max, in->list_max, in->ranges_max, in->max_borrow_ms,
-			 in->features, in->clock_offset_ns);
+			 "%" PRIu64 ":%u:%u:%u:%u:%u:%u:%u:%u:%u:%" PRIu32 ":%" PRId64,
+			 in->epoch_ms, in->time_bits, in->dc_bits, in->worker_bits, in->seq_bits,
+			 in->version_min, in->version_max, in->list_max, in->ranges_max,
+			 in->max_borrow_ms, in->features, in->clock_offset_ns);
 		if (strcmp(s, get(t, "info")) != 0) {
 			fail(name, "info differs");
 			return;
@@ -199,7 +198,8 @@ static void check_rep(const struct kv *t)
 		for (uint16_t i = 0; i < p.hdr.count; i++) {
 			uint8_t u[FW_WIRE_UUID_LEN];
 
-			if (unhex_n(s, u, sizeof(u)) != 0 || memcmp(u, p.body.uuids[i], sizeof(u))) {
+			if (unhex_n(s, u, sizeof(u)) != 0 ||
+			    memcmp(u, p.body.uuids[i], sizeof(u))) {
 				fail(name, "uuids differ");
 				return;
 			}
@@ -247,7 +247,8 @@ static void check_uuid(const struct kv *t)
 	if (fw_uuid_parse(get(t, "text"), u, NULL, NULL) != 0 || fw_uuid7_decode(&l, u, &p) != 0 ||
 	    strcmp(fw_uuid_format(u, text), get(t, "text")) != 0 || p.version != num(t, "ver") ||
 	    p.variant != num(t, "var") || p.is_v7 != (num(t, "v7") != 0) ||
-	    (p.is_v7 && p.unix_ms != num(t, "unix_ms")) || p.flakewire != (num(t, "flakewire") != 0) ||
+	    (p.is_v7 && p.unix_ms != num(t, "unix_ms")) ||
+	    p.flakewire != (num(t, "flakewire") != 0) ||
 	    (p.flakewire && (p.counter != num(t, "counter") || p.datacenter != num(t, "dc") ||
 			     p.worker != num(t, "worker"))))
 		fail(get(t, "text"), "uuid decode differs");

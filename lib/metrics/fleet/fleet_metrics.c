@@ -87,18 +87,17 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 			  "Unix time of the last successful renewal round (0: none yet)");
 	fw_metrics_f64(w, NULL, 0, (double)st.last_renew_unix / 1000.0);
 
-#define COUNTER(name, help, field)                                \
-	do {                                                      \
+#define COUNTER(name, help, field)                                    \
+	do {                                                          \
 		fw_metrics_family(w, name, FW_METRICS_COUNTER, help); \
-		fw_metrics_u64(w, NULL, 0, st.field);             \
+		fw_metrics_u64(w, NULL, 0, st.field);                 \
 	} while (0)
 	COUNTER("flakewire_fleet_renewals_total", "Worker-ID leases renewed in ZooKeeper",
 		renewals);
 	COUNTER("flakewire_fleet_renewal_failures_total", "Renewal rounds that failed",
 		renew_failures);
 	COUNTER("flakewire_fleet_claims_total", "Worker IDs claimed (new or free)", claims);
-	COUNTER("flakewire_fleet_takebacks_total", "Worker IDs taken back by identity",
-		takebacks);
+	COUNTER("flakewire_fleet_takebacks_total", "Worker IDs taken back by identity", takebacks);
 	COUNTER("flakewire_fleet_takeovers_total", "Expired worker IDs taken over", takeovers);
 	COUNTER("flakewire_fleet_leases_lost_total",
 		"Worker IDs another node took over while this one held them", lost);

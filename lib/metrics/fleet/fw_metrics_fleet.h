@@ -32,10 +32,10 @@
 #include "fw_metrics.h"
 
 struct fw_metrics_fleet_src {
-	struct fw_fleet *reg;   /* the running registry (fw_fleet_app_registry) */
-	uint32_t n_slots;       /* the slots it was created with */
-	uint64_t epoch_ms;      /* the layout's epoch: lease ms are layout ms */
-	uint64_t lease_len_ms;  /* [fleet] lease_ms */
+	struct fw_fleet *reg;  /* the running registry (fw_fleet_app_registry) */
+	uint32_t n_slots;      /* the slots it was created with */
+	uint64_t epoch_ms;     /* the layout's epoch: lease ms are layout ms */
+	uint64_t lease_len_ms; /* [fleet] lease_ms */
 	/* local unix ms now (NULL: CLOCK_REALTIME) */
 	uint64_t (*now_ms)(void *arg);
 	void *now_arg;

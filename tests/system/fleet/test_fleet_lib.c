@@ -231,7 +231,8 @@ static void test_renew_fails_after_release(void **state)
 	(void)state;
 	char err[2048];
 	struct fw_fleet_slot s0 = slot(A, 1);
-	assert_int_equal(fw_fleet_release(zk, root, (uint32_t)s0.worker, 3000, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_release(zk, root, (uint32_t)s0.worker, 3000, err, sizeof(err)),
+			 0);
 	struct fw_fleet_status st;
 	for (int t = 0; t < 50; t++) {
 		fw_fleet_status(A, &st);
@@ -257,8 +258,8 @@ static void test_replace_retire(void **state)
 	fw_fleet_free(B);
 	B = NULL;
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(fw_fleet_release(zk, root, (uint32_t)b_w[i], 3000, err, sizeof(err)),
-				 0);
+		assert_int_equal(
+			fw_fleet_release(zk, root, (uint32_t)b_w[i], 3000, err, sizeof(err)), 0);
 	struct fw_fleet_slot s0 = slot(A, 0);
 	assert_int_equal(fw_fleet_replace(A, 0), 0);
 	struct fw_fleet_slot s1 = s0;
