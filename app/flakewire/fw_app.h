@@ -213,6 +213,13 @@ uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_p
 		      struct rte_mbuf **fr, uint16_t *nfr);
 
 /*
+ * pkt.c: the slipped answer to a rate-limited request (IPv4 and IPv6): its
+ * header with status RETRY_AFTER, 24 bytes, never more than the request.
+ * Returns the length, or -1 when the datagram is no request (drop it).
+ */
+int fw_pkt_slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len, uint32_t retry_us);
+
+/*
  * pkt6.c: fw_pkt6_answer() is fw_pkt_answer() for an IPv6 frame (EtherType
  * 0x86dd), with the same contract; replies carry at most
  * FW_PKT6_PAYLOAD_MAX UDP payload bytes (1500 - 40 - 8).

@@ -431,12 +431,8 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 	return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || udp_sum(ip, udp, l4_len) == 0xffff;
 }
 
-/*
- * The slipped answer to a rate-limited request: its header with status
- * RETRY_AFTER, 24 bytes, never more than the request. Returns the length,
- * or -1 when the datagram is no request to answer (then it is dropped).
- */
-static int slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len, uint32_t retry_us)
+/* Shared with pkt6.c; the contract is in fw_app.h. */
+int fw_pkt_slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len, uint32_t retry_us)
 {
 	struct fw_wire_hdr h;
 
@@ -461,7 +457,7 @@ static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_p
 	int n;
 
 	lc->st.rate_limited++;
-	if (v == FW_RATE_DROP || (n = slip_reply(lc, payload, len, retry_us)) < 0)
+	if (v == FW_RATE_DROP || (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
 		return drop(lc, FW_DROP_RATE);
 	lc->st.slipped++;
 	return send_udp(lc, port, m, ip, udp, n, cs);

@@ -289,21 +289,6 @@ static bool answer_icmp6(struct fw_app *app, struct fw_lcore *lc, const struct f
 	return true;
 }
 
-/* The 24-byte RETRY_AFTER answer to a rate-limited request, or -1 (drop). */
-static int slip_reply6(const struct fw_lcore *lc, uint8_t *payload, size_t len, uint32_t retry_us)
-{
-	struct fw_wire_hdr h;
-
-	if (fw_wire_parse_request(payload, len, &h) != 0)
-		return -1;
-	h.status = FW_WIRE_ST_RETRY_AFTER;
-	h.flags = 0;
-	h.retry_after_us = retry_us;
-	h.datacenter = (uint16_t)lc->serve.gen.cfg.datacenter;
-	h.worker = (uint16_t)lc->serve.gen.cfg.worker;
-	return fw_wire_write_status(payload, len, &h);
-}
-
 static bool send_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
 		      struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, struct rte_udp_hdr *udp,
 		      int n)
@@ -355,7 +340,8 @@ static bool answer_udp6(struct fw_app *app, struct fw_lcore *lc, const struct fw
 		enum fw_rate_verdict v = fw_rate_check6(lc->rate, ip->src_addr, lc->tsc, &retry_us);
 		if (FW_UNLIKELY(v != FW_RATE_PASS)) {
 			lc->st.rate_limited++;
-			if (v == FW_RATE_DROP || (n = slip_reply6(lc, payload, len, retry_us)) < 0)
+			if (v == FW_RATE_DROP ||
+			    (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
 				return drop6(lc, FW_DROP_RATE);
 			lc->st.slipped++;
 			return send_udp6(lc, port, m, eth, ip, udp, n);
