@@ -10,11 +10,13 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -526,21 +528,28 @@ static void test_stop_persists_last(void **state)
 struct race {
 	struct fw_keeper *k;
 	struct fw_keeper_slot *slot;
-	volatile int done;
-	unsigned long reads, torn;
+	atomic_int done;
+	atomic_ulong reads, torn;
 };
 
 static void *reader(void *arg)
 {
 	struct race *r = arg;
 	struct fw_keeper_snap s;
-	while (!r->done) {
+	while (!atomic_load_explicit(&r->done, memory_order_acquire)) {
 		fw_keeper_read(r->slot, &s);
-		r->reads++;
+		atomic_fetch_add_explicit(&r->reads, 1, memory_order_relaxed);
 		if (s.floor_ms + 1 != s.lease_ms || s.worker_id != (uint32_t)(s.floor_ms & 1023))
-			r->torn++;
+			atomic_fetch_add_explicit(&r->torn, 1, memory_order_relaxed);
 	}
 	return NULL;
+}
+
+static double wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void test_seqlock_no_torn_reads(void **state)
@@ -556,12 +565,21 @@ static void test_seqlock_no_torn_reads(void **state)
 	r.k = s.k;
 	r.slot = fw_keeper_slots(s.k, NULL);
 	assert_int_equal(pthread_create(&th, NULL, reader, &r), 0);
-	for (uint64_t i = 1; i < 300000; i++)
+	/*
+	 * Publish until the reader has overlapped with the writer for many reads: on a
+	 * loaded 2-core machine the reader thread may not run at all during a fixed
+	 * number of publishes. Bounded at 20 s of wall time.
+	 */
+	double until = wall_s() + 20.0;
+	uint64_t i = 1;
+	while (i < 300000 || (atomic_load(&r.reads) < 100000 && wall_s() < until)) {
 		fw_keeper_set_worker(s.k, 0, (uint32_t)(i & 1023), i, i + 1);
-	r.done = 1;
+		i++;
+	}
+	atomic_store_explicit(&r.done, 1, memory_order_release);
 	pthread_join(th, NULL);
-	assert_true(r.reads > 0);
-	assert_int_equal(r.torn, 0);
+	assert_true(atomic_load(&r.reads) >= 100000);
+	assert_int_equal(atomic_load(&r.torn), 0);
 	teardown(&s);
 }
 
