@@ -23,7 +23,9 @@
 #              p50/p99/p99.9 (10/50/90 % with --quick), and dpdk-testpmd
 #              macswap driven by the same flakeload at the same rates
 #   C cycles   flakeload-pktbench --cycles: cycles per request of flakewire's
-#              serve path beside a macswap loop over the same mbufs (no NIC)
+#              serve path beside a macswap loop over the same mbufs (no NIC);
+#              rows C, Crx, Crxtx: checksums in software, verified by the
+#              device (RX offload), verified and written by it (RX + TX)
 #   6 plot     latency vs throughput, gnuplot PNG next to the table
 #   profile    (full run, or --profile) instructions per request of flakewire's
 #              per-packet work: flakeload-pktbench under valgrind callgrind
@@ -82,13 +84,15 @@ if [ "$QUICK" = 1 ]; then
 	LAT_PCTS="10 50 90"
 	CORE_ARGS="--runs 3 --iterations 300000"
 	PB_FRAMES=20000
-	CYCLE_BURSTS=20000
+	CYCLE_BURSTS=5000
+	CYCLE_ROUNDS=5
 	[ -n "$PROFILE" ] || ONLY="${ONLY//,profile/}"
 else
 	LAT_PCTS="10 25 50 75 90"
 	CORE_ARGS="--runs 7"
 	PB_FRAMES=100000
-	CYCLE_BURSTS=100000
+	CYCLE_BURSTS=20000
+	CYCLE_ROUNDS=11
 fi
 [ "$PROFILE" = 1 ] && case ",$ONLY," in *,profile,*) ;; *) ONLY="$ONLY,profile" ;; esac
 case "$RUNS" in ''|*[!0-9]*|0) echo "bench: --runs wants a positive integer" >&2; exit 2 ;; esac
@@ -353,11 +357,19 @@ fi
 
 # ---- cycles: the serve path in cycles per request beside macswap (no NIC) ----
 if want cycles && [ -x "$PKTBENCH" ]; then
-	for r in $(seq 1 "$RUNS"); do
-		log "cycles: round $r/$RUNS"
-		cmd="taskset -c $SUT_CORE $PKTBENCH --cycles $CYCLE_BURSTS"
-		(cd "$TMP" && $cmd >"$RUNDIR/cycles-$r.txt" 2>&1) || log "cycles: flakeload-pktbench failed"
-		meta cycles cmd "$cmd"
+	# checksums in software (virtio, memif, AF_XDP), verified by the device
+	# (RX offload), verified and written by it (RX + TX: a 10 GbE NIC's).
+	# Many short rounds, interleaved: on a shared host the core's speed
+	# changes from one second to the next (see the README), each round's
+	# serve and macswap are timed side by side, and the row is the median.
+	for r in $(seq 1 "$CYCLE_ROUNDS"); do
+		for off in none rx rxtx; do
+			log "cycles: round $r/$CYCLE_ROUNDS, --offload $off"
+			cmd="taskset -c $SUT_CORE $PKTBENCH --cycles $CYCLE_BURSTS --offload $off"
+			(cd "$TMP" && $cmd >"$RUNDIR/cycles-$off-$r.txt" 2>&1) ||
+				log "cycles: flakeload-pktbench failed"
+			meta "cycles-$off" cmd "$cmd"
+		done
 	done
 fi
 
@@ -365,20 +377,26 @@ fi
 if want profile; then
 	if command -v valgrind >/dev/null && [ -x "$PKTBENCH" ]; then
 		log "profile: callgrind on flakeload-pktbench ($PB_FRAMES frames)"
-		for op in id; do
-			cmd="valgrind --tool=callgrind --toggle-collect=pb_serve_burst --callgrind-out-file=$OUT/callgrind.$op.out $PKTBENCH --frames $PB_FRAMES --op $op"
-			(cd "$TMP" && taskset -c "$LOAD_CORE" $cmd >"$RUNDIR/profile-$op.txt" 2>&1) || true
-			echo "frames $PB_FRAMES" >>"$RUNDIR/profile-$op.txt"
-			callgrind_annotate "$OUT/callgrind.$op.out" 2>/dev/null | head -40 >"$OUT/callgrind.$op.top.txt" || true
-			meta profile cmd "$cmd"
+		# op id in the three checksum modes of row C: rows P, Prx, Prxtx
+		for off in none rx rxtx; do
+			op=id
+			tag="$op-$off"
+			cmd="valgrind --tool=callgrind --toggle-collect=pb_serve_burst --callgrind-out-file=$OUT/callgrind.$tag.out $PKTBENCH --frames $PB_FRAMES --op $op --offload $off"
+			(cd "$TMP" && taskset -c "$LOAD_CORE" $cmd >"$RUNDIR/profile-$tag.txt" 2>&1) || true
+			echo "frames $PB_FRAMES" >>"$RUNDIR/profile-$tag.txt"
+			callgrind_annotate "$OUT/callgrind.$tag.out" 2>/dev/null | head -40 >"$OUT/callgrind.$tag.top.txt" || true
+			meta "profile-$off" cmd "$cmd"
 		done
-		cmd="$PKTBENCH --frames 100000 --check"
-		(cd "$TMP" && taskset -c "$LOAD_CORE" $cmd 2>&1 | grep 'checksums verified' >"$RUNDIR/check.txt") || true
-		meta profile check "$cmd"
+		for off in none rxtx; do
+			cmd="$PKTBENCH --frames 100000 --check --offload $off"
+			(cd "$TMP" && taskset -c "$LOAD_CORE" $cmd 2>&1 | grep 'checksums verified' |
+				sed "s/^/--offload $off: /" >>"$RUNDIR/check.txt") || true
+			meta profile-none check "$cmd"
+		done
 		if command -v perf >/dev/null; then
 			cmd="perf stat -x, -e instructions taskset -c $LOAD_CORE $PKTBENCH --frames 1000000"
 			(cd "$TMP" && $cmd >"$RUNDIR/perf.txt" 2>&1) || true
-			meta profile perf "$cmd"
+			meta profile-none perf "$cmd"
 		fi
 	else
 		log "profile: valgrind or flakeload-pktbench missing: skipped"

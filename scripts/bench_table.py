@@ -295,29 +295,40 @@ plot '{a.out}/latency.dat' using 3:4 with linespoints title 'p50', \\
      '' using 3:6 with linespoints title 'p99.9'
 """)
 
-# ---- cycles ----
-cyc = []
-for pth in sorted(glob.glob(f"{R}/cycles-*.txt")):
-    m = re.search(r"serve ([\d.]+) cycles/request, macswap ([\d.]+) cycles/packet.*TSC at ([\d.]+) GHz",
-                  open(pth).read())
-    if m:
-        cyc.append((float(m.group(1)), float(m.group(2)), float(m.group(3))))
-if cyc:
+# ---- cycles: one row per checksum mode, rounds interleaved ----
+CYCLE_MODES = (("none", "C", "checksums in software"),
+               ("rx", "Crx", "RX checksums verified by the device"),
+               ("rxtx", "Crxtx", "RX verified and TX written by the device (a 10 GbE NIC)"))
+for off, row, what in CYCLE_MODES:
+    cyc = []
+    for pth in sorted(glob.glob(f"{R}/cycles-{off}-*.txt")):
+        m = re.search(r"serve ([\d.]+) cycles/request, macswap ([\d.]+) cycles/packet.*TSC at ([\d.]+) GHz",
+                      open(pth).read())
+        if m:
+            cyc.append((float(m.group(1)), float(m.group(2)), float(m.group(3))))
+    if not cyc:
+        continue
     cs = statistics.median([c[0] for c in cyc])
     cm = statistics.median([c[1] for c in cyc])
     ghz = cyc[0][2]
     ratios = [c[0] / c[1] for c in cyc if c[1] > 0]
     r = statistics.median(ratios) if ratios else 0
-    rows.append(("C", "cycles per request, serve path (fw_lcore_clock + fw_pkt_burst) vs macswap, same mbufs",
+    rows.append((row, f"cycles per request, serve path (fw_lcore_clock + fw_pkt_burst) vs macswap, "
+                 f"same mbufs; {what}",
                  f"{cs:.1f} vs {cm:.1f} cycles (TSC {ghz:.2f} GHz): ratio {r:.2f} "
                  f"(runs {', '.join(f'{x:.2f}' for x in ratios)}); {ghz * 1e3 / cs:.1f} M requests/s per core "
                  "before the PMD's RX/TX", "<= 2x macswap", "yes" if r <= 2 else "no"))
-    data["cycles"] = {"serve_per_request": cs, "macswap_per_packet": cm, "ratio": r, "tsc_ghz": ghz}
-    cmd_of("cycles", "C", keys=("cmd",))
+    data.setdefault("cycles", {})[off] = {"serve_per_request": cs, "macswap_per_packet": cm,
+                                          "ratio": r, "tsc_ghz": ghz}
+    cmd_of(f"cycles-{off}", row, keys=("cmd",))
 
-# ---- profile ----
-for op in ("id",):
-    p = f"{R}/profile-{op}.txt"
+# ---- profile: op id in the three checksum modes of row C ----
+PROFILE_MODES = (("none", "P", "checksums in software"),
+                 ("rx", "Prx", "RX checksums verified by the device"),
+                 ("rxtx", "Prxtx", "RX verified and TX written by the device"))
+for off, row, what in PROFILE_MODES:
+    op = "id"
+    p = f"{R}/profile-{op}-{off}.txt"
     if not os.path.exists(p):
         continue
     txt = open(p).read()
@@ -326,29 +337,33 @@ for op in ("id",):
     if m and fr:
         ir = int(m.group(1).replace(",", "")) / int(fr.group(1))
         top = []
-        tp_ = f"{a.out}/callgrind.{op}.top.txt"
+        tp_ = f"{a.out}/callgrind.{op}-{off}.top.txt"
         if os.path.exists(tp_):
             for line in open(tp_):
                 mm = re.match(r"\s*([\d,]+) \(\s*([\d.]+)%\)\s+(\S+)", line)
                 if mm and "PROGRAM TOTALS" not in line:
-                    name = mm.group(3).split(":")[-1]
+                    where, _, fn = mm.group(3).rpartition(":")
+                    name = f"{os.path.basename(where)}:{fn}" if where else fn  # inlined: by file
                     top.append(f"{name} {int(mm.group(1).replace(',', '')) / int(fr.group(1)):.0f}")
-        rows.append(("P", "instructions per request (callgrind, flakewire's serve_burst per frame, no NIC)",
-                     f"{ir:.0f} instr; self: {', '.join(top[:6])}", "-", "-"))
-        data["profile_instr_per_request"] = ir
-        data["profile_top_self"] = top[:12]
-        cmd_of("profile", "P", keys=("cmd", "check", "perf"))
-    if os.path.exists(f"{R}/check.txt"):
-        notes.append("P: reply checksums re-verified with DPDK's own functions (flakeload-pktbench --check): "
-                     + (open(f"{R}/check.txt").read().strip() or "no result"))
-    pf = f"{R}/perf.txt"
-    if os.path.exists(pf):
-        m = re.search(r"^([\d]+),,instructions", open(pf).read(), re.M)
-        if m:
-            notes.append(f"P: perf stat: {int(m.group(1)) / 1e6:.1f} M instructions for the whole pktbench process "
-                         "(1,000,000 frames, EAL start and the harness's refill included).")
-        else:
-            notes.append("P: perf stat -e instructions: not supported on this VM (no PMU counters).")
+        rows.append((row, f"instructions per request (callgrind, flakewire's serve_burst per frame, no NIC); {what}",
+                     f"{ir:.0f} instr; self: {', '.join(top[:6])}", "<= 300" if off == "none" else "-",
+                     ("yes" if ir <= 300 else "no") if off == "none" else "-"))
+        if off == "none":
+            data["profile_instr_per_request"] = ir
+            data["profile_top_self"] = top[:12]
+        data.setdefault("profile_instr_per_request_by_mode", {})[off] = ir
+        cmd_of(f"profile-{off}", row, keys=("cmd", "check", "perf"))
+if os.path.exists(f"{R}/check.txt"):
+    notes.append("P: reply checksums re-verified with DPDK's own functions (flakeload-pktbench --check): "
+                 + ("; ".join(open(f"{R}/check.txt").read().split("\n")).strip("; ") or "no result"))
+pf = f"{R}/perf.txt"
+if os.path.exists(pf):
+    m = re.search(r"^([\d]+),,instructions", open(pf).read(), re.M)
+    if m:
+        notes.append(f"P: perf stat: {int(m.group(1)) / 1e6:.1f} M instructions for the whole pktbench process "
+                     "(1,000,000 frames, EAL start and the harness's refill included).")
+    else:
+        notes.append("P: perf stat -e instructions: not supported on this VM (no PMU counters).")
 
 # ---- print ----
 lines = []

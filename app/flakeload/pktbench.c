@@ -15,7 +15,12 @@
  *
  * Usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]
  *                           [--set SECTION.KEY=VALUE]... [--check] [--cycles N]
+ *                           [--offload none|rx|rxtx]
  * --cycles N: the cycles harness (cycles_bench below) instead.
+ * --offload: the frames arrive as from a device that verified their checksums
+ * (RX verdicts GOOD: every 10 GbE NIC's RX offload), and with rxtx the port
+ * also writes the replies' checksums (TX offload), as flakewire uses them
+ * where the device offers them (port.c). Default none: verified in software.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -50,12 +55,31 @@ struct pb_frame {
 static volatile bool never;
 static bool check;        /* --check: verify every reply's checksums with DPDK's own */
 static uint64_t bad_csum; /* replies whose IPv4 or UDP checksum is wrong */
+static uint64_t rx_flags; /* --offload rx|rxtx: the device's RX checksum verdicts */
 
+/*
+ * A reply whose checksums the device writes (TX offload) is first completed
+ * as the device would: its fields must hold what the device starts from
+ * (IPv4 checksum 0, UDP checksum the pseudo-header sum, the offload flags
+ * and lengths); then both are checked like any other reply.
+ */
 static void check_reply(struct rte_mbuf *m)
 {
 	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, L2);
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	const uint64_t tx = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
 
+	if (m->ol_flags & RTE_MBUF_F_TX_UDP_CKSUM) {
+		if ((m->ol_flags & tx) != tx || m->l2_len != L2 || m->l3_len != L3 ||
+		    ip->hdr_checksum != 0 ||
+		    udp->dgram_cksum != rte_ipv4_phdr_cksum(ip, m->ol_flags)) {
+			bad_csum++;
+			return;
+		}
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		udp->dgram_cksum = 0;
+		udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	}
 	if (rte_raw_cksum(ip, L3) != 0xffff || !udp->dgram_cksum ||
 	    __rte_ipv4_udptcp_cksum(ip, udp) != 0xffff)
 		bad_csum++;
@@ -108,6 +132,7 @@ static void refill(struct rte_mempool *pool, struct rte_mbuf **m, uint16_t n,
 		memcpy(rte_pktmbuf_mtod(m[i], void *), f->b, f->len);
 		m[i]->data_len = f->len;
 		m[i]->pkt_len = f->len;
+		m[i]->ol_flags = rx_flags;
 	}
 }
 
@@ -160,7 +185,7 @@ static void restore(struct rte_mbuf **m, uint16_t n, const struct pb_frame *fr)
 		memcpy(rte_pktmbuf_mtod(m[i], void *), f->b, f->len);
 		m[i]->data_len = f->len;
 		m[i]->pkt_len = f->len;
-		m[i]->ol_flags = 0;
+		m[i]->ol_flags = rx_flags;
 	}
 }
 
@@ -233,8 +258,11 @@ static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw
 	double hz = (double)rte_get_tsc_hz();
 	printf("pktbench: cycles: serve %.1f cycles/request, macswap %.1f cycles/packet, "
 	       "ratio %.2f (median of %u bursts of %u, TSC at %.2f GHz, timing overhead %.0f "
-	       "cycles a burst removed)\n",
-	       cs, cm, cm > 0 ? cs / cm : 0.0, rounds, FW_BURST, hz / 1e9, e);
+	       "cycles a burst removed; checksums %s)\n",
+	       cs, cm, cm > 0 ? cs / cm : 0.0, rounds, FW_BURST, hz / 1e9, e,
+	       port->tx_cksum ? "verified and written by the device"
+	       : rx_flags     ? "verified by the device, written in software"
+			      : "verified and written in software");
 	printf("pktbench: cycles: one core answers %.2f M requests/s on the serve path alone "
 	       "(%.2f M packets/s macswap), before the PMD's receive and transmit\n",
 	       hz / cs / 1e6, cm > 0 ? hz / cm / 1e6 : 0.0);
@@ -252,7 +280,10 @@ static void usage(void)
 {
 	printf("usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]\n"
 	       "                          [--set SECTION.KEY=VALUE]... [--check] [--cycles N]\n"
+	       "                          [--offload none|rx|rxtx]\n"
 	       "--check verifies every reply's IPv4 and UDP checksums with DPDK's functions.\n"
+	       "--offload rx: RX checksum verdicts GOOD, as from a NIC that verified them;\n"
+	       "rxtx: also TX checksum offload (the device writes the replies' checksums).\n"
 	       "--cycles N: N bursts of the same mbufs answered in a tight loop beside a\n"
 	       "testpmd-style macswap over them: cycles per request, ratio to macswap.\n"
 	       "Feeds N request frames (default 1000000, flakeload's padded single-ID\n"
@@ -265,16 +296,21 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"frames", required_argument, 0, 'n'}, {"op", required_argument, 0, 'o'},
-		{"count", required_argument, 0, 'c'},  {"set", required_argument, 0, 's'},
-		{"check", no_argument, 0, 'k'},        {"cycles", required_argument, 0, 'y'},
-		{"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+	static const struct option lo[] = {{"frames", required_argument, 0, 'n'},
+					   {"op", required_argument, 0, 'o'},
+					   {"count", required_argument, 0, 'c'},
+					   {"set", required_argument, 0, 's'},
+					   {"check", no_argument, 0, 'k'},
+					   {"cycles", required_argument, 0, 'y'},
+					   {"offload", required_argument, 0, 'f'},
+					   {"help", no_argument, 0, 'h'},
+					   {0, 0, 0, 0}};
 	struct fw_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;
 	uint16_t count = 1;
 	uint32_t cycles = 0;
+	bool tx_offload = false;
 	char err[256];
 	int c;
 
@@ -307,6 +343,17 @@ int main(int argc, char **argv)
 			break;
 		case 'y':
 			cycles = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'f':
+			if (!strcmp(optarg, "rx") || !strcmp(optarg, "rxtx")) {
+				rx_flags =
+					RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+				tx_offload = !strcmp(optarg, "rxtx");
+			} else if (strcmp(optarg, "none")) {
+				fprintf(stderr, "pktbench: --offload %s: none, rx or rxtx\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage();
@@ -348,6 +395,7 @@ int main(int argc, char **argv)
 	app->n_ports = 1;
 	port->mac = mac;
 	port->addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
+	port->tx_cksum = tx_offload;
 	snprintf(port->name, sizeof(port->name), "pktbench");
 
 	struct pb_frame fr[PB_CLIENTS];

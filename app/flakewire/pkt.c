@@ -74,6 +74,9 @@ const char *const fw_drop_names[FW_DROP_COUNT] = {
 #define L3 ((uint16_t)sizeof(struct rte_ipv4_hdr))
 #define L4 ((uint16_t)sizeof(struct rte_udp_hdr))
 
+/* m->tx_offload of a reply whose checksums the device writes: l2_len, l3_len, the rest 0 */
+#define TX_OFFLOAD_L2_L3 ((uint64_t)L2 << RTE_MBUF_L2_LEN_OFS | (uint64_t)L3 << RTE_MBUF_L3_LEN_OFS)
+
 /* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), all values as stored (network order). */
 static inline uint16_t cksum_adjust(uint16_t hc, uint16_t old, uint16_t new)
 {
@@ -319,14 +322,31 @@ static bool answer_icmp(struct fw_lcore *lc, const struct fw_port *port, struct 
 struct csum_state {
 	bool ip_final;
 	bool keep_valid;
+	bool rx_good; /* the device verified both checksums (RX verdicts GOOD) */
 	uint64_t keep;
 };
 
+/*
+ * Counters a burst moves once at its end instead of once a request
+ * (tally_flush): UDP replies sent and plain single-ID OK replies (four
+ * serve counters). Every drop and every other reply is counted at once.
+ */
+struct tally {
+	uint32_t udp;
+	uint32_t plain_ids;
+};
+
+static inline void tally_flush(struct fw_lcore *lc, const struct tally *t)
+{
+	lc->st.udp += t->udp;
+	fw_serve_count_plain_ids(&lc->serve, t->plain_ids);
+}
+
 /* Turns the request in place into its reply of @n payload bytes and writes the checksums. */
-static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_port *port,
-					 struct rte_mbuf *m, struct rte_ipv4_hdr *ip,
-					 struct rte_udp_hdr *udp, int n,
-					 const struct csum_state *cs)
+static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_mbuf *m,
+					 struct rte_ipv4_hdr *ip, struct rte_udp_hdr *udp, int n,
+					 const struct csum_state *cs, bool tx_cksum,
+					 struct tally *t)
 {
 	uint16_t l4_len = (uint16_t)(L4 + n);
 	uint16_t old_len = ip->total_length, new_len = BE16((uint16_t)(L3 + l4_len));
@@ -341,14 +361,20 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
 	udp->dgram_len = BE16(l4_len);
 	rte_pktmbuf_data_len(m) = (uint16_t)(L2 + L3 + l4_len);
 	rte_pktmbuf_pkt_len(m) = rte_pktmbuf_data_len(m);
-	if (port->tx_cksum) {
-		m->l2_len = L2;
-		m->l3_len = L3;
-		m->ol_flags |=
-			RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+	if (tx_cksum) {
+		/*
+		 * The device writes both checksums: the IPv4 one from 0, the
+		 * UDP one from the pseudo-header sum in the field (what
+		 * rte_ipv4_phdr_cksum gives, here in 64-bit adds; the
+		 * addresses' sum does not care that they were swapped).
+		 */
+		m->tx_offload = TX_OFFLOAD_L2_L3;
+		m->ol_flags = (m->ol_flags & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL)) |
+			      RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
 		ip->hdr_checksum = 0;
-		udp->dgram_cksum = rte_ipv4_phdr_cksum(ip, m->ol_flags);
-		lc->st.udp++;
+		udp->dgram_cksum = cksum_fold((uint64_t)ip->src_addr + ip->dst_addr +
+					      RTE_BE16(IPPROTO_UDP) + BE16(l4_len));
+		t->udp++;
 		return true;
 	}
 	/*
@@ -376,7 +402,7 @@ static __rte_always_inline bool send_udp(struct fw_lcore *lc, const struct fw_po
 		c = (uint16_t)~udp_sum(ip, udp, l4_len);
 	}
 	udp->dgram_cksum = c ? c : 0xffff; /* 0 means "no checksum" */
-	lc->st.udp++;
+	t->udp++;
 	return true;
 }
 
@@ -402,12 +428,14 @@ static __rte_always_inline bool ip_cksum_ok(const struct rte_mbuf *m, const stru
 /* The UDP checksum (0: none sent), the same way. Sets cs->keep(_valid). */
 static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const struct rte_ipv4_hdr *ip,
 					    const struct rte_udp_hdr *udp, uint16_t ip_len,
-					    struct csum_state *cs)
+					    bool tx_cksum, struct csum_state *cs)
 {
 	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
 	uint16_t l4_len = (uint16_t)(ip_len - L3);
 
 	cs->keep_valid = false;
+	if (tx_cksum && cs->rx_good)
+		return true; /* verified by the device, the reply's written by it */
 	if (udp->dgram_cksum == 0 || f == RTE_MBUF_F_RX_L4_CKSUM_NONE)
 		return true;
 	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD)
@@ -450,7 +478,8 @@ int fw_pkt_slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len, u
 static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_port *port,
 					  struct rte_mbuf *m, struct rte_ipv4_hdr *ip,
 					  struct rte_udp_hdr *udp, enum fw_rate_verdict v,
-					  uint32_t retry_us, const struct csum_state *cs)
+					  uint32_t retry_us, const struct csum_state *cs,
+					  struct tally *t)
 {
 	uint8_t *payload = (uint8_t *)(udp + 1);
 	size_t len = BE16(udp->dgram_len) - L4;
@@ -460,20 +489,21 @@ static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_p
 	if (v == FW_RATE_DROP || (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
 		return drop(lc, FW_DROP_RATE);
 	lc->st.slipped++;
-	return send_udp(lc, port, m, ip, udp, n, cs);
+	return send_udp(port, m, ip, udp, n, cs, port->tx_cksum, t);
 }
 
 /* A UDP datagram whose lengths agree, to our port: policy, checksum, the answer. */
 static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lcore *lc,
 						const struct fw_port *port, struct rte_mbuf *m,
 						struct rte_ipv4_hdr *ip, uint16_t ip_len,
-						bool trusted, struct csum_state *cs, uint64_t now)
+						bool trusted, struct csum_state *cs, uint64_t now,
+						bool tx_cksum, struct tally *t)
 {
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
 	if (FW_UNLIKELY(fw_policy_reflector(&app->srcpol, BE16(udp->src_port))))
 		return drop(lc, FW_DROP_REFLECTOR);
-	if (!l4_cksum_ok(m, ip, udp, ip_len, cs))
+	if (!l4_cksum_ok(m, ip, udp, ip_len, tx_cksum, cs))
 		return drop(lc, FW_DROP_BAD_CSUM);
 
 	uint8_t *payload = (uint8_t *)(udp + 1);
@@ -483,21 +513,22 @@ static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lc
 		enum fw_rate_verdict v =
 			fw_rate_check(lc->rate, BE32(ip->src_addr), lc->tsc, &retry_us);
 		if (FW_UNLIKELY(v != FW_RATE_PASS))
-			return answer_limited(lc, port, m, ip, udp, v, retry_us, cs);
+			return answer_limited(lc, port, m, ip, udp, v, retry_us, cs, t);
 	}
 
 	size_t room = (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4);
 	size_t cap = FW_MIN(room, (size_t)app->conf.net.max_reply_bytes);
-	int n = fw_serve_answer_fast(&lc->serve, now, payload, len, cap, trusted);
+	int n = fw_serve_answer_fast_tally(&lc->serve, now, payload, len, cap, trusted,
+					   &t->plain_ids);
 	if (n < 0)
 		return drop(lc, FW_DROP_WIRE);
-	return send_udp(lc, port, m, ip, udp, n, cs);
+	return send_udp(port, m, ip, udp, n, cs, tx_cksum, t);
 }
 
 static __rte_always_inline bool answer_udp(struct fw_app *app, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
 					   struct rte_ipv4_hdr *ip, uint16_t ip_len, bool trusted,
-					   struct csum_state *cs, uint64_t now)
+					   struct csum_state *cs, uint64_t now, struct tally *t)
 {
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
@@ -505,12 +536,13 @@ static __rte_always_inline bool answer_udp(struct fw_app *app, struct fw_lcore *
 		return drop(lc, FW_DROP_BAD_LEN);
 	if (udp->dst_port != BE16((uint16_t)app->conf.net.udp_port))
 		return drop(lc, FW_DROP_PORT);
-	return answer_udp_ours(app, lc, port, m, ip, ip_len, trusted, cs, now);
+	return answer_udp_ours(app, lc, port, m, ip, ip_len, trusted, cs, now, port->tx_cksum, t);
 }
 
 static __rte_always_inline bool answer_ipv4(struct fw_app *app, struct fw_lcore *lc,
 					    const struct fw_port *port, struct rte_mbuf *m,
-					    struct rte_ether_hdr *eth, uint64_t now)
+					    struct rte_ether_hdr *eth, uint64_t now,
+					    struct tally *t)
 {
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac))
 		return drop(lc, FW_DROP_NOT_US);
@@ -529,7 +561,7 @@ static __rte_always_inline bool answer_ipv4(struct fw_app *app, struct fw_lcore 
 		return drop(lc, FW_DROP_NOT_US);
 	if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))
 		return drop(lc, FW_DROP_FRAG);
-	struct csum_state cs;
+	struct csum_state cs = {.rx_good = false};
 	if (!ip_cksum_ok(m, ip, &cs))
 		return drop(lc, FW_DROP_BAD_CSUM);
 	uint32_t v = src_verdict(app, lc, ip->src_addr);
@@ -538,7 +570,7 @@ static __rte_always_inline bool answer_ipv4(struct fw_app *app, struct fw_lcore 
 
 	switch (ip->next_proto_id) {
 	case IPPROTO_UDP:
-		return answer_udp(app, lc, port, m, ip, ip_len, v & FW_SRC_TRUSTED, &cs, now);
+		return answer_udp(app, lc, port, m, ip, ip_len, v & FW_SRC_TRUSTED, &cs, now, t);
 	case IPPROTO_ICMP:
 		return answer_icmp(lc, port, m, ip, ip_len);
 	default:
@@ -575,11 +607,12 @@ static inline void fast_key_init(struct fast_key *k, const struct fw_app *app,
 
 static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
-					   uint64_t now);
+					   uint64_t now, struct tally *t);
 
 static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
-					   const struct fast_key *k, uint64_t now)
+					   const struct fast_key *k, uint64_t now, bool tx_cksum,
+					   struct tally *t)
 {
 #if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
 	const uint8_t *b = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -600,26 +633,36 @@ static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *
 			if (FW_LIKELY(ip_len <= dlen - L2 && ip_len >= L3 + L4 &&
 				      BE16(udp->dgram_len) == ip_len - L3)) {
 				struct csum_state cs;
-				if (!ip_cksum_ok(m, ip, &cs))
+				/*
+				 * A port whose device writes the checksums
+				 * verifies them too: both verdicts GOOD in
+				 * one test, nothing left to sum.
+				 */
+				cs.rx_good =
+					tx_cksum && (m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK |
+								    RTE_MBUF_F_RX_L4_CKSUM_MASK)) ==
+							    (RTE_MBUF_F_RX_IP_CKSUM_GOOD |
+							     RTE_MBUF_F_RX_L4_CKSUM_GOOD);
+				if (!cs.rx_good && !ip_cksum_ok(m, ip, &cs))
 					return drop(lc, FW_DROP_BAD_CSUM);
 				uint32_t v = src_verdict(app, lc, ip->src_addr);
 				if (FW_UNLIKELY(!(v & FW_SRC_ALLOWED)))
 					return drop(lc, FW_DROP_SOURCE);
 				return answer_udp_ours(app, lc, port, m, ip, ip_len,
-						       v & FW_SRC_TRUSTED, &cs, now);
+						       v & FW_SRC_TRUSTED, &cs, now, tx_cksum, t);
 			}
 		}
 	}
 #else
 	(void)k;
 #endif
-	return pkt_answer_slow(app, lc, port, m, now);
+	return pkt_answer_slow(app, lc, port, m, now, t);
 }
 
 /* The dispatch on the Ethernet type: one case per network protocol. */
 static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
-					   uint64_t now)
+					   uint64_t now, struct tally *t)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 
@@ -627,7 +670,7 @@ static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *
 		return drop(lc, FW_DROP_BAD_LEN);
 	switch (eth->ether_type) {
 	case RTE_BE16(RTE_ETHER_TYPE_IPV4):
-		return answer_ipv4(app, lc, port, m, eth, now);
+		return answer_ipv4(app, lc, port, m, eth, now, t);
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
 		return answer_arp(lc, port, m);
 	case RTE_BE16(RTE_ETHER_TYPE_IPV6):
@@ -643,17 +686,27 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
 		   struct rte_mbuf *m, uint64_t now)
 {
 	struct fast_key k;
+	struct tally t = {0};
 
 	fast_key_init(&k, app, port);
-	return pkt_answer(app, lc, port, m, &k, now);
+	bool reply = pkt_answer(app, lc, port, m, &k, now, port->tx_cksum, &t);
+	tally_flush(lc, &t);
+	return reply;
 }
 
-uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-		      struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
-		      struct rte_mbuf **fr, uint16_t *nfr)
+/*
+ * The burst loop, compiled once per checksum mode (@tx_cksum a constant):
+ * whether the device writes the replies' checksums is the port's, so it is
+ * decided once a burst, not once a frame.
+ */
+static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcore *lc,
+					      const struct fw_port *port, struct rte_mbuf **pkts,
+					      uint16_t n, uint64_t now, struct rte_mbuf **tx,
+					      struct rte_mbuf **fr, uint16_t *nfr, bool tx_cksum)
 {
 	uint16_t ntx = 0, nf = 0;
 	struct fast_key k;
+	struct tally t = {0};
 
 	fast_key_init(&k, app, port);
 	lc->st.rx += n;
@@ -664,11 +717,21 @@ uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_p
 		struct rte_mbuf *m = pkts[i];
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		if (pkt_answer(app, lc, port, m, &k, now))
+		if (pkt_answer(app, lc, port, m, &k, now, tx_cksum, &t))
 			tx[ntx++] = m;
 		else
 			fr[nf++] = m;
 	}
+	tally_flush(lc, &t);
 	*nfr = nf;
 	return ntx;
+}
+
+uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+		      struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
+		      struct rte_mbuf **fr, uint16_t *nfr)
+{
+	if (port->tx_cksum)
+		return pkt_burst(app, lc, port, pkts, n, now, tx, fr, nfr, true);
+	return pkt_burst(app, lc, port, pkts, n, now, tx, fr, nfr, false);
 }

@@ -8,7 +8,9 @@
  *   - ICMP echo requests with a bad checksum are dropped and counted (fix 3);
  *   - [net] rate is shared between lcores (fix 4);
  *   - fw_serve_answer_fast() answers exactly as fw_serve_answer();
- *   - a burst's counters add up.
+ *   - a burst's counters add up, the ones it tallies once a burst included;
+ *   - with TX checksum offload the reply carries what the device starts
+ *     from, and RX verdicts GOOD skip the software pass, BAD still drops.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -443,13 +445,77 @@ static void test_burst_counts(void **state)
 	rte_pktmbuf_free_bulk(pkts, 6);
 }
 
+/* What a device with TX checksum offload starts from, then the checksums it writes. */
+static void assert_tx_offload_reply(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = ip_of(m);
+	struct rte_udp_hdr *udp = udp_of(m);
+	const uint64_t txf = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+
+	assert_int_equal(m->ol_flags & txf, txf);
+	assert_int_equal(m->l2_len, L2);
+	assert_int_equal(m->l3_len, L3);
+	assert_int_equal(ip->hdr_checksum, 0);
+	assert_int_equal(udp->dgram_cksum, rte_ipv4_phdr_cksum(ip, m->ol_flags));
+	/* the device's part */
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+	assert_id_reply(m);
+}
+
+static void test_tx_offload(void **state)
+{
+	struct fw_lcore *lc = &app->lcore[0];
+	struct fw_port *p0 = &app->port[0];
+	const uint64_t good = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	struct rte_mbuf *pkts[6], *tx[6], *fr[6];
+	(void)state;
+
+	pkts[0] = id_request(); /* verified by the device */
+	pkts[0]->ol_flags = good;
+	pkts[1] = id_request(); /* the device says the IPv4 checksum is bad */
+	pkts[1]->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_BAD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+	pkts[2] = id_request(); /* ... the UDP one */
+	pkts[2]->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_BAD;
+	pkts[3] = id_request(); /* no verdict: verified in software, and wrong */
+	udp_of(pkts[3])->dgram_cksum ^= RTE_BE16(0x0100);
+	pkts[4] = id_request(); /* no verdict, right */
+	pkts[5] = id_request(); /* GOOD, and a corrupt IPv4 checksum the device vouched for */
+	pkts[5]->ol_flags = good;
+	ip_of(pkts[5])->hdr_checksum ^= 1;
+
+	struct fw_lcore_stats before = lc->st;
+	struct fw_serve_stats sbefore = lc->serve.stats;
+	uint16_t nfr = 0;
+	p0->tx_cksum = true;
+	uint16_t ntx = fw_pkt_burst(app, lc, p0, pkts, 6, now_ms, tx, fr, &nfr);
+	p0->tx_cksum = false;
+	assert_int_equal(ntx, 3);
+	assert_int_equal(nfr, 3);
+	assert_ptr_equal(tx[0], pkts[0]);
+	assert_ptr_equal(tx[1], pkts[4]);
+	assert_ptr_equal(tx[2], pkts[5]);
+	for (unsigned i = 0; i < ntx; i++)
+		assert_tx_offload_reply(tx[i]);
+	assert_int_equal(lc->st.rx, before.rx + 6);
+	assert_int_equal(lc->st.udp, before.udp + 3);
+	assert_int_equal(lc->st.drop[FW_DROP_BAD_CSUM], before.drop[FW_DROP_BAD_CSUM] + 3);
+	/* the serve counters a burst tallies, moved once at its end */
+	assert_int_equal(lc->serve.stats.requests, sbefore.requests + 3);
+	assert_int_equal(lc->serve.stats.ids, sbefore.ids + 3);
+	assert_int_equal(lc->serve.stats.ops[FW_WIRE_OP_ID], sbefore.ops[FW_WIRE_OP_ID] + 3);
+	assert_int_equal(lc->serve.stats.status[FW_WIRE_ST_OK], sbefore.status[FW_WIRE_ST_OK] + 3);
+	rte_pktmbuf_free_bulk(pkts, 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rx_l4_cksum_none), cmocka_unit_test(test_rx_ip_cksum_none),
 		cmocka_unit_test(test_rx_cksum_bad),     cmocka_unit_test(test_icmp_bad_cksum),
 		cmocka_unit_test(test_rate_shared),      cmocka_unit_test(test_serve_fast_same),
-		cmocka_unit_test(test_burst_counts),
+		cmocka_unit_test(test_burst_counts),     cmocka_unit_test(test_tx_offload),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
