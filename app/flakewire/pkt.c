@@ -630,22 +630,37 @@ static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *
 			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(b + L2);
 			struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 			uint16_t ip_len = BE16((uint16_t)(w12 >> 32));
-			if (FW_LIKELY(ip_len <= dlen - L2 && ip_len >= L3 + L4 &&
-				      BE16(udp->dgram_len) == ip_len - L3)) {
-				struct csum_state cs;
+			/*
+			 * Exactly the frame (no Ethernet padding, which the slow
+			 * path takes care of), and the UDP length agreeing: the
+			 * frame holds at least 42 bytes, so ip_len >= 28.
+			 */
+			if (FW_LIKELY(ip_len == dlen - L2 && BE16(udp->dgram_len) == ip_len - L3)) {
+				uint32_t v;
 				/*
 				 * A port whose device writes the checksums
-				 * verifies them too: both verdicts GOOD in
-				 * one test, nothing left to sum.
+				 * verifies them too: both verdicts GOOD in one
+				 * test, and nothing left to sum (its own copy
+				 * of the path, the checksum state a constant).
 				 */
-				cs.rx_good =
-					tx_cksum && (m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK |
-								    RTE_MBUF_F_RX_L4_CKSUM_MASK)) ==
-							    (RTE_MBUF_F_RX_IP_CKSUM_GOOD |
-							     RTE_MBUF_F_RX_L4_CKSUM_GOOD);
-				if (!cs.rx_good && !ip_cksum_ok(m, ip, &cs))
+				if (tx_cksum &&
+				    FW_LIKELY((m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_MASK |
+							      RTE_MBUF_F_RX_L4_CKSUM_MASK)) ==
+					      (RTE_MBUF_F_RX_IP_CKSUM_GOOD |
+					       RTE_MBUF_F_RX_L4_CKSUM_GOOD))) {
+					struct csum_state good = {.ip_final = true,
+								  .rx_good = true};
+					v = src_verdict(app, lc, ip->src_addr);
+					if (FW_UNLIKELY(!(v & FW_SRC_ALLOWED)))
+						return drop(lc, FW_DROP_SOURCE);
+					return answer_udp_ours(app, lc, port, m, ip, ip_len,
+							       v & FW_SRC_TRUSTED, &good, now, true,
+							       t);
+				}
+				struct csum_state cs = {.rx_good = false};
+				if (!ip_cksum_ok(m, ip, &cs))
 					return drop(lc, FW_DROP_BAD_CSUM);
-				uint32_t v = src_verdict(app, lc, ip->src_addr);
+				v = src_verdict(app, lc, ip->src_addr);
 				if (FW_UNLIKELY(!(v & FW_SRC_ALLOWED)))
 					return drop(lc, FW_DROP_SOURCE);
 				return answer_udp_ours(app, lc, port, m, ip, ip_len,
