@@ -478,18 +478,20 @@ int fw_pkt_slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len, u
 static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_port *port,
 					  struct rte_mbuf *m, struct rte_ipv4_hdr *ip,
 					  struct rte_udp_hdr *udp, enum fw_rate_verdict v,
-					  uint32_t retry_us, const struct csum_state *cs,
-					  struct tally *t)
+					  uint32_t retry_us, struct csum_state cs)
 {
 	uint8_t *payload = (uint8_t *)(udp + 1);
 	size_t len = BE16(udp->dgram_len) - L4;
+	struct tally t = {0}; /* its own: the burst's stays in registers */
 	int n;
 
 	lc->st.rate_limited++;
 	if (v == FW_RATE_DROP || (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
 		return drop(lc, FW_DROP_RATE);
 	lc->st.slipped++;
-	return send_udp(port, m, ip, udp, n, cs, port->tx_cksum, t);
+	bool sent = send_udp(port, m, ip, udp, n, &cs, port->tx_cksum, &t);
+	tally_flush(lc, &t);
+	return sent;
 }
 
 /* A UDP datagram whose lengths agree, to our port: policy, checksum, the answer. */
@@ -513,7 +515,7 @@ static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lc
 		enum fw_rate_verdict v =
 			fw_rate_check(lc->rate, BE32(ip->src_addr), lc->tsc, &retry_us);
 		if (FW_UNLIKELY(v != FW_RATE_PASS))
-			return answer_limited(lc, port, m, ip, udp, v, retry_us, cs, t);
+			return answer_limited(lc, port, m, ip, udp, v, retry_us, *cs);
 	}
 
 	size_t room = (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4);
@@ -607,7 +609,7 @@ static inline void fast_key_init(struct fast_key *k, const struct fw_app *app,
 
 static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
-					   uint64_t now, struct tally *t);
+					   uint64_t now);
 
 static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
@@ -671,13 +673,13 @@ static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *
 #else
 	(void)k;
 #endif
-	return pkt_answer_slow(app, lc, port, m, now, t);
+	return pkt_answer_slow(app, lc, port, m, now);
 }
 
 /* The dispatch on the Ethernet type: one case per network protocol. */
-static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
-					   const struct fw_port *port, struct rte_mbuf *m,
-					   uint64_t now, struct tally *t)
+static __rte_always_inline bool pkt_dispatch(struct fw_app *app, struct fw_lcore *lc,
+					     const struct fw_port *port, struct rte_mbuf *m,
+					     uint64_t now, struct tally *t)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 
@@ -695,6 +697,18 @@ static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *
 	default:
 		return drop(lc, FW_DROP_NOT_IP);
 	}
+}
+
+/* Every frame the fast path does not take; counts its own tally, out of line. */
+static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
+					   const struct fw_port *port, struct rte_mbuf *m,
+					   uint64_t now)
+{
+	struct tally t = {0};
+	bool reply = pkt_dispatch(app, lc, port, m, now, &t);
+
+	tally_flush(lc, &t);
+	return reply;
 }
 
 bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
