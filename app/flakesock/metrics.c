@@ -40,39 +40,19 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	struct fsock_ctx *ctx = arg;
 	uint32_t n = ctx->n_workers;
 	struct fw_metrics_worker wk[FSOCK_MAX_WORKERS];
-	char names[FSOCK_MAX_WORKERS][2][12];
+	struct fw_metrics_worker_names names[FSOCK_MAX_WORKERS];
 	struct fw_metrics_label l[3];
 
-	fw_metrics_family(w, "flakewire_build_info", FW_METRICS_GAUGE,
-			  "Always 1; the labels name the build");
-	l[0] = (struct fw_metrics_label){"version", FW_VERSION};
-	l[1] = (struct fw_metrics_label){"responder", "flakesock"};
-	fw_metrics_u64(w, l, 2, 1);
-	fw_metrics_family(w, "flakewire_start_time_seconds", FW_METRICS_GAUGE,
-			  "Unix time the responder started");
-	fw_metrics_f64(w, NULL, 0, start_s);
-	fw_metrics_family(w, "flakewire_workers", FW_METRICS_GAUGE, "Worker threads (worker IDs)");
-	fw_metrics_u64(w, NULL, 0, n);
+	fw_metrics_write_process(w, FW_VERSION, "flakesock", start_s, n,
+				 "Worker threads (worker IDs)");
 	/* the server starts before the keeper and the workers' slots exist */
 	if (!atomic_load_explicit(&ctx->running, memory_order_acquire))
 		return;
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct fsock_worker *t = &ctx->workers[i];
-		/* the thread's keeper slot: its worker ID now (a fleet may swap it) and
-		 * the last ms it issued, both published for other threads */
-		struct fw_keeper_snap ks;
-		fw_keeper_read(t->kw.slot, &ks);
-		uint64_t last = atomic_load_explicit(&t->kw.slot->last_ms, memory_order_relaxed);
-		snprintf(names[i][0], sizeof(names[i][0]), "%u", i);
-		snprintf(names[i][1], sizeof(names[i][1]), "%u", ks.worker_id);
-		wk[i] = (struct fw_metrics_worker){
-			.labels = {{"thread", names[i][0]}, {"worker", names[i][1]}},
-			.n_labels = 2,
-			.ss = &t->serve.stats,
-			.gs = fw_gen_stats(&t->serve.gen),
-			.last_unix_ms = last ? last + ctx->layout.epoch_ms : 0,
-		};
+		struct fsock_worker *t = &ctx->workers[i];
+		fw_metrics_worker_fill(&wk[i], &names[i], "thread", i, t->kw.slot, &t->serve,
+				       ctx->layout.epoch_ms);
 	}
 	fw_metrics_write_workers(w, wk, n);
 
@@ -95,22 +75,14 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	struct fw_keeper_snap ks; /* the seqlock snapshot every worker reads */
 	fw_keeper_read(&fw_keeper_slots(ctx->keeper, NULL)[0], &ks);
 	fw_metrics_write_clock(w, &ks, atomic_load(&ctx->clock_events));
-	uint64_t mark_unix_ms = ks.mark_ms + ctx->layout.epoch_ms;
-	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
-			  "Unix time up to which IDs are reserved (persisted high-water mark)");
-	fw_metrics_f64(w, NULL, 0, (double)mark_unix_ms / 1000.0);
-	fw_metrics_family(w, "flakewire_mark_ahead_seconds", FW_METRICS_GAUGE,
-			  "Persisted mark minus the system clock (negative: issuing has stopped "
-			  "at the mark)");
-	fw_metrics_f64(w, NULL, 0, ((double)mark_unix_ms - (double)fsock_unix_ms()) / 1000.0);
-	fw_metrics_family(w, "flakewire_mark_failing", FW_METRICS_GAUGE,
-			  "1 while the last attempt to persist the mark failed");
-	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_failing));
-	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
-			  "Attempts to persist the mark that failed");
-	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_failures));
-	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER, "Marks persisted");
-	fw_metrics_u64(w, NULL, 0, atomic_load(&ctx->mark_writes));
+	struct fw_metrics_mark mk = {
+		.mark_unix_ms = ks.mark_ms + ctx->layout.epoch_ms,
+		.now_unix_ms = (double)fsock_unix_ms(),
+		.failing = atomic_load(&ctx->mark_failing),
+		.failures = atomic_load(&ctx->mark_failures),
+		.writes = atomic_load(&ctx->mark_writes),
+	};
+	fw_metrics_write_mark(w, &mk);
 }
 
 int fsock_metrics_start(struct fsock_ctx *ctx)

@@ -33,47 +33,22 @@ static double start_s;
 static struct fw_metrics_fleet_src fleet_src; /* written before its collector is added */
 #endif
 
-struct lcore_labels {
-	char lcore[12];
-	char worker[12];
-};
-
 static void collect(struct fw_metrics_writer *w, void *arg)
 {
 	struct fw_app *app = arg;
 	uint32_t n = app->n_lcores;
 	struct fw_metrics_worker wk[RTE_MAX_LCORE];
-	struct lcore_labels names[RTE_MAX_LCORE];
+	struct fw_metrics_worker_names names[RTE_MAX_LCORE];
 	struct fw_lcore_stats st[RTE_MAX_LCORE];
 	struct fw_metrics_label l[3];
 
-	fw_metrics_family(w, "flakewire_build_info", FW_METRICS_GAUGE,
-			  "Always 1; the labels name the build");
-	l[0] = (struct fw_metrics_label){"version", FW_VERSION};
-	l[1] = (struct fw_metrics_label){"responder", "flakewire"};
-	fw_metrics_u64(w, l, 2, 1);
-	fw_metrics_family(w, "flakewire_start_time_seconds", FW_METRICS_GAUGE,
-			  "Unix time the responder started");
-	fw_metrics_f64(w, NULL, 0, start_s);
-	fw_metrics_family(w, "flakewire_workers", FW_METRICS_GAUGE, "Worker lcores (worker IDs)");
-	fw_metrics_u64(w, NULL, 0, n);
+	fw_metrics_write_process(w, FW_VERSION, "flakewire", start_s, n,
+				 "Worker lcores (worker IDs)");
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct fw_lcore *lc = &app->lcore[i];
-		/* the lcore's keeper slot: its worker ID now (a fleet may swap it) and
-		 * the last ms it issued, both published for other threads */
-		struct fw_keeper_snap ks;
-		fw_keeper_read(lc->kw.slot, &ks);
-		uint64_t last = atomic_load_explicit(&lc->kw.slot->last_ms, memory_order_relaxed);
-		snprintf(names[i].lcore, sizeof(names[i].lcore), "%u", lc->lcore_id);
-		snprintf(names[i].worker, sizeof(names[i].worker), "%u", ks.worker_id);
-		wk[i] = (struct fw_metrics_worker){
-			.labels = {{"lcore", names[i].lcore}, {"worker", names[i].worker}},
-			.n_labels = 2,
-			.ss = &lc->serve.stats,
-			.gs = fw_gen_stats(&lc->serve.gen),
-			.last_unix_ms = last ? last + app->layout.epoch_ms : 0,
-		};
+		fw_metrics_worker_fill(&wk[i], &names[i], "lcore", lc->lcore_id, lc->kw.slot,
+				       &lc->serve, app->layout.epoch_ms);
 		fw_stats_lcore(lc, &st[i]);
 	}
 	fw_metrics_write_workers(w, wk, n);
@@ -121,23 +96,14 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	fw_keeper_read(&fw_keeper_slots(app->keeper, NULL)[0], &s);
 	fw_metrics_write_clock(w, &s, app->clock_events);
 
-	uint64_t mark_unix_ms = s.mark_ms + app->layout.epoch_ms;
-	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
-			  "Unix time up to which IDs are reserved (persisted high-water mark)");
-	fw_metrics_f64(w, NULL, 0, (double)mark_unix_ms / 1000.0);
-	fw_metrics_family(w, "flakewire_mark_ahead_seconds", FW_METRICS_GAUGE,
-			  "Persisted mark minus the system clock (negative: issuing has stopped "
-			  "at the mark)");
-	fw_metrics_f64(w, NULL, 0,
-		       ((double)mark_unix_ms - (double)fw_realtime_ns() / 1e6) / 1000.0);
-	fw_metrics_family(w, "flakewire_mark_failing", FW_METRICS_GAUGE,
-			  "1 while the last attempt to persist the mark failed");
-	fw_metrics_u64(w, NULL, 0, app->mark_failing);
-	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER, "Marks persisted");
-	fw_metrics_u64(w, NULL, 0, app->mark_writes);
-	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
-			  "Attempts to persist the mark that failed");
-	fw_metrics_u64(w, NULL, 0, app->mark_failures);
+	struct fw_metrics_mark mk = {
+		.mark_unix_ms = s.mark_ms + app->layout.epoch_ms,
+		.now_unix_ms = (double)fw_realtime_ns() / 1e6,
+		.failing = app->mark_failing,
+		.failures = app->mark_failures,
+		.writes = app->mark_writes,
+	};
+	fw_metrics_write_mark(w, &mk);
 
 	if (app->pool) {
 		fw_metrics_family(w, "flakewire_mbufs_in_use", FW_METRICS_GAUGE,

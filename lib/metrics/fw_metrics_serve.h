@@ -53,3 +53,46 @@ FW_API const char *fw_metrics_status_name(unsigned st, char *buf, size_t cap);
  */
 FW_API void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_snap *s,
 				   uint64_t clock_events);
+
+/*
+ * The process's families, the same in both responders:
+ *   flakewire_build_info{version,responder} (always 1),
+ *   flakewire_start_time_seconds, flakewire_workers (help: @workers_help).
+ */
+FW_API void fw_metrics_write_process(struct fw_metrics_writer *w, const char *version,
+				     const char *responder, double start_s, uint32_t n_workers,
+				     const char *workers_help);
+
+/* The label values of one worker's series (fw_metrics_worker_fill). */
+struct fw_metrics_worker_names {
+	char key[12];
+	char worker[12];
+};
+
+/*
+ * Fills *wk for one worker: labels @key_label="@key" and worker="its worker
+ * ID now" (read from its keeper @slot: a fleet may swap it), the counters of
+ * @serve, and the last ms it issued (the slot's last_ms, + @epoch_ms). The
+ * label strings live in *names, which must outlive *wk.
+ */
+FW_API void fw_metrics_worker_fill(struct fw_metrics_worker *wk,
+				   struct fw_metrics_worker_names *names, const char *key_label,
+				   uint32_t key, struct fw_keeper_slot *slot,
+				   const struct fw_serve *serve, uint64_t epoch_ms);
+
+/* What the mark families say (fw_metrics_write_mark). */
+struct fw_metrics_mark {
+	uint64_t mark_unix_ms; /* the persisted mark, Unix ms */
+	double now_unix_ms;    /* the system clock now, Unix ms */
+	uint64_t failing;      /* 1 while the last attempt to persist it failed */
+	uint64_t failures;     /* attempts that failed */
+	uint64_t writes;       /* marks persisted */
+};
+
+/*
+ * The mark's families, the same in both responders:
+ *   flakewire_mark_timestamp_seconds, flakewire_mark_ahead_seconds,
+ *   flakewire_mark_failing, flakewire_mark_failures_total,
+ *   flakewire_mark_writes_total.
+ */
+FW_API void fw_metrics_write_mark(struct fw_metrics_writer *w, const struct fw_metrics_mark *m);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,4 +131,58 @@ void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_
 	fw_metrics_family(w, "flakewire_clock_events_total", FW_METRICS_COUNTER,
 			  "Clock steps and backward steps handled by the timekeeper");
 	fw_metrics_u64(w, NULL, 0, clock_events);
+}
+
+void fw_metrics_write_process(struct fw_metrics_writer *w, const char *version,
+			      const char *responder, double start_s, uint32_t n_workers,
+			      const char *workers_help)
+{
+	struct fw_metrics_label l[2] = {{"version", version}, {"responder", responder}};
+
+	fw_metrics_family(w, "flakewire_build_info", FW_METRICS_GAUGE,
+			  "Always 1; the labels name the build");
+	fw_metrics_u64(w, l, 2, 1);
+	fw_metrics_family(w, "flakewire_start_time_seconds", FW_METRICS_GAUGE,
+			  "Unix time the responder started");
+	fw_metrics_f64(w, NULL, 0, start_s);
+	fw_metrics_family(w, "flakewire_workers", FW_METRICS_GAUGE, workers_help);
+	fw_metrics_u64(w, NULL, 0, n_workers);
+}
+
+void fw_metrics_worker_fill(struct fw_metrics_worker *wk, struct fw_metrics_worker_names *names,
+			    const char *key_label, uint32_t key, struct fw_keeper_slot *slot,
+			    const struct fw_serve *serve, uint64_t epoch_ms)
+{
+	struct fw_keeper_snap ks;
+
+	fw_keeper_read(slot, &ks);
+	uint64_t last = atomic_load_explicit(&slot->last_ms, memory_order_relaxed);
+	snprintf(names->key, sizeof(names->key), "%u", key);
+	snprintf(names->worker, sizeof(names->worker), "%u", ks.worker_id);
+	*wk = (struct fw_metrics_worker){
+		.labels = {{key_label, names->key}, {"worker", names->worker}},
+		.n_labels = 2,
+		.ss = &serve->stats,
+		.gs = fw_gen_stats(&serve->gen),
+		.last_unix_ms = last ? last + epoch_ms : 0,
+	};
+}
+
+void fw_metrics_write_mark(struct fw_metrics_writer *w, const struct fw_metrics_mark *m)
+{
+	fw_metrics_family(w, "flakewire_mark_timestamp_seconds", FW_METRICS_GAUGE,
+			  "Unix time up to which IDs are reserved (persisted high-water mark)");
+	fw_metrics_f64(w, NULL, 0, (double)m->mark_unix_ms / 1000.0);
+	fw_metrics_family(w, "flakewire_mark_ahead_seconds", FW_METRICS_GAUGE,
+			  "Persisted mark minus the system clock (negative: issuing has stopped "
+			  "at the mark)");
+	fw_metrics_f64(w, NULL, 0, ((double)m->mark_unix_ms - m->now_unix_ms) / 1000.0);
+	fw_metrics_family(w, "flakewire_mark_failing", FW_METRICS_GAUGE,
+			  "1 while the last attempt to persist the mark failed");
+	fw_metrics_u64(w, NULL, 0, m->failing);
+	fw_metrics_family(w, "flakewire_mark_failures_total", FW_METRICS_COUNTER,
+			  "Attempts to persist the mark that failed");
+	fw_metrics_u64(w, NULL, 0, m->failures);
+	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER, "Marks persisted");
+	fw_metrics_u64(w, NULL, 0, m->writes);
 }
