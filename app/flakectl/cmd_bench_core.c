@@ -96,15 +96,19 @@ static int gen_reset(struct bench_ctx *c)
 	return 0;
 }
 
-static int run_next(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+/*
+ * @calls single IDs, each turned into a UUIDv7 when @uuid (a constant at
+ * each call: the timed loop carries no test for it). A steady @now for a
+ * whole millisecond's sequence, as an lcore's burst.
+ */
+static __attribute__((always_inline)) inline int ids_one(struct bench_ctx *c, uint64_t calls,
+							 uint64_t *ids, bool uuid)
 {
 	uint64_t per_ms = 1ULL << c->seq_bits, now = 1, done = 0, id;
 	int rc = gen_reset(c);
 
-	(void)arg;
 	if (rc < 0)
 		return rc;
-	/* A steady @now for a whole millisecond's sequence, as an lcore's burst. */
 	while (done < calls) {
 		uint64_t n = FW_MIN(per_ms, calls - done);
 
@@ -112,7 +116,14 @@ static int run_next(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t 
 			rc = fw_gen_next(&c->gen, now, &id);
 			if (FW_UNLIKELY(rc < 0))
 				return rc;
-			keep(id);
+			if (!uuid) {
+				keep(id);
+				continue;
+			}
+			rc = fw_uuid7_from_id(&c->uuid7, id, fw_rng_u64(&c->rng), c->uuids[0]);
+			if (FW_UNLIKELY(rc < 0))
+				return rc;
+			keep_mem(c->uuids);
 		}
 		done += n;
 		now++;
@@ -121,23 +132,48 @@ static int run_next(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t 
 	return 0;
 }
 
-static int run_list(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+/*
+ * @calls lists of @n IDs (fw_gen_list), each ID turned into a UUIDv7 when
+ * @uuid (a constant at each call). @now follows the IDs issued, so the
+ * sequence is never exhausted.
+ */
+static __attribute__((always_inline)) inline int ids_list(struct bench_ctx *c, uint32_t n,
+							  uint64_t calls, uint64_t *ids, bool uuid)
 {
 	uint64_t issued = 0;
 	int rc = gen_reset(c);
 
 	if (rc < 0)
 		return rc;
-	/* @now follows the IDs issued, so the sequence is never exhausted. */
 	for (uint64_t k = 0; k < calls; k++) {
-		rc = fw_gen_list(&c->gen, 1 + (issued >> c->seq_bits), c->ids, arg);
+		rc = fw_gen_list(&c->gen, 1 + (issued >> c->seq_bits), c->ids, n);
 		if (FW_UNLIKELY(rc < 0))
 			return rc;
+		if (uuid) {
+			for (int i = 0; i < rc; i++)
+				if (FW_UNLIKELY(fw_uuid7_from_id(&c->uuid7, c->ids[i],
+								 fw_rng_u64(&c->rng),
+								 c->uuids[i]) < 0))
+					return FW_ERANGE;
+			keep_mem(c->uuids);
+		} else {
+			keep_mem(c->ids);
+		}
 		issued += (uint64_t)rc;
-		keep_mem(c->ids);
 	}
 	*ids = issued;
 	return 0;
+}
+
+static int run_next(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+{
+	(void)arg;
+	return ids_one(c, calls, ids, false);
+}
+
+static int run_list(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
+{
+	return ids_list(c, arg, calls, ids, false);
 }
 
 static int run_range(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
@@ -161,52 +197,14 @@ static int run_range(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t
 /* One UUIDv7 per call, as a responder makes it: an ID, 64 random bits, the encoding. */
 static int run_uuid7(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
 {
-	uint64_t per_ms = 1ULL << c->seq_bits, now = 1, done = 0, id;
-	int rc = gen_reset(c);
-
 	(void)arg;
-	if (rc < 0)
-		return rc;
-	while (done < calls) {
-		uint64_t n = FW_MIN(per_ms, calls - done);
-
-		for (uint64_t k = 0; k < n; k++) {
-			rc = fw_gen_next(&c->gen, now, &id);
-			if (FW_UNLIKELY(rc < 0))
-				return rc;
-			rc = fw_uuid7_from_id(&c->uuid7, id, fw_rng_u64(&c->rng), c->uuids[0]);
-			if (FW_UNLIKELY(rc < 0))
-				return rc;
-			keep_mem(c->uuids);
-		}
-		done += n;
-		now++;
-	}
-	*ids = calls;
-	return 0;
+	return ids_one(c, calls, ids, true);
 }
 
 /* A UUID7 reply's worth per call: fw_gen_list, then one UUID per ID. */
 static int run_uuid7_list(struct bench_ctx *c, uint32_t arg, uint64_t calls, uint64_t *ids)
 {
-	uint64_t issued = 0;
-	int rc = gen_reset(c);
-
-	if (rc < 0)
-		return rc;
-	for (uint64_t k = 0; k < calls; k++) {
-		rc = fw_gen_list(&c->gen, 1 + (issued >> c->seq_bits), c->ids, arg);
-		if (FW_UNLIKELY(rc < 0))
-			return rc;
-		for (int i = 0; i < rc; i++)
-			if (FW_UNLIKELY(fw_uuid7_from_id(&c->uuid7, c->ids[i], fw_rng_u64(&c->rng),
-							 c->uuids[i]) < 0))
-				return FW_ERANGE;
-		issued += (uint64_t)rc;
-		keep_mem(c->uuids);
-	}
-	*ids = issued;
-	return 0;
+	return ids_list(c, arg, calls, ids, true);
 }
 
 /* The random bits alone: 8 bytes of the ChaCha20 keystream. */
