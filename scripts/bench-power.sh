@@ -16,12 +16,10 @@ RATE=${RATE:-1000}
 NS="fwpow-$$"
 TMP=$(mktemp -d /tmp/fwpow.XXXXXX)
 PID=""
+. "$(dirname "$(realpath "$0")")/bench-lib.sh" # stop_pid
 stop() {
 	[ -n "$PID" ] || return 0
-	kill -TERM "$PID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$PID" 2>/dev/null
-	wait "$PID" 2>/dev/null
+	stop_pid "$PID"
 	PID=""
 }
 cleanup() {

@@ -10,6 +10,8 @@
 #     veth; without any one of those capabilities it does not start.
 # The capability lists are read from the configured units themselves.
 set -u
+# sys_kill_wait (sourced for its helpers only: no sys_init, this test keeps its own trap)
+. "$(dirname "${BASH_SOURCE[0]}")/../system/lib.sh"
 fail() { echo "FAIL: $*" >&2; [ -n "${LOG:-}" ] && [ -f "$LOG" ] && tail -n 15 "$LOG" >&2; exit 1; }
 : "${FLAKEWIRE:?}" "${FLAKESOCK:?}" "${FLAKECTL:?}" "${UNIT_DIR:?}" "${PEER_XDP:?}"
 [ "$(id -u)" -eq 0 ] || fail "needs root"
@@ -20,10 +22,7 @@ chmod 0755 "$TMP"
 PID=""
 stop() {
 	[ -n "$PID" ] || return 0
-	kill -TERM "$PID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$PID" 2>/dev/null
-	wait "$PID" 2>/dev/null
+	sys_kill_wait "$PID" TERM 5
 	PID=""
 }
 cleanup() {

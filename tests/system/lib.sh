@@ -21,15 +21,23 @@ sys_skip() {
 	exit 77
 }
 
+# sys_kill_wait PID [SIGNAL] [SECONDS]: signals PID (TERM), waits for it at
+# most SECONDS (10), then SIGKILLs it; reaps it and returns its exit status
+# (137 when it needed the KILL). Never waits unbounded.
+sys_kill_wait() {
+	local pid=$1 sig=${2:-TERM} secs=${3:-10} rc i
+	kill -"$sig" "$pid" 2>/dev/null
+	for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rc=$?
+	return $rc
+}
+
 sys_cleanup() {
 	local pid
 	for pid in "${SYS_PIDS[@]}"; do
-		if kill -0 "$pid" 2>/dev/null; then
-			kill -TERM "$pid" 2>/dev/null
-			for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-			kill -KILL "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
-		fi
+		kill -0 "$pid" 2>/dev/null && sys_kill_wait "$pid" TERM 5
 	done
 	[ -n "$SYS_NS" ] && ip netns del "$SYS_NS" 2>/dev/null
 	[ -n "$SYS_TMP" ] && rm -rf "$SYS_TMP"
@@ -62,14 +70,10 @@ sys_start() {
 	SYS_PIDS+=("$SYS_LAST_PID")
 }
 
-# sys_stop PID [SIGNAL]: signals PID and waits (bounded) for it to exit; returns its status.
+# sys_stop PID [SIGNAL]: signals PID and waits for it to exit (SIGKILL after
+# 10 s); returns its status.
 sys_stop() {
-	local pid=$1 sig=${2:-TERM} rc
-	kill -"$sig" "$pid" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	wait "$pid" 2>/dev/null
-	rc=$?
-	return $rc
+	sys_kill_wait "$1" "${2:-TERM}" 10
 }
 
 # sys_wait_for SECONDS CMD...: retries CMD every 0.1 s until it succeeds or time runs out.

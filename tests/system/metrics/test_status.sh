@@ -5,6 +5,8 @@
 # over 10 % of replies are RETRY_AFTER (a 1-bit sequence, no borrowing);
 # CRITICAL (2) once the mark can no longer be persisted (its directory
 # removed); UNKNOWN (3) with no endpoint.
+# sys_kill_wait (sourced for its helpers only: no sys_init, this test keeps its own trap)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 PY=/usr/bin/python3
 NS="" TMP="" PID=""
 fail() {
@@ -14,10 +16,7 @@ fail() {
 }
 stop() {
 	[ -n "$PID" ] || return 0
-	kill -TERM "$PID" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$PID" 2>/dev/null
-	wait "$PID" 2>/dev/null
+	sys_kill_wait "$PID" TERM 5
 	PID=""
 }
 cleanup() {
