@@ -295,11 +295,14 @@ plot '{a.out}/latency.dat' using 3:4 with linespoints title 'p50', \\
      '' using 3:6 with linespoints title 'p99.9'
 """)
 
+# The checksum modes of flakeload-pktbench --offload: rows C/P, Crx/Prx, Crxtx/Prxtx.
+CKSUM_MODES = (("none", "", "checksums in software"),
+               ("rx", "rx", "RX checksums verified by the device"),
+               ("rxtx", "rxtx", "RX verified and TX written by the device (a 10 GbE NIC)"))
+
 # ---- cycles: one row per checksum mode, rounds interleaved ----
-CYCLE_MODES = (("none", "C", "checksums in software"),
-               ("rx", "Crx", "RX checksums verified by the device"),
-               ("rxtx", "Crxtx", "RX verified and TX written by the device (a 10 GbE NIC)"))
-for off, row, what in CYCLE_MODES:
+for off, suffix, what in CKSUM_MODES:
+    row = "C" + suffix
     cyc = []
     for pth in sorted(glob.glob(f"{R}/cycles-{off}-*.txt")):
         m = re.search(r"serve ([\d.]+) cycles/request, macswap ([\d.]+) cycles/packet.*TSC at ([\d.]+) GHz",
@@ -323,11 +326,8 @@ for off, row, what in CYCLE_MODES:
     cmd_of(f"cycles-{off}", row, keys=("cmd",))
 
 # ---- profile: op id in the three checksum modes of row C ----
-PROFILE_MODES = (("none", "P", "checksums in software"),
-                 ("rx", "Prx", "RX checksums verified by the device"),
-                 ("rxtx", "Prxtx", "RX verified and TX written by the device"))
-for off, row, what in PROFILE_MODES:
-    op = "id"
+for off, suffix, what in CKSUM_MODES:
+    row, op = "P" + suffix, "id"
     p = f"{R}/profile-{op}-{off}.txt"
     if not os.path.exists(p):
         continue
