@@ -20,11 +20,33 @@
 
 #define WAKE_MS 10 /* an idle lcore checks the stop flag this often */
 
-/* Interrupt mode, per worker (index): written by that lcore only. */
+/*
+ * Idle state, per worker (index): written by that lcore only, every poll, so
+ * each in a cache line of its own (no line written by two lcores).
+ */
 static struct {
 	uint32_t empty;
 	bool armed; /* its queues are in its epoll set */
-} idle_state[RTE_MAX_LCORE];
+} FW_CACHE_ALIGNED idle_state[RTE_MAX_LCORE];
+
+/*
+ * Counts a poll that brought @n frames: true once idle_polls empty polls came
+ * in a row (the caller then idles); a poll with frames starts over. Pauses
+ * on the empty polls before that.
+ */
+static inline bool idle_due(const struct fw_app *app, typeof(idle_state[0]) *s, uint16_t n)
+{
+	if (n) {
+		if (s->empty) /* a busy lcore does not store at all */
+			s->empty = 0;
+		return false;
+	}
+	if (++s->empty < app->conf.power.idle_polls) {
+		rte_pause();
+		return false;
+	}
+	return true;
+}
 
 void fw_power_port_conf(const struct fw_app *app, struct rte_eth_conf *conf)
 {
@@ -139,14 +161,8 @@ void fw_power_interrupt_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n
 	typeof(idle_state[0]) *s = &idle_state[lc->index];
 	struct rte_epoll_event ev[FW_CONF_PORTS_MAX];
 
-	if (n) {
-		s->empty = 0;
+	if (!idle_due(app, s, n))
 		return;
-	}
-	if (++s->empty < app->conf.power.idle_polls) {
-		rte_pause();
-		return;
-	}
 	s->empty = 0;
 	if (!s->armed) {
 		if (!arm(app, lc)) {
@@ -172,14 +188,8 @@ void fw_power_sleep_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n)
 {
 	typeof(idle_state[0]) *s = &idle_state[lc->index];
 
-	if (n) {
-		s->empty = 0;
+	if (!idle_due(app, s, n))
 		return;
-	}
-	if (++s->empty < app->conf.power.idle_polls) {
-		rte_pause();
-		return;
-	}
 	if (!s->armed) {
 		/* the default 50 us timer slack would add to every sleep */
 		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
