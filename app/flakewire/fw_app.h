@@ -96,7 +96,8 @@ struct fw_lcore {
 	struct fw_rate *rate;       /* this lcore's rate limiter; NULL when [net] rate = 0 */
 	struct fw_src_cache src_cache[1u << FW_SRC_CACHE_BITS];
 	uint32_t ports_down; /* bit p: port p's link is down, not polled (fw_lcore_link_watch) */
-	uint32_t link_countdown; /* loop iterations until the next link check */
+	uint32_t link_countdown; /* loop iterations until the next look at the TSC */
+	uint64_t link_next_tsc;  /* TSC of the next link check */
 } FW_CACHE_ALIGNED;
 
 struct fw_port {
@@ -251,10 +252,13 @@ int fw_lcore_main(void *arg);
  * again (a memif peer that went away: DPDK 22.11's memif PMD tears the
  * rings down in the interrupt thread with no lock against a polling lcore).
  * A port whose driver cannot tell stays polled. Logs each change. Called
- * by fw_lcore_main every FW_LINK_CHECK_LOOPS loop iterations.
+ * by fw_lcore_main at most every FW_LINK_CHECK_MS (it looks at the TSC
+ * every FW_LINK_CHECK_LOOPS loop iterations).
  */
 void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc);
 #define FW_LINK_CHECK_LOOPS 1024
+/* at most 100 link reads a second (net_tap answers each with an ioctl) */
+#define FW_LINK_CHECK_MS    10
 int fw_lcores_init(struct fw_app *app);
 /*
  * Reads the clock once for a burst: sets lc->tsc (rate limiting), the

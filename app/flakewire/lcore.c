@@ -213,13 +213,20 @@ int fw_lcore_main(void *arg)
 	if (idx < 0)
 		return 0;
 	struct fw_lcore *lc = &app->lcore[idx];
+	const uint64_t link_every = rte_get_tsc_hz() / 1000 * FW_LINK_CHECK_MS;
 	fw_lcore_link_watch(app, lc);
 	lc->link_countdown = FW_LINK_CHECK_LOOPS;
+	lc->link_next_tsc = rte_rdtsc() + link_every;
 	while (!*app->quit) {
 		uint16_t busy = 0;
+		/* a TSC read every 1024 loops, a link read (maybe a syscall) every 10 ms */
 		if (FW_UNLIKELY(--lc->link_countdown == 0)) {
-			fw_lcore_link_watch(app, lc);
 			lc->link_countdown = FW_LINK_CHECK_LOOPS;
+			uint64_t now = rte_rdtsc();
+			if (now >= lc->link_next_tsc) {
+				fw_lcore_link_watch(app, lc);
+				lc->link_next_tsc = now + link_every;
+			}
 		}
 		for (uint32_t p = 0; p < app->n_ports; p++) {
 			const struct fw_port *port = &app->port[p];
