@@ -583,6 +583,56 @@ static void test_seqlock_no_torn_reads(void **state)
 	teardown(&s);
 }
 
+/*
+ * The other half of the seqlock, deterministic: while the keeper's write is
+ * open (seq odd: fw_keeper_hold), a reader does not return; once it is
+ * closed the reader returns a whole snapshot: the one before or the one
+ * published at the release (hold(false) closes the open write first, so
+ * the old one may still be read whole before the new one is written).
+ */
+struct held_read {
+	struct fw_keeper_slot *slot;
+	struct fw_keeper_snap snap;
+	atomic_int done;
+};
+
+static void *held_reader(void *arg)
+{
+	struct held_read *h = arg;
+	fw_keeper_read(h->slot, &h->snap);
+	atomic_store(&h->done, 1);
+	return NULL;
+}
+
+static void test_seqlock_reader_waits(void **state)
+{
+	(void)state;
+	struct script s;
+	struct held_read h = {0};
+	pthread_t th;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	h.slot = fw_keeper_slots(s.k, NULL);
+	struct fw_keeper_snap before, after;
+	fw_keeper_read(h.slot, &before);
+	fw_keeper_hold(s.k, true);
+	assert_int_equal(fw_keeper_set_worker(s.k, 0, 33, 100, 101), 0); /* published at release */
+	assert_int_equal(pthread_create(&th, NULL, held_reader, &h), 0);
+	struct timespec ms50 = {0, 50 * 1000 * 1000};
+	nanosleep(&ms50, NULL);
+	assert_int_equal(atomic_load(&h.done), 0); /* still waiting on the open write */
+	fw_keeper_hold(s.k, false);
+	pthread_join(th, NULL);
+	fw_keeper_read(h.slot, &after);
+	assert_int_equal(after.worker_id, 33);
+	assert_int_equal(after.floor_ms, 100);
+	assert_int_equal(after.lease_ms, 101);
+	assert_true(memcmp(&h.snap, &before, sizeof(before)) == 0 ||
+		    memcmp(&h.snap, &after, sizeof(after)) == 0);
+	teardown(&s);
+}
+
 /* The tick sources: monotonic raw ticks and real time move forward. */
 static void test_sources(void **state)
 {
@@ -611,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_worker_swap),
 		cmocka_unit_test(test_stop_persists_last),
 		cmocka_unit_test(test_seqlock_no_torn_reads),
+		cmocka_unit_test(test_seqlock_reader_waits),
 		cmocka_unit_test(test_sources),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
