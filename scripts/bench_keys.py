@@ -238,6 +238,34 @@ def load_interleaved(kinds, args, keys, db, st, between_rounds=None):
             between_rounds()
 
 
+def time_lookups(c, sql, sample, what):
+    """Times one point lookup per key of @sample (@sql with one parameter); each must find
+    exactly one row. Returns latency_summary in microseconds."""
+    lat = []
+    for k in sample:
+        t0 = time.perf_counter()
+        c.execute(sql, (k,))
+        got = c.fetchall()
+        lat.append(time.perf_counter() - t0)
+        if len(got) != 1:
+            die(f"{what}: lookup of {k} found {len(got)} rows")
+    return latency_summary(lat, 1e6)
+
+
+def time_scans(c, q, kind, batch_t, scans):
+    """Times @scans time-range scans (@q: count, sum over a window of 15 batches' times, by
+    key for time-ordered kinds, else by created_at). Returns (latency_summary in ms, the
+    average rows a scan saw)."""
+    lat, rows_seen = [], []
+    for wa, wb in time_windows(batch_t, scans, 15):
+        p = key_bounds(kind, wa, wb) if kind in ("snowflake", "uuidv7") else (wa, wb)
+        t0 = time.perf_counter()
+        c.execute(q, p)
+        rows_seen.append(int(c.fetchone()[0]))
+        lat.append(time.perf_counter() - t0)
+    return latency_summary(lat, 1e3), (sum(rows_seen) / len(rows_seen) if rows_seen else 0)
+
+
 def time_windows(batch_t, count, seed):
     """Time windows of 1 % of the batches each, from the time before the keys
     of batch i were made to the time before those of batch i + w: the rows of
@@ -367,16 +395,8 @@ def pg_run(args, keys, kinds):
         sample = [x[0] for x in a.fetchall()]
         typ = {"snowflake": "bigint", "sequence": "bigint", "uuidv4text": "text"}.get(kind, "uuid")
         c.execute(f"PREPARE look AS SELECT n, payload FROM {t} WHERE id = $1::{typ}")
-        lat = []
-        for k in sample:
-            t0 = time.perf_counter()
-            c.execute("EXECUTE look(%s)", (k,))
-            got = c.fetchall()
-            lat.append(time.perf_counter() - t0)
-            if len(got) != 1:
-                die(f"pg {kind}: lookup of {k} found {len(got)} rows")
+        r["lookup_us"] = time_lookups(c, "EXECUTE look(%s)", sample, f"pg {kind}")
         conn.commit()
-        r["lookup_us"] = latency_summary(lat, 1e6)
         # Time-range scans: by key where the key holds the time, else by
         # created_at through an index built now (not counted in the sizes).
         if kind in ("snowflake", "uuidv7"):
@@ -389,16 +409,8 @@ def pg_run(args, keys, kinds):
             r["created_index_s"] = time.perf_counter() - t0
             r["scan_path"] = "created_at index (built after the load)"
             q = f"SELECT count(*), sum(n) FROM {t} WHERE created_at BETWEEN to_timestamp(%s) AND to_timestamp(%s)"
-        lat, rows_seen = [], []
-        for wa, wb in time_windows(s["batch_t"], args.scans, 15):
-            p = key_bounds(kind, wa, wb) if kind in ("snowflake", "uuidv7") else (wa, wb)
-            t0 = time.perf_counter()
-            c.execute(q, p)
-            rows_seen.append(c.fetchone()[0])
-            lat.append(time.perf_counter() - t0)
+        r["scan_ms"], r["scan_rows_avg"] = time_scans(c, q, kind, s["batch_t"], args.scans)
         conn.commit()
-        r["scan_ms"] = latency_summary(lat, 1e3)
-        r["scan_rows_avg"] = sum(rows_seen) / len(rows_seen) if rows_seen else 0
         conn.close()
         res["kinds"][kind] = r
         print(f"bench-keys: pg {kind}: {r_all:,.0f} rows/s, index {isz / 1048576:.1f} MB, "
@@ -513,16 +525,9 @@ def my_run(args, keys, kinds):
         c.execute(f"SELECT id FROM {t} ORDER BY RAND() LIMIT %s", (args.lookups,))
         sample = [x[0] for x in c.fetchall()]
         conn.commit()
-        lat = []
-        for k in sample:
-            t0 = time.perf_counter()
-            c.execute(f"SELECT n, payload FROM {t} WHERE id = %s", (k,))
-            got = c.fetchall()
-            lat.append(time.perf_counter() - t0)
-            if len(got) != 1:
-                die(f"mariadb {kind}: lookup of {k} found {len(got)} rows")
+        r["lookup_us"] = time_lookups(c, f"SELECT n, payload FROM {t} WHERE id = %s", sample,
+                                      f"mariadb {kind}")
         conn.commit()
-        r["lookup_us"] = latency_summary(lat, 1e6)
         if kind in ("snowflake", "uuidv7"):
             r["scan_path"] = "primary key range"
             q = f"SELECT count(*), sum(n) FROM {t} WHERE id BETWEEN %s AND %s"
@@ -534,16 +539,8 @@ def my_run(args, keys, kinds):
             r["created_index_s"] = time.perf_counter() - t0
             r["scan_path"] = "created_at index (built after the load)"
             q = f"SELECT count(*), sum(n) FROM {t} WHERE created_at BETWEEN FROM_UNIXTIME(%s) AND FROM_UNIXTIME(%s)"
-        lat, rows_seen = [], []
-        for wa, wb in time_windows(s["batch_t"], args.scans, 15):
-            p = key_bounds(kind, wa, wb) if kind in ("snowflake", "uuidv7") else (wa, wb)
-            t0 = time.perf_counter()
-            c.execute(q, p)
-            rows_seen.append(int(c.fetchone()[0]))
-            lat.append(time.perf_counter() - t0)
+        r["scan_ms"], r["scan_rows_avg"] = time_scans(c, q, kind, s["batch_t"], args.scans)
         conn.commit()
-        r["scan_ms"] = latency_summary(lat, 1e3)
-        r["scan_rows_avg"] = sum(rows_seen) / len(rows_seen) if rows_seen else 0
         res["kinds"][kind] = r
         print(f"bench-keys: mariadb {kind}: {r_all:,.0f} rows/s, clustered {int(dlen) / 1048576:.1f} MB, "
               f"splits {r['page_splits']}", file=sys.stderr)
