@@ -327,32 +327,39 @@ struct csum_state {
 };
 
 /*
- * Counters a burst moves once at its end instead of once a request
- * (tally_flush): UDP replies sent and plain single-ID OK replies (four
- * serve counters). Every drop and every other reply is counted at once.
+ * What a burst keeps in registers and moves once at its end (tally_end):
+ * the UDP replies sent, and the run of plain single-ID answers (struct
+ * fw_serve_run: the generator's fast path and four serve counters). Every
+ * drop and every other reply is counted at once. Whatever else may issue
+ * IDs (pkt_answer_slow) is called between tally_end and tally_begin.
  */
 struct tally {
 	uint32_t udp;
-	uint32_t plain_ids;
+	struct fw_serve_run run;
 };
 
-static inline void tally_flush(struct fw_lcore *lc, const struct tally *t)
+static inline void tally_begin(struct fw_lcore *lc, uint64_t now, struct tally *t)
+{
+	t->udp = 0;
+	fw_serve_run_begin(&lc->serve, now, &t->run);
+}
+
+static inline void tally_end(struct fw_lcore *lc, struct tally *t)
 {
 	lc->st.udp += t->udp;
-	fw_serve_count_plain_ids(&lc->serve, t->plain_ids);
+	fw_serve_run_end(&lc->serve, &t->run);
 }
 
 /* Turns the request in place into its reply of @n payload bytes and writes the checksums. */
 static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_mbuf *m,
 					 struct rte_ipv4_hdr *ip, struct rte_udp_hdr *udp, int n,
-					 const struct csum_state *cs, bool tx_cksum,
-					 struct tally *t)
+					 const struct csum_state *cs, bool tx_cksum, uint32_t *nudp)
 {
 	uint16_t l4_len = (uint16_t)(L4 + n);
 	uint16_t old_len = ip->total_length, new_len = BE16((uint16_t)(L3 + l4_len));
 
 	ip->total_length = new_len;
-	swap_eth(rte_pktmbuf_mtod(m, struct rte_ether_hdr *), port);
+	swap_eth((struct rte_ether_hdr *)ip - 1, port);
 	swap_ip(ip);
 	uint32_t ports; /* source and destination port exchanged: one 4-byte rotate */
 	memcpy(&ports, udp, 4);
@@ -374,7 +381,7 @@ static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_
 		ip->hdr_checksum = 0;
 		udp->dgram_cksum = cksum_fold((uint64_t)ip->src_addr + ip->dst_addr +
 					      RTE_BE16(IPPROTO_UDP) + BE16(l4_len));
-		t->udp++;
+		(*nudp)++;
 		return true;
 	}
 	/*
@@ -402,7 +409,7 @@ static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_
 		c = (uint16_t)~udp_sum(ip, udp, l4_len);
 	}
 	udp->dgram_cksum = c ? c : 0xffff; /* 0 means "no checksum" */
-	t->udp++;
+	(*nudp)++;
 	return true;
 }
 
@@ -482,15 +489,15 @@ static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_p
 {
 	uint8_t *payload = (uint8_t *)(udp + 1);
 	size_t len = BE16(udp->dgram_len) - L4;
-	struct tally t = {0}; /* its own: the burst's stays in registers */
+	uint32_t nudp = 0; /* its own: the burst's stays in registers */
 	int n;
 
 	lc->st.rate_limited++;
 	if (v == FW_RATE_DROP || (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
 		return drop(lc, FW_DROP_RATE);
 	lc->st.slipped++;
-	bool sent = send_udp(port, m, ip, udp, n, &cs, port->tx_cksum, &t);
-	tally_flush(lc, &t);
+	bool sent = send_udp(port, m, ip, udp, n, &cs, port->tx_cksum, &nudp);
+	lc->st.udp += nudp;
 	return sent;
 }
 
@@ -518,13 +525,17 @@ static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lc
 			return answer_limited(lc, port, m, ip, udp, v, retry_us, *cs);
 	}
 
-	size_t room = (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4);
-	size_t cap = FW_MIN(room, (size_t)app->conf.net.max_reply_bytes);
-	int n = fw_serve_answer_fast_tally(&lc->serve, now, payload, len, cap, trusted,
-					   &t->plain_ids);
+	/*
+	 * The reply's room: only a trusted source's reply may outgrow its
+	 * request, which the buffer already holds.
+	 */
+	size_t cap = app->conf.net.max_reply_bytes;
+	if (trusted)
+		cap = FW_MIN(cap, (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4));
+	int n = fw_serve_run_answer(&lc->serve, &t->run, now, payload, len, cap, trusted);
 	if (n < 0)
 		return drop(lc, FW_DROP_WIRE);
-	return send_udp(port, m, ip, udp, n, cs, tx_cksum, t);
+	return send_udp(port, m, ip, udp, n, cs, tx_cksum, &t->udp);
 }
 
 static __rte_always_inline bool answer_udp(struct fw_app *app, struct fw_lcore *lc,
@@ -673,7 +684,11 @@ static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *
 #else
 	(void)k;
 #endif
-	return pkt_answer_slow(app, lc, port, m, now);
+	/* the slow path may issue IDs: the burst's run is written back around it */
+	tally_end(lc, t);
+	bool reply = pkt_answer_slow(app, lc, port, m, now);
+	tally_begin(lc, now, t);
+	return reply;
 }
 
 /* The dispatch on the Ethernet type: one case per network protocol. */
@@ -691,8 +706,12 @@ static __rte_always_inline bool pkt_dispatch(struct fw_app *app, struct fw_lcore
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
 		return answer_arp(lc, port, m);
 	case RTE_BE16(RTE_ETHER_TYPE_IPV6):
-		if (fw_pkt6_answer)
-			return fw_pkt6_answer(app, lc, port, m, now);
+		if (fw_pkt6_answer) { /* it issues IDs: the run is written back around it */
+			tally_end(lc, t);
+			bool reply = fw_pkt6_answer(app, lc, port, m, now);
+			tally_begin(lc, now, t);
+			return reply;
+		}
 		return drop(lc, FW_DROP_NOT_IP);
 	default:
 		return drop(lc, FW_DROP_NOT_IP);
@@ -704,10 +723,11 @@ static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *
 					   const struct fw_port *port, struct rte_mbuf *m,
 					   uint64_t now)
 {
-	struct tally t = {0};
-	bool reply = pkt_dispatch(app, lc, port, m, now, &t);
+	struct tally t;
 
-	tally_flush(lc, &t);
+	tally_begin(lc, now, &t);
+	bool reply = pkt_dispatch(app, lc, port, m, now, &t);
+	tally_end(lc, &t);
 	return reply;
 }
 
@@ -715,11 +735,12 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
 		   struct rte_mbuf *m, uint64_t now)
 {
 	struct fast_key k;
-	struct tally t = {0};
+	struct tally t;
 
 	fast_key_init(&k, app, port);
+	tally_begin(lc, now, &t);
 	bool reply = pkt_answer(app, lc, port, m, &k, now, port->tx_cksum, &t);
-	tally_flush(lc, &t);
+	tally_end(lc, &t);
 	return reply;
 }
 
@@ -735,9 +756,10 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 {
 	uint16_t ntx = 0, nf = 0;
 	struct fast_key k;
-	struct tally t = {0};
+	struct tally t;
 
 	fast_key_init(&k, app, port);
+	tally_begin(lc, now, &t);
 	lc->st.rx += n;
 	/* DPDK l3fwd's pattern: the next frame's data is on its way while this one is answered */
 	if (n)
@@ -751,7 +773,7 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 		else
 			fr[nf++] = m;
 	}
-	tally_flush(lc, &t);
+	tally_end(lc, &t);
 	*nfr = nf;
 	return ntx;
 }

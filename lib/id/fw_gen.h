@@ -139,6 +139,46 @@ static inline int fw_gen_next(struct fw_gen *g, uint64_t now, uint64_t *id)
 }
 
 /*
+ * A run: fw_gen_next()'s fast path for a loop that issues many IDs at one
+ * @now (a burst), held in the caller's registers instead of read and written
+ * in *g for every ID. fw_gen_run_begin() takes what the fast path could
+ * issue at @now (the rest of the current ms's sequence; nothing when the
+ * fast path is not open), fw_gen_run_next() issues from it, and
+ * fw_gen_run_end() writes back what was used (next_seq and the issued
+ * counter). The IDs, their order and the counters are exactly those of
+ * fw_gen_next() at @now. Between begin and end no other call may touch @g:
+ * a caller that needs one ends the run, makes it, and begins again.
+ */
+struct fw_gen_run {
+	uint64_t base;  /* now << time_shift | node_bits */
+	uint64_t seq;   /* the next ID's sequence */
+	uint64_t limit; /* issue while seq < limit */
+	uint64_t seq0;  /* seq at begin: seq - seq0 IDs issued */
+};
+
+static inline void fw_gen_run_begin(const struct fw_gen *g, uint64_t now, struct fw_gen_run *r)
+{
+	r->base = (now << g->time_shift) | g->node_bits;
+	r->seq = r->seq0 = g->next_seq;
+	r->limit = fw_gen_fast_ready(g, now) ? g->seq_limit : g->next_seq;
+}
+
+/* Issues the run's next ID into *id: true, or false when the run is used up (*id untouched). */
+static inline bool fw_gen_run_next(struct fw_gen_run *r, uint64_t *id)
+{
+	if (FW_UNLIKELY(r->seq >= r->limit))
+		return false;
+	*id = r->base | r->seq++;
+	return true;
+}
+
+static inline void fw_gen_run_end(struct fw_gen *g, const struct fw_gen_run *r)
+{
+	g->next_seq = r->seq;
+	g->stats.issued += r->seq - r->seq0;
+}
+
+/*
  * Issues up to @n IDs into ids[0..n-1], in increasing order, possibly across
  * several milliseconds (borrowing as fw_gen_next does).
  * Returns the number issued (1..n), or, when none could be issued, the

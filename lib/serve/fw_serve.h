@@ -119,15 +119,6 @@ static inline uint64_t fw_serve_be64(uint64_t v)
 #define FW_SERVE_ID_REP_W0  (FW_SERVE_ID_REQ_W0 | (uint64_t)FW_WIRE_OP_REPLY << 32)
 #define FW_SERVE_ID_REP_LEN (FW_WIRE_HDR_LEN + FW_WIRE_ID_LEN)
 
-/*
- * For fw_serve_answer_fast(): the reply to a plain single-ID request (see
- * there) for which the generator refused with @rc (fw_gen_next's FW_ERETRY,
- * FW_ECLOCK or FW_EMARK): the status reply and counters fw_serve_answer()
- * would give it. Returns the reply length (24).
- */
-FW_API int fw_serve_refuse_id(struct fw_serve *s, int rc, void *buf, size_t len, size_t cap,
-			      bool trusted);
-
 /* The counters of @n plain single-ID OK replies, as fw_serve_answer() moves them for each. */
 static inline void fw_serve_count_plain_ids(struct fw_serve *s, uint64_t n)
 {
@@ -138,55 +129,84 @@ static inline void fw_serve_count_plain_ids(struct fw_serve *s, uint64_t n)
 }
 
 /*
- * fw_serve_answer_fast() for a burst loop: the counters of a plain
- * single-ID OK reply are not moved but added to *@plain, which the caller
- * hands to fw_serve_count_plain_ids() once per burst (four counters once a
- * burst instead of once a request). Every other outcome is counted at once.
+ * A run of plain single-ID answers for a burst loop: the generator's fast
+ * path in a fw_gen_run and the reply's first word computed once a burst,
+ * in the caller's registers. fw_serve_run_begin() after the burst's clock
+ * read (extra_flags set), fw_serve_run_answer() per datagram,
+ * fw_serve_run_end() at the end of the burst. Same replies, same IDs, same
+ * counters as fw_serve_answer() per datagram (tests/dataplane/test_pkt.c).
+ * Between begin and end nothing else may issue from s->gen: a caller that
+ * answers a datagram another way ends the run first and begins it again.
  */
-static inline int fw_serve_answer_fast_tally(struct fw_serve *s, uint64_t now, void *buf,
-					     size_t len, size_t cap, bool trusted, uint32_t *plain)
+struct fw_serve_run {
+	struct fw_gen_run gen;
+	uint64_t rep; /* bytes 0-7 of a plain OK reply as stored, flags included */
+	uint64_t who; /* bytes 16-23 (s->reply_who) */
+};
+
+static inline void fw_serve_run_begin(struct fw_serve *s, uint64_t now, struct fw_serve_run *r)
+{
+	/*
+	 * The fast path is open only after a call that left the generator's
+	 * flags at 0 (fw_gen_fast_ready), so a run's replies carry the owner's
+	 * flags alone.
+	 */
+	fw_gen_run_begin(&s->gen, now, &r->gen);
+	r->rep = fw_serve_be64(FW_SERVE_ID_REP_W0 | (uint64_t)(uint8_t)s->extra_flags << 16);
+	r->who = s->reply_who;
+}
+
+/* Writes back the run's IDs and moves the counters of its replies. */
+static inline void fw_serve_run_end(struct fw_serve *s, struct fw_serve_run *r)
+{
+	fw_serve_count_plain_ids(s, r->gen.seq - r->gen.seq0);
+	fw_gen_run_end(&s->gen, &r->gen);
+}
+
+/*
+ * fw_serve_answer() within a run: same parameters and return values. A
+ * datagram the run does not answer itself (any other request, a reply over
+ * the budget, the run used up: a new ms, a borrow, a clock fault) ends the
+ * run, goes to fw_serve_answer() and begins the run again; the run stays in
+ * the caller's registers (its address never leaves the inlined code).
+ */
+static inline int fw_serve_run_answer(struct fw_serve *s, struct fw_serve_run *r, uint64_t now,
+				      void *buf, size_t len, size_t cap, bool trusted)
 {
 	uint8_t *b = buf;
-	uint64_t w0 = 0;
+	uint64_t w0 = 0, id;
 
 	if (FW_LIKELY(len >= FW_WIRE_HDR_LEN))
 		memcpy(&w0, b, sizeof(w0));
 	if (FW_UNLIKELY(w0 != fw_serve_be64(FW_SERVE_ID_REQ_W0) || cap < FW_SERVE_ID_REP_LEN ||
-			(!trusted && len < FW_SERVE_ID_REP_LEN)))
-		return fw_serve_answer(s, now, buf, len, cap, trusted);
-
-	struct fw_gen *g = &s->gen;
-	uint64_t id;
-	int rc = fw_gen_next(g, now, &id); /* out of line only at a new ms, a borrow, a fault */
-	if (FW_UNLIKELY(rc < 0))
-		return fw_serve_refuse_id(s, rc, buf, len, cap, trusted);
-	/* FW_GEN_F_* and FW_WIRE_F_* share bits 0-2 (BORROWED, BACKSTEP, UNSAFE) */
-	uint64_t flags = (uint8_t)(s->extra_flags | (g->flags & 0x7u));
-	uint64_t rep = fw_serve_be64(FW_SERVE_ID_REP_W0 | flags << 16);
-	uint64_t who = s->reply_who;
+			(!trusted && len < FW_SERVE_ID_REP_LEN) ||
+			!fw_gen_run_next(&r->gen, &id))) {
+		fw_serve_run_end(s, r);
+		int n = fw_serve_answer(s, now, buf, len, cap, trusted);
+		fw_serve_run_begin(s, now, r);
+		return n;
+	}
 	uint64_t idbe = fw_serve_be64(id);
-	memcpy(b, &rep, 8);       /* magic, version, op | REPLY, status OK, flags, count 1 */
-	memcpy(b + 16, &who, 8);  /* datacenter, worker, retry_after_us 0; the tag stays */
-	memcpy(b + 24, &idbe, 8); /* the ID */
-	(*plain)++;
+	memcpy(b, &r->rep, 8);      /* magic, version, op | REPLY, status OK, flags, count 1 */
+	memcpy(b + 16, &r->who, 8); /* datacenter, worker, retry_after_us 0; the tag stays */
+	memcpy(b + 24, &idbe, 8);   /* the ID */
 	return FW_SERVE_ID_REP_LEN;
 }
 
 /*
- * fw_serve_answer() with the common case inline: a plain single-ID request
- * (version 1, op ID, count 1, status and flags 0) whose reply fits the
- * budget (fw_serve_refuse_id() when the generator refuses). It writes exactly the
- * bytes and moves exactly the counters fw_serve_answer() would (unit test:
- * tests/dataplane/test_pkt.c compares both over every kind of request);
- * every other datagram goes to fw_serve_answer(). Same parameters and
- * return values as fw_serve_answer().
+ * fw_serve_answer() with the common case inline: a run of one datagram
+ * (a plain single-ID request, version 1, op ID, count 1, status and flags
+ * 0, whose reply fits the budget and whose ID the generator's fast path
+ * gives; every other datagram goes to fw_serve_answer()). Same parameters
+ * and return values as fw_serve_answer().
  */
 static inline int fw_serve_answer_fast(struct fw_serve *s, uint64_t now, void *buf, size_t len,
 				       size_t cap, bool trusted)
 {
-	uint32_t plain = 0;
-	int n = fw_serve_answer_fast_tally(s, now, buf, len, cap, trusted, &plain);
+	struct fw_serve_run r;
 
-	fw_serve_count_plain_ids(s, plain);
+	fw_serve_run_begin(s, now, &r);
+	int n = fw_serve_run_answer(s, &r, now, buf, len, cap, trusted);
+	fw_serve_run_end(s, &r);
 	return n;
 }

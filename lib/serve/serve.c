@@ -290,29 +290,6 @@ FW_API int fw_serve_answer(struct fw_serve *s, uint64_t now, void *buf, size_t l
 	return out;
 }
 
-FW_API int fw_serve_refuse_id(struct fw_serve *s, int rc, void *buf, size_t len, size_t cap,
-			      bool trusted)
-{
-	struct fw_wire_hdr h;
-
-	/* what fw_serve_answer() does for this request, from its header on */
-	fw_wire_parse_request(buf, len, &h);
-	size_t budget = FW_MIN(cap, (size_t)FW_WIRE_MTU_PAYLOAD);
-	if (!trusted)
-		budget = FW_MIN(budget, len);
-	h.status = FW_WIRE_ST_OK;
-	h.retry_after_us = 0;
-	h.datacenter = (uint16_t)s->gen.cfg.datacenter;
-	h.worker = (uint16_t)s->gen.cfg.worker;
-	h.flags = wire_flags(s);
-	refusal(s, rc, &h);
-	int out = fw_wire_write_status(buf, budget, &h);
-	s->stats.requests++;
-	s->stats.ops[FW_WIRE_OP_ID]++;
-	s->stats.status[h.status]++;
-	return out;
-}
-
 FW_API void fw_serve_stats_add(struct fw_serve_stats *to, const struct fw_serve_stats *from)
 {
 	const uint64_t *f = (const uint64_t *)from;

@@ -406,6 +406,86 @@ static void test_serve_fast_same(void **state)
 	free(b);
 }
 
+/*
+ * A run (fw_serve_run_*: the generator's fast path held through a burst)
+ * against fw_serve_answer() per datagram: bursts of up to 40 mixed requests,
+ * mostly plain single IDs, at clock readings that stay, advance, step back
+ * and pass the mark, in a layout of 8 IDs a ms so that runs are used up and
+ * borrow mid-burst. Every reply byte for byte, every counter at each burst's
+ * end, and the IDs strictly increasing.
+ */
+static void test_serve_run_same(void **state)
+{
+	struct fw_layout layout;
+	struct fw_gen_config gcfg;
+	struct fw_serve *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	uint64_t x = 0x9e3779b97f4a7c15ull, last_id = 0, run_ids = 0;
+	uint64_t now = now_ms;
+	(void)state;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(fw_layout_init(&layout, FW_DEFAULT_EPOCH_MS, 5, 5, 5, 0), 0);
+	fw_gen_config_default(&gcfg);
+	gcfg.worker = 9;
+	assert_int_equal(fw_serve_init(a, &layout, &gcfg, NULL), 0);
+	assert_int_equal(fw_serve_init(b, &layout, &gcfg, NULL), 0);
+	for (unsigned burst = 0; burst < 400; burst++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		unsigned step = (unsigned)(x % 16);
+		now = step < 6 ? now : step < 14 ? now + 1 : step == 14 ? now - 3 : now + 40;
+		a->extra_flags = b->extra_flags = burst % 3 ? 0 : FW_WIRE_F_SLEWING;
+		fw_gen_set_mark(&a->gen, now + 2); /* the keeper's reservation, 2 ms ahead */
+		fw_gen_set_mark(&b->gen, now + 2);
+		struct fw_serve_run r;
+		fw_serve_run_begin(a, now, &r);
+		unsigned n = 1 + (unsigned)(x >> 20) % 24;
+		for (unsigned i = 0; i < n; i++) {
+			uint8_t qa[256], qb[256];
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			unsigned kind = (unsigned)(x % 20);
+			uint8_t op = kind < 16   ? FW_WIRE_OP_ID
+				     : kind < 18 ? FW_WIRE_OP_LIST
+						 : FW_WIRE_OP_RANGE;
+			uint16_t count = op == FW_WIRE_OP_ID ? 1 : (uint16_t)(2 + kind % 3);
+			bool trusted = kind == 15 || kind == 19;
+			memset(qa, 0, sizeof(qa));
+			int len = fw_wire_write_request(qa, sizeof(qa), op, count, x, !trusted);
+			assert_true(len > 0);
+			if (kind == 14)
+				qa[2] = 2; /* another version: answered by fw_serve_answer */
+			memcpy(qb, qa, sizeof(qb));
+			uint64_t seq = r.gen.seq, seq0 = r.gen.seq0;
+			int ra = fw_serve_run_answer(a, &r, now, qa, (size_t)len, sizeof(qa),
+						     trusted);
+			int rb = fw_serve_answer(b, now, qb, (size_t)len, sizeof(qb), trusted);
+			assert_int_equal(ra, rb);
+			assert_memory_equal(qa, qb, sizeof(qa));
+			run_ids += r.gen.seq0 == seq0 && r.gen.seq == seq + 1; /* the run's own */
+			struct fw_wire_reply rep;
+			if (ra > 0 && fw_wire_parse_reply(qa, (size_t)ra, &rep) == 0 &&
+			    rep.hdr.status == FW_WIRE_ST_OK && op == FW_WIRE_OP_ID) {
+				assert_true(rep.body.ids[0] > last_id);
+				last_id = rep.body.ids[0];
+			}
+		}
+		fw_serve_run_end(a, &r);
+		assert_memory_equal(&a->stats, &b->stats, sizeof(a->stats));
+		assert_memory_equal(&a->gen.stats, &b->gen.stats, sizeof(a->gen.stats));
+		assert_int_equal(a->gen.next_seq, b->gen.next_seq);
+	}
+	/*
+	 * Every path was taken: the run's own answers (a fifth of the IDs:
+	 * each burst's first request at a new ms and the LIST/RANGE ones are
+	 * not), borrowing, and the mark reached.
+	 */
+	assert_true(run_ids * 5 > a->stats.ids);
+	assert_true(a->gen.stats.borrowed_ms > 0);
+	assert_true(a->stats.status[FW_WIRE_ST_RETRY_AFTER] > 0);
+	free(a);
+	free(b);
+}
+
 /* A burst of mixed frames: replies and drops partition it, the counters add up. */
 static void test_burst_counts(void **state)
 {
@@ -443,6 +523,121 @@ static void test_burst_counts(void **state)
 	assert_int_equal(lc->st.drop[FW_DROP_NOT_IP], before.drop[FW_DROP_NOT_IP] + 1);
 	assert_int_equal(lc->st.drop[FW_DROP_PORT], before.drop[FW_DROP_PORT] + 1);
 	rte_pktmbuf_free_bulk(pkts, 6);
+}
+
+/* A UDP request over IPv6 to the port's address fd00::2 from fd00::1, checksum set. */
+static struct rte_mbuf *id_request6(uint8_t op, uint16_t count)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	assert_non_null(m);
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(eth + 1);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+	int len = fw_wire_write_request(udp + 1, 64, op, count, 42, true);
+	assert_true(len > 0);
+
+	eth->dst_addr = port.mac;
+	eth->src_addr = peer_mac;
+	eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+	memset(ip, 0, sizeof(*ip));
+	ip->vtc_flow = RTE_BE32(6u << 28);
+	ip->payload_len = rte_cpu_to_be_16((uint16_t)(L4 + len));
+	ip->proto = IPPROTO_UDP;
+	ip->hop_limits = 64;
+	ip->src_addr[0] = ip->dst_addr[0] = 0xfd;
+	ip->src_addr[15] = 1;
+	ip->dst_addr[15] = 2;
+	udp->src_port = RTE_BE16(40000);
+	udp->dst_port = RTE_BE16(FW_WIRE_DEFAULT_PORT);
+	udp->dgram_len = ip->payload_len;
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv6_udptcp_cksum(ip, udp);
+	m->data_len = (uint16_t)(L2 + sizeof(*ip) + L4 + len);
+	m->pkt_len = m->data_len;
+	return m;
+}
+
+/* The IDs of the reply in @m (IPv4 or IPv6) into @ids; returns how many. */
+static unsigned reply_ids(struct rte_mbuf *m, uint64_t *ids)
+{
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	size_t l3 =
+		eth->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6) ? sizeof(struct rte_ipv6_hdr) : L3;
+	struct rte_udp_hdr *udp = rte_pktmbuf_mtod_offset(m, struct rte_udp_hdr *, L2 + l3);
+	struct fw_wire_reply r;
+
+	assert_int_equal(fw_wire_parse_reply(udp + 1, rte_be_to_cpu_16(udp->dgram_len) - L4, &r),
+			 0);
+	assert_int_equal(r.hdr.status, FW_WIRE_ST_OK);
+	for (unsigned i = 0; i < r.hdr.count; i++)
+		ids[i] = r.body.ids[i];
+	return r.hdr.count;
+}
+
+/*
+ * The burst's run of IDs (held in registers) and every other way a frame
+ * gets IDs in one burst: IPv6 (pkt6.c), a LIST request, a frame with
+ * Ethernet padding (the slow path). Every ID in frame order is above the
+ * one before: none is issued twice, none out of order.
+ */
+static void test_burst_ids_in_order(void **state)
+{
+	struct fw_lcore *lc = &app->lcore[0];
+	struct fw_port *p0 = &app->port[0];
+	struct rte_mbuf *pkts[12], *tx[12], *fr[12];
+	uint64_t ids[16], last = 0;
+	(void)state;
+
+	p0->n_addr6 = 1;
+	memset(p0->addr6[0], 0, 16);
+	p0->addr6[0][0] = 0xfd;
+	p0->addr6[0][15] = 2;
+	for (unsigned i = 0; i < 12; i++) {
+		switch (i % 4) {
+		case 1:
+			pkts[i] = id_request6(FW_WIRE_OP_ID, 1);
+			break;
+		case 2:
+			pkts[i] = i == 2 ? id_request6(FW_WIRE_OP_LIST, 3) : id_request();
+			if (i != 2) { /* Ethernet padding after the datagram */
+				pkts[i]->data_len += 6;
+				pkts[i]->pkt_len += 6;
+			}
+			break;
+		case 3: {
+			uint8_t b[L4 + 64];
+			struct rte_udp_hdr *udp = (struct rte_udp_hdr *)b;
+			int len = fw_wire_write_request(udp + 1, 64, FW_WIRE_OP_LIST, 4, 42, true);
+			udp->src_port = RTE_BE16(40001);
+			udp->dst_port = RTE_BE16(FW_WIRE_DEFAULT_PORT);
+			udp->dgram_len = rte_cpu_to_be_16((uint16_t)(L4 + len));
+			udp->dgram_cksum = 0; /* none sent */
+			pkts[i] = frame(IPPROTO_UDP, b, (uint16_t)(L4 + len));
+			break;
+		}
+		default:
+			pkts[i] = id_request();
+		}
+	}
+	uint64_t issued = lc->serve.gen.stats.issued;
+	uint16_t nfr = 0;
+	uint16_t ntx = fw_pkt_burst(app, lc, p0, pkts, 12, now_ms, tx, fr, &nfr);
+	p0->n_addr6 = 0;
+	assert_int_equal(ntx, 12);
+	unsigned total = 0;
+	for (unsigned i = 0; i < ntx; i++) {
+		assert_ptr_equal(tx[i], pkts[i]);
+		unsigned n = reply_ids(tx[i], ids);
+		for (unsigned k = 0; k < n; k++) {
+			assert_true(ids[k] > last);
+			last = ids[k];
+		}
+		total += n;
+	}
+	/* 3 IPv4 and 3 IPv6 single IDs, an IPv6 LIST of 3, 2 padded frames, 3 LISTs of 4 */
+	assert_int_equal(total, 3 + 3 + 3 + 2 + 3 * 4);
+	assert_int_equal(lc->serve.gen.stats.issued, issued + total);
+	rte_pktmbuf_free_bulk(pkts, 12);
 }
 
 /* What a device with TX checksum offload starts from, then the checksums it writes. */
@@ -515,6 +710,7 @@ int main(void)
 		cmocka_unit_test(test_rx_l4_cksum_none), cmocka_unit_test(test_rx_ip_cksum_none),
 		cmocka_unit_test(test_rx_cksum_bad),     cmocka_unit_test(test_icmp_bad_cksum),
 		cmocka_unit_test(test_rate_shared),      cmocka_unit_test(test_serve_fast_same),
+		cmocka_unit_test(test_serve_run_same),   cmocka_unit_test(test_burst_ids_in_order),
 		cmocka_unit_test(test_burst_counts),     cmocka_unit_test(test_tx_offload),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
