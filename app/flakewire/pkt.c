@@ -754,7 +754,7 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 					      uint16_t n, uint64_t now, struct rte_mbuf **tx,
 					      struct rte_mbuf **fr, uint16_t *nfr, bool tx_cksum)
 {
-	uint16_t ntx = 0, nf = 0;
+	struct rte_mbuf **txp = tx, **frp = fr; /* pointers: no index to widen a frame */
 	struct fast_key k;
 	struct tally t;
 
@@ -769,13 +769,13 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 		if (pkt_answer(app, lc, port, m, &k, now, tx_cksum, &t))
-			tx[ntx++] = m;
+			*txp++ = m;
 		else
-			fr[nf++] = m;
+			*frp++ = m;
 	}
 	tally_end(lc, &t);
-	*nfr = nf;
-	return ntx;
+	*nfr = (uint16_t)(frp - fr);
+	return (uint16_t)(txp - tx);
 }
 
 uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
