@@ -246,14 +246,19 @@ static inline void swap_eth(struct rte_ether_hdr *eth, const struct fw_port *por
 	eth->src_addr = port->mac;
 }
 
-/* Source and destination addresses exchanged: one 8-byte rotate. */
-static inline void swap_ip(struct rte_ipv4_hdr *ip)
+/*
+ * Source and destination addresses exchanged: one 8-byte rotate. Returns
+ * their one's-complement sum's 64-bit seed (order does not matter), so that
+ * a pseudo-header sum need not read back what was just stored.
+ */
+static inline uint64_t swap_ip(struct rte_ipv4_hdr *ip)
 {
 	uint64_t a;
 
 	memcpy(&a, &ip->src_addr, 8);
 	a = a >> 32 | a << 32;
 	memcpy(&ip->src_addr, &a, 8);
+	return (a & 0xffffffff) + (a >> 32);
 }
 
 static bool answer_arp(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m)
@@ -360,7 +365,7 @@ static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_
 
 	ip->total_length = new_len;
 	swap_eth((struct rte_ether_hdr *)ip - 1, port);
-	swap_ip(ip);
+	uint64_t addrs = swap_ip(ip);
 	uint32_t ports; /* source and destination port exchanged: one 4-byte rotate */
 	memcpy(&ports, udp, 4);
 	ports = ports >> 16 | ports << 16;
@@ -379,8 +384,7 @@ static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_
 		m->ol_flags = (m->ol_flags & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL)) |
 			      RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
 		ip->hdr_checksum = 0;
-		udp->dgram_cksum = cksum_fold((uint64_t)ip->src_addr + ip->dst_addr +
-					      RTE_BE16(IPPROTO_UDP) + BE16(l4_len));
+		udp->dgram_cksum = cksum_fold(addrs + RTE_BE16(IPPROTO_UDP) + BE16(l4_len));
 		(*nudp)++;
 		return true;
 	}
