@@ -25,7 +25,8 @@
 #   C cycles   flakeload-pktbench --cycles: cycles per request of flakewire's
 #              serve path beside a macswap loop over the same mbufs (no NIC);
 #              rows C, Crx, Crxtx: checksums in software, verified by the
-#              device (RX offload), verified and written by it (RX + TX)
+#              device (RX offload), verified and written by it (RX + TX);
+#              each round times the loop after 500 ms of it (200 with --quick)
 #   6 plot     latency vs throughput, gnuplot PNG next to the table
 #   profile    (full run, or --profile) instructions per request of flakewire's
 #              per-packet work: flakeload-pktbench under valgrind callgrind
@@ -59,7 +60,7 @@ ONLY="core,idspace,path,kernel,latency,cycles,profile"
 KEEP_LOGS=0
 INVOCATION="$0 $*"
 
-usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -86,6 +87,7 @@ if [ "$QUICK" = 1 ]; then
 	PB_FRAMES=20000
 	CYCLE_BURSTS=5000
 	CYCLE_ROUNDS=5
+	CYCLE_WARMUP=200
 	[ -n "$PROFILE" ] || ONLY="${ONLY//,profile/}"
 else
 	LAT_PCTS="10 25 50 75 90"
@@ -93,6 +95,7 @@ else
 	PB_FRAMES=100000
 	CYCLE_BURSTS=20000
 	CYCLE_ROUNDS=11
+	CYCLE_WARMUP=500
 fi
 [ "$PROFILE" = 1 ] && case ",$ONLY," in *,profile,*) ;; *) ONLY="$ONLY,profile" ;; esac
 case "$RUNS" in ''|*[!0-9]*|0) echo "bench: --runs wants a positive integer" >&2; exit 2 ;; esac
@@ -362,10 +365,13 @@ if want cycles && [ -x "$PKTBENCH" ]; then
 	# Many short rounds, interleaved: on a shared host the core's speed
 	# changes from one second to the next (see the README), each round's
 	# serve and macswap are timed side by side, and the row is the median.
+	# Each round first runs the loop untimed (--warmup): an lcore polls
+	# without a pause, while a process just started runs on a core the host
+	# has just woken, which here can take 1.5x the cycles for a while.
 	for r in $(seq 1 "$CYCLE_ROUNDS"); do
 		for off in none rx rxtx; do
 			log "cycles: round $r/$CYCLE_ROUNDS, --offload $off"
-			cmd="taskset -c $SUT_CORE $PKTBENCH --cycles $CYCLE_BURSTS --offload $off"
+			cmd="taskset -c $SUT_CORE $PKTBENCH --cycles $CYCLE_BURSTS --warmup $CYCLE_WARMUP --offload $off"
 			(cd "$TMP" && $cmd >"$RUNDIR/cycles-$off-$r.txt" 2>&1) ||
 				log "cycles: flakeload-pktbench failed"
 			meta "cycles-$off" cmd "$cmd"
