@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "flakesock.h"
+#include "fw_keeper_serve.h"
 
 uint64_t fsock_unix_ms(void)
 {
@@ -166,14 +167,8 @@ void *fsock_worker_run(void *arg)
 
 		/* One clock read and one keeper snapshot per batch. */
 		struct fw_keeper_snap snap;
-		uint64_t wgen = w->kw.worker_gen;
-		uint64_t now = fw_keeper_worker_burst(&w->kw, &w->serve.gen,
-						      fw_keeper_monoraw_ticks(), &snap);
-		if (FW_UNLIKELY(w->kw.worker_gen != wgen)) /* fleet swapped the worker ID */
-			fw_serve_worker_changed(&w->serve);
-		w->serve.extra_flags = snap.wire_flags;
-		w->serve.clock_offset_ns = snap.offset_ns;
-		w->serve.no_lease = w->kw.by_lease; /* fleet: the limit is the lease */
+		uint64_t now =
+			fw_keeper_serve_burst(&w->kw, &w->serve, fw_keeper_monoraw_ticks(), &snap);
 
 		int k = 0;
 		for (int i = 0; i < n; i++) {

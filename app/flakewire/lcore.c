@@ -10,6 +10,7 @@
 
 #include "fw_app.h"
 #include "fw_err.h"
+#include "fw_keeper_serve.h"
 #include "power.h"
 
 /* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
@@ -158,14 +159,7 @@ uint64_t fw_lcore_clock(struct fw_app *app, struct fw_lcore *lc)
 
 	(void)app;
 	lc->tsc = rte_rdtsc();
-	uint64_t wgen = lc->kw.worker_gen;
-	uint64_t now = fw_keeper_worker_burst(&lc->kw, &lc->serve.gen, lc->tsc, &snap);
-	if (FW_UNLIKELY(lc->kw.worker_gen != wgen)) /* fleet swapped the worker ID */
-		fw_serve_worker_changed(&lc->serve);
-	lc->serve.extra_flags = snap.wire_flags;
-	lc->serve.clock_offset_ns = snap.offset_ns;
-	lc->serve.no_lease = lc->kw.by_lease; /* fleet: the limit is the lease */
-	return now;
+	return fw_keeper_serve_burst(&lc->kw, &lc->serve, lc->tsc, &snap);
 }
 
 static void serve_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,

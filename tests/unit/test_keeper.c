@@ -23,6 +23,7 @@
 #include "fw_err.h"
 #include "fw_gen.h"
 #include "fw_keeper.h"
+#include "fw_keeper_serve.h"
 #include "fw_layout.h"
 #include "fw_wire.h"
 
@@ -507,6 +508,66 @@ static void test_worker_swap(void **state)
 	teardown(&s);
 }
 
+/*
+ * The ID in the OK reply to a single-ID request answered by @srv at @now,
+ * and its header, as the responders' fast path answers it (the second
+ * request of the ms: the first one opens the generator's fast path).
+ */
+static uint64_t serve_one(struct fw_serve *srv, uint64_t now, struct fw_wire_reply *r)
+{
+	uint8_t b[64];
+	int n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		memset(b, 0, sizeof(b));
+		assert_int_equal(fw_wire_write_request(b, sizeof(b), FW_WIRE_OP_ID, 1, 5, true),
+				 32);
+		n = fw_serve_answer_fast(srv, now, b, 32, sizeof(b), false);
+	}
+	assert_int_equal(fw_wire_parse_reply(b, (size_t)n, r), 0);
+	assert_int_equal(r->hdr.status, FW_WIRE_ST_OK);
+	return r->body.ids[0];
+}
+
+/*
+ * fw_keeper_serve_burst, the clock step both responders take per burst:
+ * after a fleet worker swap, the burst's replies name the new worker in
+ * their header as in their IDs, and the snapshot's flags reach the serve.
+ */
+static void test_serve_burst_swap(void **state)
+{
+	(void)state;
+	struct script s;
+	struct fw_serve srv;
+	struct fw_keeper_snap snap;
+	struct fw_wire_reply r;
+	struct fw_gen_config gc;
+	uint32_t n;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	fw_gen_config_default(&gc);
+	gc.worker = s.workers[0];
+	assert_int_equal(fw_serve_init(&srv, &s.layout, &gc, NULL), 0);
+	fw_keeper_worker_init(&s.w[0], &fw_keeper_slots(s.k, &n)[0], &srv.gen);
+
+	srv.extra_flags = 0xff; /* overwritten by the snapshot */
+	uint64_t now = fw_keeper_serve_burst(&s.w[0], &srv, ticks(&s), &snap);
+	assert_int_equal(srv.extra_flags, snap.wire_flags);
+	uint64_t id = serve_one(&srv, now, &r);
+	assert_int_equal(r.hdr.worker, 1);
+	assert_int_equal(id_worker(&s, id), 1);
+
+	uint64_t floor = true_ms(&s) - EPOCH_MS + 20;
+	assert_int_equal(fw_keeper_set_worker(s.k, 0, 77, floor, FW_KEEPER_NO_LIMIT), 0);
+	run(&s, 30);
+	now = fw_keeper_serve_burst(&s.w[0], &srv, ticks(&s), &snap);
+	id = serve_one(&srv, now, &r);
+	assert_int_equal(id_worker(&s, id), 77);
+	assert_int_equal(r.hdr.worker, 77);
+	teardown(&s);
+}
+
 /* A clean stop persists the highest ms issued, not the reservation. */
 static void test_stop_persists_last(void **state)
 {
@@ -659,6 +720,7 @@ int main(void)
 		cmocka_unit_test(test_mark_failure),
 		cmocka_unit_test(test_lease_limit),
 		cmocka_unit_test(test_worker_swap),
+		cmocka_unit_test(test_serve_burst_swap),
 		cmocka_unit_test(test_stop_persists_last),
 		cmocka_unit_test(test_seqlock_no_torn_reads),
 		cmocka_unit_test(test_seqlock_reader_waits),
