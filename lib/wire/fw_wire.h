@@ -235,3 +235,9 @@ FW_API int fw_wire_parse_reply(const void *buf, size_t len, struct fw_wire_reply
 /* Names, for logs and flakectl: "id", "list", ...; "ok", "retry-after", ... */
 FW_API const char *fw_wire_op_name(uint8_t op);
 FW_API const char *fw_wire_status_name(uint8_t status);
+/*
+ * A parser's result (0 or an FW_EWIRE_* code) by the name the conformance
+ * vectors give it (tests/vectors/wire.vec): "ok", "short", "magic",
+ * "version", "bad"; "?" for any other value.
+ */
+FW_API const char *fw_wire_result_name(int rc);

@@ -485,3 +485,21 @@ const char *fw_wire_status_name(uint8_t status)
 		return "unknown";
 	return names[status];
 }
+
+const char *fw_wire_result_name(int rc)
+{
+	switch (rc) {
+	case 0:
+		return "ok";
+	case FW_EWIRE_SHORT:
+		return "short";
+	case FW_EWIRE_MAGIC:
+		return "magic";
+	case FW_EWIRE_VERSION:
+		return "version";
+	case FW_EWIRE_BAD:
+		return "bad";
+	default:
+		return "?";
+	}
+}

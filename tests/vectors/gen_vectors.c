@@ -95,24 +95,6 @@ static void put_u32(struct rep *r, uint32_t v)
 	r->len += 4;
 }
 
-static const char *result_name(int rc)
-{
-	switch (rc) {
-	case 0:
-		return "ok";
-	case FW_EWIRE_SHORT:
-		return "short";
-	case FW_EWIRE_MAGIC:
-		return "magic";
-	case FW_EWIRE_VERSION:
-		return "version";
-	case FW_EWIRE_BAD:
-		return "bad";
-	default:
-		return "?";
-	}
-}
-
 /* The UUIDs of an accepted UUID7 reply, read back from the bytes. */
 static void print_uuids(const struct rep *r, uint16_t count)
 {
@@ -138,9 +120,9 @@ static void reply(const char *name, const struct rep *r, const char *want)
 		op = r->b[3] & (uint8_t)~FW_WIRE_OP_REPLY;
 	memset(&p, 0, sizeof(p));
 	rc = fw_wire_parse_reply(r->b, r->len, &p);
-	if (strcmp(result_name(rc), want) != 0) {
+	if (strcmp(fw_wire_result_name(rc), want) != 0) {
 		fprintf(stderr, "gen_vectors: reply %s: lib/wire says %s, the vector says %s\n",
-			name, result_name(rc), want);
+			name, fw_wire_result_name(rc), want);
 		failures++;
 	}
 	printf("rep name=%s result=%s", name, want);

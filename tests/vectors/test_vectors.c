@@ -80,24 +80,6 @@ static void fail(const char *name, const char *what)
 	failures++;
 }
 
-static const char *result_name(int rc)
-{
-	switch (rc) {
-	case 0:
-		return "ok";
-	case FW_EWIRE_SHORT:
-		return "short";
-	case FW_EWIRE_MAGIC:
-		return "magic";
-	case FW_EWIRE_VERSION:
-		return "version";
-	case FW_EWIRE_BAD:
-		return "bad";
-	default:
-		return "?";
-	}
-}
-
 static void check_req(const struct kv *t)
 {
 	const char *name = get(t, "name");
@@ -133,8 +115,8 @@ static void check_rep(const struct kv *t)
 	int rc;
 
 	rc = fw_wire_parse_reply(b, len, &p);
-	if (strcmp(result_name(rc), want) != 0) {
-		snprintf(buf, sizeof(buf), "parse says %s, want %s", result_name(rc), want);
+	if (strcmp(fw_wire_result_name(rc), want) != 0) {
+		snprintf(buf, sizeof(buf), "parse says %s, want %s", fw_wire_result_name(rc), want);
 		fail(name, buf);
 		return;
 	}
