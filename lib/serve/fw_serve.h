@@ -119,15 +119,6 @@ static inline uint64_t fw_serve_be64(uint64_t v)
 #define FW_SERVE_ID_REP_W0  (FW_SERVE_ID_REQ_W0 | (uint64_t)FW_WIRE_OP_REPLY << 32)
 #define FW_SERVE_ID_REP_LEN (FW_WIRE_HDR_LEN + FW_WIRE_ID_LEN)
 
-/* The counters of @n plain single-ID OK replies, as fw_serve_answer() moves them for each. */
-static inline void fw_serve_count_plain_ids(struct fw_serve *s, uint64_t n)
-{
-	s->stats.requests += n;
-	s->stats.ops[FW_WIRE_OP_ID] += n;
-	s->stats.status[FW_WIRE_ST_OK] += n;
-	s->stats.ids += n;
-}
-
 /*
  * A run of plain single-ID answers for a burst loop: the generator's fast
  * path in a fw_gen_run and the reply's first word computed once a burst,
@@ -156,10 +147,18 @@ static inline void fw_serve_run_begin(struct fw_serve *s, uint64_t now, struct f
 	r->who = s->reply_who;
 }
 
-/* Writes back the run's IDs and moves the counters of its replies. */
+/*
+ * Writes back the run's IDs and moves the counters of its replies (one ID
+ * each), as fw_serve_answer() moves them for each.
+ */
 static inline void fw_serve_run_end(struct fw_serve *s, struct fw_serve_run *r)
 {
-	fw_serve_count_plain_ids(s, r->gen.seq - r->gen.seq0);
+	uint64_t n = r->gen.seq - r->gen.seq0;
+
+	s->stats.requests += n;
+	s->stats.ops[FW_WIRE_OP_ID] += n;
+	s->stats.status[FW_WIRE_ST_OK] += n;
+	s->stats.ids += n;
 	fw_gen_run_end(&s->gen, &r->gen);
 }
 
