@@ -19,7 +19,8 @@ Two uses, one set of rules:
         flakewire option and config key the pages name in code exists in the
         programs' --help (HELP_DIR holds their output, see test_docs.sh)
     docs_check.py examples ROOT FLAKECTL FLAKEWIRE FILE.md...  every ```ini
-        block passes `flakewire -- --config F --check-config`, every
+        block passes `flakewire -- --config F --check-config`, every ```c
+        block compiles against the headers of lib/ (cc -fsyntax-only), every
         `$ flakectl decode ...` shows what it prints, and every metric name of
         metrics.md and runbook.md is one a responder exports
 
@@ -374,10 +375,32 @@ def exported_metrics(root):
     return names
 
 
+def compile_c(root, text):
+    """Error of `cc -fsyntax-only` on a C block of a page (wrapped in a
+    function with the public headers included when it has no main), or None."""
+    import subprocess
+    import tempfile
+    incs = sorted(os.path.join(root, "lib", d) for d in os.listdir(os.path.join(root, "lib"))
+                  if os.path.isdir(os.path.join(root, "lib", d)))
+    if not re.search(r"\bmain\s*\(", text):
+        heads = sorted({h for d in incs for h in os.listdir(d)
+                        if re.fullmatch(r"fw_(client|err|uuid|layout|wire)\.h", h)})
+        text = "".join('#include "%s"\n' % h for h in heads) + \
+            "#include <stdint.h>\nvoid fw_doc_example(void);\nvoid fw_doc_example(void)\n{\n" + \
+            text + "\n}\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".c") as t:
+        t.write(text)
+        t.flush()
+        r = subprocess.run(["cc", "-std=c11", "-fsyntax-only", "-Werror=implicit-function-declaration",
+                            "-Wno-unused"] + ["-I" + d for d in incs] + [t.name],
+                           capture_output=True, text=True)
+    return r.stderr.strip().replace(t.name, "block") if r.returncode else None
+
+
 def cmd_examples(root, flakectl, flakewire, files):
-    """```ini blocks pass flakewire --check-config; `$ flakectl decode ...`
-    lines print what the page shows; metric names in metrics.md and
-    runbook.md are exported by a responder."""
+    """```ini blocks pass flakewire --check-config; ```c blocks compile
+    against lib/; `$ flakectl decode ...` lines print what the page shows;
+    metric names in metrics.md and runbook.md are exported by a responder."""
     import subprocess
     import tempfile
     problems, n = [], 0
@@ -395,6 +418,12 @@ def cmd_examples(root, flakectl, flakewire, files):
                 if r.returncode != 0:
                     problems.append("%s: an ini block fails flakewire --check-config: %s"
                                     % (where, (r.stdout + r.stderr).strip()))
+            elif lang == "c":
+                n += 1
+                problem = compile_c(root, text)
+                if problem:
+                    problems.append("%s: a C block does not compile against lib/: %s"
+                                    % (where, problem))
             elif lang is not None and text.startswith("$ "):
                 blocks = re.split(r"^\$ ", text, flags=re.M)[1:]
                 for b in blocks:

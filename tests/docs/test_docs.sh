@@ -10,7 +10,8 @@
 #    and every doc/PAGE.md#anchor named in a header or script resolves;
 #  - every flakectl, flakesock and flakewire option and config key that
 #    README.md and doc/ name in code exists in the programs' --help;
-#  - every ```ini block passes flakewire --check-config, every shown
+#  - every ```ini block passes flakewire --check-config, every ```c block
+#    compiles against the headers of lib/ (cc -fsyntax-only), every shown
 #    `$ flakectl decode ID` prints what the page shows, and every metric
 #    name of doc/metrics.md and doc/runbook.md is exported.
 set -u
