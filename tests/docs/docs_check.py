@@ -13,6 +13,8 @@ Two uses, one set of rules:
     docs_check.py links ROOT FILE.md...        the same link and anchor rules
                                                for pages outside doc/ (README.md)
     docs_check.py runbook ROOT RULES.yml       every alert's runbook_url resolves
+    docs_check.py dated ROOT FILE.md...        no run's date, commit hash or
+                                               numbered pass in the prose
     docs_check.py pointers ROOT                every doc/PAGE.md#anchor the sources
                                                name (headers, units, scripts) resolves
     docs_check.py names ROOT HELP_DIR FILE.md...  every flakectl, flakesock and
@@ -55,11 +57,22 @@ def github_slug(text, seen):
     return s if n == 0 else "%s-%d" % (s, n)
 
 
+def _prose(el):
+    """The text of EL outside code spans."""
+    out = [el.text or ""] if el.tag != "code" else []
+    for child in el:
+        out.append(_prose(child))
+        out.append(child.tail or "")
+    return "".join(out)
+
+
 class _Collect(Treeprocessor):
-    """Records headings (id, text) and links (href/src) of the rendered tree."""
+    """Records headings (id, text), links (href/src), code and prose of the
+    rendered tree."""
 
     def run(self, root):
         self.md.fw_headings, self.md.fw_links, self.md.fw_code = [], [], []
+        self.md.fw_prose = _prose(root)
         for el in root.iter():
             if re.fullmatch(r"h[1-6]", el.tag) and el.get("id"):
                 self.md.fw_headings.append((el.get("id"), "".join(el.itertext())))
@@ -94,6 +107,7 @@ def render(path):
             code.append((m.group(1) or "", _unescape(m.group(2))))
     seen = {}
     anchors = {i: github_slug(t, seen) for i, t in md.fw_headings}
+    render.prose = md.fw_prose
     return anchors, md.fw_links, code
 
 
@@ -479,6 +493,25 @@ def cmd_pointers(root):
     return bad
 
 
+DATED = re.compile(r"\b20\d\d-\d\d-\d\d[T ]\d\d:\d\d|\b\d\d:\d\dZ\b|\b\d\d:\d\d UTC\b"
+                   r"|\bcommits? `?[0-9a-f]{7,40}\b|\b(?:first|second|third|fourth|fifth) pass\b")
+
+
+def cmd_dated(root, files):
+    """The manual is not a log of runs: no run's date or time, commit hash
+    or numbered pass in the prose of a page (code and example output may
+    hold timestamps)."""
+    bad = 0
+    for f in files:
+        render(f)
+        for m in DATED.finditer(render.prose):
+            print("%s: '%s' reads as a log of runs: give the command and the machine instead"
+                  % (os.path.relpath(os.path.abspath(f), root), m.group(0)))
+            bad += 1
+    print("%d files: no dated runs, commit hashes or passes" % len(files))
+    return bad
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__)
@@ -488,6 +521,8 @@ def main(argv):
         bad = cmd_links(root, argv[3:])
     elif cmd == "runbook":
         bad = cmd_runbook(root, argv[3])
+    elif cmd == "dated":
+        bad = cmd_dated(root, argv[3:])
     elif cmd == "pointers":
         bad = cmd_pointers(root)
     elif cmd == "examples":

@@ -13,7 +13,9 @@
 #  - every ```ini block passes flakewire --check-config, every ```c block
 #    compiles against the headers of lib/ (cc -fsyntax-only), every shown
 #    `$ flakectl decode ID` prints what the page shows, and every metric
-#    name of doc/metrics.md and doc/runbook.md is exported.
+#    name of doc/metrics.md and doc/runbook.md is exported;
+#  - README.md stays a page (at most 150 lines), and no page reads as a log
+#    of runs (a run's date or time, a commit hash, a numbered pass).
 set -u
 SRC=${FW_SRC:?}
 TMP=$(mktemp -d /tmp/fw-docs.XXXXXX)
@@ -46,6 +48,9 @@ done
 mapfile -t pages < <(find "$SRC/doc" -name '*.md' | sort)
 "$PY" "$CHECK" names "$SRC" "$TMP/help" "$SRC/README.md" "${pages[@]}" ||
 	fail "options or config keys named in the docs"
+"$PY" "$CHECK" dated "$SRC" "$SRC/README.md" "${pages[@]}" || fail "the docs read as a log of runs"
+n=$(wc -l <"$SRC/README.md")
+[ "$n" -le 150 ] || fail "README.md has $n lines: it is a page (at most 150), the manual is doc/"
 "$PY" "$CHECK" examples "$SRC" "$FLAKECTL" "$FLAKEWIRE" "$SRC/README.md" "${pages[@]}" ||
 	fail "examples, config blocks or metric names in the docs"
 echo PASS
