@@ -207,6 +207,14 @@ def on_config(config):
     return config
 
 
+def on_files(files, config):
+    """doc/ also holds the man page sources and their generator: not the site's."""
+    for f in list(files):
+        if f.src_uri.endswith((".scd", ".py")) or os.path.basename(f.src_uri) == "meson.build":
+            files.remove(f)
+    return files
+
+
 def on_nav(nav, config, files):
     in_nav = {p.file.src_uri for p in nav.pages}
     for f in files.documentation_pages():
