@@ -31,12 +31,11 @@ what mkdocs serves; a linked anchor must also be the one GitHub gives that
 heading, so the link works in both places. Needs /usr/bin/python3 (Debian's
 python3-markdown).
 """
+import collections
 import logging
 import os
-import posixpath
 import re
 import sys
-import unicodedata
 from urllib.parse import unquote, urlsplit
 
 import markdown
@@ -90,11 +89,15 @@ class _CollectExt(Extension):
         md.treeprocessors.register(_Collect(md), "fw_collect", -10)
 
 
+Page = collections.namedtuple("Page", "anchors links code prose")
+
+
 def render(path):
-    """(anchors, links, code) of the Markdown file PATH, as mkdocs renders it.
-    anchors maps each heading id to the id GitHub gives the same heading; code
-    is a list of (language, text): None for inline code, "" for a fence
-    without a language."""
+    """The Page of the Markdown file PATH, as mkdocs renders it: anchors maps
+    each heading id to the id GitHub gives the same heading; links are the
+    hrefs and image sources; code is a list of (language, text), language
+    None for inline code and "" for a fence without one; prose is the text
+    outside code."""
     md = markdown.Markdown(extensions=["toc", "tables", "fenced_code", _CollectExt()])
     with open(path, encoding="utf-8") as f:
         md.convert(f.read())
@@ -107,8 +110,7 @@ def render(path):
             code.append((m.group(1) or "", _unescape(m.group(2))))
     seen = {}
     anchors = {i: github_slug(t, seen) for i, t in md.fw_headings}
-    render.prose = md.fw_prose
-    return anchors, md.fw_links, code
+    return Page(anchors, md.fw_links, code, md.fw_prose)
 
 
 def _unescape(s):
@@ -121,7 +123,7 @@ _anchor_cache = {}
 def anchors_of(path):
     path = os.path.realpath(path)
     if path not in _anchor_cache:
-        _anchor_cache[path] = render(path)[0]
+        _anchor_cache[path] = render(path).anchors
     return _anchor_cache[path]
 
 
@@ -241,7 +243,7 @@ def cmd_links(root, files):
     bad = 0
     for f in files:
         path = os.path.abspath(f)
-        _, links, _ = render(path)
+        links = render(path).links
         for href in links:
             problem = check_link(root, path, href)
             if problem:
@@ -273,8 +275,10 @@ def read_help(help_dir):
         prog = name.replace("_", " ")
         opts[prog] = set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", text))
         if prog in ("flakewire", "flakesock"):
-            for sec, key in re.findall(r"^    ([a-zN]+[0-9]*)\.([a-z0-9_]+) =", text, re.M):
-                for s in (["port%d" % i for i in range(4)] if sec == "portN" else [sec]):
+            m = re.search(r"\[port0\] \.\. \[port(\d+)\]", text)
+            ports = ["port%d" % i for i in range(int(m.group(1)) + 1 if m else 1)]
+            for sec, key in re.findall(r"^    ([a-zN_]+[0-9]*)\.([a-z0-9_]+) =", text, re.M):
+                for s in (ports if sec == "portN" else [sec]):
                     settings.setdefault(s, set()).add(key)
     opts["flakectl"] |= {"--help"}
     return opts, settings
@@ -311,8 +315,7 @@ def cmd_names(root, help_dir, files):
 
     for f in files:
         where = os.path.relpath(os.path.abspath(f), root)
-        _, _, code = render(f)
-        for _, text in code:
+        for _, text in render(f).code:
             # config keys: [section] key, section.key as a whole span or after --set
             ini_section = None
             for line in text.splitlines():
@@ -429,7 +432,7 @@ def cmd_examples(root, flakectl, flakewire, files):
     exported = exported_metrics(root)
     for f in files:
         where = os.path.relpath(os.path.abspath(f), root)
-        for lang, text in render(f)[2]:
+        for lang, text in render(f).code:
             if lang == "ini":
                 n += 1
                 with tempfile.NamedTemporaryFile("w", suffix=".ini") as t:
@@ -511,8 +514,7 @@ def cmd_dated(root, files):
     hold timestamps)."""
     bad = 0
     for f in files:
-        render(f)
-        for m in DATED.finditer(render.prose):
+        for m in DATED.finditer(render(f).prose):
             print("%s: '%s' reads as a log of runs: give the command and the machine instead"
                   % (os.path.relpath(os.path.abspath(f), root), m.group(0)))
             bad += 1
