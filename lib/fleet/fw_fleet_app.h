@@ -55,11 +55,16 @@ FW_API void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k);
 /*
  * Every keeper tick, with the FW_KEEPER_EV_* bits fw_keeper_tick returned
  * for the sample (@tick, @wall_ns): applies new worker IDs, floors and
- * leases; on FW_KEEPER_EV_BACK_STEP with [clock] backstep = new_worker asks
- * the registry for a fresh ID per slot, and once every slot has one, steps
- * the keeper's time back to the system clock (fw_keeper_step_to_wall) so
- * IDs follow it at once; retires each old ID at the last ms it issued once
- * its worker swapped. Logs a lease running out (NO_LEASE) and coming back.
+ * leases. On FW_KEEPER_EV_BACK_STEP with [clock] backstep = new_worker it
+ * asks the registry for a fresh ID for every slot as one decision
+ * (fw_fleet_replace_all); once all are published it swaps every slot and
+ * steps the keeper's time back to the system clock (fw_keeper_step_to_wall)
+ * in one tick, the workers held meanwhile (fw_keeper_hold), so IDs follow
+ * the system clock at once and no worker reads a fresh ID with the old time
+ * or an old ID with the new one. Until then the old IDs keep issuing (the
+ * keeper slews). Retires each old ID at the last ms it issued once its
+ * worker swapped. Logs a lease running out (NO_LEASE) and coming back.
+ * Doc: doc/fleet.md ("[clock] backstep = new_worker").
  */
 FW_API void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
 			      uint64_t tick, uint64_t wall_ns);
