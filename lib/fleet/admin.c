@@ -16,7 +16,8 @@
 static int fail(struct fw_fleet_store *s, int rc, const char *what, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "fleet: %s: %s%s", s->name, what,
-		 rc == -ENOTCONN || rc == -EIO ? s->ops->last_error(s) : fw_fleet_store_strerror(rc));
+		 rc == -ENOTCONN || rc == -EIO ? s->ops->last_error(s)
+					       : fw_fleet_store_strerror(rc));
 	return FW_EFLEET_ZK;
 }
 
@@ -104,8 +105,8 @@ int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t 
 		struct fw_fleet_rec d;
 		rc = fw_fleet_read(s, worker, &d, &v);
 		if (rc == -ENOENT) {
-			snprintf(err, errlen, "fleet: worker %u has never been claimed in %s", worker,
-				 root);
+			snprintf(err, errlen, "fleet: worker %u has never been claimed in %s",
+				 worker, root);
 			return -ENOENT;
 		}
 		if (rc != 0 && rc != -EINVAL)

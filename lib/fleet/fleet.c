@@ -108,16 +108,21 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 	f->cfg.root = f->root;
 	f->cfg.identity = f->identity;
 	f->cfg.cache_file = f->cache;
-	f->r = (struct fw_fleet_recipe){store,         cfg->layout,   f->identity,
-					0,             cfg->lease_ms, cfg->now_ms ? cfg->now_ms : fleet_realtime_ms,
-					cfg->now_arg,  cfg->log,      cfg->log_arg};
+	f->r = (struct fw_fleet_recipe){
+		store,         cfg->layout,
+		f->identity,   0,
+		cfg->lease_ms, cfg->now_ms ? cfg->now_ms : fleet_realtime_ms,
+		cfg->now_arg,  cfg->log,
+		cfg->log_arg};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout};
 	f->n = n_slots;
 	f->pub = calloc(n_slots, sizeof(*f->pub));
 	f->slot = calloc(n_slots, sizeof(*f->slot));
 	f->replace_req = calloc(n_slots, sizeof(*f->replace_req));
-	if (!f->pub || !f->slot || !f->replace_req) {
+	f->skip = calloc(1u << cfg->layout.worker_bits, sizeof(*f->skip));
+	if (!f->pub || !f->slot || !f->replace_req || !f->skip) {
+		free(f->skip);
 		free(f->pub);
 		free(f->slot);
 		free(f->replace_req);
@@ -218,15 +223,20 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 			}
 			cached = true;
 			fleet_log(f, FW_FLEET_WARN,
-			     "%s; starting from the cache %s: %d worker ID(s), leases until %s at "
-			     "least; reconnecting",
-			     e, f->cache, n, fw_format_iso8601(until + f->cfg.layout.epoch_ms, ts));
+				  "%s; starting from the cache %s: %d worker ID(s), leases until "
+				  "%s at "
+				  "least; reconnecting",
+				  e, f->cache, n,
+				  fw_format_iso8601(until + f->cfg.layout.epoch_ms, ts));
 		} else {
-			fleet_log(f, FW_FLEET_ERR,
-			     "%s and %s: no worker ID is held, every reply is NO_LEASE until %s "
-			     "answers; retrying",
-			     e, !f->cache[0] ? "no [fleet] cache_file is set" : fw_fleet_cache_why(n),
-			     f->store->name);
+			fleet_log(
+				f, FW_FLEET_ERR,
+				"%s and %s: no worker ID is held, every reply is NO_LEASE until %s "
+				"answers; retrying",
+				e,
+				!f->cache[0] ? "no [fleet] cache_file is set"
+					     : fw_fleet_cache_why(n),
+				f->store->name);
 			for (uint32_t i = 0; i < f->n; i++)
 				f->slot[i].worker = FW_FLEET_WORKER_NONE;
 		}
@@ -338,5 +348,6 @@ void fw_fleet_free(struct fw_fleet *f)
 	free(f->pub);
 	free(f->slot);
 	free(f->replace_req);
+	free(f->skip);
 	free(f);
 }

@@ -21,7 +21,7 @@ struct fw_fleet_app {
 	struct fw_fleet_slot cur[FW_FLEET_SLOTS_MAX]; /* what the keeper was given */
 	int32_t retiring[FW_FLEET_SLOTS_MAX];         /* replaced ID, retired once swapped */
 	bool ended_logged[FW_FLEET_SLOTS_MAX];
-	bool stepping; /* new_worker: waiting for every slot's new ID */
+	bool stepping;                        /* new_worker: waiting for every slot's new ID */
 	int32_t replaced[FW_FLEET_SLOTS_MAX]; /* new_worker: the slot's ID when it was asked */
 };
 

@@ -50,11 +50,12 @@ struct fw_fleet {
 
 	/* thread-private (and fw_fleet_start's before the thread runs) */
 	struct fw_fleet_held *slot;
+	bool *skip; /* 2^worker_bits: claims leave these out */
 	struct fw_fleet_held retiring[FW_FLEET_SLOTS_MAX];
 	uint32_t n_retiring;
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
-	uint64_t full_key;              /* the last FULL logged (0: none) */
+	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
 	bool cache_dirty, logged_down;
 };
 

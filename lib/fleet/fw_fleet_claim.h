@@ -50,8 +50,8 @@ struct fw_fleet_recipe {
 	struct fw_fleet_store *store;
 	struct fw_layout layout;
 	const char *identity;
-	uint64_t token;    /* random per process start */
-	uint64_t lease_ms; /* lease length */
+	uint64_t token;                /* random per process start */
+	uint64_t lease_ms;             /* lease length */
 	uint64_t (*now_ms)(void *arg); /* local unix ms (never NULL) */
 	void *now_arg;
 	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg); /* may be NULL */
@@ -95,9 +95,10 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
 			      struct fw_fleet_held *h);
 
 /* Flags of fw_fleet_claim_n. */
-#define FW_FLEET_CLAIM_ALL   0x1u /* all of @n_need or none: what was got is given back */
-#define FW_FLEET_CLAIM_FRESH 0x2u /* replacements: only IDs that can issue now (floor at
-				   * or below the local clock; no take-back) */
+#define FW_FLEET_CLAIM_ALL 0x1u /* all of @n_need or none: what was got is given back */
+#define FW_FLEET_CLAIM_FRESH                                        \
+	0x2u /* replacements: only IDs that can issue now (floor at \
+	      * or below the local clock; no take-back) */
 
 /*
  * Claims @n_need worker IDs not in @skip, at the store's time @server_unix.
@@ -108,10 +109,9 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
  * a take-back (this identity's previous run may have issued up to its old
  * lease, which its floor does not cover).
  */
-FW_API int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix,
-			    const bool *skip, uint32_t n_need, uint32_t flags,
-			    struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
-			    char *err, size_t errlen);
+FW_API int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+			    uint32_t n_need, uint32_t flags, struct fw_fleet_held *got,
+			    enum fw_fleet_kind *kinds, uint32_t *n_got, char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
 enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };

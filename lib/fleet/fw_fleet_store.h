@@ -67,9 +67,9 @@ enum fw_fleet_session_state {
 
 /* What a read or a write learns about a record. */
 struct fw_fleet_ver {
-	int64_t version;  /* the value cas() compares */
-	uint64_t mtime;   /* unix ms of the record's last write by the store's clock, 0:
-			   * the store has none (etcd) */
+	int64_t version; /* the value cas() compares */
+	uint64_t mtime;  /* unix ms of the record's last write by the store's clock, 0:
+			  * the store has none (etcd) */
 };
 
 struct fw_fleet_store;
@@ -102,15 +102,15 @@ struct fw_fleet_store_ops {
 	int (*create)(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
 		      struct fw_fleet_ver *v);
 	/* S2: writes worker @w's record if its version is @version; *v: the new one. */
-	int (*cas)(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
-		   int64_t version, struct fw_fleet_ver *v);
+	int (*cas)(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		   struct fw_fleet_ver *v);
 	/*
 	 * The store's time now (unix ms). ZooKeeper writes a clock record and
 	 * returns its mtime; *local_mid (may be NULL) gets @local's reading
 	 * halfway through (for the offset check; 0 when the store has no clock).
 	 */
-	int (*now)(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg,
-		   uint64_t *server, uint64_t *local_mid);
+	int (*now)(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		   uint64_t *local_mid);
 	/*
 	 * Creates this session's liveness record for @identity with @data. 0
 	 * also when this session already holds it; -EEXIST: another live

@@ -58,7 +58,9 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	}
 	if (owner && owner_len)
 		snprintf(owner, owner_len, "%s",
-			 !parsed ? "(unreadable)" : now.owner[0] ? now.owner : "(released)");
+			 !parsed        ? "(unreadable)"
+			 : now.owner[0] ? now.owner
+					: "(released)");
 	h->lost = true;
 	return FW_FLEET_LOST;
 }

@@ -24,7 +24,8 @@ static void skip_held(const struct fw_fleet *f, bool *skip)
 	memset(skip, 0, 1u << f->cfg.layout.worker_bits);
 	for (uint32_t i = 0; i < f->n; i++)
 		if (f->slot[i].worker >= 0 && !f->slot[i].lost)
-			skip[f->slot[i].worker] = true; /* a lost one can come back, above its floor */
+			skip[f->slot[i].worker] =
+				true; /* a lost one can come back, above its floor */
 	for (uint32_t i = 0; i < f->n_retiring; i++)
 		skip[f->retiring[i].worker] = true; /* a retired ID is never a replacement */
 }
@@ -41,13 +42,14 @@ static void offset_update(struct fw_fleet *f, uint64_t local_mid, uint64_t serve
 	pthread_mutex_unlock(&f->mu);
 	if (over && !was)
 		fleet_log(f, FW_FLEET_WARN,
-		     "fleet: this node's clock is %" PRId64 " ms off %s's (bound %u ms): IDs stay "
-		     "unique, but their order across nodes is off by as much",
-		     off, f->store->name, f->cfg.max_offset_ms);
+			  "fleet: this node's clock is %" PRId64
+			  " ms off %s's (bound %u ms): IDs stay "
+			  "unique, but their order across nodes is off by as much",
+			  off, f->store->name, f->cfg.max_offset_ms);
 	else if (!over && was)
 		fleet_log(f, FW_FLEET_INFO,
-		     "fleet: clock offset to %s back within %u ms (%" PRId64 " ms)",
-		     f->store->name, f->cfg.max_offset_ms, off);
+			  "fleet: clock offset to %s back within %u ms (%" PRId64 " ms)",
+			  f->store->name, f->cfg.max_offset_ms, off);
 }
 
 static int retire_pending(struct fw_fleet *f)
@@ -66,9 +68,10 @@ static int retire_pending(struct fw_fleet *f)
 			rc = fw_fleet_release_held(&f->r, &f->retiring[j], q[done].last);
 			if (rc == -ENOTCONN)
 				goto out;
-			fleet_log(f, FW_FLEET_INFO, "fleet: worker %d retired: released with floor %" PRIu64 " (%s)",
-			     q[done].worker, FW_MAX(f->retiring[j].floor, q[done].last),
-			     rc == 0 ? "done" : fw_fleet_store_strerror(rc));
+			fleet_log(f, FW_FLEET_INFO,
+				  "fleet: worker %d retired: released with floor %" PRIu64 " (%s)",
+				  q[done].worker, FW_MAX(f->retiring[j].floor, q[done].last),
+				  rc == 0 ? "done" : fw_fleet_store_strerror(rc));
 			fleet_count(f, &f->st.releases, 1);
 			f->retiring[j] = f->retiring[--f->n_retiring];
 			break;
@@ -94,7 +97,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	uint32_t need[FW_FLEET_SLOTS_MAX], repl[FW_FLEET_SLOTS_MAX], n_need = 0, n_repl = 0;
 	struct fw_fleet_held got[FW_FLEET_SLOTS_MAX];
 	enum fw_fleet_kind kinds[FW_FLEET_SLOTS_MAX];
-	bool skip[1u << 16];
+	bool *skip = f->skip;
 	uint64_t server = 0;
 	uint32_t n_got;
 
@@ -121,31 +124,38 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	int crc = 0;
 	if (n_need) {
 		skip_held(f, skip);
-		crc = fw_fleet_claim_n(&f->r, server, skip, n_need, at_start ? FW_FLEET_CLAIM_ALL : 0,
-				       got, kinds, &n_got, err, errlen);
+		crc = fw_fleet_claim_n(&f->r, server, skip, n_need,
+				       at_start ? FW_FLEET_CLAIM_ALL : 0, got, kinds, &n_got, err,
+				       errlen);
 		fleet_count_kinds(f, kinds, n_got);
 		for (uint32_t k = 0; k < n_got; k++) {
 			f->slot[need[k]] = got[k];
 			fleet_publish(f, need[k], FW_FLEET_SRC_ZK);
 		}
+		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
+			fleet_log(f, FW_FLEET_WARN, "%s", err); /* once per change */
+		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
 		if (crc != 0)
 			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK : crc;
 	}
 	if (n_repl == 0)
 		return 0;
 	skip_held(f, skip);
-	crc = fw_fleet_claim_n(&f->r, server, skip, n_repl, FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH,
-			       got, kinds, &n_got, err, errlen);
+	crc = fw_fleet_claim_n(&f->r, server, skip, n_repl,
+			       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, got, kinds, &n_got, err,
+			       errlen);
 	if (crc == -ENOTCONN || crc == -EIO)
 		return FW_EFLEET_ZK;
 	if (crc != 0) {
 		/* Not satisfiable now: the old IDs keep issuing (the keeper slews);
 		 * retried with backoff, logged once per change. */
-		uint64_t key = ((uint64_t)n_repl << 32) | 1u;
-		f->next_repl = mono + fw_fleet_backoff_ms(++f->repl_fails, f->cfg.renew_ms, fleet_rand64());
-		if (key != f->full_key)
-			fleet_log(f, FW_FLEET_WARN, "%s; the current worker IDs keep issuing; retrying", err);
-		f->full_key = key;
+		f->next_repl = mono + fw_fleet_backoff_ms(++f->repl_fails, f->cfg.renew_ms,
+							  fleet_rand64());
+		if (f->repl_full != n_repl)
+			fleet_log(f, FW_FLEET_WARN,
+				  "%s; the current worker IDs keep issuing; retrying with backoff",
+				  err);
+		f->repl_full = n_repl;
 		return 0;
 	}
 	fleet_count_kinds(f, kinds, n_got);
@@ -159,9 +169,9 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		fleet_publish_locked(f, i, FW_FLEET_SRC_ZK);
 	}
 	pthread_mutex_unlock(&f->mu);
-	if (f->full_key)
+	if (f->repl_full)
 		fleet_log(f, FW_FLEET_INFO, "fleet: %u replacement worker ID(s) claimed", n_repl);
-	f->full_key = 0;
+	f->repl_full = 0;
 	f->repl_fails = 0;
 	f->next_repl = 0;
 	return 0;
@@ -187,10 +197,11 @@ static int renew_all(struct fw_fleet *f, char *err, size_t errlen)
 			fleet_count(f, &f->st.renewals, 1);
 		} else if (rc == FW_FLEET_LOST) {
 			fleet_log(f, FW_FLEET_WARN,
-			     "fleet: worker %d was taken over by %s: slot %u stops at its confirmed "
-			     "lease %s and claims another worker ID",
-			     h->worker, owner, i,
-			     fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+				  "fleet: worker %d was taken over by %s: slot %u stops at its "
+				  "confirmed "
+				  "lease %s and claims another worker ID",
+				  h->worker, owner, i,
+				  fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
 			fleet_count(f, &f->st.lost, 1);
 		}
 		fleet_publish(f, i, FW_FLEET_SRC_ZK);
@@ -214,12 +225,6 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	rc = fleet_claim_round(f, mono, false, err, errlen);
 	if (rc == FW_EFLEET_ZK)
 		return rc;
-	if (rc == FW_EFLEET_FULL) {
-		uint64_t key = 2;
-		if (key != f->full_key)
-			fleet_log(f, FW_FLEET_WARN, "%s", err);
-		f->full_key = key;
-	}
 	if (mono < f->next_renew)
 		return 0;
 	rc = renew_all(f, err, errlen);
@@ -251,16 +256,17 @@ void *fleet_thread_main(void *arg)
 		int rc = round_once(f, mono, err, sizeof(err));
 		if (rc == 0 || rc == FW_EFLEET_FULL) {
 			if (f->renew_fails || f->logged_down)
-				fleet_log(f, FW_FLEET_INFO, "fleet: %s reachable again; leases renewed",
-				     f->store->name);
+				fleet_log(f, FW_FLEET_INFO,
+					  "fleet: %s reachable again; leases renewed",
+					  f->store->name);
 			f->renew_fails = 0;
 			f->logged_down = false;
 		} else {
 			if (!f->logged_down)
 				fleet_log(f, FW_FLEET_WARN,
-				     "%s; retrying with backoff, issuing continues within the "
-				     "confirmed leases",
-				     err);
+					  "%s; retrying with backoff, issuing continues within the "
+					  "confirmed leases",
+					  err);
 			f->logged_down = true;
 			fleet_count(f, &f->st.renew_failures, 1);
 			f->renew_fails++;
@@ -288,4 +294,3 @@ void *fleet_thread_main(void *arg)
 	fw_fleet_session_drop(&f->ss);
 	return NULL;
 }
-

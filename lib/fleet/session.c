@@ -56,8 +56,8 @@ static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 	return 0;
 }
 
-int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms,
-			    uint32_t alive_wait_ms, char *err, size_t errlen)
+int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint32_t alive_wait_ms,
+			    char *err, size_t errlen)
 {
 	struct fw_fleet_store *s = ss->store;
 	if (s->ops->state(s) == FW_FLEET_SESSION_LOST)

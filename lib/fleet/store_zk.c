@@ -116,7 +116,8 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 		}
 	}
 	uint64_t due = fw_fleet_mono_ms() + wait_ms;
-	struct timespec dl = {.tv_sec = (time_t)(due / 1000), .tv_nsec = (long)(due % 1000) * 1000000};
+	struct timespec dl = {.tv_sec = (time_t)(due / 1000),
+			      .tv_nsec = (long)(due % 1000) * 1000000};
 	pthread_mutex_lock(&z->mu);
 	while (z->zstate != ZOO_CONNECTED_STATE && z->zstate != ZOO_EXPIRED_SESSION_STATE &&
 	       z->zstate != ZOO_AUTH_FAILED_STATE)
@@ -195,8 +196,7 @@ static int zs_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
 	return 0;
 }
 
-static int zs_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len,
-		  struct fw_fleet_ver *v)
+static int zs_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, struct fw_fleet_ver *v)
 {
 	struct zk *z = Z(s);
 	char p[PATH_LEN];
@@ -221,8 +221,8 @@ static int zs_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int 
 	return rc_of(z, rc);
 }
 
-static int zs_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
-		  int64_t version, struct fw_fleet_ver *v)
+static int zs_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		  struct fw_fleet_ver *v)
 {
 	struct zk *z = Z(s);
 	char p[PATH_LEN];
@@ -234,8 +234,8 @@ static int zs_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len
 	return rc_of(z, rc);
 }
 
-static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg,
-		  uint64_t *server, uint64_t *local_mid)
+static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		  uint64_t *local_mid)
 {
 	struct zk *z = Z(s);
 	char p[PATH_LEN];
@@ -257,16 +257,15 @@ static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	return 0;
 }
 
-static int zs_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data,
-			  int len)
+static int zs_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data, int len)
 {
 	struct zk *z = Z(s);
 	char p[PATH_LEN];
 	struct Stat st;
 	fw_fleet_key_node(p, sizeof(p), z->root, identity);
 	for (int tries = 0; tries < 3; tries++) {
-		int rc = zoo_create(z->zh, p, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL,
-				    NULL, 0);
+		int rc = zoo_create(z->zh, p, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL,
+				    0);
 		if (rc != ZNODEEXISTS)
 			return rc_of(z, rc);
 		rc = zoo_exists(z->zh, p, 0, &st);

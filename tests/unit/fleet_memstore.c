@@ -8,8 +8,8 @@
 
 #include "fleet_memstore.h"
 
-#define WORKERS  (1u << 10)
-#define ALIVE    64
+#define WORKERS (1u << 10)
+#define ALIVE   64
 
 struct rec {
 	bool exists;
@@ -77,8 +77,8 @@ static int ms_state(struct fw_fleet_store *s)
 	struct memcl *c = C(s);
 	pthread_mutex_lock(&c->m->mu);
 	int st = c->session == 0 || c->session <= c->m->dropped_before ? FW_FLEET_SESSION_LOST
-		 : c->m->down					      ? FW_FLEET_SESSION_DOWN
-									      : FW_FLEET_SESSION_UP;
+		 : c->m->down                                          ? FW_FLEET_SESSION_DOWN
+								       : FW_FLEET_SESSION_UP;
 	pthread_mutex_unlock(&c->m->mu);
 	return st;
 }
@@ -144,8 +144,7 @@ static int ms_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
 	return 0;
 }
 
-static int ms_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len,
-		  struct fw_fleet_ver *v)
+static int ms_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, struct fw_fleet_ver *v)
 {
 	struct memcl *c = C(s);
 	if (!enter(c))
@@ -206,14 +205,14 @@ static int ms_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int 
 	return write_rec(C(s), w, true, 0, buf, len, v);
 }
 
-static int ms_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
-		  int64_t version, struct fw_fleet_ver *v)
+static int ms_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		  struct fw_fleet_ver *v)
 {
 	return write_rec(C(s), w, false, version, buf, len, v);
 }
 
-static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg,
-		  uint64_t *server, uint64_t *local_mid)
+static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		  uint64_t *local_mid)
 {
 	struct memcl *c = C(s);
 	uint64_t a = local ? local(arg) : 0;
@@ -227,8 +226,7 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	return 0;
 }
 
-static int ms_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data,
-			  int len)
+static int ms_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data, int len)
 {
 	(void)data, (void)len;
 	struct memcl *c = C(s);
@@ -319,10 +317,10 @@ struct fw_fleet_store *memsrv_client(struct memsrv *m)
 	return &c->base;
 }
 
-#define LOCKED(m, stmt)                     \
-	do {                                \
+#define LOCKED(m, stmt)                         \
+	do {                                    \
 		pthread_mutex_lock(&(m)->mu);   \
-		stmt;                       \
+		stmt;                           \
 		pthread_mutex_unlock(&(m)->mu); \
 	} while (0)
 
@@ -415,8 +413,10 @@ void memsrv_alive_other(struct memsrv *m, const char *identity)
 	LOCKED(m, {
 		for (int i = 0; i < ALIVE; i++)
 			if (m->alive[i].session == 0) {
-				snprintf(m->alive[i].identity, FW_FLEET_IDENTITY_MAX, "%s", identity);
-				m->alive[i].session = UINT64_MAX; /* never dropped by tests' clients */
+				snprintf(m->alive[i].identity, FW_FLEET_IDENTITY_MAX, "%s",
+					 identity);
+				m->alive[i].session =
+					UINT64_MAX; /* never dropped by tests' clients */
 				break;
 			}
 	});

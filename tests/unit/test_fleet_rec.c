@@ -48,16 +48,17 @@ static void test_rec_garbled(void **state)
 	static const char *const bad[] = {
 		"",
 		"flakewire-worker v2\nowner=a\ntoken=1\nlease_until=1\nfloor=1\n",
-		"flakewire-worker v1\ntoken=1\nlease_until=1\nfloor=1\n",       /* no owner */
-		"flakewire-worker v1\nowner=a\nlease_until=1\nfloor=1\n",       /* no token */
-		"flakewire-worker v1\nowner=a\ntoken=1\nfloor=1\n",             /* no lease */
-		"flakewire-worker v1\nowner=a\ntoken=1\nlease_until=1\n",       /* no floor */
+		"flakewire-worker v1\ntoken=1\nlease_until=1\nfloor=1\n", /* no owner */
+		"flakewire-worker v1\nowner=a\nlease_until=1\nfloor=1\n", /* no token */
+		"flakewire-worker v1\nowner=a\ntoken=1\nfloor=1\n",       /* no lease */
+		"flakewire-worker v1\nowner=a\ntoken=1\nlease_until=1\n", /* no floor */
 		"flakewire-worker v1\nowner=a\ntoken=1\nlease_until=x\nfloor=1\n",
 		"flakewire-worker v1\nowner=a\ntoken=1\nlease_until=-5\nfloor=1\n",
 		"flakewire-worker v1\nowner=a\ntoken=1\nlease_until=1\nfloor=1x\n",
 		"flakewire-worker v1\nowner=a\ntoken=zz\nlease_until=1\nfloor=1\n",
 		"flakewire-worker v1\nowner=a\ngarbage\nlease_until=1\nfloor=1\n",
-		"flakewire-worker v1\nowner=a\ntoken=1\nlease_until=99999999999999999999\nfloor=1\n",
+		"flakewire-worker "
+		"v1\nowner=a\ntoken=1\nlease_until=99999999999999999999\nfloor=1\n",
 	};
 	struct fw_fleet_rec r;
 	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++) {
@@ -78,8 +79,11 @@ static void test_layout(void **state)
 {
 	(void)state;
 	char buf[FW_FLEET_REC_MAX];
-	struct fw_layout l = {.epoch_ms = 1767225600000ull, .dc_bits = 5, .worker_bits = 5,
-			      .seq_bits = 12, .time_bits = 41},
+	struct fw_layout l = {.epoch_ms = 1767225600000ull,
+			      .dc_bits = 5,
+			      .worker_bits = 5,
+			      .seq_bits = 12,
+			      .time_bits = 41},
 			 back;
 	int n = fw_fleet_layout_format(buf, sizeof(buf), &l);
 	assert_int_equal(fw_fleet_layout_parse(buf, n, &back), 0);
@@ -133,8 +137,9 @@ static const struct fw_fleet_cache_of *cache_of(void)
 {
 	static struct fw_fleet_cache_of of;
 	of = (struct fw_fleet_cache_of){
-		"/r", "node-a", {.epoch_ms = 1767225600000ull, .worker_bits = 4, .seq_bits = 12,
-				 .time_bits = 47}};
+		"/r",
+		"node-a",
+		{.epoch_ms = 1767225600000ull, .worker_bits = 4, .seq_bits = 12, .time_bits = 47}};
 	return &of;
 }
 
@@ -201,16 +206,17 @@ static void test_cache_refused(void **state)
 	assert_non_null(strstr(fw_fleet_cache_why(-ESTALE), "another root, identity or layout"));
 	/* garbled: every slot cleared, with its reason */
 	static const char *const lines[] = {
-		"slot=0 worker=1 version=1 lease_until=9\n",           /* truncated */
-		"slot=0 worker=16 version=1 lease_until=9 floor=0\n",  /* outside the layout */
+		"slot=0 worker=1 version=1 lease_until=9\n",          /* truncated */
+		"slot=0 worker=16 version=1 lease_until=9 floor=0\n", /* outside the layout */
 		"slot=0 worker=-1 version=1 lease_until=9 floor=0\n",
 		"hello\n",
 	};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(lines); i++) {
-		snprintf(text, sizeof(text), "%sslot=1 worker=2 version=1 lease_until=9 floor=0\n%s",
-			 head, lines[i]);
+		snprintf(text, sizeof(text),
+			 "%sslot=1 worker=2 version=1 lease_until=9 floor=0\n%s", head, lines[i]);
 		write_file(text);
-		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), FW_ESTATE_CORRUPT);
+		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2),
+				 FW_ESTATE_CORRUPT);
 		assert_int_equal(s[0].worker, FW_FLEET_WORKER_NONE);
 		assert_int_equal(s[1].worker, FW_FLEET_WORKER_NONE);
 	}
@@ -249,8 +255,8 @@ int main(void)
 {
 	snprintf(cache_path, sizeof(cache_path), "/tmp/fwt-fleet-cache.%d", (int)getpid());
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rec_round_trip), cmocka_unit_test(test_rec_garbled),
-		cmocka_unit_test(test_layout),         cmocka_unit_test(test_keys_identity),
+		cmocka_unit_test(test_rec_round_trip),   cmocka_unit_test(test_rec_garbled),
+		cmocka_unit_test(test_layout),           cmocka_unit_test(test_keys_identity),
 		cmocka_unit_test(test_cache_round_trip), cmocka_unit_test(test_cache_refused),
 		cmocka_unit_test(test_backoff_bounds),
 	};

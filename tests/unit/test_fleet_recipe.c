@@ -102,8 +102,8 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	c->log_arg = (void *)identity;
 }
 
-static struct fw_fleet *start_cfg(const struct fw_fleet_config *c, uint32_t n, int want,
-				  char *err, size_t errlen)
+static struct fw_fleet *start_cfg(const struct fw_fleet_config *c, uint32_t n, int want, char *err,
+				  size_t errlen)
 {
 	struct fw_fleet *f = NULL;
 	assert_int_equal(fw_fleet_create_store(c, n, memsrv_client(M), &f, err, errlen), 0);
@@ -186,7 +186,8 @@ static void test_new(void **state)
 		assert_int_equal(s.worker, (int32_t)i); /* lowest first */
 		assert_int_equal(s.source, FW_FLEET_SRC_ZK);
 		assert_int_equal(s.floor_ms, 0);
-		assert_true(s.lease_ms >= before + LEASE_MS && s.lease_ms <= layout_now() + LEASE_MS);
+		assert_true(s.lease_ms >= before + LEASE_MS &&
+			    s.lease_ms <= layout_now() + LEASE_MS);
 		assert_string_equal(rec(i).owner, "a");
 	}
 	assert_int_equal(status(a).claims, 2);
@@ -313,10 +314,10 @@ static void test_layout_mismatch(void **state)
 }
 
 /* Waits up to @ms for @cond. */
-#define WAIT_FOR(cond, ms)                                            \
-	do {                                                          \
+#define WAIT_FOR(cond, ms)                                             \
+	do {                                                           \
 		for (unsigned _t = 0; _t < (ms) / 10 && !(cond); _t++) \
-			ms_sleep(10);                                 \
+			ms_sleep(10);                                  \
 	} while (0)
 
 /* A renewal whose reply is lost landed: the next one recognises the token. */
