@@ -50,9 +50,6 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 	*out = NULL;
 	if (!c->fleet.zookeeper[0])
 		return 0;
-	struct fw_fleet_app *a = calloc(1, sizeof(*a));
-	if (a == NULL)
-		return -ENOMEM;
 	fw_fleet_config_default(&fc);
 	fc.connect = c->fleet.zookeeper;
 	fc.root = c->fleet.root;
@@ -73,21 +70,39 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 	fc.max_offset_ms = c->fleet.max_offset_ms;
 	fc.log = log;
 	fc.log_arg = log_arg;
-	a->n = n_workers;
-	a->epoch_ms = layout->epoch_ms;
-	a->new_worker = c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER;
-	a->log = log;
-	a->log_arg = log_arg;
-	int rc = fw_fleet_create(&fc, n_workers, &a->reg, err, errlen);
+	struct fw_fleet *reg = NULL;
+	int rc = fw_fleet_create(&fc, n_workers, &reg, err, errlen);
 	if (rc == 0) {
 		bool cached;
-		rc = fw_fleet_start(a->reg, &cached, err, errlen);
+		rc = fw_fleet_start(reg, &cached, err, errlen);
 	}
-	if (rc != 0) {
-		fw_fleet_free(a->reg);
+	if (rc == 0)
+		rc = fw_fleet_app_create(reg, n_workers, layout->epoch_ms,
+					 c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER, log,
+					 log_arg, out);
+	else
+		fw_fleet_free(reg);
+	return rc;
+}
+
+int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,
+			bool new_worker,
+			void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+			void *log_arg, struct fw_fleet_app **out)
+{
+	struct fw_fleet_app *a = calloc(1, sizeof(*a));
+	*out = NULL;
+	if (a == NULL || n_workers > FW_FLEET_SLOTS_MAX) {
 		free(a);
-		return rc;
+		fw_fleet_free(reg);
+		return a ? -EINVAL : -ENOMEM;
 	}
+	a->reg = reg;
+	a->n = n_workers;
+	a->epoch_ms = epoch_ms;
+	a->new_worker = new_worker;
+	a->log = log;
+	a->log_arg = log_arg;
 	for (uint32_t i = 0; i < n_workers; i++) {
 		fw_fleet_slot(a->reg, i, &a->cur[i]);
 		a->retiring[i] = FW_FLEET_WORKER_NONE;

@@ -43,6 +43,18 @@ FW_API int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *l
 			      void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 			      void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen);
 
+/*
+ * The glue over a registry already started (@reg, with @n_workers slots;
+ * taken over: freed by fw_fleet_app_free, and here on error), for
+ * fw_fleet_app_start and for tests that run the registry over another store.
+ * @new_worker: [clock] backstep = new_worker. Returns 0, -EINVAL (@n_workers
+ * above FW_FLEET_SLOTS_MAX), -ENOMEM.
+ */
+FW_API int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,
+			       bool new_worker,
+			       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+			       void *log_arg, struct fw_fleet_app **out);
+
 /* Slot @i's worker ID now (0 while it holds none: its lease is 0 then). */
 FW_API uint32_t fw_fleet_app_worker(const struct fw_fleet_app *a, uint32_t i);
 

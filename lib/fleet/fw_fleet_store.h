@@ -77,8 +77,11 @@ struct fw_fleet_store;
 struct fw_fleet_store_ops {
 	/*
 	 * Opens a session (a no-op when one is up) and waits up to @wait_ms
-	 * for it. A session that is DOWN is waited for, not replaced. Returns
-	 * 0 or -ENOTCONN.
+	 * for it. A session that is DOWN is waited for, not replaced. The
+	 * registry calls it at the start of every round (at least every
+	 * renew_ms, more often while failing): a store whose liveness must be
+	 * refreshed (etcd: the lease's keepalive) may do it here. Returns 0 or
+	 * -ENOTCONN.
 	 */
 	int (*connect)(struct fw_fleet_store *s, uint32_t wait_ms);
 	/* Session state now (enum fw_fleet_session_state). */
