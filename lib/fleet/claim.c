@@ -167,8 +167,9 @@ static bool fresh(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c
 }
 
 int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
-		     uint32_t n_need, uint32_t flags, struct fw_fleet_held *got,
-		     enum fw_fleet_kind *kinds, uint32_t *n_got, char *err, size_t errlen)
+		     uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
+		     struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
+		     char *err, size_t errlen)
 {
 	static const char *const how[] = {"taken back", "claimed (new)", "claimed (free)",
 					  "taken over"};
@@ -211,8 +212,9 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 				char ts[FW_ISO8601_LEN];
 				kinds[k] = x->kind;
 				rlog(r, FW_FLEET_INFO,
-				     "fleet: worker %d %s, lease until %s, floor %" PRIu64 "%s%s",
-				     x->worker, how[x->kind],
+				     "fleet: worker %d %s for slot %u, lease until %s, floor "
+				     "%" PRIu64 "%s%s",
+				     x->worker, how[x->kind], slot_of ? slot_of[k] : k,
 				     fw_format_iso8601(got[k].lease + r->layout.epoch_ms, ts),
 				     got[k].floor, x->kind == FW_FLEET_EXPIRED ? ", from " : "",
 				     x->kind == FW_FLEET_EXPIRED ? x->rec.owner : "");

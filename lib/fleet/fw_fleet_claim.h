@@ -101,7 +101,8 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
 	      * or below the local clock; no take-back) */
 
 /*
- * Claims @n_need worker IDs not in @skip, at the store's time @server_unix.
+ * Claims @n_need worker IDs not in @skip, at the store's time @server_unix,
+ * got[k] for the slot @slot_of[k] (only named in the log line).
  * Not enough candidates: writes nothing. Returns 0 with got[0..n_need) and
  * kinds[]; FW_EFLEET_FULL (@err names the owners; *n_got may be > 0 without
  * FW_FLEET_CLAIM_ALL: those are kept); -ENOTCONN (*n_got as for FULL); -EIO.
@@ -110,8 +111,9 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
  * lease, which its floor does not cover).
  */
 FW_API int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
-			    uint32_t n_need, uint32_t flags, struct fw_fleet_held *got,
-			    enum fw_fleet_kind *kinds, uint32_t *n_got, char *err, size_t errlen);
+			    uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
+			    struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
+			    char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
 enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };

@@ -125,8 +125,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_need) {
 		skip_held(f, skip);
 		crc = fw_fleet_claim_n(&f->r, server, skip, n_need,
-				       at_start ? FW_FLEET_CLAIM_ALL : 0, got, kinds, &n_got, err,
-				       errlen);
+				       at_start ? FW_FLEET_CLAIM_ALL : 0, need, got, kinds, &n_got,
+				       err, errlen);
 		fleet_count_kinds(f, kinds, n_got);
 		for (uint32_t k = 0; k < n_got; k++) {
 			f->slot[need[k]] = got[k];
@@ -142,8 +142,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		return 0;
 	skip_held(f, skip);
 	crc = fw_fleet_claim_n(&f->r, server, skip, n_repl,
-			       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, got, kinds, &n_got, err,
-			       errlen);
+			       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, repl, got, kinds, &n_got,
+			       err, errlen);
 	if (crc == -ENOTCONN || crc == -EIO)
 		return FW_EFLEET_ZK;
 	if (crc != 0) {
