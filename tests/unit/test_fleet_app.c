@@ -4,10 +4,14 @@
  * the registry over the in-memory store (fleet_memstore.h), the fleet glue
  * (fw_fleet_app.h) and a real timekeeper driven by a scripted clock, with
  * 2 and with 4 workers issuing at every keeper tick. The system clock steps
- * back 1 h: every worker moves to a fresh worker ID, the keeper's time
- * steps back with them, and not one call is refused (CLOCK_UNSAFE,
- * RETRY_AFTER) before, during or after the switch; each worker ID's IDs
- * only increase, and after the switch they follow the stepped clock.
+ * back 1 h, 12 times in a row: every time every worker moves to a fresh
+ * worker ID, the keeper's time steps back with them, and not one call is
+ * refused (CLOCK_UNSAFE, RETRY_AFTER) before, during or after the switch;
+ * each worker ID's IDs only increase, and after the switch they follow the
+ * stepped clock. (The registry thread publishes while the glue reads the
+ * slots, so a glue that swapped each slot as it saw it, stepping once all
+ * were new, lets a worker swap a tick before the step: repeating the step
+ * makes that race show.)
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -133,8 +137,11 @@ static void start(struct sim *s, uint32_t n)
 	}
 }
 
-/* One keeper tick (10 ms of script time), the glue's tick, and one ID per worker. */
-static void step(struct sim *s)
+/*
+ * One keeper tick (10 ms of script time), the glue's tick, and one ID per
+ * worker; then @sleep_us of real time for the registry thread.
+ */
+static void step(struct sim *s, unsigned sleep_us)
 {
 	struct fw_keeper_snap snap;
 	s->t += 10 * NS_PER_MS;
@@ -158,7 +165,8 @@ static void step(struct sim *s)
 		s->last[w] = id;
 		s->issued++;
 	}
-	usleep(200); /* the registry thread runs in real time */
+	if (sleep_us)
+		usleep(sleep_us);
 }
 
 static uint64_t id_unix_ms(uint64_t id)
@@ -166,44 +174,53 @@ static uint64_t id_unix_ms(uint64_t id)
 	return (id >> 22) + EPOCH_MS;
 }
 
+#define CYCLES 12 /* steps back of 1 h, one after the other */
+
 static void backstep_1h(uint32_t n)
 {
 	struct sim s;
 	uint32_t old[MAX_W];
 	start(&s, n);
-	for (int i = 0; i < 300; i++)
-		step(&s);
-	for (uint32_t i = 0; i < n; i++)
-		old[i] = fw_fleet_app_worker(s.a, i);
-	s.off = -3600 * 1000 * (int64_t)NS_PER_MS; /* the system clock steps back 1 h */
-	bool fresh = false;
-	int i;
-	for (i = 0; i < 3000 && !fresh; i++) {
-		step(&s);
-		fresh = true;
-		for (uint32_t j = 0; j < n; j++) {
-			struct fw_keeper_snap snap;
-			fw_keeper_read(fw_keeper_slots(s.k, NULL) + j, &snap);
-			for (uint32_t o = 0; o < n; o++)
-				fresh &= snap.worker_id != old[o];
+	for (int c = 0; c < CYCLES; c++) {
+		for (int i = 0; i < 150; i++)
+			step(&s, 50);
+		for (uint32_t i = 0; i < n; i++)
+			old[i] = fw_fleet_app_worker(s.a, i);
+		s.off -= 3600 * 1000 * (int64_t)NS_PER_MS; /* the system clock steps back 1 h */
+		bool fresh = false;
+		int i;
+		/* no pause: the glue reads the slots while the registry publishes */
+		for (i = 0; i < 100000 && !fresh; i++) {
+			step(&s, 0);
+			fresh = true;
+			for (uint32_t j = 0; j < n; j++) {
+				struct fw_keeper_snap snap;
+				fw_keeper_read(fw_keeper_slots(s.k, NULL) + j, &snap);
+				for (uint32_t o = 0; o < n; o++)
+					fresh &= snap.worker_id != old[o];
+			}
 		}
+		if (!fresh)
+			fail_msg("%u workers, step %d: not every worker moved to a fresh worker ID",
+				 n, c + 1);
+		for (int j = 0; j < 30; j++)
+			step(&s, 50);
+		if (s.unsafe || s.retry || s.mark_hits)
+			fail_msg("%u workers, step %d: %u CLOCK_UNSAFE, %u RETRY_AFTER, %u at the "
+				 "mark out of %u",
+				 n, c + 1, s.unsafe, s.retry, s.mark_hits,
+				 s.issued + s.unsafe + s.retry + s.mark_hits);
+		/* the IDs follow the stepped system clock, not an hour ahead of it */
+		uint64_t stepped = wall(&s) / NS_PER_MS;
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t ms = id_unix_ms(s.last[fw_fleet_app_worker(s.a, j)]);
+			assert_in_range(ms, stepped - 50, stepped + 50);
+		}
+		if (getenv("FW_TEST_VERBOSE"))
+			fprintf(stderr,
+				"  %u workers, step %d: switched %d ticks after it, %u IDs\n", n,
+				c + 1, i, s.issued);
 	}
-	if (!fresh)
-		fail_msg("%u workers: not every worker moved to a fresh worker ID", n);
-	for (int j = 0; j < 50; j++)
-		step(&s);
-	if (s.unsafe || s.retry || s.mark_hits)
-		fail_msg("%u workers: %u CLOCK_UNSAFE, %u RETRY_AFTER, %u at the mark out of %u", n,
-			 s.unsafe, s.retry, s.mark_hits, s.issued + s.unsafe + s.retry);
-	/* the IDs follow the stepped system clock, not an hour ahead of it */
-	uint64_t stepped = wall(&s) / NS_PER_MS;
-	for (uint32_t j = 0; j < n; j++) {
-		uint64_t ms = id_unix_ms(s.last[fw_fleet_app_worker(s.a, j)]);
-		assert_in_range(ms, stepped - 50, stepped + 50);
-	}
-	if (getenv("FW_TEST_VERBOSE"))
-		fprintf(stderr, "  %u workers: switched %d ticks (%d ms) after the step, %u IDs\n",
-			n, i, i * 10, s.issued);
 	fw_fleet_app_free(s.a);
 	fw_keeper_free(s.k);
 	memsrv_free(s.m);
