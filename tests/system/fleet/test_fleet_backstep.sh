@@ -6,7 +6,8 @@
 # CLOCK_UNSAFE or RETRY_AFTER across the switch (every slot's fresh ID is
 # claimed first, then all swap and the time steps together); the old worker
 # IDs are released with their floor at the last ms they issued; no ID is
-# issued twice across the switch.
+# issued twice across the switch. Then a full fleet under new_worker: nothing
+# swaps and the registry backs off (normal ZooKeeper write rate, logged once).
 # usage: test_fleet_backstep.sh FLAKESOCK_TESTCLOCK FLAKECTL [FLAKEWIRE_TESTCLOCK]
 set -u
 FLAKESOCK=$1
@@ -138,6 +139,36 @@ sys_start "$SYS_TMP/flakesock4.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOC
 	--set fleet.root=/bs4 --set fleet.identity=bs4 "${COMMON[@]}"
 backstep_case flakesock4 /bs4 127.0.0.1:5502
 kill -TERM "$SYS_LAST_PID"
+
+# A full fleet (2 worker bits: 4 IDs, all held) under backstep = new_worker:
+# node fa's clock steps back 1 h and no fresh worker ID exists. Nothing
+# swaps, fa keeps answering from its own IDs, its registry backs off and
+# says so once: the ensemble sees about its normal write rate, not a claim
+# round after another (each one rewrites ROOT/clock and renews every lease).
+zxid() { echo $(($(zk_srvr "${ZK_CPORT[1]}" | sed -n 's/^Zxid: //p'))); }
+echo "offset_ms=0" >"$FAULT"
+FULL=(--threads 2 --set id.worker_bits=2 --set fleet.root=/bsfull "${COMMON[@]}")
+sys_start "$SYS_TMP/fullb.log" "$FLAKESOCK" --listen 127.0.0.1 --set net.udp_port=5504 \
+	--set "state.file=$SYS_TMP/fb.mark" --set fleet.identity=fullb "${FULL[@]}"
+FB=$SYS_LAST_PID
+sys_start "$SYS_TMP/fulla.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" --listen 127.0.0.1 \
+	--set net.udp_port=5503 --set "state.file=$SYS_TMP/fa.mark" --set fleet.identity=fulla \
+	"${FULL[@]}"
+FA=$SYS_LAST_PID
+fprobe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 2 | sed -n 's/.*ok=\([0-9]*\).*/\1/p'; }
+full_up() { for _ in $(seq 60); do [ "$(fprobe 5503)" = 16 ] && [ "$(fprobe 5504)" = 16 ] && return 0; sleep 0.25; done; return 1; }
+check "full fleet: both nodes answer (4 of 4 worker IDs held)" full_up
+Z0=$(zxid); sleep 4; Z1=$(zxid)
+echo "offset_ms=-3600000" >"$FAULT"
+asked() { for _ in $(seq 40); do grep -q "claiming a fresh worker ID" "$SYS_TMP/fulla.log" && return 0; sleep 0.25; done; return 1; }
+check "full fleet: fa saw the step and asked for fresh worker IDs" asked
+Z2=$(zxid); sleep 4; Z3=$(zxid)
+echo "  ZooKeeper writes in 4 s: $((Z1 - Z0)) before the step, $((Z3 - Z2)) with the replacement pending"
+check "full fleet: the write rate stays normal (at most twice, plus 4)" test $((Z3 - Z2)) -le $((2 * (Z1 - Z0) + 4))
+check "full fleet: fa keeps answering from its own worker IDs" test "$(fprobe 5503)" = 16
+N=$(grep -c "can be claimed that can issue now" "$SYS_TMP/fulla.log")
+check "full fleet: the refusal is logged once ($N)" test "$N" = 1
+kill -TERM "$FA" "$FB"
 
 if [ -n "$FLAKEWIRE" ]; then
 	echo "offset_ms=0" >"$FAULT"
