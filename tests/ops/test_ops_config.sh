@@ -40,7 +40,7 @@ promtool check rules "$TMP/dash-rules.yml" >/dev/null || fail "a dashboard query
 # names used vs names exported
 exported=$(grep -ohE '"flakewire_[a-z0-9_]+"' "$SRC"/app/flakewire/metrics.c \
 	"$SRC"/app/flakesock/metrics.c "$SRC"/lib/metrics/serve_metrics.c \
-	"$SRC"/lib/metrics/fleet/fleet_metrics.c | tr -d '"' | sort -u)
+	"$SRC"/lib/fleet/fleet_metrics.c | tr -d '"' | sort -u)
 used=$(grep -ohE 'flakewire_[a-z0-9_]+' "$RULES" "$DASH" | grep -vx flakewire_runbook | sort -u)
 for n in $used; do
 	grep -qx "$n" <<<"$exported" || fail "$n is used in config/ but no responder exports it"
