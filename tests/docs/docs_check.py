@@ -286,6 +286,7 @@ def read_help(help_dir):
 
 SECTION_KEY = re.compile(r"(?<![\w\[])\[([a-z][a-z0-9_]*)\](?:[ \t]+([a-z][a-z0-9_]*)\b)?")
 DOTTED = re.compile(r"^([a-z][a-z0-9]*)\.([a-z0-9_]+)(?:=.*)?$")
+FILE_NAME = re.compile(r"^[\w/.-]+\.(c|h|py|sh|md|json|ini|txt|bpf\.c)$")  # fleet.c is a file, not [fleet] c
 OPTION = re.compile(r"(?<![\w\-./=$])(--?[a-z][\w-]*)")
 
 
@@ -332,7 +333,7 @@ def cmd_names(root, help_dir, files):
                 for sec, key in SECTION_KEY.findall(line):
                     key_ok(where, sec, key)
             m = DOTTED.match(text.strip())
-            if m and m.group(1) in settings:
+            if m and m.group(1) in settings and not FILE_NAME.search(text.strip()):
                 key_ok(where, m.group(1), m.group(2))
             # options
             for words in commands(text):
@@ -393,7 +394,7 @@ def cmd_names(root, help_dir, files):
 def exported_metrics(root):
     names = set()
     for src in ("app/flakewire/metrics.c", "app/flakesock/metrics.c",
-                "lib/metrics/serve_metrics.c", "lib/metrics/fleet/fleet_metrics.c"):
+                "lib/metrics/serve_metrics.c", "lib/fleet/fleet_metrics.c"):
         path = os.path.join(root, src)
         if os.path.exists(path):
             names |= set(re.findall(r'"(flakewire_[a-z0-9_]+)"', open(path, encoding="utf-8").read()))
