@@ -137,12 +137,6 @@ void fsock_keeper_run(struct fsock_ctx *ctx)
 		fsock_testclock_poll(ctx);
 		sample(&tick, &ns);
 		fsock_fleet_tick(ctx, fw_keeper_tick(ctx->keeper, tick, ns), tick, ns);
-		struct fw_keeper_status st;
-		fw_keeper_status(ctx->keeper, &st); /* for /metrics (metrics.c) */
-		atomic_store(&ctx->mark_failing, st.mark_failing);
-		atomic_store(&ctx->mark_failures, st.mark_failures);
-		atomic_store(&ctx->mark_writes, st.mark_writes);
-		atomic_store(&ctx->clock_events, st.clock_events);
 		if (stats_ms && t >= next_stats) {
 			print_stats(ctx, &prev, (double)ctx->conf.stats.interval_s);
 			next_stats = t + stats_ms;

@@ -8,6 +8,7 @@
  * fw_keeper.h and the README's fault table, which hold for flakesock too).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -18,9 +19,14 @@
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "clock_pub.h"
+#include "control.h"
+#include "fleet.h"
 #include "fw_err.h"
 #include "fw_keeper_conf.h"
+#include "log.h"
+#include "stats.h"
 
 #define TICK_MS 10
 
@@ -54,19 +60,11 @@ static void sample(uint64_t *tsc, uint64_t *ns)
 	fw_keeper_sample(fw_tsc_ticks_precise, fw_wall_ns, tsc, ns);
 }
 
-/* Copies the keeper's status into the fields telemetry and the stats line read. */
-static void mirror(struct fw_app *app)
-{
-	struct fw_keeper_status st;
-
-	fw_keeper_status(app->keeper, &st);
-	app->floor_unix_ms = st.floor_unix_ms;
-	app->mark_unix_ms = st.mark_unix_ms;
-	app->mark_failing = st.mark_failing;
-	app->mark_writes = st.mark_writes;
-	app->mark_failures = st.mark_failures;
-	app->clock_events = st.clock_events;
-}
+/* The control thread's own state (app->control). */
+struct fw_control {
+	pthread_t thread;
+	struct fw_stats_line line; /* the totals at the last stats line */
+};
 
 static void make_state_dir(const char *file)
 {
@@ -127,7 +125,6 @@ int fw_control_start_state(struct fw_app *app)
 	struct fw_keeper_slot *slots = fw_keeper_slots(app->keeper, NULL);
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		fw_keeper_worker_init(&app->lcore[i].kw, &slots[i], &app->lcore[i].serve.gen);
-	mirror(app);
 	return 0;
 }
 
@@ -148,10 +145,8 @@ static void *control_main(void *arg)
 		sample(&tsc, &ns);
 		uint32_t ev = fw_keeper_tick(app->keeper, tsc, ns);
 		fw_fleet_wire_tick(app, ev, tsc, ns);
-		if (ev)
-			mirror(app);
 		if (stats_ms && t >= next_stats) {
-			fw_stats_line(app, (double)c->stats.interval_s);
+			fw_stats_line(app, &app->control->line, (double)c->stats.interval_s);
 			next_stats = t + stats_ms;
 		}
 	}
@@ -160,13 +155,18 @@ static void *control_main(void *arg)
 
 int fw_control_start(struct fw_app *app)
 {
-	int rc = rte_ctrl_thread_create(&app->control, "fw-control", NULL, control_main, app);
+	struct fw_control *ctl = calloc(1, sizeof(*ctl));
 
+	if (!ctl)
+		return -1;
+	app->control = ctl;
+	int rc = rte_ctrl_thread_create(&ctl->thread, "fw-control", NULL, control_main, app);
 	if (rc) {
 		FW_LOG(ERR, "cannot start the control thread: %s", strerror(rc));
+		app->control = NULL;
+		free(ctl);
 		return -1;
 	}
-	app->control_started = true;
 	return 0;
 }
 
@@ -174,15 +174,16 @@ void fw_control_stop(struct fw_app *app)
 {
 	uint64_t highest = 0;
 
-	if (app->control_started)
-		pthread_join(app->control, NULL);
-	app->control_started = false;
+	if (app->control) {
+		pthread_join(app->control->thread, NULL);
+		free(app->control);
+		app->control = NULL;
+	}
 	if (!app->keeper)
 		return;
 	/* lcores are stopped: the exact highest ms issued replaces the reservation */
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		highest = FW_MAX(highest, fw_gen_last_ms(&app->lcore[i].serve.gen));
 	fw_keeper_stop(app->keeper, highest, NULL);
-	mirror(app);
 	/* the keeper stays allocated: telemetry may read its slots until EAL cleanup */
 }

@@ -15,7 +15,9 @@
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "fleet.h"
+#include "log.h"
 #include "fw_err.h"
 
 #ifdef FW_HAVE_FLEET

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The injectable clock of flakewire-testclock: the responder built from the
- * very objects of flakewire plus this file, whose definitions replace the
- * weak no-op hooks of clock_pub.c. Only tests/system/faults run it; the
+ * very objects of flakewire but with this file in place of testclock_none.c
+ * (the hooks of clock_pub.h). Only tests/system/faults run it; the
  * flakewire binary has no code that reads a fault file. The fault file
  * (FLAKEWIRE_TEST_CLOCK, keys offset_ms, tsc_ppm, pause_ms) is read by
  * lib/keeper's testclock.c (fw_testclock.h), shared with flakesock-testclock.
@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "clock_pub.h"
+#include "log.h"
 #include "fw_testclock.h"
 
 static uint64_t pauses;
