@@ -5,9 +5,10 @@
  * waits, a reader retries until it copied the struct with no write in
  * between, so it never sees half of one write and half of another.
  *
- * The struct is copied as 64-bit words through relaxed atomics (C11, no
- * DPDK): no access is a data race in the C11 model, so ThreadSanitizer
- * checks the users. One writer at a time (the caller orders writers);
+ * The struct is copied as 64-bit words through atomics (C11, no DPDK;
+ * release stores, acquire loads: plain moves on x86-64, and no fence):
+ * no access is a data race in the C11 model, so ThreadSanitizer checks the
+ * users. One writer at a time (the caller orders writers);
  * readers may be any number of threads.
  *
  *   struct my_status { ... };
@@ -35,12 +36,16 @@ static inline void fw_seqlock_write(atomic_uint *seq, _Atomic uint64_t *w, const
 {
 	unsigned s = atomic_load_explicit(seq, memory_order_relaxed);
 
-	atomic_store_explicit(seq, s + 1, memory_order_relaxed); /* odd: a write is on */
-	atomic_thread_fence(memory_order_release);
+	/*
+	 * Odd: a write is on. The words are stored with release, so a reader
+	 * that loads one of them (acquire) sees the odd sequence too and retries;
+	 * no fence (ThreadSanitizer does not model fences).
+	 */
+	atomic_store_explicit(seq, s + 1, memory_order_relaxed);
 	for (size_t i = 0; i * 8 < size; i++) {
 		uint64_t v = 0;
 		memcpy(&v, (const uint8_t *)src + i * 8, size - i * 8 < 8 ? size - i * 8 : 8);
-		atomic_store_explicit(&w[i], v, memory_order_relaxed);
+		atomic_store_explicit(&w[i], v, memory_order_release);
 	}
 	atomic_store_explicit(seq, s + 2, memory_order_release);
 }
@@ -58,10 +63,10 @@ static inline void fw_seqlock_read(const atomic_uint *seq, const _Atomic uint64_
 	do {
 		a = atomic_load_explicit(seq, memory_order_acquire);
 		for (size_t i = 0; i * 8 < size; i++) {
-			uint64_t v = atomic_load_explicit(&w[i], memory_order_relaxed);
+			/* acquire: the second look at the sequence stays after every word */
+			uint64_t v = atomic_load_explicit(&w[i], memory_order_acquire);
 			memcpy((uint8_t *)dst + i * 8, &v, size - i * 8 < 8 ? size - i * 8 : 8);
 		}
-		atomic_thread_fence(memory_order_acquire);
 		b = atomic_load_explicit(seq, memory_order_relaxed);
 	} while ((a & 1) || a != b);
 }
