@@ -22,6 +22,7 @@ if [ -f "$build/build.ninja" ]; then
 else
 	meson setup "$build" "${opts[@]}" >/dev/null
 fi
+ninja -C "$build" build.ninja >/dev/null # regenerated if a meson.build changed
 # the C test binaries of suite 'unit', as meson knows them
 mapfile -t tests < <(meson introspect "$build" --tests | /usr/bin/python3 -c '
 import json, os, sys

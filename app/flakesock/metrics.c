@@ -13,13 +13,10 @@
 
 #include "flakesock.h"
 #include "fw_metrics_serve.h"
+#include "fw_version.h"
 #ifdef FSOCK_HAVE_FLEET
 #include "fw_fleet_app.h"
 #include "fw_metrics_fleet.h"
-#endif
-
-#ifndef FW_VERSION
-#define FW_VERSION "unknown"
 #endif
 
 static struct fw_metrics *registry;

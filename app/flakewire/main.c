@@ -14,6 +14,7 @@
 #include "control.h"
 #include "fleet.h"
 #include "fw_err.h"
+#include "fw_version.h"
 #include "log.h"
 #include "metrics.h"
 #include "options.h"

@@ -19,14 +19,11 @@
 #include "stats.h"
 #include "fw_err.h"
 #include "fw_metrics_serve.h"
+#include "fw_version.h"
 #include "metrics.h"
 #ifdef FW_HAVE_FLEET
 #include "fw_fleet_app.h"
 #include "fw_metrics_fleet.h"
-#endif
-
-#ifndef FW_VERSION
-#define FW_VERSION "unknown"
 #endif
 
 static struct fw_metrics *registry;

@@ -18,20 +18,13 @@
 #include "clock_pub.h"
 #include "log.h"
 #include "fw_testclock.h"
+#include "fw_time.h"
 
 static uint64_t pauses;
 
 uint64_t fw_testclock_ns(uint64_t ns)
 {
 	return fw_testclock_apply(ns);
-}
-
-static void sleep_ms(uint32_t ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-		;
 }
 
 static void poll_file(struct fw_app *app, bool may_pause)
@@ -51,7 +44,7 @@ static void poll_file(struct fw_app *app, bool may_pause)
 		       "test clock: pause %" PRId64 " ms (lcores, telemetry and control stop)",
 		       f.pause_ms);
 		fw_keeper_hold(app->keeper, true);
-		sleep_ms((uint32_t)f.pause_ms);
+		fw_sleep_ms((uint32_t)f.pause_ms);
 		fw_keeper_hold(app->keeper, false);
 		pauses++;
 		FW_LOG(WARNING, "test clock: pause %" PRIu64 " over", pauses);

@@ -61,6 +61,16 @@ static void *status_reader(void *arg)
 	return NULL;
 }
 
+/* Publishes generation @g: every field derived from it. */
+static void publish(struct shared *sh, uint64_t g)
+{
+	struct status s = {.gen = g, .low = (uint32_t)g, .odd = g & 1};
+
+	for (int i = 0; i < 5; i++)
+		s.v[i] = g * (uint64_t)(i + 2);
+	fw_seqlock_write(&sh->pub.seq, sh->pub.w, &s, sizeof(s));
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -84,11 +94,7 @@ static void test_no_torn_status(void **state)
 	double until = mono_s() + 20.0;
 	uint64_t g = 1;
 	while (g < 200000 || (atomic_load(&sh.reads) < 100000 && mono_s() < until)) {
-		struct status s = {.gen = g, .low = (uint32_t)g, .odd = g & 1};
-		for (int i = 0; i < 5; i++)
-			s.v[i] = g * (uint64_t)(i + 2);
-		fw_seqlock_write(&sh.pub.seq, sh.pub.w, &s, sizeof(s));
-		g++;
+		publish(&sh, g++);
 	}
 	atomic_store_explicit(&sh.done, 1, memory_order_release);
 	for (int i = 0; i < 2; i++)
@@ -127,11 +133,7 @@ static void test_without_seqlock_tears(void **state)
 	double until = mono_s() + 20.0;
 	uint64_t g = 1;
 	while (atomic_load(&sh.torn) == 0 && mono_s() < until) {
-		struct status s = {.gen = g, .low = (uint32_t)g, .odd = g & 1};
-		for (int i = 0; i < 5; i++)
-			s.v[i] = g * (uint64_t)(i + 2);
-		fw_seqlock_write(&sh.pub.seq, sh.pub.w, &s, sizeof(s));
-		g++;
+		publish(&sh, g++);
 	}
 	atomic_store_explicit(&sh.done, 1, memory_order_release);
 	pthread_join(th, NULL);
