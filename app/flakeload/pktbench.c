@@ -34,11 +34,14 @@
 #include <rte_eal.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
+#include "lcore.h"
+#include "pkt.h"
+#include "port.h"
 #include "fw_wire.h"
 
 int fw_logtype; /* flakewire's main.c defines it; this harness does not link main.c */
@@ -53,7 +56,16 @@ struct pb_frame {
 	uint8_t b[256];
 };
 
-static volatile bool never;
+/* What the harness builds instead of flakewire's application. */
+struct pb_app {
+	struct fw_conf conf;
+	struct fw_layout layout;
+	struct fw_pkt_ctx px;
+	struct rte_mempool *pool;
+	struct fw_port port;
+	struct fw_lcore *lc;
+};
+
 static bool check;        /* --check: verify every reply's checksums with DPDK's own */
 static uint64_t bad_csum; /* replies whose IPv4 or UDP checksum is wrong */
 static uint64_t rx_flags; /* --offload rx|rxtx: the device's RX checksum verdicts */
@@ -141,17 +153,17 @@ static void refill(struct rte_mempool *pool, struct rte_mbuf **m, uint16_t n,
  * flakewire's serve_burst() minus the TX call: the unit the callgrind
  * toggle counts. noinline, so it stays one symbol.
  */
-__attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_lcore *lc,
+__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fw_lcore *lc,
 						  const struct fw_port *port,
 						  struct rte_mbuf **pkts, uint16_t n);
-__attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_lcore *lc,
+__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fw_lcore *lc,
 						  const struct fw_port *port,
 						  struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
 	uint16_t nfr;
-	uint64_t now = fw_lcore_clock(app, lc);
-	uint16_t ntx = fw_pkt_burst(app, lc, port, pkts, n, now, tx, fr, &nfr);
+	uint64_t now = fw_lcore_clock(lc);
+	uint16_t ntx = fw_pkt_burst(lc, port, pkts, n, now, tx, fr, &nfr);
 
 	if (FW_UNLIKELY(check))
 		for (uint16_t i = 0; i < ntx; i++)
@@ -230,7 +242,7 @@ __attribute__((noinline)) void pb_macswap_burst(struct rte_mbuf **pkts, uint16_t
  * measures the lcore's steady state, not the host's wake-up.
  * Returns 0, or 1 if a frame went unanswered.
  */
-static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+static int cycles_bench(struct pb_app *app, struct fw_lcore *lc, const struct fw_port *port,
 			const struct pb_frame *fr, uint32_t rounds, uint32_t warmup_ms)
 {
 	struct rte_mbuf *m[FW_BURST], *tx[FW_BURST], *dr[FW_BURST];
@@ -247,7 +259,7 @@ static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw
 	while (rte_rdtsc() < until) {
 		uint16_t nfr;
 		restore(m, FW_BURST, fr);
-		fw_pkt_burst(app, lc, port, m, FW_BURST, fw_lcore_clock(app, lc), tx, dr, &nfr);
+		fw_pkt_burst(lc, port, m, FW_BURST, fw_lcore_clock(lc), tx, dr, &nfr);
 		restore(m, FW_BURST, fr);
 		pb_macswap_burst(m, FW_BURST);
 	}
@@ -255,8 +267,8 @@ static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw
 		uint16_t nfr;
 		restore(m, FW_BURST, fr);
 		uint64_t t0 = rte_rdtsc_precise();
-		uint64_t now = fw_lcore_clock(app, lc);
-		uint16_t ntx = fw_pkt_burst(app, lc, port, m, FW_BURST, now, tx, dr, &nfr);
+		uint64_t now = fw_lcore_clock(lc);
+		uint16_t ntx = fw_pkt_burst(lc, port, m, FW_BURST, now, tx, dr, &nfr);
 		uint64_t t1 = rte_rdtsc_precise();
 		unanswered += FW_BURST - ntx;
 		restore(m, FW_BURST, fr);
@@ -319,7 +331,7 @@ int main(int argc, char **argv)
 		{"check", no_argument, 0, 'k'},         {"cycles", required_argument, 0, 'y'},
 		{"offload", required_argument, 0, 'f'}, {"warmup", required_argument, 0, 'w'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-	struct fw_app *app = calloc(1, sizeof(*app));
+	struct pb_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;
 	uint16_t count = 1;
@@ -397,23 +409,30 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fw_logtype = RTE_LOGTYPE_USER1;
-	app->quit = &never;
+	/* a packet context and one lcore, as flakewire's poll.c builds them */
+	const struct fw_conf *conf = &app->conf;
 	app->pool =
 		rte_pktmbuf_pool_create("pb", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	if (!app->pool || fw_lcores_init(app) || app->n_lcores != 1) {
+	app->lc = rte_zmalloc("pb_lcore", sizeof(*app->lc), RTE_CACHE_LINE_SIZE);
+	if (!app->pool || !app->lc ||
+	    fw_layout_init(&app->layout, conf->id.epoch_ms, conf->id.datacenter_bits,
+			   conf->id.worker_bits, conf->id.sequence_bits, 0) ||
+	    fw_pkt_ctx_init(&app->px, conf, NULL, NULL) ||
+	    fw_lcore_init(app->lc, &app->px, conf, &app->layout, 0, rte_lcore_id(),
+			  (uint32_t)fw_conf_worker(conf, 0)) ||
+	    fw_lcore_rate_init(app->lc, conf, 1)) {
 		fprintf(stderr, "pktbench: set-up failed\n");
 		return 2;
 	}
 
 	/* the clock as the control thread publishes it, the mark far ahead */
-	if (fw_clock_fixed(app, 86400000)) {
+	if (!fw_lcores_fixed_clock(app->lc, 1, app->layout.epoch_ms, 86400000)) {
 		fprintf(stderr, "pktbench: clock set-up failed\n");
 		return 2;
 	}
 
-	struct fw_port *port = &app->port[0];
+	struct fw_port *port = &app->port;
 	struct rte_ether_addr mac = {{0x02, 0, 0, 0, 0, 0x02}};
-	app->n_ports = 1;
 	port->mac = mac;
 	port->addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
 	port->tx_cksum = tx_offload;
@@ -423,7 +442,7 @@ int main(int argc, char **argv)
 	for (uint32_t k = 0; k < PB_CLIENTS; k++)
 		make_frame(&fr[k], port, k, op, count, 0x1234000000ull + k);
 
-	struct fw_lcore *lc = &app->lcore[0];
+	struct fw_lcore *lc = app->lc;
 	if (cycles) {
 		int rc = cycles_bench(app, lc, port, fr, cycles, warmup_ms);
 		rte_eal_cleanup();
