@@ -67,7 +67,7 @@ void fsock_fleet_stop(struct fsock_ctx *ctx)
 
 int fsock_fleet_start(struct fsock_ctx *ctx)
 {
-	if (ctx->conf.fleet.zookeeper[0]) {
+	if (fw_conf_fleet_on(&ctx->conf)) {
 		fprintf(stderr, "flakesock: [fleet] zookeeper is set but this flakesock was built "
 				"without the ZooKeeper client (libzookeeper-mt-dev)\n");
 		return -1;

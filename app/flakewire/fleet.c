@@ -81,7 +81,7 @@ int fw_fleet_wire_start(struct fw_app *app)
 	const struct fw_conf *c = &app->conf;
 	struct fw_layout layout;
 	char err[4096];
-	if (!c->fleet.zookeeper[0])
+	if (!fw_conf_fleet_on(c))
 		return 0;
 	/* before fw_lcores_init, which sets app->layout the same way */
 	int rc = fw_layout_init(&layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
@@ -158,7 +158,7 @@ void fw_fleet_wire_stop(struct fw_app *app)
 
 int fw_fleet_wire_start(struct fw_app *app)
 {
-	if (app->conf.fleet.zookeeper[0]) {
+	if (fw_conf_fleet_on(&app->conf)) {
 		FW_LOG(ERR, "[fleet] zookeeper is set but this flakewire was built without the "
 			    "ZooKeeper client (libzookeeper-mt-dev)");
 		return -1;

@@ -88,10 +88,19 @@ sys.exit(0 if s.get("leader") and s["leader"] == s["header"]["member_id"] else 1
 	done
 }
 
+# etcd_wait_ready SECS [N]: until the cluster has a leader and N members (default all running) answer.
 etcd_wait_ready() {
-	local end=$((SECONDS + $1))
+	local end=$((SECONDS + $1)) want=${2:-} i up
+	if [ -z "$want" ]; then
+		want=0
+		for ((i = 1; i <= ETCD_N; i++)); do [ -n "${ETCD_PID[$i]:-}" ] && want=$((want + 1)); done
+	fi
 	while [ $SECONDS -lt $end ]; do
-		[ -n "$(etcd_leader)" ] && return 0
+		up=0
+		for ((i = 1; i <= ETCD_N; i++)); do
+			[ -n "${ETCD_PID[$i]:-}" ] && [ -n "$(etcd_status "$i")" ] && up=$((up + 1))
+		done
+		[ "$up" -ge "$want" ] && [ -n "$(etcd_leader)" ] && return 0
 		sleep 0.2
 	done
 	return 1
