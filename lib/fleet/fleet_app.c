@@ -250,7 +250,7 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 		if (c->worker >= 0 && now_l > c->lease_ms && !a->ended_logged[i]) {
 			alog(a, FW_FLEET_WARN,
 			     "fleet: worker %d: its confirmed lease ended at %s; answering "
-			     "NO_LEASE until ZooKeeper confirms a new one",
+			     "NO_LEASE until the registry confirms a new one",
 			     c->worker, fw_format_iso8601(c->lease_ms + a->epoch_ms, ts));
 			a->ended_logged[i] = true;
 		} else if (c->worker >= 0 && now_l <= c->lease_ms && a->ended_logged[i]) {

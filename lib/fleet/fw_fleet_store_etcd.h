@@ -15,12 +15,13 @@
  *                  revoked (close())
  *   create()       txn: compare create_revision == 0, then put       (S1)
  *   cas()          txn: compare mod_revision == version, then put    (S2)
- *   now()          the Date header of the gateway's reply to a read: the
- *                  serving member's clock in whole seconds, rounded
- *                  down, so a takeover can only come later than the
- *                  lease, by less than a second, never earlier. etcd's own
- *                  replies carry no time; uniqueness does not depend on
- *                  now() in any case (fw_fleet_store.h).
+ *   now()          from the Date header of the gateway's reply to a read
+ *                  (the serving member's clock, whole seconds): this
+ *                  node's clock when it falls within that second, else the
+ *                  nearer end of it; so never more than a second off the
+ *                  member's clock. etcd's own replies carry no time;
+ *                  uniqueness does not depend on now() (fw_fleet_store.h),
+ *                  a takeover's timing does. No clock offset is measured.
  *
  * Sessions: connect() grants a lease and starts the keep-alive thread
  * (every third of the TTL). The state is UP while keep-alives are

@@ -393,13 +393,30 @@ static int es_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len
 	return put_if(E(s), w, "MOD", version, buf, len, v, -ESTALE);
 }
 
+static uint64_t realtime_ms(void *arg)
+{
+	(void)arg;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * etcd's clock is the Date header (whole seconds): the store's time is this
+ * node's clock when that falls within the header's second, else the nearer
+ * end of that second. So it is exact where the clocks agree and never more
+ * than a second off etcd's whatever this node's clock says.
+ */
 static int es_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
 		  uint64_t *local_mid)
 {
 	struct etcd *e = E(s);
 	struct json_object *out = NULL, *kv;
-	(void)local, (void)arg;
+	if (local == NULL)
+		local = realtime_ms;
+	uint64_t a = local(arg);
 	int rc = range(e, e->root, &out, &kv);
+	uint64_t b = local(arg);
 	json_object_put(out);
 	if (rc != 0)
 		return rc;
@@ -407,7 +424,8 @@ static int es_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 		snprintf(e->err, sizeof(e->err), "etcd's reply has no Date header");
 		return -EIO;
 	}
-	*server = e->c.date_ms;
+	uint64_t mid = a + (b - a) / 2, lo = e->c.date_ms, hi = lo + 999;
+	*server = mid < lo ? lo : mid > hi ? hi : mid;
 	if (local_mid) /* a whole-second clock: no offset measurement from it */
 		*local_mid = 0;
 	return 0;

@@ -6,7 +6,8 @@
 #   . registry.sh
 #   reg_start DIR N [PREFIX]  start N servers (1 or 3); sets REG_CONNECT (what
 #                             the node's config and `flakectl fleet --zk` take)
-#                             and REG_SET (the --set assignment naming it)
+#                             and REG_SET (the --set assignment naming it:
+#                             REG_KEY=REG_CONNECT)
 #   reg_stop_one I / reg_start_one I / reg_leader / reg_stop_all
 #   reg_wait_ready SECS [N]
 #   REG_BIND (default 127.0.0.1): the client port's address (0.0.0.0 to reach
@@ -22,6 +23,7 @@ zookeeper)
 	. "$HERE_REG/zk.sh"
 	REG_NAME=ZooKeeper
 	reg_start() { ZK_BIND=$REG_BIND; zk_start "$@" || return 1; REG_CONNECT=$ZK_CONNECT; REG_SET="fleet.zookeeper=$REG_CONNECT"; }
+	REG_KEY=fleet.zookeeper
 	reg_stop_one() { zk_stop_one "$@"; }
 	reg_start_one() { zk_start_one "$@"; }
 	reg_leader() { zk_leader; }
@@ -32,6 +34,7 @@ etcd)
 	. "$HERE_REG/etcd.sh"
 	REG_NAME=etcd
 	reg_start() { ETCD_BIND=$REG_BIND; etcd_start "$@" || return 1; REG_CONNECT=$ETCD_ENDPOINTS; REG_SET="fleet.etcd=$REG_CONNECT"; }
+	REG_KEY=fleet.etcd
 	reg_stop_one() { etcd_stop_one "$@"; }
 	reg_start_one() { etcd_start_one "$@"; }
 	reg_leader() { etcd_leader; }

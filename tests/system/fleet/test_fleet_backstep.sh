@@ -15,7 +15,7 @@ FLAKECTL=$2
 FLAKEWIRE=${3:-}
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
-. "$HERE/zk.sh"
+. "$HERE/registry.sh"
 PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
 
 sys_init fleetbs
@@ -23,16 +23,16 @@ bs_cleanup() {
 	local pid
 	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
 	sleep 0.3
-	zk_stop_all
+	reg_stop_all
 	sys_cleanup
 	rm -rf "/var/run/dpdk/fbs$$"
 }
 trap bs_cleanup EXIT
-zk_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
+reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
 
 FAULT=$SYS_TMP/clock
 COMMON=(--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0
-	--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
+	--set "$REG_SET" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
 	--set fleet.session_timeout_ms=4000)
 
 # backstep_case WHO ROOT SERVER: the responder is running with the fault file at 0
@@ -41,7 +41,7 @@ WHO=$1 ROOT=$2 SERVER=$3 LOG=$SYS_TMP/$1.log
 TALLY=$SYS_TMP/$WHO.tally
 # every probe's summary line is kept: the refusals are counted over all of them
 probe() { sys_in_ns $PROBE --server "$SERVER" --sockets 16 "$@" | tee -a "$TALLY"; }
-owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
+owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
 up() { for _ in $(seq 60); do [ "$(probe | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "$WHO answers" up
 OLD=$(owned owned)
@@ -103,9 +103,9 @@ released() {
 	return 1
 }
 check "$WHO: the old worker IDs are released (free)" released
-sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" | sed 's/^/  /'
+sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" | sed 's/^/  /'
 floor_ok() {
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
+	sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
 	/usr/bin/python3 - "$SYS_TMP/ls" "$SYS_TMP/$WHO.all.ids" "$OLD" <<'PY'
 import sys, datetime
 old = set(int(x) for x in sys.argv[3].split(","))
