@@ -10,6 +10,8 @@
 #                             REG_KEY=REG_CONNECT)
 #   reg_stop_one I / reg_start_one I / reg_leader / reg_stop_all
 #   reg_wait_ready SECS [N]
+#   reg_writes                a number that grows by one per write to the store
+#                             (ZooKeeper's zxid, etcd's revision)
 #   REG_BIND (default 127.0.0.1): the client port's address (0.0.0.0 to reach
 #   it from other namespaces)
 #   REG_NAME: "ZooKeeper" or "etcd", for messages
@@ -29,6 +31,7 @@ zookeeper)
 	reg_leader() { zk_leader; }
 	reg_stop_all() { zk_stop_all; }
 	reg_wait_ready() { zk_wait_ready "$@"; }
+	reg_writes() { echo $(($(zk_srvr "${ZK_CPORT[1]}" | sed -n 's/^Zxid: //p'))); }
 	;;
 etcd)
 	. "$HERE_REG/etcd.sh"
@@ -40,6 +43,9 @@ etcd)
 	reg_leader() { etcd_leader; }
 	reg_stop_all() { etcd_stop_all; }
 	reg_wait_ready() { etcd_wait_ready "$@"; }
+	reg_writes() {
+		etcd_status 1 | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["header"]["revision"])'
+	}
 	;;
 *)
 	echo "registry.sh: FW_STORE=$FW_STORE: zookeeper or etcd" >&2

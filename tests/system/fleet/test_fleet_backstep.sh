@@ -145,7 +145,6 @@ kill -TERM "$SYS_LAST_PID"
 # swaps, fa keeps answering from its own IDs, its registry backs off and
 # says so once: the ensemble sees about its normal write rate, not a claim
 # round after another (each one rewrites ROOT/clock and renews every lease).
-zxid() { echo $(($(zk_srvr "${ZK_CPORT[1]}" | sed -n 's/^Zxid: //p'))); }
 echo "offset_ms=0" >"$FAULT"
 FULL=(--threads 2 --set id.worker_bits=2 --set fleet.root=/bsfull "${COMMON[@]}")
 sys_start "$SYS_TMP/fullb.log" "$FLAKESOCK" --listen 127.0.0.1 --set net.udp_port=5504 \
@@ -158,12 +157,12 @@ FA=$SYS_LAST_PID
 fprobe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 2 | sed -n 's/.*ok=\([0-9]*\).*/\1/p'; }
 full_up() { for _ in $(seq 60); do [ "$(fprobe 5503)" = 16 ] && [ "$(fprobe 5504)" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "full fleet: both nodes answer (4 of 4 worker IDs held)" full_up
-Z0=$(zxid); sleep 4; Z1=$(zxid)
+Z0=$(reg_writes); sleep 4; Z1=$(reg_writes)
 echo "offset_ms=-3600000" >"$FAULT"
 asked() { for _ in $(seq 40); do grep -q "claiming a fresh worker ID" "$SYS_TMP/fulla.log" && return 0; sleep 0.25; done; return 1; }
 check "full fleet: fa saw the step and asked for fresh worker IDs" asked
-Z2=$(zxid); sleep 4; Z3=$(zxid)
-echo "  ZooKeeper writes in 4 s: $((Z1 - Z0)) before the step, $((Z3 - Z2)) with the replacement pending"
+Z2=$(reg_writes); sleep 4; Z3=$(reg_writes)
+echo "  $REG_NAME writes in 4 s: $((Z1 - Z0)) before the step, $((Z3 - Z2)) with the replacement pending"
 check "full fleet: the write rate stays normal (at most twice, plus 4)" test $((Z3 - Z2)) -le $((2 * (Z1 - Z0) + 4))
 check "full fleet: fa keeps answering from its own worker IDs" test "$(fprobe 5503)" = 16
 N=$(grep -c "can be claimed that can issue now" "$SYS_TMP/fulla.log")
