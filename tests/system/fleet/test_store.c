@@ -5,7 +5,8 @@
  *   FW_STORE=zookeeper|etcd  FW_STORE_CONNECT=...  FW_STORE_KILL_CMD=...
  * FW_STORE_KILL_CMD (optional): a shell command the last test runs to kill
  * one server of the ensemble/cluster (its leader); the store must go on
- * answering through the others.
+ * answering through the others. etcd: FW_STORE_CA, _CERT, _KEY (TLS with a
+ * client certificate), FW_STORE_USER and _PASSWORD (etcd's authentication).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -33,13 +34,22 @@ static struct fw_fleet_store *open_store(void)
 	assert_non_null(connect);
 	struct fw_fleet_store *s;
 	if (!strcmp(kind, "etcd")) {
-		struct fw_fleet_etcd_opts o = {.endpoints = connect, .session_ms = 3000};
+		struct fw_fleet_etcd_opts o = {.endpoints = connect,
+					       .session_ms = 3000,
+					       .ca_file = getenv("FW_STORE_CA"),
+					       .cert_file = getenv("FW_STORE_CERT"),
+					       .key_file = getenv("FW_STORE_KEY"),
+					       .user = getenv("FW_STORE_USER"),
+					       .password = getenv("FW_STORE_PASSWORD")};
 		s = fw_fleet_store_etcd_new(&o, root);
 	} else {
 		s = fw_fleet_store_zk_new(connect, root, 4000);
 	}
 	assert_non_null(s);
-	assert_int_equal(s->ops->connect(s, 10000), 0);
+	int rc = s->ops->connect(s, 10000);
+	if (rc != 0)
+		print_message("connect: %s\n", s->ops->last_error(s));
+	assert_int_equal(rc, 0);
 	assert_int_equal(s->ops->state(s), FW_FLEET_SESSION_UP);
 	return s;
 }
