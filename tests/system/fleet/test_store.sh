@@ -16,7 +16,7 @@ trap 'exit 1' INT TERM
 fail=0
 
 mkdir -p "$TMP/zk" "$TMP/etcd"
-zk_start "$TMP/zk" 3 || { echo "FAIL: the ZooKeeper ensemble did not start"; exit 1; }
+zk_start "$TMP/zk" 3 || { echo "FAIL: the ZooKeeper ensemble did not start"; tail -n 5 "$TMP"/zk/zk*/server.log; exit 1; }
 l=$(zk_leader)
 [ -n "$l" ] || { echo "FAIL: the ZooKeeper ensemble has no leader"; exit 1; }
 echo "== ZooKeeper ($ZK_CONNECT), leader server $l killed in the last test"
