@@ -15,6 +15,8 @@
  * Errors: every function taking @err writes one line there (no newline),
  * for example "config: [id] worker_bits = 30: out of range (0-16)", and
  * returns FW_ECONF. Nothing here prints or exits.
+ *
+ * Manual: doc/responders.md#configuration.
  */
 #pragma once
 

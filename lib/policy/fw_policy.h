@@ -24,6 +24,8 @@
  * their own allowed prefixes (fw_policy_set_allow6) and their own rate
  * prefix length (fw_rate_config.prefix_len6: a /64 or /56 is one customer,
  * so per-address limits would be useless); both families share one table.
+ *
+ * Manual: doc/responders.md#rate-limits, doc/ipv6.md#source-policy.
  */
 #pragma once
 
