@@ -70,7 +70,8 @@ int fsock_fleet_start(struct fsock_ctx *ctx)
 {
 	char msg[256];
 
-	if (fw_fleet_none_check(ctx->conf.fleet.zookeeper, "flakesock", msg, sizeof(msg))) {
+	if (fw_fleet_none_check(ctx->conf.fleet.zookeeper, ctx->conf.fleet.etcd, "flakesock", msg,
+				sizeof(msg))) {
 		fprintf(stderr, "flakesock: %s\n", msg);
 		return -1;
 	}

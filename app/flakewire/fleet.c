@@ -83,7 +83,7 @@ int fw_fleet_wire_start(struct fw_app *app)
 	const struct fw_conf *c = &app->conf;
 	struct fw_layout layout;
 	char err[4096];
-	if (!c->fleet.zookeeper[0])
+	if (!fw_conf_fleet_on(c))
 		return 0;
 	/* before fw_lcores_init, which sets app->layout the same way */
 	int rc = fw_layout_init(&layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
@@ -163,7 +163,8 @@ int fw_fleet_wire_start(struct fw_app *app)
 {
 	char msg[256];
 
-	if (fw_fleet_none_check(app->conf.fleet.zookeeper, "flakewire", msg, sizeof(msg))) {
+	if (fw_fleet_none_check(app->conf.fleet.zookeeper, app->conf.fleet.etcd, "flakewire", msg,
+				sizeof(msg))) {
 		FW_LOG(ERR, "%s", msg);
 		return -1;
 	}

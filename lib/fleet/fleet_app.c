@@ -9,6 +9,7 @@
 
 #include "fw_err.h"
 #include "fw_fleet_app.h"
+#include "fw_fleet_store_etcd.h"
 
 struct fw_fleet_app {
 	struct fw_fleet *reg;
@@ -40,18 +41,54 @@ static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fm
 	a->log(a->log_arg, lvl, msg);
 }
 
+/* The first line of [fleet] etcd_password_file ("" when no file is named). */
+static int read_password(const char *path, char *buf, size_t cap, char *err, size_t errlen)
+{
+	buf[0] = '\0';
+	if (!path[0])
+		return 0;
+	FILE *f = fopen(path, "r");
+	if (f == NULL || fgets(buf, (int)cap, f) == NULL) {
+		int e = f ? EIO : errno;
+		snprintf(err, errlen, "[fleet] etcd_password_file = %s: %s", path,
+			 f ? "empty" : strerror(e));
+		if (f)
+			fclose(f);
+		return -e;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
+}
+
 int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
 		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
 {
-	char host[FW_FLEET_IDENTITY_MAX];
+	char host[FW_FLEET_IDENTITY_MAX], pw[256];
 	struct fw_fleet_config fc;
 
 	*out = NULL;
-	if (!c->fleet.zookeeper[0])
+	if (!fw_conf_fleet_on(c))
 		return 0;
 	fw_fleet_config_default(&fc);
 	fc.connect = c->fleet.zookeeper;
+	struct fw_fleet_etcd_opts eo = {
+		.endpoints = c->fleet.etcd,
+		.ca_file = c->fleet.etcd_ca_file,
+		.cert_file = c->fleet.etcd_cert_file,
+		.key_file = c->fleet.etcd_key_file,
+		.user = c->fleet.etcd_user,
+		.password = pw,
+		.session_ms = c->fleet.session_timeout_ms,
+	};
+	if (c->fleet.etcd[0]) {
+		int prc = read_password(c->fleet.etcd_password_file, pw,
+					sizeof(pw), err, errlen);
+		if (prc != 0)
+			return prc;
+		fc.etcd = &eo;
+	}
 	fc.root = c->fleet.root;
 	if (c->fleet.identity[0]) {
 		fc.identity = c->fleet.identity;
@@ -72,6 +109,7 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 	fc.log_arg = log_arg;
 	struct fw_fleet *reg = NULL;
 	int rc = fw_fleet_create(&fc, n_workers, &reg, err, errlen);
+	memset(pw, 0, sizeof(pw)); /* the store keeps its own copy */
 	if (rc == 0) {
 		bool cached;
 		rc = fw_fleet_start(reg, &cached, err, errlen);
@@ -212,7 +250,7 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 		if (c->worker >= 0 && now_l > c->lease_ms && !a->ended_logged[i]) {
 			alog(a, FW_FLEET_WARN,
 			     "fleet: worker %d: its confirmed lease ended at %s; answering "
-			     "NO_LEASE until ZooKeeper confirms a new one",
+			     "NO_LEASE until the registry confirms a new one",
 			     c->worker, fw_format_iso8601(c->lease_ms + a->epoch_ms, ts));
 			a->ended_logged[i] = true;
 		} else if (c->worker >= 0 && now_l <= c->lease_ms && a->ended_logged[i]) {

@@ -72,10 +72,10 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 			  "Lease length ([fleet] lease_ms)");
 	fw_metrics_f64(w, NULL, 0, (double)src->lease_len_ms / 1000.0);
 	fw_metrics_family(w, "flakewire_fleet_connected", FW_METRICS_GAUGE,
-			  "1 while the ZooKeeper session is up");
+			  "1 while the registry session (ZooKeeper or etcd) is up");
 	fw_metrics_u64(w, NULL, 0, st.connected ? 1 : 0);
 	fw_metrics_family(w, "flakewire_fleet_started_from_cache", FW_METRICS_GAUGE,
-			  "1 when the leases came from the cache file (ZooKeeper down at start)");
+			  "1 when the leases came from the cache file (the registry down at start)");
 	fw_metrics_u64(w, NULL, 0, st.started_from_cache ? 1 : 0);
 	if (st.offset_valid) {
 		fw_metrics_family(w, "flakewire_fleet_clock_offset_seconds", FW_METRICS_GAUGE,
@@ -92,7 +92,7 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 		fw_metrics_family(w, name, FW_METRICS_COUNTER, help); \
 		fw_metrics_u64(w, NULL, 0, st.field);                 \
 	} while (0)
-	COUNTER("flakewire_fleet_renewals_total", "Worker-ID leases renewed in ZooKeeper",
+	COUNTER("flakewire_fleet_renewals_total", "Worker-ID leases renewed in the registry",
 		renewals);
 	COUNTER("flakewire_fleet_renewal_failures_total", "Renewal rounds that failed",
 		renew_failures);

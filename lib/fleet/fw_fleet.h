@@ -49,6 +49,8 @@
  */
 #pragma once
 
+struct fw_fleet_etcd_opts; /* fw_fleet_store_etcd.h */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,7 +66,9 @@
 enum fw_fleet_level { FW_FLEET_INFO = 0, FW_FLEET_WARN = 1, FW_FLEET_ERR = 2 };
 
 struct fw_fleet_config {
-	const char *connect;    /* ZooKeeper "host:port,host:port"; required */
+	const char *connect;    /* ZooKeeper "host:port,host:port"; required unless etcd */
+	/* non-NULL: the registry is etcd with these options (connect is not looked at) */
+	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
 	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
 	const char *cache_file; /* "" or NULL: no cache */

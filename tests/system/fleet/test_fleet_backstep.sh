@@ -15,7 +15,7 @@ FLAKECTL=$2
 FLAKEWIRE=${3:-}
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
-. "$HERE/zk.sh"
+. "$HERE/registry.sh"
 PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
 
 sys_init fleetbs
@@ -23,16 +23,16 @@ bs_cleanup() {
 	local pid
 	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
 	sleep 0.3
-	zk_stop_all
+	reg_stop_all
 	sys_cleanup
 	rm -rf "/var/run/dpdk/fbs$$"
 }
 trap bs_cleanup EXIT
-zk_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
+reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
 
 FAULT=$SYS_TMP/clock
 COMMON=(--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0
-	--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
+	--set "$REG_SET" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
 	--set fleet.session_timeout_ms=4000)
 
 # backstep_case WHO ROOT SERVER: the responder is running with the fault file at 0
@@ -41,7 +41,7 @@ WHO=$1 ROOT=$2 SERVER=$3 LOG=$SYS_TMP/$1.log
 TALLY=$SYS_TMP/$WHO.tally
 # every probe's summary line is kept: the refusals are counted over all of them
 probe() { sys_in_ns $PROBE --server "$SERVER" --sockets 16 "$@" | tee -a "$TALLY"; }
-owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
+owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
 up() { for _ in $(seq 60); do [ "$(probe | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "$WHO answers" up
 OLD=$(owned owned)
@@ -103,9 +103,9 @@ released() {
 	return 1
 }
 check "$WHO: the old worker IDs are released (free)" released
-sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" | sed 's/^/  /'
+sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" | sed 's/^/  /'
 floor_ok() {
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
+	sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
 	/usr/bin/python3 - "$SYS_TMP/ls" "$SYS_TMP/$WHO.all.ids" "$OLD" <<'PY'
 import sys, datetime
 old = set(int(x) for x in sys.argv[3].split(","))
@@ -145,7 +145,6 @@ kill -TERM "$SYS_LAST_PID"
 # swaps, fa keeps answering from its own IDs, its registry backs off and
 # says so once: the ensemble sees about its normal write rate, not a claim
 # round after another (each one rewrites ROOT/clock and renews every lease).
-zxid() { echo $(($(zk_srvr "${ZK_CPORT[1]}" | sed -n 's/^Zxid: //p'))); }
 echo "offset_ms=0" >"$FAULT"
 FULL=(--threads 2 --set id.worker_bits=2 --set fleet.root=/bsfull "${COMMON[@]}")
 sys_start "$SYS_TMP/fullb.log" "$FLAKESOCK" --listen 127.0.0.1 --set net.udp_port=5504 \
@@ -158,12 +157,12 @@ FA=$SYS_LAST_PID
 fprobe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 2 | sed -n 's/.*ok=\([0-9]*\).*/\1/p'; }
 full_up() { for _ in $(seq 60); do [ "$(fprobe 5503)" = 16 ] && [ "$(fprobe 5504)" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "full fleet: both nodes answer (4 of 4 worker IDs held)" full_up
-Z0=$(zxid); sleep 4; Z1=$(zxid)
+Z0=$(reg_writes); sleep 4; Z1=$(reg_writes)
 echo "offset_ms=-3600000" >"$FAULT"
 asked() { for _ in $(seq 40); do grep -q "claiming a fresh worker ID" "$SYS_TMP/fulla.log" && return 0; sleep 0.25; done; return 1; }
 check "full fleet: fa saw the step and asked for fresh worker IDs" asked
-Z2=$(zxid); sleep 4; Z3=$(zxid)
-echo "  ZooKeeper writes in 4 s: $((Z1 - Z0)) before the step, $((Z3 - Z2)) with the replacement pending"
+Z2=$(reg_writes); sleep 4; Z3=$(reg_writes)
+echo "  $REG_NAME writes in 4 s: $((Z1 - Z0)) before the step, $((Z3 - Z2)) with the replacement pending"
 check "full fleet: the write rate stays normal (at most twice, plus 4)" test $((Z3 - Z2)) -le $((2 * (Z1 - Z0) + 4))
 check "full fleet: fa keeps answering from its own worker IDs" test "$(fprobe 5503)" = 16
 N=$(grep -c "can be claimed that can issue now" "$SYS_TMP/fulla.log")
