@@ -19,6 +19,7 @@ PKGS=(
 	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
 	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 	libmicrohttpd-dev prometheus scdoc lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
+	etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev openssl # issue 25: the etcd registry (lib/fleet/store_etcd.c) and its tests
 	mkdocs # issue 23: the manual (doc/, mkdocs.yml) built with --strict by meson test docs
 )
 
