@@ -49,16 +49,16 @@ trap 'exit 1' INT TERM HUP
 declare -A cmd
 cmd[C]="$build/tests/clients/bench_c"
 if command -v go >/dev/null; then
-	(cd "$root/lib/go" && GOCACHE=$build/tests/clients/go-cache GOPATH=$build/tests/clients/go-path \
+	(cd "$root/clients/go" && GOCACHE=$build/tests/clients/go-cache GOPATH=$build/tests/clients/go-path \
 		GOPROXY=off CGO_ENABLED=0 go build -o "$work/bench_go" ./examples/bench) &&
 		cmd[Go]="$work/bench_go"
 fi
-if command -v javac >/dev/null && "$root/lib/java/build.sh" -o "$build/tests/clients/java" jar >/dev/null; then
+if command -v javac >/dev/null && "$root/clients/java/build.sh" -o "$build/tests/clients/java" jar >/dev/null; then
 	cmd[Java]="java -cp $build/tests/clients/java/classes:$build/tests/clients/java/example-classes Bench"
 fi
-[ -x /usr/bin/python3 ] && cmd[Python]="/usr/bin/python3 $root/lib/python/examples/bench.py"
+[ -x /usr/bin/python3 ] && cmd[Python]="/usr/bin/python3 $root/clients/python/examples/bench.py"
 if command -v node >/dev/null &&
-	sh "$root/tests/clients/ts.sh" "$root/lib/ts" "$build/tests/clients/ts" true; then
+	sh "$root/tests/clients/ts.sh" "$root/clients/ts" "$build/tests/clients/ts" true; then
 	cmd[TypeScript]="node $build/tests/clients/ts/examples/bench.js"
 fi
 clients=(C Go Java Python TypeScript)

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	flakewire "github.com/flakewire/flakewire/lib/go"
+	flakewire "github.com/flakewire/flakewire/clients/go"
 )
 
 func main() {

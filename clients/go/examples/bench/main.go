@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	flakewire "github.com/flakewire/flakewire/lib/go"
+	flakewire "github.com/flakewire/flakewire/clients/go"
 )
 
 func main() {
