@@ -10,10 +10,12 @@
 //   - requests are padded as PROTOCOL.md section 6 says (unless
 //     Options.Trusted), so a responder that does not trust this host still
 //     answers in full;
-//   - a silent responder is asked again (Timeout, 2x, 4x, ...), then the
-//     next one, round robin; CLOCK_UNSAFE and NO_LEASE move to the next
-//     responder at once; RETRY_AFTER waits as told (at most 1 s) and counts
-//     as an attempt;
+//   - each responder has a connected UDP socket, so a closed port (ICMP
+//     port unreachable: ECONNREFUSED) moves to the next responder at once;
+//   - a silent responder is asked again (Timeout, 2x, 4x, ...: 3 s with the
+//     defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE
+//     move to the next responder at once; RETRY_AFTER waits as told (at
+//     most 1 s) and counts as an attempt;
 //   - every ID is checked before it is handed out: positive, strictly
 //     increasing within a reply and above the last one seen from that
 //     worker, no more than asked, carrying the datacenter and worker the
@@ -21,10 +23,18 @@
 //     time within MaxSkew of this host's clock.
 //
 // A Client is safe for concurrent use by many goroutines; Next hands out
-// buffered IDs without waiting for a refill in flight.
+// buffered IDs without waiting for a refill in flight. After Close every
+// call fails with ErrClosed, buffered IDs included.
+//
+// Errors, the same six in every flakewire client (doc/clients.md):
+// *AddressError (a server string that cannot be parsed), *ResolveError
+// (DNS), *NoResponseError (errors.Is ErrTimeout; names every server tried
+// and what each did), *StatusError (a responder's status), *InvalidReplyError,
+// ErrClosed; plus ctx.Err() from the Context calls.
 package flakewire
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -34,6 +44,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -42,8 +53,44 @@ const RetryAfterMax = time.Second
 
 const workersTracked = 64
 
-// ErrTimeout: no responder answered within its attempts.
+// ErrTimeout: no responder answered within its attempts (errors.Is on a
+// *NoResponseError, which says which servers were tried).
 var ErrTimeout = errors.New("flakewire: no responder answered")
+
+// ErrClosed: the client was closed; buffered IDs are no longer handed out.
+var ErrClosed = errors.New("flakewire: client closed")
+
+// AddressError: a server string that cannot be parsed (or no server given).
+type AddressError struct{ Server, Msg string }
+
+func (e *AddressError) Error() string {
+	if e.Server == "" {
+		return "flakewire: " + e.Msg
+	}
+	return fmt.Sprintf("flakewire: server %q: %s", e.Server, e.Msg)
+}
+
+// ResolveError: a host name that does not resolve (Err is the resolver's).
+type ResolveError struct {
+	Server string
+	Err    error
+}
+
+func (e *ResolveError) Error() string {
+	return fmt.Sprintf("flakewire: server %q does not resolve: %v", e.Server, e.Err)
+}
+
+func (e *ResolveError) Unwrap() error { return e.Err }
+
+// NoResponseError: no responder answered; Tried names each server and what
+// it did ("no reply in 3s", "refused (ICMP port unreachable)").
+type NoResponseError struct{ Tried []string }
+
+func (e *NoResponseError) Error() string {
+	return "flakewire: no responder answered: " + strings.Join(e.Tried, "; ")
+}
+
+func (e *NoResponseError) Is(target error) bool { return target == ErrTimeout }
 
 // StatusError: a responder answered with an error status, or every
 // responder kept answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE.
@@ -81,6 +128,7 @@ func DefaultOptions() Options {
 // Stats counts what a client did.
 type Stats struct {
 	Requests, Timeouts, RetryAfter, Failovers, Stray atomic.Uint64
+	Refused                                          atomic.Uint64 // ICMP port unreachable
 }
 
 type server struct {
@@ -105,6 +153,7 @@ type Client struct {
 	lastReply *Reply
 	rx        []byte
 
+	closed    atomic.Bool
 	buf       sync.Mutex // guards the prefetch buffer
 	cond      *sync.Cond
 	runs      []Range
@@ -124,32 +173,32 @@ func ParseServer(s string) (string, int, error) {
 	if strings.HasPrefix(s, "[") {
 		end := strings.IndexByte(s, ']')
 		if end < 0 {
-			return "", 0, fmt.Errorf("flakewire: server %q: '[' without ']'", s)
+			return "", 0, &AddressError{s, "'[' without ']'"}
 		}
 		host = s[1:end]
 		rest := s[end+1:]
 		if strings.HasPrefix(rest, ":") {
 			p = rest[1:]
 			if p == "" {
-				return "", 0, fmt.Errorf("flakewire: server %q: empty port", s)
+				return "", 0, &AddressError{s, "empty port"}
 			}
 		} else if rest != "" {
-			return "", 0, fmt.Errorf("flakewire: server %q: unexpected %q after ']'", s, rest)
+			return "", 0, &AddressError{s, fmt.Sprintf("unexpected %q after ']'", rest)}
 		}
 	} else if strings.Count(s, ":") == 1 {
 		i := strings.IndexByte(s, ':')
 		host, p = s[:i], s[i+1:]
 		if p == "" {
-			return "", 0, fmt.Errorf("flakewire: server %q: empty port", s)
+			return "", 0, &AddressError{s, "empty port"}
 		}
 	}
 	if host == "" {
-		return "", 0, fmt.Errorf("flakewire: server %q: empty host", s)
+		return "", 0, &AddressError{s, "empty host"}
 	}
 	if p != "" {
 		v, err := strconv.Atoi(p)
 		if err != nil || v < 1 || v > 65535 || p[0] < '0' || p[0] > '9' {
-			return "", 0, fmt.Errorf("flakewire: server %q: port %q not in 1..65535", s, p)
+			return "", 0, &AddressError{s, fmt.Sprintf("port %q not in 1..65535", p)}
 		}
 		port = v
 	}
@@ -165,7 +214,7 @@ func New(servers []string, opts *Options) (*Client, error) {
 	}
 	switch {
 	case len(servers) == 0:
-		return nil, errors.New("flakewire: at least one responder is needed")
+		return nil, &AddressError{"", "at least one responder is needed"}
 	case o.Timeout < time.Millisecond || o.Timeout > time.Minute:
 		return nil, fmt.Errorf("flakewire: Timeout %v not in 1ms..1m", o.Timeout)
 	case o.Retries < 0 || o.Retries > 10:
@@ -188,13 +237,14 @@ func New(servers []string, opts *Options) (*Client, error) {
 		addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			c.Close()
-			return nil, fmt.Errorf("flakewire: server %q: %w", s, err)
+			return nil, &ResolveError{s, err}
 		}
 		network := "udp4"
 		if addr.IP.To4() == nil {
 			network = "udp6"
 		}
-		conn, err := net.ListenUDP(network, nil)
+		// Connected: the kernel reports ICMP port unreachable as ECONNREFUSED.
+		conn, err := net.DialUDP(network, nil, addr)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -204,19 +254,39 @@ func New(servers []string, opts *Options) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the sockets. Buffered IDs are lost.
+// Close closes the sockets; every later call (and a caller waiting for a
+// refill) fails with ErrClosed, and buffered IDs are dropped.
 func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
 	for _, s := range c.srv {
 		s.conn.Close()
 	}
+	c.buf.Lock()
+	c.runs, c.count, c.uuids = nil, 0, nil
+	c.cond.Broadcast()
+	c.buf.Unlock()
 	return nil
 }
 
-// Layout is the layout learnt from INFO, nil before it is known.
-func (c *Client) Layout() *Layout {
+// Layout returns the responders' layout (for Layout.Decode and ReadUUID),
+// asking the current responder with an INFO request if no request has
+// learnt it yet; never nil. A responder whose INFO carries no valid layout
+// gives DefaultLayout.
+func (c *Client) Layout() (Layout, error) { return c.LayoutContext(context.Background()) }
+
+// LayoutContext is Layout with a context for the INFO request.
+func (c *Client) LayoutContext(ctx context.Context) (Layout, error) {
 	c.net.Lock()
 	defer c.net.Unlock()
-	return c.layout
+	if err := c.ensureLayout(ctx); err != nil {
+		return Layout{}, err
+	}
+	if c.layout == nil {
+		return DefaultLayout, nil
+	}
+	return *c.layout, nil
 }
 
 // LastReply is the header (and body) of the last reply accepted.
@@ -226,18 +296,53 @@ func (c *Client) LastReply() *Reply {
 	return c.lastReply
 }
 
-func (c *Client) await(s *server, op uint8, tag uint64, deadline time.Time) *Reply {
+// errRefused: the responder's port is closed (ICMP port unreachable).
+var errRefused = errors.New("refused (ICMP port unreachable)")
+
+// await waits for the reply to tag until deadline: nil, errRefused, or the
+// context's error.
+func (c *Client) await(ctx context.Context, s *server, op uint8, tag uint64, deadline time.Time) (*Reply, error) {
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if ctx.Done() != nil {
+		// Cancellation wakes the read by moving its deadline to now.
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-ctx.Done():
+				s.conn.SetReadDeadline(time.Now())
+			case <-stop:
+			}
+		}()
+	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := s.conn.SetReadDeadline(deadline); err != nil {
-			return nil
+			return nil, ErrClosed
 		}
 		n, from, err := s.conn.ReadFromUDP(c.rx)
 		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, errRefused
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil, ErrClosed
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || time.Now().After(deadline) {
-				return nil
+				if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+					return nil, context.DeadlineExceeded // ctx's timer may not have fired yet
+				}
+				return nil, nil
 			}
-			continue // e.g. ICMP port unreachable: keep waiting
+			continue
 		}
 		if !from.IP.Equal(s.addr.IP) || from.Port != s.addr.Port {
 			c.Stats.Stray.Add(1)
@@ -247,7 +352,7 @@ func (c *Client) await(s *server, op uint8, tag uint64, deadline time.Time) *Rep
 		if err != nil {
 			var we *WireError
 			if errors.As(err, &we) && we.Reason == "version" && we.Tag == tag {
-				return &Reply{Op: op | OpReply, Status: StBadVersion, Tag: tag}
+				return &Reply{Op: op | OpReply, Status: StBadVersion, Tag: tag}, nil
 			}
 			c.Stats.Stray.Add(1)
 			continue
@@ -256,12 +361,15 @@ func (c *Client) await(s *server, op uint8, tag uint64, deadline time.Time) *Rep
 			c.Stats.Stray.Add(1)
 			continue
 		}
-		return r
+		return r, nil
 	}
 }
 
 // exchange: one request with retries, RETRY_AFTER and failover; holds c.net.
-func (c *Client) exchange(op uint8, count uint16) (*Reply, error) {
+func (c *Client) exchange(ctx context.Context, op uint8, count uint16) (*Reply, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
 	var tb [8]byte
 	if _, err := rand.Read(tb[:]); err != nil {
 		return nil, err
@@ -274,17 +382,40 @@ func (c *Client) exchange(op uint8, count uint16) (*Reply, error) {
 	}
 	req := EncodeRequest(op, count, tag, !c.opts.Trusted, seq)
 	var retryAfter, moved *Reply
+	var tried []string
 	for range c.srv {
 		s := c.srv[c.cur]
+		what := ""
+		var waited time.Duration
 	attempts:
 		for a := 0; a <= c.opts.Retries; a++ {
-			if _, err := s.conn.WriteToUDP(req, s.addr); err != nil {
+			if _, err := s.conn.Write(req); err != nil {
+				if c.closed.Load() {
+					return nil, ErrClosed
+				}
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					c.Stats.Refused.Add(1)
+					what = errRefused.Error()
+				} else {
+					what = err.Error()
+				}
 				break
 			}
 			c.Stats.Requests.Add(1)
-			r := c.await(s, op, tag, time.Now().Add(c.opts.Timeout<<a))
+			wait := c.opts.Timeout << a
+			r, err := c.await(ctx, s, op, tag, time.Now().Add(wait))
+			if err == errRefused {
+				c.Stats.Refused.Add(1)
+				what = err.Error()
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
 			if r == nil {
 				c.Stats.Timeouts.Add(1)
+				waited += wait
+				what = fmt.Sprintf("no reply in %v", waited)
 				continue
 			}
 			c.lastReply = r
@@ -306,6 +437,7 @@ func (c *Client) exchange(op uint8, count uint16) (*Reply, error) {
 				return nil, &StatusError{r.Status, r}
 			}
 		}
+		tried = append(tried, s.spec+": "+what)
 		c.cur = (c.cur + 1) % len(c.srv)
 		c.Stats.Failovers.Add(1)
 	}
@@ -315,7 +447,7 @@ func (c *Client) exchange(op uint8, count uint16) (*Reply, error) {
 	if retryAfter != nil {
 		return nil, &StatusError{retryAfter.Status, retryAfter}
 	}
-	return nil, ErrTimeout
+	return nil, &NoResponseError{tried}
 }
 
 func (c *Client) adoptInfo(r *Reply) {
@@ -327,11 +459,11 @@ func (c *Client) adoptInfo(r *Reply) {
 	c.infoDone = true
 }
 
-func (c *Client) ensureLayout() error {
+func (c *Client) ensureLayout(ctx context.Context) error {
 	if c.infoDone {
 		return nil
 	}
-	r, err := c.exchange(OpInfo, 0)
+	r, err := c.exchange(ctx, OpInfo, 0)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status != StRetryAfter {
 		c.infoDone = true
@@ -407,15 +539,15 @@ func (c *Client) validate(r *Reply, runs []Range, asked uint64) error {
 }
 
 // fetch: one LIST or RANGE request, validated; holds c.net.
-func (c *Client) fetch(useRange bool, want uint16) ([]Range, error) {
-	if err := c.ensureLayout(); err != nil {
+func (c *Client) fetch(ctx context.Context, useRange bool, want uint16) ([]Range, error) {
+	if err := c.ensureLayout(ctx); err != nil {
 		return nil, err
 	}
 	op := uint8(OpList)
 	if useRange {
 		op = OpRange
 	}
-	r, err := c.exchange(op, want)
+	r, err := c.exchange(ctx, op, want)
 	if err != nil {
 		return nil, err
 	}
@@ -433,13 +565,17 @@ func (c *Client) fetch(useRange bool, want uint16) ([]Range, error) {
 }
 
 // Get returns one ID with one ID request (one round trip).
-func (c *Client) Get() (uint64, error) {
+func (c *Client) Get() (uint64, error) { return c.GetContext(context.Background()) }
+
+// GetContext is Get ending early with ctx.Err() when ctx is cancelled or
+// its deadline passes (the deadline also bounds each attempt's wait).
+func (c *Client) GetContext(ctx context.Context) (uint64, error) {
 	c.net.Lock()
 	defer c.net.Unlock()
-	if err := c.ensureLayout(); err != nil {
+	if err := c.ensureLayout(ctx); err != nil {
 		return 0, err
 	}
-	r, err := c.exchange(OpID, 1)
+	r, err := c.exchange(ctx, OpID, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -464,7 +600,7 @@ func (c *Client) GetN(n int) ([]uint64, error) {
 		if want > ListMax {
 			want = ListMax
 		}
-		runs, err := c.fetch(false, uint16(want))
+		runs, err := c.fetch(context.Background(), false, uint16(want))
 		if err != nil {
 			return out, err
 		}
@@ -483,7 +619,7 @@ func (c *Client) GetRange(want int) ([]Range, error) {
 	}
 	c.net.Lock()
 	defer c.net.Unlock()
-	return c.fetch(true, uint16(want))
+	return c.fetch(context.Background(), true, uint16(want))
 }
 
 // Info asks the current responder for its INFO reply (Reply.Info holds the
@@ -491,7 +627,7 @@ func (c *Client) GetRange(want int) ([]Range, error) {
 func (c *Client) Info() (*Reply, error) {
 	c.net.Lock()
 	defer c.net.Unlock()
-	r, err := c.exchange(OpInfo, 0)
+	r, err := c.exchange(context.Background(), OpInfo, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -510,10 +646,10 @@ func (c *Client) UUID7(n int) ([][16]byte, error) {
 	}
 	c.net.Lock()
 	defer c.net.Unlock()
-	if err := c.ensureLayout(); err != nil {
+	if err := c.ensureLayout(context.Background()); err != nil {
 		return nil, err
 	}
-	r, err := c.exchange(OpUUID7, uint16(n))
+	r, err := c.exchange(context.Background(), OpUUID7, uint16(n))
 	if err != nil {
 		return nil, err
 	}
@@ -554,6 +690,9 @@ func (c *Client) UUID7(n int) ([][16]byte, error) {
 
 // NextUUID7 returns one UUIDv7 from a small local buffer refilled 90 at a time.
 func (c *Client) NextUUID7() ([16]byte, error) {
+	if c.closed.Load() {
+		return [16]byte{}, ErrClosed
+	}
 	c.buf.Lock()
 	if len(c.uuids) > 0 {
 		u := c.uuids[0]
@@ -585,12 +724,17 @@ func (c *Client) refill() {
 		}
 		var runs []Range
 		c.net.Lock()
-		runs, err = c.fetch(c.opts.UseRange, uint16(want))
+		runs, err = c.fetch(context.Background(), c.opts.UseRange, uint16(want))
 		c.net.Unlock()
 		if err != nil {
 			break
 		}
 		c.buf.Lock()
+		if c.closed.Load() {
+			c.buf.Unlock()
+			err = ErrClosed
+			break
+		}
 		for _, x := range runs {
 			if n := len(c.runs); n > 0 && c.runs[n-1].First+uint64(c.runs[n-1].N) == x.First &&
 				c.runs[n-1].N <= ^uint32(0)-x.N {
@@ -623,12 +767,33 @@ func (c *Client) startRefill() {
 // Next returns one ID from the prefetch buffer. Below LowWater a refill
 // of Prefetch IDs starts in a goroutine; callers wait only when the buffer
 // is empty, and then get the refill's error if it fails.
-func (c *Client) Next() (uint64, error) {
+func (c *Client) Next() (uint64, error) { return c.NextContext(context.Background()) }
+
+// NextContext is Next ending a wait for an empty buffer's refill with
+// ctx.Err() when ctx is cancelled or its deadline passes (the refill goes
+// on in the background for later calls).
+func (c *Client) NextContext(ctx context.Context) (uint64, error) {
 	c.buf.Lock()
 	defer c.buf.Unlock()
+	if ctx.Done() != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-ctx.Done():
+				c.buf.Lock()
+				c.cond.Broadcast()
+				c.buf.Unlock()
+			case <-stop:
+			}
+		}()
+	}
 	waited := false
 	var gen uint64
 	for {
+		if c.closed.Load() {
+			return 0, ErrClosed
+		}
 		if c.count > 0 {
 			h := &c.runs[0]
 			id := h.First
@@ -645,6 +810,9 @@ func (c *Client) Next() (uint64, error) {
 		}
 		if waited && c.gen != gen && c.refillErr != nil {
 			return 0, c.refillErr
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
 		if !c.refilling {
 			c.startRefill()

@@ -3,6 +3,7 @@
 package flakewire
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -151,14 +152,134 @@ func TestFailoverOnStatus(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	conn, _ := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	addr := conn.LocalAddr().String()
-	conn.Close()
+	addr := fake(t, func(uint8, uint64) [][]byte { return nil })
 	o := opts()
 	o.Timeout = 20 * time.Millisecond
 	c, _ := New([]string{addr}, o)
 	defer c.Close()
 	if _, err := c.Next(); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("%v", err)
+	}
+}
+
+func answering(op uint8, tag uint64) [][]byte {
+	if op == OpInfo {
+		return [][]byte{mkReply(op, tag, 0, 7)}
+	}
+	if op == OpID {
+		return [][]byte{mkReply(op, tag, 0, 7, mkID(7, 0))}
+	}
+	return [][]byte{mkReply(op, tag, 0, 7, mkID(7, 0), mkID(7, 1), mkID(7, 2))}
+}
+
+func TestClosedEndsHandOuts(t *testing.T) {
+	o := opts()
+	o.UseRange, o.Prefetch, o.LowWater = false, 3, 0
+	c, err := New([]string{fake(t, answering)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := c.Next(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close with 2 IDs buffered: %v", err)
+	}
+	if _, err := c.Get(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if _, err := c.NextUUID7(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("NextUUID7 after Close: %v", err)
+	}
+}
+
+// deadPort: a loopback port nothing listens on, below the ephemeral range
+// (32768-60999) so no socket of this test is given it meanwhile.
+func deadPort(t *testing.T) string {
+	for p := 20000 + time.Now().Nanosecond()%10000; p < 32768; p++ {
+		conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
+		if err == nil {
+			conn.Close()
+			return conn.LocalAddr().String()
+		}
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+func TestRefusedFailsOverAtOnce(t *testing.T) {
+	o := opts()
+	o.Timeout, o.Retries = 2*time.Second, 3
+	c, err := New([]string{deadPort(t), fake(t, answering)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := c.Get(); err != nil {
+		t.Fatal(err)
+	}
+	// A timeout would cost 2 s; ICMP port unreachable costs a round trip.
+	if c.Stats.Refused.Load() < 1 || c.Stats.Timeouts.Load() != 0 || time.Since(start) > time.Second {
+		t.Fatalf("refused %d timeouts %d in %v", c.Stats.Refused.Load(), c.Stats.Timeouts.Load(), time.Since(start))
+	}
+}
+
+func TestNoResponseNamesServers(t *testing.T) {
+	silent := fake(t, func(uint8, uint64) [][]byte { return nil })
+	dead := deadPort(t)
+	o := opts()
+	o.Timeout = 20 * time.Millisecond
+	c, _ := New([]string{silent, dead}, o)
+	defer c.Close()
+	_, err := c.Get()
+	var ne *NoResponseError
+	if !errors.As(err, &ne) || !errors.Is(err, ErrTimeout) || len(ne.Tried) != 2 ||
+		ne.Tried[0] != silent+": no reply in 20ms" || ne.Tried[1] != dead+": refused (ICMP port unreachable)" {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestErrorTypes(t *testing.T) {
+	var ae *AddressError
+	if _, err := New([]string{"h:0"}, nil); !errors.As(err, &ae) || ae.Server != "h:0" {
+		t.Fatalf("bad port: %v", err)
+	}
+	if _, err := New(nil, nil); !errors.As(err, &ae) {
+		t.Fatalf("no server: %v", err)
+	}
+	var re *ResolveError
+	if _, err := New([]string{"no-such-host.invalid:4242"}, nil); !errors.As(err, &re) {
+		t.Fatalf("DNS failure: %v", err)
+	}
+}
+
+func TestContextEndsTheWait(t *testing.T) {
+	silent := fake(t, func(uint8, uint64) [][]byte { return nil })
+	o := opts()
+	o.Timeout = 5 * time.Second
+	c, _ := New([]string{silent}, o)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.GetContext(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Fatalf("GetContext: %v after %v", err, time.Since(start))
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel2)
+	if _, err := c.NextContext(ctx2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("NextContext: %v", err)
+	}
+	cancel2()
+}
+
+func TestLayoutBeforeAnyID(t *testing.T) {
+	c, _ := New([]string{fake(t, answering)}, opts())
+	defer c.Close()
+	l, err := c.Layout()
+	if err != nil || l != DefaultLayout {
+		t.Fatalf("%v %v", l, err)
 	}
 }

@@ -34,9 +34,10 @@ func main() {
 		}
 		fmt.Println(id)
 	}
-	l := c.Layout()
-	if l == nil {
-		l = &flakewire.DefaultLayout
+	l, err := c.Layout()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "example:", err)
+		os.Exit(1)
 	}
 	p, _ := l.Decode(first)
 	fmt.Printf("first: unix_ms %d datacenter %d worker %d sequence %d\n", p.UnixMs, p.Datacenter, p.Worker, p.Sequence)
