@@ -145,3 +145,91 @@ def test_bad_version_surfaces():
             c.info()
         assert e.value.status == wire.ST_BAD_VERSION
     f.close()
+
+
+def answering(op, count, tag):
+    if op == wire.OP_INFO:
+        return [reply(op, tag, body=info_body())]
+    ids = [mk_id(7, i) for i in range(count)]
+    return [reply(op, tag, body=b"".join(struct.pack(">Q", i) for i in ids))]
+
+
+def dead_port():
+    """A loopback port nothing listens on, below the ephemeral range."""
+    for p in range(20000 + time.time_ns() % 10000, 32768):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        return "127.0.0.1:%d" % p
+    raise RuntimeError("no free port")
+
+
+def test_close_ends_hand_outs():
+    from flakewire import ClosedError
+    f = Fake(answering)
+    try:
+        c = Client([f.addr], use_range=False, prefetch=3, low_water=0)
+        c.next()
+        c.close()
+        for call in (c.next, c.get, c.next_uuid7):
+            with pytest.raises(ClosedError, match="closed"):
+                call()
+    finally:
+        f.close()
+
+
+def test_refused_fails_over_at_once():
+    f = Fake(answering)
+    try:
+        with Client([dead_port(), f.addr], timeout=2, retries=3) as c:
+            t = time.monotonic()
+            c.get()
+            # a timeout would cost 2 s; ICMP port unreachable a round trip
+            assert time.monotonic() - t < 1
+            assert c.stats["refused"] >= 1 and c.stats["timeouts"] == 0, c.stats
+    finally:
+        f.close()
+
+
+def test_no_response_names_each_server():
+    from flakewire import NoResponseError
+    f = Fake(lambda op, count, tag: [])
+    dead = dead_port()
+    try:
+        with Client([f.addr, dead], timeout=0.02, retries=0) as c:
+            with pytest.raises(NoResponseError) as e:
+                c.get()
+            assert e.value.tried == [f.addr + ": no reply in 0.02 s",
+                                     dead + ": refused (ICMP port unreachable)"]
+            assert isinstance(e.value, TimeoutError)
+    finally:
+        f.close()
+
+
+def test_error_classes():
+    from flakewire import AddressError, FlakewireError, ResolveError
+    with pytest.raises(AddressError):
+        Client(["h:0"])
+    with pytest.raises(ValueError):
+        Client([])
+    with pytest.raises(ResolveError) as e:
+        Client(["no-such-host.invalid:4242"])
+    assert isinstance(e.value, FlakewireError) and isinstance(e.value, OSError)
+
+
+def test_async_with_and_layout_before_any_id():
+    import asyncio
+    f = Fake(answering)
+
+    async def main():
+        async with Client([f.addr], use_range=False) as c:
+            assert c.layout == DEFAULT
+            return await c.anext()
+    try:
+        assert asyncio.run(main()) > 0
+    finally:
+        f.close()

@@ -107,10 +107,11 @@ def test_partial_and_retry_after_with_one_sequence_bit():
 
 
 def test_failover_from_a_dead_responder():
+    # The dead port answers ICMP port unreachable: failover at once.
     with Client([DEAD, TRUSTED], timeout=0.05, retries=1) as c:
-        assert c.layout is None
         ids = [c.next() for _ in range(10)]
-        assert len(set(ids)) == 10 and c.stats["failovers"] >= 1 and c.stats["timeouts"] >= 2
+        assert len(set(ids)) == 10 and c.stats["failovers"] >= 1, c.stats
+        assert c.stats["refused"] >= 1 and c.stats["timeouts"] == 0, c.stats
 
 
 def test_ipv6_loopback():

@@ -29,15 +29,38 @@ import * as wire from "./wire.js";
 export const RETRY_AFTER_MAX_US = 1_000_000;
 const WORKERS_TRACKED = 64;
 
+/** The six errors every flakewire client has (doc/clients.md), by `code`. */
+export type ErrorCode = "BAD_ADDRESS" | "RESOLVE" | "NO_RESPONSE" | "STATUS" | "INVALID_REPLY" | "CLOSED";
+
 export class FlakewireError extends Error {
-  constructor(msg: string) {
-    super(msg);
+  constructor(msg: string, readonly code: ErrorCode, options?: { cause?: unknown }) {
+    super(msg, options);
     this.name = new.target.name;
   }
 }
 
-/** No responder answered within its attempts. */
-export class NoResponseError extends FlakewireError {}
+/** A server string that cannot be parsed (or no server at all). */
+export class AddressError extends FlakewireError {
+  constructor(msg: string) { super(msg, "BAD_ADDRESS"); }
+}
+
+/** A host name that does not resolve (cause: Node's getaddrinfo error). */
+export class ResolveError extends FlakewireError {
+  constructor(msg: string, cause: unknown) { super(msg, "RESOLVE", { cause }); }
+}
+
+/** No responder answered within its attempts; `tried` says, per server,
+ * what happened ("no reply in 3000 ms", "refused (ICMP port unreachable)"). */
+export class NoResponseError extends FlakewireError {
+  constructor(readonly tried: string[]) {
+    super(`flakewire: no responder answered: ${tried.join("; ")}`, "NO_RESPONSE");
+  }
+}
+
+/** The client was closed; buffered IDs are no longer handed out. */
+export class ClosedError extends FlakewireError {
+  constructor() { super("flakewire: client closed", "CLOSED"); }
+}
 
 /** A responder answered with an error status, or every responder kept
  * answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE. */
@@ -45,14 +68,16 @@ export class StatusError extends FlakewireError {
   readonly status: number;
   readonly statusName: string;
   constructor(readonly reply: wire.Reply) {
-    super(`flakewire: responder answered ${wire.statusName(reply.status)} (status ${reply.status})`);
+    super(`flakewire: responder answered ${wire.statusName(reply.status)} (status ${reply.status})`, "STATUS");
     this.status = reply.status;
     this.statusName = wire.statusName(reply.status);
   }
 }
 
 /** A reply failed validation; none of its IDs were used. */
-export class InvalidReplyError extends FlakewireError {}
+export class InvalidReplyError extends FlakewireError {
+  constructor(msg: string) { super(msg, "INVALID_REPLY"); }
+}
 
 export interface Options {
   /** First attempt's wait in ms (1..60000), doubled per retry. Default 200. */
@@ -77,6 +102,8 @@ export interface Stats {
   retryAfter: number;
   failovers: number;
   stray: number;
+  /** ICMP port unreachable (ECONNREFUSED): failed over at once. */
+  refused: number;
 }
 
 /** Splits "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare IPv6 address. */
@@ -85,19 +112,19 @@ export function parseServer(s: string): { host: string; port: number } {
   let p: string | undefined;
   if (s.startsWith("[")) {
     const end = s.indexOf("]");
-    if (end < 0) throw new RangeError(`server "${s}": '[' without ']'`);
+    if (end < 0) throw new AddressError(`server "${s}": '[' without ']'`);
     host = s.slice(1, end);
     const rest = s.slice(end + 1);
     if (rest.startsWith(":")) p = rest.slice(1);
-    else if (rest !== "") throw new RangeError(`server "${s}": unexpected "${rest}" after ']'`);
+    else if (rest !== "") throw new AddressError(`server "${s}": unexpected "${rest}" after ']'`);
   } else if (s.split(":").length === 2) {
     [host, p] = s.split(":");
   }
-  if (host === "") throw new RangeError(`server "${s}": empty host`);
+  if (host === "") throw new AddressError(`server "${s}": empty host`);
   let port = wire.DEFAULT_PORT;
   if (p !== undefined) {
     if (!/^[0-9]+$/.test(p) || Number(p) < 1 || Number(p) > 65535) {
-      throw new RangeError(`server "${s}": port "${p}" not in 1..65535`);
+      throw new AddressError(`server "${s}": port "${p}" not in 1..65535`);
     }
     port = Number(p);
   }
@@ -107,7 +134,7 @@ export function parseServer(s: string): { host: string; port: number } {
 interface Waiter {
   op: number;
   tag: bigint;
-  resolve: (r: wire.Reply | null) => void;
+  resolve: (r: wire.Reply | null | "refused") => void;
 }
 
 interface Server {
@@ -125,14 +152,15 @@ function check(name: string, v: number, lo: number, hi: number): void {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Client {
-  readonly stats: Stats = { requests: 0, timeouts: 0, retryAfter: 0, failovers: 0, stray: 0 };
-  /** The layout learnt from INFO, undefined before. */
+  readonly stats: Stats = { requests: 0, timeouts: 0, retryAfter: 0, failovers: 0, stray: 0, refused: 0 };
+  /** The layout learnt from INFO, undefined before; getLayout() never is. */
   layout?: Layout;
   /** The last reply accepted. */
   lastReply?: wire.Reply;
 
   private readonly o: Required<Options>;
   private cur = 0;
+  private closed = false;
   private infoDone = false;
   private seen = new Map<number, bigint>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -154,7 +182,7 @@ export class Client {
   /** Resolves the responders (tried in the order given) and opens one
    * socket each. Rejects with RangeError on a bad option or address. */
   static async create(servers: string[], opts: Options = {}): Promise<Client> {
-    if (!servers.length) throw new RangeError("servers: at least one responder is needed");
+    if (!servers.length) throw new AddressError("servers: at least one responder is needed");
     const o = opts;
     check("timeoutMs", o.timeoutMs ?? 200, 1, 60000);
     check("retries", o.retries ?? 3, 0, 10);
@@ -164,8 +192,21 @@ export class Client {
     const list: Server[] = [];
     for (const spec of servers) {
       const { host, port } = parseServer(spec);
-      const address = net.isIP(host) ? host : (await dns.lookup(host)).address;
+      let address = host;
+      if (!net.isIP(host)) {
+        try {
+          address = (await dns.lookup(host)).address;
+        } catch (e) {
+          for (const s of list) s.sock.close();
+          throw new ResolveError(`flakewire: server "${spec}" does not resolve: ${(e as Error).message}`, e);
+        }
+      }
       const sock = dgram.createSocket(net.isIPv6(address) ? "udp6" : "udp4");
+      // Connected: the kernel reports ICMP port unreachable as ECONNREFUSED.
+      await new Promise<void>((resolve, reject) => {
+        sock.once("error", reject);
+        sock.connect(port, address, () => { sock.off("error", reject); resolve(); });
+      });
       // An idle client does not keep the process alive; a wait's timer does.
       sock.unref();
       list.push({ spec, address, port, sock });
@@ -173,16 +214,40 @@ export class Client {
     const c = new Client(list, o);
     for (const s of list) {
       s.sock.on("message", (b, rinfo) => c.onMessage(s, b, rinfo));
-      s.sock.on("error", () => { /* e.g. ICMP unreachable: the wait times out */ });
+      s.sock.on("error", (e: NodeJS.ErrnoException) => {
+        if (e.code === "ECONNREFUSED" && s.waiter) {
+          const w = s.waiter;
+          s.waiter = undefined;
+          w.resolve("refused");
+        }
+      });
     }
     return c;
   }
 
-  /** Closes the sockets; buffered IDs are lost. */
+  /** Closes the sockets: every later call rejects with ClosedError, and
+   * the IDs still buffered are dropped. */
   close(): void {
+    this.closed = true;
+    this.runs = [];
+    this.count = 0;
+    this.uuidBuf = [];
     for (const s of this.srv) {
+      const w = s.waiter;
+      s.waiter = undefined;
+      w?.resolve(null);
       try { s.sock.close(); } catch { /* already closed */ }
     }
+  }
+
+  /** The responders' layout (for decode and readUUID), asked with an INFO
+   * request if no request has learnt it yet; DEFAULT_LAYOUT when the
+   * responder's INFO carries none. */
+  getLayout(): Promise<Layout> {
+    return this.serial(async () => {
+      await this.ensureLayout();
+      return this.layout ?? DEFAULT_LAYOUT;
+    });
   }
 
   private onMessage(s: Server, b: Buffer, rinfo: dgram.RemoteInfo): void {
@@ -214,7 +279,7 @@ export class Client {
     w.resolve(r);
   }
 
-  private wait(s: Server, op: number, tag: bigint, ms: number): Promise<wire.Reply | null> {
+  private wait(s: Server, op: number, tag: bigint, ms: number): Promise<wire.Reply | null | "refused"> {
     return new Promise((resolve) => {
       // Timers run before I/O in an event loop turn: a reply that arrived
       // while callers kept the loop busy is read before the wait expires.
@@ -234,7 +299,13 @@ export class Client {
   }
 
   private send(s: Server, b: Uint8Array): Promise<boolean> {
-    return new Promise((resolve) => s.sock.send(b, s.port, s.address, (err) => resolve(!err)));
+    return new Promise((resolve) => {
+      try {
+        s.sock.send(b, (err) => resolve(!err));
+      } catch {
+        resolve(false); // closed
+      }
+    });
   }
 
   /** Runs fn after every exchange queued before it (one at a time). */
@@ -245,23 +316,37 @@ export class Client {
   }
 
   private async exchange(op: number, count: number): Promise<wire.Reply> {
+    if (this.closed) throw new ClosedError();
     const tag = randomBytes(8).readBigUInt64BE();
     // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
     const req = wire.encodeRequest(op, count, tag, !this.o.trusted, this.layout?.seqBits ?? 12);
     let retryAfter: wire.Reply | undefined;
     let moved: wire.Reply | undefined;
+    const tried: string[] = [];
     for (let i = 0; i < this.srv.length; i++) {
       const s = this.srv[this.cur];
+      let what = "", waited = 0;
       for (let a = 0; a <= this.o.retries; a++) {
         const waiting = this.wait(s, op, tag, this.o.timeoutMs * 2 ** a);
         if (!(await this.send(s, req))) {
           s.waiter?.resolve(null);
+          await waiting;
+          if (this.closed) throw new ClosedError();
+          what = "send failed";
           break;
         }
         this.stats.requests++;
         const r = await waiting;
+        if (this.closed) throw new ClosedError();
+        if (r === "refused") {
+          this.stats.refused++;
+          what = "refused (ICMP port unreachable)";
+          break;
+        }
         if (!r) {
           this.stats.timeouts++;
+          waited += this.o.timeoutMs * 2 ** a;
+          what = `no reply in ${waited} ms`;
           continue;
         }
         this.lastReply = r;
@@ -278,12 +363,13 @@ export class Client {
         }
         throw new StatusError(r);
       }
+      tried.push(`${s.spec}: ${what}`);
       this.cur = (this.cur + 1) % this.srv.length;
       this.stats.failovers++;
     }
     if (moved) throw new StatusError(moved);
     if (retryAfter) throw new StatusError(retryAfter);
-    throw new NoResponseError(`flakewire: no reply from ${this.srv.map((s) => s.spec).join(", ")}`);
+    throw new NoResponseError(tried);
   }
 
   private adoptInfo(r: wire.Reply): void {
@@ -431,6 +517,7 @@ export class Client {
 
   /** One UUIDv7 from a small local buffer refilled 90 at a time. */
   async nextUUID7(): Promise<string> {
+    if (this.closed) throw new ClosedError();
     if (!this.uuidBuf.length) this.uuidBuf.push(...(await this.uuid7(wire.UUID7_MAX)));
     return this.uuidBuf.shift()!;
   }
@@ -442,6 +529,7 @@ export class Client {
       while (fetched < this.o.prefetch) {
         const want = Math.min(this.o.prefetch - fetched, per);
         const runs = await this.serial(() => this.fetch(this.o.useRange, want));
+        if (this.closed) throw new ClosedError();
         for (const x of runs) {
           const tail = this.runs[this.runs.length - 1];
           if (tail && tail.first + BigInt(tail.n) === x.first) tail.n += x.n;
@@ -481,6 +569,7 @@ export class Client {
    * background. Rejects only when the buffer is empty and a refill fails. */
   async next(): Promise<bigint> {
     for (;;) {
+      if (this.closed) throw new ClosedError();
       if (this.count > 0) return this.take();
       await this.startRefill();
       if (this.count === 0 && this.refillErr) throw this.refillErr;

@@ -2,10 +2,11 @@
 // flakewire: a client for the flakewire Snowflake ID responders (UDP,
 // protocol version 1). No runtime dependencies.
 export {
-  Client, FlakewireError, InvalidReplyError, NoResponseError, StatusError, parseServer,
+  AddressError, Client, ClosedError, FlakewireError, InvalidReplyError, NoResponseError, ResolveError,
+  StatusError, parseServer,
   RETRY_AFTER_MAX_US,
 } from "./client.js";
-export type { Options, Stats } from "./client.js";
+export type { ErrorCode, Options, Stats } from "./client.js";
 export {
   DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, INT64_MAX, Layout, UUID7_TAG, parseUUID, readUUID, uuid7UnixMs,
 } from "./layout.js";

@@ -8,6 +8,7 @@ export const INT64_MAX = (1n << 63n) - 1n;
 export interface Parts {
   ms: bigint; // ms since the layout's epoch
   unixMs: bigint; // ms since 1970-01-01T00:00:00Z
+  time: Date; // unixMs as a Date
   datacenter: number;
   worker: number;
   sequence: number;
@@ -37,7 +38,7 @@ export class Layout {
     const s = BigInt(this.seqBits), w = BigInt(this.workerBits), d = BigInt(this.dcBits);
     const ms = x >> (s + w + d);
     return {
-      ms, unixMs: ms + this.epochMs,
+      ms, unixMs: ms + this.epochMs, time: new Date(Number(ms + this.epochMs)),
       datacenter: Number((x >> (s + w)) & ((1n << d) - 1n)),
       worker: Number((x >> s) & ((1n << w) - 1n)),
       sequence: Number(x & ((1n << s) - 1n)),
@@ -66,6 +67,8 @@ export interface UUIDParts {
   isV7: boolean;
   /** When isV7. */
   unixMs: bigint;
+  /** unixMs as a Date. */
+  time: Date;
   /** isV7 and the tag 0xF7 sits where the layout puts it. */
   flakewire: boolean;
   /** These three when flakewire. */
@@ -92,10 +95,11 @@ export function readUUID(u: Uint8Array | string, layout: Layout = DEFAULT_LAYOUT
   const version = Number((x >> 76n) & 0xfn);
   const top = Number((x >> 61n) & 7n);
   const variant = top < 4 ? 0 : top < 6 ? 2 : top;
-  const p: UUIDParts = { version, variant, isV7: false, unixMs: 0n, flakewire: false, counter: 0, datacenter: 0, worker: 0 };
+  const p: UUIDParts = { version, variant, isV7: false, unixMs: 0n, time: new Date(0), flakewire: false, counter: 0, datacenter: 0, worker: 0 };
   if (version !== 7 || variant !== 2) return p;
   p.isV7 = true;
   p.unixMs = x >> 80n;
+  p.time = new Date(Number(p.unixMs));
   const P = (((x >> 64n) & 0xfffn) << 62n) | (x & ((1n << 62n) - 1n)); // rand_a | rand_b, 74 bits
   const s = BigInt(layout.seqBits), d = BigInt(layout.dcBits), w = BigInt(layout.workerBits);
   if (Number((P >> (74n - s - d - w - 8n)) & 0xffn) !== UUID7_TAG) return p;

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import test from "node:test";
 
-import { Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, InvalidReplyError, NoResponseError, StatusError, parseServer, wire } from "../src/index.js";
+import { AddressError, ClosedError, ResolveError, Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, InvalidReplyError, NoResponseError, StatusError, parseServer, wire } from "../src/index.js";
 
 type Handler = (op: number, tag: bigint) => Uint8Array[];
 
@@ -43,7 +43,7 @@ test("parseServer", () => {
   assert.deepEqual(parseServer("[fe80::1]"), { host: "fe80::1", port: 4242 });
   assert.deepEqual(parseServer("fe80::1"), { host: "fe80::1", port: 4242 });
   for (const bad of ["[::1", "[::1]x", "h:0", "h:65536", "h:x", ":1", "", "[::1]:"]) {
-    assert.throws(() => parseServer(bad), RangeError, bad);
+    assert.throws(() => parseServer(bad), AddressError, bad);
   }
 });
 
@@ -90,5 +90,44 @@ test("no responder: next() rejects with NoResponseError", async () => {
   const c = await Client.create([f.addr], { timeoutMs: 20, retries: 1 });
   await assert.rejects(c.next(), NoResponseError);
   c.close();
+  f.close();
+});
+
+function deadPort(): Promise<string> {
+  // A loopback port nothing listens on, below the ephemeral range.
+  return new Promise((resolve) => {
+    const s = dgram.createSocket("udp4");
+    s.bind(20000 + Math.floor(Math.random() * 12000), "127.0.0.1", () => {
+      const a = `127.0.0.1:${s.address().port}`;
+      s.close(() => resolve(a));
+    });
+  });
+}
+
+test("refused port: failover at once; NoResponseError names each server", async () => {
+  const silent = await fake(() => []);
+  const dead = await deadPort();
+  const c = await Client.create([silent.addr, dead], { timeoutMs: 20, retries: 0 });
+  const e = await c.get().then(() => null, (x) => x);
+  assert.ok(e instanceof NoResponseError && e.code === "NO_RESPONSE", String(e));
+  assert.deepEqual(e.tried, [`${silent.addr}: no reply in 20 ms`, `${dead}: refused (ICMP port unreachable)`]);
+  assert.equal(c.stats.refused, 1);
+  c.close();
+  silent.close();
+});
+
+test("error classes carry a code", async () => {
+  await assert.rejects(Client.create(["h:0"]), (e: AddressError) => e.code === "BAD_ADDRESS");
+  await assert.rejects(Client.create(["no-such-host.invalid:4242"]),
+    (e: ResolveError) => e instanceof ResolveError && e.code === "RESOLVE");
+});
+
+test("close() ends hand-outs with ClosedError", async () => {
+  const f = await fake(() => []);
+  const c = await Client.create([f.addr], { timeoutMs: 20, retries: 0 });
+  c.close();
+  await assert.rejects(c.next(), (e: ClosedError) => e instanceof ClosedError && e.code === "CLOSED");
+  await assert.rejects(c.get(), ClosedError);
+  await assert.rejects(c.nextUUID7(), ClosedError);
   f.close();
 });

@@ -116,7 +116,8 @@ test("loop: failover from a dead responder", { skip: loop }, async () => {
   const seen = new Set<bigint>();
   workers(c, await take(c, 1, 10), seen);
   assert.equal(seen.size, 10);
-  assert.ok(c.stats.failovers >= 1 && c.stats.timeouts >= 2);
+  // The dead port answers ICMP port unreachable: failover at once.
+  assert.ok(c.stats.failovers >= 1 && c.stats.refused >= 1 && c.stats.timeouts === 0, JSON.stringify(c.stats));
   c.close();
 });
 

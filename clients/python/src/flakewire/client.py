@@ -7,8 +7,10 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   garbled datagrams are ignored and the wait goes on;
 - requests are padded as PROTOCOL.md section 6 says (unless trusted=True),
   so a responder that does not trust this host still answers in full;
-- a silent responder is asked again (timeout, 2x, 4x, ...), then the next
-  one, round robin; CLOCK_UNSAFE and NO_LEASE move to the next responder at
+- each responder has a connected UDP socket, so a closed port (ICMP port
+  unreachable: ECONNREFUSED) moves to the next responder at once;
+- a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the
+  defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE move to the next responder at
   once; RETRY_AFTER waits as told (at most 1 s) and counts as an attempt;
 - every ID is checked before it is handed out: positive, strictly increasing
   within a reply and above the last one seen from that worker, no more than
@@ -16,6 +18,12 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   learnt with an INFO request first) and a time within max_skew_ms of this
   host's clock. A reply that fails a check raises InvalidReplyError and none
   of its IDs are used.
+
+Errors, the same six in every flakewire client (doc/clients.md), all
+FlakewireError: AddressError (also ValueError), ResolveError (also OSError),
+NoResponseError (also TimeoutError; .tried names each server and what it
+did), StatusError, InvalidReplyError, ClosedError: after close() every call
+raises it, buffered IDs included.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import uuid
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import wire
-from .layout import INT64_MAX, Layout, uuid7_parts
+from .layout import DEFAULT as DEFAULT_LAYOUT, INT64_MAX, Layout, uuid7_parts
 
 RETRY_AFTER_MAX_US = 1_000_000
 WORKERS_TRACKED = 64
@@ -40,8 +48,28 @@ class FlakewireError(Exception):
     """Base class of the errors this client raises."""
 
 
+class AddressError(FlakewireError, ValueError):
+    """A server string that cannot be parsed (or no server at all)."""
+
+
+class ResolveError(FlakewireError, OSError):
+    """A host name that does not resolve."""
+
+
 class NoResponseError(FlakewireError, TimeoutError):
-    """No responder answered within its attempts."""
+    """No responder answered within its attempts; .tried lists
+    "SERVER: what happened" for each server tried."""
+
+    def __init__(self, tried: List[str]):
+        self.tried = tried
+        super().__init__("no responder answered: " + "; ".join(tried))
+
+
+class ClosedError(FlakewireError):
+    """The client was closed; buffered IDs are no longer handed out."""
+
+    def __init__(self) -> None:
+        super().__init__("client closed")
 
 
 class StatusError(FlakewireError):
@@ -68,25 +96,25 @@ def parse_server(s: str) -> Tuple[str, int]:
     if s.startswith("["):
         close = s.find("]")
         if close < 0:
-            raise ValueError(f"server {s!r}: '[' without ']'")
+            raise AddressError(f"server {s!r}: '[' without ']'")
         host, rest = s[1:close], s[close + 1:]
         if rest.startswith(":"):
             port = _port(s, rest[1:])
         elif rest:
-            raise ValueError(f"server {s!r}: unexpected {rest!r} after ']'")
+            raise AddressError(f"server {s!r}: unexpected {rest!r} after ']'")
     elif s.count(":") == 1:
         host, p = s.split(":")
         port = _port(s, p)
     else:
         host = s
     if not host:
-        raise ValueError(f"server {s!r}: empty host")
+        raise AddressError(f"server {s!r}: empty host")
     return host, port
 
 
 def _port(s: str, p: str) -> int:
     if not p.isdigit() or not 1 <= int(p) <= 65535:
-        raise ValueError(f"server {s!r}: port {p!r} not in 1..65535")
+        raise AddressError(f"server {s!r}: port {p!r} not in 1..65535")
     return int(p)
 
 
@@ -100,12 +128,18 @@ class _Server:
             try:
                 ai = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
             except socket.gaierror as e:
-                raise ValueError(f"server {spec!r}: cannot resolve {host!r}: {e}") from None
+                raise ResolveError(f"server {spec!r}: cannot resolve {host!r}: {e}") from None
         family, _, _, _, addr = ai[0]
         self.spec = spec
         self.addr = addr
         self.key = (addr[0], addr[1])
         self.sock = socket.socket(family, socket.SOCK_DGRAM)
+        # Connected: the kernel reports ICMP port unreachable as ECONNREFUSED.
+        try:
+            self.sock.connect(addr)
+        except BaseException:
+            self.sock.close()
+            raise
 
 
 class Client:
@@ -131,7 +165,7 @@ class Client:
         if isinstance(servers, str):
             servers = [servers]
         if not servers:
-            raise ValueError("servers: at least one responder is needed")
+            raise AddressError("servers: at least one responder is needed")
         _check("timeout", timeout, 0.001, 60)
         _check("retries", retries, 0, 10)
         _check("prefetch", prefetch, 1, 1 << 20)
@@ -148,8 +182,9 @@ class Client:
             self.close()
             raise
         self._cur = 0
+        self._closed = False
         self._net = threading.Lock()        # one exchange at a time
-        self.layout: Optional[Layout] = None
+        self._layout: Optional[Layout] = None
         self.info_reply: Optional[wire.Reply] = None
         self._info_done = False
         self._seen: Dict[tuple, int] = {}
@@ -167,8 +202,17 @@ class Client:
 
     # -- lifecycle
     def close(self) -> None:
+        """Closes the sockets: every later call raises ClosedError, and the
+        IDs still buffered are dropped."""
+        self._closed = True
         for s in self._srv:
             s.sock.close()
+        if hasattr(self, "_buf"):
+            with self._buf:
+                self._runs.clear()
+                self._count = 0
+                self._uuids.clear()
+                self._buf.notify_all()
 
     def __enter__(self) -> "Client":
         return self
@@ -176,19 +220,37 @@ class Client:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def layout(self) -> Layout:
+        """The responders' layout (for decode and uuid7_parts), asked with
+        an INFO request if no request has learnt it yet; DEFAULT when the
+        responder's INFO carries none."""
+        with self._net:
+            self._ensure_layout()
+            return self._layout or DEFAULT_LAYOUT
+
     # -- exchanges
     def _await(self, srv: _Server, op: int, tag: int, deadline: float) -> Optional[wire.Reply]:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            srv.sock.settimeout(left)
             try:
+                srv.sock.settimeout(left)
                 buf, frm = srv.sock.recvfrom(2048)
             except socket.timeout:
                 return None
+            except ConnectionRefusedError:
+                raise
             except OSError:
-                # e.g. ECONNREFUSED from an ICMP port unreachable: keep waiting
+                if self._closed:
+                    raise ClosedError() from None
                 continue
             if (frm[0], frm[1]) != srv.key:
                 self.stats["stray"] += 1
@@ -208,23 +270,36 @@ class Client:
 
     def _exchange(self, op: int, count: int) -> wire.Reply:
         """One request with retries, RETRY_AFTER and failover; caller holds _net."""
+        if self._closed:
+            raise ClosedError()
         tag = int.from_bytes(os.urandom(8), "big")
         # RANGE pads for 2^seq_bits IDs per range once INFO gave the layout.
-        seq = self.layout.seq_bits if self.layout else 12
+        seq = self._layout.seq_bits if self._layout else 12
         req = wire.encode_request(op, count, tag, not self.trusted, seq)
         retry_after: Optional[wire.Reply] = None
         moved: Optional[wire.Reply] = None
+        tried: List[str] = []
         for _ in range(len(self._srv)):
             srv = self._srv[self._cur]
+            what, waited = "", 0.0
             for a in range(self.retries + 1):
                 try:
-                    srv.sock.sendto(req, srv.addr)
-                except OSError:
+                    srv.sock.send(req)
+                    self.stats["requests"] += 1
+                    rep = self._await(srv, op, tag, time.monotonic() + self.timeout * (1 << a))
+                except ConnectionRefusedError:
+                    self.stats["refused"] += 1
+                    what = "refused (ICMP port unreachable)"
                     break
-                self.stats["requests"] += 1
-                rep = self._await(srv, op, tag, time.monotonic() + self.timeout * (1 << a))
+                except OSError as e:
+                    if self._closed:
+                        raise ClosedError() from None
+                    what = str(e)
+                    break
                 if rep is None:
                     self.stats["timeouts"] += 1
+                    waited += self.timeout * (1 << a)
+                    what = f"no reply in {waited:g} s"
                     continue
                 self.last_reply = rep
                 if rep.status == wire.ST_OK:
@@ -238,13 +313,14 @@ class Client:
                     moved = rep
                     break
                 raise StatusError(rep)
+            tried.append(f"{srv.spec}: {what}")
             self._cur = (self._cur + 1) % len(self._srv)
             self.stats["failovers"] += 1
         if moved is not None:
             raise StatusError(moved)
         if retry_after is not None:
             raise StatusError(retry_after)
-        raise NoResponseError(f"no reply from {', '.join(s.spec for s in self._srv)}")
+        raise NoResponseError(tried)
 
     def _adopt_info(self, rep: wire.Reply) -> None:
         i = rep.info
@@ -255,8 +331,8 @@ class Client:
             lay.validate()
         except ValueError:
             return
-        if self.layout is None:
-            self.layout = lay
+        if self._layout is None:
+            self._layout = lay
         self._info_done = True
 
     def _ensure_layout(self) -> None:
@@ -271,9 +347,9 @@ class Client:
 
     # -- validation
     def _check_id(self, id_: int, rep: wire.Reply, now_ms: int) -> None:
-        if self.layout is None:
+        if self._layout is None:
             return
-        p = self.layout.decode(id_)
+        p = self._layout.decode(id_)
         if p.datacenter != rep.datacenter or p.worker != rep.worker:
             raise InvalidReplyError(f"ID {id_} names worker {p.datacenter}/{p.worker}, "
                                     f"the reply {rep.datacenter}/{rep.worker}")
@@ -366,10 +442,10 @@ class Client:
             raise InvalidReplyError(f"{len(rep.uuids)} UUIDs for {asked} asked")
         prev = -1
         for u in rep.uuids:
-            p = uuid7_parts(u, self.layout)
+            p = uuid7_parts(u, self._layout)
             if not p.is_v7:
                 raise InvalidReplyError(f"{u} is not a UUIDv7")
-            if self.layout and (not p.flakewire or p.datacenter != rep.datacenter
+            if self._layout and (not p.flakewire or p.datacenter != rep.datacenter
                                 or p.worker != rep.worker):
                 raise InvalidReplyError(f"{u} does not carry worker {rep.datacenter}/{rep.worker}")
             if u.int <= prev:
@@ -388,6 +464,8 @@ class Client:
     def next_uuid7(self) -> uuid.UUID:
         """One UUIDv7 from a small local buffer refilled 90 at a time."""
         with self._buf:
+            if self._closed:
+                raise ClosedError()
             if self._uuids:
                 return self._uuids.popleft()
         got = self.uuid7(wire.UUID7_MAX)
@@ -405,6 +483,8 @@ class Client:
                 with self._net:
                     runs = self._fetch(self.use_range, min(self.prefetch - fetched, per))
                 with self._buf:
+                    if self._closed:
+                        raise ClosedError()
                     for first, n in runs:
                         tail = self._runs[-1] if self._runs else None
                         if tail is not None and tail[0] + tail[1] == first:
@@ -435,6 +515,8 @@ class Client:
         with self._buf:
             gen = None
             while True:
+                if self._closed:
+                    raise ClosedError()
                 if self._count:
                     id_ = self._next_locked()
                     if (self._count < self.low_water and not self._refilling
@@ -456,6 +538,8 @@ class Client:
         """next() for asyncio: returns at once while IDs are buffered, else
         waits for the refill in a worker thread without blocking the loop."""
         with self._buf:
+            if self._closed:
+                raise ClosedError()
             if self._count > self.low_water:
                 return self._next_locked()
         return await asyncio.get_running_loop().run_in_executor(None, self.next)
