@@ -130,8 +130,9 @@ blocks()
 case $lang in
 ts) printf '{"name": "app", "private": true, "type": "module"}\n' >package.json
 	# The consumer compiles with the client's pinned tsc and Node types
-	# (npm ci in clients/ts, as the ts tests do).
-	sh "$here/ts.sh" "$root/clients/ts" "$tmp/ts-tests" true || fail "npm ci / tsc in clients/ts"
+	# (npm ci in clients/ts, once, shared with the ts tests: FW_TS_OUT).
+	sh "$here/ts.sh" "$root/clients/ts" "${FW_TS_OUT:-$tmp/ts-tests}" true ||
+		fail "npm ci / tsc in clients/ts"
 	cat >tsconfig.json <<-EOF
 	{"compilerOptions": {"target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext",
 	  "strict": true, "skipLibCheck": true, "outDir": "out", "types": ["node"],

@@ -46,6 +46,12 @@ public final class Client implements AutoCloseable {
     public static final class Options {
         /** First attempt's wait in ms (1..60000), doubled per retry. */
         public int timeoutMs = 200;
+
+        /** Sets timeoutMs from a Duration (whole milliseconds). */
+        public Options timeout(java.time.Duration d) {
+            timeoutMs = (int) Math.min(Integer.MAX_VALUE, d.toMillis());
+            return this;
+        }
         /** Resends per responder (0..10). */
         public int retries = 3;
         /** IDs fetched per refill by next() (1..2^20). */
@@ -63,7 +69,8 @@ public final class Client implements AutoCloseable {
     /** What the client did. */
     public static final class Stats {
         public final AtomicLong requests = new AtomicLong(), timeouts = new AtomicLong(),
-                retryAfter = new AtomicLong(), failovers = new AtomicLong(), stray = new AtomicLong();
+                retryAfter = new AtomicLong(), failovers = new AtomicLong(), stray = new AtomicLong(),
+                refused = new AtomicLong(); // ICMP port unreachable: failed over at once
     }
 
     private static final class Server {
@@ -83,6 +90,7 @@ public final class Client implements AutoCloseable {
     private final List<Server> srv = new ArrayList<>();
     private final byte[] rx = new byte[2048];
 
+    private volatile boolean closed;
     private final ReentrantLock net = new ReentrantLock(); // one exchange at a time; guards the fields below
     private int cur;
     private volatile Layout layout;
@@ -154,9 +162,12 @@ public final class Client implements AutoCloseable {
                 try {
                     a = InetAddress.getByName(hp.host());
                 } catch (UnknownHostException e) {
-                    throw new IllegalArgumentException("server \"" + s + "\": cannot resolve " + hp.host(), e);
+                    throw new ResolveException("flakewire: server \"" + s + "\" does not resolve: " + hp.host(), e);
                 }
-                srv.add(new Server(s, new InetSocketAddress(a, hp.port())));
+                Server sv = new Server(s, new InetSocketAddress(a, hp.port()));
+                srv.add(sv);
+                // Connected: the kernel reports ICMP port unreachable (PortUnreachableException).
+                sv.sock.connect(sv.addr);
             }
         } catch (IOException | RuntimeException e) {
             close();
@@ -164,15 +175,75 @@ public final class Client implements AutoCloseable {
         }
     }
 
-    /** Closes the sockets; buffered IDs are lost. */
+    /** Closes the sockets: every later call throws {@link ClosedException}, buffered IDs included. */
     @Override
     public void close() {
+        closed = true;
         for (Server s : srv) s.sock.close();
+        buf.lock();
+        try {
+            runs.clear();
+            count = 0;
+            uuids.clear();
+            changed.signalAll();
+        } finally {
+            buf.unlock();
+        }
     }
 
-    /** The layout learnt from INFO, null before. */
-    public Layout layout() {
-        return layout;
+    /**
+     * The responders' layout (for {@link Layout#decode} and {@link Layout#readUuid}), asked with an INFO request if no
+     * request has learnt it yet; {@link Layout#DEFAULT} when the responder's INFO carries none. Never null.
+     */
+    public Layout layout() throws IOException {
+        net.lock();
+        try {
+            ensureLayout();
+            Layout l = layout;
+            return l != null ? l : Layout.DEFAULT;
+        } finally {
+            net.unlock();
+        }
+    }
+
+    private static final java.util.concurrent.ExecutorService ASYNC =
+            java.util.concurrent.Executors.newCachedThreadPool(r -> {
+                Thread t = new Thread(r, "flakewire-async");
+                t.setDaemon(true);
+                return t;
+            });
+
+    /** An I/O call as a future. */
+    interface Call<T> {
+        T run() throws IOException;
+    }
+
+    private <T> java.util.concurrent.CompletableFuture<T> async(Call<T> c) {
+        java.util.concurrent.CompletableFuture<T> f = new java.util.concurrent.CompletableFuture<>();
+        ASYNC.execute(() -> {
+            try {
+                f.complete(c.run());
+            } catch (Throwable e) {
+                f.completeExceptionally(e);
+            }
+        });
+        return f;
+    }
+
+    /** {@link #next()} without blocking the caller: completes at once while IDs are buffered. */
+    public java.util.concurrent.CompletableFuture<Long> nextAsync() {
+        buf.lock();
+        try {
+            if (!closed && count > o.lowWater) return java.util.concurrent.CompletableFuture.completedFuture(takeLocked());
+        } finally {
+            buf.unlock();
+        }
+        return async(this::next);
+    }
+
+    /** {@link #get()} on a daemon thread of this library, as a future. */
+    public java.util.concurrent.CompletableFuture<Long> getAsync() {
+        return async(this::get);
     }
 
     /** The last reply accepted. */
@@ -185,11 +256,16 @@ public final class Client implements AutoCloseable {
         for (;;) {
             long left = (deadlineNs - System.nanoTime()) / 1_000_000;
             if (left <= 0) return null;
-            s.sock.setSoTimeout((int) left);
             try {
+                s.sock.setSoTimeout((int) left);
                 s.sock.receive(p);
             } catch (SocketTimeoutException e) {
                 return null;
+            } catch (java.net.PortUnreachableException e) {
+                throw e;
+            } catch (IOException e) {
+                if (closed) throw new ClosedException();
+                throw e;
             }
             if (!s.addr.equals(p.getSocketAddress())) {
                 stats.stray.incrementAndGet();
@@ -216,24 +292,39 @@ public final class Client implements AutoCloseable {
 
     /** One request with retries, RETRY_AFTER and failover; holds net. */
     private Wire.Reply exchange(int op, int count) throws IOException {
+        if (closed) throw new ClosedException();
         long tag = RANDOM.nextLong();
         // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
         Layout l = layout;
         byte[] req = Wire.encodeRequest(op, count, tag, !o.trusted, l != null ? l.seqBits() : 12);
         Wire.Reply retryAfter = null, moved = null;
+        List<String> tried = new java.util.ArrayList<>();
         for (int i = 0; i < srv.size(); i++) {
             Server s = srv.get(cur);
+            String what = "";
+            long waited = 0;
             attempts:
             for (int a = 0; a <= o.retries; a++) {
+                Wire.Reply r;
                 try {
                     s.sock.send(new DatagramPacket(req, req.length, s.addr));
+                    stats.requests.incrementAndGet();
+                    r = await(s, op, tag, System.nanoTime() + ((long) o.timeoutMs << a) * 1_000_000);
+                } catch (java.net.PortUnreachableException e) {
+                    stats.refused.incrementAndGet();
+                    what = "refused (ICMP port unreachable)";
+                    break;
+                } catch (ClosedException e) {
+                    throw e;
                 } catch (IOException e) {
+                    if (closed) throw new ClosedException();
+                    what = e.toString();
                     break;
                 }
-                stats.requests.incrementAndGet();
-                Wire.Reply r = await(s, op, tag, System.nanoTime() + ((long) o.timeoutMs << a) * 1_000_000);
                 if (r == null) {
                     stats.timeouts.incrementAndGet();
+                    waited += (long) o.timeoutMs << a;
+                    what = "no reply in " + waited + " ms";
                     continue;
                 }
                 lastReply = r;
@@ -253,14 +344,13 @@ public final class Client implements AutoCloseable {
                         throw new StatusException(r);
                 }
             }
+            tried.add(s.spec + ": " + what);
             cur = (cur + 1) % srv.size();
             stats.failovers.incrementAndGet();
         }
         if (moved != null) throw new StatusException(moved);
         if (retryAfter != null) throw new StatusException(retryAfter);
-        StringBuilder b = new StringBuilder();
-        for (Server s : srv) b.append(b.length() > 0 ? ", " : "").append(s.spec);
-        throw new NoResponseException("flakewire: no reply from " + b);
+        throw new NoResponseException(tried);
     }
 
     private static void sleepUs(long us) throws IOException {
@@ -454,6 +544,7 @@ public final class Client implements AutoCloseable {
     public UUID nextUuid7() throws IOException {
         buf.lock();
         try {
+            if (closed) throw new ClosedException();
             if (!uuids.isEmpty()) return uuids.poll();
         } finally {
             buf.unlock();
@@ -482,6 +573,7 @@ public final class Client implements AutoCloseable {
                 }
                 buf.lock();
                 try {
+                    if (closed) throw new ClosedException();
                     for (Wire.Range x : got) {
                         long[] tail = runs.peekLast();
                         if (tail != null && tail[0] + tail[1] == x.first()) tail[1] += x.n();
@@ -528,14 +620,8 @@ public final class Client implements AutoCloseable {
             boolean waited = false;
             long g = 0;
             for (;;) {
-                if (count > 0) {
-                    long[] h = runs.peekFirst();
-                    long id = h[0]++;
-                    if (--h[1] == 0) runs.pollFirst();
-                    count--;
-                    if (count < o.lowWater && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
-                    return id;
-                }
+                if (closed) throw new ClosedException();
+                if (count > 0) return takeLocked();
                 if (waited && gen != g && refillErr != null) throw refillErr;
                 if (!refilling) startRefill();
                 g = gen;
@@ -545,6 +631,15 @@ public final class Client implements AutoCloseable {
         } finally {
             buf.unlock();
         }
+    }
+
+    private long takeLocked() {
+        long[] h = runs.peekFirst();
+        long id = h[0]++;
+        if (--h[1] == 0) runs.pollFirst();
+        count--;
+        if (count < o.lowWater && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+        return id;
     }
 
     /** next() as a decimal string (for JSON and JavaScript consumers). */

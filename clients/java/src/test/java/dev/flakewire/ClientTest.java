@@ -133,4 +133,81 @@ class ClientTest {
             assertThrows(NoResponseException.class, c::next);
         }
     }
+
+    static List<byte[]> answering(int op, long tag) {
+        if (op == Wire.OP_INFO) return List.of(reply(op, tag, 0, 7));
+        if (op == Wire.OP_ID) return List.of(reply(op, tag, 0, 7, mkId(7, 0)));
+        return List.of(reply(op, tag, 0, 7, mkId(7, 0), mkId(7, 1), mkId(7, 2)));
+    }
+
+    /** A loopback port nothing listens on, below the ephemeral range. */
+    static String deadPort() throws IOException {
+        for (int p = 20000 + (int) (System.nanoTime() % 10000); p < 32768; p++) {
+            try {
+                new DatagramSocket(p, InetAddress.getLoopbackAddress()).close();
+                return "127.0.0.1:" + p;
+            } catch (SocketException e) {
+                // taken: the next one
+            }
+        }
+        throw new IOException("no free port");
+    }
+
+    @Test
+    void closeEndsHandOuts() throws Exception {
+        try (Fake f = new Fake(ClientTest::answering)) {
+            Client.Options o = opts();
+            o.useRange = false;
+            o.prefetch = 3;
+            o.lowWater = 0;
+            Client c = new Client(List.of(f.addr), o);
+            c.next();
+            c.close();
+            assertThrows(ClosedException.class, c::next);
+            assertThrows(ClosedException.class, c::get);
+            assertThrows(ClosedException.class, c::nextUuid7);
+        }
+    }
+
+    @Test
+    void refusedFailsOverAtOnce() throws Exception {
+        try (Fake f = new Fake(ClientTest::answering)) {
+            Client.Options o = opts().timeout(java.time.Duration.ofSeconds(2));
+            o.retries = 3;
+            try (Client c = new Client(List.of(deadPort(), f.addr), o)) {
+                long t = System.nanoTime();
+                assertTrue(c.getAsync().get() > 0);
+                // a timeout would cost 2 s; ICMP port unreachable a round trip
+                assertTrue(System.nanoTime() - t < 1_000_000_000L);
+                assertTrue(c.stats.refused.get() >= 1 && c.stats.timeouts.get() == 0);
+            }
+        }
+    }
+
+    @Test
+    void noResponseNamesEachServer() throws Exception {
+        try (Fake f = new Fake((op, tag) -> List.of())) {
+            String dead = deadPort();
+            Client.Options o = opts().timeout(java.time.Duration.ofMillis(20));
+            try (Client c = new Client(List.of(f.addr, dead), o)) {
+                NoResponseException e = assertThrows(NoResponseException.class, c::get);
+                assertEquals(List.of(f.addr + ": no reply in 20 ms", dead + ": refused (ICMP port unreachable)"), e.tried);
+            }
+        }
+    }
+
+    @Test
+    void errorClasses() {
+        assertThrows(IllegalArgumentException.class, () -> new Client(List.of("h:0"), null));
+        ResolveException e = assertThrows(ResolveException.class,
+                () -> new Client(List.of("no-such-host.invalid:4242"), null));
+        assertTrue(e instanceof IOException && e.getCause() != null);
+    }
+
+    @Test
+    void layoutBeforeAnyId() throws Exception {
+        try (Fake f = new Fake(ClientTest::answering); Client c = new Client(List.of(f.addr), opts())) {
+            assertEquals(Layout.DEFAULT, c.layout());
+        }
+    }
 }
