@@ -26,8 +26,8 @@
 set -u
 lang=${1:?usage: consumer.sh LANG SRCROOT FLAKESOCK [CONSUMER_C]}
 root=$(cd "${2:?source root}" && pwd)
-fsock=${3:?flakesock binary}
-consumer_c=${4:-}
+fsock=$(realpath "${3:?flakesock binary}")
+consumer_c=${4:+$(realpath "$4")}
 here=$root/tests/clients
 pids=()
 stopped=""
@@ -104,7 +104,7 @@ FW_DEAD=127.0.0.1:$(free_port)
 FLAKEWIRE_SERVERS=$FW_A,$FW_B
 export FW_A FW_A_PID FW_B FW_SILENT FW_DEAD FLAKEWIRE_SERVERS
 # Isolated caches: nothing of this run lands in the user's ~/.m2 or Go cache.
-export GOCACHE=$tmp/go-cache GOPATH=$tmp/go-path GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+export GOCACHE=$tmp/go-cache GOPATH=$tmp/go-path GOPROXY=off GOTOOLCHAIN=local \
 	CGO_ENABLED=0 MAVEN_OPTS="-Dmaven.repo.local=$tmp/m2" PYTHONDONTWRITEBYTECODE=1 \
 	npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
