@@ -7,16 +7,21 @@
 //   garbled datagrams are ignored and the wait goes on;
 // - requests are padded as PROTOCOL.md section 6 says (unless trusted), so a
 //   responder that does not trust this host still answers in full;
-// - a silent responder is asked again (timeout, 2x, 4x, ...), then the next
-//   one, round robin; CLOCK_UNSAFE and NO_LEASE move to the next responder
-//   at once; RETRY_AFTER waits as told (at most 1 s) and counts as an attempt;
+// - each responder has a connected UDP socket, so a closed port (ICMP port
+//   unreachable: ECONNREFUSED) moves to the next responder at once;
+// - a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the
+//   defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE
+//   move to the next responder at once; RETRY_AFTER waits as told (at most
+//   1 s) and counts as an attempt;
 // - every ID is checked before it is handed out: positive, strictly
 //   increasing within a reply and above the last one seen from that worker,
 //   no more than asked, carrying the datacenter and worker the reply names
 //   (the layout is learnt with an INFO request first) and a time within
 //   maxSkewMs of this host's clock.
 // Exchanges run one at a time (a promise queue); next() resolves at once
-// from the prefetch buffer while a refill is in flight.
+// from the prefetch buffer while a refill is in flight. Errors are the six
+// FlakewireError subclasses (a code each: doc/clients.md); after close()
+// every call rejects with ClosedError, buffered IDs included.
 
 import { randomBytes } from "node:crypto";
 import dgram from "node:dgram";

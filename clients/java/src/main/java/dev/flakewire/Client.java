@@ -27,14 +27,20 @@ import java.util.concurrent.locks.ReentrantLock;
  * match, so stale, foreign and garbled datagrams are ignored and the wait goes on;</li>
  * <li>requests are padded as PROTOCOL.md section 6 says (unless {@link Options#trusted}), so a responder that does
  * not trust this host still answers in full;</li>
- * <li>a silent responder is asked again (timeout, 2x, 4x, ...), then the next one, round robin; CLOCK_UNSAFE and
- * NO_LEASE move to the next responder at once; RETRY_AFTER waits as told (at most 1 s) and counts as an attempt;</li>
+ * <li>each responder has a connected UDP socket, so a closed port (ICMP port unreachable) moves to the next responder
+ * at once;</li>
+ * <li>a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the defaults), then the next one, round
+ * robin; CLOCK_UNSAFE and NO_LEASE move to the next responder at once; RETRY_AFTER waits as told (at most 1 s) and
+ * counts as an attempt;</li>
  * <li>every ID is checked before it is handed out: positive, strictly increasing within a reply and above the last
  * one seen from that worker, no more than asked, carrying the datacenter and worker the reply names (the layout is
  * learnt with an INFO request first) and a time within {@link Options#maxSkewMs} of this host's clock.</li>
  * </ul>
  * Thread safe: {@link #next()} hands out buffered IDs without waiting for a refill in flight (refills run on a
- * daemon thread).
+ * daemon thread). Errors are checked {@link FlakewireException}s ({@link ResolveException},
+ * {@link NoResponseException}, {@link StatusException}, {@link InvalidReplyException}, {@link ClosedException});
+ * {@link IllegalArgumentException} only for malformed input. After {@link #close()} every call throws
+ * {@link ClosedException}, buffered IDs included.
  */
 public final class Client implements AutoCloseable {
     /** Longest RETRY_AFTER wait honoured, microseconds. */
