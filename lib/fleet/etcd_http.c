@@ -172,8 +172,9 @@ static int post_one(struct etcd_conn *c, const char *url, const char *json, bool
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)sh->request_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)FW_MIN(sh->request_ms, 1000u));
+	uint32_t tmo = c->timeout_ms ? c->timeout_ms : sh->request_ms;
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)tmo);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)FW_MIN(tmo, 1000u));
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (sh->ca[0])
@@ -243,46 +244,84 @@ static int authenticate(struct etcd_conn *c, const char *base)
 	return 0;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * An error reply that says the cluster is between leaders (or the member
+ * cannot reach it): another member, or the same one a moment later, answers.
+ */
+static bool transient(const char *err)
+{
+	return strstr(err, "leader") != NULL || strstr(err, "timed out") != NULL ||
+	       strstr(err, "connection closed") != NULL || strstr(err, "too many requests");
+}
+
+/* One try against endpoint @i: 0, -ENOTCONN (try another), -EIO (final). */
+static int call_one(struct etcd_conn *c, int i, const char *path, const char *json,
+		    struct json_object **out, int *code)
+{
+	struct etcd_shared *sh = c->sh;
+	bool auth = sh->user[0] != '\0';
+	char url[300];
+	int rc = -ENOTCONN;
+	snprintf(url, sizeof(url), "%s%s", sh->ep[i], path);
+	for (int tries = 0; tries < 2; tries++) {
+		if (auth && (tries > 0 || !sh->token[0])) {
+			rc = authenticate(c, sh->ep[i]);
+			if (rc != 0)
+				return rc;
+		}
+		rc = post_one(c, url, json, auth, out);
+		if (rc != 0)
+			return rc;
+		int k = reply_error(c, *out);
+		if (k == 0)
+			return 0;
+		json_object_put(*out);
+		*out = NULL;
+		if (code)
+			*code = k;
+		if (transient(c->err))
+			return -ENOTCONN;
+		if (!(auth && k == ETCD_UNAUTHENTICATED))
+			return -EIO;
+	}
+	return -EIO;
+}
+
 int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 	      struct json_object **out, int *code)
 {
 	struct etcd_shared *sh = c->sh;
 	const char *json = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	bool auth = sh->user[0] != '\0';
+	uint64_t due = mono_ms() + sh->request_ms;
 	int rc = -ENOTCONN;
 	*out = NULL;
 	if (code)
 		*code = 0;
-	for (int i = 0; i < sh->n_ep && rc == -ENOTCONN; i++) {
-		const char *base = sh->ep[(c->cur + i) % sh->n_ep];
-		char url[300];
-		snprintf(url, sizeof(url), "%s%s", base, path);
-		for (int tries = 0; tries < 2; tries++) {
-			if (auth && (tries > 0 || !sh->token[0])) {
-				rc = authenticate(c, base);
-				if (rc != 0)
-					break;
-			}
-			rc = post_one(c, url, json, auth, out);
-			if (rc != 0)
-				break;
-			int k = reply_error(c, *out);
-			if (k == 0) {
-				c->cur = (c->cur + i) % sh->n_ep;
-				json_object_put(req);
-				return 0;
-			}
-			json_object_put(*out);
-			*out = NULL;
-			if (code)
-				*code = k;
-			rc = -EIO;
-			if (!(auth && k == ETCD_UNAUTHENTICATED) || tries > 0)
-				break;
+	/*
+	 * Round the endpoints until one answers or request_ms is spent: a member
+	 * killed refuses at once, a cluster electing a leader answers within its
+	 * election timeout, so a call rides through a leader's loss.
+	 */
+	for (int n = 0; rc == -ENOTCONN; n++) {
+		int i = (c->cur + n) % sh->n_ep;
+		uint64_t now = mono_ms();
+		if (now >= due)
+			break;
+		c->timeout_ms = (uint32_t)FW_MIN(due - now, FW_MAX(sh->request_ms / 4, 250u));
+		rc = call_one(c, i, path, json, out, code);
+		if (rc == 0)
+			c->cur = i;
+		else if (rc == -ENOTCONN && (n + 1) % sh->n_ep == 0) {
+			struct timespec ts = {0, 50 * 1000000}; /* every member refused: a pause */
+			nanosleep(&ts, NULL);
 		}
-		/* An error reply from a member that lost its leader is a transport matter. */
-		if (rc == -EIO && strstr(c->err, "no leader"))
-			rc = -ENOTCONN;
 	}
 	json_object_put(req);
 	return rc;

@@ -33,6 +33,7 @@ struct etcd_conn {
 	int cur;    /* the endpoint that answered last */
 	char err[1024];
 	uint64_t date_ms; /* the last reply's Date header, unix ms (0: none) */
+	uint32_t timeout_ms; /* this try's HTTP timeout (etcd_call sets it) */
 };
 
 /* gRPC status codes etcd puts in an error reply's "code". */
@@ -48,10 +49,12 @@ void etcd_conn_fini(struct etcd_conn *c);
 
 /*
  * POSTs @req (consumed) to @path ("/v3/kv/range") and parses the reply
- * into *@out (the caller puts it). Returns 0; -ENOTCONN when no endpoint
- * answered (c->err says why); -EIO for an error reply (its gRPC code in
- * *@code when @code is not NULL, its message in c->err) or a reply that is
- * not JSON.
+ * into *@out (the caller puts it), trying the endpoints in turn (each try
+ * a quarter of request_ms, at least 250 ms) until one answers or
+ * request_ms is spent; an error reply about the leader (an election) counts
+ * as no answer. Returns 0; -ENOTCONN when no endpoint answered in time
+ * (c->err says why); -EIO for an error reply (its gRPC code in *@code when
+ * @code is not NULL, its message in c->err) or a reply that is not JSON.
  */
 int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 	      struct json_object **out, int *code);
