@@ -54,6 +54,7 @@
 #                         [--pairs N] [--pair-duration S] [--noisy-iqr F]
 #                         [--build-dir DIR] [--no-build] [--profile]
 #                         [--sut-core C] [--load-core C] [--only LIST] [--keep-logs]
+#                         [--lock FILE]
 #   --runs, --duration  the absolute rows (idspace, latency): 3 runs of 3 s
 #   --pairs, --pair-duration  the ratio rows: 9 pairs of runs of 2 s
 #   --noisy-iqr  a ratio row whose IQR is wider than this share of its
@@ -61,6 +62,10 @@
 #   --quick      3 pairs of 1 s, one run of 2 s per absolute row, 3 latency
 #                points, small profile: about two minutes, for before/after checks
 #   --only LIST  comma-separated sections: core,idspace,path,kernel,latency,cycles,profile
+#   --lock FILE  hold FILE's flock(1) from the first section that starts
+#                responders or a namespace (idspace) to the end of the last
+#                (latency), not over the build, core, cycles and profile
+#                sections: a shared machine's other root tests wait only then
 # The system under test is stopped before its load generator; a system under
 # test that crashes fails the run: exit status 3 after the table.
 set -euo pipefail
@@ -80,6 +85,7 @@ SUT_CORE=0
 LOAD_CORE=1
 ONLY="core,idspace,path,kernel,latency,cycles,profile"
 KEEP_LOGS=0
+LOCK=""
 INVOCATION="$0 $*"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
@@ -100,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--load-core) LOAD_CORE="$2"; shift 2 ;;
 	--only) ONLY="$2"; shift 2 ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
+	--lock) LOCK="$2"; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -241,6 +248,15 @@ if want core; then
 	cmd="taskset -c $LOAD_CORE $FLAKECTL bench-core $CORE_ARGS"
 	$cmd >"$RUNDIR/core.txt"
 	meta core cmd "$cmd"
+fi
+
+# ---- --lock: held over the sections that start responders or a namespace ----
+LOCK_FD=""
+if [ -n "$LOCK" ] && { want idspace || want path || want kernel || want latency; }; then
+	exec {LOCK_FD}>>"$LOCK"
+	log "waiting for the lock $LOCK"
+	flock "$LOCK_FD"
+	log "lock $LOCK held ($(date -u +%H:%M:%SZ))"
 fi
 
 # ---- 2: ID-space saturation ----
@@ -424,6 +440,13 @@ if want latency; then
 			done
 		done
 	done
+fi
+
+if [ -n "$LOCK_FD" ]; then
+	flock -u "$LOCK_FD"
+	exec {LOCK_FD}>&-
+	LOCK_FD=""
+	log "lock $LOCK released ($(date -u +%H:%M:%SZ))"
 fi
 
 # ---- cycles: the serve path in cycles per request beside macswap (no NIC) ----
