@@ -244,8 +244,8 @@ enum pb_side { PB_EMPTY, PB_SERVE, PB_MACSWAP };
  * median of the per-burst TSC cycles; adds the frames left unanswered.
  */
 static uint64_t cycles_slice(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-			     const struct pb_frame *fr, struct rte_mbuf **m, uint64_t *t, uint32_t k,
-			     enum pb_side side, uint64_t *unanswered)
+			     const struct pb_frame *fr, struct rte_mbuf **m, uint64_t *t,
+			     uint32_t k, enum pb_side side, uint64_t *unanswered)
 {
 	struct rte_mbuf *tx[FW_BURST], *dr[FW_BURST];
 
@@ -378,12 +378,18 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"frames", required_argument, 0, 'n'},  {"op", required_argument, 0, 'o'},
-		{"count", required_argument, 0, 'c'},   {"set", required_argument, 0, 's'},
-		{"check", no_argument, 0, 'k'},         {"cycles", required_argument, 0, 'y'},
-		{"offload", required_argument, 0, 'f'}, {"warmup", required_argument, 0, 'w'},
-		{"slices", required_argument, 0, 'S'},  {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
+		{"frames", required_argument, 0, 'n'},
+		{"op", required_argument, 0, 'o'},
+		{"count", required_argument, 0, 'c'},
+		{"set", required_argument, 0, 's'},
+		{"check", no_argument, 0, 'k'},
+		{"cycles", required_argument, 0, 'y'},
+		{"offload", required_argument, 0, 'f'},
+		{"warmup", required_argument, 0, 'w'},
+		{"slices", required_argument, 0, 'S'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
 	struct fw_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;
