@@ -126,8 +126,28 @@ def main(a):
             try:
                 out[int(m.group(1))] = json.load(open(p))
             except (OSError, ValueError, AttributeError):
+                continue
+            try:  # the share of a core each process had (bench-lib.sh run_pair)
+                out[int(m.group(1))]["cpu"] = json.load(open(p[:-5] + ".cpu"))
+            except (OSError, ValueError):
                 pass
         return dict(sorted(out.items()))
+
+    def share(j):
+        return j.get("cpu", {}).get("sut_cpu_share")
+
+    def shares(js):
+        """the system under test's share of its core over the runs, for the row"""
+        v = [share(j) for j in js if share(j) is not None]
+        if not v:
+            return ""
+        return (f", CPU share of its core {statistics.median(v):.2f} (median; {min(v):.2f}-{max(v):.2f}), "
+                f"of the load's {statistics.median([j['cpu']['load_cpu_share'] for j in js if share(j) is not None]):.2f}")
+
+    def per_cpu(num, den):
+        """per-pair ratios of replies per CPU-second of the system under test"""
+        f = lambda j: j["replies_per_s"] / share(j) if share(j) else None
+        return pair_ratios({k: v for k, v in num.items() if f(v)}, {k: v for k, v in den.items() if f(v)}, f)
 
     def runs(row):
         return list(by_round(row).values())
@@ -261,14 +281,14 @@ def main(a):
     if tp:
         v = med(tp, rps)
         rows.append(("3a", "testpmd macswap, 1 lcore, memif (reference)",
-                     f"{M(v)} echoes, median (runs: {each(tp)})", "-", "-"))
+                     f"{M(v)} echoes, median (runs: {each(tp)}){shares(tp)}", "-", "-"))
         data["testpmd"] = {"replies_per_s": v, "each": [j["replies_per_s"] for j in tp],
                            "load_idle_pct": med(tp, lambda j: j["generator_idle_pct"])}
         cmd_of("testpmd", "3a")
     if fw:
         fw_rps = med(fw, rps)
         rows.append(("3b", "flakewire, 1 lcore, memif, layout 41/0/0/22",
-                     f"{M(fw_rps)} replies, median (runs: {each(fw)}), "
+                     f"{M(fw_rps)} replies, median (runs: {each(fw)}){shares(fw)}, "
                      f"p50 {us(med(fw, lambda j: j['latency_ns']['p50']))} us, violations {sum(j['violations'] for j in fw)}",
                      "-", "-"))
         data["flakewire"] = {"replies_per_s": fw_rps, "each": [j["replies_per_s"] for j in fw],
@@ -279,6 +299,12 @@ def main(a):
         rows.append(("3c", "ratio flakewire / testpmd (per lcore), per pair of neighbouring runs",
                      fmt_pair(st), ">= 0.8", pair_verdict(st, lambda r: r >= 0.8)))
         data["path_ratio"] = st["median"]
+        sc = pair_stats(per_cpu(fwr, tpr), a.noisy_iqr)
+        if sc:
+            notes.append(f"3c: the same pairs per CPU-second of the system under test (replies/s divided by the share "
+                         f"of core {a.cores.split('/')[0]} it had, from /proc): {fmt_pair(sc)}. Other processes on "
+                         "its core take that share away; this ratio shows how much of 3c's spread that explains.")
+            data["path_ratio_per_cpu"] = sc
         idle = (data["testpmd"]["load_idle_pct"], data["flakewire"]["load_idle_pct"])
         notes.append(f"3: flakeload idle {idle[0]:.0f} % (testpmd) / {idle[1]:.0f} % (flakewire) of the send phase: "
                      "near 0 % means the load generator set the pace, high means it waited for the peer.")
@@ -287,7 +313,7 @@ def main(a):
         st = paired("3d", pair_ratios(fw6r, fwr, rps))
         rows.append(("3d", "flakewire over IPv6, 1 lcore, memif, layout 41/0/0/22; ratio to IPv4 (3b) per pair",
                      (f"ratio {fmt_pair(st)}; " if st else "")
-                     + f"{M(fw6_rps)} replies, median (runs: {each(fw6)}), "
+                     + f"{M(fw6_rps)} replies, median (runs: {each(fw6)}){shares(fw6)}, "
                      f"p50 {us(med(fw6, lambda j: j['latency_ns']['p50']))} us, violations {sum(j['violations'] for j in fw6)}",
                      "-", pair_verdict(st, None) if st else "-"))
         data["flakewire6"] = {"replies_per_s": fw6_rps, "each": [j["replies_per_s"] for j in fw6]}

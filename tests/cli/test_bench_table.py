@@ -65,12 +65,15 @@ def run_json(rps):
             "violations": 0, "timeouts": 0}
 
 
-def table(tmp, tp, fw, fw6, slices, extra=()):
+def table(tmp, tp, fw, fw6, slices, extra=(), cpu=None):
     rd = os.path.join(tmp, "runs")
     os.makedirs(rd, exist_ok=True)
     for name, vals in (("testpmd", tp), ("flakewire", fw), ("flakewire6", fw6)):
         for k, v in vals.items():
             json.dump(run_json(v), open(os.path.join(rd, f"{name}-{k}.json"), "w"))
+            if cpu and name in cpu:
+                json.dump({"window_s": 2.0, "sut_cpu_share": cpu[name][k], "load_cpu_share": 0.9},
+                          open(os.path.join(rd, f"{name}-{k}.cpu"), "w"))
     with open(os.path.join(rd, "cycles-rxtx-1.txt"), "w") as f:
         f.write("pktbench: cycles: slices (serve/macswap cycles per request, macswap first in odd slices):"
                 + "".join(f" {s:.2f}/{m:.2f}" for s, m in slices) + "\n"
@@ -131,6 +134,20 @@ with tempfile.TemporaryDirectory() as tmp:
     with tempfile.TemporaryDirectory() as tmp4:
         _, rows4, _ = table(tmp4, tp, fw, fw6, slices, ("--noisy-iqr", "0.005"))
         check("--noisy-iqr 0.005: 3c noisy", " noisy " in rows4.get("3c", ""), rows4.get("3c"))
+
+# CPU shares (bench-lib.sh's ROW-N.cpu): a system under test that had half its
+# core answered half as much; per CPU-second the pairs' ratio is steady
+with tempfile.TemporaryDirectory() as tmp5:
+    sh_tp = {k: 0.25 + 0.07 * k for k in range(1, 11)}
+    sh_fw = {k: 0.9 - 0.06 * k for k in range(1, 11)}
+    tp5 = {k: 5.0 * sh_tp[k] for k in sh_tp}
+    fw5 = {k: 4.5 * sh_fw[k] for k in sh_fw}
+    out5, rows5, j5 = table(tmp5, tp5, fw5, fw6, slices, cpu={"testpmd": sh_tp, "flakewire": sh_fw})
+    pc = j5.get("path_ratio_per_cpu", {})
+    check("per CPU-second: 0.900 and not noisy", abs(pc.get("median", 0) - 0.9) < 1e-9 and not pc.get("noisy"), pc)
+    check("per CPU-second: in the notes; plain 3c noisy", "per CPU-second of the system under test" in out5
+          and " noisy " in rows5.get("3c", ""), rows5.get("3c"))
+    check("3a shows the CPU share", "CPU share of its core" in rows5.get("3a", ""), rows5.get("3a"))
 
 print(f"{'FAILED' if failed else 'passed'}: {failed} failure(s)")
 sys.exit(1 if failed else 0)
