@@ -22,6 +22,7 @@ import statistics
 import sys
 
 NOISY_IQR = 0.10  # default --noisy-iqr: IQR wider than 10 % of the median
+CPU_FULL = 0.9    # a run is undisturbed when both its processes had 90 % of their cores
 
 
 def quantile(v, q):
@@ -144,10 +145,10 @@ def main(a):
         return (f", CPU share of its core {statistics.median(v):.2f} (median; {min(v):.2f}-{max(v):.2f}), "
                 f"of the load's {statistics.median([j['cpu']['load_cpu_share'] for j in js if share(j) is not None]):.2f}")
 
-    def per_cpu(num, den):
-        """per-pair ratios of replies per CPU-second of the system under test"""
-        f = lambda j: j["replies_per_s"] / share(j) if share(j) else None
-        return pair_ratios({k: v for k, v in num.items() if f(v)}, {k: v for k, v in den.items() if f(v)}, f)
+    def undisturbed(js):
+        """the runs in which both processes had at least CPU_FULL of their cores"""
+        return {k: j for k, j in js.items() if share(j) is not None and
+                min(j["cpu"]["sut_cpu_share"], j["cpu"]["load_cpu_share"]) >= CPU_FULL}
 
     def runs(row):
         return list(by_round(row).values())
@@ -299,12 +300,12 @@ def main(a):
         rows.append(("3c", "ratio flakewire / testpmd (per lcore), per pair of neighbouring runs",
                      fmt_pair(st), ">= 0.8", pair_verdict(st, lambda r: r >= 0.8)))
         data["path_ratio"] = st["median"]
-        sc = pair_stats(per_cpu(fwr, tpr), a.noisy_iqr)
-        if sc:
-            notes.append(f"3c: the same pairs per CPU-second of the system under test (replies/s divided by the share "
-                         f"of core {a.cores.split('/')[0]} it had, from /proc): {fmt_pair(sc)}. Other processes on "
-                         "its core take that share away; this ratio shows how much of 3c's spread that explains.")
-            data["path_ratio_per_cpu"] = sc
+        if any(share(j) is not None for j in tp + fw):
+            sc = pair_stats(pair_ratios(undisturbed(fwr), undisturbed(tpr), rps), a.noisy_iqr)
+            notes.append(f"3c: pairs in which both processes of both runs had at least {CPU_FULL:.0%} of their cores "
+                         f"(from /proc; other processes on a core take its share away): "
+                         + (fmt_pair(sc) if sc else "none") + f", of {st['n']} pairs.")
+            data["path_ratio_undisturbed"] = sc
         idle = (data["testpmd"]["load_idle_pct"], data["flakewire"]["load_idle_pct"])
         notes.append(f"3: flakeload idle {idle[0]:.0f} % (testpmd) / {idle[1]:.0f} % (flakewire) of the send phase: "
                      "near 0 % means the load generator set the pace, high means it waited for the peer.")
