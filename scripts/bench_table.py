@@ -74,7 +74,7 @@ def pair_verdict(st, test):
 def fmt_pair(st, digits=3):
     f = f"{{:.{digits}f}}"
     return (f"{f.format(st['median'])} (IQR {f.format(st['q1'])}-{f.format(st['q3'])} = "
-            f"{st['iqr_rel']:.0%} of it, min {f.format(st['min'])}, max {f.format(st['max'])}; "
+            f"{st['iqr_rel']:.1%} of it, min {f.format(st['min'])}, max {f.format(st['max'])}; "
             f"{st['n']} pairs)")
 
 
@@ -90,14 +90,16 @@ def compare(pa, pb):
     A, B = ja.get("pairs", {}), jb.get("pairs", {})
     apart = 0
     print(f"A: {pa} ({ja.get('date')})\nB: {pb} ({jb.get('date')})")
-    print(f"{'row':<6} {'A median (IQR)':<26} {'B median (IQR)':<26} IQRs")
+    print(f"{'row':<6} {'A median (IQR)':<28} {'B median (IQR)':<28} IQRs")
+    g = lambda x: f"{x:.3g}" if abs(x) >= 100 else f"{x:.3f}"
     for row in [r for r in A if r in B]:
         a, b = A[row], B[row]
         ok = overlap(a, b)
         apart += not ok
-        print(f"{row:<6} {a['median']:.3f} ({a['q1']:.3f}-{a['q3']:.3f}){'':<6} "
-              f"{b['median']:.3f} ({b['q1']:.3f}-{b['q3']:.3f}){'':<6} "
-              f"{'overlap' if ok else 'APART'}{' (noisy)' if a['noisy'] or b['noisy'] else ''}")
+        fa = f"{g(a['median'])} ({g(a['q1'])}-{g(a['q3'])})"
+        fb = f"{g(b['median'])} ({g(b['q1'])}-{g(b['q3'])})"
+        print(f"{row:<6} {fa:<28} {fb:<28} {'overlap' if ok else 'APART'}"
+              f"{' (noisy)' if a['noisy'] or b['noisy'] else ''}")
     return apart
 
 
@@ -304,7 +306,8 @@ def main(a):
             sc = pair_stats(pair_ratios(undisturbed(fwr), undisturbed(tpr), rps), a.noisy_iqr)
             notes.append(f"3c: pairs in which both processes of both runs had at least {CPU_FULL:.0%} of their cores "
                          f"(from /proc; other processes on a core take its share away): "
-                         + (fmt_pair(sc) if sc else "none") + f", of {st['n']} pairs.")
+                         + (fmt_pair(sc) + (" (noisy)" if sc["noisy"] else "") if sc else "none")
+                         + f", of {st['n']} pairs.")
             data["path_ratio_undisturbed"] = sc
         idle = (data["testpmd"]["load_idle_pct"], data["flakewire"]["load_idle_pct"])
         notes.append(f"3: flakeload idle {idle[0]:.0f} % (testpmd) / {idle[1]:.0f} % (flakewire) of the send phase: "
