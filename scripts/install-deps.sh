@@ -19,6 +19,12 @@ PKGS=(
 	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
 	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 	libmicrohttpd-dev prometheus scdoc lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
+	etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev openssl # issue 25: the etcd registry (lib/fleet/store_etcd.c) and its tests
+	mkdocs # issue 23: the manual (doc/, mkdocs.yml) built with --strict by meson test docs
+	# issue 22 (tests/clients/consumer.sh): the clients installed as their ecosystems do, offline
+	maven libsurefire-java libmaven-compiler-plugin-java libmaven-jar-plugin-java
+	libmaven-install-plugin-java libmaven-resources-plugin-java
+	python3-venv python3-setuptools python3-wheel python3-build python3-pip
 )
 
 missing=()

@@ -16,6 +16,7 @@
 #   scripts/test.sh                     everything (system tests need root)
 #   SUITES="unit cli" scripts/test.sh   only those meson suites (both trees)
 #   FUZZ_SECONDS=0 scripts/test.sh      skip the fuzz run
+#   TSAN=0 scripts/test.sh              skip the ThreadSanitizer build (scripts/tsan.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,6 +81,16 @@ if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; 
 	echo "== fuzz: each harness for ${FUZZ_SECONDS}s"
 	if scripts/fuzz.sh "$FUZZ_SECONDS"; then
 		extra_pass=1
+	else
+		extra_fail=$((extra_fail + 1))
+	fi
+fi
+
+# The unit and dataplane tests under ThreadSanitizer (scripts/tsan.sh, build-tsan/).
+if [ -z "${SUITES:-}" ] && [ "${TSAN:-1}" != 0 ] && [ -x scripts/tsan.sh ]; then
+	echo "== tsan: suite unit under ThreadSanitizer"
+	if scripts/tsan.sh; then
+		extra_pass=$((extra_pass + 1))
 	else
 		extra_fail=$((extra_fail + 1))
 	fi

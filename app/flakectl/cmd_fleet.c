@@ -14,28 +14,34 @@
 static void fleet_help(FILE *f)
 {
 	fprintf(f,
-		"usage: flakectl fleet ls      --zk HOSTS --root PATH [--timeout MS]\n"
-		"       flakectl fleet release WORKER --zk HOSTS --root PATH [--timeout MS]\n"
-		"       flakectl fleet check   --zk HOSTS --root PATH [--warn-ms MS] [--timeout "
-		"MS]\n"
+		"usage: flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout MS]\n"
+		"       flakectl fleet release WORKER (--zk HOSTS | --etcd URLS) --root PATH\n"
+		"                      [--timeout MS]\n"
+		"       flakectl fleet check   (--zk HOSTS | --etcd URLS) --root PATH [--warn-ms MS]\n"
+		"                      [--timeout MS]\n"
 		"\n"
-		"The worker-ID registry of a fleet in ZooKeeper ([fleet] zookeeper and root).\n"
+		"The worker-ID registry of a fleet, in ZooKeeper ([fleet] zookeeper and root) or\n"
+		"etcd ([fleet] etcd and root).\n"
 		"\n"
 		"  ls        every worker ID: owner, lease_until, floor, the owner's last\n"
-		"            renewal (ZooKeeper's time), whether its session is alive\n"
+		"            renewal (ZooKeeper's time; etcd keeps none: -), whether its session\n"
+		"            is alive\n"
 		"  release   a decommissioned node's worker ID becomes free; its floor rises to\n"
 		"            its lease_until, so its next owner issues only above anything the\n"
 		"            old one may have issued (znodes are never deleted)\n"
 		"  check     exit 0 when every owned lease is healthy, 1 when one needs an\n"
 		"            operator (printed: a lease ending within --warn-ms or ended while\n"
 		"            its owner is alive, i.e. renewals fail; an owner whose session is\n"
-		"            gone while its lease runs), 3 when ZooKeeper cannot be read\n"
+		"            gone while its lease runs), 3 when the registry cannot be read\n"
 		"\n"
 		"  --zk HOSTS       ZooKeeper connect string, host:port[,host:port...]\n"
+		"  --etcd URLS      etcd endpoints, http[s]://host:port[,...]; TLS and user from\n"
+		"                   FW_ETCD_CA_FILE, FW_ETCD_CERT_FILE, FW_ETCD_KEY_FILE,\n"
+		"                   FW_ETCD_USER and FW_ETCD_PASSWORD in the environment\n"
 		"  --root PATH      the fleet's root znode, e.g. /flakewire/dc1\n"
 		"  --warn-ms MS     check: warn when a live owner's lease ends within MS\n"
 		"                   (default 3600000, 1 h)\n"
-		"  --timeout MS     wait this long for ZooKeeper (default 5000)\n");
+		"  --timeout MS     wait this long for the registry (default 5000)\n");
 }
 
 static const char *iso(const struct fw_fleet_list *l, uint64_t layout_ms, char *buf)
@@ -57,11 +63,12 @@ static int fleet_ls(const struct fw_fleet_list *l)
 		owned += e->owner[0] && left >= 0;
 		printf("%-6u %-24s %-24s %10.1f %-24s %-24s %-7s %s\n", e->worker,
 		       e->owner[0] ? e->owner : "-", iso(l, e->lease_ms, a), (double)left / 1000.0,
-		       iso(l, e->floor_ms, b), fw_format_iso8601(e->renewed_unix, c),
+		       iso(l, e->floor_ms, b),
+		       e->renewed_unix ? fw_format_iso8601(e->renewed_unix, c) : "-",
 		       e->alive ? "alive" : "-", state);
 	}
 	uint32_t total = 1u << l->layout.worker_bits;
-	printf("%u of %u worker IDs owned, %u never claimed; ZooKeeper time %s\n", owned, total,
+	printf("%u of %u worker IDs owned, %u never claimed; registry time %s\n", owned, total,
 	       total - l->n, fw_format_iso8601(l->server_unix, a));
 	return FC_EXIT_OK;
 }
@@ -109,7 +116,7 @@ static const char *msg(const char *err)
 
 int cmd_fleet(int argc, char **argv)
 {
-	const char *cmd = "fleet", *zk = NULL, *root = NULL, *sub = NULL, *workers = NULL;
+	const char *cmd = "fleet", *zk = NULL, *etcd = NULL, *root = NULL, *sub = NULL, *workers = NULL;
 	uint64_t timeout = 5000, warn = 3600000, worker = 0;
 	char err[4096];
 
@@ -120,6 +127,7 @@ int cmd_fleet(int argc, char **argv)
 			return FC_EXIT_OK;
 		}
 		if ((r = fc_opt_value(argc, argv, &i, "--zk", &zk)) != 0 ||
+		    (r = fc_opt_value(argc, argv, &i, "--etcd", &etcd)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--root", &root)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--timeout", 100, 600000, &timeout)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) !=
@@ -142,10 +150,17 @@ int cmd_fleet(int argc, char **argv)
 		       sub ? "" : " missing");
 		return FC_EXIT_USAGE;
 	}
-	if (zk == NULL || !*zk) {
-		fc_err(cmd, "--zk: missing (ZooKeeper connect string, [fleet] zookeeper)");
+	if ((zk == NULL || !*zk) == (etcd == NULL || !*etcd)) {
+		fc_err(cmd, "--zk or --etcd: give one (ZooKeeper connect string, [fleet] "
+			    "zookeeper; or etcd endpoints, [fleet] etcd)");
 		return FC_EXIT_USAGE;
 	}
+	if (etcd != NULL && *etcd && strncmp(etcd, "http://", 7) && strncmp(etcd, "https://", 8)) {
+		fc_err(cmd, "--etcd %s: not http://HOST:PORT or https://HOST:PORT", etcd);
+		return FC_EXIT_USAGE;
+	}
+	if (zk == NULL || !*zk)
+		zk = etcd; /* lib/fleet's tools tell the store by the URL scheme */
 	if (root == NULL || root[0] != '/') {
 		fc_err(cmd, "--root %s: missing or not an absolute path ([fleet] root)",
 		       root ? root : "");

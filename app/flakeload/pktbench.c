@@ -35,11 +35,14 @@
 #include <rte_eal.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
+#include "lcore.h"
+#include "pkt.h"
+#include "port.h"
 #include "fw_wire.h"
 
 int fw_logtype; /* flakewire's main.c defines it; this harness does not link main.c */
@@ -54,7 +57,16 @@ struct pb_frame {
 	uint8_t b[256];
 };
 
-static volatile bool never;
+/* What the harness builds instead of flakewire's application. */
+struct pb_app {
+	struct fw_conf conf;
+	struct fw_layout layout;
+	struct fw_pkt_ctx px;
+	struct rte_mempool *pool;
+	struct fw_port port;
+	struct fw_lcore *lc;
+};
+
 static bool check;        /* --check: verify every reply's checksums with DPDK's own */
 static uint64_t bad_csum; /* replies whose IPv4 or UDP checksum is wrong */
 static uint64_t rx_flags; /* --offload rx|rxtx: the device's RX checksum verdicts */
@@ -142,17 +154,17 @@ static void refill(struct rte_mempool *pool, struct rte_mbuf **m, uint16_t n,
  * flakewire's serve_burst() minus the TX call: the unit the callgrind
  * toggle counts. noinline, so it stays one symbol.
  */
-__attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_lcore *lc,
+__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fw_lcore *lc,
 						  const struct fw_port *port,
 						  struct rte_mbuf **pkts, uint16_t n);
-__attribute__((noinline)) uint16_t pb_serve_burst(struct fw_app *app, struct fw_lcore *lc,
+__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fw_lcore *lc,
 						  const struct fw_port *port,
 						  struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
 	uint16_t nfr;
-	uint64_t now = fw_lcore_clock(app, lc);
-	uint16_t ntx = fw_pkt_burst(app, lc, port, pkts, n, now, tx, fr, &nfr);
+	uint64_t now = fw_lcore_clock(lc);
+	uint16_t ntx = fw_pkt_burst(lc, port, pkts, n, now, tx, fr, &nfr);
 
 	if (FW_UNLIKELY(check))
 		for (uint16_t i = 0; i < ntx; i++)
@@ -243,7 +255,7 @@ enum pb_side { PB_EMPTY, PB_SERVE, PB_MACSWAP };
  * mbufs, the requests written back before each (untimed). Returns the
  * median of the per-burst TSC cycles; adds the frames left unanswered.
  */
-static uint64_t cycles_slice(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+static uint64_t cycles_slice(struct fw_lcore *lc, const struct fw_port *port,
 			     const struct pb_frame *fr, struct rte_mbuf **m, uint64_t *t,
 			     uint32_t k, enum pb_side side, uint64_t *unanswered)
 {
@@ -255,8 +267,8 @@ static uint64_t cycles_slice(struct fw_app *app, struct fw_lcore *lc, const stru
 			restore(m, FW_BURST, fr);
 		uint64_t t0 = rte_rdtsc_precise();
 		if (side == PB_SERVE) {
-			uint64_t now = fw_lcore_clock(app, lc);
-			ntx = fw_pkt_burst(app, lc, port, m, FW_BURST, now, tx, dr, &nfr);
+			uint64_t now = fw_lcore_clock(lc);
+			ntx = fw_pkt_burst(lc, port, m, FW_BURST, now, tx, dr, &nfr);
 		} else if (side == PB_MACSWAP) {
 			pb_macswap_burst(m, FW_BURST);
 		}
@@ -287,7 +299,7 @@ static uint64_t cycles_slice(struct fw_app *app, struct fw_lcore *lc, const stru
  * half a second of the loop measures the lcore's steady state, not the
  * host's wake-up. Returns 0, or 1 if a frame went unanswered.
  */
-static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
+static int cycles_bench(struct pb_app *app, struct fw_lcore *lc, const struct fw_port *port,
 			const struct pb_frame *fr, uint32_t rounds, uint32_t warmup_ms)
 {
 	struct rte_mbuf *m[FW_BURST];
@@ -307,15 +319,15 @@ static int cycles_bench(struct fw_app *app, struct fw_lcore *lc, const struct fw
 	}
 	uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 1000 * warmup_ms;
 	while (rte_rdtsc() < until) {
-		cycles_slice(app, lc, port, fr, m, t, 1, PB_SERVE, &ignored);
-		cycles_slice(app, lc, port, fr, m, t, 1, PB_MACSWAP, &ignored);
+		cycles_slice(lc, port, fr, m, t, 1, PB_SERVE, &ignored);
+		cycles_slice(lc, port, fr, m, t, 1, PB_MACSWAP, &ignored);
 	}
 	for (uint32_t s = 0; s < slices; s++) {
 		enum pb_side first = s % 2 ? PB_MACSWAP : PB_SERVE;
 		enum pb_side second = s % 2 ? PB_SERVE : PB_MACSWAP;
-		e[s] = (double)cycles_slice(app, lc, port, fr, m, t, k, PB_EMPTY, &ignored);
-		double a = (double)cycles_slice(app, lc, port, fr, m, t, k, first, &unanswered);
-		double b = (double)cycles_slice(app, lc, port, fr, m, t, k, second, &unanswered);
+		e[s] = (double)cycles_slice(lc, port, fr, m, t, k, PB_EMPTY, &ignored);
+		double a = (double)cycles_slice(lc, port, fr, m, t, k, first, &unanswered);
+		double b = (double)cycles_slice(lc, port, fr, m, t, k, second, &unanswered);
 		serve[s] = ((first == PB_SERVE ? a : b) - e[s]) / FW_BURST;
 		swap[s] = ((first == PB_SERVE ? b : a) - e[s]) / FW_BURST;
 		ratio[s] = swap[s] > 0 ? serve[s] / swap[s] : 0.0;
@@ -390,7 +402,7 @@ int main(int argc, char **argv)
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
-	struct fw_app *app = calloc(1, sizeof(*app));
+	struct pb_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;
 	uint16_t count = 1;
@@ -475,23 +487,30 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fw_logtype = RTE_LOGTYPE_USER1;
-	app->quit = &never;
+	/* a packet context and one lcore, as flakewire's poll.c builds them */
+	const struct fw_conf *conf = &app->conf;
 	app->pool =
 		rte_pktmbuf_pool_create("pb", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	if (!app->pool || fw_lcores_init(app) || app->n_lcores != 1) {
+	app->lc = rte_zmalloc("pb_lcore", sizeof(*app->lc), RTE_CACHE_LINE_SIZE);
+	if (!app->pool || !app->lc ||
+	    fw_layout_init(&app->layout, conf->id.epoch_ms, conf->id.datacenter_bits,
+			   conf->id.worker_bits, conf->id.sequence_bits, 0) ||
+	    fw_pkt_ctx_init(&app->px, conf, NULL, NULL) ||
+	    fw_lcore_init(app->lc, &app->px, conf, &app->layout, 0, rte_lcore_id(),
+			  (uint32_t)fw_conf_worker(conf, 0)) ||
+	    fw_lcore_rate_init(app->lc, conf, 1)) {
 		fprintf(stderr, "pktbench: set-up failed\n");
 		return 2;
 	}
 
 	/* the clock as the control thread publishes it, the mark far ahead */
-	if (fw_clock_fixed(app, 86400000)) {
+	if (!fw_lcores_fixed_clock(app->lc, 1, app->layout.epoch_ms, 86400000)) {
 		fprintf(stderr, "pktbench: clock set-up failed\n");
 		return 2;
 	}
 
-	struct fw_port *port = &app->port[0];
+	struct fw_port *port = &app->port;
 	struct rte_ether_addr mac = {{0x02, 0, 0, 0, 0, 0x02}};
-	app->n_ports = 1;
 	port->mac = mac;
 	port->addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
 	port->tx_cksum = tx_offload;
@@ -501,7 +520,7 @@ int main(int argc, char **argv)
 	for (uint32_t k = 0; k < PB_CLIENTS; k++)
 		make_frame(&fr[k], port, k, op, count, 0x1234000000ull + k);
 
-	struct fw_lcore *lc = &app->lcore[0];
+	struct fw_lcore *lc = app->lc;
 	if (cycles) {
 		int rc = cycles_bench(app, lc, port, fr, cycles, warmup_ms);
 		rte_eal_cleanup();

@@ -38,25 +38,25 @@ struct fsock_worker {
 	pthread_t thread;
 	int fd;
 	uint32_t index;
-	struct fw_keeper_worker kw; /* its keeper slot: clock, mark, lease, worker swaps */
-	uint64_t drop_source;       /* IPv4 source outside [net] allow */
-	uint64_t drop_reflector;    /* source port in [net] reflector_ports */
+	struct fw_keeper_worker kw;  /* its keeper slot: clock, mark, lease, worker swaps */
+	uint64_t drop_source;        /* source outside [net] allow */
+	uint64_t drop_reflector;     /* source port in [net] reflector_ports */
+	struct fw_policy_cache srcc; /* verdicts of ctx->policy for recent sources */
 } FW_CACHE_ALIGNED;
+
+struct fw_keeper_driver;
 
 struct fsock_ctx {
 	struct fw_conf conf;
 	struct fw_layout layout;
-	struct fw_policy policy; /* [net] allow and reflector_ports, read-only */
+	struct fw_policy policy; /* [net] allow, trusted, reflector_ports, read-only */
 	struct sockaddr_storage listen;
 	socklen_t listen_len;
 	uint32_t n_workers;
-	struct fw_keeper *keeper;       /* driven by the keeper thread (keeper.c) only */
-	volatile sig_atomic_t *stop;    /* set by the signal handler */
-	_Atomic uint64_t mark_failures; /* persists that failed (keeper), for /metrics */
-	_Atomic bool mark_failing;      /* the last one failed */
-	_Atomic uint64_t mark_writes;   /* marks persisted (keeper), for /metrics */
-	_Atomic uint64_t clock_events;  /* clock steps handled (keeper), for /metrics */
-	_Atomic bool running;           /* keeper and workers' slots set: /metrics reads them */
+	struct fw_keeper_driver *driver; /* the keeper driver (keeper.c) */
+	struct fw_keeper *keeper;        /* the driver's keeper; its status any thread */
+	volatile sig_atomic_t *stop; /* set by the signal handler */
+	_Atomic bool running;        /* keeper and workers' slots set: /metrics reads them */
 	struct fsock_worker *workers;
 	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
 };
@@ -127,10 +127,10 @@ uint64_t fsock_unix_ms(void);
 uint64_t fsock_wall_ns(void);
 
 /*
- * Test-clock hooks, called by the keeper thread only: weak no-ops in
- * flakesock (keeper.c); testclock.c, linked only into flakesock-testclock
- * for tests/system/faults, replaces them (a fault file's clock offset, rate
- * error and pauses, and a status file the tests read).
+ * Test-clock hooks, called by the keeper thread only: no-ops in flakesock
+ * (testclock_none.c); flakesock-testclock links testclock.c instead (a
+ * fault file's clock offset, rate error and pauses, and a status file the
+ * tests read), for tests/system/faults.
  */
 int fsock_testclock_init(struct fsock_ctx *ctx);  /* 0, or -1: do not start */
 void fsock_testclock_poll(struct fsock_ctx *ctx); /* every keeper tick */

@@ -64,12 +64,15 @@ void fsock_fleet_stop(struct fsock_ctx *ctx)
 }
 
 #else /* no libzookeeper: [fleet] zookeeper is refused */
+#include "fw_fleet_none.h"
 
 int fsock_fleet_start(struct fsock_ctx *ctx)
 {
-	if (ctx->conf.fleet.zookeeper[0]) {
-		fprintf(stderr, "flakesock: [fleet] zookeeper is set but this flakesock was built "
-				"without the ZooKeeper client (libzookeeper-mt-dev)\n");
+	char msg[256];
+
+	if (fw_fleet_none_check(ctx->conf.fleet.zookeeper, ctx->conf.fleet.etcd, "flakesock", msg,
+				sizeof(msg))) {
+		fprintf(stderr, "flakesock: %s\n", msg);
 		return -1;
 	}
 	return 0;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The keeper thread: a thin driver of the timekeeper (lib/keeper), the same
- * state machine as flakewire's control thread, on CLOCK_MONOTONIC_RAW ticks
- * instead of the TSC. Its time never steps back: after the system clock
- * steps back, workers keep issuing from it (slewing toward the system
- * clock), exactly as flakewire does. This file samples the clocks, sleeps,
- * routes the keeper's lines to stderr and prints the stats line.
+ * The keeper thread: flakesock's side of the keeper driver (lib/keeper,
+ * fw_keeper_driver.h), the same driver as flakewire's control thread, on
+ * CLOCK_MONOTONIC_RAW ticks instead of the TSC. Its time never steps back:
+ * after the system clock steps back, workers keep issuing from it (slewing
+ * toward the system clock), exactly as flakewire does. This file gives the
+ * driver the ticks, the test-clock hooks, the fleet glue's tick, the log
+ * (stderr) and the stats line.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -16,8 +17,7 @@
 #include "flakesock.h"
 #include "fw_err.h"
 #include "fw_keeper_conf.h"
-
-#define TICK_MS 10
+#include "fw_keeper_driver.h"
 
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -39,53 +39,85 @@ static void keeper_log(void *arg, enum fw_keeper_level level, const char *line)
 	log_line("%s", line);
 }
 
-static void sleep_ms(uint32_t ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-		;
-}
-
 uint64_t fsock_wall_ns(void)
 {
 	return fsock_testclock_ns(fw_keeper_realtime_ns());
 }
 
-static void sample(uint64_t *tick, uint64_t *ns)
+static bool should_stop(void *arg)
 {
-	fw_keeper_sample(fw_keeper_monoraw_ticks, fsock_wall_ns, tick, ns);
+	const struct fsock_ctx *ctx = arg;
+
+	return *ctx->stop;
+}
+
+static int testclock_init(void *arg, struct fw_keeper *k)
+{
+	struct fsock_ctx *ctx = arg;
+
+	ctx->keeper = k; /* the test clock holds its slots in a pause */
+	return fsock_testclock_init(ctx);
+}
+
+static void testclock_poll(void *arg, struct fw_keeper *k)
+{
+	(void)k;
+	fsock_testclock_poll(arg);
+}
+
+static void on_tick(void *arg, uint32_t events, uint64_t tick, uint64_t wall_ns)
+{
+	fsock_fleet_tick(arg, events, tick, wall_ns);
+}
+
+static struct fw_serve_stats prev_stats; /* the keeper thread's: totals at the last line */
+
+static void print_stats(struct fsock_ctx *ctx, struct fw_serve_stats *prev, double secs);
+
+static void stats(void *arg, double interval_s)
+{
+	print_stats(arg, &prev_stats, interval_s);
+}
+
+/* workers are stopped: the exact highest ms issued replaces the reservation */
+static uint64_t highest_issued(void *arg)
+{
+	const struct fsock_ctx *ctx = arg;
+	uint64_t highest = 0;
+
+	for (uint32_t i = 0; i < ctx->n_workers; i++)
+		highest = FW_MAX(highest, fw_gen_last_ms(&ctx->workers[i].serve.gen));
+	return highest;
 }
 
 int fsock_keeper_start(struct fsock_ctx *ctx)
 {
 	const struct fw_conf *c = &ctx->conf;
-	struct fw_keeper_config kc;
+	struct fw_keeper_driver_config dc;
 	uint32_t ids[FSOCK_MAX_WORKERS];
-	uint64_t t0, n0, t1, n1;
-	int rc;
 
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
 		ids[i] = fsock_fleet_first_worker(ctx, i);
-	fw_keeper_config_from_conf(&kc, c, ctx->layout.epoch_ms);
-	kc.n_workers = ctx->n_workers;
-	kc.worker_ids = ids;
-	kc.name = "flakesock";
-	kc.log = keeper_log;
-	rc = fw_keeper_create(&kc, &ctx->keeper);
-	if (rc) {
-		log_line("timekeeper: %s", fw_strerror(rc));
-		return -1;
+	fw_keeper_driver_config_from_conf(&dc, c, ctx->layout.epoch_ms, ctx->n_workers, ids,
+					  "flakesock");
+	dc.ops = (struct fw_keeper_driver_ops){
+		.arg = ctx,
+		.ticks = fw_keeper_monoraw_ticks,
+		.wall = fsock_wall_ns,
+		.log = keeper_log,
+		.should_stop = should_stop,
+		.testclock_init = testclock_init,
+		.testclock_poll = testclock_poll,
+		.on_tick = on_tick,
+		.stats = stats,
+		.highest_issued = highest_issued,
+	};
+	if (fw_keeper_driver_start(&dc, &ctx->driver)) {
+		ctx->keeper = NULL;
+		return -1; /* logged */
 	}
-	if (fsock_testclock_init(ctx))
-		return -1;
-	sample(&t0, &n0);
-	sleep_ms(c->clock.calibrate_ms);
-	sample(&t1, &n1);
-	rc = fw_keeper_start(ctx->keeper, t0, n0, t1, n1, NULL);
-	if (rc == FW_ECAL)
-		log_line("clock calibration failed: %s", fw_strerror(rc));
-	return rc ? -1 : 0; /* the keeper logged why */
+	ctx->keeper = fw_keeper_driver_keeper(ctx->driver);
+	return 0;
 }
 
 void fsock_keeper_worker_init(struct fsock_ctx *ctx, struct fsock_worker *w)
@@ -123,63 +155,15 @@ static void print_stats(struct fsock_ctx *ctx, struct fw_serve_stats *prev, doub
 
 void fsock_keeper_run(struct fsock_ctx *ctx)
 {
-	uint64_t t = 0, next_stats = 0;
-	uint64_t stats_ms = (uint64_t)ctx->conf.stats.interval_s * 1000;
-	struct fw_serve_stats prev;
-
-	memset(&prev, 0, sizeof(prev));
-	next_stats = stats_ms;
-	while (!*ctx->stop) {
-		uint64_t tick, ns;
-
-		sleep_ms(TICK_MS);
-		t += TICK_MS;
-		fsock_testclock_poll(ctx);
-		sample(&tick, &ns);
-		fsock_fleet_tick(ctx, fw_keeper_tick(ctx->keeper, tick, ns), tick, ns);
-		struct fw_keeper_status st;
-		fw_keeper_status(ctx->keeper, &st); /* for /metrics (metrics.c) */
-		atomic_store(&ctx->mark_failing, st.mark_failing);
-		atomic_store(&ctx->mark_failures, st.mark_failures);
-		atomic_store(&ctx->mark_writes, st.mark_writes);
-		atomic_store(&ctx->clock_events, st.clock_events);
-		if (stats_ms && t >= next_stats) {
-			print_stats(ctx, &prev, (double)ctx->conf.stats.interval_s);
-			next_stats = t + stats_ms;
-		}
-	}
+	fw_keeper_driver_run(ctx->driver);
 }
 
 int fsock_keeper_stop(struct fsock_ctx *ctx)
 {
-	uint64_t highest = 0;
+	int rc = fw_keeper_driver_stop(ctx->driver);
 
-	/* workers are stopped: the exact highest ms issued replaces the reservation */
-	for (uint32_t i = 0; i < ctx->n_workers; i++)
-		highest = FW_MAX(highest, fw_gen_last_ms(&ctx->workers[i].serve.gen));
-	int rc = fw_keeper_stop(ctx->keeper, highest, NULL);
-	fw_keeper_free(ctx->keeper);
+	fw_keeper_driver_free(ctx->driver);
+	ctx->driver = NULL;
 	ctx->keeper = NULL;
 	return rc;
-}
-
-/*
- * The test-clock hooks do nothing in flakesock. They are weak so that
- * flakesock-testclock (these objects plus testclock.c) replaces them; no
- * setting or environment variable reaches them in the flakesock binary.
- */
-__attribute__((weak)) int fsock_testclock_init(struct fsock_ctx *ctx)
-{
-	(void)ctx;
-	return 0;
-}
-
-__attribute__((weak)) void fsock_testclock_poll(struct fsock_ctx *ctx)
-{
-	(void)ctx;
-}
-
-__attribute__((weak)) uint64_t fsock_testclock_ns(uint64_t ns)
-{
-	return ns;
 }

@@ -9,6 +9,8 @@
 
 #include "flakesock.h"
 #include "fw_err.h"
+#include "fw_metrics.h"
+#include "fw_version.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -32,6 +34,8 @@ static void usage(FILE *f)
 		"  -l, --listen ADDR   IPv4 or IPv6 address to bind (default 127.0.0.1);\n"
 		"                      :: (or [::]) listens on every address of both families\n"
 		"  -t, --threads N     worker threads (default: entries in [id] workers, or 1)\n"
+		"      --check-config  check the configuration (and --listen, --threads),\n"
+		"                      print \"configuration OK\" and exit (0), or the error (2)\n"
 		"      --version       print the version and exit\n"
 		"  -h, --help          this text\n\nSettings:\n%s",
 		help);
@@ -107,18 +111,16 @@ static int start_workers(struct fsock_ctx *ctx)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"set", required_argument, NULL, 's'},
-		{"listen", required_argument, NULL, 'l'},
-		{"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
+		{"listen", required_argument, NULL, 'l'}, {"threads", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+		{"check-config", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
 	};
 	static struct fsock_ctx ctx;
 	const char *config = NULL, *listen = "127.0.0.1";
 	const char *sets[64];
 	int n_sets = 0, threads = 0, c;
+	bool check_only = false;
 	char err[512];
 
 	while ((c = getopt_long(argc, argv, "c:s:l:t:h", opts, NULL)) != -1) {
@@ -150,6 +152,9 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("flakesock %s\n", FW_VERSION);
 			return 0;
+		case 'C':
+			check_only = true;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -192,6 +197,20 @@ int main(int argc, char **argv)
 
 	if (fsock_policy_init(&ctx) != 0)
 		return 2;
+	struct sockaddr_storage mss;
+	size_t msl;
+	if (ctx.conf.metrics.listen[0] &&
+	    fw_metrics_parse_listen(ctx.conf.metrics.listen, &mss, sizeof(mss), &msl)) {
+		fprintf(stderr,
+			"flakesock: config: [metrics] listen = %s: not ADDR:PORT (127.0.0.1:9842, "
+			"[::1]:9842)\n",
+			ctx.conf.metrics.listen);
+		return 2;
+	}
+	if (check_only) {
+		printf("flakesock: configuration OK\n");
+		return 0;
+	}
 	ctx.stop = &stop_flag;
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);

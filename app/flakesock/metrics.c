@@ -13,13 +13,10 @@
 
 #include "flakesock.h"
 #include "fw_metrics_serve.h"
+#include "fw_version.h"
 #ifdef FSOCK_HAVE_FLEET
 #include "fw_fleet_app.h"
 #include "fw_metrics_fleet.h"
-#endif
-
-#ifndef FW_VERSION
-#define FW_VERSION "unknown"
 #endif
 
 static struct fw_metrics *registry;
@@ -74,13 +71,15 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 
 	struct fw_keeper_snap ks; /* the seqlock snapshot every worker reads */
 	fw_keeper_read(&fw_keeper_slots(ctx->keeper, NULL)[0], &ks);
-	fw_metrics_write_clock(w, &ks, atomic_load(&ctx->clock_events));
+	struct fw_keeper_status st; /* published by the keeper under its own seqlock */
+	fw_keeper_status(ctx->keeper, &st);
+	fw_metrics_write_clock(w, &ks, st.clock_events);
 	struct fw_metrics_mark mk = {
 		.mark_unix_ms = ks.mark_ms + ctx->layout.epoch_ms,
 		.now_unix_ms = (double)fsock_unix_ms(),
-		.failing = atomic_load(&ctx->mark_failing),
-		.failures = atomic_load(&ctx->mark_failures),
-		.writes = atomic_load(&ctx->mark_writes),
+		.failing = st.mark_failing,
+		.failures = st.mark_failures,
+		.writes = st.mark_writes,
 	};
 	fw_metrics_write_mark(w, &mk);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The injectable clock of flakesock-testclock: flakesock's own objects plus
- * this file, whose definitions replace the weak no-op hooks of keeper.c.
+ * The injectable clock of flakesock-testclock: flakesock's own objects with
+ * this file in place of testclock_none.c (the hooks of flakesock.h).
  * Only tests/system/faults run it; flakesock has no code that reads a fault
  * file. The fault file (FLAKEWIRE_TEST_CLOCK, keys offset_ms, tsc_ppm or
  * tick_ppm, pause_ms) is read by lib/keeper's testclock.c (fw_testclock.h),
@@ -24,6 +24,7 @@
 
 #include "flakesock.h"
 #include "fw_testclock.h"
+#include "fw_time.h"
 
 static struct {
 	char status[PATH_MAX];
@@ -47,14 +48,6 @@ static void say(const char *fmt, ...)
 uint64_t fsock_testclock_ns(uint64_t ns)
 {
 	return fw_testclock_apply(ns);
-}
-
-static void sleep_ms(uint32_t ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-		;
 }
 
 static void write_status(struct fsock_ctx *ctx)
@@ -107,7 +100,7 @@ static void poll_file(struct fsock_ctx *ctx, bool may_pause)
 	if (f.pause_ms && may_pause && ctx->keeper) {
 		say("test clock: pause %" PRId64 " ms (workers and keeper stop)", f.pause_ms);
 		fw_keeper_hold(ctx->keeper, true);
-		sleep_ms((uint32_t)f.pause_ms);
+		fw_sleep_ms((uint32_t)f.pause_ms);
 		fw_keeper_hold(ctx->keeper, false);
 		tc.pauses++;
 		say("test clock: pause %" PRIu64 " over", tc.pauses);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "flakesock.h"
+#include "fw_policy_conf.h"
 #include "fw_keeper_serve.h"
 
 uint64_t fsock_unix_ms(void)
@@ -40,26 +41,7 @@ int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 
 int fsock_policy_init(struct fsock_ctx *ctx)
 {
-	const struct fw_conf *c = &ctx->conf;
-	struct fw_policy_prefix allow[FW_POLICY_PREFIXES_MAX];
-	uint16_t ports[FW_CONF_LIST_MAX];
-
-	_Static_assert(FW_CONF_CIDRS_MAX <= FW_POLICY_PREFIXES_MAX, "allow list too long");
-	for (uint32_t i = 0; i < c->net.allow.n; i++) {
-		allow[i].addr = c->net.allow.v[i].addr;
-		allow[i].mask = c->net.allow.v[i].mask;
-	}
-	for (uint32_t i = 0; i < c->net.reflector_ports.n; i++)
-		ports[i] = (uint16_t)c->net.reflector_ports.v[i];
-	struct fw_policy_prefix6 allow6[FW_POLICY_PREFIXES_MAX];
-	for (uint32_t i = 0; i < c->net.allow.n6; i++) {
-		allow6[i].hi = c->net.allow.v6[i].hi;
-		allow6[i].lo = c->net.allow.v6[i].lo;
-		allow6[i].mhi = c->net.allow.v6[i].mhi;
-		allow6[i].mlo = c->net.allow.v6[i].mlo;
-	}
-	if (fw_policy_init(&ctx->policy, allow, c->net.allow.n, ports, c->net.reflector_ports.n) ||
-	    fw_policy_set_allow6(&ctx->policy, allow6, c->net.allow.n6)) {
+	if (fw_policy_from_conf(&ctx->policy, &ctx->conf, NULL, NULL)) {
 		fprintf(stderr, "flakesock: cannot set up the source policy\n");
 		return -1;
 	}
@@ -67,67 +49,41 @@ int fsock_policy_init(struct fsock_ctx *ctx)
 }
 
 /*
- * The source policy of [net] allow (IPv4 and IPv6 prefixes; an IPv4 peer of
- * a dual-stack socket, ::ffff:a.b.c.d, is an IPv4 source) and [net]
- * reflector_ports. Counts what it drops.
+ * The source's verdict under [net] allow, trusted (IPv4 and IPv6 prefixes;
+ * an IPv4 peer of a dual-stack socket, ::ffff:a.b.c.d, is an IPv4 source)
+ * and reflector_ports, from the worker's cache: FW_POLICY_SRC_* bits, or 0
+ * when the datagram is dropped (counted).
  */
-static bool admitted(struct fsock_worker *w, const struct sockaddr_storage *ss)
+static uint32_t admitted(struct fsock_worker *w, const struct sockaddr_storage *ss)
 {
 	const struct fw_policy *p = &w->ctx->policy;
 	uint16_t sport;
-	uint32_t v4;
+	uint32_t v;
 
 	if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-		v4 = ntohl(a->sin_addr.s_addr);
+		v = fw_policy_cached(p, &w->srcc, a->sin_addr.s_addr);
 		sport = ntohs(a->sin_port);
 	} else {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
 		sport = ntohs(a->sin6_port);
 		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
-			memcpy(&v4, &a->sin6_addr.s6_addr[12], 4);
-			v4 = ntohl(v4);
+			uint32_t be;
+			memcpy(&be, &a->sin6_addr.s6_addr[12], 4);
+			v = fw_policy_cached(p, &w->srcc, be);
 		} else {
-			if (!fw_policy_allowed6(p, a->sin6_addr.s6_addr)) {
-				w->drop_source++;
-				return false;
-			}
-			if (fw_policy_reflector(p, sport)) {
-				w->drop_reflector++;
-				return false;
-			}
-			return true;
+			v = fw_policy_cached6(p, &w->srcc, a->sin6_addr.s6_addr);
 		}
 	}
-	switch (fw_policy_check(p, v4, sport)) {
-	case FW_POLICY_DENY_SOURCE:
+	if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED))) {
 		w->drop_source++;
-		return false;
-	case FW_POLICY_DENY_PORT:
+		return 0;
+	}
+	if (FW_UNLIKELY(fw_policy_reflector(p, sport))) {
 		w->drop_reflector++;
-		return false;
-	default:
-		return true;
+		return 0;
 	}
-}
-
-/* Trusted sources may get replies larger than their requests. */
-static bool trusted(const struct fsock_ctx *ctx, const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-		return fw_conf_trusted(&ctx->conf.net.trusted, ntohl(a->sin_addr.s_addr));
-	}
-	if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a)) {
-			uint32_t v4;
-			memcpy(&v4, &a->s6_addr[12], 4);
-			return fw_conf_trusted(&ctx->conf.net.trusted, ntohl(v4));
-		}
-		return fw_conf_trusted6(&ctx->conf.net.trusted, a->s6_addr);
-	}
-	return false;
+	return v;
 }
 
 /* Largest reply to an IPv6 peer: the UDP payload of a 1500-byte IPv6 packet. */
@@ -173,11 +129,13 @@ void *fsock_worker_run(void *arg)
 		int k = 0;
 		for (int i = 0; i < n; i++) {
 			size_t len = msgs[i].msg_len;
-			if (!admitted(w, &peers[i]))
+			uint32_t v = admitted(w, &peers[i]);
+			if (!v)
 				continue;
-			int rlen =
-				fw_serve_answer(&w->serve, now, bufs[i], len,
-						reply_cap(&peers[i], len), trusted(ctx, &peers[i]));
+			/* trusted sources may get replies larger than their requests */
+			int rlen = fw_serve_answer(&w->serve, now, bufs[i], len,
+						   reply_cap(&peers[i], len),
+						   v & FW_POLICY_SRC_TRUSTED);
 			if (rlen <= 0)
 				continue;
 			iov[i].iov_len = (size_t)rlen;

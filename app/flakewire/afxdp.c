@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "log.h"
+#include "port.h"
 #include "fw_err.h"
 #include "fw_xdp.h"
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* AF_XDP ports when flakewire is built without lib/xdp (no clang, libbpf or libxdp). */
-#include "fw_app.h"
+#include "app.h"
+#include "log.h"
+#include "port.h"
 
 bool fw_afxdp_wanted(const struct fw_conf_port *pc)
 {

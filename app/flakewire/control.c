@@ -1,36 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The control thread: a thin driver of the timekeeper (lib/keeper), which
- * calibrates the TSC against CLOCK_REALTIME, re-anchors by slewing, keeps
- * the persisted mark ahead of what lcores may issue and applies the start
- * policy. This file samples the clocks, sleeps, routes the keeper's lines
- * to the log and prints the stats line; the policy is the keeper's (see
- * fw_keeper.h and the README's fault table, which hold for flakesock too).
+ * The control thread: flakewire's side of the keeper driver (lib/keeper,
+ * fw_keeper_driver.h), which calibrates the TSC against CLOCK_REALTIME,
+ * ticks the timekeeper (re-anchoring by slewing, keeping the persisted mark
+ * ahead of what lcores may issue, the start policy) and persists the exact
+ * mark at the end. This file gives it the TSC, the test-clock hooks, the
+ * fleet glue's tick, the log and the stats line; the policy is the
+ * keeper's (fw_keeper.h), the same for flakesock.
  */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
-#include "fw_app.h"
-#include "fw_err.h"
+#include "app.h"
+#include "clock_pub.h"
+#include "control.h"
+#include "fleet.h"
 #include "fw_keeper_conf.h"
+#include "fw_keeper_driver.h"
+#include "log.h"
+#include "stats.h"
 
-#define TICK_MS 10
-
-static void sleep_ms(uint32_t ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-		;
-}
+/* The control thread's own state (app->control). */
+struct fw_control {
+	struct fw_app *app;
+	struct fw_keeper_driver *driver;
+	pthread_t thread;
+	bool started;
+	struct fw_stats_line line; /* the totals at the last stats line */
+};
 
 static void keeper_log(void *arg, enum fw_keeper_level level, const char *line)
 {
@@ -48,24 +53,52 @@ static void keeper_log(void *arg, enum fw_keeper_level level, const char *line)
 	}
 }
 
-/* A (tsc, system clock) pair: the only place the system clock is read. */
-static void sample(uint64_t *tsc, uint64_t *ns)
+static bool should_stop(void *arg)
 {
-	fw_keeper_sample(fw_tsc_ticks_precise, fw_wall_ns, tsc, ns);
+	const struct fw_control *ctl = arg;
+
+	return *ctl->app->quit;
 }
 
-/* Copies the keeper's status into the fields telemetry and the stats line read. */
-static void mirror(struct fw_app *app)
+static int testclock_init(void *arg, struct fw_keeper *k)
 {
-	struct fw_keeper_status st;
+	struct fw_control *ctl = arg;
 
-	fw_keeper_status(app->keeper, &st);
-	app->floor_unix_ms = st.floor_unix_ms;
-	app->mark_unix_ms = st.mark_unix_ms;
-	app->mark_failing = st.mark_failing;
-	app->mark_writes = st.mark_writes;
-	app->mark_failures = st.mark_failures;
-	app->clock_events = st.clock_events;
+	ctl->app->keeper = k; /* the test clock holds its slots in a pause */
+	return fw_testclock_init(ctl->app);
+}
+
+static void testclock_poll(void *arg, struct fw_keeper *k)
+{
+	const struct fw_control *ctl = arg;
+
+	(void)k;
+	fw_testclock_poll(ctl->app);
+}
+
+static void on_tick(void *arg, uint32_t events, uint64_t tick, uint64_t wall_ns)
+{
+	const struct fw_control *ctl = arg;
+
+	fw_fleet_wire_tick(ctl->app, events, tick, wall_ns);
+}
+
+static void stats(void *arg, double interval_s)
+{
+	struct fw_control *ctl = arg;
+
+	fw_stats_line(ctl->app, &ctl->line, interval_s);
+}
+
+/* lcores are stopped: the exact highest ms issued replaces the reservation */
+static uint64_t highest_issued(void *arg)
+{
+	const struct fw_control *ctl = arg;
+	uint64_t highest = 0;
+
+	for (uint32_t i = 0; i < ctl->app->n_lcores; i++)
+		highest = FW_MAX(highest, fw_gen_last_ms(&ctl->app->lcore[i].serve.gen));
+	return highest;
 }
 
 static void make_state_dir(const char *file)
@@ -77,45 +110,43 @@ static void make_state_dir(const char *file)
 		FW_LOG(WARNING, "cannot create the directory of %s: %s", file, strerror(errno));
 }
 
-static int keeper_create(struct fw_app *app)
+int fw_control_start_state(struct fw_app *app)
 {
 	const struct fw_conf *c = &app->conf;
-	struct fw_keeper_config kc;
+	struct fw_keeper_driver_config dc;
 	uint32_t ids[FW_KEEPER_WORKERS_MAX];
 
 	if (app->n_lcores > FW_KEEPER_WORKERS_MAX) {
 		FW_LOG(ERR, "%u lcores: at most %u workers", app->n_lcores, FW_KEEPER_WORKERS_MAX);
 		return -1;
 	}
+	struct fw_control *ctl = calloc(1, sizeof(*ctl));
+	if (!ctl)
+		return -1;
+	ctl->app = app;
+	app->control = ctl;
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		ids[i] = app->lcore[i].worker_id;
-	fw_keeper_config_from_conf(&kc, c, app->layout.epoch_ms);
-	kc.n_workers = app->n_lcores;
-	kc.worker_ids = ids;
-	kc.name = "flakewire";
-	kc.log = keeper_log;
-	int rc = fw_keeper_create(&kc, &app->keeper);
-	if (rc)
-		FW_LOG(ERR, "timekeeper: %s", fw_strerror(rc));
-	return rc ? -1 : 0;
-}
-
-int fw_control_start_state(struct fw_app *app)
-{
-	const struct fw_conf *c = &app->conf;
-	uint64_t t0, n0, t1, n1;
-
-	if (keeper_create(app) || fw_testclock_init(app))
-		return -1;
+	fw_keeper_driver_config_from_conf(&dc, c, app->layout.epoch_ms, app->n_lcores, ids,
+					  "flakewire");
+	dc.ops = (struct fw_keeper_driver_ops){
+		.arg = ctl,
+		.ticks = fw_tsc_ticks_precise,
+		.wall = fw_wall_ns,
+		.log = keeper_log,
+		.should_stop = should_stop,
+		.testclock_init = testclock_init,
+		.testclock_poll = testclock_poll,
+		.on_tick = on_tick,
+		.stats = stats,
+		.highest_issued = highest_issued,
+	};
 	make_state_dir(c->state.file);
-	sample(&t0, &n0);
-	sleep_ms(c->clock.calibrate_ms);
-	sample(&t1, &n1);
-	int rc = fw_keeper_start(app->keeper, t0, n0, t1, n1, NULL);
-	if (rc == FW_ECAL)
-		FW_LOG(ERR, "clock calibration failed: %s", fw_strerror(rc));
-	if (rc)
-		return -1; /* the keeper logged why */
+	if (fw_keeper_driver_start(&dc, &ctl->driver)) {
+		app->keeper = NULL;
+		return -1; /* logged */
+	}
+	app->keeper = fw_keeper_driver_keeper(ctl->driver);
 	struct fw_keeper_status st;
 	fw_keeper_status(app->keeper, &st);
 	double hz = fw_clock_hz(&st.cal);
@@ -127,62 +158,45 @@ int fw_control_start_state(struct fw_app *app)
 	struct fw_keeper_slot *slots = fw_keeper_slots(app->keeper, NULL);
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		fw_keeper_worker_init(&app->lcore[i].kw, &slots[i], &app->lcore[i].serve.gen);
-	mirror(app);
 	return 0;
 }
 
 static void *control_main(void *arg)
 {
-	struct fw_app *app = arg;
-	const struct fw_conf *c = &app->conf;
-	uint64_t t = 0, next_stats = 0;
-	uint64_t stats_ms = (uint64_t)c->stats.interval_s * 1000;
+	struct fw_control *ctl = arg;
 
-	next_stats = stats_ms;
-	while (!*app->quit) {
-		uint64_t tsc, ns;
-
-		sleep_ms(TICK_MS);
-		t += TICK_MS;
-		fw_testclock_poll(app);
-		sample(&tsc, &ns);
-		uint32_t ev = fw_keeper_tick(app->keeper, tsc, ns);
-		fw_fleet_wire_tick(app, ev, tsc, ns);
-		if (ev)
-			mirror(app);
-		if (stats_ms && t >= next_stats) {
-			fw_stats_line(app, (double)c->stats.interval_s);
-			next_stats = t + stats_ms;
-		}
-	}
+	fw_keeper_driver_run(ctl->driver);
 	return NULL;
 }
 
 int fw_control_start(struct fw_app *app)
 {
-	int rc = rte_ctrl_thread_create(&app->control, "fw-control", NULL, control_main, app);
+	struct fw_control *ctl = app->control;
 
+	if (!ctl || !ctl->driver)
+		return -1;
+	int rc = rte_ctrl_thread_create(&ctl->thread, "fw-control", NULL, control_main, ctl);
 	if (rc) {
 		FW_LOG(ERR, "cannot start the control thread: %s", strerror(rc));
 		return -1;
 	}
-	app->control_started = true;
+	ctl->started = true;
 	return 0;
 }
 
 void fw_control_stop(struct fw_app *app)
 {
-	uint64_t highest = 0;
+	struct fw_control *ctl = app->control;
 
-	if (app->control_started)
-		pthread_join(app->control, NULL);
-	app->control_started = false;
-	if (!app->keeper)
+	if (!ctl)
 		return;
-	/* lcores are stopped: the exact highest ms issued replaces the reservation */
-	for (uint32_t i = 0; i < app->n_lcores; i++)
-		highest = FW_MAX(highest, fw_gen_last_ms(&app->lcore[i].serve.gen));
-	fw_keeper_stop(app->keeper, highest, NULL);
-	mirror(app);
-	/* the keeper stays allocated: telemetry may read its slots until EAL cleanup */
+	if (ctl->started)
+		pthread_join(ctl->thread, NULL);
+	ctl->started = false;
+	if (ctl->driver)
+		fw_keeper_driver_stop(ctl->driver);
+	/*
+	 * The driver and its keeper stay allocated: telemetry may read the
+	 * keeper's slots until EAL cleanup.
+	 */
 }

@@ -15,7 +15,9 @@
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "fleet.h"
+#include "log.h"
 #include "fw_err.h"
 
 #ifdef FW_HAVE_FLEET
@@ -81,7 +83,7 @@ int fw_fleet_wire_start(struct fw_app *app)
 	const struct fw_conf *c = &app->conf;
 	struct fw_layout layout;
 	char err[4096];
-	if (!c->fleet.zookeeper[0])
+	if (!fw_conf_fleet_on(c))
 		return 0;
 	/* before fw_lcores_init, which sets app->layout the same way */
 	int rc = fw_layout_init(&layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
@@ -155,12 +157,15 @@ void fw_fleet_wire_stop(struct fw_app *app)
 }
 
 #else /* built without libzookeeper-mt-dev */
+#include "fw_fleet_none.h"
 
 int fw_fleet_wire_start(struct fw_app *app)
 {
-	if (app->conf.fleet.zookeeper[0]) {
-		FW_LOG(ERR, "[fleet] zookeeper is set but this flakewire was built without the "
-			    "ZooKeeper client (libzookeeper-mt-dev)");
+	char msg[256];
+
+	if (fw_fleet_none_check(app->conf.fleet.zookeeper, app->conf.fleet.etcd, "flakewire", msg,
+				sizeof(msg))) {
+		FW_LOG(ERR, "%s", msg);
 		return -1;
 	}
 	return 0;

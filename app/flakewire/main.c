@@ -10,9 +10,17 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "control.h"
+#include "fleet.h"
 #include "fw_err.h"
+#include "fw_version.h"
+#include "log.h"
 #include "metrics.h"
+#include "options.h"
+#include "poll.h"
+#include "stats.h"
+#include "telemetry.h"
 
 static volatile bool force_quit;
 int fw_logtype;
@@ -113,7 +121,8 @@ int main(int argc, char **argv)
 	fw_app_metrics_stop(app);
 	fw_control_stop(app);
 	fw_fleet_wire_stop(app);
-	fw_stats_line(app, 0);
+	struct fw_stats_line totals = {0};
+	fw_stats_line(app, &totals, 0);
 	fw_ports_close(app);
 	rte_free(app->lcore);
 	if (rte_eal_cleanup()) {

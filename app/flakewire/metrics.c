@@ -13,17 +13,17 @@
 #include <rte_mempool.h>
 #include <rte_thread.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "clock_pub.h"
+#include "log.h"
+#include "stats.h"
 #include "fw_err.h"
 #include "fw_metrics_serve.h"
+#include "fw_version.h"
 #include "metrics.h"
 #ifdef FW_HAVE_FLEET
 #include "fw_fleet_app.h"
 #include "fw_metrics_fleet.h"
-#endif
-
-#ifndef FW_VERSION
-#define FW_VERSION "unknown"
 #endif
 
 static struct fw_metrics *registry;
@@ -94,14 +94,16 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	if (!app->keeper)
 		return;
 	fw_keeper_read(&fw_keeper_slots(app->keeper, NULL)[0], &s);
-	fw_metrics_write_clock(w, &s, app->clock_events);
+	struct fw_keeper_status ks;
+	fw_keeper_status(app->keeper, &ks);
+	fw_metrics_write_clock(w, &s, ks.clock_events);
 
 	struct fw_metrics_mark mk = {
 		.mark_unix_ms = s.mark_ms + app->layout.epoch_ms,
 		.now_unix_ms = (double)fw_realtime_ns() / 1e6,
-		.failing = app->mark_failing,
-		.failures = app->mark_failures,
-		.writes = app->mark_writes,
+		.failing = ks.mark_failing,
+		.failures = ks.mark_failures,
+		.writes = ks.mark_writes,
 	};
 	fw_metrics_write_mark(w, &mk);
 

@@ -7,7 +7,8 @@
 
 #include <sys/socket.h>
 
-#include "fw_app.h"
+#include "options.h"
+#include "log.h"
 #include "fw_metrics.h"
 
 void fw_options_usage(const char *prog)

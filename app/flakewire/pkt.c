@@ -25,9 +25,6 @@
  * request (fw_serve_answer's budget; the slip reply is a bare header).
  */
 #include <string.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 #include <rte_arp.h>
 #include <rte_byteorder.h>
@@ -37,20 +34,12 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
-
-/*
- * Byte order with compiler builtins: DPDK 22.11's rte_be_to_cpu_16 is an
- * asm statement the compiler can neither fold nor schedule (17 instructions
- * a request went to it).
- */
-#if RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN
-#define BE16(x) __builtin_bswap16((uint16_t)(x))
-#define BE32(x) __builtin_bswap32((uint32_t)(x))
-#else
-#define BE16(x) ((uint16_t)(x))
-#define BE32(x) ((uint32_t)(x))
-#endif
+#include "fw_policy_conf.h"
+#include "lcore.h"
+#include "pkt.h"
+#include "pkt6.h"
+#include "pkt_util.h"
+#include "port.h"
 
 const char *const fw_drop_names[FW_DROP_COUNT] = {
 	[FW_DROP_NOT_IP] = "not_ip",
@@ -76,110 +65,6 @@ const char *const fw_drop_names[FW_DROP_COUNT] = {
 
 /* m->tx_offload of a reply whose checksums the device writes: l2_len, l3_len, the rest 0 */
 #define TX_OFFLOAD_L2_L3 ((uint64_t)L2 << RTE_MBUF_L2_LEN_OFS | (uint64_t)L3 << RTE_MBUF_L3_LEN_OFS)
-
-/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), all values as stored (network order). */
-static inline uint16_t cksum_adjust(uint16_t hc, uint16_t old, uint16_t new)
-{
-	uint32_t s = (uint16_t)~hc + (uint32_t)(uint16_t)~old + new;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-/* One's-complement addition of @w to @sum in 64 bits: add, then add the carry back. */
-static inline uint64_t cksum_add(uint64_t sum, uint64_t w)
-{
-	sum += w;
-	return sum + (sum < w);
-}
-
-/*
- * Folds a 64-bit one's-complement sum to 16 bits (RFC 1071 2(C)): 64 to 32
- * bits with the carry added back, then Linux's csum_fold: adding the value
- * rotated by 16 leaves the 16-bit sum, carry included, in the upper half.
- */
-static inline uint16_t cksum_fold(uint64_t sum)
-{
-	uint32_t lo = (uint32_t)sum, hi = (uint32_t)(sum >> 32);
-
-	lo += hi;
-	lo += lo < hi;
-	lo += (lo >> 16) | (lo << 16);
-	return (uint16_t)(lo >> 16);
-}
-
-/*
- * @sum plus the @n words of @w in one's complement (end-around carry); @n is
- * a constant at every call. On x86-64 one add-with-carry chain (one
- * instruction and one cycle of latency a word, the carry added back twice
- * at the end: a carry into an all-ones sum leaves one more); elsewhere
- * cksum_add per word.
- */
-static __rte_always_inline uint64_t cksum_addn(uint64_t sum, const uint64_t *w, unsigned n)
-{
-#if defined(__x86_64__)
-	unsigned long long s = sum;
-	unsigned char c = 0;
-
-#pragma GCC unroll 8
-	for (unsigned i = 0; i < n; i++)
-		c = _addcarry_u64(c, s, w[i], &s);
-	c = _addcarry_u64(c, s, 0, &s);
-	return s + c;
-#else
-#pragma GCC unroll 8
-	for (unsigned i = 0; i < n; i++)
-		sum = cksum_add(sum, w[i]);
-	return sum;
-#endif
-}
-
-/* The sum of 8-byte words at @p, unrolled (n is a constant at every call). */
-static __rte_always_inline uint64_t cksum_words(const uint8_t *p, unsigned n, uint64_t sum)
-{
-	uint64_t w[8];
-
-	memcpy(w, p, 8 * n);
-	return cksum_addn(sum, w, n);
-}
-
-/*
- * One's-complement sum of @len bytes added to @sum, 64 bits at a time with
- * end-around carry, folded to 16 bits: the value of DPDK 22.11's
- * rte_raw_cksum (16 bits per step) in a fraction of the instructions. With a
- * constant @len (the IPv4 header, a single-ID datagram) the loop unrolls.
- */
-static inline uint16_t cksum_sum(const void *buf, size_t len, uint64_t sum)
-{
-	const uint8_t *p = buf;
-	uint64_t w;
-	uint32_t v;
-	uint16_t h = 0;
-
-	for (; len >= 8; len -= 8, p += 8) {
-		memcpy(&w, p, 8);
-		sum = cksum_add(sum, w);
-	}
-	if (len >= 4) {
-		memcpy(&v, p, 4);
-		sum = cksum_add(sum, v);
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		memcpy(&h, p, 2);
-		sum = cksum_add(sum, h);
-		p += 2;
-		len -= 2;
-	}
-	if (len) {
-		h = 0;
-		memcpy(&h, p, 1);
-		sum = cksum_add(sum, h);
-	}
-	return cksum_fold(sum);
-}
 
 /* UDP length of a single-ID request padded to its reply's size, and of that reply. */
 #define ID_L4 ((uint16_t)(L4 + FW_SERVE_ID_REP_LEN))
@@ -210,36 +95,6 @@ static inline void ip_cksum_set(struct rte_ipv4_hdr *ip)
 	ip->hdr_checksum = (uint16_t)~ip_sum(ip);
 }
 
-/*
- * The source policy verdict of @src_be (network order): FW_SRC_ALLOWED
- * ([net] allow) and FW_SRC_TRUSTED ([net] trusted), from the lcore's small
- * direct-mapped cache; the prefix lists are walked on a miss only. Both
- * lists are fixed once the lcores run, so an entry never goes stale.
- */
-static __rte_always_inline uint32_t src_verdict(const struct fw_app *app, struct fw_lcore *lc,
-						uint32_t src_be)
-{
-	struct fw_src_cache *e = &lc->src_cache[(src_be * 0x9e3779b1u) >> (32 - FW_SRC_CACHE_BITS)];
-
-	if (FW_LIKELY(e->src_be == src_be && e->verdict))
-		return e->verdict;
-	uint32_t src = BE32(src_be);
-	uint32_t v = FW_SRC_VALID;
-	if (fw_policy_allowed(&app->srcpol, src))
-		v |= FW_SRC_ALLOWED;
-	if (fw_conf_trusted(&app->conf.net.trusted, src))
-		v |= FW_SRC_TRUSTED;
-	e->src_be = src_be;
-	e->verdict = v;
-	return v;
-}
-
-static inline bool drop(struct fw_lcore *lc, enum fw_drop why)
-{
-	lc->st.drop[why]++;
-	return false;
-}
-
 static inline void swap_eth(struct rte_ether_hdr *eth, const struct fw_port *port)
 {
 	eth->dst_addr = eth->src_addr;
@@ -267,15 +122,15 @@ static bool answer_arp(struct fw_lcore *lc, const struct fw_port *port, struct r
 	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
 
 	if (m->data_len < L2 + sizeof(*arp))
-		return drop(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if (arp->arp_hardware != RTE_BE16(RTE_ARP_HRD_ETHER) ||
 	    arp->arp_protocol != RTE_BE16(RTE_ETHER_TYPE_IPV4) || arp->arp_hlen != 6 ||
 	    arp->arp_plen != 4 || arp->arp_opcode != RTE_BE16(RTE_ARP_OP_REQUEST) ||
 	    arp->arp_data.arp_tip != port->addr_be)
-		return drop(lc, FW_DROP_NOT_US);
+		return pkt_drop(lc, FW_DROP_NOT_US);
 	/* The reply goes to the sender's hardware address: never to a group. */
 	if (!rte_is_unicast_ether_addr(&arp->arp_data.arp_sha))
-		return drop(lc, FW_DROP_NOT_US);
+		return pkt_drop(lc, FW_DROP_NOT_US);
 
 	arp->arp_opcode = RTE_BE16(RTE_ARP_OP_REPLY);
 	arp->arp_data.arp_tha = arp->arp_data.arp_sha;
@@ -294,12 +149,12 @@ static bool answer_icmp(struct fw_lcore *lc, const struct fw_port *port, struct 
 	struct rte_icmp_hdr *icmp = (struct rte_icmp_hdr *)(ip + 1);
 
 	if (ip_len < L3 + sizeof(*icmp))
-		return drop(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if (icmp->icmp_type != RTE_IP_ICMP_ECHO_REQUEST || icmp->icmp_code != 0)
-		return drop(lc, FW_DROP_PROTO);
+		return pkt_drop(lc, FW_DROP_PROTO);
 	/* The reply's checksum is the request's, adjusted: only a valid one may be echoed. */
 	if (cksum_sum(icmp, ip_len - L3, 0) != 0xffff)
-		return drop(lc, FW_DROP_BAD_CSUM);
+		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 	/* type 8 -> 0 in the first 16-bit word (type, code) */
 	uint16_t old = *(uint16_t *)icmp;
 	icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
@@ -470,21 +325,6 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 	return f == RTE_MBUF_F_RX_L4_CKSUM_GOOD || udp_sum(ip, udp, l4_len) == 0xffff;
 }
 
-/* Shared with pkt6.c; the contract is in fw_app.h. */
-int fw_pkt_slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len, uint32_t retry_us)
-{
-	struct fw_wire_hdr h;
-
-	if (fw_wire_parse_request(payload, len, &h) != 0)
-		return -1;
-	h.status = FW_WIRE_ST_RETRY_AFTER;
-	h.flags = 0;
-	h.retry_after_us = retry_us;
-	h.datacenter = (uint16_t)lc->serve.gen.cfg.datacenter;
-	h.worker = (uint16_t)lc->serve.gen.cfg.worker;
-	return fw_wire_write_status(payload, len, &h);
-}
-
 /* A rate-limited request: counted, then dropped or slipped (RETRY_AFTER). Out of line. */
 static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_port *port,
 					  struct rte_mbuf *m, struct rte_ipv4_hdr *ip,
@@ -494,19 +334,17 @@ static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_p
 	uint8_t *payload = (uint8_t *)(udp + 1);
 	size_t len = BE16(udp->dgram_len) - L4;
 	uint32_t nudp = 0; /* its own: the burst's stays in registers */
-	int n;
+	int n = pkt_limited(lc, v, retry_us, payload, len);
 
-	lc->st.rate_limited++;
-	if (v == FW_RATE_DROP || (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
-		return drop(lc, FW_DROP_RATE);
-	lc->st.slipped++;
+	if (n < 0)
+		return false;
 	bool sent = send_udp(port, m, ip, udp, n, &cs, port->tx_cksum, &nudp);
 	lc->st.udp += nudp;
 	return sent;
 }
 
 /* A UDP datagram whose lengths agree, to our port: policy, checksum, the answer. */
-static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lcore *lc,
+static __rte_always_inline bool answer_udp_ours(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 						const struct fw_port *port, struct rte_mbuf *m,
 						struct rte_ipv4_hdr *ip, uint16_t ip_len,
 						bool trusted, struct csum_state *cs, uint64_t now,
@@ -514,10 +352,10 @@ static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lc
 {
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
-	if (FW_UNLIKELY(fw_policy_reflector(&app->srcpol, BE16(udp->src_port))))
-		return drop(lc, FW_DROP_REFLECTOR);
+	if (FW_UNLIKELY(fw_policy_reflector(&px->policy, BE16(udp->src_port))))
+		return pkt_drop(lc, FW_DROP_REFLECTOR);
 	if (!l4_cksum_ok(m, ip, udp, ip_len, tx_cksum, cs))
-		return drop(lc, FW_DROP_BAD_CSUM);
+		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 
 	uint8_t *payload = (uint8_t *)(udp + 1);
 	size_t len = ip_len - L3 - L4;
@@ -533,16 +371,16 @@ static __rte_always_inline bool answer_udp_ours(struct fw_app *app, struct fw_lc
 	 * The reply's room: only a trusted source's reply may outgrow its
 	 * request, which the buffer already holds.
 	 */
-	size_t cap = app->conf.net.max_reply_bytes;
+	size_t cap = px->max_reply_bytes;
 	if (trusted)
 		cap = FW_MIN(cap, (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4));
 	int n = fw_serve_run_answer(&lc->serve, &t->run, now, payload, len, cap, trusted);
 	if (n < 0)
-		return drop(lc, FW_DROP_WIRE);
+		return pkt_drop(lc, FW_DROP_WIRE);
 	return send_udp(port, m, ip, udp, n, cs, tx_cksum, &t->udp);
 }
 
-static __rte_always_inline bool answer_udp(struct fw_app *app, struct fw_lcore *lc,
+static __rte_always_inline bool answer_udp(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
 					   struct rte_ipv4_hdr *ip, uint16_t ip_len, bool trusted,
 					   struct csum_state *cs, uint64_t now, struct tally *t)
@@ -550,48 +388,49 @@ static __rte_always_inline bool answer_udp(struct fw_app *app, struct fw_lcore *
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
 	if (ip_len < L3 + L4 || BE16(udp->dgram_len) != ip_len - L3)
-		return drop(lc, FW_DROP_BAD_LEN);
-	if (udp->dst_port != BE16((uint16_t)app->conf.net.udp_port))
-		return drop(lc, FW_DROP_PORT);
-	return answer_udp_ours(app, lc, port, m, ip, ip_len, trusted, cs, now, port->tx_cksum, t);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
+	if (udp->dst_port != BE16((uint16_t)px->udp_port))
+		return pkt_drop(lc, FW_DROP_PORT);
+	return answer_udp_ours(px, lc, port, m, ip, ip_len, trusted, cs, now, port->tx_cksum, t);
 }
 
-static __rte_always_inline bool answer_ipv4(struct fw_app *app, struct fw_lcore *lc,
+static __rte_always_inline bool answer_ipv4(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					    const struct fw_port *port, struct rte_mbuf *m,
 					    struct rte_ether_hdr *eth, uint64_t now,
 					    struct tally *t)
 {
 	if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac))
-		return drop(lc, FW_DROP_NOT_US);
+		return pkt_drop(lc, FW_DROP_NOT_US);
 	if (m->data_len < L2 + L3)
-		return drop(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
 	if ((ip->version_ihl >> 4) != 4)
-		return drop(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if (ip->version_ihl != RTE_IPV4_VHL_DEF)
-		return drop(lc, FW_DROP_IP_OPTS);
+		return pkt_drop(lc, FW_DROP_IP_OPTS);
 	uint16_t ip_len = BE16(ip->total_length);
 	if (ip_len < L3 || ip_len > m->data_len - L2)
-		return drop(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if (ip->dst_addr != port->addr_be)
-		return drop(lc, FW_DROP_NOT_US);
+		return pkt_drop(lc, FW_DROP_NOT_US);
 	if (ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))
-		return drop(lc, FW_DROP_FRAG);
+		return pkt_drop(lc, FW_DROP_FRAG);
 	struct csum_state cs = {.rx_good = false};
 	if (!ip_cksum_ok(m, ip, &cs))
-		return drop(lc, FW_DROP_BAD_CSUM);
-	uint32_t v = src_verdict(app, lc, ip->src_addr);
-	if (FW_UNLIKELY(!(v & FW_SRC_ALLOWED)))
-		return drop(lc, FW_DROP_SOURCE);
+		return pkt_drop(lc, FW_DROP_BAD_CSUM);
+	uint32_t v = fw_policy_cached(&px->policy, &lc->srcc, ip->src_addr);
+	if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
+		return pkt_drop(lc, FW_DROP_SOURCE);
 
 	switch (ip->next_proto_id) {
 	case IPPROTO_UDP:
-		return answer_udp(app, lc, port, m, ip, ip_len, v & FW_SRC_TRUSTED, &cs, now, t);
+		return answer_udp(px, lc, port, m, ip, ip_len, v & FW_POLICY_SRC_TRUSTED, &cs, now,
+				  t);
 	case IPPROTO_ICMP:
 		return answer_icmp(lc, port, m, ip, ip_len);
 	default:
-		return drop(lc, FW_DROP_PROTO);
+		return pkt_drop(lc, FW_DROP_PROTO);
 	}
 }
 
@@ -614,19 +453,19 @@ struct fast_key {
 #define FAST_V20 0x0000000011000000ull
 #define FAST_M30 0xffff0000ffffffffull /* destination address, destination port */
 
-static inline void fast_key_init(struct fast_key *k, const struct fw_app *app,
+static inline void fast_key_init(struct fast_key *k, const struct fw_pkt_ctx *px,
 				 const struct fw_port *port)
 {
 	k->mac = 0;
 	memcpy(&k->mac, &port->mac, RTE_ETHER_ADDR_LEN);
-	k->dst = (uint64_t)port->addr_be | (uint64_t)BE16((uint16_t)app->conf.net.udp_port) << 48;
+	k->dst = (uint64_t)port->addr_be | (uint64_t)BE16((uint16_t)px->udp_port) << 48;
 }
 
-static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
+static __rte_noinline bool pkt_answer_slow(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
 					   uint64_t now);
 
-static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *lc,
+static __rte_always_inline bool pkt_answer(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
 					   const struct fast_key *k, uint64_t now, bool tx_cksum,
 					   struct tally *t)
@@ -667,21 +506,22 @@ static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *
 					       RTE_MBUF_F_RX_L4_CKSUM_GOOD))) {
 					struct csum_state good = {.ip_final = true,
 								  .rx_good = true};
-					v = src_verdict(app, lc, ip->src_addr);
-					if (FW_UNLIKELY(!(v & FW_SRC_ALLOWED)))
-						return drop(lc, FW_DROP_SOURCE);
-					return answer_udp_ours(app, lc, port, m, ip, ip_len,
-							       v & FW_SRC_TRUSTED, &good, now, true,
-							       t);
+					v = fw_policy_cached(&px->policy, &lc->srcc, ip->src_addr);
+					if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
+						return pkt_drop(lc, FW_DROP_SOURCE);
+					return answer_udp_ours(px, lc, port, m, ip, ip_len,
+							       v & FW_POLICY_SRC_TRUSTED, &good,
+							       now, true, t);
 				}
 				struct csum_state cs = {.rx_good = false};
 				if (!ip_cksum_ok(m, ip, &cs))
-					return drop(lc, FW_DROP_BAD_CSUM);
-				v = src_verdict(app, lc, ip->src_addr);
-				if (FW_UNLIKELY(!(v & FW_SRC_ALLOWED)))
-					return drop(lc, FW_DROP_SOURCE);
-				return answer_udp_ours(app, lc, port, m, ip, ip_len,
-						       v & FW_SRC_TRUSTED, &cs, now, tx_cksum, t);
+					return pkt_drop(lc, FW_DROP_BAD_CSUM);
+				v = fw_policy_cached(&px->policy, &lc->srcc, ip->src_addr);
+				if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
+					return pkt_drop(lc, FW_DROP_SOURCE);
+				return answer_udp_ours(px, lc, port, m, ip, ip_len,
+						       v & FW_POLICY_SRC_TRUSTED, &cs, now,
+						       tx_cksum, t);
 			}
 		}
 	}
@@ -690,60 +530,60 @@ static __rte_always_inline bool pkt_answer(struct fw_app *app, struct fw_lcore *
 #endif
 	/* the slow path may issue IDs: the burst's run is written back around it */
 	tally_end(lc, t);
-	bool reply = pkt_answer_slow(app, lc, port, m, now);
+	bool reply = pkt_answer_slow(px, lc, port, m, now);
 	tally_begin(lc, now, t);
 	return reply;
 }
 
 /* The dispatch on the Ethernet type: one case per network protocol. */
-static __rte_always_inline bool pkt_dispatch(struct fw_app *app, struct fw_lcore *lc,
+static __rte_always_inline bool pkt_dispatch(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					     const struct fw_port *port, struct rte_mbuf *m,
 					     uint64_t now, struct tally *t)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 
 	if (m->nb_segs != 1 || m->data_len < L2)
-		return drop(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	switch (eth->ether_type) {
 	case RTE_BE16(RTE_ETHER_TYPE_IPV4):
-		return answer_ipv4(app, lc, port, m, eth, now, t);
+		return answer_ipv4(px, lc, port, m, eth, now, t);
 	case RTE_BE16(RTE_ETHER_TYPE_ARP):
 		return answer_arp(lc, port, m);
-	case RTE_BE16(RTE_ETHER_TYPE_IPV6):
-		if (fw_pkt6_answer) { /* it issues IDs: the run is written back around it */
-			tally_end(lc, t);
-			bool reply = fw_pkt6_answer(app, lc, port, m, now);
-			tally_begin(lc, now, t);
-			return reply;
-		}
-		return drop(lc, FW_DROP_NOT_IP);
+	case RTE_BE16(RTE_ETHER_TYPE_IPV6): {
+		/* pkt6.c issues IDs too: the run is written back around it */
+		tally_end(lc, t);
+		bool reply = fw_pkt6_answer(lc, port, m, now);
+		tally_begin(lc, now, t);
+		return reply;
+	}
 	default:
-		return drop(lc, FW_DROP_NOT_IP);
+		return pkt_drop(lc, FW_DROP_NOT_IP);
 	}
 }
 
 /* Every frame the fast path does not take; counts its own tally, out of line. */
-static __rte_noinline bool pkt_answer_slow(struct fw_app *app, struct fw_lcore *lc,
+static __rte_noinline bool pkt_answer_slow(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					   const struct fw_port *port, struct rte_mbuf *m,
 					   uint64_t now)
 {
 	struct tally t;
 
 	tally_begin(lc, now, &t);
-	bool reply = pkt_dispatch(app, lc, port, m, now, &t);
+	bool reply = pkt_dispatch(px, lc, port, m, now, &t);
 	tally_end(lc, &t);
 	return reply;
 }
 
-bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-		   struct rte_mbuf *m, uint64_t now)
+bool fw_pkt_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+		   uint64_t now)
 {
+	const struct fw_pkt_ctx *px = lc->px;
 	struct fast_key k;
 	struct tally t;
 
-	fast_key_init(&k, app, port);
+	fast_key_init(&k, px, port);
 	tally_begin(lc, now, &t);
-	bool reply = pkt_answer(app, lc, port, m, &k, now, port->tx_cksum, &t);
+	bool reply = pkt_answer(px, lc, port, m, &k, now, port->tx_cksum, &t);
 	tally_end(lc, &t);
 	return reply;
 }
@@ -753,7 +593,7 @@ bool fw_pkt_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port
  * whether the device writes the replies' checksums is the port's, so it is
  * decided once a burst, not once a frame.
  */
-static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcore *lc,
+static __rte_always_inline uint16_t pkt_burst(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
 					      const struct fw_port *port, struct rte_mbuf **pkts,
 					      uint16_t n, uint64_t now, struct rte_mbuf **tx,
 					      struct rte_mbuf **fr, uint16_t *nfr, bool tx_cksum)
@@ -762,7 +602,7 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 	struct fast_key k;
 	struct tally t;
 
-	fast_key_init(&k, app, port);
+	fast_key_init(&k, px, port);
 	tally_begin(lc, now, &t);
 	lc->st.rx += n;
 	/* DPDK l3fwd's pattern: the next frame's data is on its way while this one is answered */
@@ -772,7 +612,7 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 		struct rte_mbuf *m = pkts[i];
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		if (pkt_answer(app, lc, port, m, &k, now, tx_cksum, &t))
+		if (pkt_answer(px, lc, port, m, &k, now, tx_cksum, &t))
 			*txp++ = m;
 		else
 			*frp++ = m;
@@ -782,11 +622,24 @@ static __rte_always_inline uint16_t pkt_burst(struct fw_app *app, struct fw_lcor
 	return (uint16_t)(txp - tx);
 }
 
-uint16_t fw_pkt_burst(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-		      struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
-		      struct rte_mbuf **fr, uint16_t *nfr)
+uint16_t fw_pkt_burst(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf **pkts,
+		      uint16_t n, uint64_t now, struct rte_mbuf **tx, struct rte_mbuf **fr,
+		      uint16_t *nfr)
 {
+	const struct fw_pkt_ctx *px = lc->px;
+
 	if (port->tx_cksum)
-		return pkt_burst(app, lc, port, pkts, n, now, tx, fr, nfr, true);
-	return pkt_burst(app, lc, port, pkts, n, now, tx, fr, nfr, false);
+		return pkt_burst(px, lc, port, pkts, n, now, tx, fr, nfr, true);
+	return pkt_burst(px, lc, port, pkts, n, now, tx, fr, nfr, false);
+}
+
+int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
+		    uint32_t *outside6)
+{
+	memset(px, 0, sizeof(*px));
+	if (fw_policy_from_conf(&px->policy, c, outside, outside6))
+		return -1;
+	px->udp_port = c->net.udp_port;
+	px->max_reply_bytes = c->net.max_reply_bytes;
+	return 0;
 }

@@ -38,8 +38,11 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
-#include "fw_wire.h"
+#include "lcore.h"
+#include "pkt.h"
+#include "pkt6.h"
+#include "pkt_util.h"
+#include "port.h"
 
 #define L2  ((uint16_t)sizeof(struct rte_ether_hdr))
 #define L3  ((uint16_t)sizeof(struct rte_ipv6_hdr))
@@ -57,46 +60,6 @@
 #define REPLY_HOPS         64
 #define ND_HOPS            255
 
-static inline bool drop6(struct fw_lcore *lc, enum fw_drop why)
-{
-	lc->st.drop[why]++;
-	return false;
-}
-
-/* 32-bit words of @len bytes (a multiple of 2) added into a 64-bit accumulator. */
-static inline uint64_t sum_add(uint64_t sum, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint32_t w;
-	uint16_t h = 0;
-
-	for (; len >= 4; len -= 4, p += 4) {
-		memcpy(&w, p, 4);
-		sum += w;
-	}
-	if (len >= 2) {
-		memcpy(&h, p, 2);
-		sum += h;
-		p += 2;
-		len -= 2;
-	}
-	if (len) {
-		h = 0;
-		memcpy(&h, p, 1);
-		sum += h;
-	}
-	return sum;
-}
-
-static inline uint16_t sum_fold(uint64_t sum)
-{
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 /*
  * The one's-complement sum over the IPv6 pseudo-header (addresses, upper
  * layer length, next header) and @len bytes at @l4: 0xffff when the
@@ -105,11 +68,11 @@ static inline uint16_t sum_fold(uint64_t sum)
 static inline uint16_t sum6(const struct rte_ipv6_hdr *ip, uint8_t proto, const void *l4,
 			    uint32_t len)
 {
-	uint64_t s = sum_add(0, ip->src_addr, 32);
+	uint64_t s = cksum_words(ip->src_addr, 4, 0); /* source and destination, 32 bytes */
 
-	s += rte_cpu_to_be_32(len);
-	s += rte_cpu_to_be_32(proto);
-	return sum_fold(sum_add(s, l4, len));
+	s = cksum_add(s, BE32(len));
+	s = cksum_add(s, BE32((uint32_t)proto));
+	return cksum_sum(l4, len, s);
 }
 
 /* The checksum of the @len bytes at @l4, whose checksum field holds 0. */
@@ -119,15 +82,6 @@ static inline uint16_t cksum6(const struct rte_ipv6_hdr *ip, uint8_t proto, cons
 	uint16_t c = (uint16_t)~sum6(ip, proto, l4, len);
 
 	return (proto == IPPROTO_UDP && c == 0) ? 0xffff : c; /* UDP 0: "none" */
-}
-
-static inline uint16_t cksum_adjust6(uint16_t hc, uint16_t old, uint16_t new)
-{
-	uint32_t s = (uint16_t)~hc + (uint32_t)(uint16_t)~old + new;
-
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
 }
 
 /* Index of @a among the port's addresses, or -1. */
@@ -204,26 +158,26 @@ static bool answer_ns(struct fw_lcore *lc, const struct fw_port *port, struct rt
 	bool dad = is_unspecified(ip->src_addr);
 
 	if (ip->hop_limits != ND_HOPS || icmp[1] != 0 || plen < NSZ)
-		return drop6(lc, FW_DROP_ND);
+		return pkt_drop(lc, FW_DROP_ND);
 	if (sum6(ip, IPPROTO_ICMPV6, icmp, plen) != 0xffff)
-		return drop6(lc, FW_DROP_BAD_CSUM);
+		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 	if (target[0] == 0xff)
-		return drop6(lc, FW_DROP_ND);
+		return pkt_drop(lc, FW_DROP_ND);
 	for (uint16_t off = NSZ; off < plen;) {
 		if (plen - off < 2 || icmp[off + 1] == 0 || icmp[off + 1] * 8 > plen - off)
-			return drop6(lc, FW_DROP_ND);
+			return pkt_drop(lc, FW_DROP_ND);
 		if (icmp[off] == ND_OPT_SLLA && icmp[off + 1] == 1)
 			slla = icmp + off + 2;
 		off = (uint16_t)(off + icmp[off + 1] * 8);
 	}
 	if (dad && (!is_snm_of(ip->dst_addr, target) || slla))
-		return drop6(lc, FW_DROP_ND);
+		return pkt_drop(lc, FW_DROP_ND);
 	if (my_addr(port, target) < 0)
-		return drop6(lc, FW_DROP_NOT_US); /* someone else's neighbour */
+		return pkt_drop(lc, FW_DROP_NOT_US); /* someone else's neighbour */
 	if (!is_snm_of(ip->dst_addr, target) && memcmp(ip->dst_addr, target, 16))
-		return drop6(lc, FW_DROP_ND);
+		return pkt_drop(lc, FW_DROP_ND);
 	if (slla && !rte_is_unicast_ether_addr((const struct rte_ether_addr *)slla))
-		return drop6(lc, FW_DROP_ND);
+		return pkt_drop(lc, FW_DROP_ND);
 
 	/* the advertisement, written over the solicitation */
 	uint8_t tgt[16];
@@ -258,29 +212,30 @@ static bool answer_ns(struct fw_lcore *lc, const struct fw_port *port, struct rt
 	return true;
 }
 
-static bool answer_icmp6(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-			 struct rte_mbuf *m, struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
-			 uint16_t plen, bool to_me)
+static bool answer_icmp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+			 struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen,
+			 bool to_me)
 {
 	uint8_t *icmp = (uint8_t *)(ip + 1);
 
 	if (plen < 8)
-		return drop6(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if (icmp[0] == ICMP6_ND_NS)
 		return answer_ns(lc, port, m, eth, ip, plen);
 	if (icmp[0] != ICMP6_ECHO_REQUEST || icmp[1] != 0 || !to_me)
-		return drop6(lc, to_me ? FW_DROP_PROTO : FW_DROP_NOT_US);
-	if (FW_UNLIKELY(!fw_policy_allowed6(&app->srcpol, ip->src_addr)))
-		return drop6(lc, FW_DROP_SOURCE);
+		return pkt_drop(lc, to_me ? FW_DROP_PROTO : FW_DROP_NOT_US);
+	if (FW_UNLIKELY(!(fw_policy_cached6(&lc->px->policy, &lc->srcc, ip->src_addr) &
+			  FW_POLICY_SRC_ALLOWED)))
+		return pkt_drop(lc, FW_DROP_SOURCE);
 	if (sum6(ip, IPPROTO_ICMPV6, icmp, plen) != 0xffff)
-		return drop6(lc, FW_DROP_BAD_CSUM);
+		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 	uint16_t old, new;
 	memcpy(&old, icmp, 2);
 	icmp[0] = ICMP6_ECHO_REPLY;
 	memcpy(&new, icmp, 2);
 	uint16_t c;
 	memcpy(&c, icmp + 2, 2);
-	c = cksum_adjust6(c, old, new);
+	c = cksum_adjust(c, old, new);
 	memcpy(icmp + 2, &c, 2);
 	turn_around(eth, port, ip, REPLY_HOPS);
 	set_len(m, plen); /* trims Ethernet padding */
@@ -309,97 +264,96 @@ static bool send_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rt
 	return true;
 }
 
-static bool answer_udp6(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-			struct rte_mbuf *m, struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip,
-			uint16_t plen, uint64_t now)
+static bool answer_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+			struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen,
+			uint64_t now)
 {
+	const struct fw_pkt_ctx *px = lc->px;
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
-	if (plen < L4 || rte_be_to_cpu_16(udp->dgram_len) != plen)
-		return drop6(lc, FW_DROP_BAD_LEN);
-	if (FW_UNLIKELY(!fw_policy_allowed6(&app->srcpol, ip->src_addr)))
-		return drop6(lc, FW_DROP_SOURCE);
-	if (udp->dst_port != rte_cpu_to_be_16((uint16_t)app->conf.net.udp_port))
-		return drop6(lc, FW_DROP_PORT);
-	if (FW_UNLIKELY(fw_policy_reflector(&app->srcpol, rte_be_to_cpu_16(udp->src_port))))
-		return drop6(lc, FW_DROP_REFLECTOR);
+	if (plen < L4 || BE16(udp->dgram_len) != plen)
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
+	uint32_t v = fw_policy_cached6(&px->policy, &lc->srcc, ip->src_addr);
+	if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
+		return pkt_drop(lc, FW_DROP_SOURCE);
+	if (udp->dst_port != BE16((uint16_t)px->udp_port))
+		return pkt_drop(lc, FW_DROP_PORT);
+	if (FW_UNLIKELY(fw_policy_reflector(&px->policy, BE16(udp->src_port))))
+		return pkt_drop(lc, FW_DROP_REFLECTOR);
 	if (udp->dgram_cksum == 0)
-		return drop6(lc, FW_DROP_UDP6_NO_CKSUM);
+		return pkt_drop(lc, FW_DROP_UDP6_NO_CKSUM);
 	uint64_t f = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
 	if (f == RTE_MBUF_F_RX_L4_CKSUM_BAD ||
 	    (f != RTE_MBUF_F_RX_L4_CKSUM_GOOD && sum6(ip, IPPROTO_UDP, udp, plen) != 0xffff))
-		return drop6(lc, FW_DROP_BAD_CSUM);
+		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 
 	uint8_t *payload = (uint8_t *)(udp + 1);
 	size_t len = plen - L4;
-	bool trusted = fw_conf_trusted6(&app->conf.net.trusted, ip->src_addr);
+	bool trusted = v & FW_POLICY_SRC_TRUSTED;
 	int n;
 
 	if (lc->rate && !trusted) {
 		uint32_t retry_us = 0;
-		enum fw_rate_verdict v = fw_rate_check6(lc->rate, ip->src_addr, lc->tsc, &retry_us);
-		if (FW_UNLIKELY(v != FW_RATE_PASS)) {
-			lc->st.rate_limited++;
-			if (v == FW_RATE_DROP ||
-			    (n = fw_pkt_slip_reply(lc, payload, len, retry_us)) < 0)
-				return drop6(lc, FW_DROP_RATE);
-			lc->st.slipped++;
-			return send_udp6(lc, port, m, eth, ip, udp, n);
+		enum fw_rate_verdict rv =
+			fw_rate_check6(lc->rate, ip->src_addr, lc->tsc, &retry_us);
+		if (FW_UNLIKELY(rv != FW_RATE_PASS)) {
+			n = pkt_limited(lc, rv, retry_us, payload, len);
+			return n >= 0 && send_udp6(lc, port, m, eth, ip, udp, n);
 		}
 	}
 
 	size_t room = (size_t)(m->buf_len - m->data_off) - (L2 + L3 + L4);
-	size_t cap = FW_MIN(room, (size_t)app->conf.net.max_reply_bytes);
+	size_t cap = FW_MIN(room, (size_t)px->max_reply_bytes);
 	cap = FW_MIN(cap, (size_t)FW_PKT6_PAYLOAD_MAX);
 	n = fw_serve_answer(&lc->serve, now, payload, len, cap, trusted);
 	if (n < 0)
-		return drop6(lc, FW_DROP_WIRE);
+		return pkt_drop(lc, FW_DROP_WIRE);
 	return send_udp6(lc, port, m, eth, ip, udp, n);
 }
 
-bool fw_pkt6_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_port *port,
-		    struct rte_mbuf *m, uint64_t now)
+bool fw_pkt6_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+		    uint64_t now)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(eth + 1);
 
 	lc->st.rx6++;
 	if (m->nb_segs != 1 || m->data_len < L2 + L3)
-		return drop6(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if ((rte_be_to_cpu_32(ip->vtc_flow) >> 28) != 6)
-		return drop6(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	uint16_t plen = rte_be_to_cpu_16(ip->payload_len);
 	if (plen > m->data_len - L2 - L3)
-		return drop6(lc, FW_DROP_BAD_LEN);
+		return pkt_drop(lc, FW_DROP_BAD_LEN);
 	if (port->n_addr6 == 0)
-		return drop6(lc, FW_DROP_NOT_US);
+		return pkt_drop(lc, FW_DROP_NOT_US);
 
 	bool to_me = my_addr(port, ip->dst_addr) >= 0;
 	if (to_me) {
 		if (!rte_is_same_ether_addr(&eth->dst_addr, &port->mac))
-			return drop6(lc, FW_DROP_NOT_US);
+			return pkt_drop(lc, FW_DROP_NOT_US);
 	} else {
 		struct rte_ether_addr g;
 		if (!my_snm(port, ip->dst_addr) || ip->proto != IPPROTO_ICMPV6)
-			return drop6(lc, FW_DROP_NOT_US);
+			return pkt_drop(lc, FW_DROP_NOT_US);
 		mcast_mac(&g, ip->dst_addr);
 		if (!rte_is_same_ether_addr(&eth->dst_addr, &g))
-			return drop6(lc, FW_DROP_NOT_US);
+			return pkt_drop(lc, FW_DROP_NOT_US);
 	}
 	if (ip->src_addr[0] == 0xff)
-		return drop6(lc, FW_DROP_SOURCE); /* a multicast source is never real */
+		return pkt_drop(lc, FW_DROP_SOURCE); /* a multicast source is never real */
 	/* the unspecified source is for duplicate address detection only */
 	if (FW_UNLIKELY(is_unspecified(ip->src_addr)) &&
 	    (ip->proto != IPPROTO_ICMPV6 || plen < 1 || ((uint8_t *)(ip + 1))[0] != ICMP6_ND_NS))
-		return drop6(lc, FW_DROP_SOURCE);
+		return pkt_drop(lc, FW_DROP_SOURCE);
 
 	switch (ip->proto) {
 	case IPPROTO_UDP:
-		return answer_udp6(app, lc, port, m, eth, ip, plen, now);
+		return answer_udp6(lc, port, m, eth, ip, plen, now);
 	case IPPROTO_ICMPV6:
-		return answer_icmp6(app, lc, port, m, eth, ip, plen, to_me);
+		return answer_icmp6(lc, port, m, eth, ip, plen, to_me);
 	case IPPROTO_FRAGMENT:
-		return drop6(lc, FW_DROP_FRAG);
+		return pkt_drop(lc, FW_DROP_FRAG);
 	case IPPROTO_HOPOPTS:
 	case IPPROTO_ROUTING:
 	case IPPROTO_DSTOPTS:
@@ -408,38 +362,8 @@ bool fw_pkt6_answer(struct fw_app *app, struct fw_lcore *lc, const struct fw_por
 	case 135: /* mobility */
 	case 139: /* HIP */
 	case 140: /* shim6 */
-		return drop6(lc, FW_DROP_IPV6_EXT);
+		return pkt_drop(lc, FW_DROP_IPV6_EXT);
 	default:
-		return drop6(lc, FW_DROP_PROTO);
+		return pkt_drop(lc, FW_DROP_PROTO);
 	}
-}
-
-int fw_pkt6_policy_init(struct fw_app *app)
-{
-	const struct fw_conf_cidrs *a = &app->conf.net.allow;
-	struct fw_policy_prefix6 allow[FW_POLICY_PREFIXES_MAX];
-
-	for (uint32_t i = 0; i < a->n6; i++) {
-		allow[i].hi = a->v6[i].hi;
-		allow[i].lo = a->v6[i].lo;
-		allow[i].mhi = a->v6[i].mhi;
-		allow[i].mlo = a->v6[i].mlo;
-	}
-	if (fw_policy_set_allow6(&app->srcpol, allow, a->n6))
-		return -1;
-	FW_LOG(INFO, "policy: %u allowed IPv6 prefixes, %u trusted", a->n6,
-	       app->conf.net.trusted.n6);
-	const struct fw_conf_cidrs *t = &app->conf.net.trusted;
-	for (uint32_t i = 0; i < t->n6; i++) {
-		uint8_t b[16];
-		for (int k = 0; k < 8; k++) {
-			b[k] = (uint8_t)(t->v6[i].hi >> (56 - 8 * k));
-			b[8 + k] = (uint8_t)(t->v6[i].lo >> (56 - 8 * k));
-		}
-		if (!fw_policy_allowed6(&app->srcpol, b))
-			FW_LOG(WARNING,
-			       "[net] trusted IPv6 prefix %u is outside [net] allow: dropped",
-			       i + 1);
-	}
-	return 0;
 }

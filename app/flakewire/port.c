@@ -2,6 +2,7 @@
 /* Port bring-up: probe the device, one RX/TX queue per worker, offloads and RSS by capability. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <string.h>
 
 #include <rte_bus.h>
@@ -9,9 +10,11 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "fw_app.h"
-#include "power.h"
+#include "app.h"
 #include "fw_ethdev.h"
+#include "log.h"
+#include "port.h"
+#include "power.h"
 
 #define POOL_CACHE 256
 
@@ -163,8 +166,15 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		p->addr_be = htonl(pc->address);
 	}
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
-	if (fw_pkt6_port_start && fw_pkt6_port_start(app, idx))
+	if (fw_port6_start(app, idx))
 		return -1;
+	/* the kernel interface behind it (net_tap, af_xdp), as the link watch will look for it */
+	char kif[IF_NAMESIZE];
+	if (info.if_index && if_indextoname(info.if_index, kif) &&
+	    strlen(kif) < sizeof(p->kif_name)) {
+		p->kif_index = info.if_index;
+		snprintf(p->kif_name, sizeof(p->kif_name), "%s", kif);
+	}
 
 	struct rte_eth_link link;
 	char mac[RTE_ETHER_ADDR_FMT_SIZE];

@@ -7,9 +7,11 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "log.h"
+#include "port.h"
 
-int fw_pkt6_port_start(struct fw_app *app, uint32_t idx)
+int fw_port6_start(struct fw_app *app, uint32_t idx)
 {
 	struct fw_port *p = &app->port[idx];
 	const struct fw_conf_port *pc = &app->conf.port[idx];

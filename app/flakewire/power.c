@@ -15,7 +15,8 @@
 #include <rte_power_intrinsics.h>
 #include <rte_power_pmd_mgmt.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "log.h"
 #include "power.h"
 
 #define WAKE_MS 10 /* an idle lcore checks the stop flag this often */

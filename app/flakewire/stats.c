@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "stats.h"
 
 void fw_stats_lcore(const struct fw_lcore *lc, struct fw_lcore_stats *st)
 {
@@ -47,24 +48,27 @@ static uint64_t drops(const struct fw_lcore_stats *st)
 	return n;
 }
 
-void fw_stats_line(struct fw_app *app, double interval_s)
+void fw_stats_line(const struct fw_app *app, struct fw_stats_line *prev, double interval_s)
 {
+	struct fw_keeper_status ks = {0};
 	struct fw_lcore_stats st;
 	struct fw_serve_stats ss;
+
+	if (app->keeper)
+		fw_keeper_status(app->keeper, &ks);
 
 	fw_stats_sum(app, &st, &ss);
 	if (interval_s > 0) {
 		printf("stats: %.0f rx/s %.0f tx/s %.0f replies/s %.0f IDs/s | total rx %lu tx %lu "
 		       "replies %lu IDs %lu retry %lu unsafe %lu drops %lu | mark %lu%s\n",
-		       (double)(st.rx - app->prev_st.rx) / interval_s,
-		       (double)(st.tx - app->prev_st.tx) / interval_s,
-		       (double)(ss.requests - app->prev_ss.requests) / interval_s,
-		       (double)(ss.ids - app->prev_ss.ids) / interval_s, (unsigned long)st.rx,
+		       (double)(st.rx - prev->st.rx) / interval_s,
+		       (double)(st.tx - prev->st.tx) / interval_s,
+		       (double)(ss.requests - prev->ss.requests) / interval_s,
+		       (double)(ss.ids - prev->ss.ids) / interval_s, (unsigned long)st.rx,
 		       (unsigned long)st.tx, (unsigned long)ss.requests, (unsigned long)ss.ids,
 		       (unsigned long)ss.status[FW_WIRE_ST_RETRY_AFTER],
 		       (unsigned long)ss.status[FW_WIRE_ST_CLOCK_UNSAFE], (unsigned long)drops(&st),
-		       (unsigned long)app->mark_unix_ms,
-		       app->mark_failing ? " (NOT PERSISTING)" : "");
+		       (unsigned long)ks.mark_unix_ms, ks.mark_failing ? " (NOT PERSISTING)" : "");
 	} else {
 		printf("stats: total rx %lu tx %lu arp %lu icmp %lu replies %lu IDs %lu drops "
 		       "%lu\n",
@@ -73,6 +77,6 @@ void fw_stats_line(struct fw_app *app, double interval_s)
 		       (unsigned long)drops(&st));
 	}
 	fflush(stdout);
-	app->prev_st = st;
-	app->prev_ss = ss;
+	prev->st = st;
+	prev->ss = ss;
 }

@@ -17,7 +17,10 @@
 
 #include <rte_telemetry.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "log.h"
+#include "stats.h"
+#include "telemetry.h"
 #include "fw_wire.h"
 
 static struct fw_app *tel_app;
@@ -140,6 +143,8 @@ static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d
 	if (!tel_app->keeper)
 		return -1;
 	fw_keeper_read(&fw_keeper_slots(tel_app->keeper, NULL)[0], &s);
+	struct fw_keeper_status ks;
+	fw_keeper_status(tel_app->keeper, &ks);
 	rte_tel_data_start_dict(d);
 	snprintf(buf, sizeof(buf), "%.0f", fw_clock_hz(&s.cal));
 	rte_tel_data_add_dict_u64(d, "hz", (uint64_t)fw_clock_hz(&s.cal));
@@ -158,11 +163,11 @@ static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d
 	rte_tel_data_add_dict_u64(d, "generation", s.cal.generation);
 	rte_tel_data_add_dict_u64(d, "mark_unix_ms", s.mark_ms + tel_app->layout.epoch_ms);
 	rte_tel_data_add_dict_u64(d, "mark_ms", s.mark_ms);
-	rte_tel_data_add_dict_u64(d, "floor_unix_ms", tel_app->floor_unix_ms);
-	rte_tel_data_add_dict_u64(d, "mark_writes", tel_app->mark_writes);
-	rte_tel_data_add_dict_u64(d, "mark_failures", tel_app->mark_failures);
-	rte_tel_data_add_dict_u64(d, "mark_failing", tel_app->mark_failing);
-	rte_tel_data_add_dict_u64(d, "clock_events", tel_app->clock_events);
+	rte_tel_data_add_dict_u64(d, "floor_unix_ms", ks.floor_unix_ms);
+	rte_tel_data_add_dict_u64(d, "mark_writes", ks.mark_writes);
+	rte_tel_data_add_dict_u64(d, "mark_failures", ks.mark_failures);
+	rte_tel_data_add_dict_u64(d, "mark_failing", ks.mark_failing);
+	rte_tel_data_add_dict_u64(d, "clock_events", ks.clock_events);
 	rte_tel_data_add_dict_u64(d, "epoch_ms", tel_app->layout.epoch_ms);
 	return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The injectable clock of flakewire-testclock: the responder built from the
- * very objects of flakewire plus this file, whose definitions replace the
- * weak no-op hooks of clock_pub.c. Only tests/system/faults run it; the
+ * very objects of flakewire but with this file in place of testclock_none.c
+ * (the hooks of clock_pub.h). Only tests/system/faults run it; the
  * flakewire binary has no code that reads a fault file. The fault file
  * (FLAKEWIRE_TEST_CLOCK, keys offset_ms, tsc_ppm, pause_ms) is read by
  * lib/keeper's testclock.c (fw_testclock.h), shared with flakesock-testclock.
@@ -14,22 +14,17 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "fw_app.h"
+#include "app.h"
+#include "clock_pub.h"
+#include "log.h"
 #include "fw_testclock.h"
+#include "fw_time.h"
 
 static uint64_t pauses;
 
 uint64_t fw_testclock_ns(uint64_t ns)
 {
 	return fw_testclock_apply(ns);
-}
-
-static void sleep_ms(uint32_t ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-		;
 }
 
 static void poll_file(struct fw_app *app, bool may_pause)
@@ -49,7 +44,7 @@ static void poll_file(struct fw_app *app, bool may_pause)
 		       "test clock: pause %" PRId64 " ms (lcores, telemetry and control stop)",
 		       f.pause_ms);
 		fw_keeper_hold(app->keeper, true);
-		sleep_ms((uint32_t)f.pause_ms);
+		fw_sleep_ms((uint32_t)f.pause_ms);
 		fw_keeper_hold(app->keeper, false);
 		pauses++;
 		FW_LOG(WARNING, "test clock: pause %" PRIu64 " over", pauses);

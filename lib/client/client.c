@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -78,6 +79,8 @@ struct fw_client_pf {
 };
 
 struct fw_client {
+	/* fw_client_shutdown() was called: every call returns FW_ECLOSED. */
+	atomic_bool closed;
 	/* Guards everything below but the channels; never held across I/O. */
 	pthread_mutex_t lock;
 	/* Serialises the one-shot calls, which use @call. */
@@ -317,6 +320,28 @@ static void pf_free(struct fw_client_pf *p, size_t nsrv)
 	free(p->uuids);
 }
 
+/*
+ * A socket connected to @srv: the kernel then reports an ICMP port
+ * unreachable as ECONNREFUSED (a closed port fails over at once, not after
+ * the timeouts). One socket per server keeps waits independent of the
+ * others; replies are still matched by source address too.
+ * Returns the descriptor or -errno.
+ */
+static int server_socket(const struct fw_client_server *srv)
+{
+	int fd = socket(srv->addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)&srv->addr, srv->addrlen) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 int fw_client_open(const char *const *servers, size_t n, const struct fw_client_opts *opts,
 		   struct fw_client **out)
 {
@@ -344,15 +369,10 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 		if (rc < 0)
 			goto err_close;
 		c->ipv6 |= c->srv[i].addr.ss_family == AF_INET6;
-		/* Unconnected, so replies are matched by source address here and
-		 * not silently by the kernel; one socket per server keeps waits
-		 * independent of stray traffic to the others. */
-		c->srv[i].fd = socket(c->srv[i].addr.ss_family,
-				      SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (c->srv[i].fd < 0) {
-			rc = -errno;
+		rc = server_socket(&c->srv[i]);
+		if (rc < 0)
 			goto err_close;
-		}
+		c->srv[i].fd = rc;
 	}
 
 	/*
@@ -408,26 +428,56 @@ void fw_client_close(struct fw_client *c)
 	free(c);
 }
 
-/* The channel's socket to server @s, opened on first use. Returns it or -errno. */
+/* The channel's socket to server @s, opened on first use (under c->lock,
+ * which fw_client_shutdown() reads them under). Returns it or -errno. */
 static int io_fd(struct fw_client *c, struct fw_client_io *io, size_t s)
 {
+	int fd;
+
 	if (!io->fds)
 		return c->srv[s].fd;
+	pthread_mutex_lock(&c->lock);
 	if (io->fds[s] < 0) {
-		io->fds[s] = socket(c->srv[s].addr.ss_family,
-				    SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (io->fds[s] < 0)
-			return -errno;
+		fd = server_socket(&c->srv[s]);
+		if (fd >= 0)
+			io->fds[s] = fd;
 	}
-	return io->fds[s];
+	fd = io->fds[s] >= 0 ? io->fds[s] : fd;
+	pthread_mutex_unlock(&c->lock);
+	return fd;
+}
+
+/* Ends every wait on @fd (poll reports it readable, reads return 0). */
+static void wake_fd(int fd)
+{
+	if (fd >= 0)
+		shutdown(fd, SHUT_RD);
+}
+
+void fw_client_shutdown(struct fw_client *c)
+{
+	if (!c || atomic_exchange(&c->closed, true))
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->pf.avail = c->pf.head = c->pf.len = 0;
+	c->upf.avail = c->upf.head = 0;
+	pthread_cond_broadcast(&c->pf.cond);
+	pthread_cond_broadcast(&c->upf.cond);
+	for (size_t i = 0; i < c->nsrv; i++) {
+		wake_fd(c->srv[i].fd);
+		wake_fd(c->pf_io.fds ? c->pf_io.fds[i] : -1);
+		wake_fd(c->upf_io.fds ? c->upf_io.fds[i] : -1);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 /*
  * Waits until @deadline for the reply to (@op, @tag) from @srv on @fd into
- * io->reply. Returns 0, FW_ETIMEOUT or -errno.
+ * io->reply. Returns 0, FW_ETIMEOUT, -ECONNREFUSED (ICMP port
+ * unreachable), FW_ECLOSED (@closed set) or -errno.
  */
 static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_server *srv,
-		       uint8_t op, uint64_t tag, uint64_t deadline)
+		       uint8_t op, uint64_t tag, uint64_t deadline, const atomic_bool *closed)
 {
 	for (;;) {
 		uint64_t now = now_ns();
@@ -452,6 +502,8 @@ static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_s
 			ssize_t len;
 			int rc;
 
+			if (atomic_load(closed))
+				return FW_ECLOSED;
 			len = recvfrom(fd, io->rx, sizeof(io->rx), MSG_TRUNC,
 				       (struct sockaddr *)&from, &fromlen);
 			if (len < 0 && errno == EINTR)
@@ -501,6 +553,8 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 	size_t cur;
 	int len, rc;
 
+	if (atomic_load(&c->closed))
+		return FW_ECLOSED;
 	/* Fewer IDs, never a fragment, when a server is IPv6 (the reply says how many came) */
 	while (c->ipv6 && count > 1 && fw_wire_reply_size(op, count) > FW_CLIENT_IPV6_PAYLOAD_MAX)
 		count--;
@@ -532,16 +586,20 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 			ssize_t sent;
 
 			do {
-				sent = sendto(fd, io->tx, (size_t)len, 0,
-					      (const struct sockaddr *)&srv->addr, srv->addrlen);
+				sent = send(fd, io->tx, (size_t)len, 0);
 			} while (sent < 0 && errno == EINTR);
-			/* Unreachable or unroutable: the next server may do better. */
+			/* Refused, unreachable or unroutable: the next server may do better. */
+			if (sent < 0 && atomic_load(&c->closed))
+				return FW_ECLOSED;
 			if (sent < 0)
 				break;
 
-			rc = await_reply(io, fd, srv, op, tag, now_ns() + wait);
+			rc = await_reply(io, fd, srv, op, tag, now_ns() + wait, &c->closed);
 			if (rc == FW_ETIMEOUT)
 				continue;
+			/* Port closed (ICMP port unreachable): no resend, fail over. */
+			if (rc == -ECONNREFUSED)
+				break;
 			if (rc < 0)
 				return rc;
 
@@ -981,6 +1039,10 @@ static int refill_ids(struct fw_client *c, struct fw_client_pf *p)
 		for (size_t i = 0; i < n; i++)
 			fetched += r[i].n;
 		pthread_mutex_lock(&c->lock);
+		if (atomic_load(&c->closed)) {
+			pthread_mutex_unlock(&c->lock);
+			return FW_ECLOSED;
+		}
 		pf_put_ranges(p, r, n);
 		pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&c->lock);
@@ -1004,6 +1066,10 @@ static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 			return rc;
 		fetched += n;
 		pthread_mutex_lock(&c->lock);
+		if (atomic_load(&c->closed)) {
+			pthread_mutex_unlock(&c->lock);
+			return FW_ECLOSED;
+		}
 		if (p->head + p->avail + n > p->cap) {
 			memmove(p->uuids, p->uuids + p->head, p->avail * FW_UUID_LEN);
 			p->head = 0;
@@ -1031,6 +1097,8 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 	uint64_t gen0 = p->gen;
 
 	for (;;) {
+		if (atomic_load(&c->closed))
+			return FW_ECLOSED;
 		bool low = p->avail == 0 ||
 			   (p->avail < c->opts.low_water && now_ns() >= p->hold_until_ns);
 

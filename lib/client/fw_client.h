@@ -8,8 +8,11 @@
  * duplicated, foreign and garbled datagrams are dropped and the client
  * keeps waiting until the attempt's deadline. An attempt that times out is
  * resent to the same responder, each wait twice as long as the previous
- * one (timeout_ms, 2x, 4x, ...); after opts.retries retries the client
- * fails over to the next responder, round robin, and stays there.
+ * one (timeout_ms, 2x, 4x, ...: 3 s in all with the defaults); after
+ * opts.retries retries the client fails over to the next responder, round
+ * robin, and stays there. Each server has a connected socket, so a closed
+ * port (ICMP port unreachable, ECONNREFUSED) fails over at once, without
+ * the timeouts.
  * FW_WIRE_ST_RETRY_AFTER makes it wait retry_after_us (at most
  * FW_CLIENT_RETRY_AFTER_MAX_US) and counts as one attempt.
  * FW_WIRE_ST_CLOCK_UNSAFE and FW_WIRE_ST_NO_LEASE (this responder cannot
@@ -46,6 +49,7 @@
  *                FW_WIRE_ST_CLOCK_UNSAFE or FW_WIRE_ST_NO_LEASE, or timed
  *                out (the last status received is the one reported);
  *   FW_EINVALID  a reply failed validation (its IDs are discarded);
+ *   FW_ECLOSED   fw_client_shutdown() was called;
  *   -EOPNOTSUPP  (UUID calls) the responder's INFO says it has no UUID7;
  *   -EINVAL      a bad argument;
  *   other -errno from the socket calls or getrandom().
@@ -109,7 +113,17 @@ FW_API void fw_client_opts_init(struct fw_client_opts *o);
 FW_API int fw_client_open(const char *const *servers, size_t n, const struct fw_client_opts *opts,
 			  struct fw_client **out);
 
-/* Closes the sockets and frees @c. NULL is a no-op. Buffered IDs are lost. */
+/*
+ * Ends hand-outs, from any thread, while other threads may still be in
+ * calls: every later call returns FW_ECLOSED, buffered IDs included (they
+ * are dropped), and calls waiting for a reply or a refill return
+ * FW_ECLOSED at once (their sockets are shut down for reading). The other
+ * languages' close() is this. NULL or a second call is a no-op.
+ */
+FW_API void fw_client_shutdown(struct fw_client *c);
+
+/* Closes the sockets and frees @c. NULL is a no-op. Buffered IDs are lost.
+ * No call may be in flight: fw_client_shutdown() first, join the callers. */
 FW_API void fw_client_close(struct fw_client *c);
 
 /*

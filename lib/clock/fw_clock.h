@@ -35,6 +35,8 @@
  *
  * Sharing: a calibration is a plain value; the responder publishes it to its
  * lcores with a sequence lock (see the responder's clock publisher).
+ *
+ * Manual: doc/guarantees.md#how.
  */
 #pragma once
 

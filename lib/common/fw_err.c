@@ -32,6 +32,7 @@ static const struct fw_err_desc fw_err_table[] = {
 	{FW_ESTATUS, "responder answered with an error status"},
 	{FW_EINVALID, "responder sent IDs that failed validation"},
 	{FW_ERESOLVE, "cannot parse responder address"},
+	{FW_ECLOSED, "client closed"},
 	{FW_ECONF, "configuration error"},
 	{FW_EFLEET_FULL, "no worker ID left to claim"},
 	{FW_EFLEET_LAYOUT, "the fleet's root holds another ID layout"},

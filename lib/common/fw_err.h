@@ -49,6 +49,7 @@ enum fw_err {
 	FW_ESTATUS = -(FW_ERR_BASE + 61),  /* responder answered with an error status */
 	FW_EINVALID = -(FW_ERR_BASE + 62), /* responder sent IDs that failed validation */
 	FW_ERESOLVE = -(FW_ERR_BASE + 63), /* responder address could not be parsed */
+	FW_ECLOSED = -(FW_ERR_BASE + 64),  /* client shut down: nothing more is handed out */
 
 	/* Configuration */
 	FW_ECONF = -(FW_ERR_BASE + 70), /* configuration error (details in the message) */

@@ -244,6 +244,26 @@ static const struct conf_key keys[] = {
 	 "ZooKeeper connect string (host:port,host:port,...); empty: no fleet, worker IDs come "
 	 "from [id] workers / worker_base",
 	 C(fleet.zookeeper)},
+	{"fleet", "etcd", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "etcd endpoints (http://host:2379,https://host2:2379,...), the registry instead of "
+	 "ZooKeeper (set one of zookeeper and etcd); empty: not etcd",
+	 C(fleet.etcd)},
+	{"fleet", "etcd_ca_file", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "etcd: CA bundle (PEM) that signed the https endpoints' certificates; empty: the "
+	 "system's CAs",
+	 C(fleet.etcd_ca_file)},
+	{"fleet", "etcd_cert_file", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "etcd: client certificate (PEM) for client-cert authentication, with etcd_key_file",
+	 C(fleet.etcd_cert_file)},
+	{"fleet", "etcd_key_file", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "etcd: the client certificate's private key (PEM)", C(fleet.etcd_key_file)},
+	{"fleet", "etcd_user", T_STR, 0, 127, "",
+	 "etcd: user name for etcd's authentication, with etcd_password_file; empty: none",
+	 C(fleet.etcd_user)},
+	{"fleet", "etcd_password_file", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "etcd: file holding etcd_user's password (its first line), kept out of the config "
+	 "file",
+	 C(fleet.etcd_password_file)},
 	{"fleet", "root", T_STR, 2, 199, "/flakewire/default",
 	 "the fleet's root znode (the cluster name), e.g. /flakewire/dc1", C(fleet.root)},
 	{"fleet", "identity", T_STR, 0, 127, "",
@@ -801,6 +821,39 @@ FW_API int fw_conf_load(struct fw_conf *c, const char *path, unsigned flags, cha
 	return rc;
 }
 
+FW_API bool fw_conf_fleet_on(const struct fw_conf *c)
+{
+	return c->fleet.zookeeper[0] || c->fleet.etcd[0];
+}
+
+/* [fleet] etcd: URLs with a scheme etcd serves, and the options that go in pairs. */
+static int etcd_check(const struct fw_conf *c, char *err, size_t errlen)
+{
+	for (const char *p = c->fleet.etcd; *p;) {
+		size_t len = strcspn(p, ",");
+		bool http = len > 7 && !strncmp(p, "http://", 7);
+		bool https = len > 8 && !strncmp(p, "https://", 8);
+		const char *host = p + (https ? 8 : 7);
+		if ((!http && !https) || memchr(host, '/', len - (size_t)(host - p)) != NULL)
+			return errf(err, errlen,
+				    "[fleet] etcd = %s: '%.*s' is not http://HOST:PORT or "
+				    "https://HOST:PORT (a comma-separated list of them)",
+				    c->fleet.etcd, (int)len, p);
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	if (!c->fleet.etcd_cert_file[0] != !c->fleet.etcd_key_file[0])
+		return errf(err, errlen,
+			    "[fleet] etcd_cert_file = %s, etcd_key_file = %s: set both or neither",
+			    c->fleet.etcd_cert_file, c->fleet.etcd_key_file);
+	if (!c->fleet.etcd_user[0] != !c->fleet.etcd_password_file[0])
+		return errf(err, errlen,
+			    "[fleet] etcd_user = %s, etcd_password_file = %s: set both or neither",
+			    c->fleet.etcd_user, c->fleet.etcd_password_file);
+	return 0;
+}
+
 FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, size_t errlen)
 {
 	uint32_t node = c->id.datacenter_bits + c->id.worker_bits;
@@ -821,18 +874,29 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 	if (c->id.worker_base >> c->id.worker_bits)
 		return errf(err, errlen, "[id] worker_base = %u: out of range (0-%u)",
 			    c->id.worker_base, (1u << c->id.worker_bits) - 1);
-	if (c->fleet.zookeeper[0] && c->id.workers.n)
+	if (c->fleet.zookeeper[0] && c->fleet.etcd[0])
 		return errf(err, errlen,
-			    "[id] workers = ...: not with [fleet] zookeeper: in a fleet worker IDs "
-			    "are claimed, never configured");
-	if (c->fleet.zookeeper[0] && c->fleet.lease_ms < 2 * (uint64_t)c->fleet.renew_ms)
+			    "[fleet] zookeeper = %s and [fleet] etcd = %s: set one of them (the "
+			    "fleet's registry)",
+			    c->fleet.zookeeper, c->fleet.etcd);
+	if (c->fleet.etcd[0]) {
+		int rc = etcd_check(c, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	if (fw_conf_fleet_on(c) && c->id.workers.n)
+		return errf(err, errlen,
+			    "[id] workers = ...: not with a fleet ([fleet] zookeeper or etcd): in a "
+			    "fleet worker IDs are claimed, never configured");
+	if (fw_conf_fleet_on(c) && c->fleet.lease_ms < 2 * (uint64_t)c->fleet.renew_ms)
 		return errf(err, errlen,
 			    "[fleet] renew_ms = %u: out of range (100-%u, half of "
 			    "lease_ms)",
 			    c->fleet.renew_ms, c->fleet.lease_ms / 2);
-	if (c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER && !c->fleet.zookeeper[0])
+	if (c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER && !fw_conf_fleet_on(c))
 		return errf(err, errlen,
-			    "[clock] backstep = new_worker: needs a fleet ([fleet] zookeeper)");
+			    "[clock] backstep = new_worker: needs a fleet ([fleet] zookeeper or "
+			    "etcd)");
 	if (flags & FW_CONF_F_NO_PORTS)
 		return 0;
 	for (uint32_t i = 0; i < c->n_ports; i++) {

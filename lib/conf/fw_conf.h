@@ -15,6 +15,8 @@
  * Errors: every function taking @err writes one line there (no newline),
  * for example "config: [id] worker_bits = 30: out of range (0-16)", and
  * returns FW_ECONF. Nothing here prints or exits.
+ *
+ * Manual: doc/responders.md#configuration.
  */
 #pragma once
 
@@ -156,9 +158,18 @@ struct fw_conf {
 	struct {
 		uint32_t interval_s; /* 0: off */
 	} stats;
-	/* [fleet]: worker IDs claimed through ZooKeeper (lib/fleet); zookeeper "": off */
+	/*
+	 * [fleet]: worker IDs claimed through a registry (lib/fleet): ZooKeeper
+	 * (zookeeper) or etcd (etcd), at most one set; both "": off
+	 */
 	struct {
 		char zookeeper[FW_CONF_STR_LEN];
+		char etcd[FW_CONF_STR_LEN]; /* "http[s]://HOST:PORT,..." */
+		char etcd_ca_file[FW_CONF_STR_LEN];
+		char etcd_cert_file[FW_CONF_STR_LEN];
+		char etcd_key_file[FW_CONF_STR_LEN];
+		char etcd_user[FW_CONF_STR_LEN];
+		char etcd_password_file[FW_CONF_STR_LEN];
 		char root[FW_CONF_STR_LEN];
 		char identity[FW_CONF_STR_LEN]; /* "": the host name */
 		uint32_t lease_ms;
@@ -219,6 +230,9 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
  * worker_base + i otherwise. Returns -1 when the list is given and shorter
  * than i + 1.
  */
+/* True when [fleet] names a registry (zookeeper or etcd): worker IDs are claimed. */
+FW_API bool fw_conf_fleet_on(const struct fw_conf *c);
+
 FW_API int64_t fw_conf_worker(const struct fw_conf *c, uint32_t i);
 
 /* True when the IPv4 address @addr (host byte order) is in the trusted set. */

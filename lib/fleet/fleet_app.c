@@ -9,6 +9,7 @@
 
 #include "fw_err.h"
 #include "fw_fleet_app.h"
+#include "fw_fleet_store_etcd.h"
 
 struct fw_fleet_app {
 	struct fw_fleet *reg;
@@ -21,8 +22,8 @@ struct fw_fleet_app {
 	struct fw_fleet_slot cur[FW_FLEET_SLOTS_MAX]; /* what the keeper was given */
 	int32_t retiring[FW_FLEET_SLOTS_MAX];         /* replaced ID, retired once swapped */
 	bool ended_logged[FW_FLEET_SLOTS_MAX];
-	bool stepping;                            /* new_worker: waiting for every slot's new ID */
-	uint64_t replace_gen[FW_FLEET_SLOTS_MAX]; /* slot gen when its replacement was asked */
+	bool stepping;                        /* new_worker: waiting for every slot's new ID */
+	int32_t replaced[FW_FLEET_SLOTS_MAX]; /* new_worker: the slot's ID when it was asked */
 };
 
 static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fmt, ...)
@@ -40,21 +41,54 @@ static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fm
 	a->log(a->log_arg, lvl, msg);
 }
 
+/* The first line of [fleet] etcd_password_file ("" when no file is named). */
+static int read_password(const char *path, char *buf, size_t cap, char *err, size_t errlen)
+{
+	buf[0] = '\0';
+	if (!path[0])
+		return 0;
+	FILE *f = fopen(path, "r");
+	if (f == NULL || fgets(buf, (int)cap, f) == NULL) {
+		int e = f ? EIO : errno;
+		snprintf(err, errlen, "[fleet] etcd_password_file = %s: %s", path,
+			 f ? "empty" : strerror(e));
+		if (f)
+			fclose(f);
+		return -e;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
+}
+
 int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
 		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
 {
-	char host[FW_FLEET_IDENTITY_MAX];
+	char host[FW_FLEET_IDENTITY_MAX], pw[256];
 	struct fw_fleet_config fc;
 
 	*out = NULL;
-	if (!c->fleet.zookeeper[0])
+	if (!fw_conf_fleet_on(c))
 		return 0;
-	struct fw_fleet_app *a = calloc(1, sizeof(*a));
-	if (a == NULL)
-		return -ENOMEM;
 	fw_fleet_config_default(&fc);
 	fc.connect = c->fleet.zookeeper;
+	struct fw_fleet_etcd_opts eo = {
+		.endpoints = c->fleet.etcd,
+		.ca_file = c->fleet.etcd_ca_file,
+		.cert_file = c->fleet.etcd_cert_file,
+		.key_file = c->fleet.etcd_key_file,
+		.user = c->fleet.etcd_user,
+		.password = pw,
+		.session_ms = c->fleet.session_timeout_ms,
+	};
+	if (c->fleet.etcd[0]) {
+		int prc = read_password(c->fleet.etcd_password_file, pw,
+					sizeof(pw), err, errlen);
+		if (prc != 0)
+			return prc;
+		fc.etcd = &eo;
+	}
 	fc.root = c->fleet.root;
 	if (c->fleet.identity[0]) {
 		fc.identity = c->fleet.identity;
@@ -73,21 +107,40 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 	fc.max_offset_ms = c->fleet.max_offset_ms;
 	fc.log = log;
 	fc.log_arg = log_arg;
-	a->n = n_workers;
-	a->epoch_ms = layout->epoch_ms;
-	a->new_worker = c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER;
-	a->log = log;
-	a->log_arg = log_arg;
-	int rc = fw_fleet_create(&fc, n_workers, &a->reg, err, errlen);
+	struct fw_fleet *reg = NULL;
+	int rc = fw_fleet_create(&fc, n_workers, &reg, err, errlen);
+	memset(pw, 0, sizeof(pw)); /* the store keeps its own copy */
 	if (rc == 0) {
 		bool cached;
-		rc = fw_fleet_start(a->reg, &cached, err, errlen);
+		rc = fw_fleet_start(reg, &cached, err, errlen);
 	}
-	if (rc != 0) {
-		fw_fleet_free(a->reg);
+	if (rc == 0)
+		rc = fw_fleet_app_create(reg, n_workers, layout->epoch_ms,
+					 c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER, log,
+					 log_arg, out);
+	else
+		fw_fleet_free(reg);
+	return rc;
+}
+
+int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,
+			bool new_worker,
+			void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+			void *log_arg, struct fw_fleet_app **out)
+{
+	struct fw_fleet_app *a = calloc(1, sizeof(*a));
+	*out = NULL;
+	if (a == NULL || n_workers > FW_FLEET_SLOTS_MAX) {
 		free(a);
-		return rc;
+		fw_fleet_free(reg);
+		return a ? -EINVAL : -ENOMEM;
 	}
+	a->reg = reg;
+	a->n = n_workers;
+	a->epoch_ms = epoch_ms;
+	a->new_worker = new_worker;
+	a->log = log;
+	a->log_arg = log_arg;
 	for (uint32_t i = 0; i < n_workers; i++) {
 		fw_fleet_slot(a->reg, i, &a->cur[i]);
 		a->retiring[i] = FW_FLEET_WORKER_NONE;
@@ -118,14 +171,40 @@ void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k)
 	}
 }
 
-static void step_when_all_new(struct fw_fleet_app *a, struct fw_keeper *k, uint64_t tick,
-			      uint64_t wall_ns)
+/* A new worker ID or floor for slot @i: the worker swaps at its next burst. */
+static void apply(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t i,
+		  const struct fw_fleet_slot *s)
+{
+	struct fw_fleet_slot *c = &a->cur[i];
+	if (c->worker >= 0 && s->worker != c->worker && !c->lost)
+		a->retiring[i] = c->worker;
+	fw_keeper_set_worker(k, i, s->worker < 0 ? 0u : (uint32_t)s->worker, floor_of(a, s),
+			     s->worker < 0 ? 0 : s->lease_ms);
+	a->ended_logged[i] = false;
+	*c = *s;
+}
+
+/*
+ * backstep = new_worker, once the registry published every slot's fresh ID
+ * (fw_fleet_replace_all: all or none): swaps every slot and steps the time
+ * back with the workers held, so that no worker ever reads a fresh worker
+ * ID with the old (ahead) time, nor an old worker ID with the stepped time
+ * (either would see its own clock go back: CLOCK_UNSAFE or RETRY_AFTER).
+ * Returns false while some slot's replacement is not published yet.
+ */
+static bool swap_and_step(struct fw_fleet_app *a, struct fw_keeper *k,
+			  const struct fw_fleet_slot *s, uint64_t tick, uint64_t wall_ns)
 {
 	for (uint32_t i = 0; i < a->n; i++)
-		if (a->cur[i].gen == a->replace_gen[i] || a->cur[i].worker < 0)
-			return;
-	a->stepping = false;
+		if (s[i].worker == a->replaced[i] || s[i].worker < 0)
+			return false;
+	fw_keeper_hold(k, true);
+	for (uint32_t i = 0; i < a->n; i++)
+		apply(a, k, i, &s[i]);
 	fw_keeper_step_to_wall(k, tick, wall_ns);
+	fw_keeper_hold(k, false);
+	a->stepping = false;
+	return true;
 }
 
 void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events, uint64_t tick,
@@ -133,55 +212,53 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 {
 	char ts[FW_ISO8601_LEN];
 	struct fw_keeper_status kst;
+	struct fw_fleet_slot s[FW_FLEET_SLOTS_MAX];
 	fw_keeper_status(k, &kst);
 	uint64_t now_l = kst.now_unix_ms > a->epoch_ms ? kst.now_unix_ms - a->epoch_ms : 0;
 
-	if ((events & FW_KEEPER_EV_BACK_STEP) && a->new_worker) {
+	if ((events & FW_KEEPER_EV_BACK_STEP) && a->new_worker && !a->stepping) {
 		alog(a, FW_FLEET_WARN,
 		     "fleet: system clock stepped back beyond [clock] step_ms and backstep = "
 		     "new_worker: claiming a fresh worker ID for every worker");
-		for (uint32_t i = 0; i < a->n; i++) {
-			a->replace_gen[i] = a->cur[i].gen;
-			fw_fleet_replace(a->reg, i);
-		}
+		for (uint32_t i = 0; i < a->n; i++)
+			a->replaced[i] = a->cur[i].worker;
+		fw_fleet_replace_all(a->reg);
 		a->stepping = true;
 	}
+	for (uint32_t i = 0; i < a->n; i++)
+		fw_fleet_slot(a->reg, i, &s[i]);
+	bool swapped = a->stepping && swap_and_step(a, k, s, tick, wall_ns);
 	for (uint32_t i = 0; i < a->n; i++) {
-		struct fw_fleet_slot s, *c = &a->cur[i];
+		struct fw_fleet_slot *c = &a->cur[i];
 		uint64_t last;
-		fw_fleet_slot(a->reg, i, &s);
-		if (s.gen != c->gen) {
-			/* a new worker ID or floor: the worker swaps at its next burst */
-			if (c->worker >= 0 && s.worker != c->worker && !c->lost)
-				a->retiring[i] = c->worker;
-			fw_keeper_set_worker(k, i, s.worker < 0 ? 0u : (uint32_t)s.worker,
-					     floor_of(a, &s), s.worker < 0 ? 0 : s.lease_ms);
-			a->ended_logged[i] = false;
-			*c = s;
-		} else if (s.lease_ms != c->lease_ms) {
-			fw_keeper_set_lease(k, i, s.lease_ms);
-			*c = s;
+		if (swapped) {
+			/* applied above */
+		} else if (s[i].gen != c->gen && !a->stepping) {
+			apply(a, k, i, &s[i]);
+		} else if (s[i].gen != c->gen && s[i].worker == c->worker) {
+			/* stepping: a new floor (takeover) of the same ID is no swap */
+			apply(a, k, i, &s[i]);
+		} else if (s[i].gen == c->gen && s[i].lease_ms != c->lease_ms) {
+			fw_keeper_set_lease(k, i, s[i].lease_ms);
+			*c = s[i];
 		}
 		if (a->retiring[i] >= 0 && fw_keeper_worker_retired(k, i, &last)) {
 			/* the old ID issued nothing above @last and never will again */
 			fw_fleet_retire(a->reg, a->retiring[i], FW_MAX(last, a->start_floor));
 			a->retiring[i] = FW_FLEET_WORKER_NONE;
 		}
-		if (s.worker >= 0 && now_l > s.lease_ms && !a->ended_logged[i]) {
+		if (c->worker >= 0 && now_l > c->lease_ms && !a->ended_logged[i]) {
 			alog(a, FW_FLEET_WARN,
 			     "fleet: worker %d: its confirmed lease ended at %s; answering "
-			     "NO_LEASE "
-			     "until ZooKeeper confirms a new one",
-			     s.worker, fw_format_iso8601(s.lease_ms + a->epoch_ms, ts));
+			     "NO_LEASE until the registry confirms a new one",
+			     c->worker, fw_format_iso8601(c->lease_ms + a->epoch_ms, ts));
 			a->ended_logged[i] = true;
-		} else if (s.worker >= 0 && now_l <= s.lease_ms && a->ended_logged[i]) {
+		} else if (c->worker >= 0 && now_l <= c->lease_ms && a->ended_logged[i]) {
 			alog(a, FW_FLEET_INFO, "fleet: worker %d: lease confirmed again; issuing",
-			     s.worker);
+			     c->worker);
 			a->ended_logged[i] = false;
 		}
 	}
-	if (a->stepping)
-		step_when_all_new(a, k, tick, wall_ns);
 }
 
 struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a)

@@ -1,27 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The fleet registry: worker IDs claimed through ZooKeeper, with
- * time-fenced leases, so that no worker ID is typed by hand.
+ * The fleet registry: worker IDs claimed through a store (ZooKeeper), with
+ * time-fenced leases, so that no worker ID is typed by hand. Operating a
+ * fleet: doc/fleet.md. The rule and its proof, step by step against the
+ * registry interface: doc/design/fleet-safety.md.
  *
- * ZooKeeper layout under the root (the cluster name, e.g. /flakewire/dc1):
+ * The parts (lib/fleet):
+ *   fw_fleet_rec.h      the records' text and keys (pure)
+ *   fw_fleet_store.h    the registry interface; fw_fleet_store_zk.h its
+ *                       ZooKeeper implementation (session, server time,
+ *                       root, liveness)
+ *   fw_fleet_session.h  a usable session: connected, layout checked,
+ *                       liveness held
+ *   fw_fleet_claim.h    the claiming recipe, renewal and retirement
+ *   fw_fleet_cache.h    the cache file
+ *   fleet_impl.h        the registry thread (round.c) and this API (fleet.c)
+ *   admin.c             the operators' tools below
+ *   fw_fleet_app.h      the glue both responders share
+ *   fw_metrics_fleet.h  the fleet's /metrics families
  *
- *   ROOT                 "flakewire-fleet v1\nepoch_ms=E\ndatacenter_bits=D\n
- *                         worker_bits=W\nsequence_bits=S\n": the layout every
- *                         member must share (a mismatch refuses to start)
- *   ROOT/workers/NNNNN   one per worker ID ever claimed (5 digits, zero padded);
- *                        never deleted (it holds the floor). Text:
- *                        "flakewire-worker v1\nowner=IDENTITY\ntoken=HEX16\n
- *                         lease_until=MS\nfloor=MS\n"
- *                        owner empty: free (released). MS: layout ms (since
- *                        the epoch). token: random per process start, so a
- *                        process recognises its own write after a lost reply.
- *   ROOT/nodes/IDENTITY  ephemeral, one per live process ("pid=P\n"): the
- *                        identity is in use; `flakectl fleet ls` shows it
- *   ROOT/clock           written at every claim round: its mtime is the
- *                        ZooKeeper server's time
+ * Records under the root (the cluster name, e.g. /flakewire/dc1), text in
+ * fw_fleet_rec.h: the layout every member must share (a mismatch refuses to
+ * start); ROOT/workers/NNNNN, one per worker ID ever claimed, never deleted
+ * (it holds the floor): owner, token, lease_until, floor; ROOT/nodes/IDENTITY,
+ * the liveness of one live process (`flakectl fleet ls` shows it).
  *
- * The safety rule (proof in the README, "Running a fleet"):
- *  1. an owner never issues W above the lease_until ZooKeeper confirmed for
+ * The safety rule:
+ *  1. an owner never issues W above the lease_until the store confirmed for
  *     it (a versioned write that succeeded, or a read showing its token);
  *  2. a new owner issues W only above its floor: taking W over writes
  *     floor = old lease_until with a versioned (compare-and-set) update;
@@ -29,19 +34,22 @@
  *  3. renewal is a versioned update: after a takeover it fails, the old
  *     owner keeps its old limit and stops there.
  *
- * Threads: the registry runs its own thread (the ZooKeeper client's calls
- * block for up to a session timeout while the ensemble is unreachable, so
- * they must not run where the mark is kept). Its owner (flakewire's control
- * thread, flakesock's keeper thread) reads the published per-slot results
- * with fw_fleet_slot(), a copy taken under a mutex, and applies them to the
- * timekeeper (fw_keeper_set_worker / fw_keeper_set_lease). Workers never
- * see this module. All functions here may be called from any one thread;
- * they are serialised internally.
+ * Threads: the registry runs its own thread (a store's calls block for up
+ * to a session timeout while it is unreachable, so they must not run where
+ * the mark is kept). Its owner (flakewire's control thread, flakesock's
+ * keeper thread) reads the published per-slot results with fw_fleet_slot(),
+ * a copy taken under a mutex, and applies them to the timekeeper
+ * (fw_keeper_set_worker / fw_keeper_set_lease). Workers never see this
+ * module. All functions here may be called from any one thread; they are
+ * serialised internally. Every wait and deadline is on CLOCK_MONOTONIC: a
+ * step of the wall clock moves no renewal.
  *
  * Messages go through cfg.log (nothing is printed otherwise); every error
  * also returns one line in @err where a function takes one.
  */
 #pragma once
+
+struct fw_fleet_etcd_opts; /* fw_fleet_store_etcd.h */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,7 +66,9 @@
 enum fw_fleet_level { FW_FLEET_INFO = 0, FW_FLEET_WARN = 1, FW_FLEET_ERR = 2 };
 
 struct fw_fleet_config {
-	const char *connect;    /* ZooKeeper "host:port,host:port"; required */
+	const char *connect;    /* ZooKeeper "host:port,host:port"; required unless etcd */
+	/* non-NULL: the registry is etcd with these options (connect is not looked at) */
+	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
 	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
 	const char *cache_file; /* "" or NULL: no cache */
@@ -139,7 +149,12 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
  * another layout); FW_EFLEET_IDENTITY (another live process holds this
  * identity); FW_EFLEET_ZK (a ZooKeeper error other than unreachable);
- * -errno. On error nothing was kept: IDs claimed by this call are released.
+ * -errno. On error nothing is published and the IDs this call newly claimed
+ * (new, free, taken over) are released again with their own floor; IDs it
+ * took back stay owned by this identity (its previous run may have issued
+ * up to their old lease, which their floor does not cover), so the next
+ * start takes them back. A write whose reply was lost stays as written and
+ * is taken back the same way.
  */
 FW_API int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errlen);
 
@@ -154,6 +169,17 @@ FW_API int fw_fleet_slot(struct fw_fleet *f, uint32_t i, struct fw_fleet_slot *o
  * gen; the old one stays owned until fw_fleet_retire(). Returns 0 or -EINVAL.
  */
 FW_API int fw_fleet_replace(struct fw_fleet *f, uint32_t i);
+
+/*
+ * fw_fleet_replace for every slot as one decision ([clock] backstep =
+ * new_worker): the thread claims a fresh ID for each slot (never one this
+ * process holds or is retiring, and only one whose floor is at or below the
+ * local clock, so it can issue at once) before publishing any, then
+ * publishes all of them together; when not every slot can get one, none is
+ * published, what was claimed is given back, and it retries with backoff
+ * (logged once) while the current IDs keep issuing. Returns 0 or -EINVAL.
+ */
+FW_API int fw_fleet_replace_all(struct fw_fleet *f);
 
 /*
  * Records that this process will never issue worker ID @worker again and

@@ -43,6 +43,18 @@ FW_API int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *l
 			      void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 			      void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen);
 
+/*
+ * The glue over a registry already started (@reg, with @n_workers slots;
+ * taken over: freed by fw_fleet_app_free, and here on error), for
+ * fw_fleet_app_start and for tests that run the registry over another store.
+ * @new_worker: [clock] backstep = new_worker. Returns 0, -EINVAL (@n_workers
+ * above FW_FLEET_SLOTS_MAX), -ENOMEM.
+ */
+FW_API int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,
+			       bool new_worker,
+			       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+			       void *log_arg, struct fw_fleet_app **out);
+
 /* Slot @i's worker ID now (0 while it holds none: its lease is 0 then). */
 FW_API uint32_t fw_fleet_app_worker(const struct fw_fleet_app *a, uint32_t i);
 
@@ -55,11 +67,16 @@ FW_API void fw_fleet_app_attach(struct fw_fleet_app *a, struct fw_keeper *k);
 /*
  * Every keeper tick, with the FW_KEEPER_EV_* bits fw_keeper_tick returned
  * for the sample (@tick, @wall_ns): applies new worker IDs, floors and
- * leases; on FW_KEEPER_EV_BACK_STEP with [clock] backstep = new_worker asks
- * the registry for a fresh ID per slot, and once every slot has one, steps
- * the keeper's time back to the system clock (fw_keeper_step_to_wall) so
- * IDs follow it at once; retires each old ID at the last ms it issued once
- * its worker swapped. Logs a lease running out (NO_LEASE) and coming back.
+ * leases. On FW_KEEPER_EV_BACK_STEP with [clock] backstep = new_worker it
+ * asks the registry for a fresh ID for every slot as one decision
+ * (fw_fleet_replace_all); once all are published it swaps every slot and
+ * steps the keeper's time back to the system clock (fw_keeper_step_to_wall)
+ * in one tick, the workers held meanwhile (fw_keeper_hold), so IDs follow
+ * the system clock at once and no worker reads a fresh ID with the old time
+ * or an old ID with the new one. Until then the old IDs keep issuing (the
+ * keeper slews). Retires each old ID at the last ms it issued once its
+ * worker swapped. Logs a lease running out (NO_LEASE) and coming back.
+ * Doc: doc/fleet.md ("[clock] backstep = new_worker").
  */
 FW_API void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t events,
 			      uint64_t tick, uint64_t wall_ns);

@@ -22,6 +22,8 @@
  *    FW_ECLOCK, nothing is issued, until @now is back within max_backstep_ms.
  *  - ms above the mark: FW_EMARK until the owner extends the mark.
  * Nothing here spins or sleeps. Every event is counted in struct fw_gen_stats.
+ *
+ * Manual: doc/ids-and-uuidv7.md, doc/guarantees.md.
  */
 #pragma once
 

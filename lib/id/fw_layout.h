@@ -11,6 +11,8 @@
  * 1420070400000) are the same shape.
  *
  * Pure arithmetic: no allocation, no I/O, usable anywhere.
+ *
+ * Manual: doc/ids-and-uuidv7.md#the-64-bit-id.
  */
 #pragma once
 

@@ -20,6 +20,8 @@
  *
  * Pure arithmetic: no allocation, no I/O, no randomness of its own (the
  * caller passes random bits).
+ *
+ * Manual: doc/ids-and-uuidv7.md#uuidv7-from-the-same-clock.
  */
 #pragma once
 

@@ -30,8 +30,9 @@
  *
  * Threads: every fw_keeper_* function that takes a struct fw_keeper * is
  * called from the owner's thread only (one thread, or externally
- * serialised). Workers only call the inline reader functions at the end of
- * this file, on their own slot.
+ * serialised), except fw_keeper_status(), which any thread may call.
+ * Workers only call the inline reader functions at the end of this file,
+ * on their own slot.
  */
 #pragma once
 
@@ -307,7 +308,14 @@ struct fw_keeper_status {
 	uint64_t clock_events; /* steps and offset changes (EV_FWD_STEP, BACK_*, OFFSET) */
 };
 
-/* Fills *st. */
+/*
+ * Fills *st with the status as of the end of the last keeper call that
+ * changed it (fw_keeper_start, _tick, _reanchor, _step_to_wall, _stop).
+ * Any thread, any time, while the keeper driver runs: the keeper publishes
+ * the status under a seqlock of its own (fw_seqlock.h), so a reader (the
+ * telemetry, /metrics, the stats line) gets one consistent copy, never
+ * fields of two updates. All 0 before fw_keeper_start().
+ */
 FW_API void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st);
 
 /*

@@ -7,8 +7,11 @@
  */
 #pragma once
 
+#include <string.h>
+
 #include "fw_conf.h"
 #include "fw_keeper.h"
+#include "fw_keeper_driver.h"
 
 /*
  * Fills *kc with the keeper defaults, then [clock] max_slew_ppm, reanchor_ms
@@ -29,4 +32,24 @@ static inline void fw_keeper_config_from_conf(struct fw_keeper_config *kc, const
 								       : FW_KEEPER_START_WAIT;
 	kc->state_file = c->state.file;
 	kc->epoch_ms = epoch_ms;
+}
+
+/*
+ * The keeper driver's settings from @c: the keeper's (as above) for
+ * @n_workers workers with the IDs at @ids (kept until
+ * fw_keeper_driver_start returns) named @name, [clock] calibrate_ms and
+ * [stats] interval_s. The caller sets dc->ops.
+ */
+static inline void fw_keeper_driver_config_from_conf(struct fw_keeper_driver_config *dc,
+						     const struct fw_conf *c, uint64_t epoch_ms,
+						     uint32_t n_workers, const uint32_t *ids,
+						     const char *name)
+{
+	memset(dc, 0, sizeof(*dc));
+	fw_keeper_config_from_conf(&dc->keeper, c, epoch_ms);
+	dc->keeper.n_workers = n_workers;
+	dc->keeper.worker_ids = ids;
+	dc->keeper.name = name;
+	dc->calibrate_ms = c->clock.calibrate_ms;
+	dc->stats_ms = c->stats.interval_s * 1000u;
 }

@@ -10,6 +10,7 @@
 #include "fw_err.h"
 #include "fw_keeper.h"
 #include "fw_mark.h"
+#include "fw_seqlock.h"
 #include "fw_wire.h"
 
 #define NS_PER_MS     1000000ull
@@ -43,7 +44,8 @@ struct fw_keeper {
 	int last_write_rc;
 	uint64_t mark_writes, mark_failures, back_steps, clock_events;
 	struct slot_state *st;
-	struct fw_keeper_slot *slots; /* n_workers, cache aligned */
+	struct fw_keeper_slot *slots;     /* n_workers, cache aligned */
+	FW_SEQLOCK(fw_keeper_status) pub; /* the status for other threads (fw_keeper_status) */
 };
 
 static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
@@ -252,8 +254,8 @@ static uint32_t extend_mark(struct fw_keeper *k, uint64_t target, uint64_t now_n
 	return ev | FW_KEEPER_EV_MARK;
 }
 
-int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1, uint64_t ns1,
-		    struct fw_keeper_start_info *info)
+static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1, uint64_t ns1,
+			struct fw_keeper_start_info *info)
 {
 	struct fw_keeper_start_info dummy;
 	uint64_t mark = 0;
@@ -327,7 +329,7 @@ int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1,
 	return 0;
 }
 
-uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+static uint32_t keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 {
 	struct fw_clock_cal next;
 	uint32_t ev = FW_KEEPER_EV_ANCHOR;
@@ -390,7 +392,7 @@ uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 	return ev;
 }
 
-int fw_keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+static int keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 {
 	if (!k->started)
 		return -EINVAL;
@@ -420,7 +422,7 @@ int fw_keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 	return 0;
 }
 
-uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+static uint32_t keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 {
 	uint32_t ev = 0;
 
@@ -428,7 +430,7 @@ uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 		return 0;
 	uint64_t now_ns = fw_clock_ns(&k->cal, tick);
 	if (now_ns >= k->anchor_ns + (uint64_t)k->cfg.reanchor_ms * NS_PER_MS) {
-		ev |= fw_keeper_reanchor(k, tick, wall_ns);
+		ev |= keeper_reanchor(k, tick, wall_ns);
 		now_ns = fw_clock_ns(&k->cal, tick);
 	}
 	uint64_t now = now_ns / NS_PER_MS;
@@ -438,7 +440,7 @@ uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 	return ev;
 }
 
-int fw_keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *written)
+static int keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *written)
 {
 	uint64_t highest = extra_last_ms;
 
@@ -506,7 +508,8 @@ bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot, uint64_t
 	return true;
 }
 
-void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st)
+/* The status as the keeper's own thread sees it. */
+static void status_fill(const struct fw_keeper *k, struct fw_keeper_status *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->cal = k->cal;
@@ -520,6 +523,61 @@ void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st)
 	st->mark_failures = k->mark_failures;
 	st->back_steps = k->back_steps;
 	st->clock_events = k->clock_events;
+}
+
+/* Publishes the status for fw_keeper_status() in other threads. */
+static void status_publish(struct fw_keeper *k)
+{
+	struct fw_keeper_status st;
+
+	status_fill(k, &st);
+	fw_seqlock_write(&k->pub.seq, k->pub.w, &st, sizeof(st));
+}
+
+void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st)
+{
+	fw_seqlock_read(&k->pub.seq, k->pub.w, st, sizeof(*st));
+}
+
+int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t t1, uint64_t ns1,
+		    struct fw_keeper_start_info *info)
+{
+	int rc = keeper_start(k, t0, ns0, t1, ns1, info);
+
+	status_publish(k);
+	return rc;
+}
+
+uint32_t fw_keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+{
+	uint32_t ev = keeper_reanchor(k, tick, wall_ns);
+
+	status_publish(k);
+	return ev;
+}
+
+int fw_keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+{
+	int rc = keeper_step_to_wall(k, tick, wall_ns);
+
+	status_publish(k);
+	return rc;
+}
+
+uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
+{
+	uint32_t ev = keeper_tick(k, tick, wall_ns);
+
+	status_publish(k);
+	return ev;
+}
+
+int fw_keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *written)
+{
+	int rc = keeper_stop(k, extra_last_ms, written);
+
+	status_publish(k);
+	return rc;
 }
 
 struct fw_keeper_slot *fw_keeper_slots(struct fw_keeper *k, uint32_t *n)

@@ -12,6 +12,8 @@
  *
  * where check is the FNV-1a 64 hash of the two lines above it, in hex. Any
  * other content (truncation, garbage, a bad check) is FW_ESTATE_CORRUPT.
+ *
+ * Manual: doc/responders.md#the-mark, doc/guarantees.md.
  */
 #pragma once
 

@@ -19,6 +19,8 @@
  * (each counter has one writer; 64-bit loads are atomic on the targets).
  *
  * No function here prints or exits.
+ *
+ * Manual: doc/metrics.md.
  */
 #pragma once
 

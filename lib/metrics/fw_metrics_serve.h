@@ -11,6 +11,8 @@
  *   flakewire_last_issued_timestamp_seconds{...}  unix time of the newest
  *                                           ID's millisecond (0: none yet)
  * Each worker carries its own labels (lcore/worker, or thread/worker).
+ *
+ * Manual: doc/metrics.md.
  */
 #pragma once
 

@@ -6,9 +6,16 @@
  *
  * Two parts:
  *  - struct fw_policy: the source policy, read-only after fw_policy_init()
- *    and shared by every lcore: allowed source prefixes and the source ports
- *    of well-known UDP reflectors (DNS, NTP, SSDP, memcached...), whose
- *    "requests" are spoofed or the answers of a reflection attack.
+ *    and shared by every lcore: allowed source prefixes, trusted source
+ *    prefixes (replies may outgrow their request, no rate limit), both for
+ *    IPv4 and IPv6, and the source ports of well-known UDP reflectors (DNS,
+ *    NTP, SSDP, memcached...), whose "requests" are spoofed or the answers
+ *    of a reflection attack. A source's verdict (allowed, trusted) is cached
+ *    per reader in a struct fw_policy_cache, the same way for both families:
+ *    the prefix lists are walked on a miss only.
+ *    fw_policy_conf.h builds it (and the rate limiter's settings) from the
+ *    configuration: the one place both responders take [net] allow,
+ *    trusted, reflector_ports and rate* from.
  *  - struct fw_rate: per-source-prefix rate limiting, one table per lcore
  *    (no sharing, no atomics). A small set-associative hash table keyed by
  *    the source prefix holds one token bucket per prefix; a full set evicts
@@ -24,12 +31,15 @@
  * their own allowed prefixes (fw_policy_set_allow6) and their own rate
  * prefix length (fw_rate_config.prefix_len6: a /64 or /56 is one customer,
  * so per-address limits would be useless); both families share one table.
+ *
+ * Manual: doc/responders.md#rate-limits, doc/ipv6.md#source-policy.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fw_common.h"
 
@@ -63,6 +73,9 @@ struct fw_policy {
 	uint64_t reflector[65536 / 64]; /* bit per source port */
 	uint32_t n_allow6;
 	struct fw_policy_prefix6 allow6[FW_POLICY_PREFIXES_MAX];
+	uint32_t n_trusted, n_trusted6;
+	struct fw_policy_prefix trusted[FW_POLICY_PREFIXES_MAX];
+	struct fw_policy_prefix6 trusted6[FW_POLICY_PREFIXES_MAX];
 };
 
 /*
@@ -146,6 +159,29 @@ static inline bool fw_policy_allowed(const struct fw_policy *p, uint32_t src)
 	return fw_policy_prefix_match(p->allow, p->n_allow, src);
 }
 
+/*
+ * Sets the trusted prefixes of *p (after fw_policy_init, which trusts
+ * none): the @n at @t (IPv4) and the @n6 at @t6 (IPv6). A trusted source
+ * is exempt from the rate limit and its replies may outgrow its request;
+ * it must still be allowed to be answered at all. Host bits set in a
+ * prefix are cleared. Returns 0, or -EINVAL when p is NULL, n or n6 above
+ * FW_POLICY_PREFIXES_MAX, or a list NULL with its count > 0.
+ */
+FW_API int fw_policy_set_trusted(struct fw_policy *p, const struct fw_policy_prefix *t, uint32_t n,
+				 const struct fw_policy_prefix6 *t6, uint32_t n6);
+
+/* True when @src (host order) is in a trusted prefix of @p. */
+static inline bool fw_policy_trusted(const struct fw_policy *p, uint32_t src)
+{
+	return fw_policy_prefix_match(p->trusted, p->n_trusted, src);
+}
+
+/* True when the IPv6 source @src (16 bytes, network order) is in a trusted prefix of @p. */
+static inline bool fw_policy_trusted6(const struct fw_policy *p, const uint8_t *src)
+{
+	return fw_policy_prefix6_match(p->trusted6, p->n_trusted6, src);
+}
+
 /* True when @sport is in the reflector port set of @p. */
 static inline bool fw_policy_reflector(const struct fw_policy *p, uint16_t sport)
 {
@@ -161,6 +197,82 @@ static inline enum fw_policy_verdict fw_policy_check(const struct fw_policy *p, 
 	if (FW_UNLIKELY(fw_policy_reflector(p, sport)))
 		return FW_POLICY_DENY_PORT;
 	return FW_POLICY_PASS;
+}
+
+/* ---- a source's verdict, cached per reader ---- */
+
+/* Bits of a source verdict (fw_policy_source*, fw_policy_cached*). */
+#define FW_POLICY_SRC_VALID   0x1u /* always set: 0 marks an empty cache entry */
+#define FW_POLICY_SRC_ALLOWED 0x2u /* in [net] allow */
+#define FW_POLICY_SRC_TRUSTED 0x4u /* in [net] trusted */
+
+/* The verdict of the IPv4 source @src (host order): FW_POLICY_SRC_* bits. */
+static inline uint32_t fw_policy_source(const struct fw_policy *p, uint32_t src)
+{
+	return FW_POLICY_SRC_VALID | (fw_policy_allowed(p, src) ? FW_POLICY_SRC_ALLOWED : 0) |
+	       (fw_policy_trusted(p, src) ? FW_POLICY_SRC_TRUSTED : 0);
+}
+
+/* The verdict of the IPv6 source @src (16 bytes, network order). */
+static inline uint32_t fw_policy_source6(const struct fw_policy *p, const uint8_t *src)
+{
+	return FW_POLICY_SRC_VALID | (fw_policy_allowed6(p, src) ? FW_POLICY_SRC_ALLOWED : 0) |
+	       (fw_policy_trusted6(p, src) ? FW_POLICY_SRC_TRUSTED : 0);
+}
+
+/*
+ * A reader's (an lcore's, a worker's) cache of source verdicts: direct
+ * mapped, 64 entries per family, zeroed to start. A policy is fixed once its
+ * readers run, so an entry never goes stale; a cache belongs to one policy
+ * and one thread (no atomics).
+ */
+#define FW_POLICY_CACHE_BITS 6
+struct fw_policy_cache {
+	struct {
+		uint32_t src_be;  /* IPv4 source as on the wire (network order) */
+		uint32_t verdict; /* FW_POLICY_SRC_*; 0: empty */
+	} v4[1u << FW_POLICY_CACHE_BITS];
+	struct {
+		uint8_t src[16];
+		uint32_t verdict;
+	} v6[1u << FW_POLICY_CACHE_BITS];
+};
+
+/*
+ * The verdict of the IPv4 source @src_be (network order, as loaded from the
+ * header) from @c, computed with fw_policy_source() on a miss.
+ */
+static inline uint32_t fw_policy_cached(const struct fw_policy *p, struct fw_policy_cache *c,
+					uint32_t src_be)
+{
+	uint32_t i = (src_be * 0x9e3779b1u) >> (32 - FW_POLICY_CACHE_BITS);
+
+	if (FW_LIKELY(c->v4[i].src_be == src_be && c->v4[i].verdict))
+		return c->v4[i].verdict;
+	uint8_t b[4];
+	memcpy(b, &src_be, 4);
+	uint32_t v = fw_policy_source(p, (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+						 (uint32_t)b[2] << 8 | b[3]);
+	c->v4[i].src_be = src_be;
+	c->v4[i].verdict = v;
+	return v;
+}
+
+/* The same for the IPv6 source @src (16 bytes, network order). */
+static inline uint32_t fw_policy_cached6(const struct fw_policy *p, struct fw_policy_cache *c,
+					 const uint8_t *src)
+{
+	uint64_t w[2];
+
+	memcpy(w, src, 16);
+	uint32_t i = (uint32_t)(((w[0] ^ w[1]) * UINT64_C(0x9e3779b97f4a7c15)) >>
+				(64 - FW_POLICY_CACHE_BITS));
+	if (FW_LIKELY(c->v6[i].verdict && !memcmp(c->v6[i].src, src, 16)))
+		return c->v6[i].verdict;
+	uint32_t v = fw_policy_source6(p, src);
+	memcpy(c->v6[i].src, src, 16);
+	c->v6[i].verdict = v;
+	return v;
 }
 
 /* ---- per-prefix rate limiting ---- */
@@ -223,6 +335,18 @@ FW_API enum fw_rate_verdict fw_rate_check(struct fw_rate *r, uint32_t src, uint6
  */
 FW_API enum fw_rate_verdict fw_rate_check6(struct fw_rate *r, const uint8_t *src, uint64_t tsc,
 					   uint32_t *retry_us);
+
+/*
+ * A responder's limit @rate (requests/s, 0: none) and @burst, shared by
+ * @n_readers tables that each see part of a source's traffic (RSS spreads
+ * one source's flows over every lcore, and a table shared between them
+ * would cost an atomic per request): *r_rate = ceil(rate / n), *r_burst =
+ * ceil(burst / n), at least 1 (0 would mean "no limit"). A source gets at
+ * most about @rate in all however its flows are spread; @rate 0 stays 0.
+ * @n_readers 0 is taken as 1.
+ */
+FW_API void fw_rate_share(uint32_t rate, uint32_t burst, uint32_t n_readers, uint32_t *r_rate,
+			  uint32_t *r_burst);
 
 /* Live entries replaced by a new prefix since init. */
 FW_API uint64_t fw_rate_evictions(const struct fw_rate *r);

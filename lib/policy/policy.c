@@ -57,6 +57,37 @@ FW_API int fw_policy_init(struct fw_policy *p, const struct fw_policy_prefix *al
 	return 0;
 }
 
+FW_API int fw_policy_set_trusted(struct fw_policy *p, const struct fw_policy_prefix *t, uint32_t n,
+				 const struct fw_policy_prefix6 *t6, uint32_t n6)
+{
+	if (p == NULL || n > FW_POLICY_PREFIXES_MAX || n6 > FW_POLICY_PREFIXES_MAX ||
+	    (n && t == NULL) || (n6 && t6 == NULL))
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		p->trusted[i].mask = t[i].mask;
+		p->trusted[i].addr = t[i].addr & t[i].mask;
+	}
+	for (uint32_t i = 0; i < n6; i++) {
+		p->trusted6[i] = t6[i];
+		p->trusted6[i].hi &= t6[i].mhi;
+		p->trusted6[i].lo &= t6[i].mlo;
+	}
+	p->n_trusted = n;
+	p->n_trusted6 = n6;
+	return 0;
+}
+
+FW_API void fw_rate_share(uint32_t rate, uint32_t burst, uint32_t n_readers, uint32_t *r_rate,
+			  uint32_t *r_burst)
+{
+	uint32_t n = n_readers ? n_readers : 1;
+
+	*r_rate = rate ? (uint32_t)(((uint64_t)rate + n - 1) / n) : 0;
+	*r_burst = (uint32_t)(((uint64_t)burst + n - 1) / n);
+	if (*r_burst == 0)
+		*r_burst = 1;
+}
+
 /*
  * One bucket: tat is the GCRA "theoretical arrival time", the TSC at which
  * the bucket would be full again minus one interval; 0 marks a free entry.

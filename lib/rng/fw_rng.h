@@ -16,6 +16,8 @@
  *    the only system call after init: one per 8 M values.
  *
  * One struct fw_rng per thread (per lcore): no locks, not thread-safe.
+ *
+ * Manual: doc/ids-and-uuidv7.md#uuidv7-from-the-same-clock.
  */
 #pragma once
 

@@ -10,6 +10,8 @@
  * (ms, sequence) from the same generator as IDs and their random bits from
  * the struct's own ChaCha20 keystream (fw_rng.h: one getrandom(2) call per
  * 64 MiB of keystream, none otherwise).
+ *
+ * Manual: doc/responders.md, doc/performance.md#design-notes-the-serve-path.
  */
 #pragma once
 

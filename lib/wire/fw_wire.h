@@ -31,6 +31,8 @@
  * a responder fits LIST and RANGE replies into the request's size (fewer
  * IDs, FW_WIRE_F_PARTIAL) and answers FW_WIRE_ST_REFUSED (24 bytes) when
  * not even one ID fits.
+ *
+ * Manual: doc/protocol.md.
  */
 #pragma once
 

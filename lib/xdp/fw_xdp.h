@@ -37,6 +37,8 @@
  * must not race with other threads' libbpf use that relies on printing).
  * Inspecting programs and maps needs CAP_SYS_ADMIN (or CAP_BPF +
  * CAP_NET_ADMIN): without it, functions return -EPERM.
+ *
+ * Manual: doc/afxdp.md.
  */
 #pragma once
 

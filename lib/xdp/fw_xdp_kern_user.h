@@ -5,6 +5,8 @@
  * configuration map and the counter indices.
  *
  * Included from BPF C and from userspace C, so it uses only <linux/types.h>.
+ *
+ * Manual: doc/afxdp.md.
  */
 #pragma once
 

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * IDs/s through fw_client_next() from THREADS threads, the C row of
- * scripts/bench-clients.sh (same options as the language benches: trusted,
- * prefetch 4096, low water 1024).
- * usage: bench_c SERVER THREADS SECONDS   (prints "ids_per_s N")
+ * scripts/bench-clients.sh (same options as the language benches).
+ * usage: bench_c SERVER THREADS SECONDS [tuned|defaults]   (prints "ids_per_s N")
+ *   tuned (the default): trusted, prefetch 4096, low water 1024;
+ *   defaults: fw_client_opts_init()'s (padded, prefetch 1024, low water 256).
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "fw_client.h"
@@ -56,15 +58,18 @@ int main(int argc, char **argv)
 	double t0;
 	int threads, rc;
 
-	if (argc != 4 || (threads = atoi(argv[2])) < 1 || threads > 64) {
-		fprintf(stderr, "usage: bench_c SERVER THREADS(1..64) SECONDS\n");
+	if (argc < 4 || argc > 5 || (threads = atoi(argv[2])) < 1 || threads > 64 ||
+	    (argc == 5 && strcmp(argv[4], "tuned") && strcmp(argv[4], "defaults"))) {
+		fprintf(stderr, "usage: bench_c SERVER THREADS(1..64) SECONDS [tuned|defaults]\n");
 		return 2;
 	}
 	servers[0] = argv[1];
 	fw_client_opts_init(&o);
-	o.trusted = true;
-	o.prefetch = 4096;
-	o.low_water = 1024;
+	if (argc == 4 || !strcmp(argv[4], "tuned")) {
+		o.trusted = true;
+		o.prefetch = 4096;
+		o.low_water = 1024;
+	}
 	rc = fw_client_open(servers, 1, &o, &client);
 	if (rc == 0)
 		rc = fw_client_next(client, &id);

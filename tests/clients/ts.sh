@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Compiles the TypeScript client (lib/ts) into OUT with its pinned tsc
+# Compiles the TypeScript client (clients/ts) into OUT with its pinned tsc
 # (npm ci from package-lock.json the first time), serialised by a lock so
 # parallel tests compile once, then runs CMD.
 # usage: ts.sh SRC OUT CMD...

@@ -31,7 +31,9 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
+#include "lcore.h"
+#include "pkt.h"
+#include "port.h"
 #include "fw_wire.h"
 
 int fw_logtype; /* main.c's, which the test does not link */
@@ -40,10 +42,13 @@ int fw_logtype; /* main.c's, which the test does not link */
 #define L3 ((uint16_t)sizeof(struct rte_ipv4_hdr))
 #define L4 ((uint16_t)sizeof(struct rte_udp_hdr))
 
-static struct fw_app *app;
+/* What the harness builds instead of an application: a context, one lcore, one port. */
+static struct fw_conf conf;
+static struct fw_layout lay;
+static struct fw_pkt_ctx px;
+static struct fw_lcore *lc0;
 static struct fw_port port;
 static struct rte_mempool *pool;
-static volatile bool never;
 static char runtime_dir[256];
 static const uint64_t now_ms = 1000000000;
 static const struct rte_ether_addr peer_mac = {{0x02, 0, 0, 0x77, 0, 0x01}};
@@ -64,21 +69,21 @@ static int setup(void **state)
 	fw_logtype = RTE_LOGTYPE_USER1;
 	pool = rte_pktmbuf_pool_create("testpkt", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       SOCKET_ID_ANY);
-	app = calloc(1, sizeof(*app));
-	if (!pool || !app)
+	lc0 = rte_zmalloc("test_lcore", sizeof(*lc0), RTE_CACHE_LINE_SIZE);
+	if (!pool || !lc0)
 		return -1;
-	app->quit = &never;
-	app->pool = pool;
-	fw_conf_init(&app->conf);
-	if (fw_lcores_init(app) || app->n_lcores != 1)
+	fw_conf_init(&conf);
+	if (fw_layout_init(&lay, conf.id.epoch_ms, conf.id.datacenter_bits, conf.id.worker_bits,
+			   conf.id.sequence_bits, 0) ||
+	    fw_pkt_ctx_init(&px, &conf, NULL, NULL) ||
+	    fw_lcore_init(lc0, &px, &conf, &lay, 0, rte_lcore_id(), 0) ||
+	    fw_lcore_rate_init(lc0, &conf, 1))
 		return -1;
-	fw_gen_set_mark(&app->lcore[0].serve.gen, now_ms + 1000000000);
-	app->n_ports = 1;
+	fw_gen_set_mark(&lc0->serve.gen, now_ms + 1000000000);
 	port.nb_queues = 1;
 	port.addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 77, 0, 2));
 	struct rte_ether_addr mac = {{0x02, 0, 0, 0x77, 0, 0x02}};
 	port.mac = mac;
-	app->port[0] = port;
 	return 0;
 }
 
@@ -163,7 +168,7 @@ static void assert_id_reply(struct rte_mbuf *m)
 
 static bool answer(struct rte_mbuf *m)
 {
-	return fw_pkt_answer(app, &app->lcore[0], &app->port[0], m, now_ms);
+	return fw_pkt_answer(lc0, &port, m, now_ms);
 }
 
 /* The UDP checksum field as virtio leaves it for a packet of the same host: the pseudo header only.
@@ -177,7 +182,7 @@ static void make_partial_udp(struct rte_mbuf *m)
 
 static void test_rx_l4_cksum_none(void **state)
 {
-	struct fw_lcore_stats *st = &app->lcore[0].st;
+	struct fw_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	/* without a verdict, a partial checksum is a bad checksum */
@@ -201,7 +206,7 @@ static void test_rx_l4_cksum_none(void **state)
 
 static void test_rx_ip_cksum_none(void **state)
 {
-	struct fw_lcore_stats *st = &app->lcore[0].st;
+	struct fw_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	struct rte_mbuf *m = id_request();
@@ -217,7 +222,7 @@ static void test_rx_ip_cksum_none(void **state)
 
 static void test_rx_cksum_bad(void **state)
 {
-	struct fw_lcore_stats *st = &app->lcore[0].st;
+	struct fw_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	uint64_t flags[] = {RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_BAD};
@@ -253,7 +258,7 @@ static struct rte_mbuf *echo_request(void)
 
 static void test_icmp_bad_cksum(void **state)
 {
-	struct fw_lcore_stats *st = &app->lcore[0].st;
+	struct fw_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	struct rte_mbuf *m = echo_request();
@@ -278,40 +283,42 @@ static void test_icmp_bad_cksum(void **state)
 /* One source spread over two lcores gets the configured budget in all, not twice it. */
 static void test_rate_shared(void **state)
 {
-	struct fw_app *a2 = calloc(1, sizeof(*a2));
+	struct fw_conf c2;
+	struct fw_pkt_ctx px2;
+	struct fw_lcore *l2 = rte_zmalloc("test_rate", 2 * sizeof(*l2), RTE_CACHE_LINE_SIZE);
 	(void)state;
 
 	uint32_t r, b;
-	fw_lcores_rate_share(1000, 100, 2, &r, &b);
+	fw_rate_share(1000, 100, 2, &r, &b);
 	assert_int_equal(r, 500);
 	assert_int_equal(b, 50);
-	fw_lcores_rate_share(1, 1, 4, &r, &b); /* never 0, which would mean no limit */
+	fw_rate_share(1, 1, 4, &r, &b); /* never 0, which would mean no limit */
 	assert_int_equal(r, 1);
 	assert_int_equal(b, 1);
-	fw_lcores_rate_share(0, 100, 4, &r, &b);
+	fw_rate_share(0, 100, 4, &r, &b);
 	assert_int_equal(r, 0);
 
-	assert_non_null(a2);
-	fw_conf_init(&a2->conf);
+	assert_non_null(l2);
+	fw_conf_init(&c2);
 	char err[256];
-	assert_int_equal(fw_conf_set(&a2->conf, "net.rate=1000", 0, err, sizeof(err)), 0);
-	assert_int_equal(fw_conf_set(&a2->conf, "net.rate_burst=100", 0, err, sizeof(err)), 0);
-	assert_int_equal(fw_conf_set(&a2->conf, "net.rate_slip=0", 0, err, sizeof(err)), 0);
-	a2->n_lcores = 2;
-	a2->lcore = calloc(2, sizeof(*a2->lcore));
-	assert_non_null(a2->lcore);
-	assert_int_equal(fw_lcores_policy_init(a2), 0);
+	assert_int_equal(fw_conf_set(&c2, "net.rate=1000", 0, err, sizeof(err)), 0);
+	assert_int_equal(fw_conf_set(&c2, "net.rate_burst=100", 0, err, sizeof(err)), 0);
+	assert_int_equal(fw_conf_set(&c2, "net.rate_slip=0", 0, err, sizeof(err)), 0);
+	assert_int_equal(fw_pkt_ctx_init(&px2, &c2, NULL, NULL), 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		assert_int_equal(fw_lcore_init(&l2[i], &px2, &c2, &lay, i, rte_lcore_id(), i), 0);
+		assert_int_equal(fw_lcore_rate_init(&l2[i], &c2, 2), 0);
+	}
 	/* 400 back-to-back requests, alternating lcores (RSS on the source port) */
 	unsigned pass = 0;
 	uint64_t tsc = 1000000;
 	for (unsigned i = 0; i < 400; i++)
-		pass += fw_rate_check(a2->lcore[i % 2].rate, peer_ip, tsc, NULL) == FW_RATE_PASS;
+		pass += fw_rate_check(l2[i % 2].rate, peer_ip, tsc, NULL) == FW_RATE_PASS;
 	assert_true(pass <= 100);
 	assert_true(pass >= 98);
 	for (unsigned i = 0; i < 2; i++)
-		rte_free(a2->lcore[i].rate);
-	free(a2->lcore);
-	free(a2);
+		fw_lcore_rate_free(&l2[i]);
+	rte_free(l2);
 }
 
 /* fw_serve_answer_fast() and fw_serve_answer(): same bytes, same counters, always. */
@@ -489,7 +496,7 @@ static void test_serve_run_same(void **state)
 /* A burst of mixed frames: replies and drops partition it, the counters add up. */
 static void test_burst_counts(void **state)
 {
-	struct fw_lcore *lc = &app->lcore[0];
+	struct fw_lcore *lc = lc0;
 	struct rte_mbuf *pkts[6], *tx[6], *fr[6];
 	(void)state;
 
@@ -509,7 +516,7 @@ static void test_burst_counts(void **state)
 
 	struct fw_lcore_stats before = lc->st;
 	uint16_t nfr = 0;
-	uint16_t ntx = fw_pkt_burst(app, lc, &app->port[0], pkts, 6, now_ms, tx, fr, &nfr);
+	uint16_t ntx = fw_pkt_burst(lc, &port, pkts, 6, now_ms, tx, fr, &nfr);
 	assert_int_equal(ntx, 2);
 	assert_int_equal(nfr, 4);
 	assert_ptr_equal(tx[0], pkts[0]);
@@ -582,8 +589,8 @@ static unsigned reply_ids(struct rte_mbuf *m, uint64_t *ids)
  */
 static void test_burst_ids_in_order(void **state)
 {
-	struct fw_lcore *lc = &app->lcore[0];
-	struct fw_port *p0 = &app->port[0];
+	struct fw_lcore *lc = lc0;
+	struct fw_port *p0 = &port;
 	struct rte_mbuf *pkts[12], *tx[12], *fr[12];
 	uint64_t ids[16], last = 0;
 	(void)state;
@@ -621,7 +628,7 @@ static void test_burst_ids_in_order(void **state)
 	}
 	uint64_t issued = lc->serve.gen.stats.issued;
 	uint16_t nfr = 0;
-	uint16_t ntx = fw_pkt_burst(app, lc, p0, pkts, 12, now_ms, tx, fr, &nfr);
+	uint16_t ntx = fw_pkt_burst(lc, p0, pkts, 12, now_ms, tx, fr, &nfr);
 	p0->n_addr6 = 0;
 	assert_int_equal(ntx, 12);
 	unsigned total = 0;
@@ -661,8 +668,8 @@ static void assert_tx_offload_reply(struct rte_mbuf *m)
 
 static void test_tx_offload(void **state)
 {
-	struct fw_lcore *lc = &app->lcore[0];
-	struct fw_port *p0 = &app->port[0];
+	struct fw_lcore *lc = lc0;
+	struct fw_port *p0 = &port;
 	const uint64_t good = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
 	struct rte_mbuf *pkts[6], *tx[6], *fr[6];
 	(void)state;
@@ -684,7 +691,7 @@ static void test_tx_offload(void **state)
 	struct fw_serve_stats sbefore = lc->serve.stats;
 	uint16_t nfr = 0;
 	p0->tx_cksum = true;
-	uint16_t ntx = fw_pkt_burst(app, lc, p0, pkts, 6, now_ms, tx, fr, &nfr);
+	uint16_t ntx = fw_pkt_burst(lc, p0, pkts, 6, now_ms, tx, fr, &nfr);
 	p0->tx_cksum = false;
 	assert_int_equal(ntx, 3);
 	assert_int_equal(nfr, 3);

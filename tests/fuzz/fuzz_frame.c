@@ -3,8 +3,9 @@
  * libFuzzer harness for the whole packet path: each input is an Ethernet
  * frame answered by fw_pkt_answer(), the function the lcores run, in a real
  * mbuf from a test mempool (EAL without hugepages, PCI or ports), with the
- * responder's own lcore set-up (fw_lcores_init) and the policy on: allow
- * list, reflector ports, a rate limit with slip and a RANGE cap.
+ * responder's own packet context and lcore set-up (fw_pkt_ctx_init,
+ * fw_lcore_init: no application) and the policy on: allow list, reflector
+ * ports, a rate limit with slip and a RANGE cap.
  *
  * Input: byte 0 = how the harness fixes the frame up, so mutations reach
  * past the checksums; byte 1 = bits 0-5: bytes of the frame hidden behind
@@ -43,7 +44,9 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
+#include "lcore.h"
+#include "pkt.h"
+#include "port.h"
 #include "fuzz_frame6.h"
 #include "fw_wire.h"
 
@@ -52,13 +55,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int fw_logtype; /* main.c's, which the harness does not link */
 
-static struct fw_app *app;
+/* What the harness builds instead of an application: a context, one lcore, one port. */
+static struct fw_conf conf;
+static struct fw_layout lay;
+static struct fw_pkt_ctx px;
+static struct fw_lcore *lc0;
 static struct fw_port port;
 static struct rte_mempool *pool;
 static uint64_t fake_tsc = 1000000;
 static uint64_t now_ms = 1000000000; /* ms since the epoch, ~11.6 days in */
-static volatile bool never;
-static struct fw_rate *rate; /* reset for every input */
+static struct fw_rate *rate;         /* reset for every input */
 static void *rate_mem;
 static struct fw_rate_config rate_cfg;
 
@@ -70,7 +76,7 @@ static void set(const char *kv)
 {
 	char err[256];
 
-	if (fw_conf_set(&app->conf, kv, 0, err, sizeof(err))) {
+	if (fw_conf_set(&conf, kv, 0, err, sizeof(err))) {
 		fprintf(stderr, "fuzz_frame: %s\n", err);
 		abort();
 	}
@@ -79,7 +85,7 @@ static void set(const char *kv)
 /* FUZZ_FRAME_STATS=1: the counters at exit, to see which paths a corpus reaches */
 static void report(void)
 {
-	const struct fw_lcore_stats *st = &app->lcore[0].st;
+	const struct fw_lcore_stats *st = &lc0->st;
 
 	if (!getenv("FUZZ_FRAME_STATS"))
 		return;
@@ -87,7 +93,7 @@ static void report(void)
 		"fuzz_frame: arp %lu icmp %lu udp %lu rate_limited %lu slipped %lu capped %lu",
 		(unsigned long)st->arp, (unsigned long)st->icmp, (unsigned long)st->udp,
 		(unsigned long)st->rate_limited, (unsigned long)st->slipped,
-		(unsigned long)app->lcore[0].serve.stats.capped);
+		(unsigned long)lc0->serve.stats.capped);
 	for (int d = 0; d < FW_DROP_COUNT; d++)
 		fprintf(stderr, " %s %lu", fw_drop_names[d], (unsigned long)st->drop[d]);
 	fprintf(stderr, "\n");
@@ -111,19 +117,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	rmdir(rte_eal_get_runtime_dir());
 	fw_logtype = RTE_LOGTYPE_USER1;
 	pool = rte_pktmbuf_pool_create("fuzz", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	app = calloc(1, sizeof(*app));
-	if (!pool || !app)
+	lc0 = rte_zmalloc("fuzz_lcore", sizeof(*lc0), RTE_CACHE_LINE_SIZE);
+	if (!pool || !lc0)
 		abort();
-	app->quit = &never;
-	app->pool = pool;
-	fw_conf_init(&app->conf);
+	fw_conf_init(&conf);
 	set("net.trusted=127.0.0.0/8,10.99.0.0/16,fd99::/16");
 	set("net.rate=1000");
 	set("net.rate_burst=8");
 	set("net.rate_slip=2");
 	set("net.rate_prefix=24");
 	set("net.max_ids_per_request=5000");
-	if (fw_lcores_init(app) || app->n_lcores != 1 || !app->lcore[0].rate)
+	if (fw_layout_init(&lay, conf.id.epoch_ms, conf.id.datacenter_bits, conf.id.worker_bits,
+			   conf.id.sequence_bits, 0) ||
+	    fw_pkt_ctx_init(&px, &conf, NULL, NULL) ||
+	    fw_lcore_init(lc0, &px, &conf, &lay, 0, rte_lcore_id(), 0) ||
+	    fw_lcore_rate_init(lc0, &conf, 1) || !lc0->rate)
 		abort();
 	fw_rate_config_default(&rate_cfg);
 	rate_cfg.rate = 1000;
@@ -137,9 +145,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	atexit(report);
 	/* a mark far ahead: the generator issues until its sequence runs out */
-	fw_gen_set_mark(&app->lcore[0].serve.gen, now_ms + 1000000000);
+	fw_gen_set_mark(&lc0->serve.gen, now_ms + 1000000000);
 
-	app->n_ports = 1;
 	port.port_id = 0;
 	port.nb_queues = 1;
 	port.addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 77, 0, 2));
@@ -149,7 +156,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	static const uint8_t a6[16] = {0xfd, 0x77, [15] = 2}; /* fd77::2 */
 	port.n_addr6 = 1;
 	memcpy(port.addr6[0], a6, 16);
-	app->port[0] = port;
 	return 0;
 }
 
@@ -228,7 +234,7 @@ static uint64_t rx_verdict(const uint8_t *f, size_t seg, uint8_t verdict)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fw_lcore *lc = &app->lcore[0];
+	struct fw_lcore *lc = lc0;
 
 	if (size < 3)
 		return 0;
@@ -264,12 +270,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ipv4)
 		memcpy(&req_ip, f + L2, L3);
 	bool trusted =
-		ipv4 && fw_conf_trusted(&app->conf.net.trusted, rte_be_to_cpu_32(req_ip.src_addr));
+		ipv4 && fw_conf_trusted(&conf.net.trusted, rte_be_to_cpu_32(req_ip.src_addr));
 	for (unsigned i = 0; ipv4 && i < charge; i++)
 		fw_rate_check(rate, rte_be_to_cpu_32(req_ip.src_addr), fake_tsc, NULL);
 	struct fuzz6_req req6;
 	if (fuzz6_save(f, seg, &req6)) {
-		trusted = fuzz6_trusted(app, &req6);
+		trusted = fuzz6_trusted(&conf, &req6);
 		fuzz6_charge(rate, &req6, charge, fake_tsc);
 	}
 
@@ -278,13 +284,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!trusted)
 		ASAN_POISON_MEMORY_REGION(f + seg, m->buf_len - m->data_off - seg);
 	uint64_t before = counted(lc);
-	bool reply = fw_pkt_answer(app, lc, &port, m, now_ms);
+	bool reply = fw_pkt_answer(lc, &port, m, now_ms);
 	ASAN_UNPOISON_MEMORY_REGION(buf, m->buf_len);
 	if (counted(lc) != before + 1)
 		abort(); /* every frame is answered or dropped, and counted once */
 
 	if (reply && req6.seg)
-		fuzz6_check_reply(app, &port, &req6, trusted, m);
+		fuzz6_check_reply(&conf, &port, &req6, trusted, m);
 	else if (reply) {
 		struct rte_ether_hdr *eth = (struct rte_ether_hdr *)f;
 		if (m->data_len < L2 || m->data_len > room || m->pkt_len != m->data_len)
@@ -315,7 +321,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				struct fw_wire_reply r;
 				if (!trusted && ip_len > rte_be_to_cpu_16(req_ip.total_length))
 					abort(); /* amplification */
-				if (n > app->conf.net.max_reply_bytes || n < FW_WIRE_HDR_LEN)
+				if (n > conf.net.max_reply_bytes || n < FW_WIRE_HDR_LEN)
 					abort();
 				if (!port.tx_cksum && __rte_ipv4_udptcp_cksum(ip, udp) != 0xffff)
 					abort();

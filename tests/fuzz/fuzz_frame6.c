@@ -90,13 +90,13 @@ bool fuzz6_save(const uint8_t *f, size_t seg, struct fuzz6_req *r)
 	return true;
 }
 
-bool fuzz6_trusted(const struct fw_app *app, const struct fuzz6_req *r)
+bool fuzz6_trusted(const struct fw_conf *conf, const struct fuzz6_req *r)
 {
 	/* a neighbour advertisement may outgrow a solicitation without options by its
 	 * 8-byte link-layer option: link-local only (hop limit 255), checked below */
 	if (r->ip.proto == IPPROTO_ICMPV6)
 		return true;
-	return fw_conf_trusted6(&app->conf.net.trusted, r->ip.src_addr);
+	return fw_conf_trusted6(&conf->net.trusted, r->ip.src_addr);
 }
 
 void fuzz6_charge(struct fw_rate *rate, const struct fuzz6_req *r, unsigned n, uint64_t tsc)
@@ -113,7 +113,7 @@ static bool mine(const struct fw_port *port, const uint8_t *a)
 	return false;
 }
 
-void fuzz6_check_reply(const struct fw_app *app, const struct fw_port *port,
+void fuzz6_check_reply(const struct fw_conf *conf, const struct fw_port *port,
 		       const struct fuzz6_req *r, bool trusted, const struct rte_mbuf *m)
 {
 	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
@@ -149,7 +149,7 @@ void fuzz6_check_reply(const struct fw_app *app, const struct fw_port *port,
 	if (udp->dgram_cksum == 0 || udp->dst_port != r->udp.src_port ||
 	    rte_be_to_cpu_16(udp->dgram_len) != plen)
 		abort();
-	if (n > 1452 || n > app->conf.net.max_reply_bytes)
+	if (n > 1452 || n > conf->net.max_reply_bytes)
 		abort();
 	if (!trusted && plen > rte_be_to_cpu_16(r->ip.payload_len))
 		abort(); /* amplification */

@@ -10,7 +10,10 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
-#include "fw_app.h"
+#include "fw_conf.h"
+#include "fw_policy.h"
+#include "lcore.h"
+#include "port.h"
 
 /* The request's headers, kept before it is answered in place. */
 struct fuzz6_req {
@@ -25,9 +28,9 @@ void fuzz6_fix_up(uint8_t *f, size_t len, uint8_t how, const struct fw_port *por
 /* Saves the request in *r; returns whether it is an IPv6 frame. */
 bool fuzz6_save(const uint8_t *f, size_t seg, struct fuzz6_req *r);
 /* Whether the reply may be larger than the request (trusted source, or NDP). */
-bool fuzz6_trusted(const struct fw_app *app, const struct fuzz6_req *r);
+bool fuzz6_trusted(const struct fw_conf *conf, const struct fuzz6_req *r);
 /* Pre-charges the source's rate bucket @n times. */
 void fuzz6_charge(struct fw_rate *rate, const struct fuzz6_req *r, unsigned n, uint64_t tsc);
 /* The properties of an IPv6 reply to @r. */
-void fuzz6_check_reply(const struct fw_app *app, const struct fw_port *port,
+void fuzz6_check_reply(const struct fw_conf *conf, const struct fw_port *port,
 		       const struct fuzz6_req *r, bool trusted, const struct rte_mbuf *m);

@@ -4,8 +4,8 @@
 # rules` and their unit tests (`promtool test rules`); every PromQL query of
 # the Grafana dashboard parses (checked as recording rules); every flakewire_*
 # name used in either is one a responder exports (fleet leases included);
-# every alert has a runbook section in README.md and a runbook_url that
-# points at it: README.md#<alert in lower case>, under the optional base
+# every alert has a runbook section in doc/runbook.md and a runbook_url that
+# points at it: doc/runbook.md#<alert in lower case>, under the optional base
 # external label flakewire_runbook (no placeholder host).
 set -u
 SRC=${FW_SRC:?}
@@ -40,7 +40,7 @@ promtool check rules "$TMP/dash-rules.yml" >/dev/null || fail "a dashboard query
 # names used vs names exported
 exported=$(grep -ohE '"flakewire_[a-z0-9_]+"' "$SRC"/app/flakewire/metrics.c \
 	"$SRC"/app/flakesock/metrics.c "$SRC"/lib/metrics/serve_metrics.c \
-	"$SRC"/lib/metrics/fleet/fleet_metrics.c | tr -d '"' | sort -u)
+	"$SRC"/lib/fleet/fleet_metrics.c | tr -d '"' | sort -u)
 used=$(grep -ohE 'flakewire_[a-z0-9_]+' "$RULES" "$DASH" | grep -vx flakewire_runbook | sort -u)
 for n in $used; do
 	grep -qx "$n" <<<"$exported" || fail "$n is used in config/ but no responder exports it"
@@ -49,9 +49,9 @@ echo "$(wc -w <<<"$used") metric names used, all exported"
 
 # a runbook entry per alert
 for a in $(sed -n 's/^ *- alert: //p' "$RULES"); do
-	grep -q "^### $a\$" "$SRC/README.md" || fail "README.md has no runbook section '### $a'"
+	grep -q "^### $a\$" "$SRC/doc/runbook.md" || fail "doc/runbook.md has no runbook section '### $a'"
 done
-# each alert's runbook_url: the base external label, else README.md, then #anchor
+# each alert's runbook_url: the base external label, else doc/runbook.md, then #anchor
 "$PY" - "$RULES" <<'PYEOF' || fail "runbook_url"
 import re, sys
 alert = None
@@ -62,12 +62,12 @@ for line in open(sys.argv[1]):
         alert = m.group(1)
     m = re.match(r'\s*runbook_url: "(.*)"$', line)
     if m:
-        want = ("{{ with $externalLabels.flakewire_runbook }}{{ . }}{{ else }}README.md{{ end }}#"
+        want = ("{{ with $externalLabels.flakewire_runbook }}{{ . }}{{ else }}doc/runbook.md{{ end }}#"
                 + alert.lower())
         assert m.group(1) == want, "%s: runbook_url %s, expected %s" % (alert, m.group(1), want)
         n += 1
 alerts = sum(1 for l in open(sys.argv[1]) if re.match(r"\s*- alert: ", l))
 assert n == alerts, "%d alerts, %d runbook_url" % (alerts, n)
-print("%d runbook_url annotations point at README.md#<alert>" % n)
+print("%d runbook_url annotations point at doc/runbook.md#<alert>" % n)
 PYEOF
 echo PASS

@@ -927,9 +927,10 @@ static void test_error_status(void **state)
 /*
  * @dead is the first server; the fake answers; the client must move to it
  * and stay. @dead_fake, if not NULL, is @dead: it must see no request of
- * the second call.
+ * the second call. @refused: @dead is a closed port, whose ICMP port
+ * unreachable must move the client on without waiting out the attempts.
  */
-static void check_failover(const char *dead, struct fake *dead_fake)
+static void check_failover(const char *dead, struct fake *dead_fake, bool refused)
 {
 	struct fake *f = fake_start(AF_INET, beh_normal);
 	struct fw_client_opts o;
@@ -947,9 +948,12 @@ static void check_failover(const char *dead, struct fake *dead_fake)
 	t0 = mono_ms();
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_from_fake(id);
-	/* Every attempt on the dead one, with backoff (a lower bound: load
-	 * only makes it longer). */
-	assert_true(mono_ms() - t0 >= T_ALL_ATTEMPTS_MS);
+	/* A silent one: every attempt, with backoff (a lower bound: load only
+	 * makes it longer). A closed port: none waited out. */
+	if (refused)
+		assert_true(mono_ms() - t0 < T_ALL_ATTEMPTS_MS);
+	else
+		assert_true(mono_ms() - t0 >= T_ALL_ATTEMPTS_MS);
 	dead_seen = dead_fake ? await_count(&dead_fake->nreq[FW_WIRE_OP_INFO], T_RETRIES + 1) : 0;
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_from_fake(id);
@@ -961,17 +965,32 @@ static void check_failover(const char *dead, struct fake *dead_fake)
 	fake_stop(f);
 }
 
+/* A loopback port nothing listens on, below the ephemeral range (32768-)
+ * so no socket of the client is given it meanwhile. */
+static uint16_t dead_port(void)
+{
+	for (unsigned p = 20000 + (unsigned)(mono_ms() % 10000); p < 32768; p++) {
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+
+		if (fd >= 0)
+			close(fd);
+		if (rc == 0)
+			return (uint16_t)p;
+	}
+	fail_msg("no free loopback port");
+	return 0;
+}
+
 static void test_failover_closed_port(void **state)
 {
-	uint16_t port;
-	int fd = bind_loopback(AF_INET, &port);
 	char dead[64];
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
-	snprintf(dead, sizeof(dead), "127.0.0.1:%u", port);
-	check_failover(dead, NULL);
+	snprintf(dead, sizeof(dead), "127.0.0.1:%u", dead_port());
+	check_failover(dead, NULL, true);
 }
 
 static void test_failover_silent(void **state)
@@ -981,7 +1000,7 @@ static void test_failover_silent(void **state)
 
 	(void)state;
 	fake_addr(s, dead, sizeof(dead));
-	check_failover(dead, s);
+	check_failover(dead, s, false);
 	/* Retried on the silent one before failing over, then left alone. */
 	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_INFO]), T_RETRIES + 1);
 	fake_stop(s);
@@ -1166,6 +1185,49 @@ static void test_failover_across_families(void **state)
 		fw_client_close(c);
 		fake_stop(f);
 	}
+}
+
+/* fw_client_shutdown(): buffered IDs are no longer handed out, and every
+ * call, also one waiting on a silent responder, returns FW_ECLOSED. */
+static void *get_in_thread(void *arg)
+{
+	uint64_t id;
+
+	return (void *)(intptr_t)fw_client_get(arg, &id);
+}
+
+static void test_shutdown(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fake *s = fake_start(AF_INET, beh_silent);
+	struct fw_client *c = client_fakes(&f, 1, T_TIMEOUT_MS, T_RETRIES);
+	struct fw_client *w = client_fakes(&s, 1, T_LONG_MS, 0);
+	uint8_t u[FW_UUID_LEN];
+	pthread_t th;
+	void *ret;
+	uint64_t id, t0;
+
+	(void)state;
+	assert_int_equal(fw_client_next(c, &id), 0); /* the buffer now holds IDs */
+	fw_client_shutdown(c);
+	fw_client_shutdown(c); /* a no-op */
+	assert_int_equal(fw_client_next(c, &id), FW_ECLOSED);
+	assert_int_equal(fw_client_get(c, &id), FW_ECLOSED);
+	assert_int_equal(fw_client_next_uuid7(c, u), FW_ECLOSED);
+	assert_string_equal(fw_strerror(FW_ECLOSED), "client closed");
+	fw_client_close(c);
+
+	/* A call blocked on a silent responder (5 s per attempt) ends at once. */
+	assert_int_equal(pthread_create(&th, NULL, get_in_thread, w), 0);
+	await_count(&s->nreq[FW_WIRE_OP_INFO], 1);
+	t0 = mono_ms();
+	fw_client_shutdown(w);
+	assert_int_equal(pthread_join(th, &ret), 0);
+	assert_int_equal((int)(intptr_t)ret, FW_ECLOSED);
+	assert_true(mono_ms() - t0 < T_LONG_MS);
+	fw_client_close(w);
+	fake_stop(f);
+	fake_stop(s);
 }
 
 static void test_timeout(void **state)
@@ -1644,6 +1706,7 @@ int main(void)
 		cmocka_unit_test(test_failover_next_timeout),
 		cmocka_unit_test(test_failover_across_families),
 		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_non_increasing),
 		cmocka_unit_test(test_bad_ids),
 		cmocka_unit_test(test_no_info),

@@ -118,6 +118,41 @@ static void test_ports(void **state)
 	assert_string_equal(load(&c, "[port0]\nbogus = 1\n", FW_CONF_F_NO_PORTS), "");
 }
 
+/* The cross-key error of @text ("" when it passes fw_conf_check). */
+static const char *check(const char *text)
+{
+	static char err[512];
+	struct fw_conf c;
+	assert_string_equal(load(&c, text, FW_CONF_F_NO_PORTS), "");
+	err[0] = '\0';
+	fw_conf_check(&c, FW_CONF_F_NO_PORTS, err, sizeof(err));
+	return err;
+}
+
+static void test_fleet_registry(void **state)
+{
+	(void)state;
+	struct fw_conf c;
+	assert_string_equal(check("[fleet]\netcd = http://127.0.0.1:2379,https://e2:2379\n"), "");
+	assert_string_equal(load(&c, "[fleet]\netcd = http://a:1\n", FW_CONF_F_NO_PORTS), "");
+	assert_true(fw_conf_fleet_on(&c));
+	assert_string_equal(load(&c, "[fleet]\nroot = /x\n", FW_CONF_F_NO_PORTS), "");
+	assert_false(fw_conf_fleet_on(&c));
+	contains(check("[fleet]\nzookeeper = z:2181\netcd = http://a:1\n"),
+		 "[fleet] zookeeper = z:2181 and [fleet] etcd = http://a:1: set one of them");
+	contains(check("[fleet]\netcd = http://a:1,a:2\n"),
+		 "[fleet] etcd = http://a:1,a:2: 'a:2' is not http://HOST:PORT");
+	contains(check("[fleet]\netcd = http://a:1/v3\n"), "'http://a:1/v3' is not");
+	contains(check("[fleet]\netcd = http://a:1\netcd_cert_file = /c.pem\n"),
+		 "etcd_key_file = : set both or neither");
+	contains(check("[fleet]\netcd = http://a:1\netcd_user = fw\n"),
+		 "[fleet] etcd_user = fw, etcd_password_file = : set both or neither");
+	contains(check("[fleet]\netcd = http://a:1\n[id]\nworkers = 1\n"),
+		 "not with a fleet ([fleet] zookeeper or etcd)");
+	assert_string_equal(check("[fleet]\netcd = http://a:1\n[clock]\nbackstep = new_worker\n"),
+			    "");
+}
+
 static void test_missing_file(void **state)
 {
 	(void)state;
@@ -135,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_values_and_comments),
 		cmocka_unit_test(test_errors_name_key_value_range),
 		cmocka_unit_test(test_ports),
+		cmocka_unit_test(test_fleet_registry),
 		cmocka_unit_test(test_missing_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

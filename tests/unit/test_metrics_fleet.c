@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/metrics/fleet without ZooKeeper: a registry that holds no worker ID
+ * lib/fleet/fleet_metrics.c without ZooKeeper: a registry that holds no worker ID
  * yet (created, not started) renders every slot as NO_LEASE with the worker
  * label "none", no lease samples, the configured lease length, and the
  * exposition passes the writer's naming rules. Leases held are covered by

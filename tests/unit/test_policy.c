@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 
 #include "fw_policy.h"
+#include "fw_policy_conf.h"
 
 #define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 #define HZ             1000000u /* a 1 MHz fake TSC: one tick per microsecond */
@@ -440,6 +441,135 @@ static void rate6_prefix_grouping(void **state)
 	free(mem);
 }
 
+/* [net] trusted for both families: exempt from nothing but the rate and the reply budget. */
+static void trusted_both_families(void **state)
+{
+	(void)state;
+	struct fw_policy p;
+	uint8_t a[16];
+
+	default_policy(&p);
+	struct fw_policy_prefix t4[] = {fw_policy_prefix_make(IP(10, 99, 0, 0), 16)};
+	a6("fd99::", a);
+	struct fw_policy_prefix6 t6[] = {fw_policy_prefix6_make(a, 16)};
+	assert_false(fw_policy_trusted(&p, IP(10, 99, 1, 1))); /* none until set */
+	assert_int_equal(fw_policy_set_trusted(&p, t4, 1, t6, 1), 0);
+	assert_true(fw_policy_trusted(&p, IP(10, 99, 1, 1)));
+	assert_false(fw_policy_trusted(&p, IP(10, 98, 1, 1)));
+	a6("fd99:1::7", a);
+	assert_true(fw_policy_trusted6(&p, a));
+	a6("fd98::7", a);
+	assert_false(fw_policy_trusted6(&p, a));
+	assert_int_equal(fw_policy_source(&p, IP(10, 99, 0, 1)),
+			 FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED | FW_POLICY_SRC_TRUSTED);
+	assert_int_equal(fw_policy_source(&p, IP(10, 1, 0, 1)),
+			 FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED);
+	assert_int_equal(fw_policy_source(&p, IP(8, 8, 8, 8)), FW_POLICY_SRC_VALID);
+	assert_int_equal(fw_policy_set_trusted(&p, t4, FW_POLICY_PREFIXES_MAX + 1, t6, 0),
+			 -EINVAL);
+	assert_int_equal(fw_policy_set_trusted(&p, NULL, 1, t6, 0), -EINVAL);
+	assert_int_equal(fw_policy_set_trusted(NULL, t4, 1, t6, 1), -EINVAL);
+}
+
+/*
+ * The per-reader cache answers what the lists answer, for both families,
+ * over many more sources than it has entries (every entry replaced often).
+ */
+static void cache_same_verdict(void **state)
+{
+	(void)state;
+	struct fw_policy p;
+	static struct fw_policy_cache c; /* zeroed */
+	uint8_t a[16];
+
+	default_policy(&p);
+	struct fw_policy_prefix t4[] = {fw_policy_prefix_make(IP(10, 99, 0, 0), 16)};
+	a6("fd00::", a);
+	struct fw_policy_prefix6 al6[] = {fw_policy_prefix6_make(a, 8)};
+	a6("fd99::", a);
+	struct fw_policy_prefix6 t6[] = {fw_policy_prefix6_make(a, 16)};
+	assert_int_equal(fw_policy_set_allow6(&p, al6, 1), 0);
+	assert_int_equal(fw_policy_set_trusted(&p, t4, 1, t6, 1), 0);
+	uint32_t x = 12345;
+	unsigned trusted4 = 0, trusted6 = 0, denied6 = 0;
+	for (int i = 0; i < 200000; i++) {
+		x = x * 1103515245u + 12345u;
+		/* sources from a few /16s, some allowed, some trusted, some neither */
+		static const uint32_t nets[] = {IP(10, 99, 0, 0), IP(10, 1, 0, 0), IP(8, 8, 0, 0)};
+		uint32_t src = nets[(x >> 8) % 3] | (x >> 16 & 0xff) << 8 | (x & 0x3f);
+		uint32_t be = htonl(src);
+		uint32_t v = fw_policy_cached(&p, &c, be);
+		assert_int_equal(v, fw_policy_source(&p, src));
+		trusted4 += !!(v & FW_POLICY_SRC_TRUSTED);
+		memset(a, 0, 16);
+		a[0] = 0xfd;
+		a[1] = (x >> 4 & 1) ? 0x99 : (x >> 5 & 1) ? 0x01 : 0x00;
+		if (x >> 6 & 1)
+			a[0] = 0x20; /* 20xx:: outside fd00::/8 */
+		a[14] = (uint8_t)(x >> 10);
+		a[15] = (uint8_t)(x >> 18 & 0x3f);
+		uint32_t v6 = fw_policy_cached6(&p, &c, a);
+		assert_int_equal(v6, fw_policy_source6(&p, a));
+		trusted6 += !!(v6 & FW_POLICY_SRC_TRUSTED);
+		denied6 += !(v6 & FW_POLICY_SRC_ALLOWED);
+	}
+	assert_true(trusted4 > 1000); /* every kind of verdict was cached */
+	assert_true(trusted6 > 1000);
+	assert_true(denied6 > 1000);
+}
+
+/* fw_rate_share: each of n readers enforces its share, never 0 (which means no limit). */
+static void rate_share(void **state)
+{
+	(void)state;
+	uint32_t r, b;
+
+	fw_rate_share(1000, 100, 3, &r, &b);
+	assert_int_equal(r, 334);
+	assert_int_equal(b, 34);
+	fw_rate_share(1, 1, 4, &r, &b);
+	assert_int_equal(r, 1);
+	assert_int_equal(b, 1);
+	fw_rate_share(0, 100, 4, &r, &b);
+	assert_int_equal(r, 0);
+	fw_rate_share(10, 10, 0, &r, &b); /* 0 readers: one */
+	assert_int_equal(r, 10);
+	assert_int_equal(b, 10);
+}
+
+/* [net] as both responders take it: trusted prefixes outside allow are reported. */
+static void from_conf(void **state)
+{
+	(void)state;
+	struct fw_conf c;
+	struct fw_policy p;
+	struct fw_rate_config rc;
+	char err[256];
+	uint32_t out = 0, out6 = 0;
+	uint8_t a[16];
+
+	fw_conf_init(&c);
+	assert_int_equal(fw_conf_set(&c, "net.allow=10.0.0.0/8,fd00::/8", 0, err, sizeof(err)), 0);
+	assert_int_equal(
+		fw_conf_set(&c, "net.trusted=10.9.0.0/16,192.0.2.0/24,fd99::/16,2001:db8::/32", 0,
+			    err, sizeof(err)),
+		0);
+	assert_int_equal(fw_policy_from_conf(&p, &c, &out, &out6), 0);
+	assert_int_equal(out, 0x2);  /* 192.0.2.0/24 */
+	assert_int_equal(out6, 0x2); /* 2001:db8::/32 */
+	assert_true(fw_policy_source(&p, IP(10, 9, 1, 1)) & FW_POLICY_SRC_TRUSTED);
+	a6("fd99::1", a);
+	assert_int_equal(fw_policy_source6(&p, a),
+			 FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED | FW_POLICY_SRC_TRUSTED);
+	assert_true(fw_policy_reflector(&p, 53)); /* the default reflector ports */
+	assert_false(fw_rate_config_from_conf(&rc, &c, 2, 1000000, 64)); /* rate 0: none */
+	assert_int_equal(fw_conf_set(&c, "net.rate=1000", 0, err, sizeof(err)), 0);
+	assert_true(fw_rate_config_from_conf(&rc, &c, 2, 1000000, 64));
+	assert_int_equal(rc.rate, 500);
+	assert_int_equal(rc.tsc_hz, 1000000);
+	assert_int_equal(rc.entries, 64);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +579,8 @@ int main(void)
 		cmocka_unit_test(prefix_grouping),    cmocka_unit_test(table_eviction),
 		cmocka_unit_test(table_many_sources), cmocka_unit_test(rate_bad_config),
 		cmocka_unit_test(cidr6_match),        cmocka_unit_test(rate6_prefix_grouping),
+		cmocka_unit_test(trusted_both_families), cmocka_unit_test(cache_same_verdict),
+		cmocka_unit_test(rate_share), cmocka_unit_test(from_conf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

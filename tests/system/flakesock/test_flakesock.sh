@@ -22,6 +22,13 @@ start_sock() {
 }
 ctl() { sys_in_ns "$FLAKECTL" "$@" --server "$SERVER"; }
 
+# --check-config (issue 27): OK on the defaults; an error names key, value and range
+check "--check-config accepts the defaults" "$FLAKESOCK" --check-config
+"$FLAKESOCK" --check-config --set id.worker_bits=99 >/dev/null 2>"$SYS_TMP/cc.err"
+check "--check-config refuses a value out of range (exit 2)" test $? -eq 2
+check "--check-config names the key, the value and the range" \
+	grep -q "worker_bits = 99: out of range (0-16)" "$SYS_TMP/cc.err"
+
 check "flakesock starts and answers info" start_sock
 ctl info >"$SYS_TMP/info" 2>&1
 check "info reports the layout" grep -q "41/0/10/12\|41 *0 *10 *12\|time_bits.*41" "$SYS_TMP/info"

@@ -20,8 +20,9 @@ ip -n "$NS" neigh replace 10.77.0.2 lladdr "$FW_MAC" dev fw0 nud permanent
 for a in 10.77.0.10 10.77.0.11 10.77.0.12 100.64.0.1 192.0.2.1 198.51.100.7 203.0.113.9; do
 	ip -n "$NS" addr add "$a/32" dev fw0 || fail "cannot add $a"
 done
-grep -q "policy: 5 allowed prefixes, 13 reflector ports, rate $RATE/s burst $BURST" "$TMP/fw.log" ||
-	fail "no policy line in the log"
+grep -q "policy: 5 + [0-9]* allowed prefixes (IPv4 + IPv6), 2 + 0 trusted, 13 reflector ports" \
+	"$TMP/fw.log" || fail "no policy line in the log"
+grep -q "policy: rate $RATE/s burst $BURST" "$TMP/fw.log" || fail "no rate line in the log"
 
 tel() { fw_tel /flakewire/stats || fail "telemetry"; }
 # delta NAME: how much counter NAME moved between $before and $after

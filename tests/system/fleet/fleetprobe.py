@@ -5,7 +5,8 @@ thread or lcore behind SO_REUSEPORT / RSS answers) and reports what came back.
 
   fleetprobe.py --server H:P [--sockets N] [--rounds R] [--count K]
                 [--ids FILE] [--append] [--worker-bits W] [--seq-bits S]
-Prints one summary line:  ok=A no_lease=B retry=C other=D lost=E workers=W1,W2
+Prints one summary line:  ok=A no_lease=B retry=C unsafe=U other=D lost=E workers=W1,W2
+(unsafe: CLOCK_UNSAFE replies)
 and with --ids appends 'worker id' lines to FILE (every ID of every OK reply).
 Bounded: N sockets x R rounds requests, 0.3 s timeout each. Exit 0 always
 (the test asserts on the summary).
@@ -15,7 +16,7 @@ import socket
 import struct
 
 HDR = struct.Struct(">HBBBBHQHHI")
-NAMES = {0: "ok", 3: "retry", 6: "no_lease"}
+NAMES = {0: "ok", 3: "retry", 5: "unsafe", 6: "no_lease"}
 
 
 def main():
@@ -36,7 +37,7 @@ def main():
         s.bind(("0.0.0.0", 0))
         s.settimeout(0.3)
         socks.append(s)
-    counts = {"ok": 0, "no_lease": 0, "retry": 0, "other": 0, "lost": 0}
+    counts = {"ok": 0, "no_lease": 0, "retry": 0, "unsafe": 0, "other": 0, "lost": 0}
     workers = set()
     out = open(a.ids, "a") if a.ids else None
     tag = 1
@@ -66,8 +67,9 @@ def main():
                     out.write("%d %d\n" % (w, i))
     if out:
         out.close()
-    print("ok=%d no_lease=%d retry=%d other=%d lost=%d workers=%s" % (
-        counts["ok"], counts["no_lease"], counts["retry"], counts["other"], counts["lost"],
+    print("ok=%d no_lease=%d retry=%d unsafe=%d other=%d lost=%d workers=%s" % (
+        counts["ok"], counts["no_lease"], counts["retry"], counts["unsafe"], counts["other"],
+        counts["lost"],
         ",".join(str(w) for w in sorted(workers))))
 
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# [clock] backstep = new_worker: flakesock-testclock (2 threads), then
-# flakewire-testclock (TAP, 2 lcores), in a fleet; the system clock they read
-# is stepped back 1 h (fault file). Replies switch to fresh worker IDs, whose
-# IDs follow the (stepped) system clock at once; the old worker IDs are
-# released with their floor at the last ms they issued; no ID is issued
-# twice across the switch.
+# [clock] backstep = new_worker: flakesock-testclock (2 threads, then 4),
+# then flakewire-testclock (TAP, 2 lcores), in a fleet; the system clock they
+# read is stepped back 1 h (fault file). Replies switch to fresh worker IDs,
+# whose IDs follow the (stepped) system clock at once; not one reply is
+# CLOCK_UNSAFE or RETRY_AFTER across the switch (every slot's fresh ID is
+# claimed first, then all swap and the time steps together); the old worker
+# IDs are released with their floor at the last ms they issued; no ID is
+# issued twice across the switch. Then a full fleet under new_worker: nothing
+# swaps and the registry backs off (normal ZooKeeper write rate, logged once).
 # usage: test_fleet_backstep.sh FLAKESOCK_TESTCLOCK FLAKECTL [FLAKEWIRE_TESTCLOCK]
 set -u
 FLAKESOCK=$1
@@ -12,7 +15,7 @@ FLAKECTL=$2
 FLAKEWIRE=${3:-}
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
-. "$HERE/zk.sh"
+. "$HERE/registry.sh"
 PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
 
 sys_init fleetbs
@@ -20,26 +23,29 @@ bs_cleanup() {
 	local pid
 	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
 	sleep 0.3
-	zk_stop_all
+	reg_stop_all
 	sys_cleanup
 	rm -rf "/var/run/dpdk/fbs$$"
 }
 trap bs_cleanup EXIT
-zk_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
+reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
 
 FAULT=$SYS_TMP/clock
 COMMON=(--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0
-	--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
+	--set "$REG_SET" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
 	--set fleet.session_timeout_ms=4000)
 
 # backstep_case WHO ROOT SERVER: the responder is running with the fault file at 0
 backstep_case() {
 WHO=$1 ROOT=$2 SERVER=$3 LOG=$SYS_TMP/$1.log
-probe() { sys_in_ns $PROBE --server "$SERVER" --sockets 16 "$@"; }
-owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
+TALLY=$SYS_TMP/$WHO.tally
+# every probe's summary line is kept: the refusals are counted over all of them
+probe() { sys_in_ns $PROBE --server "$SERVER" --sockets 16 "$@" | tee -a "$TALLY"; }
+owned() { sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" --timeout 15000 | awk -v s="$1" '$NF == s {print $1}' | sort -n | paste -sd, -; }
 up() { for _ in $(seq 60); do [ "$(probe | sed -n 's/.*ok=\([0-9]*\).*/\1/p')" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "$WHO answers" up
 OLD=$(owned owned)
+: >"$TALLY" # counted from here: the last replies before the step, and all after
 echo "  worker IDs before the step: $OLD"
 for _ in 1 2 3; do probe --ids "$SYS_TMP/$WHO.all.ids" >/dev/null; done
 
@@ -59,7 +65,9 @@ switched() {
 	echo "  last: $out"
 	return 1
 }
+T0=$(date +%s%N)
 check "$WHO: after a 1 h backward step, replies come from fresh worker IDs" switched
+echo "  switched $(( ($(date +%s%N) - T0) / 1000000 )) ms after the step"
 for _ in 1 2 3; do probe --ids "$SYS_TMP/$WHO.after.ids" >/dev/null; done
 cat "$SYS_TMP/$WHO.after.ids" >>"$SYS_TMP/$WHO.all.ids"
 follow() {
@@ -76,6 +84,14 @@ sys.exit(0 if ids and all(w not in old for w, _ in ids) and max(abs(l) for l in 
 PY
 }
 check "$WHO: their IDs follow the stepped system clock (within 5 s), not an hour ahead of it" follow
+refused() {
+	local r u
+	r=$(sed -n 's/.*retry=\([0-9]*\).*/\1/p' "$TALLY" | awk '{s += $1} END {print s + 0}')
+	u=$(sed -n 's/.*unsafe=\([0-9]*\).*/\1/p' "$TALLY" | awk '{s += $1} END {print s + 0}')
+	echo "  $(wc -l <"$TALLY") probes of 16 requests: $r RETRY_AFTER, $u CLOCK_UNSAFE"
+	[ "$r" = 0 ] && [ "$u" = 0 ]
+}
+check "$WHO: no reply was CLOCK_UNSAFE or RETRY_AFTER across the step" refused
 nodup() { [ -z "$(awk '{print $2}' "$SYS_TMP/$WHO.all.ids" | sort | uniq -d | head -1)" ]; }
 check "$WHO: no ID issued twice across the switch ($(wc -l <"$SYS_TMP/$WHO.all.ids") IDs)" nodup
 released() {
@@ -87,9 +103,9 @@ released() {
 	return 1
 }
 check "$WHO: the old worker IDs are released (free)" released
-sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" | sed 's/^/  /'
+sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" | sed 's/^/  /'
 floor_ok() {
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
+	sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root "$ROOT" --timeout 15000 >"$SYS_TMP/ls"
 	/usr/bin/python3 - "$SYS_TMP/ls" "$SYS_TMP/$WHO.all.ids" "$OLD" <<'PY'
 import sys, datetime
 old = set(int(x) for x in sys.argv[3].split(","))
@@ -116,6 +132,42 @@ sys_start "$SYS_TMP/flakesock.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK
 	--set fleet.root=/bs --set fleet.identity=bs "${COMMON[@]}"
 backstep_case flakesock /bs 127.0.0.1:5501
 kill -TERM "$SYS_LAST_PID"
+
+echo "offset_ms=0" >"$FAULT"
+sys_start "$SYS_TMP/flakesock4.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" \
+	--listen 127.0.0.1 --threads 4 --set net.udp_port=5502 --set "state.file=$SYS_TMP/s4.mark" \
+	--set fleet.root=/bs4 --set fleet.identity=bs4 "${COMMON[@]}"
+backstep_case flakesock4 /bs4 127.0.0.1:5502
+kill -TERM "$SYS_LAST_PID"
+
+# A full fleet (2 worker bits: 4 IDs, all held) under backstep = new_worker:
+# node fa's clock steps back 1 h and no fresh worker ID exists. Nothing
+# swaps, fa keeps answering from its own IDs, its registry backs off and
+# says so once: the ensemble sees about its normal write rate, not a claim
+# round after another (each one rewrites ROOT/clock and renews every lease).
+echo "offset_ms=0" >"$FAULT"
+FULL=(--threads 2 --set id.worker_bits=2 --set fleet.root=/bsfull "${COMMON[@]}")
+sys_start "$SYS_TMP/fullb.log" "$FLAKESOCK" --listen 127.0.0.1 --set net.udp_port=5504 \
+	--set "state.file=$SYS_TMP/fb.mark" --set fleet.identity=fullb "${FULL[@]}"
+FB=$SYS_LAST_PID
+sys_start "$SYS_TMP/fulla.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" --listen 127.0.0.1 \
+	--set net.udp_port=5503 --set "state.file=$SYS_TMP/fa.mark" --set fleet.identity=fulla \
+	"${FULL[@]}"
+FA=$SYS_LAST_PID
+fprobe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 2 | sed -n 's/.*ok=\([0-9]*\).*/\1/p'; }
+full_up() { for _ in $(seq 60); do [ "$(fprobe 5503)" = 16 ] && [ "$(fprobe 5504)" = 16 ] && return 0; sleep 0.25; done; return 1; }
+check "full fleet: both nodes answer (4 of 4 worker IDs held)" full_up
+Z0=$(reg_writes); sleep 4; Z1=$(reg_writes)
+echo "offset_ms=-3600000" >"$FAULT"
+asked() { for _ in $(seq 40); do grep -q "claiming a fresh worker ID" "$SYS_TMP/fulla.log" && return 0; sleep 0.25; done; return 1; }
+check "full fleet: fa saw the step and asked for fresh worker IDs" asked
+Z2=$(reg_writes); sleep 4; Z3=$(reg_writes)
+echo "  $REG_NAME writes in 4 s: $((Z1 - Z0)) before the step, $((Z3 - Z2)) with the replacement pending"
+check "full fleet: the write rate stays normal (at most twice, plus 4)" test $((Z3 - Z2)) -le $((2 * (Z1 - Z0) + 4))
+check "full fleet: fa keeps answering from its own worker IDs" test "$(fprobe 5503)" = 16
+N=$(grep -c "can be claimed that can issue now" "$SYS_TMP/fulla.log")
+check "full fleet: the refusal is logged once ($N)" test "$N" = 1
+kill -TERM "$FA" "$FB"
 
 if [ -n "$FLAKEWIRE" ]; then
 	echo "offset_ms=0" >"$FAULT"

@@ -19,7 +19,9 @@ expect() { # expect RC PATTERN ARGS...
 }
 expect 2 "expected ls, release or check" fleet
 expect 2 "bogus: expected ls, release or check" fleet bogus --zk h:1 --root /x
-expect 2 "\-\-zk: missing" fleet ls --root /x
+expect 2 "\-\-zk or \-\-etcd: give one" fleet ls --root /x
+expect 2 "\-\-zk or \-\-etcd: give one" fleet ls --zk h:1 --etcd http://h:2 --root /x
+expect 2 "\-\-etcd h:2: not http://HOST:PORT" fleet ls --etcd h:2 --root /x
 expect 2 "\-\-root .*absolute" fleet ls --zk 127.0.0.1:1 --root x
 expect 2 "release abc: WORKER must be a worker ID" fleet release abc --zk 127.0.0.1:1 --root /x
 expect 2 "release (missing)" fleet release --zk 127.0.0.1:1 --root /x

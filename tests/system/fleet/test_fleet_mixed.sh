@@ -11,7 +11,7 @@ FLAKESOCK=$2
 FLAKECTL=$3
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
-. "$HERE/zk.sh"
+. "$HERE/registry.sh"
 PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
 
 sys_init fleetmix
@@ -20,14 +20,14 @@ mix_cleanup() {
 	local pid
 	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
 	sleep 0.5
-	zk_stop_all
+	reg_stop_all
 	sys_cleanup
 	rm -rf "/var/run/dpdk/fa$$" "/var/run/dpdk/fb$$" # the EAL runtime dirs (--file-prefix)
 }
 trap mix_cleanup EXIT
-zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
+reg_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
 
-FLEET=(--set "fleet.zookeeper=$ZK_CONNECT" --set fleet.root=/mix
+FLEET=(--set "$REG_SET" --set fleet.root=/mix
 	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=15000
 	--set fleet.lease_ms=30000 --set fleet.renew_ms=1000 --set stats.interval_s=0)
 declare -A PID
@@ -64,7 +64,7 @@ answers() { # answers SERVER: 8 OK replies from 8 source ports, within 20 s
 fleet_ls() {
 	local i
 	for i in 1 2 3; do
-		sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /mix --timeout 15000 \
+		sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /mix --timeout 15000 \
 			>"$SYS_TMP/ls.out" 2>&1 && { cat "$SYS_TMP/ls.out"; return 0; }
 		sleep 0.5
 	done
@@ -138,7 +138,7 @@ check "flakewire /metrics: promtool-clean, connected, 0 < lease remaining <= 30 
 check_ok() {
 	local i
 	for i in $(seq 20); do
-		sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /mix --warn-ms 1000 --timeout 15000 \
+		sys_in_ns "$FLAKECTL" fleet check --zk "$REG_CONNECT" --root /mix --warn-ms 1000 --timeout 15000 \
 			>"$SYS_TMP/check" 2>&1 && return 0
 		[ "$i" = 1 ] && sed 's/^/  (retrying) /' "$SYS_TMP/check"
 		sleep 0.5

@@ -16,7 +16,7 @@ FLAKESOCK=$1
 FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
-. "$HERE/zk.sh"
+. "$HERE/registry.sh"
 PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
 
 sys_init fleet
@@ -27,16 +27,16 @@ fleet_cleanup() {
 	local pid
 	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
 	sleep 0.3
-	zk_stop_all
+	reg_stop_all
 	ip netns del "$NS_A" 2>/dev/null
 	sys_cleanup
 }
 trap fleet_cleanup EXIT
 
-ZK_BIND=0.0.0.0
-zk_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
-echo "ensemble: $ZK_CONNECT"
-check "3-server ensemble with a leader" zk_leader
+REG_BIND=0.0.0.0
+reg_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
+echo "ensemble: $REG_CONNECT"
+check "3-server ensemble with a leader" reg_leader
 
 COMMON=(--set stats.interval_s=0 --set state.mark_ahead_ms=1000
 	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=2000
@@ -49,7 +49,7 @@ sock() {
 	shift 3
 	sys_start "$SYS_TMP/$name.log" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 \
 		--set "net.udp_port=$port" --set "state.file=$SYS_TMP/$name.mark" \
-		--set "fleet.zookeeper=$ZK_CONNECT" --set "fleet.root=$root" \
+		--set "$REG_SET" --set "fleet.root=$root" \
 		--set "fleet.identity=$name" --set "fleet.cache_file=$SYS_TMP/$name.cache" \
 		"${COMMON[@]}" "$@"
 	PID[$name]=$SYS_LAST_PID
@@ -114,14 +114,22 @@ check "two flakesock x 2 threads: 4 distinct worker IDs" distinct4
 check "s2 /metrics: promtool check metrics" scrape "$SYS_TMP/m1"
 check "s2 /metrics: each worker's lease 0 < remaining <= length (3 s), ends then, no NO_LEASE" \
 	lease_check "$SYS_TMP/m1" "$W2" '0 < r <= L == 3 and abs(e - now - r) < 1 and n == 0'
-check "s2 /metrics: connected, renewing, offset to ZooKeeper" grep -q '^flakewire_fleet_connected 1$' "$SYS_TMP/m1"
-for f in flakewire_fleet_renewals_total flakewire_fleet_renewal_failures_total flakewire_fleet_clock_offset_seconds flakewire_fleet_leases_lost_total; do
+check "s2 /metrics: connected, renewing, offset to $REG_NAME" grep -q '^flakewire_fleet_connected 1$' "$SYS_TMP/m1"
+for f in flakewire_fleet_renewals_total flakewire_fleet_renewal_failures_total flakewire_fleet_leases_lost_total; do
 	check "  $f" grep -q "^$f " "$SYS_TMP/m1"
 done
-sys_in_ns "$FLAKECTL" fleet ls --zk "$ZK_CONNECT" --root /f1 --timeout 15000 >"$SYS_TMP/ls" 2>&1
+# the clock offset: ZooKeeper's mtimes give one; etcd keeps no time (doc/fleet.md)
+if [ "$FW_STORE" = etcd ]; then
+	check "  no flakewire_fleet_clock_offset_seconds (etcd has no clock)" \
+		bash -c '! grep -q "^flakewire_fleet_clock_offset_seconds " "$1"' _ "$SYS_TMP/m1"
+else
+	check "  flakewire_fleet_clock_offset_seconds" \
+		grep -q "^flakewire_fleet_clock_offset_seconds " "$SYS_TMP/m1"
+fi
+sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /f1 --timeout 15000 >"$SYS_TMP/ls" 2>&1
 sed 's/^/  /' "$SYS_TMP/ls"
 check "fleet ls: 4 owned, alive" grep -q "^4 of 1024 worker IDs owned" "$SYS_TMP/ls"
-check "fleet check: OK" sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000
+check "fleet check: OK" sys_in_ns "$FLAKECTL" fleet check --zk "$REG_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000
 sys_stop "${PID[s1]}"
 sock s1 5301 /f1
 check "s1 restarted answers" until_ok 15 5301
@@ -129,8 +137,8 @@ check "restart keeps s1's worker IDs" test "$(workers_of 5301)" = "$W1"
 
 # ---- the leader killed while nodes renew ----
 echo "[${SECONDS}s]the leader killed while nodes renew ----"
-L=$(zk_leader)
-zk_stop_one "$L"
+L=$(reg_leader)
+reg_stop_one "$L"
 no_gap() {
 	local i out
 	for i in $(seq 16); do # 4 s, more than a lease
@@ -141,14 +149,14 @@ no_gap() {
 }
 check "leader $L killed: s1 keeps issuing past a lease length" no_gap 5301
 check "and s2" until_ok 1 5302
-zk_start_one "$L"
-zk_wait_ready 30
-check "the killed server rejoins" zk_wait_ready 30 3
+reg_start_one "$L"
+reg_wait_ready 30
+check "the killed server rejoins" reg_wait_ready 30 3
 check "no worker ID changed" test "$(workers_of 5301)" = "$W1"
 
 # ---- the whole ensemble restarted ----
 echo "[${SECONDS}s]the whole ensemble restarted ----"
-zk_stop_all
+reg_stop_all
 sleep 4 # past every lease
 out=$(probe 5301 --sockets 8)
 check "ensemble down past the lease: NO_LEASE ($out)" test "$(echo "$out" | field no_lease)" = 8
@@ -157,12 +165,12 @@ check "s2 /metrics: leases ended (remaining < 0), NO_LEASE 1" \
 	lease_check "$SYS_TMP/m2" "$W2" 'r < 0 and n == 1'
 check "s2 /metrics: last renewal older than 2 s (renew_ms 0.5 s)" \
 	/usr/bin/python3 -c 'import sys, time; v = dict(l.rsplit(" ", 1) for l in open(sys.argv[1]) if l[0] != "#"); t = float(v["flakewire_fleet_last_renewal_timestamp_seconds"]); print("  last renewal %.1f s ago" % (time.time() - t)); sys.exit(not (t > 0 and time.time() - t > 2))' "$SYS_TMP/m2"
-for i in 1 2 3; do zk_start_one "$i"; done
-check "ensemble back" zk_wait_ready 40
+for i in 1 2 3; do reg_start_one "$i"; done
+check "ensemble back" reg_wait_ready 40
 check "s1 resumes by itself" until_ok 20 5301
 check "s2 resumes by itself" until_ok 20 5302
 check "same worker IDs after the ensemble restart" test "$(workers_of 5301)" = "$W1"
-grep -q "NO_LEASE until ZooKeeper" "$SYS_TMP/s1.log"
+grep -q "NO_LEASE until the registry" "$SYS_TMP/s1.log"
 check "the lease end was logged" test $? -eq 0
 
 # ---- exhaustion: 2 worker bits, the fifth claim refuses ----
@@ -172,7 +180,7 @@ sock s4 5304 /f2 --set id.worker_bits=2
 check "s3 answers" until_ok 15 5303
 check "s4 answers" until_ok 15 5304
 sys_in_ns "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set net.udp_port=5305 \
-	--set "state.file=$SYS_TMP/s5.mark" --set "fleet.zookeeper=$ZK_CONNECT" \
+	--set "state.file=$SYS_TMP/s5.mark" --set "$REG_SET" \
 	--set fleet.root=/f2 --set fleet.identity=s5 --set id.worker_bits=2 \
 	"${COMMON[@]}" >"$SYS_TMP/s5.log" 2>&1
 rc=$?
@@ -193,12 +201,12 @@ check "s6 answers" until_ok 15 5306
 W6=$(workers_of 5306)
 sys_stop "${PID[s6]}"
 check "s6 wrote its cache" grep -q "^slot=1 worker=" "$SYS_TMP/s6.cache"
-sys_in_ns "$FLAKECTL" fleet check --zk "$ZK_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000 >"$SYS_TMP/check" 2>&1
+sys_in_ns "$FLAKECTL" fleet check --zk "$REG_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000 >"$SYS_TMP/check" 2>&1
 rc=$?
 sed 's/^/  /' "$SYS_TMP/check" | grep s6
 check "fleet check: a stopped owner whose lease runs is a problem (exit 1)" test "$rc" -eq 1
 check "  naming it" grep -q "owner s6 has no live session" "$SYS_TMP/check"
-zk_stop_all
+reg_stop_all
 sock s6 5306 /f1 --set fleet.lease_ms=60000
 sock s7 5307 /f1 --set fleet.cache_file=
 check "ZooKeeper down, cache: s6 issues" until_ok 15 5306
@@ -208,8 +216,8 @@ sleep 0.5
 out=$(probe 5307 --sockets 8)
 check "ZooKeeper down, no cache: s7 answers NO_LEASE ($out)" test "$(echo "$out" | field no_lease)" = 8
 check "s7 said why once" test "$(grep -c 'no worker ID is held' "$SYS_TMP/s7.log")" -eq 1
-for i in 1 2 3; do zk_start_one "$i"; done
-zk_wait_ready 40
+for i in 1 2 3; do reg_start_one "$i"; done
+reg_wait_ready 40
 check "s7 claims once ZooKeeper is back" until_ok 20 5307
 check "s6 keeps issuing (renewed its cached claims)" until_ok 5 5306
 sleep 1
@@ -223,9 +231,9 @@ ip netns add "$NS_A" && ip -n "$NS_A" link set lo up &&
 	ip -n "$SYS_NS" addr add 10.251.0.1/24 dev "$VZ" && ip -n "$SYS_NS" link set "$VZ" up &&
 	ip -n "$NS_A" addr add 10.251.0.2/24 dev "$VA" && ip -n "$NS_A" link set "$VA" up
 check "node A's namespace, veth to the ensemble" test $? -eq 0
-ZK_A=${ZK_CONNECT//127.0.0.1/10.251.0.1}
+REG_A=${REG_CONNECT//127.0.0.1/10.251.0.1}
 ip netns exec "$NS_A" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 --set net.udp_port=4242 \
-	--set "state.file=$SYS_TMP/pa.mark" --set "fleet.zookeeper=$ZK_A" --set fleet.root=/f3 \
+	--set "state.file=$SYS_TMP/pa.mark" --set "$REG_KEY=$REG_A" --set fleet.root=/f3 \
 	--set fleet.identity=pa --set id.worker_bits=1 --set "fleet.cache_file=$SYS_TMP/pa.cache" \
 	"${COMMON[@]}" >"$SYS_TMP/pa.log" 2>&1 &
 PA=$!

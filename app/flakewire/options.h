@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* options.c: the command line (EAL arguments, then flakewire's after "--"). */
+#pragma once
+
+#include "fw_conf.h"
+
+enum fw_mode {
+	FW_MODE_RUN = 0,
+	FW_MODE_HELP,
+	FW_MODE_PRINT_CONFIG,
+	FW_MODE_CHECK_CONFIG,
+	FW_MODE_VERSION,
+};
+
+/*
+ * Splits argv: EAL arguments before "--", flakewire's after. Reads --config
+ * and applies --set in order into @conf. Prints errors to stderr.
+ * Returns 0 with *mode and *eal_argc set, or -1 on a usage error.
+ */
+int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode,
+		     int *eal_argc);
+void fw_options_usage(const char *prog);

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* telemetry.c: the /flakewire/... commands of DPDK telemetry. */
+#pragma once
+
+struct fw_app;
+
+/* Registers them for @app (which must outlive EAL). Returns 0 or -1. */
+int fw_telemetry_register(struct fw_app *app);

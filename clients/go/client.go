@@ -1,0 +1,833 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Package flakewire is a client for the flakewire Snowflake ID responders
+// (UDP, protocol version 1), standard library only. It behaves as the C
+// client (lib/client/fw_client.h) does:
+//
+//   - every request carries a fresh random 64-bit tag; a reply is accepted
+//     only when its tag, op and source address match, so stale, foreign and
+//     garbled datagrams are ignored and the wait goes on;
+//   - requests are padded as PROTOCOL.md section 6 says (unless
+//     Options.Trusted), so a responder that does not trust this host still
+//     answers in full;
+//   - each responder has a connected UDP socket, so a closed port (ICMP
+//     port unreachable: ECONNREFUSED) moves to the next responder at once;
+//   - a silent responder is asked again (Timeout, 2x, 4x, ...: 3 s with the
+//     defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE
+//     move to the next responder at once; RETRY_AFTER waits as told (at
+//     most 1 s) and counts as an attempt;
+//   - every ID is checked before it is handed out: positive, strictly
+//     increasing within a reply and above the last one seen from that
+//     worker, no more than asked, carrying the datacenter and worker the
+//     reply names (the layout is learnt with an INFO request first) and a
+//     time within MaxSkew of this host's clock.
+//
+// A Client is safe for concurrent use by many goroutines; Next hands out
+// buffered IDs without waiting for a refill in flight. After Close every
+// call fails with ErrClosed, buffered IDs included.
+//
+// Errors, the same six in every flakewire client (doc/clients.md):
+// *AddressError (a server string that cannot be parsed), *ResolveError
+// (DNS), *NoResponseError (errors.Is ErrTimeout; names every server tried
+// and what each did), *StatusError (a responder's status), *InvalidReplyError,
+// ErrClosed; plus ctx.Err() from the Context calls.
+package flakewire
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// RetryAfterMax is the longest RETRY_AFTER wait honoured.
+const RetryAfterMax = time.Second
+
+const workersTracked = 64
+
+// ErrTimeout: no responder answered within its attempts (errors.Is on a
+// *NoResponseError, which says which servers were tried).
+var ErrTimeout = errors.New("flakewire: no responder answered")
+
+// ErrClosed: the client was closed; buffered IDs are no longer handed out.
+var ErrClosed = errors.New("flakewire: client closed")
+
+// AddressError: a server string that cannot be parsed (or no server given).
+type AddressError struct{ Server, Msg string }
+
+func (e *AddressError) Error() string {
+	if e.Server == "" {
+		return "flakewire: " + e.Msg
+	}
+	return fmt.Sprintf("flakewire: server %q: %s", e.Server, e.Msg)
+}
+
+// ResolveError: a host name that does not resolve (Err is the resolver's).
+type ResolveError struct {
+	Server string
+	Err    error
+}
+
+func (e *ResolveError) Error() string {
+	return fmt.Sprintf("flakewire: server %q does not resolve: %v", e.Server, e.Err)
+}
+
+func (e *ResolveError) Unwrap() error { return e.Err }
+
+// NoResponseError: no responder answered; Tried names each server and what
+// it did ("no reply in 3s", "refused (ICMP port unreachable)").
+type NoResponseError struct{ Tried []string }
+
+func (e *NoResponseError) Error() string {
+	return "flakewire: no responder answered: " + strings.Join(e.Tried, "; ")
+}
+
+func (e *NoResponseError) Is(target error) bool { return target == ErrTimeout }
+
+// StatusError: a responder answered with an error status, or every
+// responder kept answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE.
+type StatusError struct {
+	Status uint8
+	Reply  *Reply
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("flakewire: responder answered %s (status %d)", StatusName(e.Status), e.Status)
+}
+
+// InvalidReplyError: a reply failed validation; none of its IDs were used.
+type InvalidReplyError struct{ Msg string }
+
+func (e *InvalidReplyError) Error() string { return "flakewire: invalid reply: " + e.Msg }
+
+// Options of a Client. Start from DefaultOptions().
+type Options struct {
+	Timeout  time.Duration // first attempt's wait (1 ms..60 s), doubled per retry; 200 ms
+	Retries  int           // resends per responder, 0..10; 3
+	Prefetch int           // IDs fetched per refill by Next, 1..2^20; 1024
+	LowWater int           // Next refills in the background below this, 0..2^20; 256
+	Trusted  bool          // do not pad requests (a source the responder trusts); false
+	UseRange bool          // prefetch with RANGE, else LIST; true
+	MaxSkew  time.Duration // reject IDs further than this from the local clock; 0: off; 5 min
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{Timeout: 200 * time.Millisecond, Retries: 3, Prefetch: 1024, LowWater: 256,
+		UseRange: true, MaxSkew: 5 * time.Minute}
+}
+
+// Stats counts what a client did.
+type Stats struct {
+	Requests, Timeouts, RetryAfter, Failovers, Stray atomic.Uint64
+	Refused                                          atomic.Uint64 // ICMP port unreachable
+}
+
+type server struct {
+	spec string
+	addr *net.UDPAddr
+	conn *net.UDPConn
+}
+
+// Client asks responders for IDs. Create it with New.
+type Client struct {
+	opts  Options
+	srv   []*server
+	Stats Stats
+
+	net       sync.Mutex // one exchange at a time; guards the fields below
+	cur       int
+	layout    *Layout
+	infoDone  bool
+	seen      map[uint32]uint64
+	seenOrder []uint32
+	lastUUID  map[uint32][16]byte
+	lastReply *Reply
+	rx        []byte
+
+	closed    atomic.Bool
+	buf       sync.Mutex // guards the prefetch buffer
+	cond      *sync.Cond
+	runs      []Range
+	count     uint64
+	refilling bool
+	gen       uint64
+	refillErr error
+	holdUntil time.Time
+	uuids     [][16]byte
+}
+
+// ParseServer splits "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare
+// IPv6 address into host and port (default 4242).
+func ParseServer(s string) (string, int, error) {
+	host, port := s, DefaultPort
+	var p string
+	if strings.HasPrefix(s, "[") {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", 0, &AddressError{s, "'[' without ']'"}
+		}
+		host = s[1:end]
+		rest := s[end+1:]
+		if strings.HasPrefix(rest, ":") {
+			p = rest[1:]
+			if p == "" {
+				return "", 0, &AddressError{s, "empty port"}
+			}
+		} else if rest != "" {
+			return "", 0, &AddressError{s, fmt.Sprintf("unexpected %q after ']'", rest)}
+		}
+	} else if strings.Count(s, ":") == 1 {
+		i := strings.IndexByte(s, ':')
+		host, p = s[:i], s[i+1:]
+		if p == "" {
+			return "", 0, &AddressError{s, "empty port"}
+		}
+	}
+	if host == "" {
+		return "", 0, &AddressError{s, "empty host"}
+	}
+	if p != "" {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 1 || v > 65535 || p[0] < '0' || p[0] > '9' {
+			return "", 0, &AddressError{s, fmt.Sprintf("port %q not in 1..65535", p)}
+		}
+		port = v
+	}
+	return host, port, nil
+}
+
+// New creates a client for responders tried in the order given; opts nil
+// means DefaultOptions().
+func New(servers []string, opts *Options) (*Client, error) {
+	o := DefaultOptions()
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case len(servers) == 0:
+		return nil, &AddressError{"", "at least one responder is needed"}
+	case o.Timeout < time.Millisecond || o.Timeout > time.Minute:
+		return nil, fmt.Errorf("flakewire: Timeout %v not in 1ms..1m", o.Timeout)
+	case o.Retries < 0 || o.Retries > 10:
+		return nil, fmt.Errorf("flakewire: Retries %d not in 0..10", o.Retries)
+	case o.Prefetch < 1 || o.Prefetch > 1<<20:
+		return nil, fmt.Errorf("flakewire: Prefetch %d not in 1..%d", o.Prefetch, 1<<20)
+	case o.LowWater < 0 || o.LowWater > 1<<20:
+		return nil, fmt.Errorf("flakewire: LowWater %d not in 0..%d", o.LowWater, 1<<20)
+	case o.MaxSkew < 0:
+		return nil, fmt.Errorf("flakewire: MaxSkew %v is negative", o.MaxSkew)
+	}
+	c := &Client{opts: o, seen: map[uint32]uint64{}, lastUUID: map[uint32][16]byte{}, rx: make([]byte, 2048)}
+	c.cond = sync.NewCond(&c.buf)
+	for _, s := range servers {
+		host, port, err := ParseServer(s)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			c.Close()
+			return nil, &ResolveError{s, err}
+		}
+		network := "udp4"
+		if addr.IP.To4() == nil {
+			network = "udp6"
+		}
+		// Connected: the kernel reports ICMP port unreachable as ECONNREFUSED.
+		conn, err := net.DialUDP(network, nil, addr)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.srv = append(c.srv, &server{spec: s, addr: addr, conn: conn})
+	}
+	return c, nil
+}
+
+// Close closes the sockets; every later call (and a caller waiting for a
+// refill) fails with ErrClosed, and buffered IDs are dropped.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	for _, s := range c.srv {
+		s.conn.Close()
+	}
+	c.buf.Lock()
+	c.runs, c.count, c.uuids = nil, 0, nil
+	c.cond.Broadcast()
+	c.buf.Unlock()
+	return nil
+}
+
+// Layout returns the responders' layout (for Layout.Decode and ReadUUID),
+// asking the current responder with an INFO request if no request has
+// learnt it yet; never nil. A responder whose INFO carries no valid layout
+// gives DefaultLayout.
+func (c *Client) Layout() (Layout, error) { return c.LayoutContext(context.Background()) }
+
+// LayoutContext is Layout with a context for the INFO request.
+func (c *Client) LayoutContext(ctx context.Context) (Layout, error) {
+	c.net.Lock()
+	defer c.net.Unlock()
+	if err := c.ensureLayout(ctx); err != nil {
+		return Layout{}, err
+	}
+	if c.layout == nil {
+		return DefaultLayout, nil
+	}
+	return *c.layout, nil
+}
+
+// LastReply is the header (and body) of the last reply accepted.
+func (c *Client) LastReply() *Reply {
+	c.net.Lock()
+	defer c.net.Unlock()
+	return c.lastReply
+}
+
+// errRefused: the responder's port is closed (ICMP port unreachable).
+var errRefused = errors.New("refused (ICMP port unreachable)")
+
+// await waits for the reply to tag until deadline: nil, errRefused, or the
+// context's error.
+func (c *Client) await(ctx context.Context, s *server, op uint8, tag uint64, deadline time.Time) (*Reply, error) {
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if ctx.Done() != nil {
+		// Cancellation wakes the read by moving its deadline to now.
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-ctx.Done():
+				s.conn.SetReadDeadline(time.Now())
+			case <-stop:
+			}
+		}()
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := s.conn.SetReadDeadline(deadline); err != nil {
+			return nil, ErrClosed
+		}
+		n, from, err := s.conn.ReadFromUDP(c.rx)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, errRefused
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil, ErrClosed
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || time.Now().After(deadline) {
+				if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+					return nil, context.DeadlineExceeded // ctx's timer may not have fired yet
+				}
+				return nil, nil
+			}
+			continue
+		}
+		if !from.IP.Equal(s.addr.IP) || from.Port != s.addr.Port {
+			c.Stats.Stray.Add(1)
+			continue
+		}
+		r, err := ParseReply(c.rx[:n])
+		if err != nil {
+			var we *WireError
+			if errors.As(err, &we) && we.Reason == "version" && we.Tag == tag {
+				return &Reply{Op: op | OpReply, Status: StBadVersion, Tag: tag}, nil
+			}
+			c.Stats.Stray.Add(1)
+			continue
+		}
+		if r.Tag != tag || r.Op&^OpReply != op {
+			c.Stats.Stray.Add(1)
+			continue
+		}
+		return r, nil
+	}
+}
+
+// exchange: one request with retries, RETRY_AFTER and failover; holds c.net.
+func (c *Client) exchange(ctx context.Context, op uint8, count uint16) (*Reply, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	var tb [8]byte
+	if _, err := rand.Read(tb[:]); err != nil {
+		return nil, err
+	}
+	tag := binary.BigEndian.Uint64(tb[:])
+	// RANGE pads for 2^seq_bits IDs per range once INFO gave the layout.
+	seq := 12
+	if c.layout != nil {
+		seq = int(c.layout.SeqBits)
+	}
+	req := EncodeRequest(op, count, tag, !c.opts.Trusted, seq)
+	var retryAfter, moved *Reply
+	var tried []string
+	for range c.srv {
+		s := c.srv[c.cur]
+		what := ""
+		var waited time.Duration
+	attempts:
+		for a := 0; a <= c.opts.Retries; a++ {
+			if _, err := s.conn.Write(req); err != nil {
+				if c.closed.Load() {
+					return nil, ErrClosed
+				}
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					c.Stats.Refused.Add(1)
+					what = errRefused.Error()
+				} else {
+					what = err.Error()
+				}
+				break
+			}
+			c.Stats.Requests.Add(1)
+			wait := c.opts.Timeout << a
+			r, err := c.await(ctx, s, op, tag, time.Now().Add(wait))
+			if err == errRefused {
+				c.Stats.Refused.Add(1)
+				what = err.Error()
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if r == nil {
+				c.Stats.Timeouts.Add(1)
+				waited += wait
+				what = fmt.Sprintf("no reply in %v", waited)
+				continue
+			}
+			c.lastReply = r
+			switch r.Status {
+			case StOK:
+				return r, nil
+			case StRetryAfter:
+				c.Stats.RetryAfter.Add(1)
+				retryAfter = r
+				d := time.Duration(r.RetryAfterUs) * time.Microsecond
+				if d > RetryAfterMax {
+					d = RetryAfterMax
+				}
+				time.Sleep(d)
+			case StClockUnsafe, StNoLease:
+				moved = r
+				break attempts
+			default:
+				return nil, &StatusError{r.Status, r}
+			}
+		}
+		tried = append(tried, s.spec+": "+what)
+		c.cur = (c.cur + 1) % len(c.srv)
+		c.Stats.Failovers.Add(1)
+	}
+	if moved != nil {
+		return nil, &StatusError{moved.Status, moved}
+	}
+	if retryAfter != nil {
+		return nil, &StatusError{retryAfter.Status, retryAfter}
+	}
+	return nil, &NoResponseError{tried}
+}
+
+func (c *Client) adoptInfo(r *Reply) {
+	i := r.Info
+	l := Layout{i.EpochMs, i.TimeBits, i.DcBits, i.WorkerBits, i.SeqBits}
+	if l.Validate() == nil && c.layout == nil {
+		c.layout = &l
+	}
+	c.infoDone = true
+}
+
+func (c *Client) ensureLayout(ctx context.Context) error {
+	if c.infoDone {
+		return nil
+	}
+	r, err := c.exchange(ctx, OpInfo, 0)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status != StRetryAfter {
+		c.infoDone = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.adoptInfo(r)
+	return nil
+}
+
+func (c *Client) checkID(id uint64, r *Reply, nowMs int64) error {
+	if c.layout == nil {
+		return nil
+	}
+	p, err := c.layout.Decode(id)
+	if err != nil {
+		return &InvalidReplyError{err.Error()}
+	}
+	if p.Datacenter != uint32(r.Datacenter) || p.Worker != uint32(r.Worker) {
+		return &InvalidReplyError{fmt.Sprintf("ID %d names worker %d/%d, the reply %d/%d",
+			id, p.Datacenter, p.Worker, r.Datacenter, r.Worker)}
+	}
+	skew := int64(p.UnixMs) - nowMs
+	if c.opts.MaxSkew > 0 && (skew > c.opts.MaxSkew.Milliseconds() || -skew > c.opts.MaxSkew.Milliseconds()) {
+		return &InvalidReplyError{fmt.Sprintf("ID %d is %d ms from this clock", id, skew)}
+	}
+	return nil
+}
+
+func (c *Client) validate(r *Reply, runs []Range, asked uint64) error {
+	const int64Max = 1<<63 - 1
+	nowMs := time.Now().UnixMilli()
+	var total, prev uint64
+	if len(runs) == 0 {
+		return &InvalidReplyError{"OK reply without IDs"}
+	}
+	for i, x := range runs {
+		if x.N == 0 || x.First == 0 || x.First > int64Max || uint64(x.N-1) > int64Max-x.First {
+			return &InvalidReplyError{fmt.Sprintf("ID run %d+%d is not positive int64", x.First, x.N)}
+		}
+		last := x.First + uint64(x.N) - 1
+		if i > 0 && x.First <= prev {
+			return &InvalidReplyError{"IDs of a reply do not increase"}
+		}
+		if err := c.checkID(x.First, r, nowMs); err != nil {
+			return err
+		}
+		if err := c.checkID(last, r, nowMs); err != nil {
+			return err
+		}
+		prev = last
+		total += uint64(x.N)
+	}
+	if total > asked {
+		return &InvalidReplyError{fmt.Sprintf("%d IDs for %d asked", total, asked)}
+	}
+	key := uint32(r.Datacenter)<<16 | uint32(r.Worker)
+	if last, ok := c.seen[key]; ok {
+		if runs[0].First <= last {
+			return &InvalidReplyError{fmt.Sprintf("ID %d not above %d from the same worker", runs[0].First, last)}
+		}
+	} else {
+		c.seenOrder = append(c.seenOrder, key)
+		if len(c.seenOrder) > workersTracked {
+			delete(c.seen, c.seenOrder[0])
+			c.seenOrder = c.seenOrder[1:]
+		}
+	}
+	c.seen[key] = prev
+	return nil
+}
+
+// fetch: one LIST or RANGE request, validated; holds c.net.
+func (c *Client) fetch(ctx context.Context, useRange bool, want uint16) ([]Range, error) {
+	if err := c.ensureLayout(ctx); err != nil {
+		return nil, err
+	}
+	op := uint8(OpList)
+	if useRange {
+		op = OpRange
+	}
+	r, err := c.exchange(ctx, op, want)
+	if err != nil {
+		return nil, err
+	}
+	runs := r.Ranges
+	if !useRange {
+		runs = make([]Range, len(r.IDs))
+		for i, id := range r.IDs {
+			runs[i] = Range{id, 1}
+		}
+	}
+	if err := c.validate(r, runs, uint64(want)); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// Get returns one ID with one ID request (one round trip).
+func (c *Client) Get() (uint64, error) { return c.GetContext(context.Background()) }
+
+// GetContext is Get ending early with ctx.Err() when ctx is cancelled or
+// its deadline passes (the deadline also bounds each attempt's wait).
+func (c *Client) GetContext(ctx context.Context) (uint64, error) {
+	c.net.Lock()
+	defer c.net.Unlock()
+	if err := c.ensureLayout(ctx); err != nil {
+		return 0, err
+	}
+	r, err := c.exchange(ctx, OpID, 1)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.validate(r, []Range{{r.IDs[0], 1}}, 1); err != nil {
+		return 0, err
+	}
+	return r.IDs[0], nil
+}
+
+// GetN returns n IDs with LIST requests of at most 181 each, asking again
+// while a responder answers PARTIAL. On error the IDs got so far are
+// returned with it.
+func (c *Client) GetN(n int) ([]uint64, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("flakewire: n %d is negative", n)
+	}
+	out := make([]uint64, 0, n)
+	c.net.Lock()
+	defer c.net.Unlock()
+	for len(out) < n {
+		want := n - len(out)
+		if want > ListMax {
+			want = ListMax
+		}
+		runs, err := c.fetch(context.Background(), false, uint16(want))
+		if err != nil {
+			return out, err
+		}
+		for _, x := range runs {
+			out = append(out, x.First)
+		}
+	}
+	return out, nil
+}
+
+// GetRange returns up to want (1..65535) IDs as runs of consecutive IDs
+// with one RANGE request; the responder may give fewer (PARTIAL).
+func (c *Client) GetRange(want int) ([]Range, error) {
+	if want < 1 || want > RangeIDsMax {
+		return nil, fmt.Errorf("flakewire: want %d not in 1..%d", want, RangeIDsMax)
+	}
+	c.net.Lock()
+	defer c.net.Unlock()
+	return c.fetch(context.Background(), true, uint16(want))
+}
+
+// Info asks the current responder for its INFO reply (Reply.Info holds the
+// record); its layout is adopted for the ID checks if none was known.
+func (c *Client) Info() (*Reply, error) {
+	c.net.Lock()
+	defer c.net.Unlock()
+	r, err := c.exchange(context.Background(), OpInfo, 0)
+	if err != nil {
+		return nil, err
+	}
+	c.adoptInfo(r)
+	return r, nil
+}
+
+// UUID7 returns up to n (1..90) UUIDv7 with one UUID7 request (a
+// responder may give fewer: PARTIAL), checked as the C client does:
+// version 7, the RFC variant, strictly increasing and above the last UUID
+// seen from that worker, a time near this clock, and, with the layout,
+// flakewire's tag and the datacenter and worker the reply names.
+func (c *Client) UUID7(n int) ([][16]byte, error) {
+	if n < 1 || n > UUID7Max {
+		return nil, fmt.Errorf("flakewire: n %d not in 1..%d", n, UUID7Max)
+	}
+	c.net.Lock()
+	defer c.net.Unlock()
+	if err := c.ensureLayout(context.Background()); err != nil {
+		return nil, err
+	}
+	r, err := c.exchange(context.Background(), OpUUID7, uint16(n))
+	if err != nil {
+		return nil, err
+	}
+	if len(r.UUIDs) == 0 || len(r.UUIDs) > n {
+		return nil, &InvalidReplyError{fmt.Sprintf("%d UUIDs for %d asked", len(r.UUIDs), n)}
+	}
+	l := DefaultLayout
+	if c.layout != nil {
+		l = *c.layout
+	}
+	nowMs := time.Now().UnixMilli()
+	for i, u := range r.UUIDs {
+		p := l.ReadUUID(u)
+		if !p.IsV7 {
+			return nil, &InvalidReplyError{FormatUUID(u) + " is not a UUIDv7"}
+		}
+		if c.layout != nil && (!p.Flakewire || p.Datacenter != uint32(r.Datacenter) || p.Worker != uint32(r.Worker)) {
+			return nil, &InvalidReplyError{fmt.Sprintf("%s does not carry worker %d/%d", FormatUUID(u), r.Datacenter, r.Worker)}
+		}
+		if i > 0 && string(u[:]) <= string(r.UUIDs[i-1][:]) {
+			return nil, &InvalidReplyError{"UUIDs of a reply do not increase"}
+		}
+		skew := int64(p.UnixMs) - nowMs
+		if c.opts.MaxSkew > 0 && (skew > c.opts.MaxSkew.Milliseconds() || -skew > c.opts.MaxSkew.Milliseconds()) {
+			return nil, &InvalidReplyError{fmt.Sprintf("UUID %s is %d ms from this clock", FormatUUID(u), skew)}
+		}
+	}
+	key := uint32(r.Datacenter)<<16 | uint32(r.Worker)
+	if last, ok := c.lastUUID[key]; ok && string(r.UUIDs[0][:]) <= string(last[:]) {
+		return nil, &InvalidReplyError{"UUID not above the last one from that worker"}
+	}
+	if len(c.lastUUID) >= workersTracked {
+		c.lastUUID = map[uint32][16]byte{}
+	}
+	c.lastUUID[key] = r.UUIDs[len(r.UUIDs)-1]
+	return r.UUIDs, nil
+}
+
+// NextUUID7 returns one UUIDv7 from a small local buffer refilled 90 at a time.
+func (c *Client) NextUUID7() ([16]byte, error) {
+	if c.closed.Load() {
+		return [16]byte{}, ErrClosed
+	}
+	c.buf.Lock()
+	if len(c.uuids) > 0 {
+		u := c.uuids[0]
+		c.uuids = c.uuids[1:]
+		c.buf.Unlock()
+		return u, nil
+	}
+	c.buf.Unlock()
+	got, err := c.UUID7(UUID7Max)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	c.buf.Lock()
+	c.uuids = append(c.uuids, got[1:]...)
+	c.buf.Unlock()
+	return got[0], nil
+}
+
+func (c *Client) refill() {
+	per := RangeIDsMax
+	if !c.opts.UseRange {
+		per = ListMax
+	}
+	var err error
+	for fetched := 0; fetched < c.opts.Prefetch; {
+		want := c.opts.Prefetch - fetched
+		if want > per {
+			want = per
+		}
+		var runs []Range
+		c.net.Lock()
+		runs, err = c.fetch(context.Background(), c.opts.UseRange, uint16(want))
+		c.net.Unlock()
+		if err != nil {
+			break
+		}
+		c.buf.Lock()
+		if c.closed.Load() {
+			c.buf.Unlock()
+			err = ErrClosed
+			break
+		}
+		for _, x := range runs {
+			if n := len(c.runs); n > 0 && c.runs[n-1].First+uint64(c.runs[n-1].N) == x.First &&
+				c.runs[n-1].N <= ^uint32(0)-x.N {
+				c.runs[n-1].N += x.N
+			} else {
+				c.runs = append(c.runs, x)
+			}
+			c.count += uint64(x.N)
+			fetched += int(x.N)
+		}
+		c.cond.Broadcast()
+		c.buf.Unlock()
+	}
+	c.buf.Lock()
+	if err != nil {
+		c.holdUntil = time.Now().Add(c.opts.Timeout << c.opts.Retries)
+	}
+	c.refillErr = err
+	c.refilling = false
+	c.gen++
+	c.cond.Broadcast()
+	c.buf.Unlock()
+}
+
+func (c *Client) startRefill() {
+	c.refilling = true
+	go c.refill()
+}
+
+// Next returns one ID from the prefetch buffer. Below LowWater a refill
+// of Prefetch IDs starts in a goroutine; callers wait only when the buffer
+// is empty, and then get the refill's error if it fails.
+func (c *Client) Next() (uint64, error) { return c.NextContext(context.Background()) }
+
+// NextContext is Next ending a wait for an empty buffer's refill with
+// ctx.Err() when ctx is cancelled or its deadline passes (the refill goes
+// on in the background for later calls).
+func (c *Client) NextContext(ctx context.Context) (uint64, error) {
+	c.buf.Lock()
+	defer c.buf.Unlock()
+	if ctx.Done() != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-ctx.Done():
+				c.buf.Lock()
+				c.cond.Broadcast()
+				c.buf.Unlock()
+			case <-stop:
+			}
+		}()
+	}
+	waited := false
+	var gen uint64
+	for {
+		if c.closed.Load() {
+			return 0, ErrClosed
+		}
+		if c.count > 0 {
+			h := &c.runs[0]
+			id := h.First
+			h.First++
+			h.N--
+			if h.N == 0 {
+				c.runs = c.runs[1:]
+			}
+			c.count--
+			if c.count < uint64(c.opts.LowWater) && !c.refilling && !time.Now().Before(c.holdUntil) {
+				c.startRefill()
+			}
+			return id, nil
+		}
+		if waited && c.gen != gen && c.refillErr != nil {
+			return 0, c.refillErr
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if !c.refilling {
+			c.startRefill()
+		}
+		gen = c.gen
+		waited = true
+		c.cond.Wait()
+	}
+}
+
+// NextString is Next as a decimal string (for JSON and JavaScript).
+func (c *Client) NextString() (string, error) {
+	id, err := c.Next()
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(id, 10), nil
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+
+// Command bench measures IDs/s through Client.Next from THREADS goroutines.
+// usage: bench SERVER THREADS SECONDS [tuned|defaults]   (prints "ids_per_s N")
+// tuned (the default): Trusted, Prefetch 4096, LowWater 1024; defaults: DefaultOptions().
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	flakewire "github.com/flakewire/flakewire/clients/go"
+)
+
+func main() {
+	if len(os.Args) < 4 || len(os.Args) > 5 {
+		fmt.Fprintln(os.Stderr, "usage: bench SERVER THREADS SECONDS [tuned|defaults]")
+		os.Exit(2)
+	}
+	threads, _ := strconv.Atoi(os.Args[2])
+	secs, _ := strconv.ParseFloat(os.Args[3], 64)
+	o := flakewire.DefaultOptions()
+	if len(os.Args) < 5 || os.Args[4] == "tuned" {
+		o.Trusted, o.Prefetch, o.LowWater = true, 4096, 1024
+	}
+	c, err := flakewire.New([]string{os.Args[1]}, &o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	if _, err := c.Next(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	var total atomic.Uint64
+	start := time.Now()
+	stop := start.Add(time.Duration(secs * float64(time.Second)))
+	var wg sync.WaitGroup
+	for k := 0; k < threads; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := uint64(0)
+			for time.Now().Before(stop) {
+				for i := 0; i < 256; i++ {
+					if _, err := c.Next(); err != nil {
+						fmt.Fprintln(os.Stderr, "bench:", err)
+						os.Exit(1)
+					}
+				}
+				n += 256
+			}
+			total.Add(n)
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("ids_per_s %.0f\n", float64(total.Load())/time.Since(start).Seconds())
+}

@@ -1,0 +1,3 @@
+module github.com/flakewire/flakewire/clients/go
+
+go 1.19

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: BSD-3-Clause
+package dev.flakewire;
+
+import java.io.IOException;
+import java.net.DatagramPacket;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A client for the flakewire Snowflake ID responders (UDP, protocol version 1), standard library only. It behaves as
+ * the C client (lib/client/fw_client.h) does:
+ * <ul>
+ * <li>every request carries a fresh random 64-bit tag; a reply is accepted only when its tag, op and source address
+ * match, so stale, foreign and garbled datagrams are ignored and the wait goes on;</li>
+ * <li>requests are padded as PROTOCOL.md section 6 says (unless {@link Options#trusted}), so a responder that does
+ * not trust this host still answers in full;</li>
+ * <li>each responder has a connected UDP socket, so a closed port (ICMP port unreachable) moves to the next responder
+ * at once;</li>
+ * <li>a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the defaults), then the next one, round
+ * robin; CLOCK_UNSAFE and NO_LEASE move to the next responder at once; RETRY_AFTER waits as told (at most 1 s) and
+ * counts as an attempt;</li>
+ * <li>every ID is checked before it is handed out: positive, strictly increasing within a reply and above the last
+ * one seen from that worker, no more than asked, carrying the datacenter and worker the reply names (the layout is
+ * learnt with an INFO request first) and a time within {@link Options#maxSkewMs} of this host's clock.</li>
+ * </ul>
+ * Thread safe: {@link #next()} hands out buffered IDs without waiting for a refill in flight (refills run on a
+ * daemon thread). Errors are checked {@link FlakewireException}s ({@link ResolveException},
+ * {@link NoResponseException}, {@link StatusException}, {@link InvalidReplyException}, {@link ClosedException});
+ * {@link IllegalArgumentException} only for malformed input. After {@link #close()} every call throws
+ * {@link ClosedException}, buffered IDs included.
+ */
+public final class Client implements AutoCloseable {
+    /** Longest RETRY_AFTER wait honoured, microseconds. */
+    public static final long RETRY_AFTER_MAX_US = 1_000_000;
+    private static final int WORKERS_TRACKED = 64;
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    /** Client options; the defaults are set on construction. */
+    public static final class Options {
+        /** First attempt's wait in ms (1..60000), doubled per retry. */
+        public int timeoutMs = 200;
+
+        /** Sets timeoutMs from a Duration (whole milliseconds). */
+        public Options timeout(java.time.Duration d) {
+            timeoutMs = (int) Math.min(Integer.MAX_VALUE, d.toMillis());
+            return this;
+        }
+        /** Resends per responder (0..10). */
+        public int retries = 3;
+        /** IDs fetched per refill by next() (1..2^20). */
+        public int prefetch = 1024;
+        /** next() refills in the background below this many (0..2^20). */
+        public int lowWater = 256;
+        /** Do not pad requests (a source the responder trusts). */
+        public boolean trusted = false;
+        /** Prefetch with RANGE requests, else LIST. */
+        public boolean useRange = true;
+        /** Reject IDs further than this from the local clock, ms; 0 turns the check off. */
+        public long maxSkewMs = 300_000;
+    }
+
+    /** What the client did. */
+    public static final class Stats {
+        public final AtomicLong requests = new AtomicLong(), timeouts = new AtomicLong(),
+                retryAfter = new AtomicLong(), failovers = new AtomicLong(), stray = new AtomicLong(),
+                refused = new AtomicLong(); // ICMP port unreachable: failed over at once
+    }
+
+    private static final class Server {
+        final String spec;
+        final InetSocketAddress addr;
+        final DatagramSocket sock;
+
+        Server(String spec, InetSocketAddress addr) throws IOException {
+            this.spec = spec;
+            this.addr = addr;
+            this.sock = new DatagramSocket();
+        }
+    }
+
+    public final Stats stats = new Stats();
+    private final Options o;
+    private final List<Server> srv = new ArrayList<>();
+    private final byte[] rx = new byte[2048];
+
+    private volatile boolean closed;
+    private final ReentrantLock net = new ReentrantLock(); // one exchange at a time; guards the fields below
+    private int cur;
+    private volatile Layout layout;
+    private boolean infoDone;
+    private final LinkedHashMap<Integer, Long> seen = new LinkedHashMap<>();
+    private volatile Wire.Reply lastReply;
+    private final java.util.HashMap<Integer, UUID> lastUuid = new java.util.HashMap<>();
+
+    private final ReentrantLock buf = new ReentrantLock(); // guards the prefetch buffer
+    private final Condition changed = buf.newCondition();
+    private final ArrayDeque<long[]> runs = new ArrayDeque<>(); // {first, n}
+    private long count;
+    private boolean refilling;
+    private long gen;
+    private IOException refillErr;
+    private long holdUntilNs = System.nanoTime();
+    private final ArrayDeque<UUID> uuids = new ArrayDeque<>();
+
+    /** A host and port parsed from "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare IPv6 address. */
+    public record HostPort(String host, int port) {}
+
+    /** Parses a responder address; the port defaults to 4242. IllegalArgumentException when malformed. */
+    public static HostPort parseServer(String s) {
+        String host = s, p = null;
+        if (s.startsWith("[")) {
+            int end = s.indexOf(']');
+            if (end < 0) throw new IllegalArgumentException("server \"" + s + "\": '[' without ']'");
+            host = s.substring(1, end);
+            String rest = s.substring(end + 1);
+            if (rest.startsWith(":")) p = rest.substring(1);
+            else if (!rest.isEmpty()) throw new IllegalArgumentException("server \"" + s + "\": unexpected \"" + rest + "\"");
+        } else if (s.indexOf(':') >= 0 && s.indexOf(':') == s.lastIndexOf(':')) {
+            host = s.substring(0, s.indexOf(':'));
+            p = s.substring(s.indexOf(':') + 1);
+        }
+        if (host.isEmpty()) throw new IllegalArgumentException("server \"" + s + "\": empty host");
+        int port = Wire.DEFAULT_PORT;
+        if (p != null) {
+            if (!p.matches("[0-9]{1,5}") || Integer.parseInt(p) < 1 || Integer.parseInt(p) > 65535) {
+                throw new IllegalArgumentException("server \"" + s + "\": port \"" + p + "\" not in 1..65535");
+            }
+            port = Integer.parseInt(p);
+        }
+        return new HostPort(host, port);
+    }
+
+    private static void check(String name, long v, long lo, long hi) {
+        if (v < lo || v > hi) throw new IllegalArgumentException(name + " = " + v + " not in " + lo + ".." + hi);
+    }
+
+    /**
+     * Creates a client for responders tried in the order given; opts null for the defaults.
+     *
+     * @throws IllegalArgumentException a bad option or address
+     * @throws IOException a socket could not be opened or a name resolved
+     */
+    public Client(List<String> servers, Options opts) throws IOException {
+        o = opts != null ? opts : new Options();
+        if (servers.isEmpty()) throw new IllegalArgumentException("servers: at least one responder is needed");
+        check("timeoutMs", o.timeoutMs, 1, 60000);
+        check("retries", o.retries, 0, 10);
+        check("prefetch", o.prefetch, 1, 1 << 20);
+        check("lowWater", o.lowWater, 0, 1 << 20);
+        check("maxSkewMs", o.maxSkewMs, 0, 1L << 40);
+        try {
+            for (String s : servers) {
+                HostPort hp = parseServer(s);
+                InetAddress a;
+                try {
+                    a = InetAddress.getByName(hp.host());
+                } catch (UnknownHostException e) {
+                    throw new ResolveException("flakewire: server \"" + s + "\" does not resolve: " + hp.host(), e);
+                }
+                Server sv = new Server(s, new InetSocketAddress(a, hp.port()));
+                srv.add(sv);
+                // Connected: the kernel reports ICMP port unreachable (PortUnreachableException).
+                sv.sock.connect(sv.addr);
+            }
+        } catch (IOException | RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** Closes the sockets: every later call throws {@link ClosedException}, buffered IDs included. */
+    @Override
+    public void close() {
+        closed = true;
+        for (Server s : srv) s.sock.close();
+        buf.lock();
+        try {
+            runs.clear();
+            count = 0;
+            uuids.clear();
+            changed.signalAll();
+        } finally {
+            buf.unlock();
+        }
+    }
+
+    /**
+     * The responders' layout (for {@link Layout#decode} and {@link Layout#readUuid}), asked with an INFO request if no
+     * request has learnt it yet; {@link Layout#DEFAULT} when the responder's INFO carries none. Never null.
+     */
+    public Layout layout() throws IOException {
+        net.lock();
+        try {
+            ensureLayout();
+            Layout l = layout;
+            return l != null ? l : Layout.DEFAULT;
+        } finally {
+            net.unlock();
+        }
+    }
+
+    private static final java.util.concurrent.ExecutorService ASYNC =
+            java.util.concurrent.Executors.newCachedThreadPool(r -> {
+                Thread t = new Thread(r, "flakewire-async");
+                t.setDaemon(true);
+                return t;
+            });
+
+    /** An I/O call as a future. */
+    interface Call<T> {
+        T run() throws IOException;
+    }
+
+    private <T> java.util.concurrent.CompletableFuture<T> async(Call<T> c) {
+        java.util.concurrent.CompletableFuture<T> f = new java.util.concurrent.CompletableFuture<>();
+        ASYNC.execute(() -> {
+            try {
+                f.complete(c.run());
+            } catch (Throwable e) {
+                f.completeExceptionally(e);
+            }
+        });
+        return f;
+    }
+
+    /** {@link #next()} without blocking the caller: completes at once while IDs are buffered. */
+    public java.util.concurrent.CompletableFuture<Long> nextAsync() {
+        buf.lock();
+        try {
+            if (!closed && count > o.lowWater) return java.util.concurrent.CompletableFuture.completedFuture(takeLocked());
+        } finally {
+            buf.unlock();
+        }
+        return async(this::next);
+    }
+
+    /** {@link #get()} on a daemon thread of this library, as a future. */
+    public java.util.concurrent.CompletableFuture<Long> getAsync() {
+        return async(this::get);
+    }
+
+    /** The last reply accepted. */
+    public Wire.Reply lastReply() {
+        return lastReply;
+    }
+
+    private Wire.Reply await(Server s, int op, long tag, long deadlineNs) throws IOException {
+        DatagramPacket p = new DatagramPacket(rx, rx.length);
+        for (;;) {
+            long left = (deadlineNs - System.nanoTime()) / 1_000_000;
+            if (left <= 0) return null;
+            try {
+                s.sock.setSoTimeout((int) left);
+                s.sock.receive(p);
+            } catch (SocketTimeoutException e) {
+                return null;
+            } catch (java.net.PortUnreachableException e) {
+                throw e;
+            } catch (IOException e) {
+                if (closed) throw new ClosedException();
+                throw e;
+            }
+            if (!s.addr.equals(p.getSocketAddress())) {
+                stats.stray.incrementAndGet();
+                continue;
+            }
+            Wire.Reply r;
+            try {
+                r = Wire.parseReply(rx, p.getLength());
+            } catch (Wire.WireException e) {
+                if (e.reason.equals("version") && e.tag == tag) {
+                    return new Wire.Reply(op | Wire.OP_REPLY, Wire.ST_BAD_VERSION, 0, 0, tag, 0, 0, 0, List.of(),
+                            List.of(), null, List.of());
+                }
+                stats.stray.incrementAndGet();
+                continue;
+            }
+            if (r.tag() != tag || r.requestOp() != op) {
+                stats.stray.incrementAndGet();
+                continue;
+            }
+            return r;
+        }
+    }
+
+    /** One request with retries, RETRY_AFTER and failover; holds net. */
+    private Wire.Reply exchange(int op, int count) throws IOException {
+        if (closed) throw new ClosedException();
+        long tag = RANDOM.nextLong();
+        // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
+        Layout l = layout;
+        byte[] req = Wire.encodeRequest(op, count, tag, !o.trusted, l != null ? l.seqBits() : 12);
+        Wire.Reply retryAfter = null, moved = null;
+        List<String> tried = new java.util.ArrayList<>();
+        for (int i = 0; i < srv.size(); i++) {
+            Server s = srv.get(cur);
+            String what = "";
+            long waited = 0;
+            attempts:
+            for (int a = 0; a <= o.retries; a++) {
+                Wire.Reply r;
+                try {
+                    s.sock.send(new DatagramPacket(req, req.length, s.addr));
+                    stats.requests.incrementAndGet();
+                    r = await(s, op, tag, System.nanoTime() + ((long) o.timeoutMs << a) * 1_000_000);
+                } catch (java.net.PortUnreachableException e) {
+                    stats.refused.incrementAndGet();
+                    what = "refused (ICMP port unreachable)";
+                    break;
+                } catch (ClosedException e) {
+                    throw e;
+                } catch (IOException e) {
+                    if (closed) throw new ClosedException();
+                    what = e.toString();
+                    break;
+                }
+                if (r == null) {
+                    stats.timeouts.incrementAndGet();
+                    waited += (long) o.timeoutMs << a;
+                    what = "no reply in " + waited + " ms";
+                    continue;
+                }
+                lastReply = r;
+                switch (r.status()) {
+                    case Wire.ST_OK:
+                        return r;
+                    case Wire.ST_RETRY_AFTER:
+                        stats.retryAfter.incrementAndGet();
+                        retryAfter = r;
+                        sleepUs(Math.min(r.retryAfterUs(), RETRY_AFTER_MAX_US));
+                        break;
+                    case Wire.ST_CLOCK_UNSAFE:
+                    case Wire.ST_NO_LEASE:
+                        moved = r;
+                        break attempts;
+                    default:
+                        throw new StatusException(r);
+                }
+            }
+            tried.add(s.spec + ": " + what);
+            cur = (cur + 1) % srv.size();
+            stats.failovers.incrementAndGet();
+        }
+        if (moved != null) throw new StatusException(moved);
+        if (retryAfter != null) throw new StatusException(retryAfter);
+        throw new NoResponseException(tried);
+    }
+
+    private static void sleepUs(long us) throws IOException {
+        try {
+            Thread.sleep(us / 1000, (int) (us % 1000) * 1000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while waiting for RETRY_AFTER");
+        }
+    }
+
+    private void adoptInfo(Wire.Reply r) {
+        Wire.Info i = r.info();
+        Layout l = new Layout(i.epochMs(), i.timeBits(), i.dcBits(), i.workerBits(), i.seqBits());
+        try {
+            l.validate();
+            if (layout == null) layout = l;
+        } catch (IllegalArgumentException e) {
+            // not a layout IDs can be checked against
+        }
+        infoDone = true;
+    }
+
+    private void ensureLayout() throws IOException {
+        if (infoDone) return;
+        try {
+            adoptInfo(exchange(Wire.OP_INFO, 0));
+        } catch (StatusException e) {
+            if (e.status == Wire.ST_RETRY_AFTER) throw e;
+        }
+        infoDone = true;
+    }
+
+    private void checkId(long id, Wire.Reply r, long nowMs) throws InvalidReplyException {
+        Layout l = layout;
+        if (l == null) return;
+        Layout.Parts p = l.decode(id);
+        if (p.datacenter() != r.datacenter() || p.worker() != r.worker()) {
+            throw new InvalidReplyException("ID " + id + " names worker " + p.datacenter() + "/" + p.worker()
+                    + ", the reply " + r.datacenter() + "/" + r.worker());
+        }
+        if (o.maxSkewMs > 0 && Math.abs(p.unixMs() - nowMs) > o.maxSkewMs) {
+            throw new InvalidReplyException("ID " + id + " is " + (p.unixMs() - nowMs) + " ms from this clock");
+        }
+    }
+
+    private void validate(Wire.Reply r, List<Wire.Range> rs, long asked) throws InvalidReplyException {
+        long nowMs = System.currentTimeMillis();
+        long total = 0, prev = -1;
+        if (rs.isEmpty()) throw new InvalidReplyException("OK reply without IDs");
+        for (Wire.Range x : rs) {
+            if (x.n() < 1 || x.first() < 1 || x.n() - 1 > Long.MAX_VALUE - x.first()) {
+                throw new InvalidReplyException("ID run " + Long.toUnsignedString(x.first()) + "+" + x.n()
+                        + " is not positive int64");
+            }
+            long last = x.first() + x.n() - 1;
+            if (x.first() <= prev) throw new InvalidReplyException("IDs of a reply do not increase");
+            checkId(x.first(), r, nowMs);
+            checkId(last, r, nowMs);
+            prev = last;
+            total += x.n();
+        }
+        if (total > asked) throw new InvalidReplyException(total + " IDs for " + asked + " asked");
+        int key = r.datacenter() << 16 | r.worker();
+        Long last = seen.remove(key);
+        if (last != null && rs.get(0).first() <= last) {
+            seen.put(key, last);
+            throw new InvalidReplyException("ID " + rs.get(0).first() + " not above " + last + " from the same worker");
+        }
+        seen.put(key, prev);
+        if (seen.size() > WORKERS_TRACKED) seen.remove(seen.keySet().iterator().next());
+    }
+
+    private List<Wire.Range> fetch(boolean useRange, int want) throws IOException {
+        ensureLayout();
+        Wire.Reply r = exchange(useRange ? Wire.OP_RANGE : Wire.OP_LIST, want);
+        List<Wire.Range> rs = r.ranges();
+        if (!useRange) {
+            rs = new ArrayList<>(r.ids().size());
+            for (long id : r.ids()) rs.add(new Wire.Range(id, 1));
+        }
+        validate(r, rs, want);
+        return rs;
+    }
+
+    /** One ID with one ID request (one round trip). */
+    public long get() throws IOException {
+        net.lock();
+        try {
+            ensureLayout();
+            Wire.Reply r = exchange(Wire.OP_ID, 1);
+            validate(r, List.of(new Wire.Range(r.ids().get(0), 1)), 1);
+            return r.ids().get(0);
+        } finally {
+            net.unlock();
+        }
+    }
+
+    /** n IDs with LIST requests of at most 181 each, asking again while a responder answers PARTIAL. */
+    public long[] getN(int n) throws IOException {
+        check("n", n, 0, 1 << 30);
+        long[] out = new long[n];
+        int got = 0;
+        net.lock();
+        try {
+            while (got < n) {
+                for (Wire.Range x : fetch(false, Math.min(n - got, Wire.LIST_MAX))) out[got++] = x.first();
+            }
+        } finally {
+            net.unlock();
+        }
+        return out;
+    }
+
+    /** Up to want (1..65535) IDs as runs of consecutive IDs, one RANGE request; the responder may give fewer. */
+    public List<Wire.Range> getRange(int want) throws IOException {
+        check("want", want, 1, Wire.RANGE_IDS_MAX);
+        net.lock();
+        try {
+            return fetch(true, want);
+        } finally {
+            net.unlock();
+        }
+    }
+
+    /** The current responder's INFO reply (info() holds the record); its layout is adopted if none was known. */
+    public Wire.Reply info() throws IOException {
+        net.lock();
+        try {
+            Wire.Reply r = exchange(Wire.OP_INFO, 0);
+            adoptInfo(r);
+            return r;
+        } finally {
+            net.unlock();
+        }
+    }
+
+    /**
+     * Up to n (1..90) UUIDv7 with one UUID7 request (a responder may give fewer: PARTIAL), checked as the C client
+     * does: version 7, the RFC variant, strictly increasing and above the last UUID seen from that worker, a time near
+     * this clock, and, with the layout, flakewire's tag and the datacenter and worker the reply names.
+     */
+    public List<UUID> uuid7(int n) throws IOException {
+        check("n", n, 1, Wire.UUID7_MAX);
+        net.lock();
+        try {
+            ensureLayout();
+            Wire.Reply r = exchange(Wire.OP_UUID7, n);
+            if (r.uuids().isEmpty() || r.uuids().size() > n) {
+                throw new InvalidReplyException(r.uuids().size() + " UUIDs for " + n + " asked");
+            }
+            long now = System.currentTimeMillis();
+            Layout l = layout;
+            List<UUID> out = new ArrayList<>();
+            for (byte[] b : r.uuids()) {
+                ByteBuffer v = ByteBuffer.wrap(b);
+                UUID u = new UUID(v.getLong(), v.getLong());
+                Layout.UuidParts p = (l != null ? l : Layout.DEFAULT).readUuid(u);
+                if (!p.isV7()) throw new InvalidReplyException(u + " is not a UUIDv7");
+                if (l != null && (!p.flakewire() || p.datacenter() != r.datacenter() || p.worker() != r.worker())) {
+                    throw new InvalidReplyException(u + " does not carry worker " + r.datacenter() + "/" + r.worker());
+                }
+                if (!out.isEmpty() && compareUuid(out.get(out.size() - 1), u) >= 0) {
+                    throw new InvalidReplyException("UUIDs of a reply do not increase");
+                }
+                if (o.maxSkewMs > 0 && Math.abs(p.unixMs() - now) > o.maxSkewMs) {
+                    throw new InvalidReplyException("UUID " + u + " is " + (p.unixMs() - now) + " ms from this clock");
+                }
+                out.add(u);
+            }
+            int key = r.datacenter() << 16 | r.worker();
+            UUID last = lastUuid.get(key);
+            if (last != null && compareUuid(last, out.get(0)) >= 0) {
+                throw new InvalidReplyException("UUID not above the last one from that worker");
+            }
+            if (lastUuid.size() >= WORKERS_TRACKED) lastUuid.clear();
+            lastUuid.put(key, out.get(out.size() - 1));
+            return out;
+        } finally {
+            net.unlock();
+        }
+    }
+
+    /** Compares UUIDs as 128-bit unsigned big-endian numbers (the order of their text; UUID.compareTo is signed). */
+    public static int compareUuid(UUID a, UUID b) {
+        int c = Long.compareUnsigned(a.getMostSignificantBits(), b.getMostSignificantBits());
+        return c != 0 ? c : Long.compareUnsigned(a.getLeastSignificantBits(), b.getLeastSignificantBits());
+    }
+
+    /** One UUIDv7 from a small local buffer refilled 90 at a time. */
+    public UUID nextUuid7() throws IOException {
+        buf.lock();
+        try {
+            if (closed) throw new ClosedException();
+            if (!uuids.isEmpty()) return uuids.poll();
+        } finally {
+            buf.unlock();
+        }
+        List<UUID> got = uuid7(Wire.UUID7_MAX);
+        buf.lock();
+        try {
+            uuids.addAll(got.subList(1, got.size()));
+        } finally {
+            buf.unlock();
+        }
+        return got.get(0);
+    }
+
+    private void refill() {
+        int per = o.useRange ? Wire.RANGE_IDS_MAX : Wire.LIST_MAX;
+        IOException err = null;
+        try {
+            for (long fetched = 0; fetched < o.prefetch;) {
+                List<Wire.Range> got;
+                net.lock();
+                try {
+                    got = fetch(o.useRange, (int) Math.min(o.prefetch - fetched, per));
+                } finally {
+                    net.unlock();
+                }
+                buf.lock();
+                try {
+                    if (closed) throw new ClosedException();
+                    for (Wire.Range x : got) {
+                        long[] tail = runs.peekLast();
+                        if (tail != null && tail[0] + tail[1] == x.first()) tail[1] += x.n();
+                        else runs.add(new long[] {x.first(), x.n()});
+                        count += x.n();
+                        fetched += x.n();
+                    }
+                    changed.signalAll();
+                } finally {
+                    buf.unlock();
+                }
+            }
+        } catch (IOException e) {
+            err = e;
+        } catch (RuntimeException e) {
+            err = new FlakewireException("flakewire: refill failed: " + e);
+        }
+        buf.lock();
+        try {
+            if (err != null) holdUntilNs = System.nanoTime() + ((long) o.timeoutMs << o.retries) * 1_000_000;
+            refillErr = err;
+            refilling = false;
+            gen++;
+            changed.signalAll();
+        } finally {
+            buf.unlock();
+        }
+    }
+
+    private void startRefill() {
+        refilling = true;
+        Thread t = new Thread(this::refill, "flakewire-refill");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /**
+     * One ID from the prefetch buffer. Below lowWater a refill of prefetch IDs starts on a daemon thread; callers wait
+     * only when the buffer is empty, and then get the refill's error if it fails.
+     */
+    public long next() throws IOException {
+        buf.lock();
+        try {
+            boolean waited = false;
+            long g = 0;
+            for (;;) {
+                if (closed) throw new ClosedException();
+                if (count > 0) return takeLocked();
+                if (waited && gen != g && refillErr != null) throw refillErr;
+                if (!refilling) startRefill();
+                g = gen;
+                waited = true;
+                changed.awaitUninterruptibly();
+            }
+        } finally {
+            buf.unlock();
+        }
+    }
+
+    private long takeLocked() {
+        long[] h = runs.peekFirst();
+        long id = h[0]++;
+        if (--h[1] == 0) runs.pollFirst();
+        count--;
+        if (count < o.lowWater && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+        return id;
+    }
+
+    /** next() as a decimal string (for JSON and JavaScript consumers). */
+    public String nextString() throws IOException {
+        return Long.toString(next());
+    }
+}

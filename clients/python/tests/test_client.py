@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The client's own rules against a scripted fake responder on loopback:
+stray datagrams ignored, invalid IDs rejected, failover on NO_LEASE and
+CLOCK_UNSAFE, address parsing."""
+
+import pathlib
+import socket
+import struct
+import sys
+import threading
+import time
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "src"))
+
+from flakewire import Client, InvalidReplyError, StatusError, parse_server, wire  # noqa: E402
+from flakewire.layout import DEFAULT  # noqa: E402
+
+
+def mk_id(worker, seq=0, ms=None):
+    if ms is None:
+        ms = time.time_ns() // 1_000_000 - DEFAULT.epoch_ms
+    return ms << 22 | worker << 12 | seq
+
+
+def info_body():
+    return struct.pack(">QBBBBBBHHHIq", DEFAULT.epoch_ms, 41, 0, 10, 12, 1, 1, 181, 16, 4, 0, 0)
+
+
+class Fake:
+    """Answers each request with handler(op, count, tag) -> list of datagrams."""
+
+    def __init__(self, handler):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.handler = handler
+        self.sock.settimeout(0.05)
+        self.stop = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                buf, frm = self.sock.recvfrom(2048)
+            except socket.timeout:
+                continue
+            _, _, op, _, _, count, tag, _, _, _ = struct.unpack_from(">HBBBBHQHHI", buf)
+            for d in self.handler(op, count, tag):
+                self.sock.sendto(d, frm)
+
+    def close(self):
+        self.stop = True
+        self.t.join()
+        self.sock.close()
+
+
+def reply(op, tag, status=0, worker=7, body=b"", count=None, version=1):
+    if count is None:
+        count = 0 if status else 1 if op == wire.OP_INFO else len(body) // 8
+    return struct.pack(">HBBBBHQHHI", 0x464B, version, op | 0x80, status, 0, count, tag, 0,
+                       worker, 0) + body
+
+
+def test_parse_server():
+    assert parse_server("10.0.0.1:99") == ("10.0.0.1", 99)
+    assert parse_server("10.0.0.1") == ("10.0.0.1", 4242)
+    assert parse_server("[::1]:4243") == ("::1", 4243)
+    assert parse_server("[fe80::1]") == ("fe80::1", 4242)
+    assert parse_server("fe80::1") == ("fe80::1", 4242)
+    for bad in ("[::1", "[::1]x", "h:0", "h:65536", "h:x", ":1", ""):
+        with pytest.raises(ValueError):
+            parse_server(bad)
+
+
+def test_ipv6_loopback_fake():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    try:
+        s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    port = s.getsockname()[1]
+    c = Client(["[::1]:%d" % port], timeout=0.01, retries=0)
+    assert c._srv[0].key == ("::1", port)
+    c.close()
+    s.close()
+
+
+def test_strays_ignored_and_valid_reply_taken():
+    def h(op, count, tag):
+        if op == wire.OP_INFO:
+            return [reply(op, tag, body=info_body())]
+        good = reply(op, tag, body=struct.pack(">Q", mk_id(7)))
+        return [b"junk", reply(op, tag ^ 1, body=good[24:]), reply(wire.OP_LIST, tag, body=good[24:]),
+                reply(op, tag ^ 1, version=2), good]
+
+    f = Fake(h)
+    with Client([f.addr], timeout=0.5, retries=0) as c:
+        i = c.get()
+        assert DEFAULT.decode(i).worker == 7 and c.stats["stray"] == 4
+    f.close()
+
+
+@pytest.mark.parametrize("bad", ["worker", "sign", "time", "count", "order"])
+def test_invalid_ids_rejected(bad):
+    def h(op, count, tag):
+        if op == wire.OP_INFO:
+            return [reply(op, tag, body=info_body())]
+        ids = {"worker": [mk_id(8)], "sign": [1 << 63 | mk_id(7)],
+               "time": [mk_id(7, ms=1000)], "count": [mk_id(7), mk_id(7, 1)],
+               "order": [mk_id(7, 5), mk_id(7, 4)]}[bad]
+        return [reply(op, tag, body=b"".join(struct.pack(">Q", x) for x in ids))]
+
+    f = Fake(h)
+    with Client([f.addr], timeout=0.5, retries=0) as c:
+        with pytest.raises(InvalidReplyError):
+            if bad in ("order", "count"):
+                c.get_n(2 if bad == "order" else 1)
+            else:
+                c.get()
+    f.close()
+
+
+@pytest.mark.parametrize("status", [wire.ST_NO_LEASE, wire.ST_CLOCK_UNSAFE])
+def test_failover_on_status(status):
+    a = Fake(lambda op, count, tag: [reply(op, tag, status=status)])
+    b = Fake(lambda op, count, tag: [reply(op, tag, body=info_body())] if op == wire.OP_INFO
+             else [reply(op, tag, worker=9, body=struct.pack(">Q", mk_id(9)))])
+    with Client([a.addr, b.addr], timeout=0.5, retries=0) as c:
+        assert DEFAULT.decode(c.get()).worker == 9 and c.stats["failovers"] >= 1
+    with Client([a.addr], timeout=0.5, retries=0) as c:
+        with pytest.raises(StatusError) as e:
+            c.get()
+        assert e.value.status == status
+    a.close()
+    b.close()
+
+
+def test_bad_version_surfaces():
+    f = Fake(lambda op, count, tag: [reply(op, tag, version=2)])
+    with Client([f.addr], timeout=0.5, retries=0) as c:
+        with pytest.raises(StatusError) as e:
+            c.info()
+        assert e.value.status == wire.ST_BAD_VERSION
+    f.close()
+
+
+def answering(op, count, tag):
+    if op == wire.OP_INFO:
+        return [reply(op, tag, body=info_body())]
+    ids = [mk_id(7, i) for i in range(count)]
+    return [reply(op, tag, body=b"".join(struct.pack(">Q", i) for i in ids))]
+
+
+def dead_port():
+    """A loopback port nothing listens on, below the ephemeral range."""
+    for p in range(20000 + time.time_ns() % 10000, 32768):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        return "127.0.0.1:%d" % p
+    raise RuntimeError("no free port")
+
+
+def test_close_ends_hand_outs():
+    from flakewire import ClosedError
+    f = Fake(answering)
+    try:
+        c = Client([f.addr], use_range=False, prefetch=3, low_water=0)
+        c.next()
+        c.close()
+        for call in (c.next, c.get, c.next_uuid7):
+            with pytest.raises(ClosedError, match="closed"):
+                call()
+    finally:
+        f.close()
+
+
+def test_refused_fails_over_at_once():
+    f = Fake(answering)
+    try:
+        with Client([dead_port(), f.addr], timeout=2, retries=3) as c:
+            t = time.monotonic()
+            c.get()
+            # a timeout would cost 2 s; ICMP port unreachable a round trip
+            assert time.monotonic() - t < 1
+            assert c.stats["refused"] >= 1 and c.stats["timeouts"] == 0, c.stats
+    finally:
+        f.close()
+
+
+def test_no_response_names_each_server():
+    from flakewire import NoResponseError
+    f = Fake(lambda op, count, tag: [])
+    dead = dead_port()
+    try:
+        with Client([f.addr, dead], timeout=0.02, retries=0) as c:
+            with pytest.raises(NoResponseError) as e:
+                c.get()
+            assert e.value.tried == [f.addr + ": no reply in 0.02 s",
+                                     dead + ": refused (ICMP port unreachable)"]
+            assert isinstance(e.value, TimeoutError)
+    finally:
+        f.close()
+
+
+def test_error_classes():
+    from flakewire import AddressError, FlakewireError, ResolveError
+    with pytest.raises(AddressError):
+        Client(["h:0"])
+    with pytest.raises(ValueError):
+        Client([])
+    with pytest.raises(ResolveError) as e:
+        Client(["no-such-host.invalid:4242"])
+    assert isinstance(e.value, FlakewireError) and isinstance(e.value, OSError)
+
+
+def test_async_with_and_layout_before_any_id():
+    import asyncio
+    f = Fake(answering)
+
+    async def main():
+        async with Client([f.addr], use_range=False) as c:
+            assert c.layout == DEFAULT
+            return await c.anext()
+    try:
+        assert asyncio.run(main()) > 0
+    finally:
+        f.close()

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The client's own rules against a scripted fake responder on loopback.
+import assert from "node:assert/strict";
+import dgram from "node:dgram";
+import test from "node:test";
+
+import { AddressError, ClosedError, ResolveError, Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, InvalidReplyError, NoResponseError, StatusError, parseServer, wire } from "../src/index.js";
+
+type Handler = (op: number, tag: bigint) => Uint8Array[];
+
+async function fake(h: Handler): Promise<{ addr: string; close: () => void }> {
+  const s = dgram.createSocket("udp4");
+  s.on("message", (b, r) => {
+    for (const d of h(b[3], b.readBigUInt64BE(8))) s.send(d, r.port, r.address);
+  });
+  await new Promise<void>((res) => s.bind(0, "127.0.0.1", res));
+  return { addr: `127.0.0.1:${s.address().port}`, close: () => s.close() };
+}
+
+function reply(op: number, tag: bigint, status: number, worker: number, ids: bigint[] = []): Uint8Array {
+  const info = op === wire.OP_INFO && status === 0;
+  const b = Buffer.alloc(24 + 8 * ids.length + (info ? 32 : 0));
+  b.writeUInt16BE(wire.MAGIC, 0);
+  b[2] = 1; b[3] = op | 0x80; b[4] = status;
+  b.writeUInt16BE(status ? 0 : info ? 1 : ids.length, 6);
+  b.writeBigUInt64BE(tag, 8);
+  b.writeUInt16BE(worker, 18);
+  ids.forEach((id, i) => b.writeBigUInt64BE(id, 24 + 8 * i));
+  if (info) {
+    b.writeBigUInt64BE(DEFAULT_EPOCH_MS, 24);
+    Buffer.from([41, 0, 10, 12, 1, 1, 0, 181, 0, 16, 0, 4]).copy(b, 32);
+  }
+  return b;
+}
+
+const mkId = (w: number, seq = 0, ms = BigInt(Date.now()) - DEFAULT_EPOCH_MS) =>
+  (ms << 22n) | (BigInt(w) << 12n) | BigInt(seq);
+
+test("parseServer", () => {
+  assert.deepEqual(parseServer("10.0.0.1:99"), { host: "10.0.0.1", port: 99 });
+  assert.deepEqual(parseServer("10.0.0.1"), { host: "10.0.0.1", port: 4242 });
+  assert.deepEqual(parseServer("[::1]:4243"), { host: "::1", port: 4243 });
+  assert.deepEqual(parseServer("[fe80::1]"), { host: "fe80::1", port: 4242 });
+  assert.deepEqual(parseServer("fe80::1"), { host: "fe80::1", port: 4242 });
+  for (const bad of ["[::1", "[::1]x", "h:0", "h:65536", "h:x", ":1", "", "[::1]:"]) {
+    assert.throws(() => parseServer(bad), AddressError, bad);
+  }
+});
+
+test("strays ignored, the matching reply taken", async () => {
+  const f = await fake((op, tag) => op === wire.OP_INFO ? [reply(op, tag, 0, 7)] :
+    [Buffer.from("junk"), reply(op, tag ^ 1n, 0, 7, [mkId(7)]), reply(wire.OP_LIST, tag, 0, 7, [mkId(7)]),
+      reply(op, tag, 0, 7, [mkId(7)])]);
+  const c = await Client.create([f.addr], { timeoutMs: 300, retries: 0 });
+  const id = await c.get();
+  assert.equal(DEFAULT_LAYOUT.decode(id).worker, 7);
+  assert.equal(c.stats.stray, 3);
+  c.close();
+  f.close();
+});
+
+test("invalid IDs rejected", async () => {
+  for (const id of [mkId(8), (1n << 63n) | mkId(7), mkId(7, 0, 1000n)]) {
+    const f = await fake((op, tag) => [op === wire.OP_INFO ? reply(op, tag, 0, 7) : reply(op, tag, 0, 7, [id])]);
+    const c = await Client.create([f.addr], { timeoutMs: 300, retries: 0 });
+    await assert.rejects(c.get(), InvalidReplyError);
+    c.close();
+    f.close();
+  }
+});
+
+test("failover on NO_LEASE and CLOCK_UNSAFE", async () => {
+  for (const st of [wire.ST_NO_LEASE, wire.ST_CLOCK_UNSAFE]) {
+    const a = await fake((op, tag) => [reply(op, tag, st, 1)]);
+    const b = await fake((op, tag) => [op === wire.OP_INFO ? reply(op, tag, 0, 9) : reply(op, tag, 0, 9, [mkId(9)])]);
+    let c = await Client.create([a.addr, b.addr], { timeoutMs: 300, retries: 0 });
+    assert.equal(DEFAULT_LAYOUT.decode(await c.get()).worker, 9);
+    assert.ok(c.stats.failovers >= 1);
+    c.close();
+    c = await Client.create([a.addr], { timeoutMs: 300, retries: 0 });
+    await assert.rejects(c.get(), (e: unknown) => e instanceof StatusError && e.status === st);
+    c.close();
+    a.close();
+    b.close();
+  }
+});
+
+test("no responder: next() rejects with NoResponseError", async () => {
+  const f = await fake(() => []);
+  const c = await Client.create([f.addr], { timeoutMs: 20, retries: 1 });
+  await assert.rejects(c.next(), NoResponseError);
+  c.close();
+  f.close();
+});
+
+function deadPort(): Promise<string> {
+  // A loopback port nothing listens on, below the ephemeral range.
+  return new Promise((resolve) => {
+    const s = dgram.createSocket("udp4");
+    s.bind(20000 + Math.floor(Math.random() * 12000), "127.0.0.1", () => {
+      const a = `127.0.0.1:${s.address().port}`;
+      s.close(() => resolve(a));
+    });
+  });
+}
+
+test("refused port: failover at once; NoResponseError names each server", async () => {
+  const silent = await fake(() => []);
+  const dead = await deadPort();
+  const c = await Client.create([silent.addr, dead], { timeoutMs: 20, retries: 0 });
+  const e = await c.get().then(() => null, (x) => x);
+  assert.ok(e instanceof NoResponseError && e.code === "NO_RESPONSE", String(e));
+  assert.deepEqual(e.tried, [`${silent.addr}: no reply in 20 ms`, `${dead}: refused (ICMP port unreachable)`]);
+  assert.equal(c.stats.refused, 1);
+  c.close();
+  silent.close();
+});
+
+test("error classes carry a code", async () => {
+  await assert.rejects(Client.create(["h:0"]), (e: AddressError) => e.code === "BAD_ADDRESS");
+  await assert.rejects(Client.create(["no-such-host.invalid:4242"]),
+    (e: ResolveError) => e instanceof ResolveError && e.code === "RESOLVE");
+});
+
+test("close() ends hand-outs with ClosedError", async () => {
+  const f = await fake(() => []);
+  const c = await Client.create([f.addr], { timeoutMs: 20, retries: 0 });
+  c.close();
+  await assert.rejects(c.next(), (e: ClosedError) => e instanceof ClosedError && e.code === "CLOSED");
+  await assert.rejects(c.get(), ClosedError);
+  await assert.rejects(c.nextUUID7(), ClosedError);
+  f.close();
+});

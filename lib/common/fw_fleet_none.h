@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What a responder built without lib/fleet (no ZooKeeper client,
+ * libzookeeper-mt-dev) does with [fleet]: it refuses to start when
+ * [fleet] zookeeper or [fleet] etcd is set, with this one message. Header only; both
+ * responders' fleet glue (app/flakewire/fleet.c, app/flakesock/fleet.c)
+ * call it in their build without the library.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdio.h>
+
+/*
+ * Returns 0 when @zookeeper and @etcd ([fleet] zookeeper, etcd) are empty;
+ * else -1 with the reason written into @msg (@len bytes) for @prog
+ * ("flakewire") to log.
+ */
+static inline int fw_fleet_none_check(const char *zookeeper, const char *etcd, const char *prog,
+				      char *msg, size_t len)
+{
+	if (!zookeeper[0] && !etcd[0])
+		return 0;
+	snprintf(msg, len,
+		 "[fleet] %s is set but this %s was built without lib/fleet (it needs the "
+		 "ZooKeeper client, libzookeeper-mt-dev, for either registry)",
+		 zookeeper[0] ? "zookeeper" : "etcd", prog);
+	return -1;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Small time helpers every thread that sleeps uses, written once: a sleep
+ * that finishes its whole interval even when a signal interrupts it.
+ * Header only (C11 + POSIX clock_nanosleep), no DPDK.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Sleeps @ns nanoseconds on CLOCK_MONOTONIC, resuming after EINTR. */
+static inline void fw_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
+
+/* Sleeps @ms milliseconds on CLOCK_MONOTONIC, resuming after EINTR. */
+static inline void fw_sleep_ms(uint32_t ms)
+{
+	fw_sleep_ns((uint64_t)ms * 1000000u);
+}
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t fw_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

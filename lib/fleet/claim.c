@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fw_err.h"
+#include "fw_fleet_claim.h"
+
+static void rlog(const struct fw_fleet_recipe *r, enum fw_fleet_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void rlog(const struct fw_fleet_recipe *r, enum fw_fleet_level lvl, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (r->log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->log(r->log_arg, lvl, msg);
+}
+
+uint64_t fw_fleet_recipe_now(const struct fw_fleet_recipe *r)
+{
+	uint64_t u = r->now_ms(r->now_arg), e = r->layout.epoch_ms;
+	return u > e ? u - e : 0;
+}
+
+int fw_fleet_cand_cmp(const void *a, const void *b)
+{
+	const struct fw_fleet_cand *x = a, *y = b;
+	int kx = x->kind == FW_FLEET_NEW ? FW_FLEET_FREE : (int)x->kind;
+	int ky = y->kind == FW_FLEET_NEW ? FW_FLEET_FREE : (int)y->kind;
+	if (kx != ky)
+		return kx - ky;
+	uint64_t vx = x->kind == FW_FLEET_EXPIRED ? x->rec.lease : x->rec.floor;
+	uint64_t vy = y->kind == FW_FLEET_EXPIRED ? y->rec.lease : y->rec.floor;
+	if (vx != vy)
+		return vx < vy ? -1 : 1;
+	return x->worker - y->worker;
+}
+
+void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
+			  uint64_t now_l, struct fw_fleet_rec *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->token = r->token;
+	snprintf(out->owner, sizeof(out->owner), "%s", r->identity);
+	switch (c->kind) {
+	case FW_FLEET_TAKEBACK: /* our own: the local mark fences our previous run */
+		out->floor = c->rec.floor;
+		break;
+	case FW_FLEET_NEW:
+		out->floor = 0;
+		break;
+	case FW_FLEET_FREE: /* a release already raised the floor over the last lease */
+	case FW_FLEET_EXPIRED:
+		out->floor = FW_MAX(c->rec.floor, c->rec.lease);
+		break;
+	}
+	out->lease = FW_MAX(now_l, out->floor) + r->lease_ms;
+	if (c->kind == FW_FLEET_TAKEBACK)
+		out->lease = FW_MAX(out->lease, c->rec.lease);
+}
+
+int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+		  struct fw_fleet_cand **out, uint32_t *n_out, uint32_t *n_owned, char *owners,
+		  size_t owners_len)
+{
+	struct fw_fleet_store *s = r->store;
+	uint32_t total = 1u << r->layout.worker_bits, n = 0, owned = 0;
+	uint64_t e = r->layout.epoch_ms, server_l = server_unix > e ? server_unix - e : 0;
+	size_t ml = 0;
+	int rc = 0;
+
+	bool *exists = calloc(total, 1);
+	struct fw_fleet_cand *c = calloc(total, sizeof(*c));
+	if (!exists || !c) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (owners && owners_len)
+		owners[0] = '\0';
+	rc = s->ops->list(s, exists, total);
+	for (uint32_t w = 0; rc == 0 && w < total; w++) {
+		if (skip[w])
+			continue;
+		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW};
+		if (!exists[w]) {
+			c[n++] = x;
+			continue;
+		}
+		struct fw_fleet_ver v;
+		rc = fw_fleet_read(s, w, &x.rec, &v);
+		if (rc == -ENOENT || rc == -EINVAL) {
+			rc = 0;
+			continue; /* gone, or garbled: never touched */
+		}
+		if (rc != 0)
+			break;
+		x.version = v.version;
+		if (!strcmp(x.rec.owner, r->identity))
+			x.kind = FW_FLEET_TAKEBACK;
+		else if (!x.rec.owner[0])
+			x.kind = FW_FLEET_FREE;
+		else if (x.rec.lease < server_l)
+			x.kind = FW_FLEET_EXPIRED;
+		else {
+			char ts[FW_ISO8601_LEN];
+			owned++;
+			if (owners && ml < owners_len)
+				ml += (size_t)snprintf(owners + ml, owners_len - ml,
+						       "%s%u by %s until %s", owned > 1 ? ", " : "",
+						       w, x.rec.owner,
+						       fw_format_iso8601(x.rec.lease + e, ts));
+			continue;
+		}
+		c[n++] = x;
+	}
+out:
+	free(exists);
+	if (rc != 0) {
+		free(c);
+		return rc;
+	}
+	qsort(c, n, sizeof(*c), fw_fleet_cand_cmp);
+	*out = c;
+	*n_out = n;
+	*n_owned = owned;
+	return 0;
+}
+
+int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
+		       struct fw_fleet_held *h)
+{
+	struct fw_fleet_store *s = r->store;
+	char buf[FW_FLEET_REC_MAX];
+	struct fw_fleet_rec d;
+	struct fw_fleet_ver v;
+	int rc;
+
+	fw_fleet_claim_terms(r, c, fw_fleet_recipe_now(r), &d);
+	int len = fw_fleet_rec_format(buf, sizeof(buf), &d);
+	if (len < 0)
+		return -EIO;
+	if (c->kind == FW_FLEET_NEW)
+		rc = s->ops->create(s, (uint32_t)c->worker, buf, len, &v);
+	else
+		rc = s->ops->cas(s, (uint32_t)c->worker, buf, len, c->version, &v);
+	if (rc != 0)
+		return rc;
+	*h = (struct fw_fleet_held){c->worker, v.version, d.lease, d.floor, false, false};
+	return 0;
+}
+
+static bool fresh(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c, uint64_t now_l)
+{
+	struct fw_fleet_rec d;
+	if (c->kind == FW_FLEET_TAKEBACK)
+		return false;
+	fw_fleet_claim_terms(r, c, now_l, &d);
+	return d.floor <= now_l;
+}
+
+int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+		     uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
+		     struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
+		     char *err, size_t errlen)
+{
+	static const char *const how[] = {"taken back", "claimed (new)", "claimed (free)",
+					  "taken over"};
+	struct fw_fleet_cand *c = NULL;
+	uint32_t n_c = 0, n_owned = 0, total = 1u << r->layout.worker_bits;
+	char owners[1536];
+	uint64_t now_l = fw_fleet_recipe_now(r);
+
+	*n_got = 0;
+	int rc = fw_fleet_scan(r, server_unix, skip, &c, &n_c, &n_owned, owners, sizeof(owners));
+	if (rc != 0) {
+		snprintf(err, errlen, "fleet: %s: %s", r->store->name,
+			 rc == -ENOMEM ? "out of memory" : r->store->ops->last_error(r->store));
+		return rc;
+	}
+	if (flags & FW_FLEET_CLAIM_FRESH) {
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < n_c; j++)
+			if (fresh(r, &c[j], now_l))
+				c[k++] = c[j];
+		n_c = k;
+	}
+	if (n_c < n_need) {
+		snprintf(err, errlen,
+			 "fleet: %s needs %u worker ID(s) and only %u can be claimed%s: %u of %u "
+			 "worker IDs in the fleet are held by other live leases: %s",
+			 r->identity, n_need, n_c,
+			 flags & FW_FLEET_CLAIM_FRESH ? " that can issue now" : "", n_owned, total,
+			 owners);
+		free(c);
+		return FW_EFLEET_FULL;
+	}
+	uint32_t next = 0;
+	rc = 0;
+	for (uint32_t k = 0; k < n_need && rc != -ENOTCONN && rc != -EIO; k++) {
+		for (rc = -ESTALE; next < n_c;) {
+			const struct fw_fleet_cand *x = &c[next++];
+			rc = fw_fleet_claim_one(r, x, &got[k]);
+			if (rc == 0) {
+				char ts[FW_ISO8601_LEN];
+				kinds[k] = x->kind;
+				rlog(r, FW_FLEET_INFO,
+				     "fleet: worker %d %s for slot %u, lease until %s, floor "
+				     "%" PRIu64 "%s%s",
+				     x->worker, how[x->kind], slot_of ? slot_of[k] : k,
+				     fw_format_iso8601(got[k].lease + r->layout.epoch_ms, ts),
+				     got[k].floor, x->kind == FW_FLEET_EXPIRED ? ", from " : "",
+				     x->kind == FW_FLEET_EXPIRED ? x->rec.owner : "");
+				(*n_got)++;
+				break;
+			}
+			if (rc == -ENOTCONN || rc == -EIO)
+				break;
+		}
+		if (rc != 0)
+			break;
+	}
+	free(c);
+	if (*n_got == n_need)
+		return 0;
+	if (rc == -ENOTCONN || rc == -EIO)
+		snprintf(err, errlen, "fleet: %s: %s", r->store->name,
+			 r->store->ops->last_error(r->store));
+	else
+		snprintf(err, errlen,
+			 "fleet: %s: worker IDs were claimed by others while claiming; retry",
+			 r->identity);
+	if (flags & FW_FLEET_CLAIM_ALL) {
+		for (uint32_t k = 0; k < *n_got; k++)
+			if (kinds[k] != FW_FLEET_TAKEBACK)
+				fw_fleet_release_held(r, &got[k], 0);
+		*n_got = 0;
+	}
+	return rc == -ENOTCONN || rc == -EIO ? rc : FW_EFLEET_FULL;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The registry's state, shared by fleet.c (the API: create, start, the
+ * owner's requests and copies) and round.c (the registry thread's rounds)
+ * and by nothing else. Locking: fields "under mu" are read and written
+ * with mu held; "thread-private" ones only by the registry thread (and by
+ * fw_fleet_start before the thread exists).
+ */
+#pragma once
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fw_fleet.h"
+#include "fw_fleet_cache.h"
+#include "fw_fleet_claim.h"
+#include "fw_fleet_registry.h"
+#include "fw_fleet_session.h"
+
+#define MSG_LEN 2048
+
+struct retire_req {
+	int32_t worker;
+	uint64_t last;
+};
+
+struct fw_fleet {
+	struct fw_fleet_config cfg;
+	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX];
+	uint32_t n;
+	struct fw_fleet_store *store;
+	struct fw_fleet_recipe r;
+	struct fw_fleet_session ss;
+	struct fw_fleet_cache_of cache_of;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	pthread_t thread;
+	bool thread_on;
+	/* under mu */
+	bool stop;
+	bool wake; /* a request arrived: run a round now */
+	struct fw_fleet_slot *pub;
+	struct fw_fleet_status st;
+	bool *replace_req;
+	struct retire_req retire_q[FW_FLEET_SLOTS_MAX];
+	uint32_t n_retire_q;
+
+	/* thread-private (and fw_fleet_start's before the thread runs) */
+	struct fw_fleet_held *slot;
+	bool *skip; /* 2^worker_bits: claims leave these out */
+	struct fw_fleet_held retiring[FW_FLEET_SLOTS_MAX];
+	uint32_t n_retiring;
+	uint32_t renew_fails, repl_fails;
+	uint64_t next_renew, next_repl; /* monotonic ms */
+	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
+	bool cache_dirty, logged_down;
+};
+
+uint64_t fleet_realtime_ms(void *arg); /* CLOCK_REALTIME unix ms */
+uint64_t fleet_rand64(void);
+void fleet_log(struct fw_fleet *f, enum fw_fleet_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Copies slot @i's held ID to the owner's copy (bumps gen on a change). */
+void fleet_publish_locked(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src);
+void fleet_publish(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src);
+void fleet_count(struct fw_fleet *f, uint64_t *c, uint64_t by);
+void fleet_count_kinds(struct fw_fleet *f, const enum fw_fleet_kind *k, uint32_t n);
+
+/*
+ * Claims for slots without a usable ID, then (when due) the replacements.
+ * At start, all or nothing. 0, FW_EFLEET_FULL (@err says why), FW_EFLEET_ZK.
+ */
+int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *err, size_t errlen);
+
+/* The registry thread (pthread_create's start routine; @arg the registry). */
+void *fleet_thread_main(void *arg);

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fw_fleet.h's entry points that pick a store: the registry (ZooKeeper, or
+ * etcd when cfg->etcd is set) and the operators' tools (etcd when the
+ * connect string is a list of http(s):// URLs).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fw_fleet_registry.h"
+#include "fw_fleet_store_etcd.h"
+#include "fw_fleet_store_zk.h"
+
+int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots, struct fw_fleet **out,
+		    char *err, size_t errlen)
+{
+	if (cfg == NULL || out == NULL)
+		return -EINVAL;
+	if (cfg->etcd != NULL) {
+#ifdef FW_HAVE_ETCD
+		if (cfg->root == NULL || strlen(cfg->root) >= 200)
+			return fw_fleet_create_store(cfg, n_slots, NULL, out, err, errlen);
+		char why[300] = "";
+		if (fw_fleet_etcd_endpoints_check(cfg->etcd->endpoints, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "fleet: etcd endpoints: %s", why);
+			return -EINVAL;
+		}
+		struct fw_fleet_store *e = fw_fleet_store_etcd_new(cfg->etcd, cfg->root);
+		if (e == NULL)
+			return -errno;
+		return fw_fleet_create_store(cfg, n_slots, e, out, err, errlen);
+#else
+		snprintf(err, errlen, "fleet: built without etcd (libcurl and json-c)");
+		return -ENOTSUP;
+#endif
+	}
+	if (cfg->connect == NULL || !cfg->connect[0] || strlen(cfg->connect) >= 1024) {
+		snprintf(err, errlen, "fleet: empty or too long ZooKeeper connect string");
+		return -EINVAL;
+	}
+	if (cfg->root == NULL || strlen(cfg->root) >= 200) /* the rest: fw_fleet_create_store */
+		return fw_fleet_create_store(cfg, n_slots, NULL, out, err, errlen);
+	struct fw_fleet_store *s =
+		fw_fleet_store_zk_new(cfg->connect, cfg->root, cfg->session_timeout_ms);
+	if (s == NULL)
+		return -ENOMEM;
+	return fw_fleet_create_store(cfg, n_slots, s, out, err, errlen);
+}
+
+/* @connect: a ZooKeeper connect string, or etcd endpoints (http:// or https://). */
+static struct fw_fleet_store *admin_store(const char *connect, const char *root,
+					  uint32_t timeout_ms)
+{
+	if (!strncmp(connect, "http://", 7) || !strncmp(connect, "https://", 8)) {
+#ifdef FW_HAVE_ETCD
+		struct fw_fleet_etcd_opts o = {.endpoints = connect,
+					       .session_ms = FW_MAX(timeout_ms, 2000u),
+					       .request_ms = FW_MAX(timeout_ms, 2000u),
+					       .ca_file = getenv("FW_ETCD_CA_FILE"),
+					       .cert_file = getenv("FW_ETCD_CERT_FILE"),
+					       .key_file = getenv("FW_ETCD_KEY_FILE"),
+					       .user = getenv("FW_ETCD_USER"),
+					       .password = getenv("FW_ETCD_PASSWORD")};
+		return fw_fleet_store_etcd_new(&o, root);
+#else
+		errno = ENOTSUP;
+		return NULL;
+#endif
+	}
+	return fw_fleet_store_zk_new(connect, root, FW_MAX(timeout_ms, 2000u));
+}
+
+static int admin_fail(const char *connect, char *err, size_t errlen)
+{
+	int e = errno ? errno : ENOMEM;
+	snprintf(err, errlen, "fleet: %s: %s", connect,
+		 e == ENOTSUP ? "built without etcd (libcurl and json-c)"
+		 : e == EINVAL ? "not a ZooKeeper connect string nor etcd endpoints"
+			       : strerror(e));
+	return -e;
+}
+
+int fw_fleet_list_read(const char *connect, const char *root, uint32_t timeout_ms,
+		       struct fw_fleet_list *out, char *err, size_t errlen)
+{
+	struct fw_fleet_store *s = admin_store(connect, root, timeout_ms);
+	if (s == NULL) {
+		memset(out, 0, sizeof(*out));
+		return admin_fail(connect, err, errlen);
+	}
+	int rc = fw_fleet_list_store(s, root, timeout_ms, out, err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+int fw_fleet_release(const char *connect, const char *root, uint32_t worker, uint32_t timeout_ms,
+		     char *err, size_t errlen)
+{
+	struct fw_fleet_store *s = admin_store(connect, root, timeout_ms);
+	if (s == NULL)
+		return admin_fail(connect, err, errlen);
+	int rc = fw_fleet_release_store(s, root, worker, timeout_ms, err, errlen);
+	s->ops->free(s);
+	return rc;
+}

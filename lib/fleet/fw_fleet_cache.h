@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The cache file: the confirmed leases of the last run, so a node whose
+ * store is unreachable at start keeps issuing under them (never above:
+ * they are leases the store confirmed, rule 1). Written atomically (temp
+ * file, fsync, rename) by the registry thread after a change; read only by
+ * fw_fleet_start when the store does not answer.
+ *
+ *   flakewire-fleet-cache v1
+ *   root=ROOT
+ *   identity=IDENTITY
+ *   layout=EPOCH/DC/WORKER/SEQ
+ *   slot=I worker=W version=V lease_until=MS floor=MS     (one per held slot)
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "fw_common.h"
+#include "fw_fleet_claim.h"
+#include "fw_layout.h"
+
+/* Whose cache it is: a file for another root, identity or layout is refused. */
+struct fw_fleet_cache_of {
+	const char *root;
+	const char *identity;
+	struct fw_layout layout;
+};
+
+/*
+ * Writes the @n slots' held IDs (those with a worker) to @path. Returns 0
+ * or -errno (the old file stays).
+ */
+FW_API int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
+				const struct fw_fleet_held *slots, uint32_t n);
+
+/*
+ * Loads @path into slots[0..n) (each marked cached; slots the file does not
+ * name are left alone; lines for slots >= n are ignored). Returns the
+ * number of slots loaded; -ENOENT and other -errno (unreadable); -ESTALE
+ * (for another root, identity or layout: nothing loaded); FW_ESTATE_CORRUPT
+ * (garbled, or a worker outside the layout: every slot set to none).
+ */
+FW_API int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
+			       struct fw_fleet_held *slots, uint32_t n);
+
+/* Why fw_fleet_cache_read refused (@rc < 0), for the start's log line. */
+FW_API const char *fw_fleet_cache_why(int rc);

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The claiming recipe and the lease rule, written once against the
+ * registry interface (fw_fleet_store.h); the proof is
+ * doc/design/fleet-safety.md, whose steps name these functions.
+ *
+ * Claim order (fw_fleet_cand_cmp): IDs this identity already owns (take
+ * back: a restart keeps its IDs), then free ones (never claimed: created
+ * with S1; or released), lowest floor first, then expired ones (lease_until
+ * before the store's time), lowest lease first. Every claim is one write:
+ * create-if-absent (S1) or compare-and-set on the version read (S2):
+ *   take back  floor kept, lease = max(old lease, now + lease_ms)
+ *   new        floor 0
+ *   free       floor = max(floor, lease_until) (a release already raised it)
+ *   expired    floor = max(floor, old lease_until): the new owner issues only
+ *              above anything the old one may issue (rule 2)
+ *   lease = max(now, floor) + lease_ms, now the local clock (layout ms).
+ * Renewal (rule 3) is a CAS on the version this process last wrote; when it
+ * fails the record is read: this process's own token (a write whose reply
+ * was lost) is adopted, anything else means the ID was taken over and the
+ * slot keeps its confirmed lease as its final limit (lost). Retirement and
+ * release write owner "" and lease = floor = max(floor, @last) by CAS.
+ *
+ * Pure logic over the store: no threads, no locks, no globals. Messages go
+ * through r->log.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+#include "fw_fleet.h"
+#include "fw_fleet_rec.h"
+#include "fw_fleet_store.h"
+
+/* A worker ID this process holds (the registry thread's private copy). */
+struct fw_fleet_held {
+	int32_t worker;  /* FW_FLEET_WORKER_NONE: none */
+	int64_t version; /* of the last write confirmed (S2 compares it) */
+	uint64_t lease;  /* layout ms, confirmed */
+	uint64_t floor;  /* layout ms */
+	bool lost;       /* taken over by another: lease is the final limit */
+	bool cached;     /* from the cache file: not yet written by this process */
+};
+
+/* What the recipe needs besides the store. */
+struct fw_fleet_recipe {
+	struct fw_fleet_store *store;
+	struct fw_layout layout;
+	const char *identity;
+	uint64_t token;                /* random per process start */
+	uint64_t lease_ms;             /* lease length */
+	uint64_t (*now_ms)(void *arg); /* local unix ms (never NULL) */
+	void *now_arg;
+	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg); /* may be NULL */
+	void *log_arg;
+};
+
+enum fw_fleet_kind { FW_FLEET_TAKEBACK = 0, FW_FLEET_NEW, FW_FLEET_FREE, FW_FLEET_EXPIRED };
+
+/* A worker ID that can be claimed, and how. */
+struct fw_fleet_cand {
+	int32_t worker;
+	int64_t version; /* read (not for FW_FLEET_NEW) */
+	enum fw_fleet_kind kind;
+	struct fw_fleet_rec rec; /* as read (zero for FW_FLEET_NEW) */
+};
+
+/* qsort order of candidates (claim order above). */
+FW_API int fw_fleet_cand_cmp(const void *a, const void *b);
+
+/* The record a claim of @c writes at local time @now_l (layout ms). */
+FW_API void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
+				 uint64_t now_l, struct fw_fleet_rec *out);
+
+/*
+ * Reads every worker record and lists what can be claimed, in claim order,
+ * leaving out workers with skip[w] (held by this process) and garbled
+ * records. *n_owned counts live leases of others; @owners (may be NULL)
+ * lists them ("3 by node-b until 2026-...").
+ * Returns 0 with *out (free() it) and *n; a store code; -ENOMEM.
+ */
+FW_API int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+			 struct fw_fleet_cand **out, uint32_t *n, uint32_t *n_owned, char *owners,
+			 size_t owners_len);
+
+/*
+ * Writes the claim of @c. Returns 0 with *h set; -EEXIST, -ESTALE, -ENOENT
+ * (another writer came first: try the next candidate); -ENOTCONN (unknown:
+ * a later scan sees the record as a take-back if it landed); -EIO.
+ */
+FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
+			      struct fw_fleet_held *h);
+
+/* Flags of fw_fleet_claim_n. */
+#define FW_FLEET_CLAIM_ALL 0x1u /* all of @n_need or none: what was got is given back */
+#define FW_FLEET_CLAIM_FRESH                                        \
+	0x2u /* replacements: only IDs that can issue now (floor at \
+	      * or below the local clock; no take-back) */
+
+/*
+ * Claims @n_need worker IDs not in @skip, at the store's time @server_unix,
+ * got[k] for the slot @slot_of[k] (only named in the log line).
+ * Not enough candidates: writes nothing. Returns 0 with got[0..n_need) and
+ * kinds[]; FW_EFLEET_FULL (@err names the owners; *n_got may be > 0 without
+ * FW_FLEET_CLAIM_ALL: those are kept); -ENOTCONN (*n_got as for FULL); -EIO.
+ * Given back (FW_FLEET_CLAIM_ALL) means released with its own floor, never
+ * a take-back (this identity's previous run may have issued up to its old
+ * lease, which its floor does not cover).
+ */
+FW_API int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+			    uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
+			    struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
+			    char *err, size_t errlen);
+
+/* Outcomes of fw_fleet_renew. */
+enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };
+
+/*
+ * Renews @h (not lost): CAS with lease = max(h->lease, now + lease_ms).
+ * Returns an enum fw_fleet_renewed (h updated: version and lease, or lost);
+ * -ENOTCONN or -EIO (h unchanged: the write may have landed, the next
+ * renewal adopts it). *local_mid and *mtime (server, 0: none) are set for
+ * the clock check on FW_FLEET_RENEWED.
+ */
+FW_API int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h,
+			  uint64_t *local_mid, uint64_t *mtime, char *owner, size_t owner_len);
+
+/*
+ * Releases @h, which issued nothing above @last (layout ms): owner "",
+ * lease = floor = max(h->floor, @last), by CAS on h->version. Returns 0 or a
+ * store code (-ESTALE: no longer ours, nothing to release).
+ */
+FW_API int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h,
+				 uint64_t last);
+
+/*
+ * Reads and parses worker @w's record. Returns 0; -EINVAL (garbled: *v is
+ * set, *rec is not: never claim nor write it); -ENOENT; a store code.
+ */
+FW_API int fw_fleet_read(struct fw_fleet_store *s, uint32_t w, struct fw_fleet_rec *rec,
+			 struct fw_fleet_ver *v);
+
+/* Local time in layout ms. */
+FW_API uint64_t fw_fleet_recipe_now(const struct fw_fleet_recipe *r);

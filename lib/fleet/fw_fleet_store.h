@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The registry interface: what the claiming recipe, the lease rule and
+ * their proof (doc/design/fleet-safety.md) need from a store, and nothing
+ * more. ZooKeeper is the first implementation (store_zk.c); an etcd one maps
+ * each operation onto etcd's primitives as noted below; tests use an
+ * in-memory one that can lose replies, fail writes, move its time back and
+ * drop sessions (tests/unit/fleet_memstore.c).
+ *
+ * A store holds, under one fleet root:
+ *   the layout record   the text of fw_fleet_layout_format(), written once by
+ *                       the first member (prepare)
+ *   worker records      one per worker ID ever claimed, never deleted, the text
+ *                       of fw_fleet_rec_format(), each with a version that
+ *                       changes at every write (ZooKeeper: the znode's
+ *                       version; etcd: the key's mod_revision)
+ *   liveness records    one per live identity, gone when its session ends
+ *                       (ZooKeeper: an ephemeral znode; etcd: a key attached
+ *                       to a lease the session keeps alive)
+ *
+ * The rules every implementation keeps (the proof rests on them):
+ *  S1 create() succeeds only when the record does not exist (ZooKeeper:
+ *     create; etcd: txn comparing create_revision == 0);
+ *  S2 cas() succeeds only when the record's version is still @version, and
+ *     then changes the version (ZooKeeper: set with version; etcd: txn
+ *     comparing mod_revision);
+ *  S3 a write that returns 0 is durable and seen by every later get();
+ *  S4 a write that returns -ENOTCONN may or may not have happened: the
+ *     recipe recognises its own writes afterwards by their token.
+ * Time: now() is the store's own notion of "now" in unix ms, used only to
+ * decide that a lease has expired. Uniqueness never depends on it (a
+ * takeover is fenced by the floor and the CAS, not by the clock); a wrong
+ * now() can only make a takeover early (the old owner then stops at its
+ * confirmed lease, which the new floor is above) or late (availability).
+ *
+ * Every operation returns 0 or one of:
+ *   -ENOENT   no such record
+ *   -EEXIST   create(): the record exists; alive_claim(): another live
+ *             session holds the identity
+ *   -ESTALE   cas(): the version moved (another write came first)
+ *   -ENOTCONN the store did not answer (session down, timeout): for a write,
+ *             its outcome is unknown
+ *   -EIO      another error (last_error() says which)
+ *
+ * Threads: one store is used by one thread at a time (the registry thread,
+ * or fw_fleet_start before it runs); the implementation may run its own
+ * threads inside. Functions never print.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fw_common.h"
+
+/* Longest record text (layout or worker), without a terminating NUL. */
+#define FW_FLEET_REC_MAX 512
+
+/* Session states (state()). */
+enum fw_fleet_session_state {
+	FW_FLEET_SESSION_UP = 0,   /* connected, liveness record (if claimed) held */
+	FW_FLEET_SESSION_DOWN = 1, /* reconnecting within the session: calls fail -ENOTCONN */
+	FW_FLEET_SESSION_LOST = 2, /* ended (expired, never opened, closed): connect() again;
+				    * the liveness record is gone */
+};
+
+/* What a read or a write learns about a record. */
+struct fw_fleet_ver {
+	int64_t version; /* the value cas() compares */
+	uint64_t mtime;  /* unix ms of the record's last write by the store's clock, 0:
+			  * the store has none (etcd) */
+};
+
+struct fw_fleet_store;
+
+struct fw_fleet_store_ops {
+	/*
+	 * Opens a session (a no-op when one is up) and waits up to @wait_ms
+	 * for it. A session that is DOWN is waited for, not replaced. The
+	 * registry calls it at the start of every round (at least every
+	 * renew_ms, more often while failing): a store whose liveness must be
+	 * refreshed (etcd: the lease's keepalive) may do it here. Returns 0 or
+	 * -ENOTCONN.
+	 */
+	int (*connect)(struct fw_fleet_store *s, uint32_t wait_ms);
+	/* Session state now (enum fw_fleet_session_state). */
+	int (*state)(struct fw_fleet_store *s);
+	/* Ends the session (its liveness record goes). */
+	void (*close)(struct fw_fleet_store *s);
+	/*
+	 * Makes the root exist, holding @layout (@len bytes) when it held
+	 * nothing; copies the layout text it holds into @have (up to
+	 * FW_FLEET_REC_MAX bytes), its length into *have_len. -ENOENT: the
+	 * root does not exist and @create is false (nothing written).
+	 */
+	int (*prepare)(struct fw_fleet_store *s, bool create, const char *layout, int len,
+		       char *have, int *have_len);
+	/* Sets exists[w] = true for every worker record (w < @total). */
+	int (*list)(struct fw_fleet_store *s, bool *exists, uint32_t total);
+	/* Reads worker @w's record into @buf (FW_FLEET_REC_MAX bytes) and *v. */
+	int (*get)(struct fw_fleet_store *s, uint32_t w, char *buf, int *len,
+		   struct fw_fleet_ver *v);
+	/* S1: creates worker @w's record; *v gets its version. */
+	int (*create)(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
+		      struct fw_fleet_ver *v);
+	/* S2: writes worker @w's record if its version is @version; *v: the new one. */
+	int (*cas)(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		   struct fw_fleet_ver *v);
+	/*
+	 * The store's time now (unix ms). ZooKeeper writes a clock record and
+	 * returns its mtime; *local_mid (may be NULL) gets @local's reading
+	 * halfway through (for the offset check; 0 when the store has no clock).
+	 */
+	int (*now)(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		   uint64_t *local_mid);
+	/*
+	 * Creates this session's liveness record for @identity with @data. 0
+	 * also when this session already holds it; -EEXIST: another live
+	 * session does.
+	 */
+	int (*alive_claim)(struct fw_fleet_store *s, const char *identity, const char *data,
+			   int len);
+	/* *alive = a live session holds @identity's liveness record. */
+	int (*alive_of)(struct fw_fleet_store *s, const char *identity, bool *alive);
+	/* The last error in the store's own words (never NULL). */
+	const char *(*last_error)(struct fw_fleet_store *s);
+	/* Closes and frees. */
+	void (*free)(struct fw_fleet_store *s);
+};
+
+/* Implementations embed this first and fill ops. */
+struct fw_fleet_store {
+	const struct fw_fleet_store_ops *ops;
+	const char *name; /* "ZooKeeper", for messages */
+};
+
+/* The codes above by name ("version moved", "store unreachable", ...). */
+FW_API const char *fw_fleet_store_strerror(int rc);

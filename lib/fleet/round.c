@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The registry thread: one round = session, pending retirements, claims
+ * (one decision for all replacements), renewals when due; then a wait on
+ * CLOCK_MONOTONIC until the next due time or a request.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fw_err.h"
+#include "fleet_impl.h"
+
+/* ---- one round ---- */
+
+static void skip_held(const struct fw_fleet *f, bool *skip)
+{
+	memset(skip, 0, 1u << f->cfg.layout.worker_bits);
+	for (uint32_t i = 0; i < f->n; i++)
+		if (f->slot[i].worker >= 0 && !f->slot[i].lost)
+			skip[f->slot[i].worker] =
+				true; /* a lost one can come back, above its floor */
+	for (uint32_t i = 0; i < f->n_retiring; i++)
+		skip[f->retiring[i].worker] = true; /* a retired ID is never a replacement */
+}
+
+static void offset_update(struct fw_fleet *f, uint64_t local_mid, uint64_t server)
+{
+	int64_t off = (int64_t)(local_mid - server);
+	bool over = (off < 0 ? -off : off) > (int64_t)f->cfg.max_offset_ms;
+	pthread_mutex_lock(&f->mu);
+	bool was = f->st.offset_over;
+	f->st.offset_ms = off;
+	f->st.offset_valid = true;
+	f->st.offset_over = over;
+	pthread_mutex_unlock(&f->mu);
+	if (over && !was)
+		fleet_log(f, FW_FLEET_WARN,
+			  "fleet: this node's clock is %" PRId64
+			  " ms off %s's (bound %u ms): IDs stay "
+			  "unique, but their order across nodes is off by as much",
+			  off, f->store->name, f->cfg.max_offset_ms);
+	else if (!over && was)
+		fleet_log(f, FW_FLEET_INFO,
+			  "fleet: clock offset to %s back within %u ms (%" PRId64 " ms)",
+			  f->store->name, f->cfg.max_offset_ms, off);
+}
+
+static int retire_pending(struct fw_fleet *f)
+{
+	struct retire_req q[FW_FLEET_SLOTS_MAX];
+	uint32_t n, done = 0;
+	int rc = 0;
+	pthread_mutex_lock(&f->mu);
+	n = f->n_retire_q;
+	memcpy(q, f->retire_q, n * sizeof(q[0]));
+	pthread_mutex_unlock(&f->mu);
+	for (; done < n; done++) {
+		for (uint32_t j = 0; j < f->n_retiring; j++) {
+			if (f->retiring[j].worker != q[done].worker)
+				continue;
+			rc = fw_fleet_release_held(&f->r, &f->retiring[j], q[done].last);
+			if (rc == -ENOTCONN)
+				goto out;
+			fleet_log(f, FW_FLEET_INFO,
+				  "fleet: worker %d retired: released with floor %" PRIu64 " (%s)",
+				  q[done].worker, FW_MAX(f->retiring[j].floor, q[done].last),
+				  rc == 0 ? "done" : fw_fleet_store_strerror(rc));
+			fleet_count(f, &f->st.releases, 1);
+			f->retiring[j] = f->retiring[--f->n_retiring];
+			break;
+		}
+	}
+	rc = 0;
+out:
+	pthread_mutex_lock(&f->mu);
+	memmove(f->retire_q, f->retire_q + done, (f->n_retire_q - done) * sizeof(q[0]));
+	f->n_retire_q -= done;
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+/*
+ * Claims for slots without a usable ID (none, or lost), then, when due, the
+ * replacements: one decision for all of them (every fresh ID claimed
+ * before any is published, all published under one lock), so no slot
+ * swaps alone and no retired ID comes back as a replacement.
+ */
+int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *err, size_t errlen)
+{
+	uint32_t need[FW_FLEET_SLOTS_MAX], repl[FW_FLEET_SLOTS_MAX], n_need = 0, n_repl = 0;
+	struct fw_fleet_held got[FW_FLEET_SLOTS_MAX];
+	enum fw_fleet_kind kinds[FW_FLEET_SLOTS_MAX];
+	bool *skip = f->skip;
+	uint64_t server = 0;
+	uint32_t n_got;
+
+	pthread_mutex_lock(&f->mu);
+	for (uint32_t i = 0; i < f->n; i++) {
+		if (f->slot[i].worker == FW_FLEET_WORKER_NONE || f->slot[i].lost) {
+			f->replace_req[i] = false; /* whatever it gets is fresh */
+			need[n_need++] = i;
+		} else if (f->replace_req[i]) {
+			repl[n_repl++] = i;
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (mono < f->next_repl)
+		n_repl = 0;
+	if (n_need + n_repl == 0)
+		return 0;
+	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
+			 f->store->ops->last_error(f->store));
+		return FW_EFLEET_ZK;
+	}
+	int crc = 0;
+	if (n_need) {
+		skip_held(f, skip);
+		crc = fw_fleet_claim_n(&f->r, server, skip, n_need,
+				       at_start ? FW_FLEET_CLAIM_ALL : 0, need, got, kinds, &n_got,
+				       err, errlen);
+		fleet_count_kinds(f, kinds, n_got);
+		for (uint32_t k = 0; k < n_got; k++) {
+			f->slot[need[k]] = got[k];
+			fleet_publish(f, need[k], FW_FLEET_SRC_ZK);
+		}
+		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
+			fleet_log(f, FW_FLEET_WARN, "%s", err); /* once per change */
+		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
+		if (crc != 0)
+			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK : crc;
+	}
+	if (n_repl == 0)
+		return 0;
+	skip_held(f, skip);
+	crc = fw_fleet_claim_n(&f->r, server, skip, n_repl,
+			       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, repl, got, kinds, &n_got,
+			       err, errlen);
+	if (crc == -ENOTCONN || crc == -EIO)
+		return FW_EFLEET_ZK;
+	if (crc != 0) {
+		/* Not satisfiable now: the old IDs keep issuing (the keeper slews);
+		 * retried with backoff, logged once per change. */
+		f->next_repl = mono + fw_fleet_backoff_ms(++f->repl_fails, f->cfg.renew_ms,
+							  fleet_rand64());
+		if (f->repl_full != n_repl)
+			fleet_log(f, FW_FLEET_WARN,
+				  "%s; the current worker IDs keep issuing; retrying with backoff",
+				  err);
+		f->repl_full = n_repl;
+		return 0;
+	}
+	fleet_count_kinds(f, kinds, n_got);
+	pthread_mutex_lock(&f->mu);
+	for (uint32_t k = 0; k < n_repl; k++) {
+		uint32_t i = repl[k];
+		if (f->n_retiring < FW_FLEET_SLOTS_MAX)
+			f->retiring[f->n_retiring++] = f->slot[i];
+		f->replace_req[i] = false;
+		f->slot[i] = got[k];
+		fleet_publish_locked(f, i, FW_FLEET_SRC_ZK);
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (f->repl_full)
+		fleet_log(f, FW_FLEET_INFO, "fleet: %u replacement worker ID(s) claimed", n_repl);
+	f->repl_full = 0;
+	f->repl_fails = 0;
+	f->next_repl = 0;
+	return 0;
+}
+
+static int renew_all(struct fw_fleet *f, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < f->n; i++) {
+		struct fw_fleet_held *h = &f->slot[i];
+		uint64_t mid = 0, mtime = 0;
+		char owner[FW_FLEET_IDENTITY_MAX], ts[FW_ISO8601_LEN];
+		if (h->worker == FW_FLEET_WORKER_NONE || h->lost)
+			continue;
+		int rc = fw_fleet_renew(&f->r, h, &mid, &mtime, owner, sizeof(owner));
+		if (rc < 0) {
+			snprintf(err, errlen, "fleet: renewing worker %d: %s", h->worker,
+				 f->store->ops->last_error(f->store));
+			return FW_EFLEET_ZK;
+		}
+		if (rc == FW_FLEET_RENEWED) {
+			if (mtime)
+				offset_update(f, mid, mtime);
+			fleet_count(f, &f->st.renewals, 1);
+		} else if (rc == FW_FLEET_LOST) {
+			fleet_log(f, FW_FLEET_WARN,
+				  "fleet: worker %d was taken over by %s: slot %u stops at its "
+				  "confirmed "
+				  "lease %s and claims another worker ID",
+				  h->worker, owner, i,
+				  fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+			fleet_count(f, &f->st.lost, 1);
+		}
+		fleet_publish(f, i, FW_FLEET_SRC_ZK);
+	}
+	return 0;
+}
+
+static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errlen)
+{
+	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.session_timeout_ms, 0, err, errlen);
+	pthread_mutex_lock(&f->mu);
+	f->st.connected = rc == 0;
+	pthread_mutex_unlock(&f->mu);
+	if (rc != 0)
+		return rc;
+	if (retire_pending(f) != 0) {
+		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
+			 f->store->ops->last_error(f->store));
+		return FW_EFLEET_ZK;
+	}
+	rc = fleet_claim_round(f, mono, false, err, errlen);
+	if (rc == FW_EFLEET_ZK)
+		return rc;
+	if (mono < f->next_renew)
+		return 0;
+	rc = renew_all(f, err, errlen);
+	if (rc == 0) {
+		f->next_renew = mono + f->cfg.renew_ms;
+		pthread_mutex_lock(&f->mu);
+		f->st.last_renew_unix = f->r.now_ms(f->r.now_arg);
+		pthread_mutex_unlock(&f->mu);
+	}
+	return rc;
+}
+
+uint64_t fw_fleet_backoff_ms(uint32_t fails, uint64_t renew_ms, uint64_t rnd)
+{
+	uint64_t b = 250ull << FW_MIN(fails ? fails - 1 : 0, 12u);
+	b = FW_MIN(b, renew_ms);
+	uint64_t j = b / 2 ? rnd % (b / 2) : 0;
+	return b - b / 4 + j;
+}
+
+void *fleet_thread_main(void *arg)
+{
+	struct fw_fleet *f = arg;
+	char err[MSG_LEN];
+	pthread_mutex_lock(&f->mu);
+	while (!f->stop) {
+		pthread_mutex_unlock(&f->mu);
+		uint64_t mono = fw_fleet_mono_ms();
+		int rc = round_once(f, mono, err, sizeof(err));
+		if (rc == 0 || rc == FW_EFLEET_FULL) {
+			if (f->renew_fails || f->logged_down)
+				fleet_log(f, FW_FLEET_INFO,
+					  "fleet: %s reachable again; leases renewed",
+					  f->store->name);
+			f->renew_fails = 0;
+			f->logged_down = false;
+		} else {
+			if (!f->logged_down)
+				fleet_log(f, FW_FLEET_WARN,
+					  "%s; retrying with backoff, issuing continues within the "
+					  "confirmed leases",
+					  err);
+			f->logged_down = true;
+			fleet_count(f, &f->st.renew_failures, 1);
+			f->renew_fails++;
+			f->next_renew = mono + fw_fleet_backoff_ms(f->renew_fails, f->cfg.renew_ms,
+								   fleet_rand64());
+		}
+		if (f->cache_dirty && f->cache[0] &&
+		    fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n) == 0)
+			f->cache_dirty = false;
+		/* Sleep until the next renewal (or retry) or a pending replacement's
+		 * next attempt, on CLOCK_MONOTONIC: a step of the wall clock does not
+		 * move it. A request (replace, retire, stop) wakes the thread. */
+		uint64_t due = f->next_renew;
+		pthread_mutex_lock(&f->mu);
+		for (uint32_t i = 0; i < f->n; i++)
+			if (f->replace_req[i] && rc != FW_EFLEET_ZK)
+				due = FW_MIN(due, f->next_repl);
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000),
+				      .tv_nsec = (long)(due % 1000) * 1000000};
+		while (!f->stop && !f->wake && fw_fleet_mono_ms() < due)
+			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+		f->wake = false;
+	}
+	pthread_mutex_unlock(&f->mu);
+	fw_fleet_session_drop(&f->ss);
+	return NULL;
+}

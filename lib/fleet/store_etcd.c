@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "etcd_http.h"
+#include "fw_fleet_rec.h"
+#include "fw_fleet_session.h"
+#include "fw_fleet_store_etcd.h"
+
+#define KEY_LEN 512
+
+struct etcd {
+	struct fw_fleet_store base;
+	struct etcd_shared sh;
+	struct etcd_conn c; /* the caller's */
+	char root[256];
+	uint32_t ttl_s;
+	char err[1100];
+	/* the session, shared with the keep-alive thread */
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC; signals stop and state changes */
+	int state;         /* enum fw_fleet_session_state */
+	int64_t lease;     /* this session's etcd lease, 0: none */
+	bool ka_running, ka_stop;
+	pthread_t ka;
+};
+
+static struct etcd *E(struct fw_fleet_store *s)
+{
+	return (struct etcd *)s;
+}
+
+static int fail(struct etcd *e, int rc)
+{
+	snprintf(e->err, sizeof(e->err), "%s", e->c.err);
+	return rc;
+}
+
+static void set_state(struct etcd *e, int st)
+{
+	pthread_mutex_lock(&e->mu);
+	e->state = st;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* The keep-alive thread: one keep-alive every third of the TTL, on its own connection. */
+static void *keepalive_main(void *arg)
+{
+	struct etcd *e = arg;
+	struct etcd_conn kc;
+	if (etcd_conn_init(&kc, &e->sh) != 0) {
+		set_state(e, FW_FLEET_SESSION_LOST);
+		return NULL;
+	}
+	uint64_t last_ok = fw_fleet_mono_ms(), period = e->ttl_s * 1000u / 3;
+	pthread_mutex_lock(&e->mu);
+	int64_t lease = e->lease;
+	while (!e->ka_stop && e->state != FW_FLEET_SESSION_LOST) {
+		uint64_t due = fw_fleet_mono_ms() + period;
+		struct timespec dl = {.tv_sec = (time_t)(due / 1000),
+				      .tv_nsec = (long)(due % 1000) * 1000000};
+		while (!e->ka_stop && fw_fleet_mono_ms() < due)
+			if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT)
+				break;
+		if (e->ka_stop)
+			break;
+		pthread_mutex_unlock(&e->mu);
+		struct json_object *req = json_object_new_object(), *out = NULL, *res;
+		json_object_object_add(req, "ID", etcd_i64s(lease));
+		int rc = etcd_call(&kc, "/v3/lease/keepalive", req, &out, NULL);
+		int st = FW_FLEET_SESSION_DOWN;
+		if (rc == 0 && json_object_object_get_ex(out, "result", &res))
+			st = etcd_i64(res, "TTL") > 0 ? FW_FLEET_SESSION_UP : FW_FLEET_SESSION_LOST;
+		json_object_put(out);
+		uint64_t now = fw_fleet_mono_ms();
+		if (st == FW_FLEET_SESSION_UP)
+			last_ok = now;
+		else if (st == FW_FLEET_SESSION_DOWN && now - last_ok >= e->ttl_s * 1000u)
+			st = FW_FLEET_SESSION_LOST; /* etcd has let the lease go by now */
+		pthread_mutex_lock(&e->mu);
+		if (!e->ka_stop)
+			e->state = st;
+		pthread_cond_broadcast(&e->cv);
+	}
+	pthread_mutex_unlock(&e->mu);
+	etcd_conn_fini(&kc);
+	return NULL;
+}
+
+static void ka_join(struct etcd *e)
+{
+	if (!e->ka_running)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->ka_stop = true;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(e->ka, NULL);
+	e->ka_running = false;
+	e->ka_stop = false;
+}
+
+static int es_state(struct fw_fleet_store *s)
+{
+	struct etcd *e = E(s);
+	pthread_mutex_lock(&e->mu);
+	int st = e->state;
+	pthread_mutex_unlock(&e->mu);
+	return st;
+}
+
+static void es_close(struct fw_fleet_store *s)
+{
+	struct etcd *e = E(s);
+	ka_join(e);
+	if (e->lease) { /* the liveness key goes with the lease */
+		struct json_object *req = json_object_new_object(), *out = NULL;
+		json_object_object_add(req, "ID", etcd_i64s(e->lease));
+		etcd_call(&e->c, "/v3/lease/revoke", req, &out, NULL);
+		json_object_put(out);
+	}
+	e->lease = 0;
+	set_state(e, FW_FLEET_SESSION_LOST);
+}
+
+static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
+{
+	struct etcd *e = E(s);
+	int st = es_state(s);
+	if (st == FW_FLEET_SESSION_UP)
+		return 0;
+	if (st == FW_FLEET_SESSION_DOWN) { /* the keep-alive thread decides: wait for it */
+		uint64_t due = fw_fleet_mono_ms() + wait_ms;
+		struct timespec dl = {.tv_sec = (time_t)(due / 1000),
+				      .tv_nsec = (long)(due % 1000) * 1000000};
+		pthread_mutex_lock(&e->mu);
+		while (e->state == FW_FLEET_SESSION_DOWN)
+			if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT)
+				break;
+		st = e->state;
+		pthread_mutex_unlock(&e->mu);
+		if (st == FW_FLEET_SESSION_UP)
+			return 0;
+		if (st == FW_FLEET_SESSION_DOWN) {
+			snprintf(e->err, sizeof(e->err), "%s does not answer", e->sh.ep[0]);
+			return -ENOTCONN;
+		}
+	}
+	ka_join(e); /* LOST: a new lease */
+	e->lease = 0;
+	uint64_t due = fw_fleet_mono_ms() + wait_ms;
+	int rc;
+	do {
+		struct json_object *req = json_object_new_object(), *out = NULL;
+		json_object_object_add(req, "TTL", etcd_i64s(e->ttl_s));
+		rc = etcd_call(&e->c, "/v3/lease/grant", req, &out, NULL);
+		if (rc == 0)
+			e->lease = etcd_i64(out, "ID");
+		json_object_put(out);
+		if (rc == 0 || rc != -ENOTCONN)
+			break;
+		struct timespec ts = {0, 100 * 1000000};
+		nanosleep(&ts, NULL);
+	} while (fw_fleet_mono_ms() < due);
+	if (rc != 0 || e->lease == 0)
+		return fail(e, rc ? rc : -EIO);
+	set_state(e, FW_FLEET_SESSION_UP);
+	if (pthread_create(&e->ka, NULL, keepalive_main, e) != 0) {
+		snprintf(e->err, sizeof(e->err), "no keep-alive thread");
+		set_state(e, FW_FLEET_SESSION_LOST);
+		return -EIO;
+	}
+	e->ka_running = true;
+	return 0;
+}
+
+/* ---- keys and transactions ---- */
+
+static struct json_object *key_obj(const char *k)
+{
+	return etcd_b64(k, strlen(k));
+}
+
+/* A range request for @key (@prefix: every key below it), as a JSON object. */
+static struct json_object *range_req(const char *key, bool prefix, bool keys_only)
+{
+	struct json_object *r = json_object_new_object();
+	json_object_object_add(r, "key", key_obj(key));
+	if (prefix) {
+		char end[KEY_LEN];
+		snprintf(end, sizeof(end), "%s", key);
+		end[strlen(end) - 1]++; /* "ROOT/workers/" -> "ROOT/workers0" */
+		json_object_object_add(r, "range_end", key_obj(end));
+	}
+	if (keys_only)
+		json_object_object_add(r, "keys_only", json_object_new_boolean(1));
+	return r;
+}
+
+/* The first kv of a range reply (@o holds "kvs"), or NULL. */
+static struct json_object *first_kv(struct json_object *o)
+{
+	struct json_object *kvs;
+	if (!json_object_object_get_ex(o, "kvs", &kvs) || json_object_array_length(kvs) == 0)
+		return NULL;
+	return json_object_array_get_idx(kvs, 0);
+}
+
+/*
+ * One txn: if @key's @target ("CREATE" or "MOD") revision equals @rev, put
+ * @val (with @lease when not 0); else read @key. *succeeded, and the read
+ * kv (NULL when absent or when it succeeded) in *@kv_out of *@out.
+ */
+static int txn_put(struct etcd *e, const char *key, const char *target, int64_t rev,
+		   const char *val, int len, int64_t lease, bool *succeeded,
+		   struct json_object **out, struct json_object **kv_out)
+{
+	struct json_object *req = json_object_new_object(), *cmp = json_object_new_object();
+	struct json_object *put = json_object_new_object(), *op = json_object_new_object();
+	struct json_object *fop = json_object_new_object(), *sb, *r, *resp;
+	json_object_object_add(cmp, "key", key_obj(key));
+	json_object_object_add(cmp, "target", json_object_new_string(target));
+	json_object_object_add(cmp, "result", json_object_new_string("EQUAL"));
+	json_object_object_add(cmp, !strcmp(target, "CREATE") ? "create_revision" : "mod_revision",
+			       etcd_i64s(rev));
+	json_object_object_add(put, "key", key_obj(key));
+	json_object_object_add(put, "value", etcd_b64(val, (size_t)len));
+	if (lease)
+		json_object_object_add(put, "lease", etcd_i64s(lease));
+	json_object_object_add(op, "request_put", put);
+	json_object_object_add(fop, "request_range", range_req(key, false, false));
+	json_object_object_add(req, "compare", json_object_new_array());
+	json_object_array_add(json_object_object_get(req, "compare"), cmp);
+	json_object_object_add(req, "success", json_object_new_array());
+	json_object_array_add(json_object_object_get(req, "success"), op);
+	json_object_object_add(req, "failure", json_object_new_array());
+	json_object_array_add(json_object_object_get(req, "failure"), fop);
+	int rc = etcd_call(&e->c, "/v3/kv/txn", req, out, NULL);
+	if (rc != 0)
+		return fail(e, rc);
+	*succeeded = json_object_object_get_ex(*out, "succeeded", &sb) && json_object_get_boolean(sb);
+	*kv_out = NULL;
+	if (!*succeeded && json_object_object_get_ex(*out, "responses", &resp) &&
+	    json_object_array_length(resp) > 0 &&
+	    json_object_object_get_ex(json_object_array_get_idx(resp, 0), "response_range", &r))
+		*kv_out = first_kv(r);
+	return 0;
+}
+
+/* The revision a successful txn wrote at (its header's): the new mod_revision. */
+static int64_t txn_revision(struct json_object *out)
+{
+	struct json_object *h;
+	return json_object_object_get_ex(out, "header", &h) ? etcd_i64(h, "revision") : 0;
+}
+
+static int range(struct etcd *e, const char *key, struct json_object **out, struct json_object **kv)
+{
+	int rc = etcd_call(&e->c, "/v3/kv/range", range_req(key, false, false), out, NULL);
+	if (rc != 0)
+		return fail(e, rc);
+	*kv = first_kv(*out);
+	return 0;
+}
+
+/* ---- the operations ---- */
+
+static int es_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
+		      char *have, int *have_len)
+{
+	struct etcd *e = E(s);
+	for (int tries = 0; tries < 5; tries++) {
+		struct json_object *out = NULL, *kv = NULL;
+		bool ok = false;
+		int rc = create ? txn_put(e, e->root, "CREATE", 0, layout, len, 0, &ok, &out, &kv)
+				: range(e, e->root, &out, &kv);
+		if (rc != 0)
+			return rc;
+		if (ok) { /* written by this call */
+			memcpy(have, layout, (size_t)len);
+			*have_len = len;
+			json_object_put(out);
+			return 0;
+		}
+		if (kv == NULL) {
+			json_object_put(out);
+			if (!create)
+				return -ENOENT;
+			continue; /* deleted between the compare and the read: again */
+		}
+		*have_len = etcd_unb64(kv, "value", have, FW_FLEET_REC_MAX);
+		int64_t mod = etcd_i64(kv, "mod_revision");
+		json_object_put(out);
+		if (*have_len < 0) {
+			snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", e->root);
+			return -EIO;
+		}
+		if (*have_len > 0 || !create)
+			return 0;
+		/* an empty root (made by hand): write the layout over it, once */
+		rc = txn_put(e, e->root, "MOD", mod, layout, len, 0, &ok, &out, &kv);
+		json_object_put(out);
+		if (rc != 0)
+			return rc;
+	}
+	snprintf(e->err, sizeof(e->err), "%s keeps changing", e->root);
+	return -EIO;
+}
+
+static int es_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
+{
+	struct etcd *e = E(s);
+	char pfx[KEY_LEN];
+	struct json_object *out = NULL, *kvs;
+	int n = fw_fleet_key_sub(pfx, sizeof(pfx) - 1, e->root, "workers");
+	pfx[n] = '/';
+	pfx[n + 1] = '\0';
+	int rc = etcd_call(&e->c, "/v3/kv/range", range_req(pfx, true, true), &out, NULL);
+	if (rc != 0)
+		return fail(e, rc);
+	if (json_object_object_get_ex(out, "kvs", &kvs)) {
+		for (size_t i = 0; i < json_object_array_length(kvs); i++) {
+			char k[KEY_LEN];
+			int kl = etcd_unb64(json_object_array_get_idx(kvs, i), "key", k,
+					    sizeof(k) - 1);
+			if (kl <= n + 1)
+				continue;
+			k[kl] = '\0';
+			int32_t w = fw_fleet_key_worker_parse(k + n + 1, total);
+			if (w >= 0)
+				exists[w] = true;
+		}
+	}
+	json_object_put(out);
+	return 0;
+}
+
+static int es_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, struct fw_fleet_ver *v)
+{
+	struct etcd *e = E(s);
+	char k[KEY_LEN];
+	struct json_object *out = NULL, *kv;
+	fw_fleet_key_worker(k, sizeof(k), e->root, w);
+	int rc = range(e, k, &out, &kv);
+	if (rc != 0)
+		return rc;
+	if (kv == NULL) {
+		json_object_put(out);
+		return -ENOENT;
+	}
+	*len = etcd_unb64(kv, "value", buf, FW_FLEET_REC_MAX);
+	*v = (struct fw_fleet_ver){etcd_i64(kv, "mod_revision"), 0};
+	json_object_put(out);
+	if (*len < 0) {
+		snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", k);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int put_if(struct etcd *e, uint32_t w, const char *target, int64_t rev, const char *buf,
+		  int len, struct fw_fleet_ver *v, int lost)
+{
+	char k[KEY_LEN];
+	struct json_object *out = NULL, *kv;
+	bool ok = false;
+	fw_fleet_key_worker(k, sizeof(k), e->root, w);
+	int rc = txn_put(e, k, target, rev, buf, len, 0, &ok, &out, &kv);
+	if (rc != 0)
+		return rc;
+	if (ok)
+		*v = (struct fw_fleet_ver){txn_revision(out), 0};
+	else if (kv == NULL && lost == -ESTALE)
+		lost = -ENOENT; /* cas() on a record that is gone */
+	json_object_put(out);
+	return ok ? 0 : lost;
+}
+
+static int es_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
+		     struct fw_fleet_ver *v)
+{
+	return put_if(E(s), w, "CREATE", 0, buf, len, v, -EEXIST);
+}
+
+static int es_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		  struct fw_fleet_ver *v)
+{
+	return put_if(E(s), w, "MOD", version, buf, len, v, -ESTALE);
+}
+
+static uint64_t realtime_ms(void *arg)
+{
+	(void)arg;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * etcd's clock is the Date header (whole seconds): the store's time is this
+ * node's clock when that falls within the header's second, else the nearer
+ * end of that second. So it is exact where the clocks agree and never more
+ * than a second off etcd's whatever this node's clock says.
+ */
+static int es_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		  uint64_t *local_mid)
+{
+	struct etcd *e = E(s);
+	struct json_object *out = NULL, *kv;
+	if (local == NULL)
+		local = realtime_ms;
+	uint64_t a = local(arg);
+	int rc = range(e, e->root, &out, &kv);
+	uint64_t b = local(arg);
+	json_object_put(out);
+	if (rc != 0)
+		return rc;
+	if (e->c.date_ms == 0) {
+		snprintf(e->err, sizeof(e->err), "etcd's reply has no Date header");
+		return -EIO;
+	}
+	uint64_t mid = a + (b - a) / 2, lo = e->c.date_ms, hi = lo + 999;
+	*server = mid < lo ? lo : mid > hi ? hi : mid;
+	if (local_mid) /* a whole-second clock: no offset measurement from it */
+		*local_mid = 0;
+	return 0;
+}
+
+static int es_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data, int len)
+{
+	struct etcd *e = E(s);
+	char k[KEY_LEN];
+	struct json_object *out = NULL, *kv;
+	bool ok = false;
+	if (e->lease == 0 || es_state(s) == FW_FLEET_SESSION_LOST) {
+		snprintf(e->err, sizeof(e->err), "no etcd session");
+		return -ENOTCONN;
+	}
+	fw_fleet_key_node(k, sizeof(k), e->root, identity);
+	int rc = txn_put(e, k, "CREATE", 0, data, len, e->lease, &ok, &out, &kv);
+	if (rc == 0 && !ok)
+		rc = kv != NULL && etcd_i64(kv, "lease") == e->lease ? 0 : -EEXIST;
+	json_object_put(out);
+	return rc;
+}
+
+static int es_alive_of(struct fw_fleet_store *s, const char *identity, bool *alive)
+{
+	struct etcd *e = E(s);
+	char k[KEY_LEN];
+	struct json_object *out = NULL, *kv;
+	fw_fleet_key_node(k, sizeof(k), e->root, identity);
+	int rc = range(e, k, &out, &kv);
+	*alive = rc == 0 && kv != NULL;
+	json_object_put(out);
+	return rc;
+}
+
+static const char *es_last_error(struct fw_fleet_store *s)
+{
+	return E(s)->err;
+}
+
+static void es_free(struct fw_fleet_store *s)
+{
+	if (s == NULL)
+		return;
+	struct etcd *e = E(s);
+	es_close(s);
+	etcd_conn_fini(&e->c);
+	etcd_shared_fini(&e->sh);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e);
+}
+
+static const struct fw_fleet_store_ops etcd_ops = {
+	.connect = es_connect,
+	.state = es_state,
+	.close = es_close,
+	.prepare = es_prepare,
+	.list = es_list,
+	.get = es_get,
+	.create = es_create,
+	.cas = es_cas,
+	.now = es_now,
+	.alive_claim = es_alive_claim,
+	.alive_of = es_alive_of,
+	.last_error = es_last_error,
+	.free = es_free,
+};
+
+struct fw_fleet_store *fw_fleet_store_etcd_new(const struct fw_fleet_etcd_opts *o, const char *root)
+{
+	char why[300];
+	if (o == NULL || root == NULL || strlen(root) >= sizeof(((struct etcd *)0)->root) ||
+	    root[0] != '/') {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct etcd *e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	if (etcd_shared_init(&e->sh, o, why, sizeof(why)) != 0) {
+		free(e);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (etcd_conn_init(&e->c, &e->sh) != 0) {
+		etcd_shared_fini(&e->sh);
+		free(e);
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->base.ops = &etcd_ops;
+	e->base.name = "etcd";
+	snprintf(e->root, sizeof(e->root), "%s", root);
+	e->ttl_s = FW_MAX((o->session_ms + 999u) / 1000u, 2u);
+	e->state = FW_FLEET_SESSION_LOST;
+	fw_fleet_cond_init(&e->cv);
+	pthread_mutex_init(&e->mu, NULL);
+	return &e->base;
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The synchronous API of the multi-threaded client (libzookeeper_mt). */
+#define THREADED
+#include <zookeeper/zookeeper.h>
+
+#include "fw_fleet_rec.h"
+#include "fw_fleet_session.h"
+#include "fw_fleet_store_zk.h"
+
+#define PATH_LEN 512
+
+struct zk {
+	struct fw_fleet_store base;
+	char connect[1024], root[256];
+	uint32_t session_ms;
+	zhandle_t *zh;
+	char err[1100];
+	/* written by the client's event thread (the watcher) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	int zstate;        /* the last session state event */
+};
+
+static struct zk *Z(struct fw_fleet_store *s)
+{
+	return (struct zk *)s;
+}
+
+static void zk_quiet_init(void)
+{
+	/* The C client logs to stderr by default; a library does not print. */
+	zoo_set_debug_level((ZooLogLevel)0);
+}
+
+static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	(void)zh, (void)path;
+	struct zk *z = ctx;
+	if (type != ZOO_SESSION_EVENT || z == NULL)
+		return;
+	pthread_mutex_lock(&z->mu);
+	z->zstate = state;
+	pthread_cond_broadcast(&z->cv);
+	pthread_mutex_unlock(&z->mu);
+}
+
+static int rc_of(struct zk *z, int rc)
+{
+	switch (rc) {
+	case ZOK:
+		return 0;
+	case ZNONODE:
+		return -ENOENT;
+	case ZNODEEXISTS:
+		return -EEXIST;
+	case ZBADVERSION:
+		return -ESTALE;
+	case ZCONNECTIONLOSS:
+	case ZOPERATIONTIMEOUT:
+	case ZSESSIONEXPIRED:
+	case ZINVALIDSTATE:
+	case ZCLOSING:
+	case ZSESSIONMOVED:
+		snprintf(z->err, sizeof(z->err), "%s", zerror(rc));
+		return -ENOTCONN;
+	default:
+		snprintf(z->err, sizeof(z->err), "%s", zerror(rc));
+		return -EIO;
+	}
+}
+
+static int zs_state(struct fw_fleet_store *s)
+{
+	struct zk *z = Z(s);
+	if (z->zh == NULL)
+		return FW_FLEET_SESSION_LOST;
+	pthread_mutex_lock(&z->mu);
+	int st = z->zstate;
+	pthread_mutex_unlock(&z->mu);
+	if (st == ZOO_CONNECTED_STATE)
+		return FW_FLEET_SESSION_UP;
+	if (st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE)
+		return FW_FLEET_SESSION_LOST;
+	return FW_FLEET_SESSION_DOWN;
+}
+
+static void zs_close(struct fw_fleet_store *s)
+{
+	struct zk *z = Z(s);
+	if (z->zh)
+		zookeeper_close(z->zh);
+	z->zh = NULL;
+	pthread_mutex_lock(&z->mu);
+	z->zstate = 0;
+	pthread_mutex_unlock(&z->mu);
+}
+
+static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct zk *z = Z(s);
+	pthread_once(&once, zk_quiet_init);
+	if (zs_state(s) == FW_FLEET_SESSION_LOST) {
+		zs_close(s);
+		z->zh = zookeeper_init(z->connect, watcher, (int)z->session_ms, NULL, z, 0);
+		if (z->zh == NULL) {
+			snprintf(z->err, sizeof(z->err), "%s does not answer", z->connect);
+			return -ENOTCONN;
+		}
+	}
+	uint64_t due = fw_fleet_mono_ms() + wait_ms;
+	struct timespec dl = {.tv_sec = (time_t)(due / 1000),
+			      .tv_nsec = (long)(due % 1000) * 1000000};
+	pthread_mutex_lock(&z->mu);
+	while (z->zstate != ZOO_CONNECTED_STATE && z->zstate != ZOO_EXPIRED_SESSION_STATE &&
+	       z->zstate != ZOO_AUTH_FAILED_STATE)
+		if (pthread_cond_timedwait(&z->cv, &z->mu, &dl) == ETIMEDOUT)
+			break;
+	int st = z->zstate;
+	pthread_mutex_unlock(&z->mu);
+	if (st == ZOO_CONNECTED_STATE)
+		return 0;
+	snprintf(z->err, sizeof(z->err), "%s does not answer", z->connect);
+	return -ENOTCONN;
+}
+
+static int create_if_missing(zhandle_t *zh, const char *path)
+{
+	int rc = zoo_create(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	return rc == ZNODEEXISTS ? ZOK : rc;
+}
+
+static int zs_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
+		      char *have, int *have_len)
+{
+	static const char *const subs[] = {"workers", "nodes", "clock"};
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct Stat st;
+	int rc = ZOK;
+	if (create) { /* the root and its parents, empty */
+		snprintf(p, sizeof(p), "%s", z->root);
+		for (char *c = strchr(p + 1, '/'); rc == ZOK; c = strchr(c + 1, '/')) {
+			if (c != NULL)
+				*c = '\0';
+			rc = create_if_missing(z->zh, p);
+			if (c == NULL)
+				break;
+			*c = '/';
+		}
+	}
+	for (int tries = 0; rc == ZOK && tries < 5; tries++) {
+		*have_len = FW_FLEET_REC_MAX;
+		rc = zoo_get(z->zh, z->root, 0, have, have_len, &st);
+		if (rc != ZOK || !create)
+			break;
+		if (*have_len <= 0) {
+			rc = zoo_set(z->zh, z->root, layout, len, st.version);
+			if (rc == ZBADVERSION)
+				rc = ZOK; /* someone else wrote it: read it */
+			continue;
+		}
+		for (size_t i = 0; i < FW_ARRAY_SIZE(subs) && rc == ZOK; i++) {
+			fw_fleet_key_sub(p, sizeof(p), z->root, subs[i]);
+			rc = create_if_missing(z->zh, p);
+		}
+		return rc_of(z, rc);
+	}
+	if (rc == ZOK && create)
+		rc = ZSYSTEMERROR;
+	return rc_of(z, rc);
+}
+
+static int zs_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct String_vector kids = {0, NULL};
+	fw_fleet_key_sub(p, sizeof(p), z->root, "workers");
+	int rc = zoo_get_children(z->zh, p, 0, &kids);
+	if (rc != ZOK)
+		return rc_of(z, rc);
+	for (int32_t k = 0; k < kids.count; k++) {
+		int32_t w = fw_fleet_key_worker_parse(kids.data[k], total);
+		if (w >= 0)
+			exists[w] = true;
+	}
+	deallocate_String_vector(&kids);
+	return 0;
+}
+
+static int zs_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, struct fw_fleet_ver *v)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct Stat st;
+	fw_fleet_key_worker(p, sizeof(p), z->root, w);
+	*len = FW_FLEET_REC_MAX;
+	int rc = zoo_get(z->zh, p, 0, buf, len, &st);
+	if (rc == ZOK)
+		*v = (struct fw_fleet_ver){st.version, (uint64_t)st.mtime};
+	return rc_of(z, rc);
+}
+
+static int zs_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
+		     struct fw_fleet_ver *v)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	fw_fleet_key_worker(p, sizeof(p), z->root, w);
+	int rc = zoo_create(z->zh, p, buf, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	if (rc == ZOK)
+		*v = (struct fw_fleet_ver){0, 0};
+	return rc_of(z, rc);
+}
+
+static int zs_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		  struct fw_fleet_ver *v)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct Stat st;
+	fw_fleet_key_worker(p, sizeof(p), z->root, w);
+	int rc = zoo_set2(z->zh, p, buf, len, (int)version, &st);
+	if (rc == ZOK)
+		*v = (struct fw_fleet_ver){st.version, (uint64_t)st.mtime};
+	return rc_of(z, rc);
+}
+
+static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		  uint64_t *local_mid)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct Stat st;
+	fw_fleet_key_sub(p, sizeof(p), z->root, "clock");
+	uint64_t a = local ? local(arg) : 0;
+	int rc = zoo_set2(z->zh, p, "t", 1, -1, &st);
+	uint64_t b = local ? local(arg) : 0;
+	if (rc == ZNONODE) {
+		rc = create_if_missing(z->zh, p);
+		if (rc == ZOK)
+			rc = zoo_set2(z->zh, p, "t", 1, -1, &st);
+	}
+	if (rc != ZOK)
+		return rc_of(z, rc);
+	*server = (uint64_t)st.mtime;
+	if (local_mid)
+		*local_mid = a + (b - a) / 2;
+	return 0;
+}
+
+static int zs_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data, int len)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct Stat st;
+	fw_fleet_key_node(p, sizeof(p), z->root, identity);
+	for (int tries = 0; tries < 3; tries++) {
+		int rc = zoo_create(z->zh, p, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL,
+				    0);
+		if (rc != ZNODEEXISTS)
+			return rc_of(z, rc);
+		rc = zoo_exists(z->zh, p, 0, &st);
+		if (rc == ZOK)
+			return st.ephemeralOwner == zoo_client_id(z->zh)->client_id ? 0 : -EEXIST;
+		if (rc != ZNONODE)
+			return rc_of(z, rc);
+	}
+	return -EEXIST;
+}
+
+static int zs_alive_of(struct fw_fleet_store *s, const char *identity, bool *alive)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct Stat st;
+	fw_fleet_key_node(p, sizeof(p), z->root, identity);
+	int rc = zoo_exists(z->zh, p, 0, &st);
+	*alive = rc == ZOK;
+	return rc == ZNONODE ? 0 : rc_of(z, rc);
+}
+
+static const char *zs_last_error(struct fw_fleet_store *s)
+{
+	return Z(s)->err;
+}
+
+static void zs_free(struct fw_fleet_store *s)
+{
+	if (s == NULL)
+		return;
+	zs_close(s);
+	pthread_mutex_destroy(&Z(s)->mu);
+	pthread_cond_destroy(&Z(s)->cv);
+	free(s);
+}
+
+static const struct fw_fleet_store_ops zk_ops = {
+	.connect = zs_connect,
+	.state = zs_state,
+	.close = zs_close,
+	.prepare = zs_prepare,
+	.list = zs_list,
+	.get = zs_get,
+	.create = zs_create,
+	.cas = zs_cas,
+	.now = zs_now,
+	.alive_claim = zs_alive_claim,
+	.alive_of = zs_alive_of,
+	.last_error = zs_last_error,
+	.free = zs_free,
+};
+
+struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *root,
+					     uint32_t session_ms)
+{
+	if (strlen(connect) >= sizeof(((struct zk *)0)->connect) ||
+	    strlen(root) >= sizeof(((struct zk *)0)->root)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct zk *z = calloc(1, sizeof(*z));
+	if (z == NULL)
+		return NULL;
+	z->base.ops = &zk_ops;
+	z->base.name = "ZooKeeper";
+	snprintf(z->connect, sizeof(z->connect), "%s", connect);
+	snprintf(z->root, sizeof(z->root), "%s", root);
+	z->session_ms = session_ms;
+	fw_fleet_cond_init(&z->cv);
+	pthread_mutex_init(&z->mu, NULL);
+	return &z->base;
+}

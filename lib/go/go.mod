@@ -1,3 +1,0 @@
-module github.com/flakewire/flakewire/lib/go
-
-go 1.19

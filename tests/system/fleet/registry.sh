@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The fleet's registry for a test, ZooKeeper or etcd by FW_STORE
+# (zookeeper by default), behind one set of verbs, so every fleet test runs
+# unchanged against both stores:
+#
+#   . registry.sh
+#   reg_start DIR N [PREFIX]  start N servers (1 or 3); sets REG_CONNECT (what
+#                             the node's config and `flakectl fleet --zk` take)
+#                             and REG_SET (the --set assignment naming it:
+#                             REG_KEY=REG_CONNECT)
+#   reg_stop_one I / reg_start_one I / reg_leader / reg_stop_all
+#   reg_wait_ready SECS [N]
+#   reg_writes                a number that grows by one per write to the store
+#                             (ZooKeeper's zxid, etcd's revision)
+#   REG_BIND (default 127.0.0.1): the client port's address (0.0.0.0 to reach
+#   it from other namespaces)
+#   REG_NAME: "ZooKeeper" or "etcd", for messages
+HERE_REG=$(dirname "${BASH_SOURCE[0]}")
+FW_STORE=${FW_STORE:-zookeeper}
+REG_BIND=${REG_BIND:-127.0.0.1}
+REG_CONNECT=""
+REG_SET=""
+case "$FW_STORE" in
+zookeeper)
+	. "$HERE_REG/zk.sh"
+	REG_NAME=ZooKeeper
+	reg_start() { ZK_BIND=$REG_BIND; zk_start "$@" || return 1; REG_CONNECT=$ZK_CONNECT; REG_SET="fleet.zookeeper=$REG_CONNECT"; }
+	REG_KEY=fleet.zookeeper
+	reg_stop_one() { zk_stop_one "$@"; }
+	reg_start_one() { zk_start_one "$@"; }
+	reg_leader() { zk_leader; }
+	reg_stop_all() { zk_stop_all; }
+	reg_wait_ready() { zk_wait_ready "$@"; }
+	reg_writes() { echo $(($(zk_srvr "${ZK_CPORT[1]}" | sed -n 's/^Zxid: //p'))); }
+	;;
+etcd)
+	. "$HERE_REG/etcd.sh"
+	REG_NAME=etcd
+	reg_start() { ETCD_BIND=$REG_BIND; etcd_start "$@" || return 1; REG_CONNECT=$ETCD_ENDPOINTS; REG_SET="fleet.etcd=$REG_CONNECT"; }
+	REG_KEY=fleet.etcd
+	reg_stop_one() { etcd_stop_one "$@"; }
+	reg_start_one() { etcd_start_one "$@"; }
+	reg_leader() { etcd_leader; }
+	reg_stop_all() { etcd_stop_all; }
+	reg_wait_ready() { etcd_wait_ready "$@"; }
+	reg_writes() {
+		etcd_status 1 | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["header"]["revision"])'
+	}
+	;;
+*)
+	echo "registry.sh: FW_STORE=$FW_STORE: zookeeper or etcd" >&2
+	return 1
+	;;
+esac

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The registry interface's rules (fw_fleet_store.h, S1-S4 and liveness)
+ * held by a real store: the same checks for every implementation.
+ *   FW_STORE=zookeeper|etcd  FW_STORE_CONNECT=...  FW_STORE_KILL_CMD=...
+ * FW_STORE_KILL_CMD (optional): a shell command the last test runs to kill
+ * one server of the ensemble/cluster (its leader); the store must go on
+ * answering through the others. etcd: FW_STORE_CA, _CERT, _KEY (TLS with a
+ * client certificate), FW_STORE_USER and _PASSWORD (etcd's authentication).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fw_fleet_store.h"
+#include "fw_fleet_store_etcd.h"
+#include "fw_fleet_store_zk.h"
+
+static char root[128];
+
+static struct fw_fleet_store *open_store(void)
+{
+	const char *kind = getenv("FW_STORE"), *connect = getenv("FW_STORE_CONNECT");
+	assert_non_null(kind);
+	assert_non_null(connect);
+	struct fw_fleet_store *s;
+	if (!strcmp(kind, "etcd")) {
+		struct fw_fleet_etcd_opts o = {.endpoints = connect,
+					       .session_ms = 3000,
+					       .ca_file = getenv("FW_STORE_CA"),
+					       .cert_file = getenv("FW_STORE_CERT"),
+					       .key_file = getenv("FW_STORE_KEY"),
+					       .user = getenv("FW_STORE_USER"),
+					       .password = getenv("FW_STORE_PASSWORD")};
+		s = fw_fleet_store_etcd_new(&o, root);
+	} else {
+		s = fw_fleet_store_zk_new(connect, root, 4000);
+	}
+	assert_non_null(s);
+	int rc = s->ops->connect(s, 10000);
+	if (rc != 0)
+		print_message("connect: %s\n", s->ops->last_error(s));
+	assert_int_equal(rc, 0);
+	assert_int_equal(s->ops->state(s), FW_FLEET_SESSION_UP);
+	return s;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void prepare_keeps_the_first_layout(void **state)
+{
+	(void)state;
+	struct fw_fleet_store *s = open_store();
+	char have[FW_FLEET_REC_MAX];
+	int hl = -1;
+	assert_int_equal(s->ops->prepare(s, false, "A", 1, have, &hl), -ENOENT);
+	assert_int_equal(s->ops->prepare(s, true, "layout-1", 8, have, &hl), 0);
+	assert_int_equal(hl, 8);
+	assert_memory_equal(have, "layout-1", 8);
+	assert_int_equal(s->ops->prepare(s, true, "layout-2", 8, have, &hl), 0);
+	assert_memory_equal(have, "layout-1", 8); /* never overwritten */
+	assert_int_equal(s->ops->prepare(s, false, "", 0, have, &hl), 0);
+	assert_memory_equal(have, "layout-1", 8);
+	s->ops->free(s);
+}
+
+static void create_if_absent_and_cas(void **state)
+{
+	(void)state;
+	struct fw_fleet_store *s = open_store();
+	char buf[FW_FLEET_REC_MAX], have[FW_FLEET_REC_MAX];
+	int len = 0, hl;
+	struct fw_fleet_ver v1, v2, v3, g;
+	assert_int_equal(s->ops->prepare(s, true, "L", 1, have, &hl), 0);
+	assert_int_equal(s->ops->get(s, 7, buf, &len, &g), -ENOENT);
+	assert_int_equal(s->ops->create(s, 7, "one", 3, &v1), 0); /* S1 */
+	assert_int_equal(s->ops->create(s, 7, "two", 3, &v2), -EEXIST);
+	assert_int_equal(s->ops->get(s, 7, buf, &len, &g), 0);
+	assert_int_equal(len, 3);
+	assert_memory_equal(buf, "one", 3); /* the refused create wrote nothing */
+	assert_true(g.version == v1.version);
+	assert_int_equal(s->ops->cas(s, 7, "three", 5, g.version, &v2), 0); /* S2 */
+	assert_true(v2.version != v1.version);
+	assert_int_equal(s->ops->cas(s, 7, "four", 4, v1.version, &v3), -ESTALE);
+	assert_int_equal(s->ops->get(s, 7, buf, &len, &g), 0); /* S3 */
+	assert_memory_equal(buf, "three", 5);
+	assert_true(g.version == v2.version);
+	assert_int_equal(s->ops->cas(s, 8, "x", 1, v2.version, &v3), -ENOENT);
+	bool exists[16] = {false};
+	assert_int_equal(s->ops->create(s, 12, "w12", 3, &v3), 0);
+	assert_int_equal(s->ops->list(s, exists, 16), 0);
+	for (int w = 0; w < 16; w++)
+		assert_int_equal(exists[w], w == 7 || w == 12);
+	s->ops->free(s);
+}
+
+static void liveness_belongs_to_one_session(void **state)
+{
+	(void)state;
+	struct fw_fleet_store *a = open_store(), *b = open_store();
+	bool alive = false;
+	char have[FW_FLEET_REC_MAX];
+	int hl;
+	assert_int_equal(a->ops->prepare(a, true, "L", 1, have, &hl), 0);
+	assert_int_equal(b->ops->alive_of(b, "node-a", &alive), 0);
+	assert_false(alive);
+	assert_int_equal(a->ops->alive_claim(a, "node-a", "pid 1", 5), 0);
+	assert_int_equal(a->ops->alive_claim(a, "node-a", "pid 1", 5), 0); /* ours already */
+	assert_int_equal(b->ops->alive_claim(b, "node-a", "pid 2", 5), -EEXIST);
+	assert_int_equal(b->ops->alive_of(b, "node-a", &alive), 0);
+	assert_true(alive);
+	a->ops->close(a); /* the session ends: its liveness record goes with it */
+	assert_int_equal(a->ops->state(a), FW_FLEET_SESSION_LOST);
+	assert_int_equal(b->ops->alive_of(b, "node-a", &alive), 0);
+	assert_false(alive);
+	assert_int_equal(b->ops->alive_claim(b, "node-a", "pid 2", 5), 0);
+	a->ops->free(a);
+	b->ops->free(b);
+}
+
+static void now_is_the_stores_clock(void **state)
+{
+	(void)state;
+	struct fw_fleet_store *s = open_store();
+	uint64_t server = 0, before = wall_ms();
+	assert_int_equal(s->ops->now(s, NULL, NULL, &server, NULL), 0);
+	uint64_t after = wall_ms();
+	/* same machine: the store's clock is ours, at its resolution (etcd: 1 s, rounded down) */
+	assert_true(server + 1100 >= before);
+	assert_true(server <= after + 100);
+	s->ops->free(s);
+}
+
+static void survives_one_server_killed(void **state)
+{
+	(void)state;
+	const char *kill_cmd = getenv("FW_STORE_KILL_CMD");
+	if (kill_cmd == NULL || !kill_cmd[0])
+		return; /* the runner sets it for its 3-server runs */
+	struct fw_fleet_store *s = open_store();
+	char buf[FW_FLEET_REC_MAX], have[FW_FLEET_REC_MAX];
+	int len, hl;
+	struct fw_fleet_ver v, g;
+	assert_int_equal(s->ops->prepare(s, true, "L", 1, have, &hl), 0);
+	assert_int_equal(s->ops->create(s, 3, "before", 6, &v), 0);
+	assert_int_equal(system(kill_cmd), 0);
+	int rc = -ENOTCONN;
+	for (int i = 0; i < 100 && rc != 0; i++) { /* a new leader within 10 s */
+		if (s->ops->connect(s, 100) != 0)
+			continue;
+		rc = s->ops->get(s, 3, buf, &len, &g);
+		if (rc != 0) {
+			struct timespec ts = {0, 100 * 1000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	assert_int_equal(rc, 0);
+	assert_memory_equal(buf, "before", 6);
+	rc = -ENOTCONN;
+	for (int i = 0; i < 100 && rc == -ENOTCONN; i++) {
+		rc = s->ops->cas(s, 3, "after", 5, g.version, &v);
+		if (rc == -ENOTCONN) {
+			struct timespec ts = {0, 100 * 1000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	/* S4: an unknown outcome may have happened: then the version moved */
+	if (rc == -ESTALE) {
+		assert_int_equal(s->ops->get(s, 3, buf, &len, &g), 0);
+		assert_memory_equal(buf, "after", 5);
+	} else {
+		assert_int_equal(rc, 0);
+	}
+	s->ops->free(s);
+}
+
+int main(void)
+{
+	snprintf(root, sizeof(root), "/fwtest-store-%ld-%d", (long)time(NULL), (int)getpid());
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(prepare_keeps_the_first_layout),
+		cmocka_unit_test(create_if_absent_and_cas),
+		cmocka_unit_test(liveness_belongs_to_one_session),
+		cmocka_unit_test(now_is_the_stores_clock),
+		cmocka_unit_test(survives_one_server_killed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

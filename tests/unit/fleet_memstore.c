@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fleet_memstore.h"
+
+#define WORKERS (1u << 10)
+#define ALIVE   64
+
+struct rec {
+	bool exists;
+	char text[FW_FLEET_REC_MAX];
+	int len;
+	int64_t version;
+	uint64_t mtime;
+};
+
+struct memsrv {
+	pthread_mutex_t mu;
+	struct rec w[WORKERS];
+	char layout[FW_FLEET_REC_MAX];
+	int64_t rev;
+	int64_t offset;
+	bool down;
+	int lose, fail;
+	uint64_t session_seq;
+	struct {
+		char identity[FW_FLEET_IDENTITY_MAX];
+		uint64_t session;
+	} alive[ALIVE];
+	uint64_t worker_writes, writes;
+	uint64_t dropped_before; /* sessions <= this are LOST */
+};
+
+struct memcl {
+	struct fw_fleet_store base;
+	struct memsrv *m;
+	uint64_t session; /* 0: none */
+	char err[64];
+};
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct memcl *C(struct fw_fleet_store *s)
+{
+	return (struct memcl *)s;
+}
+
+/* Locks; returns false (and unlocks) when the call cannot reach the server. */
+static bool enter(struct memcl *c)
+{
+	pthread_mutex_lock(&c->m->mu);
+	if (c->m->down || c->session == 0 || c->session <= c->m->dropped_before) {
+		pthread_mutex_unlock(&c->m->mu);
+		snprintf(c->err, sizeof(c->err), "connection loss");
+		return false;
+	}
+	return true;
+}
+
+static void leave(struct memcl *c)
+{
+	pthread_mutex_unlock(&c->m->mu);
+}
+
+static int ms_state(struct fw_fleet_store *s)
+{
+	struct memcl *c = C(s);
+	pthread_mutex_lock(&c->m->mu);
+	int st = c->session == 0 || c->session <= c->m->dropped_before ? FW_FLEET_SESSION_LOST
+		 : c->m->down                                          ? FW_FLEET_SESSION_DOWN
+								       : FW_FLEET_SESSION_UP;
+	pthread_mutex_unlock(&c->m->mu);
+	return st;
+}
+
+static void drop_alive(struct memsrv *m, uint64_t session)
+{
+	for (int i = 0; i < ALIVE; i++)
+		if (m->alive[i].session == session)
+			m->alive[i].session = 0;
+}
+
+static void ms_close(struct fw_fleet_store *s)
+{
+	struct memcl *c = C(s);
+	pthread_mutex_lock(&c->m->mu);
+	drop_alive(c->m, c->session);
+	c->session = 0;
+	pthread_mutex_unlock(&c->m->mu);
+}
+
+static int ms_connect(struct fw_fleet_store *s, uint32_t wait_ms)
+{
+	(void)wait_ms;
+	struct memcl *c = C(s);
+	pthread_mutex_lock(&c->m->mu);
+	int rc = 0;
+	if (c->m->down) {
+		snprintf(c->err, sizeof(c->err), "does not answer");
+		rc = -ENOTCONN;
+	} else if (c->session == 0 || c->session <= c->m->dropped_before) {
+		drop_alive(c->m, c->session);
+		c->session = ++c->m->session_seq;
+	}
+	pthread_mutex_unlock(&c->m->mu);
+	return rc;
+}
+
+static int ms_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
+		      char *have, int *have_len)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	int rc = 0;
+	if (!c->m->layout[0] && !create)
+		rc = -ENOENT;
+	else if (!c->m->layout[0])
+		snprintf(c->m->layout, sizeof(c->m->layout), "%.*s", len, layout);
+	*have_len = (int)strlen(c->m->layout);
+	memcpy(have, c->m->layout, (size_t)*have_len);
+	leave(c);
+	return rc;
+}
+
+static int ms_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	for (uint32_t w = 0; w < total && w < WORKERS; w++)
+		exists[w] = c->m->w[w].exists;
+	leave(c);
+	return 0;
+}
+
+static int ms_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, struct fw_fleet_ver *v)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	struct rec *r = &c->m->w[w];
+	int rc = -ENOENT;
+	if (r->exists) {
+		memcpy(buf, r->text, (size_t)r->len);
+		*len = r->len;
+		*v = (struct fw_fleet_ver){r->version, r->mtime};
+		rc = 0;
+	}
+	leave(c);
+	return rc;
+}
+
+/* A write of worker @w, under the faults. */
+static int write_rec(struct memcl *c, uint32_t w, bool create, int64_t version, const char *buf,
+		     int len, struct fw_fleet_ver *v)
+{
+	if (!enter(c))
+		return -ENOTCONN;
+	struct memsrv *m = c->m;
+	struct rec *r = &m->w[w];
+	int rc = 0;
+	if (m->fail > 0) {
+		m->fail--;
+		snprintf(c->err, sizeof(c->err), "write failed");
+		rc = -ENOTCONN;
+	} else if (create && r->exists) {
+		rc = -EEXIST;
+	} else if (!create && !r->exists) {
+		rc = -ENOENT;
+	} else if (!create && r->version != version) {
+		rc = -ESTALE;
+	} else {
+		r->exists = true;
+		memcpy(r->text, buf, (size_t)len);
+		r->len = len;
+		r->version = ++m->rev;
+		r->mtime = (uint64_t)((int64_t)real_ms() + m->offset);
+		m->worker_writes++;
+		m->writes++;
+		*v = (struct fw_fleet_ver){r->version, r->mtime};
+		if (m->lose > 0) {
+			m->lose--;
+			snprintf(c->err, sizeof(c->err), "reply lost");
+			rc = -ENOTCONN;
+		}
+	}
+	leave(c);
+	return rc;
+}
+
+static int ms_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int len,
+		     struct fw_fleet_ver *v)
+{
+	return write_rec(C(s), w, true, 0, buf, len, v);
+}
+
+static int ms_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len, int64_t version,
+		  struct fw_fleet_ver *v)
+{
+	return write_rec(C(s), w, false, version, buf, len, v);
+}
+
+static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
+		  uint64_t *local_mid)
+{
+	struct memcl *c = C(s);
+	uint64_t a = local ? local(arg) : 0;
+	if (!enter(c))
+		return -ENOTCONN;
+	*server = (uint64_t)((int64_t)real_ms() + c->m->offset);
+	c->m->writes++; /* as ZooKeeper's ROOT/clock */
+	leave(c);
+	if (local_mid)
+		*local_mid = a;
+	return 0;
+}
+
+static int ms_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data, int len)
+{
+	(void)data, (void)len;
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	int rc = 0, free_i = -1;
+	for (int i = 0; i < ALIVE; i++) {
+		if (c->m->alive[i].session == 0) {
+			free_i = free_i < 0 ? i : free_i;
+			continue;
+		}
+		if (!strcmp(c->m->alive[i].identity, identity)) {
+			rc = c->m->alive[i].session == c->session ? 0 : -EEXIST;
+			goto out;
+		}
+	}
+	if (free_i < 0) {
+		rc = -EIO;
+		goto out;
+	}
+	snprintf(c->m->alive[free_i].identity, FW_FLEET_IDENTITY_MAX, "%s", identity);
+	c->m->alive[free_i].session = c->session;
+out:
+	leave(c);
+	return rc;
+}
+
+static int ms_alive_of(struct fw_fleet_store *s, const char *identity, bool *alive)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	*alive = false;
+	for (int i = 0; i < ALIVE; i++)
+		if (c->m->alive[i].session && !strcmp(c->m->alive[i].identity, identity))
+			*alive = true;
+	leave(c);
+	return 0;
+}
+
+static const char *ms_last_error(struct fw_fleet_store *s)
+{
+	return C(s)->err;
+}
+
+static void ms_free(struct fw_fleet_store *s)
+{
+	ms_close(s);
+	free(s);
+}
+
+static const struct fw_fleet_store_ops ops = {
+	.connect = ms_connect,
+	.state = ms_state,
+	.close = ms_close,
+	.prepare = ms_prepare,
+	.list = ms_list,
+	.get = ms_get,
+	.create = ms_create,
+	.cas = ms_cas,
+	.now = ms_now,
+	.alive_claim = ms_alive_claim,
+	.alive_of = ms_alive_of,
+	.last_error = ms_last_error,
+	.free = ms_free,
+};
+
+struct memsrv *memsrv_new(void)
+{
+	struct memsrv *m = calloc(1, sizeof(*m));
+	pthread_mutex_init(&m->mu, NULL);
+	m->rev = 100;
+	return m;
+}
+
+void memsrv_free(struct memsrv *m)
+{
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+struct fw_fleet_store *memsrv_client(struct memsrv *m)
+{
+	struct memcl *c = calloc(1, sizeof(*c));
+	c->base.ops = &ops;
+	c->base.name = "memstore";
+	c->m = m;
+	return &c->base;
+}
+
+#define LOCKED(m, stmt)                         \
+	do {                                    \
+		pthread_mutex_lock(&(m)->mu);   \
+		stmt;                           \
+		pthread_mutex_unlock(&(m)->mu); \
+	} while (0)
+
+void memsrv_time_offset(struct memsrv *m, int64_t offset_ms)
+{
+	LOCKED(m, m->offset = offset_ms);
+}
+
+uint64_t memsrv_now(struct memsrv *m)
+{
+	uint64_t t;
+	LOCKED(m, t = (uint64_t)((int64_t)real_ms() + m->offset));
+	return t;
+}
+
+void memsrv_down(struct memsrv *m, bool down)
+{
+	LOCKED(m, m->down = down);
+}
+
+void memsrv_lose_replies(struct memsrv *m, int n)
+{
+	LOCKED(m, m->lose = n);
+}
+
+void memsrv_fail_writes(struct memsrv *m, int n)
+{
+	LOCKED(m, m->fail = n);
+}
+
+void memsrv_drop_sessions(struct memsrv *m)
+{
+	LOCKED(m, {
+		m->dropped_before = m->session_seq;
+		for (int i = 0; i < ALIVE; i++)
+			m->alive[i].session = 0;
+	});
+}
+
+uint64_t memsrv_worker_writes(struct memsrv *m)
+{
+	uint64_t n;
+	LOCKED(m, n = m->worker_writes);
+	return n;
+}
+
+uint64_t memsrv_writes(struct memsrv *m)
+{
+	uint64_t n;
+	LOCKED(m, n = m->writes);
+	return n;
+}
+
+bool memsrv_get(struct memsrv *m, uint32_t w, struct fw_fleet_rec *r, int64_t *version)
+{
+	bool ok;
+	LOCKED(m, {
+		ok = m->w[w].exists && fw_fleet_rec_parse(m->w[w].text, m->w[w].len, r) == 0;
+		if (version)
+			*version = m->w[w].version;
+	});
+	return ok;
+}
+
+void memsrv_put_text(struct memsrv *m, uint32_t w, const char *text)
+{
+	LOCKED(m, {
+		struct rec *r = &m->w[w];
+		r->exists = true;
+		r->len = snprintf(r->text, sizeof(r->text), "%s", text);
+		r->version = ++m->rev;
+		r->mtime = (uint64_t)((int64_t)real_ms() + m->offset);
+	});
+}
+
+void memsrv_put(struct memsrv *m, uint32_t w, const struct fw_fleet_rec *r)
+{
+	char buf[FW_FLEET_REC_MAX];
+	fw_fleet_rec_format(buf, sizeof(buf), r);
+	memsrv_put_text(m, w, buf);
+}
+
+void memsrv_set_layout(struct memsrv *m, const char *text)
+{
+	LOCKED(m, snprintf(m->layout, sizeof(m->layout), "%s", text));
+}
+
+void memsrv_alive_other(struct memsrv *m, const char *identity)
+{
+	LOCKED(m, {
+		for (int i = 0; i < ALIVE; i++)
+			if (m->alive[i].session == 0) {
+				snprintf(m->alive[i].identity, FW_FLEET_IDENTITY_MAX, "%s",
+					 identity);
+				m->alive[i].session =
+					UINT64_MAX; /* never dropped by tests' clients */
+				break;
+			}
+	});
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * An in-memory implementation of the registry interface (fw_fleet_store.h)
+ * for the unit tests of lib/fleet: one "server" (struct memsrv) holding the
+ * records of one root, any number of clients (one per registry, each with
+ * its own session), and the faults the recipe must survive: replies lost
+ * after a write was applied, writes failing before they are applied, the
+ * server down, its time moved (back or ahead), sessions dropped (their
+ * liveness records go). Versions are one global revision, as etcd's
+ * mod_revision (ZooKeeper's start at 0 per znode): the recipe must only
+ * compare what it was given. Thread-safe (a registry thread and the test
+ * thread use it together).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fw_fleet_rec.h"
+#include "fw_fleet_store.h"
+
+struct memsrv;
+
+struct memsrv *memsrv_new(void);
+void memsrv_free(struct memsrv *m);
+
+/* A client of @m (a fw_fleet_store the registry owns and frees). */
+struct fw_fleet_store *memsrv_client(struct memsrv *m);
+
+/* Server time = CLOCK_REALTIME + @offset_ms (may be negative). */
+void memsrv_time_offset(struct memsrv *m, int64_t offset_ms);
+uint64_t memsrv_now(struct memsrv *m);
+/* While down: connect() and every call fail with -ENOTCONN. */
+void memsrv_down(struct memsrv *m, bool down);
+/* The next @n writes of worker records are applied, and answer -ENOTCONN. */
+void memsrv_lose_replies(struct memsrv *m, int n);
+/* The next @n writes of worker records fail with -ENOTCONN, not applied. */
+void memsrv_fail_writes(struct memsrv *m, int n);
+/* Ends every session (state LOST; liveness records go). */
+void memsrv_drop_sessions(struct memsrv *m);
+
+/* Writes applied so far: worker records, and all (with the clock record). */
+uint64_t memsrv_worker_writes(struct memsrv *m);
+uint64_t memsrv_writes(struct memsrv *m);
+
+/* Another node's hand: reads or writes worker @w directly (no faults). */
+bool memsrv_get(struct memsrv *m, uint32_t w, struct fw_fleet_rec *r, int64_t *version);
+void memsrv_put(struct memsrv *m, uint32_t w, const struct fw_fleet_rec *r);
+void memsrv_put_text(struct memsrv *m, uint32_t w, const char *text);
+/* The layout record's text ("" : none yet). */
+void memsrv_set_layout(struct memsrv *m, const char *text);
+/* Marks @identity alive in a session of its own (another live process). */
+void memsrv_alive_other(struct memsrv *m, const char *identity);

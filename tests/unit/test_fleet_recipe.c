@@ -1,0 +1,655 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The claiming recipe, the lease rule and the registry thread over an
+ * in-memory store (fleet_memstore.h), no ZooKeeper: every branch of the
+ * recipe (new, take back, free, released, expired with its floor, exhausted,
+ * identity in use, layout mismatch), a lost reply recognised by its token,
+ * renewals after a takeover failing and never raising the confirmed lease,
+ * retirement's floor, replacements as one decision that never reuses a
+ * retired ID and back off when they cannot be satisfied, sessions dropped,
+ * the store down and the cache, and renewals on CLOCK_MONOTONIC while the
+ * wall clock reads an hour ahead of the kernel's (clock_gettime below).
+ * Layout: 2 worker bits (4 IDs) unless a test says otherwise.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fleet_memstore.h"
+#include "fw_err.h"
+#include "fw_fleet_registry.h"
+
+#define EPOCH    1767225600000ull
+#define LEASE_MS 3000
+#define RENEW_MS 100
+
+/*
+ * The process's wall clock: the kernel's CLOCK_REALTIME plus wall_shift_ms.
+ * A shift of +1 h is the state right after the system clock stepped back
+ * 1 h: every deadline computed earlier from the wall clock is an hour ahead
+ * of the kernel's (what a CLOCK_REALTIME timed wait would sleep for).
+ */
+static _Atomic int64_t wall_shift_ms;
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	int rc = (int)syscall(SYS_clock_gettime, id, ts);
+	int64_t sh = atomic_load(&wall_shift_ms);
+	if (rc == 0 && id == CLOCK_REALTIME && sh) {
+		int64_t ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec + sh * 1000000;
+		ts->tv_sec = (time_t)(ns / 1000000000);
+		ts->tv_nsec = (long)(ns % 1000000000);
+	}
+	return rc;
+}
+
+static struct memsrv *M;
+static int64_t local_off; /* the nodes' local clock minus the real one */
+static int warn_full;     /* WARN lines about replacements that cannot be claimed */
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+	syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t local_clock(void *arg)
+{
+	(void)arg;
+	return (uint64_t)((int64_t)real_ms() + local_off);
+}
+
+static uint64_t layout_now(void)
+{
+	return local_clock(NULL) - EPOCH;
+}
+
+static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
+{
+	if (getenv("FW_TEST_VERBOSE"))
+		fprintf(stderr, "  [%s %d] %s\n", (const char *)arg, (int)lvl, msg);
+	if (lvl == FW_FLEET_WARN && strstr(msg, "can be claimed that can issue now"))
+		warn_full++;
+}
+
+static void cfg_for(struct fw_fleet_config *c, const char *identity, const char *cache)
+{
+	fw_fleet_config_default(c);
+	c->root = "/t";
+	c->identity = identity;
+	c->cache_file = cache;
+	c->layout.worker_bits = 2;
+	c->layout.seq_bits = 12;
+	c->layout.time_bits = 63 - 2 - 12;
+	c->lease_ms = LEASE_MS;
+	c->renew_ms = RENEW_MS;
+	c->session_timeout_ms = 100;
+	c->start_wait_ms = 100;
+	c->now_ms = local_clock;
+	c->log = log_cb;
+	c->log_arg = (void *)identity;
+}
+
+static struct fw_fleet *start_cfg(const struct fw_fleet_config *c, uint32_t n, int want, char *err,
+				  size_t errlen)
+{
+	struct fw_fleet *f = NULL;
+	assert_int_equal(fw_fleet_create_store(c, n, memsrv_client(M), &f, err, errlen), 0);
+	int rc = fw_fleet_start(f, NULL, err, errlen);
+	if (rc != want)
+		fail_msg("start %s: %d, want %d: %s", c->identity, rc, want, err);
+	if (rc != 0) {
+		fw_fleet_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+static struct fw_fleet *start(const char *identity, uint32_t n, int want)
+{
+	struct fw_fleet_config c;
+	char err[2048];
+	cfg_for(&c, identity, "");
+	return start_cfg(&c, n, want, err, sizeof(err));
+}
+
+static struct fw_fleet_slot slot(struct fw_fleet *f, uint32_t i)
+{
+	struct fw_fleet_slot s;
+	assert_int_equal(fw_fleet_slot(f, i, &s), 0);
+	return s;
+}
+
+static struct fw_fleet_status status(struct fw_fleet *f)
+{
+	struct fw_fleet_status st;
+	fw_fleet_status(f, &st);
+	return st;
+}
+
+static struct fw_fleet_rec rec(uint32_t w)
+{
+	struct fw_fleet_rec r;
+	assert_true(memsrv_get(M, w, &r, NULL));
+	return r;
+}
+
+static void put(uint32_t w, const char *owner, uint64_t lease, uint64_t floor)
+{
+	struct fw_fleet_rec r = {.token = 7, .lease = lease, .floor = floor};
+	snprintf(r.owner, sizeof(r.owner), "%s", owner);
+	memsrv_put(M, w, &r);
+}
+
+static void ms_sleep(unsigned ms)
+{
+	usleep(ms * 1000u);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	M = memsrv_new();
+	local_off = 0;
+	warn_full = 0;
+	atomic_store(&wall_shift_ms, 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	memsrv_free(M);
+	return 0;
+}
+
+/* New IDs: created (S1) with floor 0 and a lease from the local clock. */
+static void test_new(void **state)
+{
+	(void)state;
+	uint64_t before = layout_now();
+	struct fw_fleet *a = start("a", 2, 0);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct fw_fleet_slot s = slot(a, i);
+		assert_int_equal(s.worker, (int32_t)i); /* lowest first */
+		assert_int_equal(s.source, FW_FLEET_SRC_ZK);
+		assert_int_equal(s.floor_ms, 0);
+		assert_true(s.lease_ms >= before + LEASE_MS &&
+			    s.lease_ms <= layout_now() + LEASE_MS);
+		assert_string_equal(rec(i).owner, "a");
+	}
+	assert_int_equal(status(a).claims, 2);
+	fw_fleet_free(a);
+}
+
+/* A restart of the same identity takes its IDs back: floor kept, lease not lowered. */
+static void test_take_back(void **state)
+{
+	(void)state;
+	put(2, "a", layout_now() + 10 * LEASE_MS, 5);
+	put(3, "a", layout_now() + 10 * LEASE_MS, 6);
+	struct fw_fleet *a = start("a", 2, 0);
+	struct fw_fleet_slot s0 = slot(a, 0), s1 = slot(a, 1);
+	assert_int_equal(s0.worker, 2); /* before the free IDs 0 and 1 */
+	assert_int_equal(s1.worker, 3);
+	assert_int_equal(s0.floor_ms, 5);
+	assert_int_equal(s1.floor_ms, 6);
+	assert_true(s0.lease_ms >= layout_now() + 9 * LEASE_MS); /* the old lease stands */
+	assert_int_equal(status(a).takebacks, 2);
+	assert_int_equal(status(a).claims, 0);
+	assert_false(memsrv_get(M, 0, &(struct fw_fleet_rec){0}, NULL)); /* nothing created */
+	fw_fleet_free(a);
+}
+
+/* Free (released) IDs: lowest floor first; floor = max(floor, lease_until). */
+static void test_free_released(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(0, "", now - 500, now - 500);
+	put(1, "", now - 900, now - 2000); /* lease above floor: the floor rises to it */
+	put(2, "x", now + 10 * LEASE_MS, 0);
+	put(3, "y", now + 10 * LEASE_MS, 0);
+	struct fw_fleet *a = start("a", 1, 0);
+	struct fw_fleet_slot s = slot(a, 0);
+	assert_int_equal(s.worker, 1);
+	assert_int_equal(s.floor_ms, now - 900);
+	assert_int_equal(rec(1).floor, now - 900);
+	fw_fleet_free(a);
+}
+
+/* Expired by the store's time: taken over with floor = the old lease_until. */
+static void test_expired_with_floor(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(0, "x", now + 10 * LEASE_MS, 0);
+	put(1, "y", now - 50, 10);  /* expired */
+	put(2, "z", now - 300, 20); /* expired earlier: taken first */
+	put(3, "w", now + 10 * LEASE_MS, 0);
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(slot(a, 0).worker, 2);
+	assert_int_equal(slot(a, 0).floor_ms, now - 300);
+	assert_int_equal(rec(2).floor, now - 300);
+	assert_true(rec(2).lease > now);
+	assert_int_equal(status(a).takeovers, 1);
+	fw_fleet_free(a);
+}
+
+/* Expiry is judged by the store's time, not the local clock. */
+static void test_expired_by_store_time(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	for (uint32_t w = 0; w < 4; w++)
+		put(w, "x", now - 1000, 0); /* expired by the local clock */
+	memsrv_time_offset(M, -60000);      /* the store is a minute behind */
+	assert_null(start("a", 1, FW_EFLEET_FULL));
+	memsrv_time_offset(M, 0);
+	local_off = -60000; /* the local clock behind: the store's time still says expired */
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(slot(a, 0).floor_ms, now - 1000);
+	fw_fleet_free(a);
+}
+
+/* Exhausted: refused before writing anything, naming the owners and their lease ends. */
+static void test_exhausted(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	for (uint32_t w = 0; w < 3; w++)
+		put(w, "other", layout_now() + 10 * LEASE_MS, 0);
+	uint64_t writes = memsrv_worker_writes(M);
+	cfg_for(&c, "a", "");
+	assert_null(start_cfg(&c, 2, FW_EFLEET_FULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "needs 2 worker ID(s) and only 1 can be claimed: 3 of 4"));
+	assert_non_null(strstr(err, "0 by other until 20"));
+	assert_int_equal(memsrv_worker_writes(M), writes);
+	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL));
+}
+
+/* Another live session with this identity is refused; a garbled record is never claimed. */
+static void test_identity_in_use(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	memsrv_alive_other(M, "a");
+	cfg_for(&c, "a", "");
+	assert_null(start_cfg(&c, 1, FW_EFLEET_IDENTITY, err, sizeof(err)));
+	assert_non_null(strstr(err, "identity a is in use by another live"));
+	memsrv_put_text(M, 0, "flakewire-worker v1\nowner=\n"); /* garbled */
+	struct fw_fleet *b = start("b", 1, 0);
+	assert_int_equal(slot(b, 0).worker, 1);
+	fw_fleet_free(b);
+}
+
+/* A root holding another layout (or none of ours) refuses to start. */
+static void test_layout_mismatch(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	memsrv_set_layout(M, "flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
+			     "worker_bits=3\nsequence_bits=12\n");
+	cfg_for(&c, "a", "");
+	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
+	assert_non_null(strstr(err, "worker_bits 3"));
+	memsrv_set_layout(M, "something else");
+	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
+	assert_non_null(strstr(err, "no flakewire fleet layout"));
+}
+
+/* Waits up to @ms for @cond. */
+#define WAIT_FOR(cond, ms)                                             \
+	do {                                                           \
+		for (unsigned _t = 0; _t < (ms) / 10 && !(cond); _t++) \
+			ms_sleep(10);                                  \
+	} while (0)
+
+/* A renewal whose reply is lost landed: the next one recognises the token. */
+static void test_lost_reply_token(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	uint64_t renewals = status(a).renewals;
+	memsrv_lose_replies(M, 1);
+	WAIT_FOR(status(a).renewals >= renewals + 3, 3000);
+	struct fw_fleet_status st = status(a);
+	assert_true(st.renewals >= renewals + 3);
+	assert_int_equal(st.lost, 0);
+	assert_true(st.renew_failures >= 1);
+	assert_false(slot(a, 0).lost);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_string_equal(rec(0).owner, "a");
+	fw_fleet_free(a);
+}
+
+/* A claim whose reply is lost at start: the registry takes it back later by identity. */
+static void test_lost_claim_reply(void **state)
+{
+	(void)state;
+	memsrv_lose_replies(M, 1);
+	struct fw_fleet *a = start("a", 1, 0); /* unreachable at start: no cache, NONE */
+	WAIT_FOR(slot(a, 0).worker >= 0, 3000);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(status(a).takebacks, 1);
+	assert_false(memsrv_get(M, 1, &(struct fw_fleet_rec){0}, NULL)); /* no second ID */
+	fw_fleet_free(a);
+}
+
+/* After a takeover renewals fail: the slot is lost and its lease never rises again. */
+static void test_renew_after_takeover(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	ms_sleep(2 * RENEW_MS);
+	struct fw_fleet_slot before = slot(a, 0);
+	put(0, "b", layout_now() + 10 * LEASE_MS, before.lease_ms); /* b took it over */
+	WAIT_FOR(status(a).lost == 1, 3000);
+	assert_int_equal(status(a).lost, 1);
+	for (int t = 0; t < 5; t++) {
+		struct fw_fleet_slot s = slot(a, 0);
+		if (s.worker == 0) /* still on the lost ID: its final limit */
+			assert_true(s.lease_ms <= before.lease_ms + RENEW_MS * 2 + 50);
+		ms_sleep(RENEW_MS);
+	}
+	assert_string_equal(rec(0).owner, "b");
+	/* a claimed another ID */
+	WAIT_FOR(slot(a, 0).worker == 1, 2000);
+	assert_int_equal(slot(a, 0).worker, 1);
+	assert_false(slot(a, 0).lost);
+	fw_fleet_free(a);
+}
+
+/* Released by an operator while held: lost, then claimed back above the old lease. */
+static void test_released_while_held(void **state)
+{
+	(void)state;
+	char err[512];
+	struct fw_fleet *a = start("a", 1, 0);
+	for (uint32_t w = 1; w < 4; w++)
+		put(w, "other", layout_now() + 10 * LEASE_MS, 0);
+	struct fw_fleet_slot s0 = slot(a, 0);
+	struct fw_fleet_store *ops = memsrv_client(M);
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 100, err, sizeof(err)), 0);
+	ops->ops->free(ops);
+	WAIT_FOR(status(a).lost == 1 && slot(a, 0).gen != s0.gen && !slot(a, 0).lost, 2000);
+	struct fw_fleet_slot s1 = slot(a, 0);
+	assert_int_equal(status(a).lost, 1);
+	assert_int_equal(s1.worker, 0);
+	assert_false(s1.lost);
+	assert_true(s1.floor_ms >= s0.lease_ms);
+	fw_fleet_free(a);
+}
+
+/* Retirement: owner "", lease = floor = max(floor, last). */
+static void test_retire_floor(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker == 1, 2000);
+	assert_int_equal(slot(a, 0).worker, 1);
+	uint64_t last = layout_now() + 12345;
+	assert_int_equal(fw_fleet_retire(a, 0, last), 0);
+	WAIT_FOR(status(a).releases == 1, 2000);
+	struct fw_fleet_rec r = rec(0);
+	assert_string_equal(r.owner, "");
+	assert_int_equal(r.floor, last);
+	assert_int_equal(r.lease, last);
+	/* a retirement below the floor keeps the floor */
+	put(2, "a", layout_now() + LEASE_MS, 0);
+	fw_fleet_free(a);
+}
+
+/* Not every slot can get a replacement: none swaps, nothing stays claimed. */
+static void test_replace_all_or_none(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 2, 0);
+	put(3, "other", layout_now() + 10 * LEASE_MS, 0); /* only ID 2 is left */
+	struct fw_fleet_slot s0 = slot(a, 0), s1 = slot(a, 1);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	ms_sleep(600);
+	assert_int_equal(slot(a, 0).gen, s0.gen);
+	assert_int_equal(slot(a, 1).gen, s1.gen);
+	assert_false(memsrv_get(M, 2, &(struct fw_fleet_rec){0}, NULL)); /* not claimed */
+	/* an ID frees: both swap together, to IDs neither held */
+	put(3, "", layout_now() - 1, layout_now() - 1);
+	WAIT_FOR(slot(a, 0).gen != s0.gen, 3000);
+	struct fw_fleet_slot n0 = slot(a, 0), n1 = slot(a, 1);
+	assert_int_not_equal(n0.gen, s0.gen);
+	assert_int_not_equal(n1.gen, s1.gen);
+	assert_true((n0.worker == 2 && n1.worker == 3) || (n0.worker == 3 && n1.worker == 2));
+	fw_fleet_free(a);
+}
+
+/*
+ * A retired ID is never a replacement: after a first replacement on a clock
+ * an hour ahead, the old IDs are retired with floors an hour ahead; once the
+ * clock is back, a second replacement cannot use them (they could not issue
+ * for an hour) and is refused, logged once, while the current IDs stay.
+ */
+static void test_replacement_never_retired(void **state)
+{
+	(void)state;
+	local_off = 3600 * 1000;
+	struct fw_fleet *a = start("a", 2, 0);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker >= 2 && slot(a, 1).worker >= 2, 2000);
+	assert_true(slot(a, 0).worker >= 2 && slot(a, 1).worker >= 2);
+	uint64_t last = layout_now();
+	assert_int_equal(fw_fleet_retire(a, 0, last), 0);
+	assert_int_equal(fw_fleet_retire(a, 1, last), 0);
+	WAIT_FOR(status(a).releases == 2, 2000);
+	assert_int_equal(status(a).releases, 2);
+	local_off = 0; /* the clock stepped back */
+	struct fw_fleet_slot s0 = slot(a, 0), s1 = slot(a, 1);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	ms_sleep(600);
+	assert_int_equal(slot(a, 0).gen, s0.gen);
+	assert_int_equal(slot(a, 1).gen, s1.gen);
+	assert_int_equal(warn_full, 1);
+	fw_fleet_free(a);
+}
+
+/*
+ * An ID being retired (its worker may still issue until it swaps) is never
+ * claimed again, not even as a take-back by a slot that lost its own.
+ */
+static void test_retiring_never_claimed(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 2, 0);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker >= 2 && slot(a, 1).worker >= 2, 2000);
+	int32_t w = slot(a, 0).worker;
+	assert_true(w >= 2);
+	put((uint32_t)w, "b", layout_now() + 10 * LEASE_MS, slot(a, 0).lease_ms); /* taken over */
+	WAIT_FOR(status(a).lost == 1, 2000);
+	assert_int_equal(status(a).lost, 1);
+	for (int t = 0; t < 10; t++) {
+		struct fw_fleet_slot s = slot(a, 0);
+		assert_true(s.worker != 0 && s.worker != 1);
+		ms_sleep(RENEW_MS / 2);
+	}
+	fw_fleet_free(a);
+}
+
+/*
+ * A full fleet under new_worker: a replacement that cannot be satisfied
+ * backs off; the store sees about the writes of normal renewals.
+ */
+static void test_full_fleet_write_rate(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 2, 0);
+	put(2, "x", layout_now() + 100 * LEASE_MS, 0);
+	put(3, "y", layout_now() + 100 * LEASE_MS, 0);
+	ms_sleep(RENEW_MS);
+	uint64_t w0 = memsrv_writes(M);
+	ms_sleep(1000);
+	uint64_t normal = memsrv_writes(M) - w0;
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	w0 = memsrv_writes(M);
+	ms_sleep(1000);
+	uint64_t full = memsrv_writes(M) - w0;
+	if (getenv("FW_TEST_VERBOSE"))
+		fprintf(stderr, "  writes in 1 s: %llu normal, %llu with a pending replacement\n",
+			(unsigned long long)normal, (unsigned long long)full);
+	assert_true(normal >= 10);
+	assert_true(full <= 2 * normal);
+	assert_int_equal(warn_full, 1);
+	fw_fleet_free(a);
+}
+
+/* A dropped session: the registry opens another, holds its liveness again, renews. */
+static void test_session_dropped(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	memsrv_drop_sessions(M);
+	uint64_t r = status(a).renewals;
+	WAIT_FOR(status(a).renewals >= r + 2, 3000);
+	assert_true(status(a).renewals >= r + 2);
+	struct fw_fleet_list l;
+	char err[512];
+	struct fw_fleet_store *ops = memsrv_client(M);
+	assert_int_equal(fw_fleet_list_store(ops, "/t", 100, &l, err, sizeof(err)), 0);
+	assert_int_equal(l.n, 1);
+	assert_true(l.v[0].alive);
+	assert_string_equal(l.v[0].owner, "a");
+	fw_fleet_list_free(&l);
+	/* the operators' release: free, floor raised to the lease */
+	uint64_t lease = rec(0).lease;
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 100, err, sizeof(err)), 0);
+	assert_string_equal(rec(0).owner, "");
+	assert_true(rec(0).floor >= lease);
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 3, 100, err, sizeof(err)), -ENOENT);
+	ops->ops->free(ops);
+	fw_fleet_free(a);
+}
+
+/* The store down: renewals fail with backoff, the confirmed lease stays, then resume. */
+static void test_store_down(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	memsrv_down(M, true);
+	ms_sleep(500);
+	struct fw_fleet_status st = status(a);
+	assert_true(st.renew_failures >= 1 && st.renew_failures <= 500 / (RENEW_MS * 3 / 4) + 1);
+	assert_false(st.connected);
+	struct fw_fleet_slot s = slot(a, 0);
+	assert_int_equal(s.worker, 0);
+	uint64_t r = st.renewals;
+	memsrv_down(M, false);
+	WAIT_FOR(status(a).renewals > r, 3000);
+	assert_true(status(a).renewals > r);
+	assert_true(slot(a, 0).lease_ms >= s.lease_ms);
+	fw_fleet_free(a);
+}
+
+/* The store down at start: the cache's confirmed leases; without it, NONE. */
+static void test_cache_start(void **state)
+{
+	(void)state;
+	char cache[256], err[2048];
+	struct fw_fleet_config c;
+	bool cached = true;
+	snprintf(cache, sizeof(cache), "/tmp/fwt-fleet-recipe-cache.%d", (int)getpid());
+	cfg_for(&c, "a", cache);
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
+	struct fw_fleet_slot s0 = slot(a, 0), s1 = slot(a, 1);
+	fw_fleet_free(a);
+	memsrv_down(M, true);
+	assert_int_equal(fw_fleet_create_store(&c, 2, memsrv_client(M), &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_start(a, &cached, err, sizeof(err)), 0);
+	assert_true(cached);
+	assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_CACHE);
+	assert_int_equal(slot(a, 0).worker, s0.worker);
+	assert_int_equal(slot(a, 1).worker, s1.worker);
+	assert_true(slot(a, 0).lease_ms >= s0.lease_ms);
+	assert_true(status(a).started_from_cache);
+	/* back: the cached claim is renewed as ours (its version may have moved) */
+	memsrv_down(M, false);
+	WAIT_FOR(slot(a, 0).source == FW_FLEET_SRC_ZK, 3000);
+	assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_ZK);
+	assert_int_equal(status(a).lost, 0);
+	fw_fleet_free(a);
+	unlink(cache);
+	memsrv_down(M, true);
+	cfg_for(&c, "a", "");
+	assert_int_equal(fw_fleet_create_store(&c, 2, memsrv_client(M), &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_start(a, &cached, err, sizeof(err)), 0);
+	assert_false(cached);
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 0).lease_ms, 0);
+	fw_fleet_free(a);
+}
+
+/*
+ * Renewals wait on CLOCK_MONOTONIC: with the wall clock an hour ahead of
+ * the kernel's (a backward step of 1 h just happened), renewals still come
+ * every renew_ms. A wait on CLOCK_REALTIME would sleep for the hour.
+ */
+static void test_wall_step_does_not_delay_renewal(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	atomic_store(&wall_shift_ms, 3600 * 1000);
+	uint64_t r = status(a).renewals;
+	ms_sleep(RENEW_MS * 2); /* the wait in progress ends */
+	r = status(a).renewals;
+	ms_sleep(RENEW_MS * 6);
+	uint64_t got = status(a).renewals - r;
+	atomic_store(&wall_shift_ms, 0);
+	if (got < 3)
+		fail_msg("%llu renewals in %u ms with renew_ms %u after the wall clock stepped",
+			 (unsigned long long)got, RENEW_MS * 6, RENEW_MS);
+	fw_fleet_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+		T(test_new),
+		T(test_take_back),
+		T(test_free_released),
+		T(test_expired_with_floor),
+		T(test_expired_by_store_time),
+		T(test_exhausted),
+		T(test_identity_in_use),
+		T(test_layout_mismatch),
+		T(test_lost_reply_token),
+		T(test_lost_claim_reply),
+		T(test_renew_after_takeover),
+		T(test_released_while_held),
+		T(test_retire_floor),
+		T(test_replace_all_or_none),
+		T(test_replacement_never_retired),
+		T(test_retiring_never_claimed),
+		T(test_full_fleet_write_rate),
+		T(test_session_dropped),
+		T(test_store_down),
+		T(test_cache_start),
+		T(test_wall_step_does_not_delay_renewal),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
