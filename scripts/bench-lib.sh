@@ -78,6 +78,15 @@ load_cmd() {
 		"--linger 30 --json $json"
 }
 
+# cpu_ticks PID: CPU_T = utime + stime of PID (all its threads) in clock
+# ticks, 0 when it is gone. A builtin read: no process started per sample.
+cpu_ticks() {
+	local st
+	CPU_T=0
+	{ read -r -a st <"/proc/$1/stat"; } 2>/dev/null || return 0
+	CPU_T=$((st[13] + st[14]))
+}
+
 # run_pair LCMD SCMD LOG SOCK: flakeload first (it serves the memif socket),
 # then the system under test. flakeload measures for DURATION, writes its
 # summary (--json, taken from LCMD) and lingers with its port still up
@@ -88,11 +97,18 @@ load_cmd() {
 # (flakeload's status, 124 when it overran the bound), STOP_RC (the SUT's
 # status: 0 or 143 is a clean stop), STOP_KILLED (1: the SUT did not stop
 # within 10 s of SIGTERM and was killed) and SUT_DIED (1 when the SUT had
-# exited on its own before it was stopped).
+# exited on its own before it was stopped). Beside the summary, JSON.cpu
+# (the summary's name with .cpu) gets the share of a core each of the two
+# processes had over the last --duration seconds before the summary: on a
+# shared machine, a system under test that had half its core answers half
+# as much, whatever its code.
 run_pair() {
-	local lcmd="$1" scmd="$2" log="$3" sock="$4" lpid spid i limit json
+	local lcmd="$1" scmd="$2" log="$3" sock="$4" lpid spid i limit json dur
+	local -a ts=() su=() lo=()
 	json="${lcmd##*--json }"
 	json="${json%% *}"
+	dur="${lcmd##*--duration }"
+	dur="${dur%% *}"
 	PAIR_RC=0
 	SUT_DIED=0
 	$lcmd >"$log.load.log" 2>&1 &
@@ -111,8 +127,27 @@ run_pair() {
 	for i in $(seq 1 "$limit"); do
 		kill -0 "$lpid" 2>/dev/null || break
 		[ -s "$json" ] && break
+		cpu_ticks "$spid"
+		su+=("$CPU_T")
+		cpu_ticks "$lpid"
+		lo+=("$CPU_T")
+		ts+=("$EPOCHREALTIME")
 		sleep 0.1
 	done
+	if [ "${#ts[@]}" -gt 1 ]; then
+		printf '%s %s %s\n' "${ts[@]}" "${su[@]}" "${lo[@]}" | "$PY" -c '
+import json, sys
+f = sys.stdin.read().split()
+n = len(f) // 3
+ts, su, lo = [float(x) for x in f[:n]], [int(x) for x in f[n:2 * n]], [int(x) for x in f[2 * n:]]
+dur, hz = float(sys.argv[1]), float(sys.argv[2])
+k = max([i for i in range(n) if ts[-1] - ts[i] >= dur] or [0])
+w = ts[-1] - ts[k]
+if w > 0:
+    json.dump({"window_s": round(w, 2), "sut_cpu_share": round((su[-1] - su[k]) / hz / w, 3),
+               "load_cpu_share": round((lo[-1] - lo[k]) / hz / w, 3)}, open(sys.argv[3], "w"))
+' "${dur:-1}" "$(getconf CLK_TCK)" "${json%.json}.cpu" 2>/dev/null || true
+	fi
 	sleep 0.2 # the summary written in full
 	kill -0 "$spid" 2>/dev/null || SUT_DIED=1
 	stop_pid "$spid"

@@ -13,7 +13,11 @@
 #   flakewire  app/flakewire, one lcore, layout 41/0/0/22 so the sequence space
 #              (4.19 G IDs/s) is not the limit: the packet path is
 # Each row is the median of --runs runs; the table shows replies/s, IDs/s,
-# p50/p99 round trip, the ratio flakewire/testpmd and the exact commands.
+# p50/p99 round trip and the exact commands. Round r runs testpmd then
+# flakewire, round r+1 the reverse: the ratio flakewire/testpmd is taken per
+# round (a pair of neighbouring runs) and given as the median of the pairs
+# with its IQR and min/max, `noisy` when the IQR is wider than 10 % of the
+# median (scripts/bench_table.py's rule; doc/performance.md).
 #
 # Then, in the same run, AF_XDP on a veth against flakesock on the same veth
 # (scripts/bench-afxdp.sh; skipped with --only).
@@ -146,9 +150,12 @@ if [ -z "$ONLY" ] || [ "$ONLY" = flakewire ]; then
 fi
 
 echo "bench-responder: $RUNS round(s) of ${DURATION} s per row, window $WINDOW, memif, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-# rows alternate within each round, so a slow patch of a shared machine hits both
+# rows alternate within each round, so a slow patch of a shared machine hits
+# both, and who goes first alternates from round to round
 for r in $(seq 1 "$RUNS"); do
-	for name in "${NAMES[@]}"; do
+	order=("${NAMES[@]}")
+	[ $((r % 2)) = 0 ] && [ "${#NAMES[@]}" = 2 ] && order=("${NAMES[1]}" "${NAMES[0]}")
+	for name in "${order[@]}"; do
 		echo "bench-responder: round $r/$RUNS: $name ..."
 		if run_one "$name" "$r"; then
 			OKRUNS[$name]=$((${OKRUNS[$name]:-0} + 1))
@@ -167,10 +174,13 @@ done
 
 # ---- the table: medians over the runs ----
 CPU="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
-"$PY" - "$TMP" "$RUNS" "$(nproc)" "$CPU" "${ROWS[@]:-}" <<'EOF'
+"$PY" - "$TMP" "$RUNS" "$(nproc)" "$CPU" "$ROOT/scripts" "${ROWS[@]:-}" <<'EOF'
 import json, os, statistics, sys
 tmp, runs, ncpu, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-rows = [r for r in sys.argv[5:] if r]
+sys.path.insert(0, sys.argv[5])
+from bench_table import fmt_pair, pair_ratios, pair_stats
+rows = [r for r in sys.argv[6:] if r]
+by_round = {}
 med = {}
 for name in rows:
     js = []
@@ -178,6 +188,7 @@ for name in rows:
         p = os.path.join(tmp, f"{name}-{r}.json")
         if os.path.exists(p) and os.path.getsize(p):
             js.append(json.load(open(p)))
+            by_round.setdefault(name, {})[r] = js[-1]
     if not js:
         continue
     m = lambda f: statistics.median(f(j) for j in js)
@@ -195,9 +206,11 @@ print(hdr)
 print("-" * len(hdr))
 for name, v in med.items():
     print(f"{name:<10} {v['n']:>4} {v['rps']:>12,.0f} {v['best']:>12,.0f} {v['ids']:>12,.0f} {v['p50']:>8.1f} {v['p99']:>9.1f} {v['lost']:>6.0f} {v['idle']:>8.1f}% {v['viol']:>10}  {v['all_rps']}")
-if "testpmd" in med and "flakewire" in med and med["testpmd"]["rps"] > 0:
-    print(f"ratio flakewire/testpmd: {med['flakewire']['rps'] / med['testpmd']['rps']:.3f} (medians), "
-          f"{med['flakewire']['best'] / med['testpmd']['best']:.3f} (best runs)")
+st = pair_stats(pair_ratios(by_round.get("flakewire", {}), by_round.get("testpmd", {}),
+                            lambda j: j["replies_per_s"]))
+if st:
+    print(f"ratio flakewire/testpmd per round (neighbouring runs): {fmt_pair(st)}"
+          + (": noisy, too spread to judge" if st["noisy"] else ""))
 else:
     print("ratio flakewire/testpmd: n/a (a row is missing)")
 print("'load idle': share of the send phase in which flakeload had nothing to send or receive;")

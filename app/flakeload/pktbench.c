@@ -15,8 +15,9 @@
  *
  * Usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]
  *                           [--set SECTION.KEY=VALUE]... [--check] [--cycles N]
- *                           [--offload none|rx|rxtx] [--warmup MS]
- * --cycles N: the cycles harness (cycles_bench below) instead.
+ *                           [--offload none|rx|rxtx] [--warmup MS] [--slices S]
+ * --cycles N: the cycles harness (cycles_bench below) instead: N bursts of
+ * each side, in S slice pairs (--slices, 50) alternating which goes first.
  * --warmup MS: with --cycles, the same loop runs MS ms untimed first (500).
  * --offload: the frames arrive as from a device that verified their checksums
  * (RX verdicts GOOD: every 10 GbE NIC's RX offload), and with rxtx the port
@@ -190,6 +191,25 @@ static uint64_t median_u64(uint64_t *v, uint32_t n)
 	return v[n / 2];
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The @q quantile of @v (n > 0), sorted in place: linear between the two
+ * nearest ranks, as Python's statistics.quantiles(method="inclusive") and
+ * scripts/bench_table.py compute it.
+ */
+static double quantile(double *v, uint32_t n, double q)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	double pos = q * (double)(n - 1);
+	uint32_t lo = (uint32_t)pos;
+	return lo + 1 < n ? v[lo] + (pos - lo) * (v[lo + 1] - v[lo]) : v[lo];
+}
+
 /* The request frames written back over the burst's mbufs, as received. */
 static void restore(struct rte_mbuf **m, uint16_t n, const struct pb_frame *fr)
 {
@@ -226,78 +246,120 @@ __attribute__((noinline)) void pb_macswap_burst(struct rte_mbuf **pkts, uint16_t
 	}
 }
 
+static uint32_t cycle_slices = 50; /* --slices: slice pairs of --cycles */
+
+enum pb_side { PB_EMPTY, PB_SERVE, PB_MACSWAP };
+
 /*
- * --cycles: the same burst of FW_BURST request mbufs answered ROUNDS times
- * in a tight loop (fw_lcore_clock + fw_pkt_burst: what flakewire's lcore
- * does between rx_burst and tx_burst), beside pb_macswap_burst over the
- * same mbufs; the requests are written back between rounds, outside the
- * timed part. Medians of the per-burst TSC cycles, less an empty timed
- * region. No NIC, no second process.
+ * One slice of the cycles harness: @k bursts of one side over the same
+ * mbufs, the requests written back before each (untimed). Returns the
+ * median of the per-burst TSC cycles; adds the frames left unanswered.
+ */
+static uint64_t cycles_slice(struct fw_lcore *lc, const struct fw_port *port,
+			     const struct pb_frame *fr, struct rte_mbuf **m, uint64_t *t,
+			     uint32_t k, enum pb_side side, uint64_t *unanswered)
+{
+	struct rte_mbuf *tx[FW_BURST], *dr[FW_BURST];
+
+	for (uint32_t i = 0; i < k; i++) {
+		uint16_t nfr, ntx = FW_BURST;
+		if (side != PB_EMPTY)
+			restore(m, FW_BURST, fr);
+		uint64_t t0 = rte_rdtsc_precise();
+		if (side == PB_SERVE) {
+			uint64_t now = fw_lcore_clock(lc);
+			ntx = fw_pkt_burst(lc, port, m, FW_BURST, now, tx, dr, &nfr);
+		} else if (side == PB_MACSWAP) {
+			pb_macswap_burst(m, FW_BURST);
+		}
+		t[i] = rte_rdtsc_precise() - t0;
+		*unanswered += FW_BURST - ntx;
+	}
+	return median_u64(t, k);
+}
+
+/*
+ * --cycles: the serve path (fw_lcore_clock + fw_pkt_burst: what
+ * flakewire's lcore does between rx_burst and tx_burst) and
+ * pb_macswap_burst, over the same burst of FW_BURST request mbufs, in
+ * @rounds bursts each, cut into cycle_slices slice pairs. A slice times
+ * one side for rounds / slices bursts; the two slices of a pair run back
+ * to back, the serve path first in even pairs and macswap first in odd
+ * ones, so neither side always follows the other. Each slice's figure is
+ * the median of its per-burst TSC cycles less an empty timed region's
+ * (measured beside each pair), per request; the ratio is taken per pair.
+ * A host whose core changes speed from one moment to the next changes
+ * both sides of a pair alike, or shows in the spread of the pairs'
+ * ratios, which is printed: median, quartiles, min and max.
  *
  * The same loop runs @warmup_ms untimed first. A flakewire lcore polls
  * without a pause; this process starts on a core that was idle (EAL's
  * start-up sleeps), and on a shared VM host such a core can take up to
- * 1.5x the cycles for hundreds of ms after it wakes (README, "The serve
- * path per request"). Measuring only after half a second of the loop
- * measures the lcore's steady state, not the host's wake-up.
- * Returns 0, or 1 if a frame went unanswered.
+ * 1.5x the cycles for hundreds of ms after it wakes. Measuring only after
+ * half a second of the loop measures the lcore's steady state, not the
+ * host's wake-up. Returns 0, or 1 if a frame went unanswered.
  */
 static int cycles_bench(struct pb_app *app, struct fw_lcore *lc, const struct fw_port *port,
 			const struct pb_frame *fr, uint32_t rounds, uint32_t warmup_ms)
 {
-	struct rte_mbuf *m[FW_BURST], *tx[FW_BURST], *dr[FW_BURST];
-	uint64_t *serve = calloc(rounds, sizeof(uint64_t));
-	uint64_t *swap = calloc(rounds, sizeof(uint64_t));
-	uint64_t *empty = calloc(rounds, sizeof(uint64_t));
-	uint64_t unanswered = 0;
+	struct rte_mbuf *m[FW_BURST];
+	uint32_t slices = cycle_slices < rounds ? cycle_slices : rounds;
+	uint32_t k = rounds / slices;
+	uint64_t *t = calloc(k, sizeof(uint64_t));
+	double *serve = calloc(slices, sizeof(double));
+	double *swap = calloc(slices, sizeof(double));
+	double *ratio = calloc(slices, sizeof(double));
+	double *e = calloc(slices, sizeof(double));
+	uint64_t unanswered = 0, ignored = 0;
 
-	if (!serve || !swap || !empty || rte_pktmbuf_alloc_bulk(app->pool, m, FW_BURST)) {
+	if (!t || !serve || !swap || !ratio || !e ||
+	    rte_pktmbuf_alloc_bulk(app->pool, m, FW_BURST)) {
 		fprintf(stderr, "pktbench: no memory for --cycles\n");
 		return 2;
 	}
 	uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 1000 * warmup_ms;
 	while (rte_rdtsc() < until) {
-		uint16_t nfr;
-		restore(m, FW_BURST, fr);
-		fw_pkt_burst(lc, port, m, FW_BURST, fw_lcore_clock(lc), tx, dr, &nfr);
-		restore(m, FW_BURST, fr);
-		pb_macswap_burst(m, FW_BURST);
+		cycles_slice(lc, port, fr, m, t, 1, PB_SERVE, &ignored);
+		cycles_slice(lc, port, fr, m, t, 1, PB_MACSWAP, &ignored);
 	}
-	for (uint32_t r = 0; r < rounds; r++) {
-		uint16_t nfr;
-		restore(m, FW_BURST, fr);
-		uint64_t t0 = rte_rdtsc_precise();
-		uint64_t now = fw_lcore_clock(lc);
-		uint16_t ntx = fw_pkt_burst(lc, port, m, FW_BURST, now, tx, dr, &nfr);
-		uint64_t t1 = rte_rdtsc_precise();
-		unanswered += FW_BURST - ntx;
-		restore(m, FW_BURST, fr);
-		uint64_t t2 = rte_rdtsc_precise();
-		pb_macswap_burst(m, FW_BURST);
-		uint64_t t3 = rte_rdtsc_precise();
-		uint64_t t4 = rte_rdtsc_precise();
-		serve[r] = t1 - t0;
-		swap[r] = t3 - t2;
-		empty[r] = rte_rdtsc_precise() - t4;
+	for (uint32_t s = 0; s < slices; s++) {
+		enum pb_side first = s % 2 ? PB_MACSWAP : PB_SERVE;
+		enum pb_side second = s % 2 ? PB_SERVE : PB_MACSWAP;
+		e[s] = (double)cycles_slice(lc, port, fr, m, t, k, PB_EMPTY, &ignored);
+		double a = (double)cycles_slice(lc, port, fr, m, t, k, first, &unanswered);
+		double b = (double)cycles_slice(lc, port, fr, m, t, k, second, &unanswered);
+		serve[s] = ((first == PB_SERVE ? a : b) - e[s]) / FW_BURST;
+		swap[s] = ((first == PB_SERVE ? b : a) - e[s]) / FW_BURST;
+		ratio[s] = swap[s] > 0 ? serve[s] / swap[s] : 0.0;
 	}
-	double e = (double)median_u64(empty, rounds);
-	double cs = ((double)median_u64(serve, rounds) - e) / FW_BURST;
-	double cm = ((double)median_u64(swap, rounds) - e) / FW_BURST;
 	double hz = (double)rte_get_tsc_hz();
+	printf("pktbench: cycles: slices (serve/macswap cycles per request, macswap first in odd"
+	       " slices):");
+	for (uint32_t s = 0; s < slices; s++)
+		printf(" %.2f/%.2f", serve[s], swap[s]);
+	printf("\n");
+	double cs = quantile(serve, slices, 0.5), cm = quantile(swap, slices, 0.5);
+	double r_med = quantile(ratio, slices, 0.5), r_q1 = quantile(ratio, slices, 0.25);
+	double r_q3 = quantile(ratio, slices, 0.75);
 	printf("pktbench: cycles: serve %.1f cycles/request, macswap %.1f cycles/packet, "
-	       "ratio %.2f (median of %u bursts of %u after %u ms of warm-up, TSC at %.2f GHz, "
-	       "timing overhead %.0f cycles a burst removed; checksums %s)\n",
-	       cs, cm, cm > 0 ? cs / cm : 0.0, rounds, FW_BURST, warmup_ms, hz / 1e9, e,
+	       "ratio %.2f (median of %u slice pairs of %u bursts of %u after %u ms of warm-up, "
+	       "TSC at %.2f GHz, timing overhead %.0f cycles a burst removed; checksums %s)\n",
+	       cs, cm, r_med, slices, k, FW_BURST, warmup_ms, hz / 1e9, quantile(e, slices, 0.5),
 	       port->tx_cksum ? "verified and written by the device"
 	       : rx_flags     ? "verified by the device, written in software"
 			      : "verified and written in software");
+	printf("pktbench: cycles: ratio per slice pair: median %.2f, IQR %.2f-%.2f, min %.2f, "
+	       "max %.2f\n",
+	       r_med, r_q1, r_q3, ratio[0], ratio[slices - 1]);
 	printf("pktbench: cycles: one core answers %.2f M requests/s on the serve path alone "
 	       "(%.2f M packets/s macswap), before the PMD's receive and transmit\n",
 	       hz / cs / 1e6, cm > 0 ? hz / cm / 1e6 : 0.0);
 	rte_pktmbuf_free_bulk(m, FW_BURST);
+	free(t);
 	free(serve);
 	free(swap);
-	free(empty);
+	free(ratio);
+	free(e);
 	if (unanswered)
 		fprintf(stderr, "pktbench: %lu frames unanswered in --cycles\n",
 			(unsigned long)unanswered);
@@ -308,12 +370,14 @@ static void usage(void)
 {
 	printf("usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]\n"
 	       "                          [--set SECTION.KEY=VALUE]... [--check] [--cycles N]\n"
-	       "                          [--offload none|rx|rxtx] [--warmup MS]\n"
+	       "                          [--offload none|rx|rxtx] [--warmup MS] [--slices S]\n"
 	       "--check verifies every reply's IPv4 and UDP checksums with DPDK's functions.\n"
 	       "--offload rx: RX checksum verdicts GOOD, as from a NIC that verified them;\n"
 	       "rxtx: also TX checksum offload (the device writes the replies' checksums).\n"
 	       "--cycles N: N bursts of the same mbufs answered in a tight loop beside a\n"
 	       "testpmd-style macswap over them: cycles per request, ratio to macswap.\n"
+	       "--slices S: with --cycles, the N bursts of each side in S slice pairs\n"
+	       "(50), back to back, who goes first alternating: a ratio per pair.\n"
 	       "--warmup MS: with --cycles, the same loop untimed for MS ms first (500).\n"
 	       "Feeds N request frames (default 1000000, flakeload's padded single-ID\n"
 	       "requests) through flakewire's fw_pkt_answer in bursts of %d, no NIC.\n"
@@ -326,11 +390,18 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"frames", required_argument, 0, 'n'},  {"op", required_argument, 0, 'o'},
-		{"count", required_argument, 0, 'c'},   {"set", required_argument, 0, 's'},
-		{"check", no_argument, 0, 'k'},         {"cycles", required_argument, 0, 'y'},
-		{"offload", required_argument, 0, 'f'}, {"warmup", required_argument, 0, 'w'},
-		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+		{"frames", required_argument, 0, 'n'},
+		{"op", required_argument, 0, 'o'},
+		{"count", required_argument, 0, 'c'},
+		{"set", required_argument, 0, 's'},
+		{"check", no_argument, 0, 'k'},
+		{"cycles", required_argument, 0, 'y'},
+		{"offload", required_argument, 0, 'f'},
+		{"warmup", required_argument, 0, 'w'},
+		{"slices", required_argument, 0, 'S'},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
 	struct pb_app *app = calloc(1, sizeof(*app));
 	uint64_t frames = 1000000;
 	uint8_t op = FW_WIRE_OP_ID;
@@ -385,6 +456,13 @@ int main(int argc, char **argv)
 			warmup_ms = (uint32_t)strtoul(optarg, NULL, 10);
 			if (warmup_ms > 60000) {
 				fprintf(stderr, "pktbench: --warmup %s: 0 to 60000 ms\n", optarg);
+				return 2;
+			}
+			break;
+		case 'S':
+			cycle_slices = (uint32_t)strtoul(optarg, NULL, 10);
+			if (cycle_slices < 1 || cycle_slices > 100000) {
+				fprintf(stderr, "pktbench: --slices %s: 1 to 100000\n", optarg);
 				return 2;
 			}
 			break;
