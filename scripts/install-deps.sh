@@ -19,6 +19,7 @@ PKGS=(
 	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
 	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 	libmicrohttpd-dev prometheus scdoc lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
+	postgresql-server-dev-15 # issue 26: the PostgreSQL extension (clients/postgres, PGXS)
 )
 
 missing=()
