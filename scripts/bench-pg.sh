@@ -54,16 +54,22 @@ FLAKESOCK=$BUILD/app/flakesock/flakesock
 FLAKECTL=$BUILD/app/flakectl/flakectl
 for f in "$SO" "$FLAKESOCK" "$FLAKECTL"; do [ -e "$f" ] || die "$f missing (build it or drop --no-build)"; done
 
-TMP=$(mktemp -d /tmp/fw-bench-pg.XXXXXX)
+TMP=$(mktemp -d /tmp/flakewire-benchpg.XXXXXX)
 chmod 755 "$TMP"
 SOCK_PID=""
 cleanup() {
+	local rc=$?
+	if [ "$rc" -ne 0 ] && [ -f "$TMP/pg/log/server.log" ]; then
+		echo "bench-pg: failed (exit $rc); the server log ends:" >&2
+		tail -n 15 "$TMP/pg/log/server.log" >&2
+	fi
 	pgtmp_stop
 	[ -n "$SOCK_PID" ] && kill "$SOCK_PID" 2>/dev/null && wait "$SOCK_PID" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+trap 'echo "bench-pg: line $LINENO: exit $?" >&2' ERR
 
 FW_PORT=$(pgtmp_free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set id.workers=1 --set "net.udp_port=$FW_PORT" \

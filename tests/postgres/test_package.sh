@@ -24,7 +24,7 @@ FLAKECTL=$4
 for t in dpkg-deb dpkg-shlibdeps fakeroot "$PGT_BIN/postgres"; do
 	command -v "$t" >/dev/null || sys_skip "missing: $t (dpkg-dev, fakeroot, postgresql-15)"
 done
-SYS_TMP=$(mktemp -d /tmp/fwt-pgpkg.XXXXXX)
+SYS_TMP=$(mktemp -d /tmp/flakewire-pgpkg.XXXXXX)
 chmod 755 "$SYS_TMP"
 cleanup() {
 	pgtmp_stop

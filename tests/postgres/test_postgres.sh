@@ -33,9 +33,10 @@ for need in "$PGT_BIN/postgres" "$PGT_BIN/pgbench" "$PGT_BIN/psql" "$SO" "$FLAKE
 done
 [ "$(id -u)" -eq 0 ] || sys_skip "needs root (runs PostgreSQL as the postgres user)"
 
-SYS_TMP=$(mktemp -d /tmp/fwt-pg.XXXXXX)
+SYS_TMP=$(mktemp -d /tmp/flakewire-pgtest.XXXXXX)
 chmod 755 "$SYS_TMP" # the postgres user reads the private installation below it
 cleanup() {
+	[ -n "$PGT_PID" ] && [ "$SYS_FAILS" -gt 0 ] && tail -n 20 "$PGT_DIR/log/server.log"
 	pgtmp_stop
 	sys_cleanup
 }
@@ -69,7 +70,8 @@ check "PostgreSQL 15 starts with the extension installed privately" \
 [ -n "$PGT_PID" ] || { sys_done; exit 1; }
 
 check "CREATE EXTENSION flakewire" psql_ -c "CREATE EXTENSION flakewire"
-attrs=$(psql_ -c "SELECT string_agg(proname || ':' || provolatile || proparallel, ' ' ORDER BY proname)
+attrs=$(psql_ -c "SELECT string_agg(proname || ':' || provolatile::text || proparallel::text, ' '
+	ORDER BY proname)
 	FROM pg_proc WHERE proname LIKE 'flakewire%'")
 check "volatility and parallel safety: next* volatile restricted, the rest stable safe" \
 	test "$attrs" = "flakewire_decode:ss flakewire_min_id:ss flakewire_next:vr flakewire_next_uuid7:vr flakewire_time:ss"
@@ -208,7 +210,8 @@ waiting() { [ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity
 check "a session waits on the silent responder" sys_wait_for 10 waiting
 t0=$(date +%s%3N)
 psql_ -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'fw_wait'" >/dev/null
-for _ in $(seq 100); do kill -0 $waiter 2>/dev/null || break; sleep 0.05; done
+# the waiter's error, not its exit: a finished background job stays a zombie until waited for
+for _ in $(seq 100); do grep -q 'canceling statement' "$SYS_TMP/wait.out" && break; sleep 0.05; done
 dt=$(($(date +%s%3N) - t0))
 kill $waiter 2>/dev/null
 wait $waiter
