@@ -54,7 +54,7 @@ FLAKESOCK=$BUILD/app/flakesock/flakesock
 FLAKECTL=$BUILD/app/flakectl/flakectl
 for f in "$SO" "$FLAKESOCK" "$FLAKECTL"; do [ -e "$f" ] || die "$f missing (build it or drop --no-build)"; done
 
-TMP=$(mktemp -d /tmp/flakewire-benchpg.XXXXXX)
+TMP=$(mktemp -d /tmp/flakewire-pgload.XXXXXX)
 chmod 755 "$TMP"
 SOCK_PID=""
 cleanup() {
