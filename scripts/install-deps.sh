@@ -25,6 +25,7 @@ PKGS=(
 	maven libsurefire-java libmaven-compiler-plugin-java libmaven-jar-plugin-java
 	libmaven-install-plugin-java libmaven-resources-plugin-java
 	python3-venv python3-setuptools python3-wheel python3-build python3-pip
+	postgresql-server-dev-15 # issue 26: the PostgreSQL extension (clients/postgres, PGXS)
 )
 
 missing=()

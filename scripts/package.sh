@@ -8,6 +8,7 @@
 #                             /etc/flakewire/flakewire.ini, alert rules, dashboard
 #   libflakewire-client0      the client shared library
 #   libflakewire-client-dev   headers, static library, .so link, pkg-config file
+#   postgresql-15-flakewire   the PostgreSQL extension (clients/postgres, issue 26)
 # Dependencies come from dpkg-shlibdeps; man pages and changelogs are gzipped
 # -9n, binaries stripped, md5sums written; lintian overrides (each justified)
 # are in dist/debian/overrides.
@@ -80,8 +81,11 @@ declare -A FILES=(
 	[libflakewire-client0]="usr/lib/$MA/libflakewire-client.so.0 usr/lib/$MA/libflakewire-client.so.$VERSION"
 	[libflakewire-client-dev]="usr/include/flakewire usr/lib/$MA/libflakewire-client.so
 		usr/lib/$MA/libflakewire-client.a usr/lib/$MA/pkgconfig/flakewire-client.pc"
+	[postgresql-15-flakewire]="usr/lib/postgresql/15/lib/flakewire.so
+		usr/share/postgresql/15/extension/flakewire.control
+		usr/share/postgresql/15/extension/flakewire--0.1.sql"
 )
-PKGS=(flakewire flakewire-tools libflakewire-client0 libflakewire-client-dev)
+PKGS=(flakewire flakewire-tools libflakewire-client0 libflakewire-client-dev postgresql-15-flakewire)
 
 # dpkg-shlibdeps wants a debian/control and, for our own library, its shlibs
 mkdir -p "$WORK/src/debian"
@@ -126,7 +130,7 @@ for p in "${PKGS[@]}"; do
 		;;
 	esac
 	# strip (not the BPF object: libbpf needs its BTF), gzip man pages
-	find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' \) \
+	find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \) \
 		-exec strip --remove-section=.comment --remove-section=.note --strip-unneeded {} +
 	find "$R" -type f -name '*.a' -exec strip --strip-debug --enable-deterministic-archives {} +
 	find "$R/usr/share/man" -type f -exec gzip -9n {} + 2>/dev/null || true
@@ -140,7 +144,7 @@ for p in "${PKGS[@]}"; do
 		cat "$SRC/dist/debian/overrides/$p" >>"$R/usr/share/lintian/overrides/$p"
 	fi
 	# dependencies of the ELF files
-	elves=$(find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' \) | sort)
+	elves=$(find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \) | sort)
 	shlibs=""
 	if [ -n "$elves" ]; then
 		# shellcheck disable=SC2086

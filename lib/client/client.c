@@ -134,6 +134,31 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
+/* opts.cancel says to abandon the wait. */
+static bool cancelled(const struct fw_client *c)
+{
+	return c->opts.cancel && c->opts.cancel(c->opts.cancel_arg);
+}
+
+/* How long one wait may sleep before asking opts.cancel again. */
+static uint64_t wait_slice_ns(const struct fw_client *c, uint64_t ns)
+{
+	return c->opts.cancel ? FW_MIN(ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS) : ns;
+}
+
+/* sleep_ns() in slices that ask opts.cancel. Returns 0 or -ECANCELED. */
+static int pause_ns(const struct fw_client *c, uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	for (uint64_t now = now_ns(); now < end; now = now_ns()) {
+		if (cancelled(c))
+			return -ECANCELED;
+		sleep_ns(wait_slice_ns(c, end - now));
+	}
+	return 0;
+}
+
 static int new_tag(uint64_t *tag)
 {
 	ssize_t r;
@@ -473,11 +498,13 @@ void fw_client_shutdown(struct fw_client *c)
 
 /*
  * Waits until @deadline for the reply to (@op, @tag) from @srv on @fd into
- * io->reply. Returns 0, FW_ETIMEOUT, -ECONNREFUSED (ICMP port
- * unreachable), FW_ECLOSED (@closed set) or -errno.
+ * io->reply, in slices that ask opts.cancel. Returns 0, FW_ETIMEOUT,
+ * -ECONNREFUSED (ICMP port unreachable), FW_ECLOSED (the client was shut
+ * down), -ECANCELED (opts.cancel said so) or -errno.
  */
-static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_server *srv,
-		       uint8_t op, uint64_t tag, uint64_t deadline, const atomic_bool *closed)
+static int await_reply(const struct fw_client *c, struct fw_client_io *io, int fd,
+		       const struct fw_client_server *srv, uint8_t op, uint64_t tag,
+		       uint64_t deadline)
 {
 	for (;;) {
 		uint64_t now = now_ns();
@@ -485,16 +512,18 @@ static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_s
 		struct timespec ts;
 		int n;
 
+		if (cancelled(c))
+			return -ECANCELED;
 		if (now >= deadline)
 			return FW_ETIMEOUT;
-		ts = ns_to_ts(deadline - now);
+		ts = ns_to_ts(wait_slice_ns(c, deadline - now));
 		n = ppoll(&pfd, 1, &ts, NULL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
-			return FW_ETIMEOUT;
+			continue; /* the slice or the deadline passed: checked above */
 
 		for (;;) {
 			struct sockaddr_storage from;
@@ -502,7 +531,7 @@ static int await_reply(struct fw_client_io *io, int fd, const struct fw_client_s
 			ssize_t len;
 			int rc;
 
-			if (atomic_load(closed))
+			if (atomic_load(&c->closed))
 				return FW_ECLOSED;
 			len = recvfrom(fd, io->rx, sizeof(io->rx), MSG_TRUNC,
 				       (struct sockaddr *)&from, &fromlen);
@@ -594,7 +623,7 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 			if (sent < 0)
 				break;
 
-			rc = await_reply(io, fd, srv, op, tag, now_ns() + wait, &c->closed);
+			rc = await_reply(c, io, fd, srv, op, tag, now_ns() + wait);
 			if (rc == FW_ETIMEOUT)
 				continue;
 			/* Port closed (ICMP port unreachable): no resend, fail over. */
@@ -619,9 +648,11 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 				break;
 			if (io->reply.hdr.status != FW_WIRE_ST_RETRY_AFTER)
 				return FW_ESTATUS;
-			sleep_ns((uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
-						  FW_CLIENT_RETRY_AFTER_MAX_US) *
-				 NS_PER_US);
+			rc = pause_ns(c, (uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
+							  FW_CLIENT_RETRY_AFTER_MAX_US) *
+						 NS_PER_US);
+			if (rc < 0)
+				return rc;
 		}
 		/* Fail over, unless another channel already moved on from @cur. */
 		pthread_mutex_lock(&c->lock);
@@ -1117,7 +1148,8 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			p->gen++;
 			p->last_rc = rc;
 			gen0 = p->gen;
-			if (rc < 0)
+			/* A cancelled wait says nothing about the responders: no hold-off. */
+			if (rc < 0 && rc != -ECANCELED)
 				p->hold_until_ns =
 					now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
 						    << c->opts.retries);
@@ -1129,8 +1161,22 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			take(p, out);
 			return 0;
 		}
-		if (p->busy)
+		if (p->busy && !c->opts.cancel) {
 			pthread_cond_wait(&p->cond, &c->lock);
+		} else if (p->busy) {
+			struct timespec ts;
+
+			if (cancelled(c))
+				return -ECANCELED;
+			/* p->cond runs on CLOCK_REALTIME (default attributes) */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)(FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&p->cond, &c->lock, &ts);
+		}
 	}
 }
 

@@ -51,6 +51,7 @@
  *   FW_EINVALID  a reply failed validation (its IDs are discarded);
  *   FW_ECLOSED   fw_client_shutdown() was called;
  *   -EOPNOTSUPP  (UUID calls) the responder's INFO says it has no UUID7;
+ *   -ECANCELED   opts.cancel returned true during a wait;
  *   -EINVAL      a bad argument;
  *   other -errno from the socket calls or getrandom().
  */
@@ -70,6 +71,8 @@
 #define FW_CLIENT_TIMEOUT_MS_MAX     60000u
 #define FW_CLIENT_RETRIES_MAX        10u
 #define FW_CLIENT_PREFETCH_MAX       (1u << 20)
+/* Longest a wait sleeps between two calls of opts.cancel. */
+#define FW_CLIENT_CANCEL_SLICE_MS    10u
 /* Distinct (datacenter, worker) pairs whose last ID is remembered; the
  * oldest entry is recycled beyond this, losing only its cross-reply check. */
 #define FW_CLIENT_WORKERS_TRACKED    64
@@ -89,6 +92,20 @@ struct fw_client_opts {
 	uint32_t low_water;  /* fw_client_next() refills below this many; default 256 */
 	bool trusted;        /* do not pad requests (loopback, trusted source); default false */
 	bool use_range;      /* prefetch with RANGE requests, else LIST; default true */
+	/*
+	 * NULL (the default), or asked at least every FW_CLIENT_CANCEL_SLICE_MS
+	 * while a call waits (for a reply, a RETRY_AFTER pause, another
+	 * thread's refill), and after a signal interrupts the wait: returning
+	 * true abandons the wait and the call fails with -ECANCELED. Nothing is
+	 * lost or reused: IDs that arrived stay buffered, a reply that comes
+	 * later is dropped (its IDs are wasted), and no refill hold-off follows.
+	 * For hosts that must stay interruptible (a PostgreSQL backend polls
+	 * its pending interrupts here). Called with @cancel_arg, possibly with
+	 * the client's lock held: it must be quick and must not call into the
+	 * client.
+	 */
+	bool (*cancel)(void *cancel_arg);
+	void *cancel_arg;
 };
 
 /* Fills *o with the defaults and sets o->size. */

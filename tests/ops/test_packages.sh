@@ -18,7 +18,7 @@ TMP=$(mktemp -d /tmp/fw-pkgtest.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 "$FW_SRC/scripts/package.sh" --builddir "$BUILD_ROOT" --no-build --out "$TMP/debs" >"$TMP/list" ||
 	fail "scripts/package.sh"
-[ "$(wc -l <"$TMP/list")" -eq 4 ] || fail "expected 4 packages: $(cat "$TMP/list")"
+[ "$(wc -l <"$TMP/list")" -eq 5 ] || fail "expected 5 packages: $(cat "$TMP/list")"
 VER=$(dpkg-deb -f "$TMP"/debs/flakewire_*.deb Version)
 MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 

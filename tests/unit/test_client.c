@@ -1244,6 +1244,78 @@ static void test_timeout(void **state)
 	fake_stop(s);
 }
 
+/* opts.cancel: true once the monotonic clock passes *arg (ms). */
+static bool cancel_after(void *arg)
+{
+	return mono_ms() >= *(const uint64_t *)arg;
+}
+
+static struct fw_client *client_cancel(const struct fake *f, uint32_t timeout_ms, uint64_t *when)
+{
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+
+	fake_addr(f, addr, sizeof(addr));
+	fw_client_opts_init(&o);
+	o.timeout_ms = timeout_ms;
+	o.retries = 1;
+	o.cancel = cancel_after;
+	o.cancel_arg = when;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	return c;
+}
+
+/*
+ * opts.cancel abandons a wait within a slice: a silent responder with a
+ * 5 s timeout, cancelled 50 ms in, costs the one-shot and the prefetching
+ * calls well under a second and -ECANCELED (not FW_ETIMEOUT); so does a
+ * 1 s RETRY_AFTER pause. Without the hook the first wait would last 5 s.
+ */
+static void test_cancel(void **state)
+{
+	struct fake *s = fake_start(AF_INET, beh_silent);
+	struct fake *r = fake_start(AF_INET, beh_retry_after);
+	uint64_t when, t0, id = 7;
+	uint8_t u[FW_UUID_LEN];
+	struct fw_client *c;
+
+	(void)state;
+	c = client_cancel(s, T_LONG_MS, &when);
+	t0 = mono_ms();
+	when = t0 + 50;
+	assert_int_equal(fw_client_get(c, &id), -ECANCELED);
+	assert_int_equal(id, 7);
+	assert_true(mono_ms() - t0 >= 50 && mono_ms() - t0 < 1000);
+	t0 = mono_ms();
+	when = t0 + 50;
+	assert_int_equal(fw_client_next(c, &id), -ECANCELED);
+	assert_true(mono_ms() - t0 >= 50 && mono_ms() - t0 < 1000);
+	t0 = mono_ms();
+	when = t0 + 50;
+	assert_int_equal(fw_client_next_uuid7(c, u), -ECANCELED);
+	assert_true(mono_ms() - t0 < 1000);
+	fw_client_close(c);
+
+	/* RETRY_AFTER 1 s on the first ID request: the pause is cut short too. */
+	r->param = 1000000;
+	when = UINT64_MAX;
+	c = client_cancel(r, T_LONG_MS, &when);
+	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	t0 = mono_ms();
+	when = t0 + 50;
+	assert_int_equal(fw_client_get(c, &id), -ECANCELED);
+	assert_true(mono_ms() - t0 >= 50 && mono_ms() - t0 < 700);
+	/* Nothing sticks: without a cancel the next call gets its ID. */
+	when = UINT64_MAX;
+	assert_int_equal(fw_client_next(c, &id), 0);
+	assert_from_fake(id);
+	fw_client_close(c);
+	fake_stop(s);
+	fake_stop(r);
+}
+
 static void test_non_increasing(void **state)
 {
 	struct fake *f = fake_start(AF_INET, beh_repeat);
@@ -1719,6 +1791,7 @@ int main(void)
 		cmocka_unit_test(test_uuid7_unsupported),
 		cmocka_unit_test(test_uuid7_next_threads),
 		cmocka_unit_test(test_range_padding_from_info),
+		cmocka_unit_test(test_cancel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
