@@ -615,12 +615,16 @@ static void test_wall_step_does_not_delay_renewal(void **state)
 	uint64_t r = status(a).renewals;
 	ms_sleep(RENEW_MS * 2); /* the wait in progress ends */
 	r = status(a).renewals;
-	ms_sleep(RENEW_MS * 6);
-	uint64_t got = status(a).renewals - r;
+	/* at least 2 within 20 renew_ms (a loaded machine is slow, never an hour slow) */
+	uint64_t got = 0;
+	for (int i = 0; i < 20 && got < 2; i++) {
+		ms_sleep(RENEW_MS);
+		got = status(a).renewals - r;
+	}
 	atomic_store(&wall_shift_ms, 0);
-	if (got < 3)
+	if (got < 2)
 		fail_msg("%llu renewals in %u ms with renew_ms %u after the wall clock stepped",
-			 (unsigned long long)got, RENEW_MS * 6, RENEW_MS);
+			 (unsigned long long)got, RENEW_MS * 20, RENEW_MS);
 	fw_fleet_free(a);
 }
 
