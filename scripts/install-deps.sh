@@ -19,6 +19,7 @@ PKGS=(
 	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
 	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 	libmicrohttpd-dev prometheus scdoc lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
+	debootstrap systemd-container # issue 21: tests/ops/test_nspawn.sh boots the packages under systemd
 )
 
 missing=()

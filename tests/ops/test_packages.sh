@@ -47,7 +47,7 @@ dpkg-deb -I "$D"/flakewire-tools_*.deb conffiles | grep -qx /etc/flakewire/flake
 	fail "flakewire.ini is not a conffile"
 dpkg-deb -I "$D"/flakewire_*.deb conffiles | grep -qx /etc/default/flakewire ||
 	fail "/etc/default/flakewire is not a conffile"
-dpkg-deb -f "$D"/flakewire_*.deb Depends | grep -q "librte-eal.*dpdk, librte-net-af-xdp23, flakewire-tools (= $VER)" ||
+dpkg-deb -f "$D"/flakewire_*.deb Depends | grep -q "librte-eal.*dpdk, librte-mempool-ring23, librte-net-af-xdp23, flakewire-tools (= $VER)" ||
 	fail "flakewire Depends: $(dpkg-deb -f "$D"/flakewire_*.deb Depends)"
 dpkg-deb -f "$D"/libflakewire-client-dev_*.deb Depends | grep -qx "libflakewire-client0 (= $VER)" ||
 	fail "-dev does not depend on the exact library version"
