@@ -26,6 +26,7 @@ PKGS=(
 	libmaven-install-plugin-java libmaven-resources-plugin-java
 	python3-venv python3-setuptools python3-wheel python3-build python3-pip
 	postgresql-server-dev-15 # issue 26: the PostgreSQL extension (clients/postgres, PGXS)
+	debootstrap systemd-container # issue 21: tests/ops/test_nspawn.sh boots the packages under systemd
 )
 
 missing=()

@@ -9,7 +9,8 @@
 #   libflakewire-client0      the client shared library
 #   libflakewire-client-dev   headers, static library, .so link, pkg-config file
 #   postgresql-15-flakewire   the PostgreSQL extension (clients/postgres, issue 26)
-# Dependencies come from dpkg-shlibdeps; man pages and changelogs are gzipped
+# Dependencies come from dpkg-shlibdeps (plus control.in's); the units'
+# maintainer scripts from dist/debian/scripts; man pages and changelogs are gzipped
 # -9n, binaries stripped, md5sums written; lintian overrides (each justified)
 # are in dist/debian/overrides.
 #
@@ -74,7 +75,7 @@ declare -A FILES=(
 	[flakewire]="usr/sbin/flakewire usr/lib/$MA/bpf/flakewire.bpf.o
 		lib/systemd/system/flakewire.service lib/systemd/system/flakewire-afxdp.service
 		usr/share/man/man8/flakewire.8 var/lib/flakewire
-		etc/default/flakewire etc/default/flakewire-afxdp"
+		etc/default/flakewire etc/default/flakewire-afxdp usr/libexec/flakewire/hugepages"
 	[flakewire-tools]="usr/sbin/flakesock usr/bin/flakectl lib/systemd/system/flakesock.service
 		usr/share/man/man8/flakesock.8 usr/share/man/man1/flakectl.1 etc/flakewire/flakewire.ini
 		etc/default/flakesock"
@@ -129,6 +130,11 @@ for p in "${PKGS[@]}"; do
 		echo "activate-noawait ldconfig" >"$R/DEBIAN/triggers"
 		;;
 	esac
+	# maintainer scripts: the units' (dist/debian/scripts, dh_installsystemd's)
+	for s in postinst prerm postrm; do
+		[ ! -f "$SRC/dist/debian/scripts/$p.$s" ] ||
+			install -m 0755 "$SRC/dist/debian/scripts/$p.$s" "$R/DEBIAN/$s"
+	done
 	# strip (not the BPF object: libbpf needs its BTF), gzip man pages
 	find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \) \
 		-exec strip --remove-section=.comment --remove-section=.note --strip-unneeded {} +
@@ -168,6 +174,7 @@ for p in "${PKGS[@]}"; do
 	(cd "$R" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z |
 		xargs -0 md5sum >DEBIAN/md5sums)
 	chmod 0644 "$R"/DEBIAN/*
+	chmod 0755 "$R"/DEBIAN/p*{inst,rm} 2>/dev/null || true
 	find "$R" -type d -exec chmod 0755 {} +
 	find "$R" -type f -name '*.so.*' -exec chmod 0644 {} +
 	deb=$OUT/${p}_${DEBVER}_$ARCH.deb

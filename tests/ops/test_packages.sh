@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # scripts/package.sh on this build: four .deb files that dpkg-deb reads, with
-# the expected files and conffile; lintian reports no error and no warning
+# the expected files and conffile, flakewire depending on DPDK's AF_XDP
+# driver, the units' maintainer scripts (deb-systemd-helper and
+# deb-systemd-invoke, as dh_installsystemd writes them; shell syntax
+# checked), the packaged config stating one stats line a minute; lintian reports no error and no warning
 # (overrides are justified in dist/debian/overrides); their dependencies are
 # satisfied on this host (dpkg --dry-run -i); unpacked into a throwaway root,
 # the installed flakewire, flakesock and flakectl answer --version and
@@ -32,7 +35,7 @@ D=$TMP/debs
 has "$D"/flakewire_*.deb /usr/sbin/flakewire /usr/lib/$MA/bpf/flakewire.bpf.o \
 	/lib/systemd/system/flakewire.service /lib/systemd/system/flakewire-afxdp.service \
 	/usr/share/man/man8/flakewire.8.gz /var/lib/flakewire/ /usr/share/doc/flakewire/copyright \
-	/etc/default/flakewire /etc/default/flakewire-afxdp
+	/etc/default/flakewire /etc/default/flakewire-afxdp /usr/libexec/flakewire/hugepages
 has "$D"/flakewire-tools_*.deb /usr/sbin/flakesock /usr/bin/flakectl /etc/flakewire/flakewire.ini \
 	/lib/systemd/system/flakesock.service /usr/share/man/man8/flakesock.8.gz \
 	/usr/share/man/man1/flakectl.1.gz /usr/share/flakewire/prometheus/flakewire-alerts.yml
@@ -44,10 +47,23 @@ dpkg-deb -I "$D"/flakewire-tools_*.deb conffiles | grep -qx /etc/flakewire/flake
 	fail "flakewire.ini is not a conffile"
 dpkg-deb -I "$D"/flakewire_*.deb conffiles | grep -qx /etc/default/flakewire ||
 	fail "/etc/default/flakewire is not a conffile"
-dpkg-deb -f "$D"/flakewire_*.deb Depends | grep -q "librte-eal.*dpdk, flakewire-tools (= $VER)" ||
+dpkg-deb -f "$D"/flakewire_*.deb Depends | grep -q "librte-eal.*dpdk, librte-mempool-ring23, librte-net-af-xdp23, flakewire-tools (= $VER)" ||
 	fail "flakewire Depends: $(dpkg-deb -f "$D"/flakewire_*.deb Depends)"
 dpkg-deb -f "$D"/libflakewire-client-dev_*.deb Depends | grep -qx "libflakewire-client0 (= $VER)" ||
 	fail "-dev does not depend on the exact library version"
+for p in flakewire flakewire-tools; do
+	units=$(dpkg-deb -c "$D/${p}"_*.deb | grep -o '[a-z-]*\.service$' | sort | tr '\n' ' ')
+	for s in postinst prerm postrm; do
+		dpkg-deb --ctrl-tarfile "$D/${p}"_*.deb | tar -x -O "./$s" >"$TMP/$s" 2>/dev/null ||
+			fail "$p has no $s"
+		sh -n "$TMP/$s" || fail "$p $s: shell syntax"
+		for u in $units; do grep -q "$u" "$TMP/$s" || fail "$p $s does not handle $u"; done
+	done
+	grep -q 'deb-systemd-helper purge' "$TMP/postrm" || fail "$p postrm does not purge the unit state"
+	dpkg-deb --ctrl-tarfile "$D/${p}"_*.deb | tar -x -O ./prerm | grep -q 'deb-systemd-invoke stop' ||
+		fail "$p prerm does not stop its units"
+	echo "$p: postinst, prerm, postrm for $units"
+done
 for d in "$D"/*.deb; do echo "$(basename "$d"): Depends: $(dpkg-deb -f "$d" Depends)"; done
 
 lintian --fail-on error,warning "$D"/*.deb >"$TMP/lintian" 2>&1 || {
@@ -69,6 +85,8 @@ for b in usr/sbin/flakewire usr/sbin/flakesock usr/bin/flakectl; do
 done
 "$R/usr/sbin/flakewire" -- --config "$R/etc/flakewire/flakewire.ini" --check-config >/dev/null ||
 	fail "the packaged flakewire.ini does not pass --check-config"
+iv=$(awk '/^\[/ { s = $0 } s == "[stats]" && /^interval_s = / { print $3 }' "$R/etc/flakewire/flakewire.ini")
+[ "$iv" = 60 ] || fail "the packaged [stats] interval_s is '$iv', not 60 (one journal line a minute)"
 for m in "$R"/usr/share/man/man*/*.gz; do
 	MANWIDTH=80 man --warnings -l "$m" >/dev/null 2>"$TMP/w" || fail "man -l $m"
 	[ ! -s "$TMP/w" ] || fail "$m: $(cat "$TMP/w")"
