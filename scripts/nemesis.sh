@@ -239,9 +239,9 @@ fault() {
 		;;
 	stop)
 		i=$(node_index "$target")
-		kill -STOP "${PID[$i]}"
+		[ -n "${PID[$i]}" ] && kill -STOP "${PID[$i]}"
 		sleep "$(ms_to_s "$dur")"
-		kill -CONT "${PID[$i]}"
+		[ -n "${PID[$i]}" ] && kill -CONT "${PID[$i]}"
 		;;
 	clock-*)
 		i=$(node_index "$target")
