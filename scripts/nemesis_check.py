@@ -355,7 +355,8 @@ def check(run):
             out.append("ok   %-13s %s" % (name, ok_text))
 
     n_ids = sum(ids_by_op.values())
-    result("duplicates", dups + (["%d duplicated ID(s) in all" % n_dup] if dups else []),
+    result("duplicates", (["%d ID(s) issued more than once; the first:" % n_dup] + dups[:EXAMPLES - 1])
+           if dups else [],
            "no ID twice among %d (Snowflake and UUIDv7)" % n_ids)
     result("streams", ["%s worker %d decreases: %s at %d after %s at %d" % (
         n, w, describe_id(lay, b[0]), b[1], describe_id(lay, a[0]), a[1])
