@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A fleet under a nemesis, every ID checked (doc/nemesis.md).
+#
+# N nodes of both responders, the test-clock builds (flakesock-testclock,
+# flakewire-testclock on TAP), each in its own network namespace with a
+# client inside that asks for ID, LIST, RANGE and UUID7 and logs every ID it
+# gets with its worker, status and time; a 3-server ZooKeeper ensemble in a
+# hub namespace, one veth per node; short leases. A seeded nemesis then
+# injects, one at a time: the node's ZooKeeper link cut for less and for
+# more than the lease, SIGKILL + restart, SIGSTOP beyond the lease, backward
+# clock steps small and > 1 s, forward steps, the ZooKeeper leader killed,
+# the whole ensemble stopped and restarted, the node's state directory full,
+# its identity started a second time, and the node replaced by one with a
+# new identity (its worker IDs taken over once their leases end).
+# scripts/nemesis_check.py then reads the clients' logs and the registry's
+# history: no ID twice across the fleet, every (node, worker) stream
+# increasing, successive holders of a worker never interleaving, no
+# CLOCK_UNSAFE, every node issuing again at the end; and prints the figures.
+#
+#   scripts/nemesis.sh [--seconds N | --minutes N] [--seed S] [--faults SET]
+#                      [--backstep slew|new_worker] [--sock N] [--wire N]
+#                      [--store zookeeper] [--lease-ms MS] [--rate R]
+#                      [--out DIR] [--keep]
+#
+#  --seconds/--minutes  the run, clients start to end (default 120 s, >= 30)
+#  --seed S             replays a run: the same faults, targets, sizes and
+#                       order, the same client requests (default: random,
+#                       printed first)
+#  --faults SET         default: every kind, [clock] backstep = slew;
+#                       all: every kind, backstep = new_worker (large steps
+#                       then take the new_worker path); or a comma list of
+#                       kinds (scripts/nemesis_plan.py KINDS)
+#  --backstep P         overrides the backstep policy of --faults
+#  --sock N --wire N    flakesock and flakewire nodes (default 3 and 1)
+#  --store zookeeper    the registry (etcd: once lib/fleet speaks it)
+#  --lease-ms MS        [fleet] lease_ms (default 2000; renew_ms a quarter)
+#  --rate R             requests per second per client (default 200)
+#  --out DIR            the run's logs go to DIR (default: a temp dir, kept
+#                       when the check fails or with --keep)
+#
+# Binaries: FLAKESOCK_TESTCLOCK, FLAKEWIRE_TESTCLOCK, FLAKECTL, else
+# BUILD (default build)/app/... . Needs root, /dev/net/tun, java and
+# Debian's zookeeper package. Exits 0 when every check holds, 1 otherwise,
+# 2 on a bad argument, 77 when something it needs is missing (1 under CI=true).
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TOTAL_S=120
+SEED=""
+FAULTS=default
+BACKSTEP=""
+N_SOCK=3
+N_WIRE=1
+STORE=zookeeper
+LEASE=2000
+RATE=200
+OUT=""
+KEEP=0
+usage() { sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() { echo "nemesis.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--seconds) TOTAL_S=${2:-}; shift 2 ;;
+	--minutes) TOTAL_S=$((${2:-0} * 60)); shift 2 ;;
+	--seed) SEED=${2:-}; shift 2 ;;
+	--faults) FAULTS=${2:-}; shift 2 ;;
+	--backstep) BACKSTEP=${2:-}; shift 2 ;;
+	--sock) N_SOCK=${2:-}; shift 2 ;;
+	--wire) N_WIRE=${2:-}; shift 2 ;;
+	--store) STORE=${2:-}; shift 2 ;;
+	--lease-ms) LEASE=${2:-}; shift 2 ;;
+	--rate) RATE=${2:-}; shift 2 ;;
+	--out) OUT=${2:-}; shift 2 ;;
+	--keep) KEEP=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) bad "unknown argument $1 (--help)" ;;
+	esac
+done
+isnum() { [[ "$1" =~ ^[0-9]+$ ]]; }
+isnum "$TOTAL_S" && [ "$TOTAL_S" -ge 30 ] || bad "--seconds $TOTAL_S: a whole number, at least 30"
+[ -z "$SEED" ] && SEED=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+isnum "$SEED" || bad "--seed $SEED: a whole number"
+isnum "$N_SOCK" && isnum "$N_WIRE" && [ $((N_SOCK + N_WIRE)) -ge 2 ] && [ $((N_SOCK + N_WIRE)) -le 16 ] ||
+	bad "--sock $N_SOCK --wire $N_WIRE: 2 to 16 nodes in all"
+isnum "$LEASE" && [ "$LEASE" -ge 1000 ] || bad "--lease-ms $LEASE: at least 1000"
+isnum "$RATE" && [ "$RATE" -ge 1 ] || bad "--rate $RATE: at least 1"
+case "$STORE" in
+zookeeper) ;;
+etcd) bad "--store etcd: lib/fleet does not speak etcd yet (only zookeeper)" ;;
+*) bad "--store $STORE: zookeeper" ;;
+esac
+KINDS=""
+case "$FAULTS" in
+default) POLICY=slew ;;
+all) POLICY=new_worker ;;
+*) POLICY=slew KINDS=$FAULTS ;;
+esac
+[ -n "$BACKSTEP" ] && POLICY=$BACKSTEP
+case "$POLICY" in slew | new_worker) ;; *) bad "--backstep $POLICY: slew or new_worker" ;; esac
+RENEW=$((LEASE / 4))
+BUILD=${BUILD:-$ROOT/build}
+FLAKESOCK=${FLAKESOCK_TESTCLOCK:-$BUILD/app/flakesock/flakesock-testclock}
+FLAKEWIRE=${FLAKEWIRE_TESTCLOCK:-$BUILD/app/flakewire/flakewire-testclock}
+FLAKECTL=${FLAKECTL:-$BUILD/app/flakectl/flakectl}
+PY=/usr/bin/python3
+
+missing() {
+	if [ "${CI:-}" = true ]; then echo "FAIL: cannot run under CI=true: $*"; exit 1; fi
+	echo "SKIP: $*"
+	exit 77
+}
+[ "$(id -u)" -eq 0 ] || missing "needs root (network namespaces, TAP, tmpfs)"
+[ -x "$PY" ] || missing "$PY missing"
+command -v java >/dev/null || missing "java missing (default-jre-headless)"
+[ -r /usr/share/java/zookeeper.jar ] || missing "zookeeper.jar missing (Debian package zookeeper)"
+[ -x "$FLAKESOCK" ] || missing "flakesock-testclock not built ($FLAKESOCK)"
+[ -x "$FLAKECTL" ] || missing "flakectl not built ($FLAKECTL)"
+if [ "$N_WIRE" -gt 0 ]; then
+	[ -x "$FLAKEWIRE" ] || missing "flakewire-testclock not built ($FLAKEWIRE)"
+	[ -c /dev/net/tun ] || missing "/dev/net/tun missing (TAP)"
+fi
+
+N=$((N_SOCK + N_WIRE))
+SLOTS=$((2 * N))
+# The worker field: tight under slew (every worker ID in use, so a node
+# started under a new identity must take over expired ones), one bit more
+# under new_worker (a backward step needs fresh worker IDs).
+WB=1
+while [ $((1 << WB)) -lt "$SLOTS" ]; do WB=$((WB + 1)); done
+[ "$POLICY" = new_worker ] && WB=$((WB + 1))
+FLEET_ROOT=/nemesis
+FLEET_SET=(--set fleet.root=$FLEET_ROOT --set "fleet.lease_ms=$LEASE" --set "fleet.renew_ms=$RENEW"
+	--set fleet.session_timeout_ms=2000 --set fleet.start_wait_ms=2000
+	--set "clock.backstep=$POLICY" --set "id.worker_bits=$WB" --set state.mark_ahead_ms=1000
+	--set clock.calibrate_ms=200 --set stats.interval_s=0)
+WARM_S=3
+SETTLE_S=8
+FAULT_S=$((TOTAL_S - WARM_S - SETTLE_S))
+
+if [ -n "$OUT" ]; then
+	mkdir -p "$OUT" || bad "--out $OUT: cannot create it"
+	RUN=$(cd "$OUT" && pwd)
+	KEEP=1
+else
+	RUN=$(mktemp -d /tmp/nemesis.XXXXXX)
+fi
+RID=$(($$ % 100000))
+HUB="nm${RID}-hub"
+. "$ROOT/scripts/nemesis_lib.sh"
+: >"$RUN/events.log"
+CHECK_RC=1
+finish() {
+	nm_cleanup
+	if [ "$KEEP" = 0 ] && [ "$CHECK_RC" = 0 ]; then
+		rm -rf "$RUN"
+	else
+		echo "nemesis: the run's logs are in $RUN"
+	fi
+}
+trap finish EXIT
+trap 'exit 1' INT TERM HUP
+
+NODES=""
+for ((i = 1; i <= N; i++)); do NODES+="${NODES:+,}n$i"; done
+say "seed $SEED (replay: scripts/nemesis.sh --seed $SEED --seconds $TOTAL_S --faults $FAULTS" \
+	"${BACKSTEP:+--backstep $BACKSTEP }--sock $N_SOCK --wire $N_WIRE --lease-ms $LEASE --rate $RATE)"
+say "$N_SOCK flakesock + $N_WIRE flakewire nodes, $SLOTS workers, worker_bits $WB, backstep $POLICY," \
+	"lease $LEASE ms, renew $RENEW ms, store $STORE; logs in $RUN"
+$PY "$ROOT/scripts/nemesis_plan.py" --seed "$SEED" --seconds "$FAULT_S" --nodes "$NODES" \
+	${KINDS:+--kinds "$KINDS"} --lease-ms "$LEASE" --renew-ms "$RENEW" >"$RUN/plan" || exit 2
+{
+	echo "seed $SEED"
+	echo "command scripts/nemesis.sh --seed $SEED --seconds $TOTAL_S --faults $FAULTS" \
+		"${BACKSTEP:+--backstep $BACKSTEP }--sock $N_SOCK --wire $N_WIRE --lease-ms $LEASE --rate $RATE"
+	echo "nodes $N_SOCK flakesock, $N_WIRE flakewire; workers $SLOTS; worker_bits $WB"
+	echo "fleet backstep=$POLICY lease_ms=$LEASE renew_ms=$RENEW session_timeout_ms=2000 store=$STORE"
+} >"$RUN/run.info"
+
+# ---- set-up ----
+ip netns add "$HUB" || missing "cannot create a network namespace"
+NM_NETNS+=("$HUB")
+ip -n "$HUB" link set lo up
+store_start || { echo "FAIL: the $STORE ensemble did not start"; exit 1; }
+for ((i = 1; i <= N; i++)); do
+	kind=sock
+	[ "$i" -gt "$N_SOCK" ] && kind=wire
+	node_setup "$i" "$kind" || { echo "FAIL: node $i set-up"; exit 1; }
+done
+TWIN_NS="nm${RID}-tw"
+TWIN_I=$((N + 1))
+net_node "$TWIN_I" "$TWIN_NS" || { echo "FAIL: twin namespace"; exit 1; }
+ip -n "$TWIN_NS" addr add 10.77.0.2/32 dev lo
+mkdir -p "$RUN/twin"
+for ((i = 1; i <= N; i++)); do node_launch "$i"; done
+node_start_wait() {
+	local t
+	for ((t = 0; t < 300; t++)); do node_ready "$1" && return 0; sleep 0.1; done
+	return 1
+}
+for ((i = 1; i <= N; i++)); do
+	node_start_wait "$i" || { echo "FAIL: ${NAME[$i]} did not start"; tail -n 20 "${DIR[$i]}/resp.log"; exit 1; }
+done
+# the fleet is on: every worker of every node holds a worker ID in the registry
+for ((t = 0; t < 50; t++)); do [ "$(store_owned)" = "$SLOTS" ] && break; sleep 0.2; done
+[ "$(store_owned)" = "$SLOTS" ] || { echo "FAIL: the registry shows $(store_owned) worker IDs owned, not $SLOTS"; store_ls; exit 1; }
+poller_start
+for ((i = 1; i <= N; i++)); do client_start "n$i" "${NS[$i]}"; done
+T_START=$(date +%s)
+ev phase start
+say "fleet up; $(wc -l <"$RUN/plan") faults planned over ${FAULT_S} s"
+sleep "$WARM_S"
+
+# ---- the nemesis ----
+TWINS=0
+node_index() { echo "${1#n}"; }
+fault() {
+	local kind=$1 target=$2 dur=$3 param=$4 i off rc
+	ev fault "$kind" "$target" "$param"
+	case "$kind" in
+	zk-cut-short | zk-cut-long)
+		i=$(node_index "$target")
+		net_cut "$i"
+		sleep "$(ms_to_s "$dur")"
+		net_heal "$i"
+		;;
+	kill)
+		i=$(node_index "$target")
+		node_kill "$i"
+		sleep "$(ms_to_s "$dur")"
+		node_start "$i" 30
+		;;
+	replace)
+		i=$(node_index "$target")
+		node_kill "$i"
+		sleep "$(ms_to_s "$dur")"
+		GEN[$i]=$((GEN[$i] + 1))
+		IDENT[$i]="n$i.r${GEN[$i]}"
+		node_start "$i" 30
+		;;
+	stop)
+		i=$(node_index "$target")
+		[ -n "${PID[$i]}" ] && kill -STOP "${PID[$i]}"
+		sleep "$(ms_to_s "$dur")"
+		[ -n "${PID[$i]}" ] && kill -CONT "${PID[$i]}"
+		;;
+	clock-*)
+		i=$(node_index "$target")
+		off=$((OFFSET[$i] + param))
+		node_clock "$i" "$off"
+		ev note "$target" "offset_ms=$off"
+		sleep "$(ms_to_s "$dur")"
+		;;
+	leader-kill)
+		if store_kill_leader; then
+			ev note store "killed server $STORE_KILLED (the leader)"
+			sleep "$(ms_to_s "$dur")"
+			store_start_one "$STORE_KILLED"
+		else
+			ev note store "no leader to kill"
+		fi
+		;;
+	store-restart)
+		store_stop_all
+		sleep "$(ms_to_s "$dur")"
+		store_start_all
+		;;
+	disk-full)
+		i=$(node_index "$target")
+		dd if=/dev/zero of="${ST[$i]}/fill" bs=4k 2>/dev/null
+		sleep "$(ms_to_s "$dur")"
+		rm -f "${ST[$i]}/fill"
+		;;
+	twin)
+		i=$(node_index "$target")
+		TWINS=$((TWINS + 1))
+		local tw="twin$TWINS"
+		mkdir -p "$RUN/twin/$tw"
+		ev ident "$tw" "${IDENT[$i]}/$tw"
+		client_start "$tw" "$TWIN_NS"
+		local cpid=$CPID_LAST
+		ip netns exec "$TWIN_NS" env FLAKEWIRE_TEST_CLOCK="$RUN/twin/$tw/clock" "$FLAKESOCK" \
+			--listen 10.77.0.2 --threads 2 --set "$(store_fleet_set "$TWIN_I")" \
+			--set "fleet.identity=${IDENT[$i]}" --set "fleet.cache_file=$RUN/twin/$tw/cache" \
+			--set "state.file=$RUN/twin/$tw/mark" "${FLEET_SET[@]}" >"$RUN/twin/$tw/resp.log" 2>&1 &
+		TWIN_PID=$!
+		sleep "$(ms_to_s "$dur")"
+		if proc_alive "$TWIN_PID"; then
+			kill -TERM "$TWIN_PID"
+			wait "$TWIN_PID"
+			rc=$?
+			ev note "$tw" "twin still running at the end: SIGTERM; exit $rc"
+		else
+			wait "$TWIN_PID"
+			rc=$?
+			ev note "$tw" "twin exited by itself: exit $rc: $(grep -m1 -i 'identity\|fleet' "$RUN/twin/$tw/resp.log" | tr -s ' ' | cut -c1-160)"
+		fi
+		TWIN_PID=""
+		kill -TERM "$cpid" 2>/dev/null
+		wait "$cpid" 2>/dev/null
+		;;
+	esac
+	ev heal "$kind" "$target"
+}
+
+FAULT_END=$((T_START + TOTAL_S - SETTLE_S))
+while read -r kind target dur param gap; do
+	now=$(date +%s)
+	if [ $((now + (dur + 999) / 1000)) -ge "$FAULT_END" ]; then
+		ev note - "out of time: the remaining faults are skipped"
+		break
+	fi
+	say "$(printf '%5ds' $((now - T_START))) $kind $target ${dur} ms${param:+ (param $param)}"
+	fault "$kind" "$target" "$dur" "$param"
+	sleep "$(ms_to_s "$gap")"
+done <"$RUN/plan"
+
+# ---- settle, stop, check ----
+ev phase settle
+left=$((T_START + TOTAL_S - $(date +%s)))
+[ "$left" -lt "$SETTLE_S" ] && left=$SETTLE_S
+sleep "$left"
+ev phase end
+touch "$RUN/stop"
+for p in "${NM_PIDS[@]}"; do
+	for ((t = 0; t < 30; t++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+done
+{ echo "# $(now_us)"; store_ls; } >>"$RUN/registry.log"
+touch "$RUN/stop-poll"
+for ((i = 1; i <= N; i++)); do
+	node_term "$i"
+	cp "${DIR[$i]}/resp.log" "$RUN/clients/n$i.resp.log" 2>/dev/null
+done
+grep -h "CLOCK_UNSAFE\|stepped\|taken over\|took over\|needs .* worker ID" "$RUN"/n*/resp.log | sort | uniq -c | sort -rn | head -n 12 >"$RUN/resp-notes" 2>/dev/null
+$PY "$ROOT/scripts/nemesis_check.py" "$RUN" | tee "$RUN/report"
+CHECK_RC=${PIPESTATUS[0]}
+exit "$CHECK_RC"

@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The nemesis checker can fail (meson test nemesis-check): it is fed a run
+it must pass, then the same run with one duplicated ID (a UUIDv7 of a twin
+equal to a Snowflake ID of the node it twins), one decreasing (node,
+worker) stream, one interleaved holder (a worker's old holder issuing above
+its new holder after a takeover) and one CLOCK_UNSAFE reply, and must name
+each of them, with the IDs, nodes and workers concerned, and nothing else.
+It also checks the client's UUIDv7 decoding (lib/wire/PROTOCOL.md's worked
+example), on which the UUIDv7 half of the uniqueness check rests.
+
+  test_check.py SCRIPTS_DIR
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+SCRIPTS = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "../../scripts")
+CHECK = os.path.join(SCRIPTS, "nemesis_check.py")
+EPOCH = 1767225600000
+S = 1000000  # us
+fails = 0
+
+
+def ok(name, cond, detail=""):
+    global fails
+    print("%s %s%s" % ("ok  " if cond else "FAIL", name, "" if cond or not detail else
+                       "\n" + detail))
+    fails += 0 if cond else 1
+
+
+def sid(ms, worker, seq):
+    return (ms << 22) | (worker << 12) | seq
+
+
+class Log:
+    def __init__(self):
+        self.lines = ["L %d 0 10 12" % EPOCH]
+
+    def ok(self, t, worker, first, n=1, op="L"):
+        self.lines.append("R %d %d %s 0 %d 0 %d+%d" % (t, t + 200, op, worker, first, n))
+
+    def status(self, t, st, worker):
+        self.lines.append("R %d %d I %d %d 4 -" % (t, t + 200, st, worker))
+
+    def timeout(self, t):
+        self.lines.append("T %d %d I" % (t, t + 100000))
+
+
+def write_run(d, bad):
+    os.makedirs(os.path.join(d, "clients"))
+    t0 = 1000 * S
+    ev = ["%d phase start" % t0]
+    for n in ("n1", "n2", "n3", "n4"):
+        ev.append("%d ident %s %s" % (t0 - 10, n, n))
+    ev.append("%d fault kill n1 0" % (t0 + 2 * S))
+    ev.append("%d ident n1 n1" % (t0 + 3 * S))
+    ev.append("%d heal kill n1" % (t0 + 3 * S + 1000))
+    ev.append("%d ident twin1 n1/twin1" % (t0 + 4 * S))
+    ev.append("%d phase end" % (t0 + 10 * S))
+    logs = {n: Log() for n in ("n1", "n2", "n3", "n4", "twin1")}
+    for k in range(100):  # 10 s, one request each 100 ms per node
+        t = t0 + k * S // 10
+        ms = 1000 + k * 100
+        if 20 <= k < 30:
+            logs["n1"].timeout(t)
+        else:
+            logs["n1"].ok(t, 1, sid(ms, 1, 0), 3)
+        logs["n2"].ok(t, 2, sid(ms, 2, 0), 2, "R")
+        logs["n3"].ok(t, 3, sid(ms, 3, 0), 1, "I")
+        if k < 40:  # n3 holds worker 5 until 4 s ...
+            logs["n3"].ok(t + 50000, 5, sid(ms, 5, 0), 4, "U")
+        logs["n4"].ok(t, 4, sid(ms, 4, 0), 5)
+        if k >= 60:  # ... n4 takes it over from 6 s, above n3's lease
+            logs["n4"].ok(t + 50000, 5, sid(ms + 2000, 5, 0), 2)
+    if bad:
+        # a twin of n1 issues one of n1's IDs again (as a UUIDv7)
+        logs["twin1"].ok(t0 + 45 * S // 10, 1, sid(1000 + 50 * 100, 1, 1), 1, "U")
+        # n2's worker 2 steps back once (to an ID no one else issued)
+        logs["n2"].lines.insert(50, "R %d %d I 0 2 0 %d+1" % (
+            t0 + 49 * S // 10 + 500, t0 + 49 * S // 10 + 900, sid(1000 + 10 * 100, 2, 7)))
+        # n3, worker 5's old holder, issues above its new holder n4 at 8 s
+        logs["n3"].ok(t0 + 8 * S + 70000, 5, sid(1000 + 95 * 100 + 5000, 5, 0), 1, "I")
+        # n4 answers CLOCK_UNSAFE once
+        logs["n4"].status(t0 + 7 * S + 30000, 5, 4)
+    for n, lg in logs.items():
+        with open(os.path.join(d, "clients", n + ".log"), "w") as f:
+            f.write("\n".join(lg.lines) + "\n")
+    with open(os.path.join(d, "events.log"), "w") as f:
+        f.write("\n".join(ev) + "\n")
+    reg = []
+    for k in range(20):  # a snapshot each 0.5 s: worker 5 owned by n3, then n4 from 5 s
+        reg.append("# %d" % (t0 + k * S // 2))
+        reg.append("WORKER OWNER LEASE_UNTIL LEFT_S FLOOR RENEWED SESSION STATE")
+        for w, o in ((1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n3" if k < 10 else "n4")):
+            reg.append("%-6d %-24s 2026-01-01T00:00:10.000Z 1.5 2026-01-01T00:00:00.000Z "
+                       "2026-01-01T00:00:09.000Z alive owned" % (w, o))
+    with open(os.path.join(d, "registry.log"), "w") as f:
+        f.write("\n".join(reg) + "\n")
+
+
+def run(d):
+    p = subprocess.run([sys.executable, CHECK, d], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout + p.stderr
+
+
+def failed_checks(out):
+    return {line.split()[1] for line in out.splitlines() if line.startswith("FAIL ")}
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    good, bad = os.path.join(tmp, "good"), os.path.join(tmp, "bad")
+    write_run(good, False)
+    write_run(bad, True)
+    rc, out = run(good)
+    ok("a clean run passes (exit 0, nothing failed)", rc == 0 and not failed_checks(out), out)
+    ok("the clean run's figures: takeover of worker 5 seen in the registry, n1's outage "
+       "after the kill", "1 owner changes seen in the registry" in out and
+       "kill" in out and "availability" in out, out)
+    rc, out = run(bad)
+    print("\n".join("    " + line for line in out.splitlines()[:12]))
+    ok("the broken run fails (exit 1)", rc == 1, out)
+    ok("exactly duplicates, streams, holders and clock_unsafe fail",
+       failed_checks(out) == {"duplicates", "streams", "holders", "clock_unsafe"}, out)
+    dup = sid(1000 + 50 * 100, 1, 1)
+    ok("the duplicated ID is named, with both nodes",
+       "duplicate ID %d (ms %d, worker 1, seq 1): n1 (n1)" % (dup, EPOCH + 6000) in out and
+       "twin1 (n1/twin1)" in out, out)
+    ok("the decreasing stream is named: n2, worker 2, the lower ID",
+       "n2 worker 2 decreases: %d " % sid(2000, 2, 7) in out, out)
+    ok("the interleaved holder is named: worker 5, n3 < n4 < n3",
+       "worker 5: holders interleave: by value n3 [" in out and "< n4 [" in out and
+       out.count("n3 [") >= 2, out)
+    ok("the CLOCK_UNSAFE reply is named: n4", "n4: 1 CLOCK_UNSAFE replies" in out, out)
+
+# The UUIDv7 half of the key space: PROTOCOL.md section 2's worked example.
+spec = importlib.util.spec_from_file_location("nemesis_client",
+                                              os.path.join(SCRIPTS, "nemesis_client.py"))
+client = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(client)
+lay = client.Layout(EPOCH, 0, 10, 12)
+u = bytes.fromhex("019b76daabe87005807f7abcdef01234")
+ok("UUIDv7 019b76da-abe8-7005-807f-7abcdef01234 is the Snowflake ID of (ms 1000, worker 7, "
+   "seq 5)", lay.key_of_uuid(u, 7) == sid(1000, 7, 5), str(lay.key_of_uuid(u, 7)))
+ok("a UUIDv7 whose worker field differs from the reply's worker is refused",
+   isinstance(lay.key_of_uuid(u, 8), str))
+ok("a UUIDv7 without the 0xF7 tag is refused",
+   isinstance(lay.key_of_uuid(bytes.fromhex("019b76daabe87005807f8abcdef01234"), 7), str))
+ok("runs: consecutive IDs fold into one run", client.runs_of([5, 6, 7, 9]) == [[5, 3], [9, 1]])
+print("%d check(s) failed" % fails if fails else "all checks passed")
+sys.exit(1 if fails else 0)
