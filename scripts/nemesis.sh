@@ -86,7 +86,7 @@ isnum "$LEASE" && [ "$LEASE" -ge 1000 ] || bad "--lease-ms $LEASE: at least 1000
 isnum "$RATE" && [ "$RATE" -ge 1 ] || bad "--rate $RATE: at least 1"
 case "$STORE" in
 zookeeper) ;;
-etcd) bad "--store etcd: lib/fleet does not speak etcd yet (only zookeeper)" ;;
+etcd) bad "--store etcd: not wired into the nemesis yet (lib/fleet speaks etcd; the nemesis starts only ZooKeeper)" ;;
 *) bad "--store $STORE: zookeeper" ;;
 esac
 KINDS=""
