@@ -14,10 +14,12 @@
 static void fleet_help(FILE *f)
 {
 	fprintf(f,
-		"usage: flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout MS]\n"
+		"usage: flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout "
+		"MS]\n"
 		"       flakectl fleet release WORKER (--zk HOSTS | --etcd URLS) --root PATH\n"
 		"                      [--timeout MS]\n"
-		"       flakectl fleet check   (--zk HOSTS | --etcd URLS) --root PATH [--warn-ms MS]\n"
+		"       flakectl fleet check   (--zk HOSTS | --etcd URLS) --root PATH [--warn-ms "
+		"MS]\n"
 		"                      [--timeout MS]\n"
 		"\n"
 		"The worker-ID registry of a fleet, in ZooKeeper ([fleet] zookeeper and root) or\n"
@@ -116,7 +118,8 @@ static const char *msg(const char *err)
 
 int cmd_fleet(int argc, char **argv)
 {
-	const char *cmd = "fleet", *zk = NULL, *etcd = NULL, *root = NULL, *sub = NULL, *workers = NULL;
+	const char *cmd = "fleet", *zk = NULL, *etcd = NULL, *root = NULL, *sub = NULL,
+		   *workers = NULL;
 	uint64_t timeout = 5000, warn = 3600000, worker = 0;
 	char err[4096];
 

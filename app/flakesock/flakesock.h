@@ -55,8 +55,8 @@ struct fsock_ctx {
 	uint32_t n_workers;
 	struct fw_keeper_driver *driver; /* the keeper driver (keeper.c) */
 	struct fw_keeper *keeper;        /* the driver's keeper; its status any thread */
-	volatile sig_atomic_t *stop; /* set by the signal handler */
-	_Atomic bool running;        /* keeper and workers' slots set: /metrics reads them */
+	volatile sig_atomic_t *stop;     /* set by the signal handler */
+	_Atomic bool running;            /* keeper and workers' slots set: /metrics reads them */
 	struct fsock_worker *workers;
 	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
 };

@@ -46,7 +46,7 @@
 PG_MODULE_MAGIC;
 
 /* Most responders flakewire.servers may name. */
-#define FW_PG_SERVERS_MAX 16
+#define FW_PG_SERVERS_MAX  16
 /* Largest epoch_ms the responders accept ([id] epoch_ms, 2^42 - 1). */
 #define FW_PG_EPOCH_MS_MAX UINT64_C(4398046511103)
 /* Unix ms of PostgreSQL's epoch, 2000-01-01T00:00:00Z. */
@@ -243,12 +243,12 @@ void _PG_init(void)
 	DefineCustomIntVariable(
 		"flakewire.timeout", "Wait for a responder's first reply.",
 		"Each resend waits twice as long as the one before; see flakewire.retries.",
-		&fw_pg_timeout_ms, 100, 1, (int)FW_CLIENT_TIMEOUT_MS_MAX, PGC_USERSET,
-		GUC_UNIT_MS, NULL, assign_int_stale, NULL);
-	DefineCustomIntVariable(
-		"flakewire.retries", "Resends to one responder before failing over to the next.",
-		NULL, &fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET, 0, NULL,
-		assign_int_stale, NULL);
+		&fw_pg_timeout_ms, 100, 1, (int)FW_CLIENT_TIMEOUT_MS_MAX, PGC_USERSET, GUC_UNIT_MS,
+		NULL, assign_int_stale, NULL);
+	DefineCustomIntVariable("flakewire.retries",
+				"Resends to one responder before failing over to the next.", NULL,
+				&fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET, 0,
+				NULL, assign_int_stale, NULL);
 	DefineCustomIntVariable(
 		"flakewire.prefetch", "IDs (and UUIDs) fetched per refill of a backend's buffer.",
 		"A refill starts when a quarter of this remains.", &fw_pg_prefetch, 1024, 1,
@@ -261,13 +261,12 @@ void _PG_init(void)
 	DefineCustomIntVariable("flakewire.datacenter_bits",
 				"The responders' [id] datacenter_bits.", NULL, &fw_pg_dc_bits, 0, 0,
 				FW_LAYOUT_DC_BITS_MAX, PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("flakewire.worker_bits", "The responders' [id] worker_bits.",
-				NULL, &fw_pg_worker_bits, 10, 0, FW_LAYOUT_WORKER_BITS_MAX,
-				PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("flakewire.sequence_bits",
-				"The responders' [id] sequence_bits.", NULL, &fw_pg_seq_bits, 12,
-				FW_LAYOUT_SEQ_BITS_MIN, FW_LAYOUT_SEQ_BITS_MAX, PGC_USERSET, 0,
-				NULL, NULL, NULL);
+	DefineCustomIntVariable("flakewire.worker_bits", "The responders' [id] worker_bits.", NULL,
+				&fw_pg_worker_bits, 10, 0, FW_LAYOUT_WORKER_BITS_MAX, PGC_USERSET,
+				0, NULL, NULL, NULL);
+	DefineCustomIntVariable("flakewire.sequence_bits", "The responders' [id] sequence_bits.",
+				NULL, &fw_pg_seq_bits, 12, FW_LAYOUT_SEQ_BITS_MIN,
+				FW_LAYOUT_SEQ_BITS_MAX, PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("flakewire");
 }
 
@@ -405,11 +404,10 @@ static struct fw_client *get_client(void)
 	close_client(0, 0);
 	n = split_servers(fw_pg_servers, entries, &bad);
 	if (n <= 0)
-		ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("flakewire: flakewire.servers is empty"),
-			 errhint("Set it to the responders, e.g. ALTER DATABASE ... SET "
-				 "flakewire.servers = '10.0.0.1:4242, 10.0.0.2:4242'.")));
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				errmsg("flakewire: flakewire.servers is empty"),
+				errhint("Set it to the responders, e.g. ALTER DATABASE ... SET "
+					"flakewire.servers = '10.0.0.1:4242, 10.0.0.2:4242'.")));
 	fw_client_opts_init(&o);
 	o.timeout_ms = (uint32_t)fw_pg_timeout_ms;
 	o.retries = (uint32_t)fw_pg_retries;

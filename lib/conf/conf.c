@@ -885,9 +885,10 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 			return rc;
 	}
 	if (fw_conf_fleet_on(c) && c->id.workers.n)
-		return errf(err, errlen,
-			    "[id] workers = ...: not with a fleet ([fleet] zookeeper or etcd): in a "
-			    "fleet worker IDs are claimed, never configured");
+		return errf(
+			err, errlen,
+			"[id] workers = ...: not with a fleet ([fleet] zookeeper or etcd): in a "
+			"fleet worker IDs are claimed, never configured");
 	if (fw_conf_fleet_on(c) && c->fleet.lease_ms < 2 * (uint64_t)c->fleet.renew_ms)
 		return errf(err, errlen,
 			    "[fleet] renew_ms = %u: out of range (100-%u, half of "

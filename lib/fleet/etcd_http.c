@@ -76,8 +76,10 @@ int etcd_shared_init(struct etcd_shared *sh, const struct fw_fleet_etcd_opts *o,
 		memcpy(sh->ep[sh->n_ep], p, len);
 		p += len + (p[len] == ',');
 	}
-	if (copy(sh->ca, sizeof(sh->ca), o->ca_file) || copy(sh->cert, sizeof(sh->cert), o->cert_file) ||
-	    copy(sh->key, sizeof(sh->key), o->key_file) || copy(sh->user, sizeof(sh->user), o->user) ||
+	if (copy(sh->ca, sizeof(sh->ca), o->ca_file) ||
+	    copy(sh->cert, sizeof(sh->cert), o->cert_file) ||
+	    copy(sh->key, sizeof(sh->key), o->key_file) ||
+	    copy(sh->user, sizeof(sh->user), o->user) ||
 	    copy(sh->password, sizeof(sh->password), o->password)) {
 		snprintf(why, whylen, "a file name, user or password too long");
 		return -EINVAL;
@@ -226,8 +228,8 @@ static int authenticate(struct etcd_conn *c, const char *base)
 	json_object_object_add(req, "name", json_object_new_string(sh->user));
 	json_object_object_add(req, "password", json_object_new_string(sh->password));
 	snprintf(url, sizeof(url), "%s/v3/auth/authenticate", base);
-	int rc = post_one(c, url, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), false,
-			  &out);
+	int rc = post_one(c, url, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
+			  false, &out);
 	json_object_put(req);
 	if (rc != 0)
 		return rc;

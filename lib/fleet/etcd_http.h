@@ -32,7 +32,7 @@ struct etcd_conn {
 	void *curl; /* CURL * */
 	int cur;    /* the endpoint that answered last */
 	char err[1024];
-	uint64_t date_ms; /* the last reply's Date header, unix ms (0: none) */
+	uint64_t date_ms;    /* the last reply's Date header, unix ms (0: none) */
 	uint32_t timeout_ms; /* this try's HTTP timeout (etcd_call sets it) */
 };
 

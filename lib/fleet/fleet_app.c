@@ -83,8 +83,7 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 		.session_ms = c->fleet.session_timeout_ms,
 	};
 	if (c->fleet.etcd[0]) {
-		int prc = read_password(c->fleet.etcd_password_file, pw,
-					sizeof(pw), err, errlen);
+		int prc = read_password(c->fleet.etcd_password_file, pw, sizeof(pw), err, errlen);
 		if (prc != 0)
 			return prc;
 		fc.etcd = &eo;

@@ -74,8 +74,9 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_family(w, "flakewire_fleet_connected", FW_METRICS_GAUGE,
 			  "1 while the registry session (ZooKeeper or etcd) is up");
 	fw_metrics_u64(w, NULL, 0, st.connected ? 1 : 0);
-	fw_metrics_family(w, "flakewire_fleet_started_from_cache", FW_METRICS_GAUGE,
-			  "1 when the leases came from the cache file (the registry down at start)");
+	fw_metrics_family(
+		w, "flakewire_fleet_started_from_cache", FW_METRICS_GAUGE,
+		"1 when the leases came from the cache file (the registry down at start)");
 	fw_metrics_u64(w, NULL, 0, st.started_from_cache ? 1 : 0);
 	if (st.offset_valid) {
 		fw_metrics_family(w, "flakewire_fleet_clock_offset_seconds", FW_METRICS_GAUGE,

@@ -76,7 +76,7 @@ static int admin_fail(const char *connect, char *err, size_t errlen)
 {
 	int e = errno ? errno : ENOMEM;
 	snprintf(err, errlen, "fleet: %s: %s", connect,
-		 e == ENOTSUP ? "built without etcd (libcurl and json-c)"
+		 e == ENOTSUP  ? "built without etcd (libcurl and json-c)"
 		 : e == EINVAL ? "not a ZooKeeper connect string nor etcd endpoints"
 			       : strerror(e));
 	return -e;

@@ -66,7 +66,7 @@ struct fw_fleet_etcd_opts; /* fw_fleet_store_etcd.h */
 enum fw_fleet_level { FW_FLEET_INFO = 0, FW_FLEET_WARN = 1, FW_FLEET_ERR = 2 };
 
 struct fw_fleet_config {
-	const char *connect;    /* ZooKeeper "host:port,host:port"; required unless etcd */
+	const char *connect; /* ZooKeeper "host:port,host:port"; required unless etcd */
 	/* non-NULL: the registry is etcd with these options (connect is not looked at) */
 	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */

@@ -53,8 +53,8 @@ struct fw_fleet_etcd_opts {
 	const char *key_file;  /* client key (PEM) */
 	const char *user;      /* etcd user (with password) */
 	const char *password;
-	uint32_t session_ms;  /* lease TTL (rounded up to whole seconds, at least 2 s) */
-	uint32_t request_ms;  /* one HTTP request's timeout; 0: 2000 */
+	uint32_t session_ms; /* lease TTL (rounded up to whole seconds, at least 2 s) */
+	uint32_t request_ms; /* one HTTP request's timeout; 0: 2000 */
 };
 
 /*

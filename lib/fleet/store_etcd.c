@@ -243,7 +243,8 @@ static int txn_put(struct etcd *e, const char *key, const char *target, int64_t 
 	int rc = etcd_call(&e->c, "/v3/kv/txn", req, out, NULL);
 	if (rc != 0)
 		return fail(e, rc);
-	*succeeded = json_object_object_get_ex(*out, "succeeded", &sb) && json_object_get_boolean(sb);
+	*succeeded =
+		json_object_object_get_ex(*out, "succeeded", &sb) && json_object_get_boolean(sb);
 	*kv_out = NULL;
 	if (!*succeeded && json_object_object_get_ex(*out, "responses", &resp) &&
 	    json_object_array_length(resp) > 0 &&

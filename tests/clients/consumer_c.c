@@ -145,6 +145,7 @@ int main(void)
 		fail("IDs from one worker only, want 2 (A then B)", 0);
 	printf("FAILOVER c dead_port_ms=%.1f silent_host_ms=%.1f after_kill9_worst_call_ms=%.1f\n",
 	       timed(env("FW_DEAD"), env("FW_B")), timed(env("FW_SILENT"), env("FW_B")), worst);
-	printf("OK c: %d unique IDs increasing per worker, 5 UUIDv7, FW_ECLOSED after shutdown\n", N_IDS);
+	printf("OK c: %d unique IDs increasing per worker, 5 UUIDv7, FW_ECLOSED after shutdown\n",
+	       N_IDS);
 	return 0;
 }

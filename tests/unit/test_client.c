@@ -970,7 +970,8 @@ static void check_failover(const char *dead, struct fake *dead_fake, bool refuse
 static uint16_t dead_port(void)
 {
 	for (unsigned p = 20000 + (unsigned)(mono_ms() % 10000); p < 32768; p++) {
-		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p),
+		struct sockaddr_in sin = {.sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)p),
 					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sin, sizeof(sin));

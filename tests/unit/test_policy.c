@@ -465,8 +465,7 @@ static void trusted_both_families(void **state)
 	assert_int_equal(fw_policy_source(&p, IP(10, 1, 0, 1)),
 			 FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED);
 	assert_int_equal(fw_policy_source(&p, IP(8, 8, 8, 8)), FW_POLICY_SRC_VALID);
-	assert_int_equal(fw_policy_set_trusted(&p, t4, FW_POLICY_PREFIXES_MAX + 1, t6, 0),
-			 -EINVAL);
+	assert_int_equal(fw_policy_set_trusted(&p, t4, FW_POLICY_PREFIXES_MAX + 1, t6, 0), -EINVAL);
 	assert_int_equal(fw_policy_set_trusted(&p, NULL, 1, t6, 0), -EINVAL);
 	assert_int_equal(fw_policy_set_trusted(NULL, t4, 1, t6, 1), -EINVAL);
 }
@@ -550,10 +549,10 @@ static void from_conf(void **state)
 
 	fw_conf_init(&c);
 	assert_int_equal(fw_conf_set(&c, "net.allow=10.0.0.0/8,fd00::/8", 0, err, sizeof(err)), 0);
-	assert_int_equal(
-		fw_conf_set(&c, "net.trusted=10.9.0.0/16,192.0.2.0/24,fd99::/16,2001:db8::/32", 0,
-			    err, sizeof(err)),
-		0);
+	assert_int_equal(fw_conf_set(&c,
+				     "net.trusted=10.9.0.0/16,192.0.2.0/24,fd99::/16,2001:db8::/32",
+				     0, err, sizeof(err)),
+			 0);
 	assert_int_equal(fw_policy_from_conf(&p, &c, &out, &out6), 0);
 	assert_int_equal(out, 0x2);  /* 192.0.2.0/24 */
 	assert_int_equal(out6, 0x2); /* 2001:db8::/32 */
@@ -573,14 +572,22 @@ static void from_conf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(cidr_match_edges),   cmocka_unit_test(cidr_prefix_lengths),
-		cmocka_unit_test(reflector_ports),    cmocka_unit_test(bucket_burst_then_rate),
-		cmocka_unit_test(bucket_steady_rate), cmocka_unit_test(slip_every_nth),
-		cmocka_unit_test(prefix_grouping),    cmocka_unit_test(table_eviction),
-		cmocka_unit_test(table_many_sources), cmocka_unit_test(rate_bad_config),
-		cmocka_unit_test(cidr6_match),        cmocka_unit_test(rate6_prefix_grouping),
-		cmocka_unit_test(trusted_both_families), cmocka_unit_test(cache_same_verdict),
-		cmocka_unit_test(rate_share), cmocka_unit_test(from_conf),
+		cmocka_unit_test(cidr_match_edges),
+		cmocka_unit_test(cidr_prefix_lengths),
+		cmocka_unit_test(reflector_ports),
+		cmocka_unit_test(bucket_burst_then_rate),
+		cmocka_unit_test(bucket_steady_rate),
+		cmocka_unit_test(slip_every_nth),
+		cmocka_unit_test(prefix_grouping),
+		cmocka_unit_test(table_eviction),
+		cmocka_unit_test(table_many_sources),
+		cmocka_unit_test(rate_bad_config),
+		cmocka_unit_test(cidr6_match),
+		cmocka_unit_test(rate6_prefix_grouping),
+		cmocka_unit_test(trusted_both_families),
+		cmocka_unit_test(cache_same_verdict),
+		cmocka_unit_test(rate_share),
+		cmocka_unit_test(from_conf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
