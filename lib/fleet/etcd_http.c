@@ -216,7 +216,7 @@ static int reply_error(struct etcd_conn *c, struct json_object *o)
 	if (!json_object_object_get_ex(o, "error", &e))
 		return 0;
 	int k = json_object_object_get_ex(o, "code", &code) ? json_object_get_int(code) : -1;
-	snprintf(c->err, sizeof(c->err), "etcd: %s", json_object_get_string(e));
+	snprintf(c->err, sizeof(c->err), "%s", json_object_get_string(e)); /* "etcdserver: ..." */
 	return k ? k : -1;
 }
 
@@ -233,9 +233,12 @@ static int authenticate(struct etcd_conn *c, const char *base)
 	json_object_put(req);
 	if (rc != 0)
 		return rc;
-	if (reply_error(c, out) || !json_object_object_get_ex(out, "token", &tok)) {
-		if (!strstr(c->err, "etcd:"))
-			snprintf(c->err, sizeof(c->err), "etcd: authentication gave no token");
+	if (reply_error(c, out) != 0) {
+		json_object_put(out);
+		return -EIO;
+	}
+	if (!json_object_object_get_ex(out, "token", &tok)) {
+		snprintf(c->err, sizeof(c->err), "authentication gave no token");
 		json_object_put(out);
 		return -EIO;
 	}
