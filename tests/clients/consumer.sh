@@ -60,17 +60,7 @@ fail()
 	exit 1
 }
 
-port_busy() { ss -Hunl "sport = :$1" 2>/dev/null | grep -q .; }
-
-free_port()
-{
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		port_busy "$p" || { echo "$p"; return 0; }
-	done
-	return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh" # port_busy, free_port
 
 # start_sock NAME WORKER: flakesock on a free loopback port; sets port, pid.
 start_sock()

@@ -76,17 +76,7 @@ skip()
 	exit 77
 }
 
-port_busy() { ss -Hunl "sport = :$1" 2>/dev/null | grep -q .; }
-
-free_port()
-{
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		port_busy "$p" || { echo "$p"; return 0; }
-	done
-	return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh" # port_busy, free_port
 
 # start_sock NAME PREFIX SETTINGS...: flakesock on a free port of $listen
 # (default 127.0.0.1), run through PREFIX (empty, or "ip netns exec NS");
