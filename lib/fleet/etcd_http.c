@@ -11,6 +11,8 @@
 #include <sodium.h>
 
 #include "etcd_http.h"
+#include "fw_fleet_session.h"
+#include "fw_time.h"
 
 int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whylen)
 {
@@ -249,13 +251,6 @@ static int authenticate(struct etcd_conn *c, const char *base)
 	return 0;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /*
  * An error reply that says the cluster is between leaders (or the member
  * cannot reach it): another member, or the same one a moment later, answers.
@@ -304,7 +299,7 @@ int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 {
 	struct etcd_shared *sh = c->sh;
 	const char *json = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	uint64_t due = mono_ms() + sh->request_ms;
+	uint64_t due = fw_fleet_mono_ms() + sh->request_ms;
 	int rc = -ENOTCONN;
 	*out = NULL;
 	if (code)
@@ -316,7 +311,7 @@ int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 	 */
 	for (int n = 0; rc == -ENOTCONN; n++) {
 		int i = (c->cur + n) % sh->n_ep;
-		uint64_t now = mono_ms();
+		uint64_t now = fw_fleet_mono_ms();
 		if (now >= due)
 			break;
 		c->timeout_ms = (uint32_t)FW_MIN(due - now, FW_MAX(sh->request_ms / 4, 250u));
@@ -324,8 +319,7 @@ int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 		if (rc == 0)
 			c->cur = i;
 		else if (rc == -ENOTCONN && (n + 1) % sh->n_ep == 0) {
-			struct timespec ts = {0, 50 * 1000000}; /* every member refused: a pause */
-			nanosleep(&ts, NULL);
+			fw_sleep_ms(50); /* every member refused: a pause */
 		}
 	}
 	json_object_put(req);

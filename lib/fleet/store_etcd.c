@@ -10,6 +10,7 @@
 #include "fw_fleet_rec.h"
 #include "fw_fleet_session.h"
 #include "fw_fleet_store_etcd.h"
+#include "fw_time.h"
 
 #define KEY_LEN 512
 
@@ -164,8 +165,7 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 		json_object_put(out);
 		if (rc == 0 || rc != -ENOTCONN)
 			break;
-		struct timespec ts = {0, 100 * 1000000};
-		nanosleep(&ts, NULL);
+		fw_sleep_ms(100);
 	} while (fw_fleet_mono_ms() < due);
 	if (rc != 0 || e->lease == 0)
 		return fail(e, rc ? rc : -EIO);
