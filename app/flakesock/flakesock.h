@@ -59,6 +59,7 @@ struct fsock_ctx {
 	_Atomic bool running;            /* keeper and workers' slots set: /metrics reads them */
 	struct fsock_worker *workers;
 	struct fw_fleet_app *fleet; /* NULL without [fleet] zookeeper (fleet.c) */
+	struct fw_state_lock *lock; /* [state] file (and static worker IDs), held for life */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "flakesock.h"
+#include "fw_keeper_conf.h"
 #include "fw_err.h"
 #include "fw_metrics.h"
 #include "fw_version.h"
@@ -221,6 +222,11 @@ int main(int argc, char **argv)
 	if (ctx.workers == NULL)
 		return 1;
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
+	char lerr[512];
+	if (fw_state_lock_conf(&ctx.conf, ctx.n_workers, &ctx.lock, lerr, sizeof(lerr)) != 0) {
+		fprintf(stderr, "flakesock: %s\nflakesock: refusing to start\n", lerr);
+		return 1;
+	}
 	if (fsock_fleet_start(&ctx) != 0)
 		return 1;
 	if (fsock_metrics_start(&ctx) != 0) {
@@ -258,6 +264,7 @@ int main(int argc, char **argv)
 		pthread_join(ctx.workers[i].thread, NULL);
 	fsock_fleet_stop(&ctx);
 	rc = fsock_keeper_stop(&ctx);
+	fw_state_lock_free(ctx.lock); /* after the final mark */
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		close(ctx.workers[i].fd);
 	free(ctx.workers);

@@ -47,6 +47,7 @@ struct fw_app {
 	struct fw_keeper *keeper;
 	struct fw_control *control; /* control.c's, NULL before fw_control_start */
 	struct fw_fleet_app *fleet; /* [fleet]: worker-ID registry glue (fleet.c), or NULL */
+	struct fw_state_lock *lock; /* [state] file (and static worker IDs), held for life */
 	/* lcore i's first worker ID when not [id]'s (fleet.c sets it), or NULL */
 	int64_t (*worker_of)(const struct fw_app *app, uint32_t i);
 };

@@ -14,6 +14,7 @@
 #include "control.h"
 #include "fleet.h"
 #include "fw_err.h"
+#include "fw_keeper_conf.h"
 #include "fw_version.h"
 #include "log.h"
 #include "metrics.h"
@@ -84,7 +85,12 @@ int main(int argc, char **argv)
 	fw_logtype = rte_log_register_type_and_pick_level("flakewire", RTE_LOG_INFO);
 	if (fw_logtype < 0)
 		fw_logtype = RTE_LOGTYPE_USER1;
-	rc = fw_fleet_wire_start(app);
+	char lerr[512];
+	rc = fw_state_lock_conf(&app->conf, rte_lcore_count(), &app->lock, lerr, sizeof(lerr));
+	if (rc)
+		FW_LOG(ERR, "%s; refusing to start", lerr);
+	if (!rc)
+		rc = fw_fleet_wire_start(app);
 	if (!rc)
 		rc = fw_lcores_init(app);
 	if (!rc)
@@ -121,6 +127,7 @@ int main(int argc, char **argv)
 	fw_app_metrics_stop(app);
 	fw_control_stop(app);
 	fw_fleet_wire_stop(app);
+	fw_state_lock_free(app->lock); /* after the final mark */
 	struct fw_stats_line totals = {0};
 	fw_stats_line(app, &totals, 0);
 	fw_ports_close(app);

@@ -138,6 +138,11 @@ static const struct conf_key keys[] = {
 
 	{"state", "file", T_STR, 1, FW_CONF_STR_LEN - 1, "/var/lib/flakewire/mark",
 	 "high-water mark file (written atomically, fsynced)", C(state.file)},
+	{"state", "lock_dir", T_STR, 1, FW_CONF_STR_LEN - 1, "/run/lock/flakewire",
+	 "static worker IDs (no fleet) are locked here, one file per worker ID, so two "
+	 "responders on this host cannot serve the same one (the state file is locked beside "
+	 "it, as FILE.lock)",
+	 C(state.lock_dir)},
 	{"state", "mark_ahead_ms", T_U32, 100, 600000, "3000",
 	 "reserve (persist) this far ahead of the clock; extended when half is used",
 	 C(state.mark_ahead_ms)},

@@ -136,6 +136,7 @@ struct fw_conf {
 	} clock;
 	struct {
 		char file[FW_CONF_STR_LEN];
+		char lock_dir[FW_CONF_STR_LEN]; /* static worker IDs' host-wide locks */
 		uint32_t mark_ahead_ms;
 		uint32_t start_policy; /* enum fw_conf_start_policy */
 	} state;

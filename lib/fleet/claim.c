@@ -30,6 +30,16 @@ uint64_t fw_fleet_recipe_now(const struct fw_fleet_recipe *r)
 	return u > e ? u - e : 0;
 }
 
+bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token)
+{
+	if (token == r->token)
+		return true; /* this run's own write (a claim whose reply was lost) */
+	for (uint32_t i = 0; i < r->n_proven; i++)
+		if (r->proven[i].worker == w && r->proven[i].token == token)
+			return true;
+	return false;
+}
+
 int fw_fleet_cand_cmp(const void *a, const void *b)
 {
 	const struct fw_fleet_cand *x = a, *y = b;
@@ -51,7 +61,7 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
 	out->token = r->token;
 	snprintf(out->owner, sizeof(out->owner), "%s", r->identity);
 	switch (c->kind) {
-	case FW_FLEET_TAKEBACK: /* our own: the local mark fences our previous run */
+	case FW_FLEET_TAKEBACK: /* proven ours (fw_fleet_proven): this state's mark fences it */
 		out->floor = c->rec.floor;
 		break;
 	case FW_FLEET_NEW:
@@ -68,11 +78,11 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
 }
 
 int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
-		  struct fw_fleet_cand **out, uint32_t *n_out, uint32_t *n_owned, char *owners,
-		  size_t owners_len)
+		  struct fw_fleet_cand **out, uint32_t *n_out, uint32_t *n_owned, uint32_t *n_mine,
+		  char *owners, size_t owners_len)
 {
 	struct fw_fleet_store *s = r->store;
-	uint32_t total = 1u << r->layout.worker_bits, n = 0, owned = 0;
+	uint32_t total = 1u << r->layout.worker_bits, n = 0, owned = 0, mine = 0;
 	uint64_t e = r->layout.epoch_ms, server_l = server_unix > e ? server_unix - e : 0;
 	size_t ml = 0;
 	int rc = 0;
@@ -103,20 +113,26 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		if (rc != 0)
 			break;
 		x.version = v.version;
-		if (!strcmp(x.rec.owner, r->identity))
+		bool same_name = !strcmp(x.rec.owner, r->identity);
+		if (same_name && fw_fleet_proven(r, (int32_t)w, x.rec.token))
 			x.kind = FW_FLEET_TAKEBACK;
 		else if (!x.rec.owner[0])
 			x.kind = FW_FLEET_FREE;
 		else if (x.rec.lease < server_l)
 			x.kind = FW_FLEET_EXPIRED;
 		else {
+			/* a live lease; this identity's too when no state of ours proves it */
 			char ts[FW_ISO8601_LEN];
 			owned++;
+			mine += same_name;
 			if (owners && ml < owners_len)
-				ml += (size_t)snprintf(owners + ml, owners_len - ml,
-						       "%s%u by %s until %s", owned > 1 ? ", " : "",
-						       w, x.rec.owner,
-						       fw_format_iso8601(x.rec.lease + e, ts));
+				ml += (size_t)snprintf(
+					owners + ml, owners_len - ml, "%s%u by %s%s until %s",
+					owned > 1 ? ", " : "", w, x.rec.owner,
+					same_name ? " (this identity, under a run this state does "
+						    "not prove was ours)"
+						  : "",
+					fw_format_iso8601(x.rec.lease + e, ts));
 			continue;
 		}
 		c[n++] = x;
@@ -131,6 +147,8 @@ out:
 	*out = c;
 	*n_out = n;
 	*n_owned = owned;
+	if (n_mine)
+		*n_mine = mine;
 	return 0;
 }
 
@@ -153,7 +171,7 @@ int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_ca
 		rc = s->ops->cas(s, (uint32_t)c->worker, buf, len, c->version, &v);
 	if (rc != 0)
 		return rc;
-	*h = (struct fw_fleet_held){c->worker, v.version, d.lease, d.floor, false, false};
+	*h = (struct fw_fleet_held){c->worker, v.version, d.lease, d.floor, false, false, r->token};
 	return 0;
 }
 
@@ -169,7 +187,7 @@ static bool fresh(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c
 int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
 		     uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
 		     struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
-		     char *err, size_t errlen)
+		     uint32_t *n_mine, char *err, size_t errlen)
 {
 	static const char *const how[] = {"taken back", "claimed (new)", "claimed (free)",
 					  "taken over"};
@@ -179,7 +197,8 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 	uint64_t now_l = fw_fleet_recipe_now(r);
 
 	*n_got = 0;
-	int rc = fw_fleet_scan(r, server_unix, skip, &c, &n_c, &n_owned, owners, sizeof(owners));
+	int rc = fw_fleet_scan(r, server_unix, skip, &c, &n_c, &n_owned, n_mine, owners,
+			       sizeof(owners));
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", r->store->name,
 			 rc == -ENOMEM ? "out of memory" : r->store->ops->last_error(r->store));

@@ -89,6 +89,10 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 			 FW_MIN(FW_FLEET_SLOTS_MAX, 1u << cfg->layout.worker_bits));
 		goto fail;
 	}
+	if (cfg->state_stamp && strlen(cfg->state_stamp) >= 128) {
+		snprintf(err, errlen, "fleet: state stamp too long");
+		goto fail;
+	}
 	if (cfg->cache_file && strlen(cfg->cache_file) >= PATH_MAX - 8) {
 		snprintf(err, errlen, "fleet: cache file name too long");
 		goto fail;
@@ -104,10 +108,12 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 	snprintf(f->root, sizeof(f->root), "%s", cfg->root);
 	snprintf(f->identity, sizeof(f->identity), "%s", cfg->identity);
 	snprintf(f->cache, sizeof(f->cache), "%s", cfg->cache_file ? cfg->cache_file : "");
+	snprintf(f->stamp, sizeof(f->stamp), "%s", cfg->state_stamp ? cfg->state_stamp : "");
 	f->cfg.connect = NULL; /* the store's */
 	f->cfg.root = f->root;
 	f->cfg.identity = f->identity;
 	f->cfg.cache_file = f->cache;
+	f->cfg.state_stamp = f->stamp;
 	f->r = (struct fw_fleet_recipe){
 		store,         cfg->layout,
 		f->identity,   0,
@@ -115,7 +121,7 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		cfg->now_arg,  cfg->log,
 		cfg->log_arg};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
-	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout};
+	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
 	f->pub = calloc(n_slots, sizeof(*f->pub));
 	f->slot = calloc(n_slots, sizeof(*f->slot));
@@ -183,6 +189,50 @@ void fleet_count_kinds(struct fw_fleet *f, const enum fw_fleet_kind *k, uint32_t
 	pthread_mutex_unlock(&f->mu);
 }
 
+void fleet_cache_save(struct fw_fleet *f)
+{
+	if (!f->cache_dirty || !f->cache[0])
+		return;
+	int rc = fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n);
+	if (rc == 0)
+		f->cache_dirty = false;
+	if (rc != 0 && rc != f->cache_rc)
+		fleet_log(f, FW_FLEET_WARN,
+			  "fleet: cannot write the cache %s: %s; a restart cannot take these "
+			  "worker IDs back nor start from them while the registry is down; retried "
+			  "at every change",
+			  f->cache, fw_strerror(rc));
+	else if (rc == 0 && f->cache_rc != 0)
+		fleet_log(f, FW_FLEET_INFO, "fleet: the cache %s is written again", f->cache);
+	f->cache_rc = rc;
+}
+
+/*
+ * The previous run's cache on this state: what may be taken back (the
+ * proof), and what a start with the store down may issue under. Returns
+ * fw_fleet_cache_read's code; f->proven holds every record it names.
+ */
+static int load_proof(struct fw_fleet *f)
+{
+	struct fw_fleet_held all[FW_FLEET_SLOTS_MAX];
+	for (uint32_t i = 0; i < FW_FLEET_SLOTS_MAX; i++)
+		all[i].worker = FW_FLEET_WORKER_NONE;
+	f->n_proven = 0;
+	int n = f->cache[0] ? fw_fleet_cache_read(f->cache, &f->cache_of, all, FW_FLEET_SLOTS_MAX)
+			    : -ENOENT;
+	for (uint32_t i = 0; n > 0 && i < FW_FLEET_SLOTS_MAX; i++)
+		if (all[i].worker != FW_FLEET_WORKER_NONE)
+			f->proven[f->n_proven++] = all[i];
+	f->r.proven = f->proven;
+	f->r.n_proven = f->n_proven;
+	if (n < 0 && n != -ENOENT)
+		fleet_log(f, FW_FLEET_INFO,
+			  "fleet: %s: %s: worker IDs this identity held before are taken over "
+			  "only once their leases end",
+			  f->cache, fw_fleet_cache_why(n));
+	return n;
+}
+
 int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errlen)
 {
 	char e[MSG_LEN];
@@ -190,6 +240,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	f->r.token = fleet_rand64();
 	if (from_cache)
 		*from_cache = false;
+	int n_prev = load_proof(f);
 
 	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.start_wait_ms,
 					 f->cfg.session_timeout_ms + 2000, e, sizeof(e));
@@ -206,12 +257,22 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		pthread_mutex_lock(&f->mu);
 		f->st.connected = true;
 		pthread_mutex_unlock(&f->mu);
-		if (f->cache[0] && fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n) == 0)
-			f->cache_dirty = false;
+		f->cache_dirty = true;
+		fleet_cache_save(f);
 	} else {
-		/* The store is unreachable: the cache, or nothing. */
-		int n = f->cache[0] ? fw_fleet_cache_read(f->cache, &f->cache_of, f->slot, f->n)
-				    : -ENOENT;
+		/* The store is unreachable: the cache (its slots below f->n), or nothing. */
+		int n = 0;
+		for (uint32_t j = 0; n_prev > 0 && j < f->n_proven; j++) {
+			for (uint32_t i = 0; i < f->n; i++) {
+				if (f->slot[i].worker == FW_FLEET_WORKER_NONE) {
+					f->slot[i] = f->proven[j];
+					n++;
+					break;
+				}
+			}
+		}
+		if (n_prev > 0 && n == 0)
+			n_prev = 0;
 		if (n > 0) {
 			char ts[FW_ISO8601_LEN];
 			uint64_t until = UINT64_MAX;
@@ -235,7 +296,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 				"answers; retrying",
 				e,
 				!f->cache[0] ? "no [fleet] cache_file is set"
-					     : fw_fleet_cache_why(n),
+					     : fw_fleet_cache_why(n_prev),
 				f->store->name);
 			for (uint32_t i = 0; i < f->n; i++)
 				f->slot[i].worker = FW_FLEET_WORKER_NONE;
@@ -328,9 +389,7 @@ void fw_fleet_stop(struct fw_fleet *f)
 		pthread_join(f->thread, NULL);
 		f->thread_on = false;
 	}
-	if (f->cache_dirty && f->cache[0] &&
-	    fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n) == 0)
-		f->cache_dirty = false;
+	fleet_cache_save(f);
 	fw_fleet_session_drop(&f->ss);
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = false;

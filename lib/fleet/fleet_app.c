@@ -62,7 +62,7 @@ static int read_password(const char *path, char *buf, size_t cap, char *err, siz
 }
 
 int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
-		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+		       const char *state_stamp, void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
 {
 	char host[FW_FLEET_IDENTITY_MAX], pw[256];
@@ -98,6 +98,7 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 		fc.identity = host;
 	}
 	fc.cache_file = c->fleet.cache_file;
+	fc.state_stamp = state_stamp;
 	fc.layout = *layout;
 	fc.lease_ms = c->fleet.lease_ms;
 	fc.renew_ms = c->fleet.renew_ms;

@@ -26,9 +26,17 @@ struct retire_req {
 	uint64_t last;
 };
 
+/* A worker ID replaced in its slot, held until the store confirms its release. */
+struct retiring {
+	struct fw_fleet_held h;
+	uint64_t last; /* layout ms: the retirement point (valid once asked) */
+	bool asked;    /* fw_fleet_retire came: the slot's worker swapped */
+	int warned_rc; /* the last failure logged (0: none) */
+};
+
 struct fw_fleet {
 	struct fw_fleet_config cfg;
-	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX];
+	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX], stamp[128];
 	uint32_t n;
 	struct fw_fleet_store *store;
 	struct fw_fleet_recipe r;
@@ -51,8 +59,13 @@ struct fw_fleet {
 	/* thread-private (and fw_fleet_start's before the thread runs) */
 	struct fw_fleet_held *slot;
 	bool *skip; /* 2^worker_bits: claims leave these out */
-	struct fw_fleet_held retiring[FW_FLEET_SLOTS_MAX];
+	struct retiring retiring[FW_FLEET_SLOTS_MAX];
 	uint32_t n_retiring;
+	/* the previous run's claims on this state (its cache): what the recipe
+	 * may take back (f->r.proven) */
+	struct fw_fleet_held proven[FW_FLEET_SLOTS_MAX];
+	uint32_t n_proven;
+	int cache_rc; /* the last cache write's code (logged once per change) */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
 	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
@@ -68,6 +81,8 @@ void fleet_publish_locked(struct fw_fleet *f, uint32_t i, enum fw_fleet_source s
 void fleet_publish(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src);
 void fleet_count(struct fw_fleet *f, uint64_t *c, uint64_t by);
 void fleet_count_kinds(struct fw_fleet *f, const enum fw_fleet_kind *k, uint32_t n);
+/* Writes the cache when it changed; a failure is logged once per change of its code. */
+void fleet_cache_save(struct fw_fleet *f);
 
 /*
  * Claims for slots without a usable ID, then (when due) the replacements.

@@ -72,6 +72,10 @@ struct fw_fleet_config {
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
 	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
 	const char *cache_file; /* "" or NULL: no cache */
+	/* fw_state_lock_stamp of the state this process holds locked (NULL or
+	 * "": none). Without it no cache is this process's own: nothing is
+	 * taken back and a start while the store is down has no worker ID. */
+	const char *state_stamp;
 	struct fw_layout layout;
 	uint64_t lease_ms;           /* lease length (default 24 h) */
 	uint64_t renew_ms;           /* renew this often (default 60 s) */
@@ -137,10 +141,16 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
 
 /*
  * Claims a worker ID for every slot and starts the registry thread. Order:
- * IDs this identity already owns (a restart keeps its IDs), then free ones
+ * IDs this process proves it held (its cache, written under the same
+ * state_stamp, holds the record's token: a restart keeps its IDs), then free ones
  * (created atomically, or released; those with a floor below ZooKeeper's
  * time first), then expired ones (lease_until before ZooKeeper's time, read
- * from a znode's mtime): taken over with floor = old lease_until.
+ * from a znode's mtime): taken over with floor = old lease_until. A live
+ * record with this identity that the cache does not prove is another
+ * owner's (a twin behind a partition, a clone): when only such records
+ * stand between a slot and a worker ID, the slot starts without one
+ * (NO_LEASE, one WARN naming them and their lease ends) and the thread
+ * claims one at a later round, once a lease ends or an ID is freed.
  * Waits up to cfg.start_wait_ms for ZooKeeper. When it does not answer in
  * time: the slots come from the cache file (its confirmed leases; *from_cache
  * true) or, with no usable cache, stay without a worker (NO_LEASE) while the
@@ -188,6 +198,9 @@ FW_API int fw_fleet_replace_all(struct fw_fleet *f);
  * free with its history fenced. Returns 0, -ENOENT (not held or retiring).
  */
 FW_API int fw_fleet_retire(struct fw_fleet *f, int32_t worker, uint64_t last_ms);
+/* (A retirement is done only when the store confirms the release, or shows
+ * another owner above @last_ms; until then the ID stays retiring, retried
+ * every round, and this process never claims it again.) */
 
 /* Fills *st. */
 FW_API void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st);

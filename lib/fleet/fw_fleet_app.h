@@ -34,12 +34,14 @@ struct fw_fleet_app;
  * Otherwise creates the registry for @n_workers slots with @log (lines
  * without newline; NULL: silent) and claims (fw_fleet_start: take back,
  * claim, take over; cache or NO_LEASE when ZooKeeper is down).
- * Identity: [fleet] identity, or the host name.
+ * Identity: [fleet] identity, or the host name. @state_stamp: the
+ * fw_state_lock_stamp of the locked state (what makes the cache this
+ * process's proof; fw_fleet_config.state_stamp).
  * Returns 0 with *out set, or fw_fleet_create/fw_fleet_start's code with one
  * line in @err (the caller refuses to start).
  */
 FW_API int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout,
-			      uint32_t n_workers,
+			      uint32_t n_workers, const char *state_stamp,
 			      void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 			      void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen);
 

@@ -4,10 +4,19 @@
  * registry interface (fw_fleet_store.h); the proof is
  * doc/design/fleet-safety.md, whose steps name these functions.
  *
- * Claim order (fw_fleet_cand_cmp): IDs this identity already owns (take
+ * Claim order (fw_fleet_cand_cmp): IDs this process proves it held (take
  * back: a restart keeps its IDs), then free ones (never claimed: created
  * with S1; or released), lowest floor first, then expired ones (lease_until
- * before the store's time), lowest lease first. Every claim is one write:
+ * before the store's time), lowest lease first.
+ *
+ * Proof, not names: a record is taken back (its floor kept) only when its
+ * token is this process's own (a claim whose reply was lost) or one the
+ * recipe's @proven list holds (the cache of the previous run on this same
+ * locked state, whose mark fences everything that run issued: see
+ * fw_state_lock.h). A record with this identity and any other token is
+ * another owner's, whoever wrote it (a twin behind a partition, a clone):
+ * taken over only once its lease ended, like anyone's. Every claim is one
+ * write:
  * create-if-absent (S1) or compare-and-set on the version read (S2):
  *   take back  floor kept, lease = max(old lease, now + lease_ms)
  *   new        floor 0
@@ -43,6 +52,7 @@ struct fw_fleet_held {
 	uint64_t floor;  /* layout ms */
 	bool lost;       /* taken over by another: lease is the final limit */
 	bool cached;     /* from the cache file: not yet written by this process */
+	uint64_t token;  /* the record's token as last confirmed (a cached one: its run's) */
 };
 
 /* What the recipe needs besides the store. */
@@ -56,7 +66,14 @@ struct fw_fleet_recipe {
 	void *now_arg;
 	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg); /* may be NULL */
 	void *log_arg;
+	/* The previous run's records this process proves it continues (from its
+	 * cache, on the same locked state): worker and token of each. */
+	const struct fw_fleet_held *proven;
+	uint32_t n_proven;
 };
+
+/* True when worker @w's record with @token is this process's to take back. */
+FW_API bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token);
 
 enum fw_fleet_kind { FW_FLEET_TAKEBACK = 0, FW_FLEET_NEW, FW_FLEET_FREE, FW_FLEET_EXPIRED };
 
@@ -78,13 +95,14 @@ FW_API void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct f
 /*
  * Reads every worker record and lists what can be claimed, in claim order,
  * leaving out workers with skip[w] (held by this process) and garbled
- * records. *n_owned counts live leases of others; @owners (may be NULL)
- * lists them ("3 by node-b until 2026-...").
+ * records. *n_owned counts live leases of others, *n_mine (may be NULL)
+ * those among them with this identity that this process cannot prove its
+ * own; @owners (may be NULL) lists them ("3 by node-b until 2026-...").
  * Returns 0 with *out (free() it) and *n; a store code; -ENOMEM.
  */
 FW_API int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
-			 struct fw_fleet_cand **out, uint32_t *n, uint32_t *n_owned, char *owners,
-			 size_t owners_len);
+			 struct fw_fleet_cand **out, uint32_t *n, uint32_t *n_owned,
+			 uint32_t *n_mine, char *owners, size_t owners_len);
 
 /*
  * Writes the claim of @c. Returns 0 with *h set; -EEXIST, -ESTALE, -ENOENT
@@ -103,7 +121,9 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
 /*
  * Claims @n_need worker IDs not in @skip, at the store's time @server_unix,
  * got[k] for the slot @slot_of[k] (only named in the log line).
- * Not enough candidates: writes nothing. Returns 0 with got[0..n_need) and
+ * Not enough candidates: writes nothing (*n_mine, may be NULL: how many of
+ * the live leases are this identity's unproven ones, which end in time).
+ * Returns 0 with got[0..n_need) and
  * kinds[]; FW_EFLEET_FULL (@err names the owners; *n_got may be > 0 without
  * FW_FLEET_CLAIM_ALL: those are kept); -ENOTCONN (*n_got as for FULL); -EIO.
  * Given back (FW_FLEET_CLAIM_ALL) means released with its own floor, never
@@ -113,13 +133,16 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
 FW_API int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
 			    uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
 			    struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
-			    char *err, size_t errlen);
+			    uint32_t *n_mine, char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
 enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };
 
 /*
  * Renews @h (not lost): CAS with lease = max(h->lease, now + lease_ms).
+ * When the CAS fails the record is read: this run's token (a write whose
+ * reply was lost), or for a slot from the cache the token the cache holds
+ * (its run's write the cache missed), is adopted; anything else is lost.
  * Returns an enum fw_fleet_renewed (h updated: version and lease, or lost);
  * -ENOTCONN or -EIO (h unchanged: the write may have landed, the next
  * renewal adopts it). *local_mid and *mtime (server, 0: none) are set for
@@ -131,10 +154,29 @@ FW_API int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held 
 /*
  * Releases @h, which issued nothing above @last (layout ms): owner "",
  * lease = floor = max(h->floor, @last), by CAS on h->version. Returns 0 or a
- * store code (-ESTALE: no longer ours, nothing to release).
+ * store code (-ESTALE: the version moved).
  */
 FW_API int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h,
 				 uint64_t last);
+
+/* Outcomes of fw_fleet_retire_held. */
+enum fw_fleet_retired {
+	FW_FLEET_RETIRE_DONE = 0, /* released: the store confirmed the write */
+	FW_FLEET_RETIRE_ABOVE,    /* another owner's record, its floor at or above @last */
+	FW_FLEET_RETIRE_AGAIN,    /* not confirmed: keep it retiring and try again later */
+};
+
+/*
+ * A retirement that is done only when the store confirms it: releases @h
+ * (fw_fleet_release_held); when the version moved, reads the record: this
+ * run's own write (a lost reply) is released again at its version, another
+ * owner's record whose floor is at or above @last needs nothing more.
+ * Every other outcome (a store error of any kind, a record below @last, one
+ * that is gone or garbled) is FW_FLEET_RETIRE_AGAIN, with the store's
+ * error in *rc (0 when the record was read). h->version follows the reads.
+ */
+FW_API enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r,
+						  struct fw_fleet_held *h, uint64_t last, int *rc);
 
 /*
  * Reads and parses worker @w's record. Returns 0; -EINVAL (garbled: *v is

@@ -35,6 +35,7 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 		h->version = v.version;
 		h->lease = d.lease;
 		h->cached = false;
+		h->token = r->token;
 		*local_mid = a + (b - a) / 2;
 		*mtime = v.mtime;
 		return FW_FLEET_RENEWED;
@@ -50,11 +51,12 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	/* ... or, for a claim from the cache, a write of this identity's previous
 	 * run that the cache missed (a crash between the write and the cache):
 	 * the same owner, as a take-back at start would be */
-	if (parsed && !strcmp(now.owner, r->identity) && (now.token == r->token || h->cached)) {
+	if (parsed && !strcmp(now.owner, r->identity) &&
+	    (now.token == r->token || (h->cached && now.token == h->token))) {
 		h->version = v.version;
 		h->lease = now.lease; /* what the store holds: confirmed by this read */
-		h->cached = false;
-		return FW_FLEET_ADOPTED;
+		h->token = now.token;
+		return FW_FLEET_ADOPTED; /* still cached when its run's: the next CAS writes ours */
 	}
 	if (owner && owner_len)
 		snprintf(owner, owner_len, "%s",
@@ -78,4 +80,30 @@ int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet
 	if (len < 0)
 		return -EIO;
 	return s->ops->cas(s, (uint32_t)h->worker, buf, len, h->version, &v);
+}
+
+enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r,
+					   struct fw_fleet_held *h, uint64_t last, int *rc)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		*rc = fw_fleet_release_held(r, h, last);
+		if (*rc == 0)
+			return FW_FLEET_RETIRE_DONE;
+		if (*rc != -ESTALE)
+			return FW_FLEET_RETIRE_AGAIN; /* unreachable, full, refused...: not done */
+		struct fw_fleet_rec now;
+		struct fw_fleet_ver v;
+		*rc = fw_fleet_read(r->store, (uint32_t)h->worker, &now, &v);
+		if (*rc != 0)
+			return FW_FLEET_RETIRE_AGAIN; /* gone or garbled: nothing fences it */
+		if (!strcmp(now.owner, r->identity) && now.token == h->token) {
+			h->version = v.version; /* our own write whose reply was lost */
+			continue;
+		}
+		/* another writer: a takeover's floor is our lease end, a release's
+		 * max(floor, lease): either is above what we issued */
+		return now.floor >= FW_MAX(h->floor, last) ? FW_FLEET_RETIRE_ABOVE
+							    : FW_FLEET_RETIRE_AGAIN;
+	}
+	return FW_FLEET_RETIRE_AGAIN;
 }

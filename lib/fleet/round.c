@@ -27,7 +27,7 @@ static void skip_held(const struct fw_fleet *f, bool *skip)
 			skip[f->slot[i].worker] =
 				true; /* a lost one can come back, above its floor */
 	for (uint32_t i = 0; i < f->n_retiring; i++)
-		skip[f->retiring[i].worker] = true; /* a retired ID is never a replacement */
+		skip[f->retiring[i].h.worker] = true; /* a retired ID is never claimed again */
 }
 
 static void offset_update(struct fw_fleet *f, uint64_t local_mid, uint64_t server)
@@ -52,38 +52,64 @@ static void offset_update(struct fw_fleet *f, uint64_t local_mid, uint64_t serve
 			  f->store->name, f->cfg.max_offset_ms, off);
 }
 
+/*
+ * Retirements: each replaced ID stays in f->retiring (so never claimed
+ * again by this process) until the store confirms its release, or shows
+ * another owner already above its retirement point. Anything else (a store
+ * error of any kind) keeps it there, retried every round, logged once per
+ * change. Returns -ENOTCONN when the store is unreachable (the round fails).
+ */
 static int retire_pending(struct fw_fleet *f)
 {
 	struct retire_req q[FW_FLEET_SLOTS_MAX];
-	uint32_t n, done = 0;
-	int rc = 0;
+	uint32_t n;
 	pthread_mutex_lock(&f->mu);
 	n = f->n_retire_q;
 	memcpy(q, f->retire_q, n * sizeof(q[0]));
+	f->n_retire_q = 0;
 	pthread_mutex_unlock(&f->mu);
-	for (; done < n; done++) {
+	for (uint32_t k = 0; k < n; k++) {
 		for (uint32_t j = 0; j < f->n_retiring; j++) {
-			if (f->retiring[j].worker != q[done].worker)
+			struct retiring *t = &f->retiring[j];
+			if (t->h.worker != q[k].worker)
 				continue;
-			rc = fw_fleet_release_held(&f->r, &f->retiring[j], q[done].last);
-			if (rc == -ENOTCONN)
-				goto out;
-			fleet_log(f, FW_FLEET_INFO,
-				  "fleet: worker %d retired: released with floor %" PRIu64 " (%s)",
-				  q[done].worker, FW_MAX(f->retiring[j].floor, q[done].last),
-				  rc == 0 ? "done" : fw_fleet_store_strerror(rc));
-			fleet_count(f, &f->st.releases, 1);
-			f->retiring[j] = f->retiring[--f->n_retiring];
+			t->last = t->asked ? FW_MAX(t->last, q[k].last) : q[k].last;
+			t->asked = true;
 			break;
 		}
 	}
-	rc = 0;
-out:
-	pthread_mutex_lock(&f->mu);
-	memmove(f->retire_q, f->retire_q + done, (f->n_retire_q - done) * sizeof(q[0]));
-	f->n_retire_q -= done;
-	pthread_mutex_unlock(&f->mu);
-	return rc;
+	for (uint32_t j = 0; j < f->n_retiring; j++) {
+		struct retiring *t = &f->retiring[j];
+		int src = 0;
+		if (!t->asked)
+			continue;
+		enum fw_fleet_retired how = fw_fleet_retire_held(&f->r, &t->h, t->last, &src);
+		if (how == FW_FLEET_RETIRE_AGAIN) {
+			if (src == -ENOTCONN)
+				return -ENOTCONN;
+			if (t->warned_rc != src)
+				fleet_log(f, FW_FLEET_WARN,
+					  "fleet: worker %d: release not confirmed (%s): this "
+					  "process keeps it retired and retries every round; it is "
+					  "never issued again below %" PRIu64,
+					  t->h.worker,
+					  src ? f->store->ops->last_error(f->store)
+					      : "the record is no longer ours and its floor is below "
+						"what we issued",
+					  t->last);
+			t->warned_rc = src ? src : -EAGAIN;
+			continue;
+		}
+		fleet_log(f, FW_FLEET_INFO,
+			  how == FW_FLEET_RETIRE_DONE
+				  ? "fleet: worker %d retired: released with floor %" PRIu64
+				  : "fleet: worker %d retired: its record is another owner's now, "
+				    "above %" PRIu64,
+			  t->h.worker, FW_MAX(t->h.floor, t->last));
+		fleet_count(f, &f->st.releases, 1);
+		f->retiring[j--] = f->retiring[--f->n_retiring];
+	}
+	return 0;
 }
 
 /*
@@ -124,9 +150,25 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	int crc = 0;
 	if (n_need) {
 		skip_held(f, skip);
+		uint32_t mine = 0;
 		crc = fw_fleet_claim_n(&f->r, server, skip, n_need,
 				       at_start ? FW_FLEET_CLAIM_ALL : 0, need, got, kinds, &n_got,
-				       err, errlen);
+				       &mine, err, errlen);
+		if (at_start && crc == FW_EFLEET_FULL && mine > 0) {
+			/* Short only of this identity's records that no state of ours
+			 * proves: they end in time. Start with what can issue now and
+			 * wait for the rest (NO_LEASE); the thread claims at a later
+			 * round. */
+			fleet_log(f, FW_FLEET_WARN,
+				  "%s; starting with what can be claimed now, the other slots "
+				  "answer NO_LEASE until a lease ends or a worker ID is freed",
+				  err);
+			crc = fw_fleet_claim_n(&f->r, server, skip, n_need, 0, need, got, kinds,
+					       &n_got, NULL, err, errlen);
+			if (crc == FW_EFLEET_FULL)
+				crc = 0;
+			f->need_full = n_need - n_got;
+		}
 		fleet_count_kinds(f, kinds, n_got);
 		for (uint32_t k = 0; k < n_got; k++) {
 			f->slot[need[k]] = got[k];
@@ -141,9 +183,19 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_repl == 0)
 		return 0;
 	skip_held(f, skip);
-	crc = fw_fleet_claim_n(&f->r, server, skip, n_repl,
-			       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, repl, got, kinds, &n_got,
-			       err, errlen);
+	if (f->n_retiring + n_repl > FW_FLEET_SLOTS_MAX) {
+		/* every replaced ID stays retiring until its release is confirmed:
+		 * no room, no replacement (the current IDs keep issuing) */
+		snprintf(err, errlen,
+			 "fleet: %u worker ID(s) still retiring (releases not confirmed): no "
+			 "replacement until they are released",
+			 f->n_retiring);
+		crc = FW_EFLEET_FULL;
+	} else {
+		crc = fw_fleet_claim_n(&f->r, server, skip, n_repl,
+				       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, repl, got, kinds,
+				       &n_got, NULL, err, errlen);
+	}
 	if (crc == -ENOTCONN || crc == -EIO)
 		return FW_EFLEET_ZK;
 	if (crc != 0) {
@@ -162,8 +214,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	pthread_mutex_lock(&f->mu);
 	for (uint32_t k = 0; k < n_repl; k++) {
 		uint32_t i = repl[k];
-		if (f->n_retiring < FW_FLEET_SLOTS_MAX)
-			f->retiring[f->n_retiring++] = f->slot[i];
+		f->retiring[f->n_retiring++] = (struct retiring){.h = f->slot[i]}; /* room checked */
 		f->replace_req[i] = false;
 		f->slot[i] = got[k];
 		fleet_publish_locked(f, i, FW_FLEET_SRC_ZK);
@@ -273,9 +324,7 @@ void *fleet_thread_main(void *arg)
 			f->next_renew = mono + fw_fleet_backoff_ms(f->renew_fails, f->cfg.renew_ms,
 								   fleet_rand64());
 		}
-		if (f->cache_dirty && f->cache[0] &&
-		    fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n) == 0)
-			f->cache_dirty = false;
+		fleet_cache_save(f);
 		/* Sleep until the next renewal (or retry) or a pending replacement's
 		 * next attempt, on CLOCK_MONOTONIC: a step of the wall clock does not
 		 * move it. A request (replace, retire, stop) wakes the thread. */

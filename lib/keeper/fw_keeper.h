@@ -161,7 +161,8 @@ struct fw_keeper_slot {
 	/* written by the worker, on their own cache line */
 	FW_CACHE_ALIGNED atomic_uint_fast64_t last_ms; /* highest layout ms issued before the
 							* worker's latest burst */
-	atomic_uint_fast64_t retired_ms;  /* last layout ms the previous worker ID issued */
+	atomic_uint_fast64_t retired_ms;  /* highest layout ms any previous worker ID of this
+					   * slot issued (a max over every swap) */
 	atomic_uint_fast64_t retired_gen; /* worker_gen whose swap wrote retired_ms */
 } FW_CACHE_ALIGNED;
 
@@ -272,9 +273,9 @@ FW_API uint64_t fw_keeper_worker_last(const struct fw_keeper *k, uint32_t slot);
 
 /*
  * After fw_keeper_set_worker(): true once slot @slot's worker applied the
- * swap (it will never issue with the old worker ID again), with *last_ms the
- * last layout ms the old worker ID issued (0: none), the retirement point
- * to record. False while the swap is pending (the worker has not had a
+ * swap (it will never issue with the old worker ID again), with *last_ms at
+ * or above the last layout ms the old worker ID issued (the highest of every
+ * ID this slot retired; 0: none), the retirement point to record. False while the swap is pending (the worker has not had a
  * burst since; a worker with no traffic never applies it).
  */
 FW_API bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot, uint64_t *last_ms);
@@ -361,8 +362,8 @@ struct fw_keeper_worker {
 };
 
 /*
- * Slow path of fw_keeper_worker_burst: a new worker_gen. Records the old
- * generator's last ms in the slot's retired_ms (then retired_gen), and
+ * Slow path of fw_keeper_worker_burst: a new worker_gen. Raises the slot's
+ * retired_ms to the old generator's last ms (then sets retired_gen), and
  * re-initialises @g with the snapshot's worker ID and floor, keeping its
  * layout and config.
  * Returns 0 or fw_gen_init's code (then @g is unchanged and the old worker

@@ -12,6 +12,7 @@
 #include "fw_conf.h"
 #include "fw_keeper.h"
 #include "fw_keeper_driver.h"
+#include "fw_state_lock.h"
 
 /*
  * Fills *kc with the keeper defaults, then [clock] max_slew_ppm, reanchor_ms
@@ -52,4 +53,31 @@ static inline void fw_keeper_driver_config_from_conf(struct fw_keeper_driver_con
 	dc->keeper.name = name;
 	dc->calibrate_ms = c->clock.calibrate_ms;
 	dc->stats_ms = c->stats.interval_s * 1000u;
+}
+
+/*
+ * One state, one process (fw_state_lock.h), for both responders: locks
+ * [state] file and, without a fleet, the @n_workers static worker IDs of
+ * [id] in [state] lock_dir. Call before reading the mark or claiming.
+ * Returns 0 with *out set (free it after the keeper's final mark), or a
+ * negated errno with one line in @err (the caller refuses to start).
+ */
+static inline int fw_state_lock_conf(const struct fw_conf *c, uint32_t n_workers,
+				     struct fw_state_lock **out, char *err, size_t errlen)
+{
+	uint32_t ids[FW_KEEPER_WORKERS_MAX];
+	int rc = fw_state_lock_take(c->state.file, out, err, errlen);
+	if (rc != 0 || fw_conf_fleet_on(c))
+		return rc;
+	if (n_workers > FW_KEEPER_WORKERS_MAX)
+		n_workers = FW_KEEPER_WORKERS_MAX;
+	for (uint32_t i = 0; i < n_workers; i++)
+		ids[i] = (uint32_t)fw_conf_worker(c, i);
+	rc = fw_state_lock_workers(*out, c->state.lock_dir, ids, n_workers,
+				   c->id.worker_bits, err, errlen);
+	if (rc != 0) {
+		fw_state_lock_free(*out);
+		*out = NULL;
+	}
+	return rc;
 }

@@ -620,7 +620,10 @@ int fw_keeper_worker_swap(struct fw_keeper_worker *w, const struct fw_keeper_sna
 	*g = ng;
 	w->limit_ms = 0; /* the new generator's mark is 0: set it on this burst */
 	/* (a limit of exactly 0 is then already in effect) */
-	atomic_store_explicit(&w->slot->retired_ms, old_last, memory_order_relaxed);
+	/* the highest of every ID this slot retired: the stop's mark covers them
+	 * all, and a retirement point is never below what its ID issued */
+	uint64_t was = atomic_load_explicit(&w->slot->retired_ms, memory_order_relaxed);
+	atomic_store_explicit(&w->slot->retired_ms, FW_MAX(was, old_last), memory_order_relaxed);
 	atomic_store_explicit(&w->slot->retired_gen, s->worker_gen, memory_order_release);
 	return 0;
 }

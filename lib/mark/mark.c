@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fw_err.h"
+#include "fw_file.h"
 #include "fw_mark.h"
 
 #define MARK_MAGIC "flakewire-mark 1\n"
@@ -155,32 +156,6 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* Makes the rename itself durable: it lives in the directory's entries. */
-static int sync_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	size_t n;
-	int fd, err = 0;
-
-	if (!slash) {
-		strcpy(dir, ".");
-	} else {
-		n = slash == path ? 1 : (size_t)(slash - path);
-		if (n >= sizeof(dir))
-			return -ENAMETOOLONG;
-		memcpy(dir, path, n);
-		dir[n] = '\0';
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		err = -errno;
-	close(fd);
-	return err;
-}
-
 int fw_mark_write(const char *path, uint64_t unix_ms)
 {
 	char tmp[PATH_MAX];
@@ -210,5 +185,5 @@ int fw_mark_write(const char *path, uint64_t unix_ms)
 		unlink(tmp);
 		return err;
 	}
-	return sync_dir(path);
+	return fw_fsync_dir(path); /* the rename itself, durable */
 }

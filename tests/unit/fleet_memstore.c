@@ -27,6 +27,7 @@ struct memsrv {
 	int64_t offset;
 	bool down;
 	int lose, fail;
+	int fail_rc[WORKERS]; /* writes of worker w fail with this (0: none) */
 	uint64_t session_seq;
 	struct {
 		char identity[FW_FLEET_IDENTITY_MAX];
@@ -174,6 +175,9 @@ static int write_rec(struct memcl *c, uint32_t w, bool create, int64_t version, 
 		m->fail--;
 		snprintf(c->err, sizeof(c->err), "write failed");
 		rc = -ENOTCONN;
+	} else if (m->fail_rc[w]) {
+		snprintf(c->err, sizeof(c->err), "write refused (injected %d)", m->fail_rc[w]);
+		rc = m->fail_rc[w];
 	} else if (create && r->exists) {
 		rc = -EEXIST;
 	} else if (!create && !r->exists) {
@@ -349,6 +353,11 @@ void memsrv_lose_replies(struct memsrv *m, int n)
 void memsrv_fail_writes(struct memsrv *m, int n)
 {
 	LOCKED(m, m->fail = n);
+}
+
+void memsrv_fail_worker(struct memsrv *m, uint32_t w, int rc)
+{
+	LOCKED(m, m->fail_rc[w] = rc);
 }
 
 void memsrv_drop_sessions(struct memsrv *m)

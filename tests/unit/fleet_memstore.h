@@ -36,6 +36,9 @@ void memsrv_down(struct memsrv *m, bool down);
 void memsrv_lose_replies(struct memsrv *m, int n);
 /* The next @n writes of worker records fail with -ENOTCONN, not applied. */
 void memsrv_fail_writes(struct memsrv *m, int n);
+/* Until called again with 0: writes of worker @w fail with @rc (-EIO: a
+ * store error that is not unreachability, e.g. etcd's NOSPACE), not applied. */
+void memsrv_fail_worker(struct memsrv *m, uint32_t w, int rc);
 /* Ends every session (state LOST; liveness records go). */
 void memsrv_drop_sessions(struct memsrv *m);
 

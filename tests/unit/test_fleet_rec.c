@@ -139,7 +139,8 @@ static const struct fw_fleet_cache_of *cache_of(void)
 	of = (struct fw_fleet_cache_of){
 		"/r",
 		"node-a",
-		{.epoch_ms = 1767225600000ull, .worker_bits = 4, .seq_bits = 12, .time_bits = 47}};
+		{.epoch_ms = 1767225600000ull, .worker_bits = 4, .seq_bits = 12, .time_bits = 47},
+		"8:1234:boot-a"};
 	return &of;
 }
 
@@ -154,9 +155,10 @@ static void write_file(const char *text)
 static void test_cache_round_trip(void **state)
 {
 	(void)state;
-	struct fw_fleet_held s[3] = {{5, 123456789012ll, 1000, 10, false, false},
-				     {FW_FLEET_WORKER_NONE, 0, 0, 0, false, false},
-				     {15, 0, 2000, 0, true, false}},
+	struct fw_fleet_held s[3] = {{5, 123456789012ll, 1000, 10, false, false,
+				      0xfedcba9876543210ull},
+				     {FW_FLEET_WORKER_NONE, 0, 0, 0, false, false, 0},
+				     {15, 0, 2000, 0, true, false, 7}},
 			     back[3];
 	assert_int_equal(fw_fleet_cache_write(cache_path, cache_of(), s, 3), 0);
 	for (int i = 0; i < 3; i++)
@@ -167,6 +169,7 @@ static void test_cache_round_trip(void **state)
 	assert_int_equal(back[0].lease, 1000);
 	assert_int_equal(back[0].floor, 10);
 	assert_true(back[0].cached);
+	assert_true(back[0].token == 0xfedcba9876543210ull); /* the proof of a take-back */
 	assert_int_equal(back[1].worker, FW_FLEET_WORKER_NONE);
 	assert_int_equal(back[2].worker, 15);
 	assert_false(back[2].lost); /* a lost ID's limit is in its lease: no flag kept */
@@ -186,34 +189,53 @@ static void test_cache_refused(void **state)
 	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), -ENOENT);
 	assert_non_null(strstr(fw_fleet_cache_why(-ENOENT), "does not exist"));
 
-	const char *head = "flakewire-fleet-cache v1\nroot=/r\nidentity=node-a\n"
-			   "layout=1767225600000/0/4/12\n";
+	const char *head = "flakewire-fleet-cache v2\nroot=/r\nidentity=node-a\n"
+			   "layout=1767225600000/0/4/12\nstate=8:1234:boot-a\n";
 	char text[1024];
-	/* another identity, root, layout: someone else's, nothing loaded */
+	/* another identity, root, layout, state (a copied directory: another inode;
+	 * a clone: another boot), or the format without states: nothing loaded */
 	static const char *const other[] = {
-		"flakewire-fleet-cache v1\nroot=/r\nidentity=node-b\nlayout=1767225600000/0/4/12\n",
-		"flakewire-fleet-cache v1\nroot=/x\nidentity=node-a\nlayout=1767225600000/0/4/12\n",
-		"flakewire-fleet-cache v1\nroot=/r\nidentity=node-a\nlayout=1767225600000/0/5/12\n",
+		"flakewire-fleet-cache v2\nroot=/r\nidentity=node-b\nlayout=1767225600000/0/4/12\n"
+		"state=8:1234:boot-a\n",
+		"flakewire-fleet-cache v2\nroot=/x\nidentity=node-a\nlayout=1767225600000/0/4/12\n"
+		"state=8:1234:boot-a\n",
+		"flakewire-fleet-cache v2\nroot=/r\nidentity=node-a\nlayout=1767225600000/0/5/12\n"
+		"state=8:1234:boot-a\n",
+		"flakewire-fleet-cache v2\nroot=/r\nidentity=node-a\nlayout=1767225600000/0/4/12\n"
+		"state=8:9999:boot-a\n",
+		"flakewire-fleet-cache v2\nroot=/r\nidentity=node-a\nlayout=1767225600000/0/4/12\n"
+		"state=8:1234:boot-b\n",
+		"flakewire-fleet-cache v1\nroot=/r\nidentity=node-a\nlayout=1767225600000/0/4/12\n",
 	};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(other); i++) {
-		snprintf(text, sizeof(text), "%sslot=0 worker=1 version=1 lease_until=9 floor=0\n",
+		snprintf(text, sizeof(text),
+			 "%sslot=0 worker=1 version=1 lease_until=9 floor=0 token=0000000000000007\n",
 			 other[i]);
 		write_file(text);
 		s[0].worker = FW_FLEET_WORKER_NONE;
 		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), -ESTALE);
 		assert_int_equal(s[0].worker, FW_FLEET_WORKER_NONE);
 	}
-	assert_non_null(strstr(fw_fleet_cache_why(-ESTALE), "another root, identity or layout"));
+	assert_non_null(strstr(fw_fleet_cache_why(-ESTALE), "another root, identity, layout or state"));
+	/* no state of this process's own (no lock): no cache is ours */
+	snprintf(text, sizeof(text), "%sslot=0 worker=1 version=1 lease_until=9 floor=0 token=07\n",
+		 head);
+	write_file(text);
+	struct fw_fleet_cache_of none = *cache_of();
+	none.stamp = "";
+	assert_int_equal(fw_fleet_cache_read(cache_path, &none, s, 2), -ESTALE);
 	/* garbled: every slot cleared, with its reason */
 	static const char *const lines[] = {
-		"slot=0 worker=1 version=1 lease_until=9\n",          /* truncated */
-		"slot=0 worker=16 version=1 lease_until=9 floor=0\n", /* outside the layout */
-		"slot=0 worker=-1 version=1 lease_until=9 floor=0\n",
+		"slot=0 worker=1 version=1 lease_until=9\n",            /* truncated */
+		"slot=0 worker=1 version=1 lease_until=9 floor=0\n",    /* no token */
+		"slot=0 worker=16 version=1 lease_until=9 floor=0 token=1\n", /* outside the layout */
+		"slot=0 worker=-1 version=1 lease_until=9 floor=0 token=1\n",
 		"hello\n",
 	};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(lines); i++) {
 		snprintf(text, sizeof(text),
-			 "%sslot=1 worker=2 version=1 lease_until=9 floor=0\n%s", head, lines[i]);
+			 "%sslot=1 worker=2 version=1 lease_until=9 floor=0 token=1\n%s", head,
+			 lines[i]);
 		write_file(text);
 		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2),
 				 FW_ESTATE_CORRUPT);

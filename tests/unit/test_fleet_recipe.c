@@ -28,6 +28,7 @@
 
 #include "fleet_memstore.h"
 #include "fw_err.h"
+#include "fw_fleet_cache.h"
 #include "fw_fleet_registry.h"
 
 #define EPOCH    1767225600000ull
@@ -139,6 +140,41 @@ static struct fw_fleet_status status(struct fw_fleet *f)
 	return st;
 }
 
+/*
+ * A start on a locked state @stamp whose cache is @cache (the state of a
+ * responder: fw_state_lock.h). The same stamp again is a restart on the same
+ * state; another stamp is another state (a fresh directory, a copy, a clone).
+ */
+static struct fw_fleet *start_state(const char *identity, uint32_t n, int want, const char *cache,
+				    const char *stamp)
+{
+	struct fw_fleet_config c;
+	char err[2048];
+	cfg_for(&c, identity, cache);
+	c.state_stamp = stamp;
+	return start_cfg(&c, n, want, err, sizeof(err));
+}
+
+/* The cache a previous run of @identity on state @stamp left: it held @w[i] under @tok[i]. */
+static void prove(const char *cache, const char *identity, const char *stamp, const int32_t *w,
+		  const uint64_t *tok, uint32_t n)
+{
+	struct fw_fleet_config c;
+	struct fw_fleet_held h[4];
+	cfg_for(&c, identity, cache);
+	for (uint32_t i = 0; i < n; i++)
+		h[i] = (struct fw_fleet_held){.worker = w[i], .version = 1, .lease = 1, .token = tok[i]};
+	struct fw_fleet_cache_of of = {"/t", identity, c.layout, stamp};
+	assert_int_equal(fw_fleet_cache_write(cache, &of, h, n), 0);
+}
+
+static const char *cache_path(void)
+{
+	static char p[128];
+	snprintf(p, sizeof(p), "/tmp/fwt-fleet-recipe-proof.%d", (int)getpid());
+	return p;
+}
+
 static struct fw_fleet_rec rec(uint32_t w)
 {
 	struct fw_fleet_rec r;
@@ -158,6 +194,13 @@ static void ms_sleep(unsigned ms)
 	usleep(ms * 1000u);
 }
 
+/* Waits up to @ms for @cond. */
+#define WAIT_FOR(cond, ms)                                             \
+	do {                                                           \
+		for (unsigned _t = 0; _t < (ms) / 10 && !(cond); _t++) \
+			ms_sleep(10);                                  \
+	} while (0)
+
 static int setup(void **state)
 {
 	(void)state;
@@ -171,6 +214,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	unlink(cache_path());
 	memsrv_free(M);
 	return 0;
 }
@@ -194,13 +238,17 @@ static void test_new(void **state)
 	fw_fleet_free(a);
 }
 
-/* A restart of the same identity takes its IDs back: floor kept, lease not lowered. */
+/*
+ * A restart on the same state takes its IDs back (its cache holds the
+ * records' tokens under the state's stamp): floor kept, lease not lowered.
+ */
 static void test_take_back(void **state)
 {
 	(void)state;
 	put(2, "a", layout_now() + 10 * LEASE_MS, 5);
 	put(3, "a", layout_now() + 10 * LEASE_MS, 6);
-	struct fw_fleet *a = start("a", 2, 0);
+	prove(cache_path(), "a", "S", (int32_t[]){2, 3}, (uint64_t[]){7, 7}, 2);
+	struct fw_fleet *a = start_state("a", 2, 0, cache_path(), "S");
 	struct fw_fleet_slot s0 = slot(a, 0), s1 = slot(a, 1);
 	assert_int_equal(s0.worker, 2); /* before the free IDs 0 and 1 */
 	assert_int_equal(s1.worker, 3);
@@ -211,6 +259,113 @@ static void test_take_back(void **state)
 	assert_int_equal(status(a).claims, 0);
 	assert_false(memsrv_get(M, 0, &(struct fw_fleet_rec){0}, NULL)); /* nothing created */
 	fw_fleet_free(a);
+}
+
+/*
+ * Defect 1 of issue 32: the name alone takes nothing back. The same
+ * identity on a fresh state (no cache), on another state (a copied
+ * directory, a clone: another stamp), or with a cache naming other tokens
+ * (a twin wrote the records) claims IDs that can issue now and leaves the
+ * live records alone: their writer may still be issuing behind a partition.
+ */
+static void test_take_back_needs_proof(void **state)
+{
+	(void)state;
+	put(2, "a", layout_now() + 10 * LEASE_MS, 5);
+	put(3, "a", layout_now() + 10 * LEASE_MS, 6);
+	const char *how[] = {"fresh", "other-state", "other-token"};
+	for (int k = 0; k < 3; k++) {
+		unlink(cache_path());
+		if (k == 1)
+			prove(cache_path(), "a", "S-copied", (int32_t[]){2, 3},
+			      (uint64_t[]){7, 7}, 2);
+		if (k == 2)
+			prove(cache_path(), "a", "S", (int32_t[]){2, 3}, (uint64_t[]){8, 9}, 2);
+		struct fw_fleet *a = start_state("a", 2, 0, cache_path(), "S");
+		if (slot(a, 0).worker >= 2 || slot(a, 1).worker >= 2)
+			fail_msg("%s state: took back %d/%d by name", how[k], slot(a, 0).worker,
+				 slot(a, 1).worker);
+		assert_int_equal(status(a).takebacks, 0);
+		assert_int_equal(rec(2).token, 7); /* untouched */
+		assert_int_equal(rec(3).token, 7);
+		fw_fleet_free(a);
+		/* the next start gives those back: free them for the next case */
+		put(0, "", 0, 0);
+		put(1, "", 0, 0);
+	}
+}
+
+/*
+ * Only this identity's unproven records stand in the way: the start does
+ * not refuse; the slots wait (NO_LEASE, WARN naming the identity) and take
+ * the IDs over once their lease ends, with floor = the old lease_until.
+ */
+static int warn_unproven;
+static void count_unproven(void *arg, enum fw_fleet_level lvl, const char *msg)
+{
+	log_cb(arg, lvl, msg);
+	if (lvl == FW_FLEET_WARN && strstr(msg, "2 by a (this identity") &&
+	    strstr(msg, "NO_LEASE"))
+		warn_unproven++;
+}
+
+static void test_unproven_waits_for_lease_end(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	uint64_t end = layout_now() + 800;
+	put(0, "x", layout_now() + 100 * LEASE_MS, 0);
+	put(1, "y", layout_now() + 100 * LEASE_MS, 0);
+	put(2, "a", end, 0);
+	put(3, "a", end, 0);
+	cfg_for(&c, "a", "");
+	c.log = count_unproven;
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 1).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(warn_unproven, 1);
+	WAIT_FOR(slot(a, 0).worker >= 0 && slot(a, 1).worker >= 0, 4000);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct fw_fleet_slot s = slot(a, i);
+		assert_true(s.worker == 2 || s.worker == 3);
+		assert_true(s.floor_ms >= end); /* above anything the old writer may issue */
+	}
+	assert_true(layout_now() > end);
+	assert_int_equal(status(a).takeovers, 2);
+	fw_fleet_free(a);
+}
+
+/*
+ * The cache path obeys the same rule: a start from the cache (store down)
+ * adopts at its first renewal only a record still holding the cached run's
+ * token; one another process of this identity wrote meanwhile is lost.
+ */
+static void test_cache_adopts_only_its_token(void **state)
+{
+	(void)state;
+	for (int twin = 0; twin < 2; twin++) {
+		struct fw_fleet_rec r = {.token = twin ? 99 : 7, .lease = layout_now() + 10 * LEASE_MS};
+		snprintf(r.owner, sizeof(r.owner), "a");
+		memsrv_put(M, 0, &r);
+		prove(cache_path(), "a", "S", (int32_t[]){0}, (uint64_t[]){7}, 1);
+		memsrv_down(M, true);
+		struct fw_fleet *a = start_state("a", 1, 0, cache_path(), "S");
+		assert_int_equal(slot(a, 0).worker, 0);
+		assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_CACHE);
+		memsrv_down(M, false);
+		if (twin) {
+			WAIT_FOR(status(a).lost == 1, 3000);
+			assert_int_equal(status(a).lost, 1);
+			assert_int_equal(rec(0).token, 99); /* the twin's record stands */
+		} else {
+			WAIT_FOR(status(a).renewals >= 1, 3000);
+			assert_int_equal(status(a).lost, 0);
+			assert_true(rec(0).token != 7); /* renewed under this run's token */
+			assert_int_equal(slot(a, 0).worker, 0);
+		}
+		fw_fleet_free(a);
+	}
 }
 
 /* Free (released) IDs: lowest floor first; floor = max(floor, lease_until). */
@@ -312,13 +467,6 @@ static void test_layout_mismatch(void **state)
 	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
 	assert_non_null(strstr(err, "no flakewire fleet layout"));
 }
-
-/* Waits up to @ms for @cond. */
-#define WAIT_FOR(cond, ms)                                             \
-	do {                                                           \
-		for (unsigned _t = 0; _t < (ms) / 10 && !(cond); _t++) \
-			ms_sleep(10);                                  \
-	} while (0)
 
 /* A renewal whose reply is lost landed: the next one recognises the token. */
 static void test_lost_reply_token(void **state)
@@ -491,6 +639,70 @@ static void test_retiring_never_claimed(void **state)
 }
 
 /*
+ * Defect 3 of issue 32: a release the store refuses with anything but
+ * "unreachable" (etcd's NOSPACE, a proxy's 502, an ACL) is not done: the ID
+ * stays ours and retiring, is never claimed again by this process (not even
+ * by a slot that lost its own and has nothing else), and is released at its
+ * retirement point once the store takes the write.
+ */
+static void test_release_error_kept(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	put(2, "x", layout_now() + 100 * LEASE_MS, 0);
+	put(3, "y", layout_now() + 100 * LEASE_MS, 0);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker == 1, 2000);
+	assert_int_equal(slot(a, 0).worker, 1);
+	memsrv_fail_worker(M, 0, -EIO);
+	uint64_t last = layout_now() + 5000; /* issued ahead of the clock (a backward step) */
+	assert_int_equal(fw_fleet_retire(a, 0, last), 0);
+	ms_sleep(4 * RENEW_MS);
+	assert_int_equal(status(a).releases, 0);
+	assert_string_equal(rec(0).owner, "a"); /* not released: not forgotten either */
+	/* the slot loses its ID: the only other one is 0, still retiring */
+	put(1, "b", layout_now() + 100 * LEASE_MS, slot(a, 0).lease_ms);
+	WAIT_FOR(status(a).lost == 1, 2000);
+	assert_int_equal(status(a).lost, 1);
+	for (int t = 0; t < 8; t++) {
+		assert_true(slot(a, 0).worker != 0);
+		ms_sleep(RENEW_MS / 2);
+	}
+	memsrv_fail_worker(M, 0, 0); /* the store takes writes again */
+	WAIT_FOR(status(a).releases == 1, 3000);
+	assert_int_equal(status(a).releases, 1);
+	WAIT_FOR(slot(a, 0).worker == 0, 3000);
+	if (slot(a, 0).worker == 0)
+		assert_true(slot(a, 0).floor_ms >= last); /* never below what was issued */
+	assert_true(rec(0).floor >= last);
+	fw_fleet_free(a);
+}
+
+/* A release whose version moved because another owner took over above our last: done. */
+static void test_release_after_takeover_done(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker == 1, 2000);
+	uint64_t last = layout_now();
+	put(0, "b", layout_now() + 10 * LEASE_MS, last + 1); /* b took 0 over, above us */
+	assert_int_equal(fw_fleet_retire(a, 0, last), 0);
+	WAIT_FOR(status(a).releases == 1, 2000);
+	assert_int_equal(status(a).releases, 1);
+	assert_string_equal(rec(0).owner, "b"); /* left alone */
+	/* and one below our last is never called done */
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker >= 2, 2000);
+	int32_t w = slot(a, 0).worker == 2 ? 1 : 1;
+	put((uint32_t)w, "c", layout_now() + 10 * LEASE_MS, 0); /* floor 0: a broken writer */
+	assert_int_equal(fw_fleet_retire(a, w, layout_now() + 100), 0);
+	ms_sleep(4 * RENEW_MS);
+	assert_int_equal(status(a).releases, 1);
+	fw_fleet_free(a);
+}
+
+/*
  * A full fleet under new_worker: a replacement that cannot be satisfied
  * backs off; the store sees about the writes of normal renewals.
  */
@@ -573,6 +785,7 @@ static void test_cache_start(void **state)
 	bool cached = true;
 	snprintf(cache, sizeof(cache), "/tmp/fwt-fleet-recipe-cache.%d", (int)getpid());
 	cfg_for(&c, "a", cache);
+	c.state_stamp = "S";
 	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
 	struct fw_fleet_slot s0 = slot(a, 0), s1 = slot(a, 1);
 	fw_fleet_free(a);
@@ -634,6 +847,11 @@ int main(void)
 #define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
 		T(test_new),
 		T(test_take_back),
+		T(test_take_back_needs_proof),
+		T(test_unproven_waits_for_lease_end),
+		T(test_cache_adopts_only_its_token),
+		T(test_release_error_kept),
+		T(test_release_after_takeover_done),
 		T(test_free_released),
 		T(test_expired_with_floor),
 		T(test_expired_by_store_time),

@@ -509,6 +509,43 @@ static void test_worker_swap(void **state)
 }
 
 /*
+ * Issue 32: the mark written at stop covers every worker ID the slot ever
+ * issued under, retired or not. Worker 77 issues ahead of the clock (its
+ * floor), 88 then issues at the clock, 99 replaces 88: the retirement point
+ * and the final mark stay at or above 77's last ms, though 88's is lower.
+ */
+static void test_retired_max_covers_every_swap(void **state)
+{
+	(void)state;
+	struct script s;
+	uint64_t id, written;
+	struct fw_keeper_snap snap;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	assert_int_equal(burst(&s, 0, &id, &snap), 0);
+	/* the slot's generator issued up to an hour ahead (before a backward step) */
+	uint64_t high = id_ms(&s, id) - EPOCH_MS + 3600 * 1000;
+	s.gen[0].cur_ms = high;
+	snap.worker_id = 77;
+	snap.worker_gen = 1001;
+	snap.floor_ms = 0;
+	assert_int_equal(fw_keeper_worker_swap(&s.w[0], &snap, &s.gen[0]), 0);
+	assert_int_equal(burst(&s, 0, &id, NULL), 0); /* 77 issues at the clock, below */
+	assert_true(id_ms(&s, id) - EPOCH_MS < high);
+	snap.worker_id = 88;
+	snap.worker_gen = 1002;
+	assert_int_equal(fw_keeper_worker_swap(&s.w[0], &snap, &s.gen[0]), 0);
+	uint64_t r = atomic_load(&fw_keeper_slots(s.k, NULL)[0].retired_ms);
+	if (r < high)
+		fail_msg("retired_ms %llu after 77's swap: below %llu, what the first ID issued",
+			 (unsigned long long)r, (unsigned long long)high);
+	assert_int_equal(fw_keeper_stop(s.k, 0, &written), 0);
+	assert_true(written >= high + EPOCH_MS); /* the stop's mark covers it */
+	teardown(&s);
+}
+
+/*
  * The ID in the OK reply to a single-ID request answered by @srv at @now,
  * and its header, as the responders' fast path answers it (the second
  * request of the ms: the first one opens the generator's fast path).
@@ -720,6 +757,7 @@ int main(void)
 		cmocka_unit_test(test_mark_failure),
 		cmocka_unit_test(test_lease_limit),
 		cmocka_unit_test(test_worker_swap),
+		cmocka_unit_test(test_retired_max_covers_every_swap),
 		cmocka_unit_test(test_serve_burst_swap),
 		cmocka_unit_test(test_stop_persists_last),
 		cmocka_unit_test(test_seqlock_no_torn_reads),

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fw_state_lock.h"
+
+#define WORKER_LOCKS_MAX 1024
+
+struct fw_state_lock {
+	int fd; /* STATE_FILE.lock */
+	char stamp[FW_STATE_STAMP_LEN];
+	uint32_t n_workers;
+	int worker_fd[WORKER_LOCKS_MAX];
+};
+
+/*
+ * Opens @path for a lock, creating it when missing. Opening an existing file
+ * without O_CREAT first: in a sticky world-writable directory the kernel's
+ * protected_regular refuses O_CREAT on another user's file, even to root;
+ * read-only is enough for flock when the file is another user's.
+ */
+static int open_lock_file(const char *path)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 && errno == EACCES)
+			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 || errno != ENOENT)
+			return fd < 0 ? -errno : fd;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd >= 0) {
+			fchmod(fd, 0644); /* whatever the umask: others may lock it read-only */
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EAGAIN;
+}
+
+static long read_pid(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+static void write_pid(int fd)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) != n) {
+		/* read-only or full: the lock holds all the same, its PID is unknown */
+	}
+}
+
+/* Opens and locks @path: fd >= 0; -EWOULDBLOCK with *holder; -errno. */
+static int lock_file(const char *path, long *holder)
+{
+	int fd = open_lock_file(path);
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		*holder = e == EWOULDBLOCK ? read_pid(fd) : 0;
+		close(fd);
+		return -e;
+	}
+	write_pid(fd);
+	return fd;
+}
+
+static void boot_id(char *buf, size_t cap)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	buf[0] = '\0';
+	if (f != NULL) {
+		if (fgets(buf, (int)cap, f) == NULL)
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (!buf[0]) {
+		/* unknown boot: a stamp of its own, so this state never proves a later run */
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+		snprintf(buf, cap, "unknown-%016" PRIx64, r);
+	}
+}
+
+static void make_dir_of(const char *file)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", file);
+	if (mkdir(dirname(dir), 0755) != 0 && errno != EEXIST) {
+		/* the open below names the failure */
+	}
+}
+
+int fw_state_lock_take(const char *state_file, struct fw_state_lock **out, char *err,
+		       size_t errlen)
+{
+	char path[PATH_MAX], boot[48];
+	long holder = 0;
+	struct stat st;
+
+	*out = NULL;
+	if (snprintf(path, sizeof(path), "%s.lock", state_file) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "[state] file = %s: name too long", state_file);
+		return -ENAMETOOLONG;
+	}
+	struct fw_state_lock *l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		return -ENOMEM;
+	make_dir_of(path);
+	int fd = lock_file(path, &holder);
+	if (fd == -EWOULDBLOCK) {
+		char pid[32] = "an unknown PID";
+		if (holder > 0)
+			snprintf(pid, sizeof(pid), "PID %ld", holder);
+		snprintf(err, errlen,
+			 "state %s is locked by %s (%s): another responder serves from this "
+			 "state; stop it first, or give this one its own [state] file",
+			 state_file, pid, path);
+		free(l);
+		return fd;
+	}
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = fd < 0 ? fd : -errno;
+		snprintf(err, errlen, "state lock %s: %s ([state] file = %s)", path, strerror(-e),
+			 state_file);
+		if (fd >= 0)
+			close(fd);
+		free(l);
+		return e;
+	}
+	l->fd = fd;
+	boot_id(boot, sizeof(boot));
+	snprintf(l->stamp, sizeof(l->stamp), "%ju:%ju:%s", (uintmax_t)st.st_dev,
+		 (uintmax_t)st.st_ino, boot);
+	*out = l;
+	return 0;
+}
+
+int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const uint32_t *values,
+			  uint32_t n, uint32_t worker_bits, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	if (n > WORKER_LOCKS_MAX || l->n_workers) {
+		snprintf(err, errlen, "state lock: %u worker IDs: at most %u, taken once", n,
+			 WORKER_LOCKS_MAX);
+		return -EINVAL;
+	}
+	if (mkdir(lock_dir, 01777) == 0)
+		chmod(lock_dir, 01777); /* past the umask: every responder's user locks here */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t dc = values[i] >> worker_bits, w = values[i] & ((1u << worker_bits) - 1);
+		long holder = 0;
+		snprintf(path, sizeof(path), "%s/dc%u-worker%u.lock", lock_dir, dc, w);
+		int fd = lock_file(path, &holder);
+		if (fd < 0) {
+			char pid[32] = "an unknown PID";
+			if (holder > 0)
+				snprintf(pid, sizeof(pid), "PID %ld", holder);
+			if (fd == -EWOULDBLOCK)
+				snprintf(err, errlen,
+					 "static worker ID %u (datacenter %u) is locked by %s (%s): "
+					 "another responder on this host issues under it; give each "
+					 "its own [id] worker_base / workers, or use a fleet",
+					 w, dc, pid, path);
+			else
+				snprintf(err, errlen,
+					 "worker lock %s: %s ([state] lock_dir = %s must be a "
+					 "directory this user can write)",
+					 path, strerror(-fd), lock_dir);
+			for (uint32_t j = 0; j < l->n_workers; j++)
+				close(l->worker_fd[j]);
+			l->n_workers = 0;
+			return fd;
+		}
+		l->worker_fd[l->n_workers++] = fd;
+	}
+	return 0;
+}
+
+const char *fw_state_lock_stamp(const struct fw_state_lock *l)
+{
+	return l->stamp;
+}
+
+int fw_state_lock_holder(const char *state_file, long *pid)
+{
+	char path[PATH_MAX];
+	*pid = 0;
+	if (snprintf(path, sizeof(path), "%s.lock", state_file) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	int rc = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? 1 : -errno;
+		if (rc == 1)
+			*pid = read_pid(fd);
+	}
+	close(fd); /* drops the lock if this took it */
+	return rc;
+}
+
+void fw_state_lock_free(struct fw_state_lock *l)
+{
+	if (l == NULL)
+		return;
+	for (uint32_t j = 0; j < l->n_workers; j++)
+		close(l->worker_fd[j]);
+	close(l->fd);
+	free(l);
+}
