@@ -5,14 +5,19 @@
 # N nodes of both responders, the test-clock builds (flakesock-testclock,
 # flakewire-testclock on TAP), each in its own network namespace with a
 # client inside that asks for ID, LIST, RANGE and UUID7 and logs every ID it
-# gets with its worker, status and time; a 3-server ZooKeeper ensemble in a
-# hub namespace, one veth per node; short leases. A seeded nemesis then
-# injects, one at a time: the node's ZooKeeper link cut for less and for
-# more than the lease, SIGKILL + restart, SIGSTOP beyond the lease, backward
-# clock steps small and > 1 s, forward steps, the ZooKeeper leader killed,
-# the whole ensemble stopped and restarted, the node's state directory full,
-# its identity started a second time, and the node replaced by one with a
-# new identity (its worker IDs taken over once their leases end).
+# gets with its worker, status and time; a 3-server ZooKeeper ensemble or
+# etcd cluster in a hub namespace, one veth per node; short leases. A seeded
+# nemesis then injects, one at a time: the node's registry link cut for less
+# and for more than the lease, SIGKILL + restart, SIGSTOP beyond the lease,
+# backward clock steps small and > 1 s, forward steps, the registry's leader
+# killed, every registry server stopped and restarted, the node's state
+# directory full, its identity started a second time, the node replaced by
+# one with a new identity (its worker IDs taken over once their leases end),
+# a partitioned node's identity started elsewhere with an empty state
+# directory once its session expired (partition-twin), a second process on
+# a node's own state file (same-state-twin), and the registry refusing
+# writes while a node's clock steps back (store-error: etcd's NOSPACE
+# alarm, ZooKeeper's hard quota). Every run draws a picture (ids.png).
 # scripts/nemesis_check.py then reads the clients' logs and the registry's
 # history: no ID twice across the fleet, every (node, worker) stream
 # increasing, successive holders of a worker never interleaving, no
@@ -20,8 +25,8 @@
 #
 #   scripts/nemesis.sh [--seconds N | --minutes N] [--seed S] [--faults SET]
 #                      [--backstep slew|new_worker] [--sock N] [--wire N]
-#                      [--store zookeeper] [--lease-ms MS] [--rate R]
-#                      [--out DIR] [--keep]
+#                      [--store zookeeper|etcd] [--lease-ms MS] [--rate R]
+#                      [--force K1,K2] [--out DIR] [--keep]
 #
 #  --seconds/--minutes  the run, clients start to end (default 120 s, >= 30)
 #  --seed S             replays a run: the same faults, targets, sizes and
@@ -33,15 +38,19 @@
 #                       kinds (scripts/nemesis_plan.py KINDS)
 #  --backstep P         overrides the backstep policy of --faults
 #  --sock N --wire N    flakesock and flakewire nodes (default 3 and 1)
-#  --store zookeeper    the registry (etcd: once lib/fleet speaks it)
-#  --lease-ms MS        [fleet] lease_ms (default 2000; renew_ms a quarter)
+#  --store S            the registry: zookeeper (default) or etcd
+#  --lease-ms MS        [fleet] lease_ms (default 2000; renew_ms a quarter);
+#                       the partition-twin target (the last flakesock node)
+#                       runs with 8 x session_timeout_ms (16000)
+#  --force K1,K2        these kinds come first in the first round (the
+#                       short run in the test command forces the new ones)
 #  --rate R             requests per second per client (default 200)
 #  --out DIR            the run's logs go to DIR (default: a temp dir, kept
 #                       when the check fails or with --keep)
 #
 # Binaries: FLAKESOCK_TESTCLOCK, FLAKEWIRE_TESTCLOCK, FLAKECTL, else
 # BUILD (default build)/app/... . Needs root, /dev/net/tun, java and
-# Debian's zookeeper package. Exits 0 when every check holds, 1 otherwise,
+# Debian's zookeeper package (--store etcd: etcd-server and etcd-client). Exits 0 when every check holds, 1 otherwise,
 # 2 on a bad argument, 77 when something it needs is missing (1 under CI=true).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,7 +65,8 @@ LEASE=2000
 RATE=200
 OUT=""
 KEEP=0
-usage() { sed -n '3,42p' "$0" | sed 's/^# \{0,1\}//'; }
+FORCE=""
+usage() { sed -n '3,51p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "nemesis.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -71,6 +81,7 @@ while [ $# -gt 0 ]; do
 	--lease-ms) LEASE=${2:-}; shift 2 ;;
 	--rate) RATE=${2:-}; shift 2 ;;
 	--out) OUT=${2:-}; shift 2 ;;
+	--force) FORCE=${2:-}; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) bad "unknown argument $1 (--help)" ;;
@@ -85,9 +96,8 @@ isnum "$N_SOCK" && isnum "$N_WIRE" && [ $((N_SOCK + N_WIRE)) -ge 2 ] && [ $((N_S
 isnum "$LEASE" && [ "$LEASE" -ge 1000 ] || bad "--lease-ms $LEASE: at least 1000"
 isnum "$RATE" && [ "$RATE" -ge 1 ] || bad "--rate $RATE: at least 1"
 case "$STORE" in
-zookeeper) ;;
-etcd) bad "--store etcd: not wired into the nemesis yet (lib/fleet speaks etcd; the nemesis starts only ZooKeeper)" ;;
-*) bad "--store $STORE: zookeeper" ;;
+zookeeper | etcd) ;;
+*) bad "--store $STORE: zookeeper or etcd" ;;
 esac
 KINDS=""
 case "$FAULTS" in
@@ -111,8 +121,16 @@ missing() {
 }
 [ "$(id -u)" -eq 0 ] || missing "needs root (network namespaces, TAP, tmpfs)"
 [ -x "$PY" ] || missing "$PY missing"
-command -v java >/dev/null || missing "java missing (default-jre-headless)"
-[ -r /usr/share/java/zookeeper.jar ] || missing "zookeeper.jar missing (Debian package zookeeper)"
+if [ "$STORE" = zookeeper ]; then
+	command -v java >/dev/null || missing "java missing (default-jre-headless)"
+	[ -r /usr/share/java/zookeeper.jar ] || missing "zookeeper.jar missing (Debian package zookeeper)"
+	[ -x /usr/share/zookeeper/bin/zkCli.sh ] || missing "zkCli.sh missing (Debian package zookeeper)"
+else
+	command -v etcd >/dev/null || missing "etcd missing (Debian package etcd-server)"
+	command -v etcdctl >/dev/null || missing "etcdctl missing (Debian package etcd-client)"
+	command -v curl >/dev/null || missing "curl missing"
+fi
+command -v gnuplot >/dev/null || missing "gnuplot missing (gnuplot-nox)"
 [ -x "$FLAKESOCK" ] || missing "flakesock-testclock not built ($FLAKESOCK)"
 [ -x "$FLAKECTL" ] || missing "flakectl not built ($FLAKECTL)"
 if [ "$N_WIRE" -gt 0 ]; then
@@ -129,8 +147,17 @@ WB=1
 while [ $((1 << WB)) -lt "$SLOTS" ]; do WB=$((WB + 1)); done
 [ "$POLICY" = new_worker ] && WB=$((WB + 1))
 FLEET_ROOT=/nemesis
+SESSION_MS=2000
+# The partition-twin fault needs its target to keep issuing, inside its
+# confirmed lease, after its session expired and while a twin starts and
+# serves: that node (the last flakesock one) runs with a lease of 8 session
+# timeouts; the others keep the short one, so that their lease faults stay short.
+LONG_LEASE=$((8 * SESSION_MS))
+LONG_NODE=""
+[ "$N_SOCK" -ge 1 ] && LONG_NODE=$N_SOCK
+[ "$LEASE" -ge "$LONG_LEASE" ] && LONG_LEASE=$LEASE
 FLEET_SET=(--set fleet.root=$FLEET_ROOT --set "fleet.lease_ms=$LEASE" --set "fleet.renew_ms=$RENEW"
-	--set fleet.session_timeout_ms=2000 --set fleet.start_wait_ms=2000
+	--set fleet.session_timeout_ms=$SESSION_MS --set fleet.start_wait_ms=2000
 	--set "clock.backstep=$POLICY" --set "id.worker_bits=$WB" --set state.mark_ahead_ms=1000
 	--set clock.calibrate_ms=200 --set stats.interval_s=0)
 WARM_S=3
@@ -162,18 +189,23 @@ trap 'exit 1' INT TERM HUP
 
 NODES=""
 for ((i = 1; i <= N; i++)); do NODES+="${NODES:+,}n$i"; done
-say "seed $SEED (replay: scripts/nemesis.sh --seed $SEED --seconds $TOTAL_S --faults $FAULTS" \
-	"${BACKSTEP:+--backstep $BACKSTEP }--sock $N_SOCK --wire $N_WIRE --lease-ms $LEASE --rate $RATE)"
+REPLAY="scripts/nemesis.sh --seed $SEED --seconds $TOTAL_S --faults $FAULTS ${BACKSTEP:+--backstep $BACKSTEP }--sock $N_SOCK --wire $N_WIRE --store $STORE --lease-ms $LEASE --rate $RATE${FORCE:+ --force $FORCE}"
+say "seed $SEED (replay: $REPLAY)"
 say "$N_SOCK flakesock + $N_WIRE flakewire nodes, $SLOTS workers, worker_bits $WB, backstep $POLICY," \
-	"lease $LEASE ms, renew $RENEW ms, store $STORE; logs in $RUN"
+	"lease $LEASE ms (n$LONG_NODE: $LONG_LEASE ms), renew $RENEW ms, store $STORE; logs in $RUN"
+SOCK_NODES=""
+for ((i = 1; i <= N_SOCK; i++)); do SOCK_NODES+="${SOCK_NODES:+,}n$i"; done
 $PY "$ROOT/scripts/nemesis_plan.py" --seed "$SEED" --seconds "$FAULT_S" --nodes "$NODES" \
-	${KINDS:+--kinds "$KINDS"} --lease-ms "$LEASE" --renew-ms "$RENEW" >"$RUN/plan" || exit 2
+	${KINDS:+--kinds "$KINDS"} ${FORCE:+--force "$FORCE"} --lease-ms "$LEASE" --renew-ms "$RENEW" \
+	--sock-nodes "$SOCK_NODES" ${LONG_NODE:+--long-node "n$LONG_NODE" --long-lease-ms "$LONG_LEASE"} \
+	--session-ms "$SESSION_MS" >"$RUN/plan" || exit 2
 {
 	echo "seed $SEED"
-	echo "command scripts/nemesis.sh --seed $SEED --seconds $TOTAL_S --faults $FAULTS" \
-		"${BACKSTEP:+--backstep $BACKSTEP }--sock $N_SOCK --wire $N_WIRE --lease-ms $LEASE --rate $RATE"
+	echo "command $REPLAY"
 	echo "nodes $N_SOCK flakesock, $N_WIRE flakewire; workers $SLOTS; worker_bits $WB"
-	echo "fleet backstep=$POLICY lease_ms=$LEASE renew_ms=$RENEW session_timeout_ms=2000 store=$STORE"
+	echo "fleet backstep=$POLICY lease_ms=$LEASE renew_ms=$RENEW session_timeout_ms=$SESSION_MS store=$STORE"
+	echo "long-lease n$LONG_NODE $LONG_LEASE"
+	echo "forced ${FORCE:--}"
 } >"$RUN/run.info"
 
 # ---- set-up ----
@@ -273,30 +305,81 @@ fault() {
 	twin)
 		i=$(node_index "$target")
 		TWINS=$((TWINS + 1))
-		local tw="twin$TWINS"
+		twin_start "twin$TWINS" "$i" "${IDENT[$i]}" "$RUN/twin/twin$TWINS"
+		sleep "$(ms_to_s "$dur")"
+		twin_stop "twin$TWINS"
+		;;
+	partition-twin)
+		# The node's link cut; once the registry shows its session gone (it
+		# still issues: its lease is 8 session timeouts), its identity is
+		# started in the twin namespace with an empty state directory, serves
+		# for DUR with its own client, is stopped; then the link comes back.
+		i=$(node_index "$target")
+		TWINS=$((TWINS + 1))
+		local tw="ptwin$TWINS" t0 t
+		net_cut "$i"
+		t0=$(now_us)
+		for ((t = 0; t < 40; t++)); do store_alive "${IDENT[$i]}" || break; sleep 0.2; done
+		if store_alive "${IDENT[$i]}"; then
+			ev note "$target" "partition-twin: session still alive $((($(now_us) - t0) / 1000)) ms after the cut"
+		else
+			ev note "$target" "partition-twin: session gone $((($(now_us) - t0) / 1000)) ms after the cut"
+		fi
+		if client_issuing "$target"; then
+			ev note "$target" "partition-twin: original issuing when the twin starts"
+		else
+			ev note "$target" "partition-twin: original NOT issuing when the twin starts"
+		fi
+		twin_start "$tw" "$i" "${IDENT[$i]}" "$RUN/twin/$tw/state"
+		sleep "$(ms_to_s "$dur")"
+		if client_issuing "$target"; then
+			ev note "$target" "partition-twin: original still issuing when the twin stops"
+		fi
+		twin_stop "$tw"
+		net_heal "$i"
+		;;
+	same-state-twin)
+		# A second process on the node's host with its config and state file:
+		# it must refuse at once, naming the lock and the holder's PID.
+		i=$(node_index "$target")
+		TWINS=$((TWINS + 1))
+		local tw="sstwin$TWINS" t rc=running
 		mkdir -p "$RUN/twin/$tw"
 		ev ident "$tw" "${IDENT[$i]}/$tw"
-		client_start "$tw" "$TWIN_NS"
-		local cpid=$CPID_LAST
-		ip netns exec "$TWIN_NS" env FLAKEWIRE_TEST_CLOCK="$RUN/twin/$tw/clock" "$FLAKESOCK" \
-			--listen 10.77.0.2 --threads 2 --set "$(store_fleet_set "$TWIN_I")" \
-			--set "fleet.identity=${IDENT[$i]}" --set "fleet.cache_file=$RUN/twin/$tw/cache" \
-			--set "state.file=$RUN/twin/$tw/mark" "${FLEET_SET[@]}" >"$RUN/twin/$tw/resp.log" 2>&1 &
+		resp_cmd_for "$i" "${IDENT[$i]}" "${ST[$i]}"
+		"${RESP_CMD[@]}" >"$RUN/twin/$tw/resp.log" 2>&1 &
 		TWIN_PID=$!
-		sleep "$(ms_to_s "$dur")"
+		for ((t = 0; t < dur / 100; t++)); do proc_alive "$TWIN_PID" || break; sleep 0.1; done
 		if proc_alive "$TWIN_PID"; then
 			kill -TERM "$TWIN_PID"
+			for ((t = 0; t < 50; t++)); do proc_alive "$TWIN_PID" || break; sleep 0.1; done
+			kill -KILL "$TWIN_PID" 2>/dev/null
 			wait "$TWIN_PID"
-			rc=$?
-			ev note "$tw" "twin still running at the end: SIGTERM; exit $rc"
+			ev note "$tw" "same-state twin of $target (PID ${PID[$i]}) still running after $dur ms: SIGTERM"
 		else
 			wait "$TWIN_PID"
 			rc=$?
-			ev note "$tw" "twin exited by itself: exit $rc: $(grep -m1 -i 'identity\|fleet' "$RUN/twin/$tw/resp.log" | tr -s ' ' | cut -c1-160)"
+			ev note "$tw" "same-state twin of $target (PID ${PID[$i]}) exited: exit $rc"
 		fi
+		echo "holder ${PID[$i]} exit $rc" >"$RUN/twin/$tw/outcome"
 		TWIN_PID=""
-		kill -TERM "$cpid" 2>/dev/null
-		wait "$cpid" 2>/dev/null
+		;;
+	store-error)
+		# The registry refuses writes (etcd: NOSPACE; ZooKeeper: hard quota)
+		# while the target's clock steps back PARAM ms (under new_worker: it
+		# must retire its worker IDs and claim fresh ones, which fails), kept
+		# DUR, then undone.
+		i=$(node_index "$target")
+		if store_error_on; then
+			ev note store "store-error raised"
+		else
+			ev note store "store-error NOT raised"
+		fi
+		off=$((OFFSET[$i] + param))
+		node_clock "$i" "$off"
+		ev note "$target" "offset_ms=$off"
+		sleep "$(ms_to_s "$dur")"
+		store_error_off
 		;;
 	esac
 	ev heal "$kind" "$target"
@@ -333,4 +416,9 @@ done
 grep -h "CLOCK_UNSAFE\|stepped\|taken over\|took over\|needs .* worker ID" "$RUN"/n*/resp.log | sort | uniq -c | sort -rn | head -n 12 >"$RUN/resp-notes" 2>/dev/null
 $PY "$ROOT/scripts/nemesis_check.py" "$RUN" | tee "$RUN/report"
 CHECK_RC=${PIPESTATUS[0]}
+# the picture: IDs per second per node, the faults shaded (ids.png)
+if ! $PY "$ROOT/scripts/nemesis_plot.py" "$RUN" "$RUN/ids.png"; then
+	echo "FAIL: nemesis_plot.py drew no picture"
+	[ "$CHECK_RC" = 0 ] && CHECK_RC=1
+fi
 exit "$CHECK_RC"

@@ -25,6 +25,12 @@ Checks (each names what broke, with the IDs, nodes and workers):
   clock_unsafe  no reply with status CLOCK_UNSAFE
   protocol      no reply that breaks lib/wire/PROTOCOL.md
   live          every node issued IDs in the last 3 s of the run
+  state_lock    every same-state twin (a second process on a node's own
+                state file, twin/sstwinK/) refused to start: it exited
+                non-zero, its log names the lock ("locked") and the PID of
+                the node holding it (twin/sstwinK/outcome: "holder PID exit RC")
+  faults        every kind run.info calls forced ("forced K1,K2") ran and
+                was healed
 Figures: IDs (by op), replies by status, availability per node (250 ms
 windows with an ID), takeovers, per fault kind the time from the fault to
 the node's first refused reply and from the heal to its first ID again,
@@ -56,6 +62,8 @@ class Run:
         self.recs = {}  # node -> list of records
         self.snaps = []  # (t, {worker: (owner, state)})
         self.resp_logs = {}
+        self.info = {}  # run.info: first word -> the rest
+        self.outcomes = {}  # same-state twin -> (holder PID, exit status or "running")
 
     def load(self):
         ev = os.path.join(self.dir, "events.log")
@@ -88,6 +96,16 @@ class Run:
         for path in glob.glob(os.path.join(self.dir, "n*", "resp.log")) + \
                 glob.glob(os.path.join(self.dir, "twin", "*", "resp.log")):
             self.resp_logs[path] = open(path, errors="replace").read()
+        info = os.path.join(self.dir, "run.info")
+        if os.path.exists(info):
+            for line in open(info):
+                p = line.split(None, 1)
+                if p:
+                    self.info[p[0]] = p[1].strip() if len(p) > 1 else ""
+        for path in glob.glob(os.path.join(self.dir, "twin", "*", "outcome")):
+            p = open(path).read().split()
+            if len(p) >= 4 and p[0] == "holder" and p[2] == "exit":
+                self.outcomes[os.path.basename(os.path.dirname(path))] = (p[1], p[3])
 
     def load_client(self, path):
         recs = []
@@ -140,6 +158,11 @@ class Run:
             return node
         i = bisect.bisect_right(v, (t, "\uffff")) - 1
         return v[max(i, 0)][1]
+
+
+def is_twin(name):
+    """A twin's client or log name: twinK, ptwinK (partition), sstwinK (same state)."""
+    return re.match(r"(p|ss)?twin\d+$", name) is not None
 
 
 def identity_of(label):
@@ -286,7 +309,7 @@ def check(run):
     # ---- availability, fault timings, liveness ----
     t_start = run.phase.get("start")
     t_end = run.phase.get("end")
-    nodes = sorted((n for n in run.recs if not n.startswith("twin")),
+    nodes = sorted((n for n in run.recs if not is_twin(n)),
                    key=lambda x: (len(x), x))
     if t_start is None:
         t_start = min((r[1] for n in nodes for r in run.recs[n]), default=0)
@@ -368,12 +391,32 @@ def check(run):
            "no CLOCK_UNSAFE reply")
     result("protocol", protocol, "every reply well formed")
     result("live", dead, "every node issued IDs in the last 3 s")
+    lock_bad = []
+    for tw, (holder, rc) in sorted(run.outcomes.items()):
+        text = run.resp_logs.get(os.path.join(run.dir, "twin", tw, "resp.log"), "")
+        line = next((x for x in text.splitlines() if "locked" in x), "")
+        if rc == "running":
+            lock_bad.append("%s: a second process on the state file of PID %s %s (SIGTERM at "
+                            "the end); its last line: %s" % (
+                                tw, holder, "started and served" if re.search(
+                                    r"listening on|running on", text) else "had not exited",
+                                (text.strip().splitlines() or ["empty"])[-1][:120]))
+        elif rc == "0" or not line or not re.search(r"\b%s\b" % re.escape(holder), line):
+            lock_bad.append("%s: exit %s without naming the lock held by PID %s: %s" % (
+                tw, rc, holder, (line or (text.strip().splitlines() or ["empty log"])[0])[:140]))
+    result("state_lock", lock_bad, "%d same-state twin(s), each refused: locked by the "
+           "node's PID" % len(run.outcomes) if run.outcomes else "no same-state twin in this run")
+    forced = [k for k in run.info.get("forced", "-").split(",") if k and k != "-"]
+    healed = {f[1] for f in run.faults if f[4] is not None}
+    result("faults", ["forced fault kind %s never ran to its heal" % k for k in forced
+                      if k not in healed],
+           "forced kinds ran: %s" % ", ".join(forced) if forced else "no kind forced")
 
     out.append("")
     out.append("IDs: %d (%s)" % (n_ids, ", ".join("%s %d" % (OPS[o], ids_by_op[o])
                                                   for o in "ILRU" if ids_by_op[o])))
     out.append("replies by node and status:")
-    for n in sorted(status, key=lambda x: (x.startswith("twin"), len(x), x)):
+    for n in sorted(status, key=lambda x: (is_twin(x), len(x), x)):
         c = status[n]
         tot = sum(c.values())
         out.append("  %-8s %8d requests: %s" % (n, tot, ", ".join(
@@ -383,7 +426,7 @@ def check(run):
     out.append("takeovers: %d (responders' logs: \"taken over\"), %d owner changes seen in the "
                "registry without a release, %d handovers through a release" % (
                    takeovers_log, takeovers_reg, handovers))
-    twins = sorted(n for n in run.recs if n.startswith("twin"))
+    twins = sorted(n for n in run.recs if re.match(r"twin\d+$", n))
     if twins:
         refused = sum(1 for path, text in run.resp_logs.items()
                       if "/twin/" in path and re.search(r"identity \S+ is in use", text))
@@ -392,6 +435,19 @@ def check(run):
         out.append("twins: %d started with a live node's identity, %d refused by the registry "
                    "(\"identity ... is in use\"), %d IDs issued by twins" % (
                        len(twins), refused, twin_ids))
+    ptwins = sorted(n for n in run.recs if n.startswith("ptwin"))
+    if ptwins:
+        per = []
+        for t in ptwins:
+            ids = sum(n for r in run.recs[t] if r[0] == "R" and r[4] == 0 for _f, n in r[7])
+            ws = sorted({r[5] for r in run.recs[t] if r[0] == "R" and r[4] == 0 and r[7]})
+            st = collections.Counter(STATUS.get(r[4], "timeout" if r[0] == "T" else str(r[4]))
+                                     for r in run.recs[t])
+            per.append("%s %d IDs on worker(s) %s (%s)" % (
+                t, ids, ",".join(map(str, ws)) or "-",
+                ", ".join("%s %d" % kv for kv in st.most_common(3))))
+        out.append("partition twins (the partitioned node's identity, an empty state dir): " +
+                   "; ".join(per))
     if unregistered:
         out.append("(identity, worker) pairs that issued but were never seen owning in the "
                    "0.5 s registry snapshots: %s" % ", ".join("%s/%d" % p for p in unregistered[:10]))

@@ -20,24 +20,69 @@ say() { echo "nemesis: $*"; }
 
 ms_to_s() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 
-# ---- the registry: only ZooKeeper today; etcd slots in as another case ----
+# ---- the registry: ZooKeeper or etcd, 3 servers in the hub namespace ----
 
-# zk.sh's arrays must be global: sourced here, never inside a function.
+# zk.sh's and etcd.sh's arrays must be global: sourced here, never inside a
+# function. Each server start is redefined after sourcing to add what the
+# store-error fault needs (ZooKeeper: quota enforcement; etcd: a small
+# backend quota and periodic compaction).
+STORE_QUOTA_MB=${STORE_QUOTA_MB:-24}
 case "$STORE" in
 zookeeper)
 	ZK_BIND=0.0.0.0
 	# shellcheck source=../tests/system/fleet/zk.sh
 	. "$ROOT/tests/system/fleet/zk.sh"
+	zk_start_one() {
+		local i=$1 d="$ZK_DIR/zk$1"
+		# shellcheck disable=SC2086
+		${ZK_PREFIX} java -Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
+			-Dzookeeper.log.dir="$d" -Dzookeeper.root.logger=INFO,CONSOLE \
+			-Dzookeeper.admin.enableServer=false -Dzookeeper.enforceQuota=true \
+			-cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/*" \
+			org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >>"$d/server.log" 2>&1 &
+		ZK_PID[$i]=$!
+	}
+	;;
+etcd)
+	ETCD_BIND=0.0.0.0
+	# shellcheck source=../tests/system/fleet/etcd.sh
+	. "$ROOT/tests/system/fleet/etcd.sh"
+	etcd_start_one() {
+		local i=$1 d="$ETCD_DIR/etcd$1" state=new
+		[ -d "$d/data/member" ] && state=existing
+		mkdir -p "$d"
+		# shellcheck disable=SC2086
+		${ETCD_PREFIX} etcd --name "m$i" --data-dir "$d/data" \
+			--listen-client-urls "http://$ETCD_BIND:${ETCD_CPORT[$i]}" \
+			--advertise-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
+			--listen-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
+			--initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
+			--initial-cluster "$(etcd_cluster_arg)" --initial-cluster-state "$state" \
+			--initial-cluster-token "nemesis-$RID" \
+			--heartbeat-interval 100 --election-timeout 1000 \
+			--quota-backend-bytes $((STORE_QUOTA_MB << 20)) \
+			--auto-compaction-mode periodic --auto-compaction-retention 30s \
+			--log-level warn >>"$d/server.log" 2>&1 &
+		ETCD_PID[$i]=$!
+	}
 	;;
 esac
 
 # store_start: the servers in the hub namespace; sets STORE_LOCAL (the
-# connect string from inside the hub).
+# connect string from inside the hub). etcd's data sits on a tmpfs (three
+# members fsyncing on a 2-core machine's disk are slow to elect).
 store_start() {
 	case "$STORE" in
 	zookeeper)
 		zk_start "$RUN/zk" 3 "ip netns exec $HUB" || return 1
 		STORE_LOCAL=$ZK_CONNECT
+		;;
+	etcd)
+		mkdir -p "$RUN/etcd"
+		mount -t tmpfs -o size=1g tmpfs "$RUN/etcd" || return 1
+		NM_MOUNTS+=("$RUN/etcd")
+		etcd_start "$RUN/etcd" 3 "ip netns exec $HUB" || return 1
+		STORE_LOCAL=$ETCD_ENDPOINTS
 		;;
 	*) return 1 ;;
 	esac
@@ -46,35 +91,123 @@ store_start() {
 # store_connect_for I: the connect string node I uses (through its veth).
 store_connect_for() {
 	local i=$1 c="" p
-	for p in "${ZK_CPORT[@]}"; do c+="${c:+,}10.99.$i.1:$p"; done
+	case "$STORE" in
+	zookeeper) for p in "${ZK_CPORT[@]}"; do c+="${c:+,}10.99.$i.1:$p"; done ;;
+	etcd) for p in "${ETCD_CPORT[@]}"; do c+="${c:+,}http://10.99.$i.1:$p"; done ;;
+	esac
 	echo "$c"
 }
 
-# store_fleet_set I: the responder's --set options naming the registry.
-store_fleet_set() {
-	case "$STORE" in
-	zookeeper) echo "fleet.zookeeper=$(store_connect_for "$1")" ;;
-	esac
-}
+# store_fleet_set I: the responder's --set option naming the registry.
+store_fleet_set() { echo "fleet.$STORE=$(store_connect_for "$1")"; }
+
+# store_flag: flakectl fleet's option naming the store.
+store_flag() { case "$STORE" in zookeeper) echo --zk ;; etcd) echo --etcd ;; esac; }
 
 store_kill_leader() { # sets STORE_KILLED to the index of the server killed
-	STORE_KILLED=$(zk_leader) || return 1
-	zk_stop_one "$STORE_KILLED"
+	case "$STORE" in
+	zookeeper) STORE_KILLED=$(zk_leader) || return 1; zk_stop_one "$STORE_KILLED" ;;
+	etcd)
+		STORE_KILLED=$(etcd_leader)
+		[ -n "$STORE_KILLED" ] || return 1
+		etcd_stop_one "$STORE_KILLED"
+		;;
+	esac
 }
-store_start_one() { zk_start_one "$1"; }
-store_stop_all() { zk_stop_all; }
+store_start_one() { case "$STORE" in zookeeper) zk_start_one "$1" ;; etcd) etcd_start_one "$1" ;; esac; }
+store_stop_all() { case "$STORE" in zookeeper) zk_stop_all ;; etcd) etcd_stop_all ;; esac; }
 store_start_all() {
 	local i
-	for ((i = 1; i <= ZK_N; i++)); do [ -z "${ZK_PID[$i]:-}" ] && zk_start_one "$i"; done
+	case "$STORE" in
+	zookeeper) for ((i = 1; i <= ZK_N; i++)); do [ -z "${ZK_PID[$i]:-}" ] && zk_start_one "$i"; done ;;
+	etcd) for ((i = 1; i <= ETCD_N; i++)); do [ -z "${ETCD_PID[$i]:-}" ] && etcd_start_one "$i"; done ;;
+	esac
 	return 0
 }
 store_ls() { # the registry, as flakectl fleet ls prints it (from the hub)
-	ip netns exec "$HUB" "$FLAKECTL" fleet ls --zk "$STORE_LOCAL" --root "$FLEET_ROOT" \
+	ip netns exec "$HUB" "$FLAKECTL" fleet ls "$(store_flag)" "$STORE_LOCAL" --root "$FLEET_ROOT" \
 		--timeout 1000 2>&1
 }
 
 # store_owned: how many worker IDs the registry shows owned (empty: unreadable).
 store_owned() { store_ls | sed -n 's/^\([0-9]*\) of [0-9]* worker IDs owned.*/\1/p'; }
+
+# store_alive IDENTITY: the registry shows IDENTITY's session alive (flakectl
+# fleet ls: an owned worker ID whose SESSION column says alive).
+store_alive() { store_ls | awk -v id="$1" '$2 == id && $7 == "alive" { f = 1 } END { exit !f }'; }
+
+# ---- store errors that are not unreachability (the store-error fault) ----
+
+# etcdctl_hub ARGS: etcdctl against the cluster, from the hub.
+etcdctl_hub() {
+	ip netns exec "$HUB" env ETCDCTL_API=3 etcdctl --endpoints "$ETCD_ENDPOINTS" \
+		--command-timeout 5s "$@"
+}
+
+# zkcli_hub < COMMANDS: ZooKeeper's own CLI against server 1..3, from the hub.
+zkcli_hub() {
+	ip netns exec "$HUB" env JVMFLAGS="-Xmx64m -XX:TieredStopAtLevel=1" ZOO_LOG4J_PROP=ERROR,CONSOLE \
+		/usr/share/zookeeper/bin/zkCli.sh -server "$ZK_CONNECT" 2>&1
+}
+
+# store_error_on: the store refuses writes for a reason other than being
+# unreachable. etcd: junk keys outside the fleet's root until its NOSPACE
+# alarm raises (writes fail "database space exceeded"). ZooKeeper: a hard
+# quota on the fleet's root at its present size and count (creates and
+# growing writes fail "Quota has exceeded"). Notes what it did; 1 if the
+# error could not be raised.
+store_error_on() {
+	local k out
+	case "$STORE" in
+	etcd)
+		head -c $((768 << 10)) /dev/urandom | base64 -w0 >"$RUN/junk"
+		for ((k = 1; k <= 2 * STORE_QUOTA_MB + 8; k++)); do
+			out=$(etcdctl_hub put "/nemesis-junk/$k" <"$RUN/junk" 2>&1)
+			case "$out" in *"space exceeded"*) break ;; esac
+		done
+		STORE_JUNK=$k
+		out=$(etcdctl_hub alarm list 2>&1)
+		ev note store "junk keys: $k; alarm: $(echo "$out" | tr -s ' \n' ' ' | cut -c1-120)"
+		case "$out" in *NOSPACE*) return 0 ;; esac
+		return 1
+		;;
+	zookeeper)
+		out=$(printf 'setquota -n 1000000 %s\nlistquota %s\nquit\n' "$FLEET_ROOT" "$FLEET_ROOT" | zkcli_hub)
+		local use cnt bytes
+		use=$(echo "$out" | grep -o 'Output stat for [^ ]* count=[0-9]*,bytes=[0-9]*' | tail -n 1)
+		cnt=$(echo "$use" | sed -n 's/.*count=\([0-9]*\).*/\1/p')
+		bytes=$(echo "$use" | sed -n 's/.*bytes=\([0-9]*\).*/\1/p')
+		[ -n "$cnt" ] && [ -n "$bytes" ] || { ev note store "quota: no usage read"; echo "$out" >"$RUN/zkcli.err"; return 1; }
+		out=$(printf 'delquota %s\nsetquota -B %s %s\nlistquota %s\nquit\n' "$FLEET_ROOT" \
+			"$bytes" "$FLEET_ROOT" "$FLEET_ROOT" | zkcli_hub)
+		ev note store "hard quota on $FLEET_ROOT: count $cnt bytes $bytes"
+		echo "$out" | grep -q "Output quota for" || { echo "$out" >"$RUN/zkcli.err"; return 1; }
+		return 0
+		;;
+	esac
+}
+
+# store_error_off: undoes store_error_on (etcd: junk deleted, compacted,
+# defragmented, the alarm disarmed; ZooKeeper: the quota deleted).
+store_error_off() {
+	local rev
+	case "$STORE" in
+	etcd)
+		etcdctl_hub del --prefix /nemesis-junk/ >/dev/null 2>&1
+		rev=$(etcdctl_hub endpoint status -w json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+print(max(e["Status"]["header"]["revision"] for e in json.load(sys.stdin)))' 2>/dev/null)
+		[ -n "$rev" ] && etcdctl_hub compact "$rev" >/dev/null 2>&1
+		etcdctl_hub defrag --cluster >/dev/null 2>&1
+		etcdctl_hub alarm disarm >/dev/null 2>&1
+		ev note store "junk deleted, compacted at ${rev:-?}, defragmented, alarm: $(etcdctl_hub alarm list 2>&1 | tr -s ' \n' ' ' | cut -c1-60)"
+		;;
+	zookeeper)
+		printf 'delquota %s\nquit\n' "$FLEET_ROOT" | zkcli_hub >/dev/null
+		ev note store "quota deleted"
+		;;
+	esac
+}
 
 # ---- the network ----
 
@@ -122,6 +255,7 @@ resp_cmd_for() {
 	local i=$1 id=$2 st=$3
 	local set=(--set "$(store_fleet_set "$i")" --set "fleet.identity=$id"
 		--set "fleet.cache_file=$st/cache" --set "state.file=$st/mark" "${FLEET_SET[@]}")
+	[ "$i" = "${LONG_NODE:-}" ] && set+=(--set "fleet.lease_ms=$LONG_LEASE")
 	if [ "${KIND[$i]}" = wire ]; then
 		RESP_CMD=(ip netns exec "${NS[$i]}" env FLAKEWIRE_TEST_CLOCK="${DIR[$i]}/clock"
 			"$FLAKEWIRE" -l 0,1 --no-huge --no-pci -m 256 --file-prefix "nm${RID}w$i" --
@@ -231,6 +365,52 @@ client_start() {
 	CPID_LAST=$!
 }
 
+# twin_start NAME I IDENTITY STATE_DIR: a second flakesock (settings of node
+# I, identity IDENTITY, state in STATE_DIR) in the twin namespace with its own
+# client, logging to RUN/twin/NAME; sets TWIN_PID and TWIN_CPID.
+twin_start() {
+	local tw=$1 i=$2 id=$3 st=$4
+	mkdir -p "$RUN/twin/$tw" "$st"
+	ev ident "$tw" "$id/$tw"
+	client_start "$tw" "$TWIN_NS"
+	TWIN_CPID=$CPID_LAST
+	local set=(--set "$(store_fleet_set "$TWIN_I")" --set "fleet.identity=$id"
+		--set "fleet.cache_file=$st/cache" --set "state.file=$st/mark" "${FLEET_SET[@]}")
+	[ "$i" = "${LONG_NODE:-}" ] && set+=(--set "fleet.lease_ms=$LONG_LEASE")
+	ip netns exec "$TWIN_NS" env FLAKEWIRE_TEST_CLOCK="$RUN/twin/$tw/clock" "$FLAKESOCK" \
+		--listen 10.77.0.2 --threads 2 "${set[@]}" >"$RUN/twin/$tw/resp.log" 2>&1 &
+	TWIN_PID=$!
+}
+
+# twin_stop NAME: SIGTERM to a twin still running (SIGKILL after 5 s), its
+# exit noted; its client stopped.
+twin_stop() {
+	local tw=$1 rc t
+	if proc_alive "$TWIN_PID"; then
+		kill -TERM "$TWIN_PID"
+		for ((t = 0; t < 50; t++)); do proc_alive "$TWIN_PID" || break; sleep 0.1; done
+		kill -KILL "$TWIN_PID" 2>/dev/null
+		wait "$TWIN_PID"
+		rc=$?
+		ev note "$tw" "twin still running at the end: SIGTERM; exit $rc"
+	else
+		wait "$TWIN_PID"
+		rc=$?
+		ev note "$tw" "twin exited by itself: exit $rc: $(grep -m1 -i 'identity\|fleet\|locked' "$RUN/twin/$tw/resp.log" | tr -s ' ' | cut -c1-160)"
+	fi
+	TWIN_PID=""
+	kill -TERM "$TWIN_CPID" 2>/dev/null
+	wait "$TWIN_CPID" 2>/dev/null
+}
+
+# client_issuing NODE: NODE's client logged an ID in the last 1.5 s (its log
+# is flushed every 0.5 s).
+client_issuing() {
+	local since=$(($(now_us) - 1500000))
+	tail -n 400 "$RUN/clients/$1.log" 2>/dev/null |
+		awk -v s="$since" '$1 == "R" && $3 >= s && $5 == 0 && $8 != "-" { f = 1 } END { exit !f }'
+}
+
 # poller_start: the registry's history, one snapshot every 0.5 s.
 poller_start() {
 	(
@@ -260,6 +440,7 @@ nm_cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	[ "${ZK_N:-0}" -gt 0 ] && zk_stop_all
+	[ "${ETCD_N:-0}" -gt 0 ] && etcd_stop_all
 	for m in "${NM_MOUNTS[@]}"; do umount -l "$m" 2>/dev/null; done
 	for ns in "${NM_NETNS[@]}"; do ip netns del "$ns" 2>/dev/null; done
 	for p in "${NM_PREFIXES[@]}"; do rm -rf "/var/run/dpdk/$p"; done

@@ -5,13 +5,19 @@ alone, so that --seed replays the same faults in the same order with the
 same targets, sizes and durations.
 
   nemesis_plan.py --seed S --seconds T --nodes n1,n2,... --kinds k1,k2,...
-                  --lease-ms L --renew-ms R
+                  --lease-ms L --renew-ms R [--force k1,k2] [--sock-nodes n1,..]
+                  [--long-node NODE --long-lease-ms LL] [--session-ms S]
 
 Prints one fault a line:  KIND TARGET DURATION_MS PARAM GAP_MS
 TARGET: a node name, or "store" for the registry's servers. PARAM: the
 clock step in ms (clock-*), else 0. The kinds are taken in rounds, each
 round every kind once in a seeded order, until the faults' nominal time
-(duration + gap + OVERHEAD_MS each) fills T.
+(duration + gap + OVERHEAD_MS + the kind's own waits, each) fills T.
+--force puts those kinds first in the first round (in a seeded order), and
+fails (exit 2) when one of them does not fit in T. Twins run flakesock: the
+twin kinds target --sock-nodes only; partition-twin targets --long-node (the
+node whose lease outlasts its session, its link cut and the twin's run),
+which replace leaves alone (its new identity would wait out that lease).
 """
 import argparse
 import random
@@ -19,14 +25,32 @@ import sys
 
 KINDS = ["zk-cut-short", "zk-cut-long", "kill", "stop", "clock-back-small",
          "clock-back-large", "clock-fwd", "leader-kill", "store-restart", "disk-full",
-         "twin", "replace"]
+         "twin", "replace", "partition-twin", "same-state-twin", "store-error"]
 OVERHEAD_MS = 1500  # a restart, the waits around a fault
 
 
-def draw(rng, kind, nodes, lease, renew):
+def extra_ms(kind, a):
+    """The time a fault of @kind takes beyond its duration: waits of its own."""
+    if kind == "partition-twin":  # the session's expiry, the twin's start
+        return a.session_ms + 2500
+    if kind == "store-error":  # filling the store, the clean-up
+        return 3000
+    return 0
+
+
+def draw(rng, kind, nodes, lease, renew, a):
     """(target, duration ms, param) of one fault of @kind."""
     node = rng.choice(nodes)
     u = rng.uniform
+    sock = a.sock_nodes.split(",") if a.sock_nodes else nodes
+    if kind == "partition-twin":  # the twin serves this long
+        return a.long_node, int(u(2500, 3500)), 0
+    if kind == "same-state-twin":  # it must have refused within this
+        return rng.choice(sock), 2000, 0
+    if kind == "store-error":  # store refusing writes this long; a backward step
+        return node, int(u(3000, 4500)), -int(u(1200, 3000))
+    if kind == "replace" and a.long_node and len(nodes) > 1:
+        node = rng.choice([n for n in nodes if n != a.long_node])
     if kind == "zk-cut-short":  # within the lease: renewals resume before it ends
         return node, int(u(0.2, 0.45) * (lease - renew)), 0
     if kind == "zk-cut-long":  # beyond the lease: the node must stop issuing
@@ -62,28 +86,52 @@ def main():
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--lease-ms", type=int, required=True)
     ap.add_argument("--renew-ms", type=int, required=True)
+    ap.add_argument("--force", default="")
+    ap.add_argument("--sock-nodes", default="")
+    ap.add_argument("--long-node", default="")
+    ap.add_argument("--long-lease-ms", type=int, default=0)
+    ap.add_argument("--session-ms", type=int, default=2000)
     a = ap.parse_args()
     kinds = [k for k in a.kinds.split(",") if k]
-    bad = [k for k in kinds if k not in KINDS]
+    force = [k for k in a.force.split(",") if k]
+    bad = [k for k in kinds + force if k not in KINDS]
     if bad:
         print("nemesis_plan: unknown fault kind(s) %s; known: %s" % (
             ",".join(bad), ",".join(KINDS)), file=sys.stderr)
         return 2
+    twins = ("partition-twin", "same-state-twin", "twin")
+    if not a.sock_nodes or not a.long_node:
+        if [k for k in force if k in twins]:
+            print("nemesis_plan: --force %s needs a flakesock node" % a.force, file=sys.stderr)
+            return 2
+        kinds = [k for k in kinds if k not in twins]
+    for k in force:
+        if k not in kinds:
+            kinds.append(k)
     nodes = a.nodes.split(",")
     rng = random.Random(a.seed)
     budget = a.seconds * 1000
     used = 0
+    first = True
     while True:
-        order = kinds[:]
+        order = [k for k in kinds if k in force]
         rng.shuffle(order)
+        rest = [k for k in kinds if k not in force or not first]
+        rng.shuffle(rest)
+        order = order + rest if first else rest
         for k in order:
-            target, dur, param = draw(rng, k, nodes, a.lease_ms, a.renew_ms)
+            target, dur, param = draw(rng, k, nodes, a.lease_ms, a.renew_ms, a)
             gap = int(rng.uniform(1000, 2500))
-            cost = dur + gap + OVERHEAD_MS
+            cost = dur + gap + OVERHEAD_MS + extra_ms(k, a)
             if used + cost > budget:
+                if first and k in force:
+                    print("nemesis_plan: forced kind %s does not fit in %d s" % (
+                        k, a.seconds), file=sys.stderr)
+                    return 2
                 return 0
             used += cost
             print("%s %s %d %d %d" % (k, target, dur, param, gap))
+        first = False
 
 
 sys.exit(main())

@@ -4,8 +4,12 @@
 it must pass, then the same run with one duplicated ID (a UUIDv7 of a twin
 equal to a Snowflake ID of the node it twins), one decreasing (node,
 worker) stream, one interleaved holder (a worker's old holder issuing above
-its new holder after a takeover) and one CLOCK_UNSAFE reply, and must name
-each of them, with the IDs, nodes and workers concerned, and nothing else.
+its new holder after a takeover), one CLOCK_UNSAFE reply, a same-state twin
+that started and served instead of refusing on the state lock, and a forced
+fault kind that never healed, and must name each of them, with the IDs,
+nodes and workers concerned, and nothing else. Both runs hold a partition
+twin (ptwin1) that issued for 2 s on a worker of its own: not a node, so it
+is no failure of 'live'.
 It also checks the client's UUIDv7 decoding (lib/wire/PROTOCOL.md's worked
 example), on which the UUIDv7 half of the uniqueness check rests.
 
@@ -60,8 +64,25 @@ def write_run(d, bad):
     ev.append("%d ident n1 n1" % (t0 + 3 * S))
     ev.append("%d heal kill n1" % (t0 + 3 * S + 1000))
     ev.append("%d ident twin1 n1/twin1" % (t0 + 4 * S))
+    ev.append("%d fault store-error n2 -1500" % (t0 + 4 * S))
+    ev.append("%d heal store-error n2" % (t0 + 5 * S))
+    ev.append("%d fault partition-twin n3 0" % (t0 + 5 * S))
+    ev.append("%d ident ptwin1 n3/ptwin1" % (t0 + 5 * S + 500000))
+    if not bad:  # the broken run's partition-twin never heals
+        ev.append("%d heal partition-twin n3" % (t0 + 8 * S))
     ev.append("%d phase end" % (t0 + 10 * S))
-    logs = {n: Log() for n in ("n1", "n2", "n3", "n4", "twin1")}
+    logs = {n: Log() for n in ("n1", "n2", "n3", "n4", "twin1", "ptwin1")}
+    for k in range(20):  # the partition twin: 2 s on worker 9, no one else's
+        logs["ptwin1"].ok(t0 + 6 * S + k * S // 10, 9, sid(7000 + k * 100, 9, 0), 3)
+    os.makedirs(os.path.join(d, "twin", "sstwin2"))
+    with open(os.path.join(d, "twin", "sstwin2", "outcome"), "w") as f:
+        f.write("holder 4242 exit %s\n" % ("running" if bad else "1"))
+    with open(os.path.join(d, "twin", "sstwin2", "resp.log"), "w") as f:
+        f.write("flakesock: listening on 10.77.0.2 port 4242\n" if bad else
+                "flakesock: state /run/n1/mark is locked by PID 4242 (/run/n1/mark.lock): "
+                "another responder serves from this state\n")
+    with open(os.path.join(d, "run.info"), "w") as f:
+        f.write("seed 1\nforced store-error,partition-twin\n")
     for k in range(100):  # 10 s, one request each 100 ms per node
         t = t0 + k * S // 10
         ms = 1000 + k * 100
@@ -120,11 +141,16 @@ with tempfile.TemporaryDirectory() as tmp:
     ok("the clean run's figures: takeover of worker 5 seen in the registry, n1's outage "
        "after the kill", "1 owner changes seen in the registry" in out and
        "kill" in out and "availability" in out, out)
+    ok("the clean run: the same-state twin refused on the lock, the forced kinds ran, the "
+       "partition twin's IDs counted", "1 same-state twin(s), each refused" in out and
+       "forced kinds ran: store-error, partition-twin" in out and
+       "ptwin1 60 IDs on worker(s) 9" in out, out)
     rc, out = run(bad)
     print("\n".join("    " + line for line in out.splitlines()[:12]))
     ok("the broken run fails (exit 1)", rc == 1, out)
-    ok("exactly duplicates, streams, holders and clock_unsafe fail",
-       failed_checks(out) == {"duplicates", "streams", "holders", "clock_unsafe"}, out)
+    ok("exactly duplicates, streams, holders, clock_unsafe, state_lock and faults fail",
+       failed_checks(out) == {"duplicates", "streams", "holders", "clock_unsafe",
+                              "state_lock", "faults"}, out)
     dup = sid(1000 + 50 * 100, 1, 1)
     ok("the duplicated ID is named, with both nodes",
        "duplicate ID %d (ms %d, worker 1, seq 1): n1 (n1)" % (dup, EPOCH + 6000) in out and
@@ -135,6 +161,11 @@ with tempfile.TemporaryDirectory() as tmp:
        "worker 5: holders interleave: by value n3 [" in out and "< n4 [" in out and
        out.count("n3 [") >= 2, out)
     ok("the CLOCK_UNSAFE reply is named: n4", "n4: 1 CLOCK_UNSAFE replies" in out, out)
+    ok("the same-state twin that served is named, with the holder's PID",
+       "sstwin2: a second process on the state file of PID 4242 started and served" in out, out)
+    ok("the forced kind that never healed is named: partition-twin",
+       "forced fault kind partition-twin never ran to its heal" in out and
+       "forced fault kind store-error" not in out, out)
 
 # The UUIDv7 half of the key space: PROTOCOL.md section 2's worked example.
 spec = importlib.util.spec_from_file_location("nemesis_client",
