@@ -7,6 +7,7 @@
 #include "fw_err.h"
 #include "fw_layout.h"
 #include "fw_mark.h"
+#include "fw_state_lock.h"
 
 /* A mark further ahead than this stalls a responder until then: ask for --force. */
 #define MARK_AHEAD_MAX_MS (24ull * 3600 * 1000)
@@ -21,7 +22,8 @@ static void mark_help(FILE *f)
 		"Prints the high-water mark persisted in a responder's state file\n"
 		"(state.file): unix ms and ISO 8601 time up to which IDs may have been\n"
 		"issued. With --set, writes a new mark (atomically), e.g. to recover from a\n"
-		"corrupt state file. Stop the responder first: it rewrites the file.\n"
+		"corrupt state file. Refused while a responder holds the state (FILE.lock):\n"
+		"it would rewrite the file at its stop.\n"
 		"\n"
 		"  --set UNIX_MS|now     write this mark (1-%llu, or the system clock)\n"
 		"  --force               allow lowering a readable mark (IDs at or below the\n"
@@ -58,11 +60,32 @@ static int mark_read(const char *cmd, const char *path)
 	return FC_EXIT_OK;
 }
 
+static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool force,
+			   uint64_t now, uint64_t *oldp);
+
 static int mark_set(const char *cmd, const char *path, uint64_t ms, bool force)
 {
-	char iso[FW_ISO8601_LEN], old_iso[FW_ISO8601_LEN];
 	uint64_t old = 0, now = fc_unix_ms();
+	char lerr[512];
+	struct fw_state_lock *lock = NULL;
+	/* a responder on this state would overwrite the new mark at its stop */
+	int lrc = fw_state_lock_take(path, &lock, lerr, sizeof(lerr));
+	if (lrc != 0) {
+		fc_err(cmd, "%s%s", lerr, lrc == -EWOULDBLOCK ? "; the mark was not changed" : "");
+		return FC_EXIT_FAIL;
+	}
+	int rc = mark_set_locked(cmd, path, ms, force, now, &old);
+	fw_state_lock_free(lock);
+	return rc;
+}
+
+static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool force,
+			   uint64_t now, uint64_t *oldp)
+{
+	char iso[FW_ISO8601_LEN], old_iso[FW_ISO8601_LEN];
+	uint64_t old = 0;
 	int rc = fw_mark_read(path, &old);
+	*oldp = old;
 
 	if (rc < 0 && rc != -ENOENT && rc != FW_ESTATE_CORRUPT) {
 		fc_err(cmd, "%s: %s", path, fw_strerror(rc));

@@ -69,6 +69,7 @@ start_responder()
 		# timeout(1) ends it even if this script is killed without its trap.
 		timeout 110 "$fsock" --listen 127.0.0.1 --threads $(($(tr -cd , <<<"$workers" | wc -c) + 1)) \
 			--set "id.workers=$workers" --set "state.file=$tmp/$name.mark" \
+			--set "state.lock_dir=$tmp/locks" \
 			--set "net.udp_port=$port" --set stats.interval_s=0 >"$log" 2>&1 &
 		pid=$!
 		pids+=("$pid")

@@ -70,6 +70,7 @@ start_sock()
 		port=$(free_port) || break
 		: >"$log"
 		"$fsock" --listen 127.0.0.1 --set "state.file=$tmp/$name.mark" --set "net.udp_port=$port" \
+			--set "state.lock_dir=$tmp/locks" \
 			--set stats.interval_s=0 --set "id.workers=$2" >"$log" 2>&1 &
 		pid=$!
 		pids+=("$pid")

@@ -89,7 +89,10 @@ start_sock()
 		port=$(free_port) || break
 		: >"$log"
 		# timeout(1) ends it even if this script is killed without its trap.
+		# Its own lock_dir: the live tests of every language run side by side,
+		# each its own private ID space with the same worker IDs.
 		$prefix timeout 170 "$fsock" --listen "${listen:-127.0.0.1}" --set "state.file=$tmp/$name.mark" \
+			--set "state.lock_dir=$tmp/locks" \
 			--set "net.udp_port=$port" --set stats.interval_s=0 "$@" >"$log" 2>&1 &
 		p=$!
 		pids+=("$p")
@@ -136,7 +139,7 @@ layout=(--set id.sequence_bits=4 --set id.max_borrow_ms=0)
 : >"$tmp/fw.log"
 ip netns exec "$ns" "$fwire" -l 1 --no-huge --no-pci -m 256 --file-prefix "$ns" -- \
 	--set "state.file=$tmp/fw.mark" --set clock.calibrate_ms=200 --set stats.interval_s=0 \
-	--set id.workers=21 "${layout[@]}" >>"$tmp/fw.log" 2>&1 &
+	--set "state.lock_dir=$tmp/locks" --set id.workers=21 "${layout[@]}" >>"$tmp/fw.log" 2>&1 &
 FW_TAP_PID=$!
 pids+=("$FW_TAP_PID")
 up=""
