@@ -296,6 +296,33 @@ static void test_take_back_needs_proof(void **state)
 }
 
 /*
+ * At the default 24 h lease, a restart that lost its cache (a rebuilt node,
+ * a pod on a fresh volume) serves at once on free IDs: it does not wait a
+ * day for its old records, and leaves them alone.
+ */
+static void test_lost_cache_serves_at_default_lease(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	put(0, "a", layout_now() + 24ull * 3600 * 1000, 0);
+	put(1, "a", layout_now() + 24ull * 3600 * 1000, 0);
+	cfg_for(&c, "a", "");
+	c.lease_ms = 24ull * 3600 * 1000;
+	c.renew_ms = 60 * 1000;
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
+	for (uint32_t i = 0; i < 2; i++) {
+		struct fw_fleet_slot s = slot(a, i);
+		assert_true(s.worker == 2 || s.worker == 3);
+		assert_int_equal(s.source, FW_FLEET_SRC_ZK);
+		assert_int_equal(s.floor_ms, 0);
+	}
+	assert_int_equal(rec(0).token, 7);
+	assert_int_equal(rec(1).token, 7);
+	fw_fleet_free(a);
+}
+
+/*
  * Only this identity's unproven records stand in the way: the start does
  * not refuse; the slots wait (NO_LEASE, WARN naming the identity) and take
  * the IDs over once their lease ends, with floor = the old lease_until.
@@ -694,7 +721,7 @@ static void test_release_after_takeover_done(void **state)
 	/* and one below our last is never called done */
 	assert_int_equal(fw_fleet_replace_all(a), 0);
 	WAIT_FOR(slot(a, 0).worker >= 2, 2000);
-	int32_t w = slot(a, 0).worker == 2 ? 1 : 1;
+	int32_t w = 1; /* the ID the second replacement retires */
 	put((uint32_t)w, "c", layout_now() + 10 * LEASE_MS, 0); /* floor 0: a broken writer */
 	assert_int_equal(fw_fleet_retire(a, w, layout_now() + 100), 0);
 	ms_sleep(4 * RENEW_MS);
@@ -848,6 +875,7 @@ int main(void)
 		T(test_new),
 		T(test_take_back),
 		T(test_take_back_needs_proof),
+		T(test_lost_cache_serves_at_default_lease),
 		T(test_unproven_waits_for_lease_end),
 		T(test_cache_adopts_only_its_token),
 		T(test_release_error_kept),
