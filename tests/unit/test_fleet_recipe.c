@@ -58,6 +58,7 @@ int clock_gettime(clockid_t id, struct timespec *ts)
 static struct memsrv *M;
 static int64_t local_off; /* the nodes' local clock minus the real one */
 static int warn_full;     /* WARN lines about replacements that cannot be claimed */
+static int warn_unproven, warn_retiring, warn_cache; /* WARN lines the tests below count */
 
 static uint64_t real_ms(void)
 {
@@ -207,6 +208,9 @@ static int setup(void **state)
 	M = memsrv_new();
 	local_off = 0;
 	warn_full = 0;
+	warn_retiring = 0;
+	warn_cache = 0;
+	warn_unproven = 0;
 	atomic_store(&wall_shift_ms, 0);
 	return 0;
 }
@@ -327,7 +331,6 @@ static void test_lost_cache_serves_at_default_lease(void **state)
  * not refuse; the slots wait (NO_LEASE, WARN naming the identity) and take
  * the IDs over once their lease ends, with floor = the old lease_until.
  */
-static int warn_unproven;
 static void count_unproven(void *arg, enum fw_fleet_level lvl, const char *msg)
 {
 	log_cb(arg, lvl, msg);
@@ -705,6 +708,76 @@ static void test_release_error_kept(void **state)
 	fw_fleet_free(a);
 }
 
+/*
+ * Every replaced ID stays retiring until its release is confirmed, so a
+ * full retiring table blocks the next replacement (the current IDs keep
+ * issuing) instead of dropping an unreleased ID; once the releases land,
+ * the replacement goes through.
+ */
+static void count_retiring(void *arg, enum fw_fleet_level lvl, const char *msg)
+{
+	log_cb(arg, lvl, msg);
+	if (lvl == FW_FLEET_WARN && strstr(msg, "still retiring"))
+		warn_retiring++;
+}
+
+static void test_retiring_table_full_blocks(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	enum { N = 200 };
+	cfg_for(&c, "a", "");
+	c.layout.worker_bits = 10;
+	c.layout.time_bits = 63 - 10 - 12;
+	c.log = count_retiring;
+	struct fw_fleet *a = start_cfg(&c, N, 0, err, sizeof(err));
+	for (uint32_t w = 0; w < N; w++)
+		memsrv_fail_worker(M, w, -EIO);
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker >= N && slot(a, N - 1).worker >= N, 4000);
+	for (uint32_t i = 0; i < N; i++)
+		assert_int_equal(fw_fleet_retire(a, (int32_t)i, layout_now()), 0);
+	ms_sleep(3 * RENEW_MS);
+	assert_int_equal(status(a).releases, 0);
+	struct fw_fleet_slot s0 = slot(a, 0);
+	assert_int_equal(fw_fleet_replace_all(a), 0); /* 200 retiring + 200 > 256 */
+	ms_sleep(6 * RENEW_MS);
+	assert_int_equal(slot(a, 0).gen, s0.gen);
+	assert_int_equal(warn_retiring, 1);
+	for (uint32_t w = 0; w < N; w++)
+		memsrv_fail_worker(M, w, 0);
+	WAIT_FOR(status(a).releases == N, 4000);
+	assert_int_equal(status(a).releases, N);
+	WAIT_FOR(slot(a, 0).gen != s0.gen, 10000);
+	assert_int_not_equal(slot(a, 0).gen, s0.gen);
+	fw_fleet_free(a);
+}
+
+/* A cache that cannot be written is logged once, not at every round. */
+static void count_cache(void *arg, enum fw_fleet_level lvl, const char *msg)
+{
+	log_cb(arg, lvl, msg);
+	if (lvl == FW_FLEET_WARN && strstr(msg, "cannot write the cache"))
+		warn_cache++;
+}
+
+static void test_cache_write_failure_logged_once(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	cfg_for(&c, "a", "/nonexistent-fwt-dir/fleet");
+	c.state_stamp = "S";
+	c.log = count_cache;
+	struct fw_fleet *a = start_cfg(&c, 1, 0, err, sizeof(err));
+	uint64_t r = status(a).renewals;
+	WAIT_FOR(status(a).renewals >= r + 4, 3000);
+	assert_true(status(a).renewals >= r + 4); /* a write attempted at each */
+	assert_int_equal(warn_cache, 1);
+	fw_fleet_free(a);
+}
+
 /* A release whose version moved because another owner took over above our last: done. */
 static void test_release_after_takeover_done(void **state)
 {
@@ -880,6 +953,8 @@ int main(void)
 		T(test_cache_adopts_only_its_token),
 		T(test_release_error_kept),
 		T(test_release_after_takeover_done),
+		T(test_retiring_table_full_blocks),
+		T(test_cache_write_failure_logged_once),
 		T(test_free_released),
 		T(test_expired_with_floor),
 		T(test_expired_by_store_time),
