@@ -25,23 +25,24 @@ struct fw_state_lock {
 };
 
 /*
- * Opens @path for a lock, creating it when missing. Opening an existing file
- * without O_CREAT first: in a sticky world-writable directory the kernel's
- * protected_regular refuses O_CREAT on another user's file, even to root;
- * read-only is enough for flock when the file is another user's.
+ * Opens @path read-only for the lock (flock needs no write access, and a
+ * lock held on a file open for writing would keep its filesystem from
+ * being remounted read-only), creating it when missing. Opening an existing
+ * file without O_CREAT first: in a sticky world-writable directory the
+ * kernel's protected_regular refuses O_CREAT on another user's file, even
+ * to root.
  */
 static int open_lock_file(const char *path)
 {
 	for (int tries = 0; tries < 8; tries++) {
-		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0 && errno == EACCES)
-			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd >= 0 || errno != ENOENT)
 			return fd < 0 ? -errno : fd;
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (fd >= 0) {
-			fchmod(fd, 0644); /* whatever the umask: others may lock it read-only */
-			return fd;
+			fchmod(fd, 0644); /* whatever the umask: others may lock it */
+			close(fd);
+			continue;
 		}
 		if (errno != EEXIST)
 			return -errno;
@@ -59,13 +60,18 @@ static long read_pid(int fd)
 	return strtol(buf, NULL, 10);
 }
 
-static void write_pid(int fd)
+/* The holder's PID, for the next one's message; through a descriptor closed at once. */
+static void write_pid(const char *path)
 {
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return; /* another user's file: the lock holds all the same, its PID unknown */
 	if (ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)n, 0) != n) {
-		/* read-only or full: the lock holds all the same, its PID is unknown */
+		/* full: the same */
 	}
+	close(fd);
 }
 
 /* Opens and locks @path: fd >= 0; -EWOULDBLOCK with *holder; -errno. */
@@ -80,7 +86,7 @@ static int lock_file(const char *path, long *holder)
 		close(fd);
 		return -e;
 	}
-	write_pid(fd);
+	write_pid(path);
 	return fd;
 }
 
