@@ -156,8 +156,8 @@ LONG_LEASE=$((8 * SESSION_MS))
 LONG_NODE=""
 [ "$N_SOCK" -ge 1 ] && LONG_NODE=$N_SOCK
 [ "$LEASE" -ge "$LONG_LEASE" ] && LONG_LEASE=$LEASE
-FLEET_SET=(--set fleet.root=$FLEET_ROOT --set "fleet.lease_ms=$LEASE" --set "fleet.renew_ms=$RENEW"
-	--set fleet.session_timeout_ms=$SESSION_MS --set fleet.start_wait_ms=2000
+FLEET_SET=(--set "fleet.root=$FLEET_ROOT" --set "fleet.lease_ms=$LEASE" --set "fleet.renew_ms=$RENEW"
+	--set "fleet.session_timeout_ms=$SESSION_MS" --set fleet.start_wait_ms=2000
 	--set "clock.backstep=$POLICY" --set "id.worker_bits=$WB" --set state.mark_ahead_ms=1000
 	--set clock.calibrate_ms=200 --set stats.interval_s=0)
 WARM_S=3
@@ -359,7 +359,8 @@ fault() {
 		else
 			wait "$TWIN_PID"
 			rc=$?
-			ev note "$tw" "same-state twin of $target (PID ${PID[$i]}) exited: exit $rc"
+			ev note "$tw" "same-state twin of $target (PID ${PID[$i]}) exited: exit $rc:" \
+				"$(grep -m1 -i 'locked\|refus\|fleet' "$RUN/twin/$tw/resp.log" | tr -s ' ' | cut -c1-200)"
 		fi
 		echo "holder ${PID[$i]} exit $rc" >"$RUN/twin/$tw/outcome"
 		TWIN_PID=""

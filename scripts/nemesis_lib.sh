@@ -165,9 +165,8 @@ store_error_on() {
 			out=$(etcdctl_hub put "/nemesis-junk/$k" <"$RUN/junk" 2>&1)
 			case "$out" in *"space exceeded"*) break ;; esac
 		done
-		STORE_JUNK=$k
 		out=$(etcdctl_hub alarm list 2>&1)
-		ev note store "junk keys: $k; alarm: $(echo "$out" | tr -s ' \n' ' ' | cut -c1-120)"
+		ev note store "junk keys: $k of 768 KiB; alarm: $(echo "$out" | tr -s ' \n' ' ' | cut -c1-120)"
 		case "$out" in *NOSPACE*) return 0 ;; esac
 		return 1
 		;;
