@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +9,7 @@
 #include "fw_err.h"
 #include "fw_fleet.h"
 #include "fw_layout.h"
+#include "fw_secret.h"
 
 #define FLEET_EXIT_PROBLEM 1 /* check: something needs an operator */
 #define FLEET_EXIT_UNKNOWN 3 /* check: ZooKeeper could not be read */
@@ -21,6 +24,7 @@ static void fleet_help(FILE *f)
 		"       flakectl fleet check   (--zk HOSTS | --etcd URLS) --root PATH [--warn-ms "
 		"MS]\n"
 		"                      [--timeout MS]\n"
+		"       flakectl fleet secure  --zk HOSTS --root PATH --auth-file FILE\n"
 		"\n"
 		"The worker-ID registry of a fleet, in ZooKeeper ([fleet] zookeeper and root) or\n"
 		"etcd ([fleet] etcd and root).\n"
@@ -35,12 +39,17 @@ static void fleet_help(FILE *f)
 		"            operator (printed: a lease ending within --warn-ms or ended while\n"
 		"            its owner is alive, i.e. renewals fail; an owner whose session is\n"
 		"            gone while its lease runs), 3 when the registry cannot be read\n"
+		"  secure    ZooKeeper: gives a fleet created with open ACLs the fleet's ACL\n"
+		"            (all permissions for --auth-file's principal, read for anyone)\n"
 		"\n"
 		"  --zk HOSTS       ZooKeeper connect string, host:port[,host:port...]\n"
 		"  --etcd URLS      etcd endpoints, http[s]://host:port[,...]; TLS and user from\n"
 		"                   FW_ETCD_CA_FILE, FW_ETCD_CERT_FILE, FW_ETCD_KEY_FILE,\n"
-		"                   FW_ETCD_USER and FW_ETCD_PASSWORD in the environment\n"
+		"                   FW_ETCD_USER and FW_ETCD_PASSWORD in the environment (a\n"
+		"                   password over http:// only with FW_ETCD_PLAIN_PASSWORD=yes)\n"
 		"  --root PATH      the fleet's root znode, e.g. /flakewire/dc1\n"
+		"  --auth-file FILE ZooKeeper digest credentials USER:PASSWORD ([fleet]\n"
+		"                   zookeeper_auth_file: the same file, the same checks)\n"
 		"  --warn-ms MS     check: warn when a live owner's lease ends within MS\n"
 		"                   (default 3600000, 1 h)\n"
 		"  --timeout MS     wait this long for the registry (default 5000)\n");
@@ -70,8 +79,11 @@ static int fleet_ls(const struct fw_fleet_list *l)
 		       e->alive ? "alive" : "-", state);
 	}
 	uint32_t total = 1u << l->layout.worker_bits;
-	printf("%u of %u worker IDs owned, %u never claimed; registry time %s\n", owned, total,
-	       total - l->n, fw_format_iso8601(l->server_unix, a));
+	printf("%u of %u worker IDs owned, %u never claimed; %s %s\n", owned, total,
+	       total - l->n,
+	       l->time_local ? "this host's time (the registry's needs --auth-file)"
+			     : "registry time",
+	       fw_format_iso8601(l->server_unix, a));
 	return FC_EXIT_OK;
 }
 
@@ -119,7 +131,7 @@ static const char *msg(const char *err)
 int cmd_fleet(int argc, char **argv)
 {
 	const char *cmd = "fleet", *zk = NULL, *etcd = NULL, *root = NULL, *sub = NULL,
-		   *workers = NULL;
+		   *workers = NULL, *auth_file = NULL;
 	uint64_t timeout = 5000, warn = 3600000, worker = 0;
 	char err[4096];
 
@@ -132,6 +144,7 @@ int cmd_fleet(int argc, char **argv)
 		if ((r = fc_opt_value(argc, argv, &i, "--zk", &zk)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--etcd", &etcd)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--root", &root)) != 0 ||
+		    (r = fc_opt_value(argc, argv, &i, "--auth-file", &auth_file)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--timeout", 100, 600000, &timeout)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) !=
 			    0) {
@@ -148,8 +161,9 @@ int cmd_fleet(int argc, char **argv)
 		else
 			return fc_unknown_arg(cmd, argv[i]);
 	}
-	if (sub == NULL || (strcmp(sub, "ls") && strcmp(sub, "release") && strcmp(sub, "check"))) {
-		fc_err(cmd, "%s%s: expected ls, release or check", sub ? sub : "subcommand",
+	if (sub == NULL || (strcmp(sub, "ls") && strcmp(sub, "release") && strcmp(sub, "check") &&
+			    strcmp(sub, "secure"))) {
+		fc_err(cmd, "%s%s: expected ls, release, check or secure", sub ? sub : "subcommand",
 		       sub ? "" : " missing");
 		return FC_EXIT_USAGE;
 	}
@@ -168,6 +182,38 @@ int cmd_fleet(int argc, char **argv)
 		fc_err(cmd, "--root %s: missing or not an absolute path ([fleet] root)",
 		       root ? root : "");
 		return FC_EXIT_USAGE;
+	}
+	if (auth_file != NULL) {
+		char auth[512];
+		int arc = fw_secret_read(auth_file, "--auth-file", auth, sizeof(auth), err,
+					 sizeof(err));
+		if (arc == 0 && strchr(auth, ':') == NULL) {
+			snprintf(err, sizeof(err), "--auth-file = %s: not USER:PASSWORD on its first line",
+				 auth_file);
+			arc = -EINVAL;
+		}
+		if (arc != 0) {
+			explicit_bzero(auth, sizeof(auth));
+			fc_err(cmd, "%s", err);
+			return FC_EXIT_USAGE;
+		}
+		fw_fleet_admin_zk_auth(auth);
+		explicit_bzero(auth, sizeof(auth));
+	}
+	if (!strcmp(sub, "secure")) {
+		if (auth_file == NULL) {
+			fc_err(cmd, "secure: --auth-file FILE: the credentials the fleet will belong to");
+			return FC_EXIT_USAGE;
+		}
+		int n = fw_fleet_secure(zk, root, (uint32_t)timeout, err, sizeof(err));
+		if (n < 0) {
+			fc_err(cmd, "%s", msg(err));
+			return FC_EXIT_FAIL;
+		}
+		printf("%s: %d znode(s) secured: writable by the credentials of %s only, "
+		       "readable by anyone\n",
+		       root, n, auth_file);
+		return FC_EXIT_OK;
 	}
 	if (!strcmp(sub, "release")) {
 		if (workers == NULL || fc_parse_u64(workers, &worker) != FC_NUM_OK ||

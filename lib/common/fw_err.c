@@ -38,6 +38,7 @@ static const struct fw_err_desc fw_err_table[] = {
 	{FW_EFLEET_LAYOUT, "the fleet's root holds another ID layout"},
 	{FW_EFLEET_IDENTITY, "fleet identity in use by another live process"},
 	{FW_EFLEET_ZK, "ZooKeeper unreachable or failed"},
+	{FW_EFLEET_AUTH, "the registry refuses this node's credentials"},
 };
 
 FW_API const char *fw_strerror(int err)

@@ -43,6 +43,7 @@ struct conf_section {
 static const char *const start_policies[] = {"wait", "fail"};
 static const char *const port_modes[] = {"dpdk", "af_xdp"};
 static const char *const backsteps[] = {"slew", "new_worker"};
+static const char *const no_yes[] = {"no", "yes"};
 static const char *const power_idles[] = {"busy",  "pause",     "monitor",
 					  "scale", "interrupt", "sleep"};
 
@@ -56,6 +57,7 @@ static const struct {
 	{"mode", port_modes, FW_ARRAY_SIZE(port_modes)},
 	{"backstep", backsteps, FW_ARRAY_SIZE(backsteps)},
 	{"idle", power_idles, FW_ARRAY_SIZE(power_idles)},
+	{"etcd_plain_password", no_yes, FW_ARRAY_SIZE(no_yes)},
 };
 
 static const char *const *enum_names(const struct conf_key *k, size_t *n)
@@ -267,8 +269,23 @@ static const struct conf_key keys[] = {
 	 C(fleet.etcd_user)},
 	{"fleet", "etcd_password_file", T_STR, 0, FW_CONF_STR_LEN - 1, "",
 	 "etcd: file holding etcd_user's password (its first line), kept out of the config "
-	 "file",
+	 "file; 0600 owned by this user, or 0640 owned by root",
 	 C(fleet.etcd_password_file)},
+	{"fleet", "etcd_plain_password", T_ENUM, 0, FW_ARRAY_SIZE(no_yes) - 1, "no",
+	 "etcd: yes allows etcd_user's password over plain http:// endpoints, where it crosses "
+	 "the network in clear (a loopback or otherwise trusted network only); no refuses it: "
+	 "use https:// endpoints",
+	 C(fleet.etcd_plain_password)},
+	{"fleet", "etcd_proxy", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "etcd: the HTTP(S) proxy to reach the endpoints through (a libcurl proxy URL); empty: "
+	 "none, whatever http_proxy or HTTPS_PROXY say in the environment",
+	 C(fleet.etcd_proxy)},
+	{"fleet", "zookeeper_auth_file", T_STR, 0, FW_CONF_STR_LEN - 1, "",
+	 "ZooKeeper: file holding the fleet's digest credentials USER:PASSWORD (its first line; "
+	 "0600 owned by this user, or 0640 owned by root); the fleet's znodes are then created "
+	 "writable by that principal only, readable by anyone; empty: open ACLs (anyone who "
+	 "reaches the ensemble can change the records)",
+	 C(fleet.zookeeper_auth_file)},
 	{"fleet", "root", T_STR, 2, 199, "/flakewire/default",
 	 "the fleet's root znode (the cluster name), e.g. /flakewire/dc1", C(fleet.root)},
 	{"fleet", "identity", T_STR, 0, 127, "",

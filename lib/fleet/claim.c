@@ -223,7 +223,7 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 	}
 	uint32_t next = 0;
 	rc = 0;
-	for (uint32_t k = 0; k < n_need && rc != -ENOTCONN && rc != -EIO; k++) {
+	for (uint32_t k = 0; k < n_need && rc != -ENOTCONN && rc != -EIO && rc != -EACCES; k++) {
 		for (rc = -ESTALE; next < n_c;) {
 			const struct fw_fleet_cand *x = &c[next++];
 			rc = fw_fleet_claim_one(r, x, &got[k]);
@@ -240,7 +240,7 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 				(*n_got)++;
 				break;
 			}
-			if (rc == -ENOTCONN || rc == -EIO)
+			if (rc == -ENOTCONN || rc == -EIO || rc == -EACCES)
 				break;
 		}
 		if (rc != 0)
@@ -249,7 +249,7 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 	free(c);
 	if (*n_got == n_need)
 		return 0;
-	if (rc == -ENOTCONN || rc == -EIO)
+	if (rc == -ENOTCONN || rc == -EIO || rc == -EACCES)
 		snprintf(err, errlen, "fleet: %s: %s", r->store->name,
 			 r->store->ops->last_error(r->store));
 	else
@@ -262,5 +262,5 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 				fw_fleet_release_held(r, &got[k], 0);
 		*n_got = 0;
 	}
-	return rc == -ENOTCONN || rc == -EIO ? rc : FW_EFLEET_FULL;
+	return rc == -ENOTCONN || rc == -EIO || rc == -EACCES ? rc : FW_EFLEET_FULL;
 }

@@ -31,6 +31,13 @@ int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whyle
 		else if (!strncmp(p, "https://", 8))
 			rest = p + 8;
 		size_t hl = rest ? len - (size_t)(rest - p) : 0;
+		if (memchr(p, '@', len) != NULL) {
+			snprintf(w, wl,
+				 "endpoint %d holds user info (USER:PASSWORD@, not shown): give "
+				 "credentials in [fleet] etcd_user and etcd_password_file",
+				 n + 1);
+			return -EINVAL;
+		}
 		if (rest == NULL || hl == 0 || len > 255 || memchr(rest, '/', hl) != NULL) {
 			snprintf(w, wl, "'%.*s' is not http://HOST:PORT or https://HOST:PORT",
 				 (int)FW_MIN(len, 255u), p);
@@ -45,6 +52,28 @@ int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whyle
 			snprintf(w, wl, "an empty endpoint after ','");
 			return -EINVAL;
 		}
+	}
+	return 0;
+}
+
+int fw_fleet_etcd_opts_check(const struct fw_fleet_etcd_opts *o, char *why, size_t whylen)
+{
+	char tmp[1], *w = why ? why : tmp;
+	size_t wl = why ? whylen : sizeof(tmp);
+	int rc = fw_fleet_etcd_endpoints_check(o->endpoints, w, wl);
+	if (rc != 0 || o->user == NULL || !o->user[0] || o->plain_password)
+		return rc;
+	for (const char *p = o->endpoints; *p;) {
+		size_t len = strcspn(p, ",");
+		if (!strncmp(p, "http://", 7)) {
+			snprintf(w, wl,
+				 "%.*s is plain http://: etcd_user's password would cross the "
+				 "network in clear; use https:// endpoints, or set [fleet] "
+				 "etcd_plain_password = yes on a network you trust",
+				 (int)len, p);
+			return -EINVAL;
+		}
+		p += len + (p[len] == ',');
 	}
 	return 0;
 }
@@ -84,6 +113,14 @@ int etcd_shared_init(struct etcd_shared *sh, const struct fw_fleet_etcd_opts *o,
 	    copy(sh->user, sizeof(sh->user), o->user) ||
 	    copy(sh->password, sizeof(sh->password), o->password)) {
 		snprintf(why, whylen, "a file name, user or password too long");
+		return -EINVAL;
+	}
+	if (copy(sh->proxy, sizeof(sh->proxy), o->proxy)) {
+		snprintf(why, whylen, "the proxy URL is too long");
+		return -EINVAL;
+	}
+	if (fw_fleet_etcd_opts_check(o, why, whylen) != 0) {
+		sodium_memzero(sh->password, sizeof(sh->password));
 		return -EINVAL;
 	}
 	sh->request_ms = o->request_ms ? o->request_ms : 2000;
@@ -161,7 +198,7 @@ static int post_one(struct etcd_conn *c, const char *url, const char *json, bool
 	struct etcd_shared *sh = c->sh;
 	struct body b = {0};
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-	char tok[600];
+	char tok[sizeof(sh->token) + 32];
 	if (auth) {
 		pthread_mutex_lock(&sh->mu);
 		snprintf(tok, sizeof(tok), "Authorization: %s", sh->token);
@@ -181,6 +218,10 @@ static int post_one(struct etcd_conn *c, const char *url, const char *json, bool
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)FW_MIN(tmo, 1000u));
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* no proxy unless configured: the environment's would see the credentials */
+	curl_easy_setopt(h, CURLOPT_PROXY, sh->proxy);
+	if (!sh->proxy[0])
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	if (sh->ca[0])
 		curl_easy_setopt(h, CURLOPT_CAINFO, sh->ca);
 	if (sh->cert[0])
@@ -244,8 +285,15 @@ static int authenticate(struct etcd_conn *c, const char *base)
 		json_object_put(out);
 		return -EIO;
 	}
+	const char *t = json_object_get_string(tok);
+	if (t == NULL || strlen(t) >= sizeof(sh->token)) {
+		snprintf(c->err, sizeof(c->err), "authentication gave a token of %zu bytes (at most %zu)",
+			 t ? strlen(t) : 0, sizeof(sh->token) - 1);
+		json_object_put(out);
+		return -EIO;
+	}
 	pthread_mutex_lock(&sh->mu);
-	snprintf(sh->token, sizeof(sh->token), "%s", json_object_get_string(tok));
+	snprintf(sh->token, sizeof(sh->token), "%s", t);
 	pthread_mutex_unlock(&sh->mu);
 	json_object_put(out);
 	return 0;

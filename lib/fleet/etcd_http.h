@@ -21,10 +21,10 @@
 struct etcd_shared {
 	char ep[FW_FLEET_ETCD_ENDPOINTS_MAX][256];
 	int n_ep;
-	char ca[512], cert[512], key[512], user[128], password[256];
+	char ca[512], cert[512], key[512], user[128], password[256], proxy[256];
 	uint32_t request_ms;
 	pthread_mutex_t mu; /* guards token */
-	char token[512];
+	char token[8192];   /* simple tokens are 16 bytes; a JWT (--auth-token jwt) about 1 KiB */
 };
 
 struct etcd_conn {

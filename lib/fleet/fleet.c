@@ -114,6 +114,7 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 	f->cfg.identity = f->identity;
 	f->cfg.cache_file = f->cache;
 	f->cfg.state_stamp = f->stamp;
+	f->cfg.zk_auth = NULL; /* the store's copy only */
 	f->r = (struct fw_fleet_recipe){
 		store,         cfg->layout,
 		f->identity,   0,
@@ -246,7 +247,8 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 					 f->cfg.session_timeout_ms + 2000, e, sizeof(e));
 	if (rc == 0)
 		rc = fleet_claim_round(f, fw_fleet_mono_ms(), true, e, sizeof(e));
-	if (rc == FW_EFLEET_LAYOUT || rc == FW_EFLEET_IDENTITY || rc == FW_EFLEET_FULL) {
+	if (rc == FW_EFLEET_LAYOUT || rc == FW_EFLEET_IDENTITY || rc == FW_EFLEET_FULL ||
+	    rc == FW_EFLEET_AUTH) {
 		snprintf(err, errlen, "%s", e);
 		fw_fleet_session_drop(&f->ss);
 		return rc;

@@ -10,6 +10,7 @@
 #include "fw_err.h"
 #include "fw_fleet_app.h"
 #include "fw_fleet_store_etcd.h"
+#include "fw_secret.h"
 
 struct fw_fleet_app {
 	struct fw_fleet *reg;
@@ -41,31 +42,11 @@ static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fm
 	a->log(a->log_arg, lvl, msg);
 }
 
-/* The first line of [fleet] etcd_password_file ("" when no file is named). */
-static int read_password(const char *path, char *buf, size_t cap, char *err, size_t errlen)
-{
-	buf[0] = '\0';
-	if (!path[0])
-		return 0;
-	FILE *f = fopen(path, "r");
-	if (f == NULL || fgets(buf, (int)cap, f) == NULL) {
-		int e = f ? EIO : errno;
-		snprintf(err, errlen, "[fleet] etcd_password_file = %s: %s", path,
-			 f ? "empty" : strerror(e));
-		if (f)
-			fclose(f);
-		return -e;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\r\n")] = '\0';
-	return 0;
-}
-
 int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
 		       const char *state_stamp, void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
 {
-	char host[FW_FLEET_IDENTITY_MAX], pw[256];
+	char host[FW_FLEET_IDENTITY_MAX], pw[256], zk_auth[512];
 	struct fw_fleet_config fc;
 
 	*out = NULL;
@@ -80,13 +61,35 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 		.key_file = c->fleet.etcd_key_file,
 		.user = c->fleet.etcd_user,
 		.password = pw,
+		.plain_password = c->fleet.etcd_plain_password != 0,
+		.proxy = c->fleet.etcd_proxy,
 		.session_ms = c->fleet.session_timeout_ms,
 	};
+	pw[0] = zk_auth[0] = '\0';
 	if (c->fleet.etcd[0]) {
-		int prc = read_password(c->fleet.etcd_password_file, pw, sizeof(pw), err, errlen);
+		int prc = c->fleet.etcd_password_file[0]
+				  ? fw_secret_read(c->fleet.etcd_password_file,
+						   "[fleet] etcd_password_file", pw, sizeof(pw), err,
+						   errlen)
+				  : 0;
 		if (prc != 0)
 			return prc;
 		fc.etcd = &eo;
+	}
+	if (c->fleet.zookeeper_auth_file[0]) {
+		int arc = fw_secret_read(c->fleet.zookeeper_auth_file, "[fleet] zookeeper_auth_file",
+					 zk_auth, sizeof(zk_auth), err, errlen);
+		if (arc == 0 && strchr(zk_auth, ':') == NULL) {
+			memset(zk_auth, 0, sizeof(zk_auth));
+			snprintf(err, errlen,
+				 "[fleet] zookeeper_auth_file = %s: not USER:PASSWORD on its first "
+				 "line",
+				 c->fleet.zookeeper_auth_file);
+			arc = -EINVAL;
+		}
+		if (arc != 0)
+			return arc;
+		fc.zk_auth = zk_auth;
 	}
 	fc.root = c->fleet.root;
 	if (c->fleet.identity[0]) {
@@ -110,6 +113,7 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 	struct fw_fleet *reg = NULL;
 	int rc = fw_fleet_create(&fc, n_workers, &reg, err, errlen);
 	memset(pw, 0, sizeof(pw)); /* the store keeps its own copy */
+	memset(zk_auth, 0, sizeof(zk_auth));
 	if (rc == 0) {
 		bool cached;
 		rc = fw_fleet_start(reg, &cached, err, errlen);

@@ -23,8 +23,8 @@ int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots, struct 
 		if (cfg->root == NULL || strlen(cfg->root) >= 200)
 			return fw_fleet_create_store(cfg, n_slots, NULL, out, err, errlen);
 		char why[300] = "";
-		if (fw_fleet_etcd_endpoints_check(cfg->etcd->endpoints, why, sizeof(why)) != 0) {
-			snprintf(err, errlen, "fleet: etcd endpoints: %s", why);
+		if (fw_fleet_etcd_opts_check(cfg->etcd, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "fleet: etcd: %s", why);
 			return -EINVAL;
 		}
 		struct fw_fleet_store *e = fw_fleet_store_etcd_new(cfg->etcd, cfg->root);
@@ -43,10 +43,20 @@ int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots, struct 
 	if (cfg->root == NULL || strlen(cfg->root) >= 200) /* the rest: fw_fleet_create_store */
 		return fw_fleet_create_store(cfg, n_slots, NULL, out, err, errlen);
 	struct fw_fleet_store *s =
-		fw_fleet_store_zk_new(cfg->connect, cfg->root, cfg->session_timeout_ms);
+		fw_fleet_store_zk_new(cfg->connect, cfg->root, cfg->session_timeout_ms, cfg->zk_auth);
 	if (s == NULL)
 		return -ENOMEM;
 	return fw_fleet_create_store(cfg, n_slots, s, out, err, errlen);
+}
+
+/* The operators' tools' ZooKeeper credentials (fw_fleet_admin_zk_auth). */
+static char admin_auth[512];
+
+void fw_fleet_admin_zk_auth(const char *auth)
+{
+	explicit_bzero(admin_auth, sizeof(admin_auth));
+	if (auth)
+		snprintf(admin_auth, sizeof(admin_auth), "%s", auth);
 }
 
 /* @connect: a ZooKeeper connect string, or etcd endpoints (http:// or https://). */
@@ -62,14 +72,16 @@ static struct fw_fleet_store *admin_store(const char *connect, const char *root,
 					       .cert_file = getenv("FW_ETCD_CERT_FILE"),
 					       .key_file = getenv("FW_ETCD_KEY_FILE"),
 					       .user = getenv("FW_ETCD_USER"),
-					       .password = getenv("FW_ETCD_PASSWORD")};
+					       .password = getenv("FW_ETCD_PASSWORD"),
+					       .plain_password = getenv("FW_ETCD_PLAIN_PASSWORD") &&
+								 !strcmp(getenv("FW_ETCD_PLAIN_PASSWORD"), "yes")};
 		return fw_fleet_store_etcd_new(&o, root);
 #else
 		errno = ENOTSUP;
 		return NULL;
 #endif
 	}
-	return fw_fleet_store_zk_new(connect, root, FW_MAX(timeout_ms, 2000u));
+	return fw_fleet_store_zk_new(connect, root, FW_MAX(timeout_ms, 2000u), admin_auth);
 }
 
 static int admin_fail(const char *connect, char *err, size_t errlen)
@@ -102,6 +114,21 @@ int fw_fleet_release(const char *connect, const char *root, uint32_t worker, uin
 	if (s == NULL)
 		return admin_fail(connect, err, errlen);
 	int rc = fw_fleet_release_store(s, root, worker, timeout_ms, err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, char *err,
+		    size_t errlen)
+{
+	if (!strncmp(connect, "http://", 7) || !strncmp(connect, "https://", 8)) {
+		snprintf(err, errlen, "fleet: securing is for ZooKeeper (etcd has its own users)");
+		return -EINVAL;
+	}
+	struct fw_fleet_store *s = admin_store(connect, root, timeout_ms);
+	if (s == NULL)
+		return admin_fail(connect, err, errlen);
+	int rc = fw_fleet_store_zk_secure(s, FW_MAX(timeout_ms, 2000u), err, errlen);
 	s->ops->free(s);
 	return rc;
 }

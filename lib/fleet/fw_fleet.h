@@ -67,6 +67,10 @@ enum fw_fleet_level { FW_FLEET_INFO = 0, FW_FLEET_WARN = 1, FW_FLEET_ERR = 2 };
 
 struct fw_fleet_config {
 	const char *connect; /* ZooKeeper "host:port,host:port"; required unless etcd */
+	/* ZooKeeper digest credentials "user:password" (NULL: none, open ACLs):
+	 * the fleet's znodes are created writable by that principal only,
+	 * readable by anyone; copied (and zeroed when freed) by the store */
+	const char *zk_auth;
 	/* non-NULL: the registry is etcd with these options (connect is not looked at) */
 	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
@@ -228,6 +232,7 @@ struct fw_fleet_entry {
 struct fw_fleet_list {
 	struct fw_layout layout; /* from the root node */
 	uint64_t server_unix;    /* ZooKeeper's time now (mtime of a write) */
+	bool time_local; /* server_unix is this host's clock (no credentials to write) */
 	uint32_t n;
 	struct fw_fleet_entry *v; /* n entries, by worker ID; free with fw_fleet_list_free */
 };
@@ -251,3 +256,21 @@ FW_API void fw_fleet_list_free(struct fw_fleet_list *l);
  */
 FW_API int fw_fleet_release(const char *connect, const char *root, uint32_t worker,
 			    uint32_t timeout_ms, char *err, size_t errlen);
+
+/*
+ * The ZooKeeper digest credentials ("user:password", NULL: none) the
+ * operators' tools above use from now on (set once, from the same file as
+ * [fleet] zookeeper_auth_file); kept in a private copy, zeroed when replaced.
+ */
+FW_API void fw_fleet_admin_zk_auth(const char *auth);
+
+/*
+ * Migrates a ZooKeeper fleet created with open ACLs: the root, its
+ * children and every record get the fleet's ACL (all permissions for the
+ * credentials of fw_fleet_admin_zk_auth, read for anyone).
+ * Returns the number of znodes secured; -EINVAL (etcd, or no credentials);
+ * -ENOENT (no fleet at @root); -EACCES (the fleet belongs to another
+ * principal); FW_EFLEET_ZK-style store codes with @err.
+ */
+FW_API int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, char *err,
+			   size_t errlen);

@@ -32,8 +32,8 @@ struct fw_fleet_session {
  * a session timeout ago) and then refused; running (0), a holder is left
  * and retried at the next call (renewals, being CAS, stay safe meanwhile).
  * Returns 0; FW_EFLEET_LAYOUT (the root holds another layout, or no fleet
- * layout); FW_EFLEET_IDENTITY (at start only); FW_EFLEET_ZK (unreachable or
- * failed). @err gets one line on error.
+ * layout); FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
+ * ACL refuses this session); FW_EFLEET_ZK (unreachable or failed). @err gets one line on error.
  */
 FW_API int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms,
 				   uint32_t alive_wait_ms, char *err, size_t errlen);

@@ -37,6 +37,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fw_common.h"
@@ -53,16 +54,28 @@ struct fw_fleet_etcd_opts {
 	const char *key_file;  /* client key (PEM) */
 	const char *user;      /* etcd user (with password) */
 	const char *password;
+	/* a password over http:// endpoints crosses the network in clear: refused
+	 * unless this is true (the operator's explicit choice) */
+	bool plain_password;
+	const char *proxy; /* HTTP(S) proxy URL; NULL or "": none, whatever the environment says */
 	uint32_t session_ms; /* lease TTL (rounded up to whole seconds, at least 2 s) */
 	uint32_t request_ms; /* one HTTP request's timeout; 0: 2000 */
 };
 
 /*
  * Checks an endpoint list: 1 to FW_FLEET_ETCD_ENDPOINTS_MAX comma-separated
- * http:// or https:// URLs of at most 255 characters, no path. Returns 0 or
- * -EINVAL with @why (may be NULL) naming what is wrong.
+ * http:// or https:// URLs of at most 255 characters, no path, no user info
+ * (user:password@: refused without echoing it). Returns 0 or -EINVAL with
+ * @why (may be NULL) naming what is wrong.
  */
 FW_API int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whylen);
+
+/*
+ * Checks @o before a store is made of it: the endpoints as above, and a
+ * user (with a password) only over https:// unless o->plain_password.
+ * Returns 0 or -EINVAL with @why (may be NULL; never holds the password).
+ */
+FW_API int fw_fleet_etcd_opts_check(const struct fw_fleet_etcd_opts *o, char *why, size_t whylen);
 
 /*
  * A store for @o and @root. Connects to nothing (connect() does). NULL with

@@ -21,8 +21,23 @@
 
 /*
  * A store for @connect ("host:port,...") and @root, with sessions of
- * @session_ms. Connects to nothing. NULL with errno set (ENOMEM, EINVAL:
- * @connect or @root too long).
+ * @session_ms and digest credentials @auth ("user:password", NULL or "":
+ * none). With credentials every session authenticates (zoo_add_auth) once
+ * connected, and the root, its children and every record are created with
+ * the fleet's ACL: all permissions for that principal, read for anyone.
+ * Without, the ACLs are open (ZOO_OPEN_ACL_UNSAFE). A refusal by the ACL is
+ * -EACCES. Connects to nothing. NULL with errno set (ENOMEM, EINVAL:
+ * @connect, @root or @auth too long).
  */
 FW_API struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *root,
-						    uint32_t session_ms);
+						    uint32_t session_ms, const char *auth);
+
+/*
+ * Migration of a fleet created with open ACLs: sets the fleet's ACL (see
+ * above) on the root, workers, nodes, clock and every child of workers and
+ * nodes, with @s's credentials (required). Returns the number of znodes
+ * set; -ENOENT (no fleet at the root); -EINVAL (no credentials); a store
+ * code (-EACCES: the fleet already belongs to another principal).
+ */
+FW_API int fw_fleet_store_zk_secure(struct fw_fleet_store *s, uint32_t timeout_ms, char *err,
+				    size_t errlen);

@@ -145,7 +145,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
-		return FW_EFLEET_ZK;
+		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
 	}
 	int crc = 0;
 	if (n_need) {
@@ -178,7 +178,9 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			fleet_log(f, FW_FLEET_WARN, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
 		if (crc != 0)
-			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK : crc;
+			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK
+			       : crc == -EACCES			? FW_EFLEET_AUTH
+								: crc;
 	}
 	if (n_repl == 0)
 		return 0;
@@ -196,8 +198,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 				       FW_FLEET_CLAIM_ALL | FW_FLEET_CLAIM_FRESH, repl, got, kinds,
 				       &n_got, NULL, err, errlen);
 	}
-	if (crc == -ENOTCONN || crc == -EIO)
-		return FW_EFLEET_ZK;
+	if (crc == -ENOTCONN || crc == -EIO || crc == -EACCES)
+		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
 	if (crc != 0) {
 		/* Not satisfiable now: the old IDs keep issuing (the keeper slews);
 		 * retried with backoff, logged once per change. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,12 @@
 struct zk {
 	struct fw_fleet_store base;
 	char connect[1024], root[256];
+	char auth[512]; /* digest "user:password", "" for none; zeroed when freed */
 	uint32_t session_ms;
 	zhandle_t *zh;
+	bool auth_added; /* zoo_add_auth answered ZOK on this handle */
+	int auth_rc;     /* its answer, written by the client's completion thread (under mu) */
+	bool auth_done;
 	char err[1100];
 	/* written by the client's event thread (the watcher) */
 	pthread_mutex_t mu;
@@ -31,6 +36,25 @@ struct zk {
 static struct zk *Z(struct fw_fleet_store *s)
 {
 	return (struct zk *)s;
+}
+
+/*
+ * With credentials: the fleet's principal (the session's digest identity,
+ * scheme "auth") may do everything, anyone else may only read. In ZooKeeper
+ * deleting a node needs DELETE on its parent, so the root and its children
+ * (workers, nodes, clock) carry it too: nobody else can delete a worker
+ * record and create it again at floor 0.
+ */
+/* ZOO_PERM_ALL and ZOO_PERM_READ are extern consts in the C client: their values, fixed by the protocol */
+static struct ACL fleet_acl_v[] = {
+	{0x1f /* ZOO_PERM_ALL: read write create delete admin */, {(char *)"auth", (char *)""}},
+	{0x01 /* ZOO_PERM_READ */, {(char *)"world", (char *)"anyone"}},
+};
+static struct ACL_vector fleet_acl = {2, fleet_acl_v};
+
+static struct ACL_vector *acl(const struct zk *z)
+{
+	return z->auth[0] ? &fleet_acl : &ZOO_OPEN_ACL_UNSAFE;
 }
 
 static void zk_quiet_init(void)
@@ -62,6 +86,14 @@ static int rc_of(struct zk *z, int rc)
 		return -EEXIST;
 	case ZBADVERSION:
 		return -ESTALE;
+	case ZNOAUTH:
+	case ZAUTHFAILED:
+	case ZINVALIDACL:
+		snprintf(z->err, sizeof(z->err),
+			 "%s: the ensemble's ACL refuses this session (%s): check [fleet] "
+			 "zookeeper_auth_file against the fleet's principal (doc/fleet.md)",
+			 zerror(rc), z->auth[0] ? "digest credentials given" : "no credentials");
+		return -EACCES;
 	case ZCONNECTIONLOSS:
 	case ZOPERATIONTIMEOUT:
 	case ZSESSIONEXPIRED:
@@ -91,12 +123,51 @@ static int zs_state(struct fw_fleet_store *s)
 	return FW_FLEET_SESSION_DOWN;
 }
 
+static void auth_done(int rc, const void *data)
+{
+	struct zk *z = (struct zk *)data;
+	pthread_mutex_lock(&z->mu);
+	z->auth_rc = rc;
+	z->auth_done = true;
+	pthread_cond_broadcast(&z->cv);
+	pthread_mutex_unlock(&z->mu);
+}
+
+/* Adds the digest credentials to a connected handle, once per handle (the client re-sends them on reconnects). */
+static int add_auth(struct zk *z, const struct timespec *dl)
+{
+	if (!z->auth[0] || z->auth_added)
+		return 0;
+	pthread_mutex_lock(&z->mu);
+	z->auth_done = false;
+	pthread_mutex_unlock(&z->mu);
+	int rc = zoo_add_auth(z->zh, "digest", z->auth, (int)strlen(z->auth), auth_done, z);
+	if (rc != ZOK)
+		return rc_of(z, rc);
+	pthread_mutex_lock(&z->mu);
+	while (!z->auth_done)
+		if (pthread_cond_timedwait(&z->cv, &z->mu, dl) == ETIMEDOUT)
+			break;
+	bool done = z->auth_done;
+	rc = z->auth_rc;
+	pthread_mutex_unlock(&z->mu);
+	if (!done) {
+		snprintf(z->err, sizeof(z->err), "%s: no answer to the authentication", z->connect);
+		return -ENOTCONN;
+	}
+	if (rc != ZOK)
+		return rc_of(z, rc);
+	z->auth_added = true;
+	return 0;
+}
+
 static void zs_close(struct fw_fleet_store *s)
 {
 	struct zk *z = Z(s);
 	if (z->zh)
 		zookeeper_close(z->zh);
 	z->zh = NULL;
+	z->auth_added = false;
 	pthread_mutex_lock(&z->mu);
 	z->zstate = 0;
 	pthread_mutex_unlock(&z->mu);
@@ -126,14 +197,14 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	int st = z->zstate;
 	pthread_mutex_unlock(&z->mu);
 	if (st == ZOO_CONNECTED_STATE)
-		return 0;
+		return add_auth(z, &dl);
 	snprintf(z->err, sizeof(z->err), "%s does not answer", z->connect);
 	return -ENOTCONN;
 }
 
-static int create_if_missing(zhandle_t *zh, const char *path)
+static int create_if_missing(zhandle_t *zh, const char *path, struct ACL_vector *a)
 {
-	int rc = zoo_create(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	int rc = zoo_create(zh, path, NULL, -1, a, 0, NULL, 0);
 	return rc == ZNODEEXISTS ? ZOK : rc;
 }
 
@@ -145,12 +216,13 @@ static int zs_prepare(struct fw_fleet_store *s, bool create, const char *layout,
 	char p[PATH_LEN];
 	struct Stat st;
 	int rc = ZOK;
-	if (create) { /* the root and its parents, empty */
+	if (create) { /* the root and its parents, empty; the parents open (another fleet's
+		       * root may sit beside ours; a node with children cannot be deleted) */
 		snprintf(p, sizeof(p), "%s", z->root);
 		for (char *c = strchr(p + 1, '/'); rc == ZOK; c = strchr(c + 1, '/')) {
 			if (c != NULL)
 				*c = '\0';
-			rc = create_if_missing(z->zh, p);
+			rc = create_if_missing(z->zh, p, c ? &ZOO_OPEN_ACL_UNSAFE : acl(z));
 			if (c == NULL)
 				break;
 			*c = '/';
@@ -169,7 +241,7 @@ static int zs_prepare(struct fw_fleet_store *s, bool create, const char *layout,
 		}
 		for (size_t i = 0; i < FW_ARRAY_SIZE(subs) && rc == ZOK; i++) {
 			fw_fleet_key_sub(p, sizeof(p), z->root, subs[i]);
-			rc = create_if_missing(z->zh, p);
+			rc = create_if_missing(z->zh, p, acl(z));
 		}
 		return rc_of(z, rc);
 	}
@@ -215,7 +287,7 @@ static int zs_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int 
 	struct zk *z = Z(s);
 	char p[PATH_LEN];
 	fw_fleet_key_worker(p, sizeof(p), z->root, w);
-	int rc = zoo_create(z->zh, p, buf, len, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	int rc = zoo_create(z->zh, p, buf, len, acl(z), 0, NULL, 0);
 	if (rc == ZOK)
 		*v = (struct fw_fleet_ver){0, 0};
 	return rc_of(z, rc);
@@ -245,7 +317,7 @@ static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	int rc = zoo_set2(z->zh, p, "t", 1, -1, &st);
 	uint64_t b = local ? local(arg) : 0;
 	if (rc == ZNONODE) {
-		rc = create_if_missing(z->zh, p);
+		rc = create_if_missing(z->zh, p, acl(z));
 		if (rc == ZOK)
 			rc = zoo_set2(z->zh, p, "t", 1, -1, &st);
 	}
@@ -264,8 +336,7 @@ static int zs_alive_claim(struct fw_fleet_store *s, const char *identity, const 
 	struct Stat st;
 	fw_fleet_key_node(p, sizeof(p), z->root, identity);
 	for (int tries = 0; tries < 3; tries++) {
-		int rc = zoo_create(z->zh, p, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL,
-				    0);
+		int rc = zoo_create(z->zh, p, data, len, acl(z), ZOO_EPHEMERAL, NULL, 0);
 		if (rc != ZNODEEXISTS)
 			return rc_of(z, rc);
 		rc = zoo_exists(z->zh, p, 0, &st);
@@ -298,6 +369,7 @@ static void zs_free(struct fw_fleet_store *s)
 	if (s == NULL)
 		return;
 	zs_close(s);
+	explicit_bzero(Z(s)->auth, sizeof(Z(s)->auth));
 	pthread_mutex_destroy(&Z(s)->mu);
 	pthread_cond_destroy(&Z(s)->cv);
 	free(s);
@@ -320,10 +392,11 @@ static const struct fw_fleet_store_ops zk_ops = {
 };
 
 struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *root,
-					     uint32_t session_ms)
+					     uint32_t session_ms, const char *auth)
 {
 	if (strlen(connect) >= sizeof(((struct zk *)0)->connect) ||
-	    strlen(root) >= sizeof(((struct zk *)0)->root)) {
+	    strlen(root) >= sizeof(((struct zk *)0)->root) ||
+	    (auth && strlen(auth) >= sizeof(((struct zk *)0)->auth))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -334,8 +407,64 @@ struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *ro
 	z->base.name = "ZooKeeper";
 	snprintf(z->connect, sizeof(z->connect), "%s", connect);
 	snprintf(z->root, sizeof(z->root), "%s", root);
+	snprintf(z->auth, sizeof(z->auth), "%s", auth ? auth : "");
 	z->session_ms = session_ms;
 	fw_fleet_cond_init(&z->cv);
 	pthread_mutex_init(&z->mu, NULL);
 	return &z->base;
+}
+
+int fw_fleet_store_zk_secure(struct fw_fleet_store *s, uint32_t timeout_ms, char *err,
+			     size_t errlen)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	int n = 0;
+	if (!z->auth[0]) {
+		snprintf(err, errlen, "fleet: securing needs the fleet's credentials");
+		return -EINVAL;
+	}
+	int rc = zs_connect(s, timeout_ms);
+	if (rc != 0) {
+		snprintf(err, errlen, "fleet: ZooKeeper %s", z->err);
+		return rc;
+	}
+	/* the root first: from then on nobody else can add or remove its children */
+	static const char *const subs[] = {"", "workers", "nodes", "clock"};
+	for (size_t i = 0; i < FW_ARRAY_SIZE(subs); i++) {
+		if (i == 0)
+			snprintf(p, sizeof(p), "%s", z->root);
+		else
+			fw_fleet_key_sub(p, sizeof(p), z->root, subs[i]);
+		int zrc = zoo_set_acl(z->zh, p, -1, &fleet_acl);
+		if (zrc == ZNONODE && i > 0)
+			continue;
+		if (zrc != ZOK) {
+			rc = rc_of(z, zrc);
+			snprintf(err, errlen, "fleet: setting the ACL of %s: %s", p,
+				 zrc == ZNONODE ? "no such fleet" : z->err);
+			return zrc == ZNONODE ? -ENOENT : rc;
+		}
+		n++;
+		if (i != 1 && i != 2)
+			continue;
+		struct String_vector kids = {0, NULL};
+		if (zoo_get_children(z->zh, p, 0, &kids) != ZOK)
+			continue;
+		char c[2 * PATH_LEN];
+		for (int32_t k = 0; k < kids.count; k++) {
+			snprintf(c, sizeof(c), "%s/%s", p, kids.data[k]);
+			zrc = zoo_set_acl(z->zh, c, -1, &fleet_acl);
+			if (zrc == ZOK)
+				n++;
+			else if (zrc != ZNONODE) { /* an ephemeral gone meanwhile is fine */
+				rc = rc_of(z, zrc);
+				snprintf(err, errlen, "fleet: setting the ACL of %s: %s", c, z->err);
+				deallocate_String_vector(&kids);
+				return rc;
+			}
+		}
+		deallocate_String_vector(&kids);
+	}
+	return n;
 }

@@ -48,7 +48,7 @@ etcd_start_one() {
 		--initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
 		--initial-cluster "$(etcd_cluster_arg)" --initial-cluster-state "$state" \
 		--initial-cluster-token "fwtest-$$" \
-		--heartbeat-interval 100 --election-timeout 1000 \
+		--heartbeat-interval 100 --election-timeout 1000 ${ETCD_ARGS:-} \
 		--log-level warn >>"$d/server.log" 2>&1 &
 	ETCD_PID[$i]=$!
 }

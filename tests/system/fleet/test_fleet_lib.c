@@ -41,6 +41,10 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	c->root = root;
 	c->identity = identity;
 	c->cache_file = cache;
+	/* a node with a cache has a state of its own (a responder's locked state
+	 * directory): the same stamp on every start of this process, as a
+	 * restart on the same state has */
+	c->state_stamp = cache && cache[0] ? "fleet-lib:state" : NULL;
 	c->layout.worker_bits = 2;
 	c->layout.time_bits = 41 + 8;
 	c->layout.seq_bits = 12;

@@ -40,10 +40,14 @@ static struct fw_fleet_store *open_store(void)
 					       .cert_file = getenv("FW_STORE_CERT"),
 					       .key_file = getenv("FW_STORE_KEY"),
 					       .user = getenv("FW_STORE_USER"),
-					       .password = getenv("FW_STORE_PASSWORD")};
+					       .password = getenv("FW_STORE_PASSWORD"),
+					       .plain_password = getenv("FW_STORE_PLAIN") != NULL};
+		char why[512] = "";
+		if (fw_fleet_etcd_opts_check(&o, why, sizeof(why)) != 0)
+			print_message("refused: %s\n", why);
 		s = fw_fleet_store_etcd_new(&o, root);
 	} else {
-		s = fw_fleet_store_zk_new(connect, root, 4000);
+		s = fw_fleet_store_zk_new(connect, root, 4000, NULL);
 	}
 	assert_non_null(s);
 	int rc = s->ops->connect(s, 10000);
