@@ -78,15 +78,14 @@ int fw_fleet_layout_parse(const char *buf, int len, struct fw_layout *l)
 	if (sscanf(text,
 		   "flakewire-fleet v1\nepoch_ms=%llu\ndatacenter_bits=%u\nworker_bits=%u\n"
 		   "sequence_bits=%u",
-		   &e, &d, &w, &s) != 4 ||
-	    d + w + s > 63)
+		   &e, &d, &w, &s) != 4)
 		return -EINVAL;
-	memset(l, 0, sizeof(*l));
-	l->epoch_ms = e;
-	l->dc_bits = (uint8_t)d;
-	l->worker_bits = (uint8_t)w;
-	l->seq_bits = (uint8_t)s;
-	l->time_bits = (uint8_t)(63 - d - w - s);
+	/* store data: each width checked alone (no wrap in a sum), then as any
+	 * layout is (fw_layout_init: worker and sequence ranges, enough time bits) */
+	struct fw_layout n;
+	if (d > 63 || w > 63 || s > 63 || fw_layout_init(&n, e, d, w, s, 0) != 0)
+		return -EINVAL;
+	*l = n;
 	return 0;
 }
 

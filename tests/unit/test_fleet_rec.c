@@ -100,6 +100,23 @@ static void test_layout(void **state)
 	const char *wide = "flakewire-fleet v1\nepoch_ms=1\ndatacenter_bits=30\nworker_bits=30\n"
 			   "sequence_bits=12\n";
 	assert_int_equal(fw_fleet_layout_parse(wide, (int)strlen(wide), &back), -EINVAL);
+	/* garbage a store can hold (issue 33): a sum that wraps to 63, widths no layout
+	 * allows (worker_bits 40 would make `1u << worker_bits` undefined), no sequence */
+	static const char *const garbage[] = {
+		"flakewire-fleet v1\nepoch_ms=1\ndatacenter_bits=4294967295\nworker_bits=10\n"
+		"sequence_bits=54\n",
+		"flakewire-fleet v1\nepoch_ms=1\ndatacenter_bits=0\nworker_bits=40\n"
+		"sequence_bits=12\n",
+		"flakewire-fleet v1\nepoch_ms=1\ndatacenter_bits=0\nworker_bits=10\n"
+		"sequence_bits=0\n",
+		"flakewire-fleet v1\nepoch_ms=1\ndatacenter_bits=20\nworker_bits=10\n"
+		"sequence_bits=12\n",
+		"flakewire-fleet v1\nepoch_ms=1\ndatacenter_bits=0\nworker_bits=16\n"
+		"sequence_bits=22\n", /* 25 time bits */
+	};
+	for (size_t i = 0; i < FW_ARRAY_SIZE(garbage); i++)
+		if (fw_fleet_layout_parse(garbage[i], (int)strlen(garbage[i]), &back) != -EINVAL)
+			fail_msg("layout record %zu accepted:\n%s", i, garbage[i]);
 }
 
 static void test_keys_identity(void **state)
