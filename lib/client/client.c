@@ -584,8 +584,11 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 
 	if (atomic_load(&c->closed))
 		return FW_ECLOSED;
-	/* Fewer IDs, never a fragment, when a server is IPv6 (the reply says how many came) */
-	while (c->ipv6 && count > 1 && fw_wire_reply_size(op, count) > FW_CLIENT_IPV6_PAYLOAD_MAX)
+	/* Fewer IDs, never a fragment, when a server is IPv6 (the reply says how many
+	 * came). A RANGE's count is IDs; its reply is at most FW_WIRE_RANGES_MAX ranges
+	 * (216 bytes), which fits: only lists of IDs or UUIDs shrink. */
+	while (c->ipv6 && count > 1 && op != FW_WIRE_OP_RANGE &&
+	       fw_wire_reply_size(op, count) > FW_CLIENT_IPV6_PAYLOAD_MAX)
 		count--;
 	/* One tag for all attempts: a late reply to an earlier attempt of
 	 * this request is as good as the latest one. */

@@ -1494,6 +1494,58 @@ static void test_ipv6(void **state)
 	fake_stop(f);
 }
 
+/*
+ * A RANGE of 1,024 IDs gets 1,024 IDs whatever the servers' families: its
+ * reply is at most FW_WIRE_RANGES_MAX ranges (216 bytes), which fits any
+ * IPv6 payload. Issue 33: the client sized it as if the count were ranges
+ * and asked for 119 IDs when any server was IPv6, also for an IPv4 server
+ * in a mixed list.
+ */
+static void test_range_count_ipv6_and_mixed(void **state)
+{
+	struct fake *f6 = fake_start(AF_INET6, beh_normal);
+	struct fake *f4 = fake_start(AF_INET, beh_normal);
+	struct fw_wire_range r[FW_WIRE_RANGES_MAX];
+	size_t n;
+
+	(void)state;
+	if (!f6) {
+		const char *ci = getenv("CI");
+		if (ci && !strcmp(ci, "true"))
+			fail_msg("cannot run under CI=true: no IPv6 loopback for the fake "
+				 "responder");
+		fake_stop(f4);
+		skip();
+	}
+	char a6[64], a4[64];
+	fake_addr(f6, a6, sizeof(a6));
+	fake_addr(f4, a4, sizeof(a4));
+	const char *only6[] = {a6}, *mixed[] = {a4, a6};
+	const char *const *lists[] = {only6, mixed};
+	size_t sizes[] = {1, 2};
+	for (int k = 0; k < 2; k++) {
+		struct fw_client_opts o;
+		struct fw_client *c = NULL;
+		fw_client_opts_init(&o);
+		o.timeout_ms = T_LONG_MS;
+		o.trusted = true;
+		assert_int_equal(fw_client_open((const char **)lists[k], sizes[k], &o, &c), 0);
+		for (uint32_t want = 1024; want <= 65535; want += 65535 - 1024) {
+			uint64_t total = 0;
+			assert_int_equal(fw_client_get_range(c, want, r, FW_WIRE_RANGES_MAX, &n), 0);
+			for (size_t i = 0; i < n; i++)
+				total += r[i].n;
+			/* 16 ranges of 4,096 at most, the first may start mid-millisecond */
+			if (want <= 4096 ? total != want : total + 4096 < want)
+				fail_msg("%s list: a RANGE of %u gave %llu IDs", k ? "mixed" : "IPv6",
+					 want, (unsigned long long)total);
+		}
+		fw_client_close(c);
+	}
+	fake_stop(f4);
+	fake_stop(f6);
+}
+
 /* ---- Refills outside the lock (issue 11, fix 5) ---- */
 
 #define SLOW_MS     500
@@ -1786,6 +1838,7 @@ int main(void)
 		cmocka_unit_test(test_next_threads_range),
 		cmocka_unit_test(test_next_threads_list),
 		cmocka_unit_test(test_ipv6),
+		cmocka_unit_test(test_range_count_ipv6_and_mixed),
 		cmocka_unit_test(test_refill_outside_lock),
 		cmocka_unit_test(test_empty_buffer_waits_for_refill),
 		cmocka_unit_test(test_uuid7_get),
