@@ -404,9 +404,11 @@ FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	errno = 0;
+	/* 16 connections, at most 4 per source address (one slow or hostile client
+	 * cannot hold them all and starve the scrapes), each idle one closed after 10 s */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
-				MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT,
-				10u, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				4u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
 	int err = errno;
 	if (!s->d) {
 		free(s);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -229,12 +230,61 @@ static void server_serves(void **state)
 	fw_metrics_free(m);
 }
 
+/*
+ * One source address holding connections open (a slow or hostile client)
+ * does not starve the scrapes from another: at most 4 per address (issue
+ * 33; before, the 16 connections of the server were all its).
+ */
+static void server_per_address_cap(void **state)
+{
+	(void)state;
+	struct fw_metrics *m = fw_metrics_create();
+	struct fw_metrics_server *s = NULL;
+	static char buf[8192];
+	int idle[16];
+	assert_int_equal(fw_metrics_add_collector(m, good, NULL), 0);
+	assert_int_equal(fw_metrics_serve(m, "127.0.0.1:0", &s), 0);
+	uint16_t port = fw_metrics_server_port(s);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	struct sockaddr_in from = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	from.sin_addr.s_addr = htonl(0x7f000002); /* 127.0.0.2 */
+	for (int i = 0; i < 16; i++) {
+		idle[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(idle[i] >= 0);
+		assert_int_equal(bind(idle[i], (struct sockaddr *)&from, sizeof(from)), 0);
+		assert_int_equal(connect(idle[i], (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(write(idle[i], "GET /met", 8), 8); /* and never the rest */
+	}
+	usleep(200 * 1000);
+	/* a scrape that waits for the idle ones' 10 s timeout has failed (Prometheus
+	 * gives up at its own 10 s): 3 s is ample for a loopback answer */
+	struct timeval tv = {.tv_sec = 3};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+	assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	ssize_t got = read(fd, buf, sizeof(buf) - 1);
+	buf[got > 0 ? got : 0] = '\0';
+	close(fd);
+	if (strstr(buf, " 200 OK\r\n") == NULL)
+		fail_msg("a scrape from 127.0.0.1 while 127.0.0.2 holds 16 connections: '%.60s'",
+			 buf);
+	for (int i = 0; i < 16; i++)
+		close(idle[i]);
+	fw_metrics_server_stop(s);
+	fw_metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exposition_text),        cmocka_unit_test(rules_enforced),
 		cmocka_unit_test(collector_starts_fresh), cmocka_unit_test(listen_parse),
 		cmocka_unit_test(server_serves),
+		cmocka_unit_test(server_per_address_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
