@@ -62,14 +62,14 @@ free_port()
 # port between the check and the bind); sets port and pid.
 start_responder()
 {
-	local name=$1 workers=$2 log="$tmp/$1.log"
+	local name=$1 workers=$2 log="$tmp/$1.log" locks=${LOCKS:-$tmp/locks}
 	for _ in 1 2 3 4 5; do
 		port=$(free_port) || break
 		: >"$log"
 		# timeout(1) ends it even if this script is killed without its trap.
 		timeout 110 "$fsock" --listen 127.0.0.1 --threads $(($(tr -cd , <<<"$workers" | wc -c) + 1)) \
 			--set "id.workers=$workers" --set "state.file=$tmp/$name.mark" \
-			--set "state.lock_dir=$tmp/locks" \
+			--set "state.lock_dir=$locks" \
 			--set "net.udp_port=$port" --set stats.interval_s=0 >"$log" 2>&1 &
 		pid=$!
 		pids+=("$pid")
@@ -258,8 +258,11 @@ if ! kill -0 "$sock_pid" 2>/dev/null; then
 fi
 
 # bench must catch duplicates: two responders misconfigured with the same
-# worker ID mint the same IDs in the same milliseconds.
-if start_responder dupA 1 && portA=$port && start_responder dupB 1; then
+# worker ID mint the same IDs in the same milliseconds. On one host the
+# worker lock refuses the second (issue 32, test_state_lock.sh): dupA and dupB
+# play two other hosts (a lock directory each) with the same static worker ID.
+if LOCKS=$tmp/locks-host-a start_responder dupA 1 && portA=$port &&
+	LOCKS=$tmp/locks-host-b start_responder dupB 1; then
 	crun bench --server "127.0.0.1:$portA" --server "127.0.0.1:$port" --concurrency 2 \
 		--duration 1
 	expect_eq "bench over two responders with one worker ID exits 1" "$rc" 1
