@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -62,6 +64,7 @@ static const char FW_PG_SERVERS_FORM[] =
 static char *fw_pg_servers;
 static int fw_pg_timeout_ms = 100;
 static int fw_pg_retries = 2;
+static int fw_pg_max_wait_ms = 2000; /* a non-superuser's bound on one responder's wait */
 static int fw_pg_prefetch = 1024;
 static char *fw_pg_epoch_ms;
 static int fw_pg_dc_bits = 0;
@@ -233,6 +236,35 @@ static void assign_int_stale(int newval, void *extra)
 	assign_stale();
 }
 
+/*
+ * One responder's wait, timeout x (2^(retries+1) - 1): a backend in a UDF
+ * cannot serve a cancel sooner than the client's next check, so an ordinary
+ * user may not set it above flakewire.max_wait (a superuser may).
+ */
+static bool wait_allowed(int timeout_ms, int retries, GucSource source)
+{
+	int64 wait = (int64)timeout_ms * ((INT64CONST(2) << retries) - 1);
+	if (source < PGC_S_INTERACTIVE || wait <= fw_pg_max_wait_ms || superuser())
+		return true;
+	GUC_check_errdetail("flakewire.timeout %d ms with flakewire.retries %d waits up to "
+			    INT64_FORMAT " ms for one responder, above flakewire.max_wait (%d ms), "
+			    "which only a superuser may exceed.",
+			    timeout_ms, retries, wait, fw_pg_max_wait_ms);
+	return false;
+}
+
+static bool check_timeout(int *newval, void **extra, GucSource source)
+{
+	(void)extra;
+	return wait_allowed(*newval, fw_pg_retries, source);
+}
+
+static bool check_retries(int *newval, void **extra, GucSource source)
+{
+	(void)extra;
+	return wait_allowed(fw_pg_timeout_ms, *newval, source);
+}
+
 void _PG_init(void)
 {
 	DefineCustomStringVariable(
@@ -244,11 +276,16 @@ void _PG_init(void)
 		"flakewire.timeout", "Wait for a responder's first reply.",
 		"Each resend waits twice as long as the one before; see flakewire.retries.",
 		&fw_pg_timeout_ms, 100, 1, (int)FW_CLIENT_TIMEOUT_MS_MAX, PGC_USERSET, GUC_UNIT_MS,
-		NULL, assign_int_stale, NULL);
+		check_timeout, assign_int_stale, NULL);
 	DefineCustomIntVariable("flakewire.retries",
 				"Resends to one responder before failing over to the next.", NULL,
 				&fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET, 0,
-				NULL, assign_int_stale, NULL);
+				check_retries, assign_int_stale, NULL);
+	DefineCustomIntVariable(
+		"flakewire.max_wait", "Longest wait for one responder an ordinary user may set.",
+		"flakewire.timeout x (2^(flakewire.retries + 1) - 1), checked when a user who is "
+		"not a superuser sets either. Superuser only.",
+		&fw_pg_max_wait_ms, 2000, 1, 3600000, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 		"flakewire.prefetch", "IDs (and UUIDs) fetched per refill of a backend's buffer.",
 		"A refill starts when a quarter of this remains.", &fw_pg_prefetch, 1024, 1,
@@ -489,9 +526,19 @@ static struct fw_id_parts decode_arg(const struct fw_layout *l, int64 id)
 	return p;
 }
 
+/* The ID's time as a timestamptz, or an error when it is outside PostgreSQL's range
+ * (a layout with a wide time field holds times far beyond year 294276). */
 static TimestampTz unix_ms_to_ts(uint64_t unix_ms)
 {
-	return ((int64)unix_ms - FW_PG_EPOCH_UNIX_MS) * INT64CONST(1000);
+	int64 us;
+	if (unix_ms > (uint64_t)PG_INT64_MAX ||
+	    pg_mul_s64_overflow((int64)unix_ms - FW_PG_EPOCH_UNIX_MS, INT64CONST(1000), &us) ||
+	    !IS_VALID_TIMESTAMP(us))
+		ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				errmsg("flakewire: the ID's time (unix ms %llu) is outside the "
+				       "range of timestamptz",
+				       (unsigned long long)unix_ms)));
+	return us;
 }
 
 Datum flakewire_time(PG_FUNCTION_ARGS)

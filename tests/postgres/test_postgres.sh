@@ -101,6 +101,14 @@ psql_ -c "CREATE ROLE plain LOGIN"
 check "flakewire.servers is superuser only" \
 	refused "SET ROLE plain; SET flakewire.servers = '$A'" \
 	'permission denied' 'flakewire.servers'
+check "an ordinary user cannot make one call wait beyond flakewire.max_wait" \
+	refused "SET ROLE plain; SET flakewire.timeout = 60000" 'flakewire.timeout' 'flakewire.max_wait'
+check "nor by retries" \
+	refused "SET ROLE plain; SET flakewire.retries = 10" 'flakewire.retries' 'flakewire.max_wait'
+check "a superuser may" psql_ -c "SET flakewire.timeout = 60000; SET flakewire.retries = 10"
+check "an ID whose time is beyond timestamptz is refused, not wrapped" \
+	refused "SET flakewire.worker_bits = 0; SET flakewire.sequence_bits = 1; SELECT flakewire_time(9223372036854775807)" \
+	'outside the range of timestamptz'
 check "with no servers, flakewire_next says so" \
 	refused "SELECT flakewire_next()" 'flakewire.servers is empty'
 psql_ -c "ALTER DATABASE postgres SET flakewire.servers = '$A, $B'" \
