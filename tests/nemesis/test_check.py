@@ -9,7 +9,9 @@ that started and served instead of refusing on the state lock, and a forced
 fault kind that never healed, and must name each of them, with the IDs,
 nodes and workers concerned, and nothing else. Both runs hold a partition
 twin (ptwin1) that issued for 2 s on a worker of its own: not a node, so it
-is no failure of 'live'.
+is no failure of 'live'. The plan (scripts/nemesis_plan.py) must put
+--force kinds first and refuse one that cannot fit, and the picture
+(scripts/nemesis_plot.py) must come out as a PNG with every fault shaded.
 It also checks the client's UUIDv7 decoding (lib/wire/PROTOCOL.md's worked
 example), on which the UUIDv7 half of the uniqueness check rests.
 
@@ -166,6 +168,46 @@ with tempfile.TemporaryDirectory() as tmp:
     ok("the forced kind that never healed is named: partition-twin",
        "forced fault kind partition-twin never ran to its heal" in out and
        "forced fault kind store-error" not in out, out)
+
+# The plan: --force puts the forced kinds first and fails when one cannot fit.
+PLAN = os.path.join(SCRIPTS, "nemesis_plan.py")
+base = [sys.executable, PLAN, "--seed", "4", "--nodes", "n1,n2,n3,n4", "--lease-ms", "2000",
+        "--renew-ms", "500", "--sock-nodes", "n1,n2,n3", "--long-node", "n3"]
+forced = ["partition-twin", "same-state-twin", "store-error"]
+p = subprocess.run(base + ["--seconds", "79", "--force", ",".join(forced)],
+                   capture_output=True, text=True, timeout=30)
+lines = [x.split() for x in p.stdout.splitlines()]
+ok("plan --force: the forced kinds first, partition-twin on the long-lease node n3, the "
+   "same-state twin on a flakesock node",
+   p.returncode == 0 and sorted(x[0] for x in lines[:3]) == sorted(forced) and
+   all(x[1] == "n3" for x in lines if x[0] == "partition-twin") and
+   all(x[1] in ("n1", "n2", "n3") for x in lines if x[0] == "same-state-twin") and
+   all(x[1] != "n3" for x in lines if x[0] == "replace"), p.stdout + p.stderr)
+p2 = subprocess.run(base + ["--seconds", "79", "--force", ",".join(forced)],
+                    capture_output=True, text=True, timeout=30)
+ok("plan: the same seed, the same plan", p.stdout == p2.stdout)
+p = subprocess.run(base + ["--seconds", "12", "--force", ",".join(forced)],
+                   capture_output=True, text=True, timeout=30)
+ok("plan --force: a forced kind that does not fit fails the plan (exit 2)",
+   p.returncode == 2 and "does not fit" in p.stderr, p.stdout + p.stderr)
+
+# The picture: a PNG from the clean run (gnuplot-nox; under CI=true it must be there).
+with tempfile.TemporaryDirectory() as tmp:
+    good = os.path.join(tmp, "good")
+    write_run(good, False)
+    png = os.path.join(tmp, "ids.png")
+    if subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).returncode != 0 \
+            and os.environ.get("CI") != "true":
+        print("skip the picture: gnuplot missing (gnuplot-nox)")
+    else:
+        p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "nemesis_plot.py"), good, png],
+                           capture_output=True, text=True, timeout=60)
+        head = open(png, "rb").read(8) if os.path.exists(png) else b""
+        gp = open(os.path.join(good, "plot", "ids.gp")).read() if p.returncode == 0 else ""
+        ok("nemesis_plot.py draws a PNG: one line per node and twin, each fault shaded",
+           p.returncode == 0 and head == b"\x89PNG\r\n\x1a\n" and gp.count(" rect from ") == 3 and
+           all('title "%s"' % n in gp for n in ("n1", "n2", "n3", "n4", "ptwin1")),
+           p.stdout + p.stderr)
 
 # The UUIDv7 half of the key space: PROTOCOL.md section 2's worked example.
 spec = importlib.util.spec_from_file_location("nemesis_client",
