@@ -100,8 +100,8 @@ ip -n "$NSC" link set "$CLI" up
 ip netns exec "$NSC" ethtool -K "$CLI" tx off >/dev/null
 NETNS_INO=$(ip netns exec "$NS" stat -L -c %i /proc/self/ns/net)
 
-CMD_FW="taskset -c 0 $FLAKEWIRE -l 0 --no-huge --no-pci -m 256 --file-prefix $NS -- --set port0.mode=af_xdp --set port0.iface=$SRV --set id.worker_bits=0 --set id.sequence_bits=22 --set stats.interval_s=0 --set state.file=$TMP/fw.mark"
-CMD_SOCK="taskset -c 0 $FLAKESOCK --threads 1 --listen $SRV_IP --set id.worker_bits=0 --set id.sequence_bits=22 --set stats.interval_s=0 --set state.file=$TMP/sock.mark"
+CMD_FW="taskset -c 0 $FLAKEWIRE -l 0 --no-huge --no-pci -m 256 --file-prefix $NS -- --set port0.mode=af_xdp --set port0.iface=$SRV --set id.worker_bits=0 --set id.sequence_bits=22 --set stats.interval_s=0 --set state.file=$TMP/fw.mark --set state.lock_dir=$TMP/locks"
+CMD_SOCK="taskset -c 0 $FLAKESOCK --threads 1 --listen $SRV_IP --set id.worker_bits=0 --set id.sequence_bits=22 --set stats.interval_s=0 --set state.file=$TMP/sock.mark --set state.lock_dir=$TMP/locks"
 cmd_load() { echo "taskset -c 1 $FLAKECTL bench --server $SRV_IP:$PORT --duration $DURATION --concurrency $1 --json"; }
 
 # start NAME CMD: starts a responder in $NS, waits until it answers.

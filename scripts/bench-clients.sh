@@ -78,7 +78,7 @@ done
 # 16 sequence bits (65,536 IDs per ms): the responder's ID space is not the
 # ceiling (the default 12 bits cap one worker at 4.096 M IDs/s).
 "$fsock" --listen 127.0.0.1 --threads 1 --set id.workers=1 --set id.sequence_bits=16 \
-	--set "state.file=$work/mark" \
+	--set "state.file=$work/mark" --set "state.lock_dir=$work/locks" \
 	--set "net.udp_port=$port" --set stats.interval_s=0 >"$work/fsock.log" 2>&1 &
 pid=$!
 for _ in $(seq 50); do

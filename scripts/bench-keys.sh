@@ -193,7 +193,7 @@ want_db() { case ",$DBS," in *,"$1",*) return 0 ;; esac; return 1; }
 # ---- flakesock: the Snowflake responder, one worker on loopback ----
 FW_PORT=$(free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set id.workers=1 \
-	--set "net.udp_port=$FW_PORT" --set "state.file=$TMP/mark" --set stats.interval_s=0 \
+	--set "net.udp_port=$FW_PORT" --set "state.file=$TMP/mark" --set "state.lock_dir=$TMP/locks" --set stats.interval_s=0 \
 	>"$TMP/flakesock.log" 2>&1 &
 PIDS+=($!)
 wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$FW_PORT" --timeout 200 ||

@@ -61,7 +61,7 @@ sut_cmd() {
 	flakewire)
 		echo "taskset -c $SUT_CORE $FLAKEWIRE -l $SUT_CORE $EAL --file-prefix fwb-fw-$$-$seq --" \
 			"--set port0.device=$dev --set port0.address=10.0.0.2" \
-			"--set state.file=$TMP/mark-$seq --set stats.interval_s=0" \
+			"--set state.file=$TMP/mark-$seq --set state.lock_dir=$TMP/locks --set stats.interval_s=0" \
 			"--set clock.calibrate_ms=200 $extra"
 		;;
 	esac

@@ -73,7 +73,7 @@ trap 'echo "bench-pg: line $LINENO: exit $?" >&2' ERR
 
 FW_PORT=$(pgtmp_free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set id.workers=1 --set "net.udp_port=$FW_PORT" \
-	--set "state.file=$TMP/mark" --set stats.interval_s=0 >"$TMP/flakesock.log" 2>&1 &
+	--set "state.file=$TMP/mark" --set "state.lock_dir=$TMP/locks" --set stats.interval_s=0 >"$TMP/flakesock.log" 2>&1 &
 SOCK_PID=$!
 for _ in $(seq 50); do
 	"$FLAKECTL" info --server "127.0.0.1:$FW_PORT" --timeout 100 >/dev/null 2>&1 && break

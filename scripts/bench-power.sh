@@ -39,7 +39,7 @@ HZ=$(getconf CLK_TCK)
 start() { # mode; returns 1 (reason in $TMP/fw.log) if flakewire refuses it
 	: >"$TMP/fw.log"
 	ip netns exec "$NS" "$FW" -l 1 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
-		--set state.file="$TMP/mark" --set stats.interval_s=0 --set power.idle="$1" \
+		--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" --set stats.interval_s=0 --set power.idle="$1" \
 		>>"$TMP/fw.log" 2>&1 &
 	PID=$!
 	for _ in $(seq 100); do
@@ -121,7 +121,7 @@ if ip link add "fwpv$$" type veth peer name "fwpw$$" 2>/dev/null; then
 	for mode in busy pause interrupt sleep monitor; do
 		: >"$TMP/fw.log"
 		ip netns exec "$NS" timeout 20 "$FW" -l 1 --no-huge --no-pci -m 256 \
-			--file-prefix "$NS" -- --set state.file="$TMP/mark" --set stats.interval_s=0 \
+			--file-prefix "$NS" -- --set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" --set stats.interval_s=0 \
 			--set port0.mode=af_xdp --set port0.iface="fwpw$$" --set power.idle="$mode" \
 			>>"$TMP/fw.log" 2>&1 &
 		PID=$!

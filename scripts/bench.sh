@@ -301,7 +301,7 @@ fi
 # (INCR; INCRBY 100), one request in flight per connection.
 flakesock_bench() { # ROUND NAME EXTRA: one flakectl bench run against flakesock -> RUNDIR/NAME-ROUND.json
 	local r="$1" name="$2" extra="$3" scmd lcmd spid up i
-	scmd="taskset -c $SUT_CORE $FLAKESOCK --threads 1 --listen 127.0.0.1 --set state.file=$TMP/sock.mark"
+	scmd="taskset -c $SUT_CORE $FLAKESOCK --threads 1 --listen 127.0.0.1 --set state.file=$TMP/sock.mark --set state.lock_dir=$TMP/locks"
 	ip netns exec "$NS" $scmd >"$TMP/sock-$name-$r.log" 2>&1 </dev/null &
 	spid=$!
 	PIDS+=("$spid")
