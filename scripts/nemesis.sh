@@ -151,10 +151,14 @@ SESSION_MS=2000
 # The partition-twin fault needs its target to keep issuing, inside its
 # confirmed lease, after its session expired and while a twin starts and
 # serves: that node (the last flakesock one) runs with a lease of 8 session
-# timeouts; the others keep the short one, so that their lease faults stay short.
+# timeouts; the others keep the short one, so that their lease faults stay
+# short. Only when partition-twin may run: a --faults list without it runs
+# (and replays) as before issue 32.
 LONG_LEASE=$((8 * SESSION_MS))
 LONG_NODE=""
-[ "$N_SOCK" -ge 1 ] && LONG_NODE=$N_SOCK
+case ",${KINDS:-partition-twin},$FORCE," in
+*,partition-twin,*) [ "$N_SOCK" -ge 1 ] && LONG_NODE=$N_SOCK ;;
+esac
 [ "$LEASE" -ge "$LONG_LEASE" ] && LONG_LEASE=$LEASE
 FLEET_SET=(--set "fleet.root=$FLEET_ROOT" --set "fleet.lease_ms=$LEASE" --set "fleet.renew_ms=$RENEW"
 	--set "fleet.session_timeout_ms=$SESSION_MS" --set fleet.start_wait_ms=2000
@@ -192,7 +196,7 @@ for ((i = 1; i <= N; i++)); do NODES+="${NODES:+,}n$i"; done
 REPLAY="scripts/nemesis.sh --seed $SEED --seconds $TOTAL_S --faults $FAULTS ${BACKSTEP:+--backstep $BACKSTEP }--sock $N_SOCK --wire $N_WIRE --store $STORE --lease-ms $LEASE --rate $RATE${FORCE:+ --force $FORCE}"
 say "seed $SEED (replay: $REPLAY)"
 say "$N_SOCK flakesock + $N_WIRE flakewire nodes, $SLOTS workers, worker_bits $WB, backstep $POLICY," \
-	"lease $LEASE ms (n$LONG_NODE: $LONG_LEASE ms), renew $RENEW ms, store $STORE; logs in $RUN"
+	"lease $LEASE ms${LONG_NODE:+ (n$LONG_NODE: $LONG_LEASE ms)}, renew $RENEW ms, store $STORE; logs in $RUN"
 SOCK_NODES=""
 for ((i = 1; i <= N_SOCK; i++)); do SOCK_NODES+="${SOCK_NODES:+,}n$i"; done
 $PY "$ROOT/scripts/nemesis_plan.py" --seed "$SEED" --seconds "$FAULT_S" --nodes "$NODES" \
@@ -204,7 +208,7 @@ $PY "$ROOT/scripts/nemesis_plan.py" --seed "$SEED" --seconds "$FAULT_S" --nodes 
 	echo "command $REPLAY"
 	echo "nodes $N_SOCK flakesock, $N_WIRE flakewire; workers $SLOTS; worker_bits $WB"
 	echo "fleet backstep=$POLICY lease_ms=$LEASE renew_ms=$RENEW session_timeout_ms=$SESSION_MS store=$STORE"
-	echo "long-lease n$LONG_NODE $LONG_LEASE"
+	echo "long-lease ${LONG_NODE:+n$LONG_NODE $LONG_LEASE}"
 	echo "forced ${FORCE:--}"
 } >"$RUN/run.info"
 

@@ -99,12 +99,17 @@ def main():
         print("nemesis_plan: unknown fault kind(s) %s; known: %s" % (
             ",".join(bad), ",".join(KINDS)), file=sys.stderr)
         return 2
-    twins = ("partition-twin", "same-state-twin", "twin")
-    if not a.sock_nodes or not a.long_node:
-        if [k for k in force if k in twins]:
-            print("nemesis_plan: --force %s needs a flakesock node" % a.force, file=sys.stderr)
-            return 2
-        kinds = [k for k in kinds if k not in twins]
+    # partition-twin needs the long-lease node, same-state-twin a flakesock node
+    # (a plain twin is a flakesock with any node's identity: always possible)
+    cannot = {"partition-twin"} if not a.long_node else set()
+    if not a.sock_nodes:
+        cannot.add("same-state-twin")
+    if cannot & set(force):
+        print("nemesis_plan: --force %s: %s needs a flakesock node (nemesis.sh gives the "
+              "long lease only when partition-twin may run)" % (
+                  a.force, ",".join(sorted(cannot & set(force)))), file=sys.stderr)
+        return 2
+    kinds = [k for k in kinds if k not in cannot]
     for k in force:
         if k not in kinds:
             kinds.append(k)
