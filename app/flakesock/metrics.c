@@ -32,12 +32,39 @@ static uint64_t fleet_now_ms(void *arg)
 }
 #endif
 
+/* Every worker's labels and state (fw_keeper_worker_state). */
+static void worker_states(struct fsock_ctx *ctx, struct fw_metrics_worker *wk,
+			  struct fw_metrics_worker_names *names, enum fw_keeper_wstate *st)
+{
+	for (uint32_t i = 0; i < ctx->n_workers; i++) {
+		struct fsock_worker *t = &ctx->workers[i];
+		fw_metrics_worker_fill(&wk[i], &names[i], "thread", i, t->kw.slot, &t->serve,
+				       ctx->layout.epoch_ms);
+		st[i] = fw_keeper_worker_state(ctx->keeper, i, ctx->conf.id.max_backstep_ms);
+	}
+}
+
+/* /healthz and /readyz (lib/metrics: fw_metrics_probe_answer says what they answer). */
+static bool probe(void *arg, bool ready, char *body, size_t cap)
+{
+	struct fsock_ctx *ctx = arg;
+	struct fw_metrics_worker wk[FSOCK_MAX_WORKERS];
+	struct fw_metrics_worker_names names[FSOCK_MAX_WORKERS];
+	enum fw_keeper_wstate st[FSOCK_MAX_WORKERS];
+	bool serving = atomic_load_explicit(&ctx->running, memory_order_acquire) && !*ctx->stop;
+	if (serving)
+		worker_states(ctx, wk, names, st);
+	return fw_metrics_probe_answer(ready, serving, wk, st, serving ? ctx->n_workers : 0, body,
+				       cap);
+}
+
 static void collect(struct fw_metrics_writer *w, void *arg)
 {
 	struct fsock_ctx *ctx = arg;
 	uint32_t n = ctx->n_workers;
 	struct fw_metrics_worker wk[FSOCK_MAX_WORKERS];
 	struct fw_metrics_worker_names names[FSOCK_MAX_WORKERS];
+	enum fw_keeper_wstate wst[FSOCK_MAX_WORKERS];
 	struct fw_metrics_label l[3];
 
 	fw_metrics_write_process(w, FW_VERSION, "flakesock", start_s, n,
@@ -46,12 +73,9 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	if (!atomic_load_explicit(&ctx->running, memory_order_acquire))
 		return;
 
-	for (uint32_t i = 0; i < n; i++) {
-		struct fsock_worker *t = &ctx->workers[i];
-		fw_metrics_worker_fill(&wk[i], &names[i], "thread", i, t->kw.slot, &t->serve,
-				       ctx->layout.epoch_ms);
-	}
+	worker_states(ctx, wk, names, wst);
 	fw_metrics_write_workers(w, wk, n);
+	fw_metrics_write_states(w, wk, wst, n);
 
 	fw_metrics_family(w, "flakewire_drops_total", FW_METRICS_COUNTER,
 			  "Datagrams dropped without a reply, by reason");
@@ -102,6 +126,8 @@ int fsock_metrics_start(struct fsock_ctx *ctx)
 	start_s = (double)fsock_unix_ms() / 1000.0;
 	registry = fw_metrics_create();
 	int rc = registry ? fw_metrics_add_collector(registry, collect, ctx) : -ENOMEM;
+	if (!rc)
+		fw_metrics_set_probe(registry, probe, ctx);
 #ifdef FSOCK_HAVE_FLEET
 	/* [fleet]: lease families, read from the registry under its mutex
 	 * (lib/metrics/fleet); the server stops before fsock_fleet_stop */
@@ -125,7 +151,7 @@ int fsock_metrics_start(struct fsock_ctx *ctx)
 		registry = NULL;
 		return -1;
 	}
-	fprintf(stderr, "flakesock: metrics: http://%s/metrics%s\n", listen,
+	fprintf(stderr, "flakesock: metrics: http://%s/metrics, probes /healthz /readyz%s\n", listen,
 		fw_metrics_listen_is_loopback(listen)
 			? ""
 			: " (not loopback: reachable from the network)");

@@ -115,6 +115,7 @@ int main(int argc, char **argv)
 	}
 
 	FW_LOG(INFO, "running on %u lcore(s); Ctrl-C or SIGTERM stops", app->n_lcores);
+	app->serving = true;
 	rc = rte_eal_mp_remote_launch(fw_lcore_main, app, CALL_MAIN);
 	if (rc) {
 		/* a worker lcore was busy: nothing served; stop what did start */
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
 		force_quit = true;
 	}
 	rte_eal_mp_wait_lcore();
+	app->serving = false;
 
 	FW_LOG(INFO, "stopping");
 	fw_app_metrics_stop(app);

@@ -33,6 +33,34 @@ static double start_s;
 static struct fw_metrics_fleet_src fleet_src; /* written before its collector is added */
 #endif
 
+/* Every lcore's labels and state (fw_keeper_worker_state). */
+static void worker_states(struct fw_app *app, struct fw_metrics_worker *wk,
+			  struct fw_metrics_worker_names *names, enum fw_keeper_wstate *st)
+{
+	for (uint32_t i = 0; i < app->n_lcores; i++) {
+		const struct fw_lcore *lc = &app->lcore[i];
+		fw_metrics_worker_fill(&wk[i], &names[i], "lcore", lc->lcore_id, lc->kw.slot,
+				       &lc->serve, app->layout.epoch_ms);
+		st[i] = app->keeper ? fw_keeper_worker_state(app->keeper, i,
+							     app->conf.id.max_backstep_ms)
+				    : FW_KEEPER_W_WAITING;
+	}
+}
+
+/* /healthz and /readyz (lib/metrics: fw_metrics_probe_answer says what they answer). */
+static bool probe(void *arg, bool ready, char *body, size_t cap)
+{
+	struct fw_app *app = arg;
+	static struct fw_metrics_worker wk[RTE_MAX_LCORE]; /* the server's thread only */
+	static struct fw_metrics_worker_names names[RTE_MAX_LCORE];
+	static enum fw_keeper_wstate st[RTE_MAX_LCORE];
+	bool serving = app->serving && app->keeper && !*app->quit;
+	if (serving)
+		worker_states(app, wk, names, st);
+	return fw_metrics_probe_answer(ready, serving, wk, st, serving ? app->n_lcores : 0, body,
+				       cap);
+}
+
 static void collect(struct fw_metrics_writer *w, void *arg)
 {
 	struct fw_app *app = arg;
@@ -45,13 +73,12 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_write_process(w, FW_VERSION, "flakewire", start_s, n,
 				 "Worker lcores (worker IDs)");
 
-	for (uint32_t i = 0; i < n; i++) {
-		const struct fw_lcore *lc = &app->lcore[i];
-		fw_metrics_worker_fill(&wk[i], &names[i], "lcore", lc->lcore_id, lc->kw.slot,
-				       &lc->serve, app->layout.epoch_ms);
-		fw_stats_lcore(lc, &st[i]);
-	}
+	static enum fw_keeper_wstate wst[RTE_MAX_LCORE]; /* one scrape at a time (the lock) */
+	worker_states(app, wk, names, wst);
+	for (uint32_t i = 0; i < n; i++)
+		fw_stats_lcore(&app->lcore[i], &st[i]);
 	fw_metrics_write_workers(w, wk, n);
+	fw_metrics_write_states(w, wk, wst, n);
 
 #define PER_LCORE(name, help, field)                                     \
 	do {                                                             \
@@ -140,6 +167,7 @@ int fw_app_metrics_start(struct fw_app *app)
 	registry = fw_metrics_create();
 	if (!registry || fw_metrics_add_collector(registry, collect, app))
 		goto fail;
+	fw_metrics_set_probe(registry, probe, app);
 #ifdef FW_HAVE_FLEET
 	/* [fleet]: lease families, read from the registry under its mutex
 	 * (lib/metrics/fleet); the server stops before fw_fleet_wire_stop */
@@ -163,7 +191,7 @@ int fw_app_metrics_start(struct fw_app *app)
 		       strerror(-(int)(intptr_t)ret));
 		goto fail;
 	}
-	FW_LOG(INFO, "metrics: http://%s/metrics%s", listen,
+	FW_LOG(INFO, "metrics: http://%s/metrics, probes /healthz /readyz%s", listen,
 	       fw_metrics_listen_is_loopback(listen)
 		       ? ""
 		       : " (not loopback: reachable from the network)");

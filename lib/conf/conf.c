@@ -289,8 +289,10 @@ static const struct conf_key keys[] = {
 	{"fleet", "root", T_STR, 2, 199, "/flakewire/default",
 	 "the fleet's root znode (the cluster name), e.g. /flakewire/dc1", C(fleet.root)},
 	{"fleet", "identity", T_STR, 0, 127, "",
-	 "this node's identity, stable across restarts and unique in the fleet (a restart takes "
-	 "its worker IDs back); empty: the host name",
+	 "this node's name in the fleet, unique and stable across restarts (it names the node, it "
+	 "proves nothing: a restart takes back only what its own state proves it held); "
+	 "env:VAR takes it from that environment variable (env:POD_NAME under Kubernetes, where "
+	 "the host name is the node's under hostNetwork); empty: the host name",
 	 C(fleet.identity)},
 	{"fleet", "lease_ms", T_U32, 1000, 2147483647, "86400000",
 	 "lease length: a node cut off from ZooKeeper keeps issuing this long after its last "

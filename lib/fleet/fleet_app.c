@@ -92,7 +92,21 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 		fc.zk_auth = zk_auth;
 	}
 	fc.root = c->fleet.root;
-	if (c->fleet.identity[0]) {
+	if (!strncmp(c->fleet.identity, "env:", 4)) {
+		/* the platform's name for this instance (Kubernetes' downward API) */
+		const char *var = c->fleet.identity + 4, *v = var[0] ? getenv(var) : NULL;
+		if (v == NULL || !v[0]) {
+			snprintf(err, errlen,
+				 "[fleet] identity = %s: the environment variable %s is %s (e.g. "
+				 "POD_NAME from the downward API: valueFrom.fieldRef.fieldPath "
+				 "metadata.name)",
+				 c->fleet.identity, var[0] ? var : "(none named)",
+				 v ? "empty" : "not set");
+			return -EINVAL;
+		}
+		snprintf(host, sizeof(host), "%s", v);
+		fc.identity = host;
+	} else if (c->fleet.identity[0]) {
 		fc.identity = c->fleet.identity;
 	} else {
 		if (gethostname(host, sizeof(host)) != 0)

@@ -34,7 +34,8 @@ struct fw_fleet_app;
  * Otherwise creates the registry for @n_workers slots with @log (lines
  * without newline; NULL: silent) and claims (fw_fleet_start: take back,
  * claim, take over; cache or NO_LEASE when ZooKeeper is down).
- * Identity: [fleet] identity, or the host name. @state_stamp: the
+ * Identity: [fleet] identity; env:VAR, that environment variable's value
+ * (-EINVAL with @err when it is unset or empty); empty, the host name. @state_stamp: the
  * fw_state_lock_stamp of the locked state (what makes the cache this
  * process's proof; fw_fleet_config.state_stamp).
  * Returns 0 with *out set, or fw_fleet_create/fw_fleet_start's code with one

@@ -320,6 +320,44 @@ struct fw_keeper_status {
 FW_API void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st);
 
 /*
+ * What one worker can do now, from what it reads (its slot's snapshot, the
+ * keeper's time and its own last ms): one state, the same for /readyz, the
+ * flakewire_worker_state gauge and `flakectl status`. Load and overload
+ * are not states: a worker whose sequence is used up for a millisecond is
+ * issuing (RETRY_AFTER for that millisecond only).
+ */
+enum fw_keeper_wstate {
+	FW_KEEPER_W_ISSUING = 0,  /* answers OK now */
+	FW_KEEPER_W_WAITING,      /* RETRY_AFTER until the clock passes the slot's floor (the
+				   * mark at start, a takeover's floor) or the mark on disk
+				   * (a persist failing, or not yet made at start) */
+	FW_KEEPER_W_NO_LEASE,     /* NO_LEASE: no worker ID, or its confirmed lease ended */
+	FW_KEEPER_W_CLOCK_UNSAFE, /* CLOCK_UNSAFE: the worker issued more than max_backstep_ms
+				   * ahead of the keeper's time */
+	FW_KEEPER_W_COUNT
+};
+
+/* "issuing", "waiting", "no_lease", "clock_unsafe" (the gauge's label values). */
+FW_API const char *fw_keeper_wstate_name(enum fw_keeper_wstate s);
+
+/*
+ * Slot @slot's state now ([id] max_backstep_ms is @max_backstep_ms). Any
+ * thread, like fw_keeper_status() (it reads the slot's seqlock snapshot,
+ * the published status and the worker's last_ms). FW_KEEPER_W_WAITING
+ * before fw_keeper_start() and for a slot out of range.
+ */
+FW_API enum fw_keeper_wstate fw_keeper_worker_state(struct fw_keeper *k, uint32_t slot,
+						    uint64_t max_backstep_ms);
+
+/*
+ * The same rule over explicit inputs (what fw_keeper_worker_state reads):
+ * @s a slot snapshot, @now_ms the keeper's time and @last_ms the worker's
+ * last issued ms (layout ms, 0: none).
+ */
+FW_API enum fw_keeper_wstate fw_keeper_wstate_of(const struct fw_keeper_snap *s, uint64_t now_ms,
+						 uint64_t last_ms, uint64_t max_backstep_ms);
+
+/*
  * The worker slots (n_workers of them), for the workers' readers and for a
  * test clock that must hold every reader (a pause: fw_keeper_hold).
  */

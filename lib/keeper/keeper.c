@@ -655,3 +655,38 @@ void fw_keeper_worker_init(struct fw_keeper_worker *w, struct fw_keeper_slot *sl
 	fw_keeper_worker_limit(w, g, fw_keeper_limit(&s, &by_lease));
 	w->by_lease = by_lease;
 }
+
+const char *fw_keeper_wstate_name(enum fw_keeper_wstate s)
+{
+	static const char *const names[FW_KEEPER_W_COUNT] = {"issuing", "waiting", "no_lease",
+							      "clock_unsafe"};
+	return (unsigned)s < FW_KEEPER_W_COUNT ? names[s] : "unknown";
+}
+
+enum fw_keeper_wstate fw_keeper_wstate_of(const struct fw_keeper_snap *s, uint64_t now_ms,
+					  uint64_t last_ms, uint64_t max_backstep_ms)
+{
+	/* the order of the generator's own checks: the lease, then its clock, then the floors */
+	if (s->lease_ms != FW_KEEPER_NO_LIMIT && s->lease_ms < now_ms)
+		return FW_KEEPER_W_NO_LEASE;
+	if (last_ms > now_ms + max_backstep_ms)
+		return FW_KEEPER_W_CLOCK_UNSAFE;
+	if (s->floor_ms >= now_ms || s->mark_ms < now_ms)
+		return FW_KEEPER_W_WAITING;
+	return FW_KEEPER_W_ISSUING;
+}
+
+enum fw_keeper_wstate fw_keeper_worker_state(struct fw_keeper *k, uint32_t slot,
+					     uint64_t max_backstep_ms)
+{
+	struct fw_keeper_status st;
+	struct fw_keeper_snap s;
+	if (k == NULL || slot >= k->cfg.n_workers)
+		return FW_KEEPER_W_WAITING;
+	fw_keeper_status(k, &st);
+	if (st.now_unix_ms == 0)
+		return FW_KEEPER_W_WAITING; /* not started */
+	fw_keeper_read(&k->slots[slot], &s);
+	uint64_t last = atomic_load_explicit(&k->slots[slot].last_ms, memory_order_relaxed);
+	return fw_keeper_wstate_of(&s, layout_ms(k, st.now_unix_ms), last, max_backstep_ms);
+}

@@ -24,6 +24,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,8 +103,19 @@ FW_API int fw_metrics_parse_listen(const char *listen, void *sa, size_t cap, siz
 FW_API int fw_metrics_listen_is_loopback(const char *listen);
 
 /*
- * Serves GET/HEAD /metrics of @m on @listen from a libmicrohttpd thread
- * (anything else: 404 or 405). That thread inherits the caller's CPU
+ * The probes (Kubernetes' liveness and readiness, a load balancer's check):
+ * GET /healthz calls @fn(@arg, false, ...), GET /readyz @fn(@arg, true, ...);
+ * @fn writes a short text body into @body (@cap bytes, NUL-terminated; one
+ * line per problem) and returns true for 200 (healthy / ready) or false for
+ * 503. Called on the server's thread, one request at a time. Set before
+ * fw_metrics_serve(); without it both paths are 404.
+ */
+typedef bool (*fw_metrics_probe_fn)(void *arg, bool ready, char *body, size_t cap);
+FW_API void fw_metrics_set_probe(struct fw_metrics *m, fw_metrics_probe_fn fn, void *arg);
+
+/*
+ * Serves GET/HEAD /metrics of @m (and /healthz, /readyz when probes are
+ * set) on @listen from a libmicrohttpd thread (anything else: 404 or 405). That thread inherits the caller's CPU
  * affinity: a DPDK process calls this from a control thread
  * (rte_ctrl_thread_create), so it never runs on a worker lcore's CPU.
  * Returns 0 with *@out set; -EINVAL (bad @listen, NULL argument),

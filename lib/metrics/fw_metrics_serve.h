@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -81,6 +82,30 @@ FW_API void fw_metrics_worker_fill(struct fw_metrics_worker *wk,
 				   struct fw_metrics_worker_names *names, const char *key_label,
 				   uint32_t key, struct fw_keeper_slot *slot,
 				   const struct fw_serve *serve, uint64_t epoch_ms);
+
+/*
+ * Each worker's state (fw_keeper_worker_state: issuing, waiting, no_lease,
+ * clock_unsafe) as flakewire_worker_state{<its labels>,state} (1 for its
+ * state, 0 for the others) and flakewire_ready (1 when every worker is
+ * issuing: what /readyz answers). @st[i] is @wk[i]'s state. Errors stick in @w.
+ */
+FW_API void fw_metrics_write_states(struct fw_metrics_writer *w, const struct fw_metrics_worker *wk,
+				    const enum fw_keeper_wstate *st, size_t n);
+
+/*
+ * The probes' answer (fw_metrics_set_probe), the same in both responders:
+ *   /healthz (@ready false): true while @serving, body "ok\n"; else
+ *            "not serving: starting or stopping\n".
+ *   /readyz  (@ready true): true when @serving and every one of the @n
+ *            workers is issuing, body "ready: N of N workers issuing\n";
+ *            else "not ready: K of N workers cannot issue now\n" and one
+ *            line per such worker, "thread=0 worker=5: no_lease\n" (its
+ *            labels, then its state).
+ * Load and overload never make a worker unready (they are not states).
+ */
+FW_API bool fw_metrics_probe_answer(bool ready, bool serving, const struct fw_metrics_worker *wk,
+				    const enum fw_keeper_wstate *st, size_t n, char *body,
+				    size_t cap);
 
 /* What the mark families say (fw_metrics_write_mark). */
 struct fw_metrics_mark {

@@ -24,6 +24,8 @@ struct fw_metrics {
 		void *arg;
 	} c[MAX_COLLECTORS];
 	pthread_mutex_t lock; /* one scrape at a time */
+	fw_metrics_probe_fn probe; /* /healthz, /readyz (set before serving) */
+	void *probe_arg;
 };
 
 struct fw_metrics_writer {
@@ -355,6 +357,27 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return ret;
 }
 
+FW_API void fw_metrics_set_probe(struct fw_metrics *m, fw_metrics_probe_fn fn, void *arg)
+{
+	if (!m)
+		return;
+	m->probe = fn;
+	m->probe_arg = arg;
+}
+
+/* /healthz and /readyz: the responder's probe answers 200 or 503 with its body. */
+static enum MHD_Result probe(struct fw_metrics_server *s, struct MHD_Connection *c, bool ready)
+{
+	char body[2048];
+	body[0] = '\0';
+	pthread_mutex_lock(&s->m->lock);
+	bool ok = s->m->probe(s->m->probe_arg, ready, body, sizeof(body));
+	pthread_mutex_unlock(&s->m->lock);
+	body[sizeof(body) - 1] = '\0';
+	return reply(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body,
+		     "text/plain; charset=utf-8");
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -368,10 +391,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)con_cls;
 	if (*upload_size)
 		return MHD_NO; /* no request bodies */
-	if (strcmp(url, "/metrics"))
+	bool is_probe = s->m->probe && (!strcmp(url, "/healthz") || !strcmp(url, "/readyz"));
+	if (strcmp(url, "/metrics") && !is_probe)
 		return reply(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n", "text/plain");
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD only\n", "text/plain");
+	if (is_probe)
+		return probe(s, c, !strcmp(url, "/readyz"));
 	int rc = fw_metrics_render(s->m, &text, &len);
 	if (rc)
 		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics could not be rendered\n",

@@ -186,3 +186,59 @@ void fw_metrics_write_mark(struct fw_metrics_writer *w, const struct fw_metrics_
 	fw_metrics_family(w, "flakewire_mark_writes_total", FW_METRICS_COUNTER, "Marks persisted");
 	fw_metrics_u64(w, NULL, 0, m->writes);
 }
+
+void fw_metrics_write_states(struct fw_metrics_writer *w, const struct fw_metrics_worker *wk,
+			     const enum fw_keeper_wstate *st, size_t n)
+{
+	struct fw_metrics_label l[FW_METRICS_WORKER_LABELS + 1];
+	bool ready = n > 0;
+	fw_metrics_family(w, "flakewire_worker_state", FW_METRICS_GAUGE,
+			  "1 for the state each worker is in: issuing, waiting (RETRY_AFTER until "
+			  "the clock passes its floor or the mark on disk), no_lease, clock_unsafe");
+	for (size_t i = 0; i < n; i++) {
+		memcpy(l, wk[i].labels, wk[i].n_labels * sizeof(l[0]));
+		l[wk[i].n_labels].name = "state";
+		for (int s = 0; s < FW_KEEPER_W_COUNT; s++) {
+			l[wk[i].n_labels].value = fw_keeper_wstate_name((enum fw_keeper_wstate)s);
+			fw_metrics_u64(w, l, wk[i].n_labels + 1, st[i] == (enum fw_keeper_wstate)s);
+		}
+		ready = ready && st[i] == FW_KEEPER_W_ISSUING;
+	}
+	fw_metrics_family(w, "flakewire_ready", FW_METRICS_GAUGE,
+			  "1 when every worker can issue now (what /readyz answers)");
+	fw_metrics_u64(w, NULL, 0, ready);
+}
+
+bool fw_metrics_probe_answer(bool ready, bool serving, const struct fw_metrics_worker *wk,
+			     const enum fw_keeper_wstate *st, size_t n, char *body, size_t cap)
+{
+	size_t len = 0, bad = 0;
+	if (!serving || n == 0) {
+		snprintf(body, cap, "%s\n", ready ? "not ready: starting or stopping"
+					      : "not serving: starting or stopping");
+		return false;
+	}
+	if (!ready) {
+		snprintf(body, cap, "ok\n");
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+		bad += st[i] != FW_KEEPER_W_ISSUING;
+	if (bad == 0) {
+		snprintf(body, cap, "ready: %zu of %zu workers issuing\n", n, n);
+		return true;
+	}
+	len = (size_t)snprintf(body, cap, "not ready: %zu of %zu workers cannot issue now\n", bad,
+			       n);
+	for (size_t i = 0; i < n && len < cap; i++) {
+		if (st[i] == FW_KEEPER_W_ISSUING)
+			continue;
+		for (size_t k = 0; k < wk[i].n_labels && len < cap; k++)
+			len += (size_t)snprintf(body + len, cap - len, "%s%s=%s", k ? " " : "",
+						wk[i].labels[k].name, wk[i].labels[k].value);
+		if (len < cap)
+			len += (size_t)snprintf(body + len, cap - len, ": %s\n",
+						fw_keeper_wstate_name(st[i]));
+	}
+	return false;
+}

@@ -546,6 +546,49 @@ static void test_retired_max_covers_every_swap(void **state)
 }
 
 /*
+ * Issue 35: one state per worker, the one /readyz, the gauge and `flakectl
+ * status` read: each condition alone, then on a started keeper.
+ */
+static void test_worker_state(void **state)
+{
+	(void)state;
+	struct fw_keeper_snap s = {.lease_ms = FW_KEEPER_NO_LIMIT, .floor_ms = 90, .mark_ms = 2000};
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 999, 10), FW_KEEPER_W_ISSUING);
+	s.lease_ms = 999; /* the confirmed lease ended */
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 999, 10), FW_KEEPER_W_NO_LEASE);
+	s.lease_ms = 0; /* no worker ID */
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 0, 10), FW_KEEPER_W_NO_LEASE);
+	s.lease_ms = 1000; /* ends this very ms: still issuing */
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 0, 10), FW_KEEPER_W_ISSUING);
+	s.lease_ms = FW_KEEPER_NO_LIMIT;
+	s.floor_ms = 1000; /* a takeover's floor, or the mark at start, not yet passed */
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 0, 10), FW_KEEPER_W_WAITING);
+	s.floor_ms = 90;
+	s.mark_ms = 999; /* the reservation on disk is behind the clock */
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 0, 10), FW_KEEPER_W_WAITING);
+	s.mark_ms = 2000;
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 1010, 10), FW_KEEPER_W_ISSUING); /* borrow */
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 1011, 10), FW_KEEPER_W_CLOCK_UNSAFE);
+	assert_string_equal(fw_keeper_wstate_name(FW_KEEPER_W_NO_LEASE), "no_lease");
+
+	struct script sc;
+	uint64_t id;
+	setup_cfg(&sc);
+	assert_int_equal(fw_keeper_worker_state(sc.k, 0, 10), FW_KEEPER_W_WAITING); /* not started */
+	assert_int_equal(start(&sc, NULL), 0);
+	run(&sc, 30);
+	assert_int_equal(fw_keeper_worker_state(sc.k, 0, 10), FW_KEEPER_W_ISSUING);
+	assert_int_equal(burst(&sc, 0, &id, NULL), 0);
+	assert_int_equal(fw_keeper_set_lease(sc.k, 0, 0), 0);
+	assert_int_equal(fw_keeper_worker_state(sc.k, 0, 10), FW_KEEPER_W_NO_LEASE);
+	assert_int_equal(fw_keeper_worker_state(sc.k, 1, 10), FW_KEEPER_W_ISSUING); /* its own */
+	uint64_t ahead = true_ms(&sc) - EPOCH_MS + 60000;
+	assert_int_equal(fw_keeper_set_worker(sc.k, 1, 9, ahead, FW_KEEPER_NO_LIMIT), 0);
+	assert_int_equal(fw_keeper_worker_state(sc.k, 1, 10), FW_KEEPER_W_WAITING);
+	teardown(&sc);
+}
+
+/*
  * The ID in the OK reply to a single-ID request answered by @srv at @now,
  * and its header, as the responders' fast path answers it (the second
  * request of the ms: the first one opens the generator's fast path).
@@ -758,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_lease_limit),
 		cmocka_unit_test(test_worker_swap),
 		cmocka_unit_test(test_retired_max_covers_every_swap),
+		cmocka_unit_test(test_worker_state),
 		cmocka_unit_test(test_serve_burst_swap),
 		cmocka_unit_test(test_stop_persists_last),
 		cmocka_unit_test(test_seqlock_no_torn_reads),

@@ -278,6 +278,50 @@ static void server_per_address_cap(void **state)
 	fw_metrics_free(m);
 }
 
+/* The probes: 200 or 503 with the responder's body; 404 without probes. */
+static bool probe_said_ready;
+static bool fake_probe(void *arg, bool ready, char *body, size_t cap)
+{
+	(void)arg;
+	if (!ready) {
+		snprintf(body, cap, "ok\n");
+		return true;
+	}
+	snprintf(body, cap, probe_said_ready ? "ready: 1 of 1 workers issuing\n"
+					     : "not ready: 1 of 1 workers cannot issue now\n");
+	return probe_said_ready;
+}
+
+static void server_probes(void **state)
+{
+	(void)state;
+	struct fw_metrics *m = fw_metrics_create();
+	struct fw_metrics_server *s = NULL;
+	static char buf[8192];
+	assert_int_equal(fw_metrics_serve(m, "127.0.0.1:0", &s), 0);
+	uint16_t port = fw_metrics_server_port(s);
+	http_get(port, "GET /readyz HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, " 404 ")); /* no probes set */
+	fw_metrics_server_stop(s);
+	fw_metrics_set_probe(m, fake_probe, NULL);
+	assert_int_equal(fw_metrics_serve(m, "127.0.0.1:0", &s), 0);
+	port = fw_metrics_server_port(s);
+	http_get(port, "GET /healthz HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, " 200 OK\r\n"));
+	assert_non_null(strstr(buf, "\r\n\r\nok\n"));
+	probe_said_ready = false;
+	http_get(port, "GET /readyz HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, " 503 "));
+	assert_non_null(strstr(buf, "\r\n\r\nnot ready: 1 of 1"));
+	probe_said_ready = true;
+	http_get(port, "GET /readyz HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, " 200 OK\r\n"));
+	http_get(port, "POST /readyz HTTP/1.0\r\n\r\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, " 405 "));
+	fw_metrics_server_stop(s);
+	fw_metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +329,7 @@ int main(void)
 		cmocka_unit_test(collector_starts_fresh), cmocka_unit_test(listen_parse),
 		cmocka_unit_test(server_serves),
 		cmocka_unit_test(server_per_address_cap),
+		cmocka_unit_test(server_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,16 @@ m_delta flakewire_drops_total "{$L,reason=\"udp_port\"}" 1
 m_delta flakewire_rx_frames_total "{$L}" $((s1 + s2 + 1))
 m_value flakewire_workers "" 1
 m_value flakewire_mark_failing "" 0
+m_value flakewire_worker_state "{$L,state=\"issuing\"}" 1
+m_value flakewire_ready "" 1
+# the probes on the same listener (issue 35)
+probe=$(ip netns exec "$NS" curl -s -m 3 -w ' %{http_code}' http://127.0.0.1:9842/healthz)
+[ "$probe" = "ok
+ 200" ] || fail "/healthz: '$probe'"
+probe=$(ip netns exec "$NS" curl -s -m 3 -w ' %{http_code}' http://127.0.0.1:9842/readyz)
+[ "$probe" = "ready: 1 of 1 workers issuing
+ 200" ] || fail "/readyz: '$probe'"
+echo "ok   /healthz and /readyz answer 200 (1 lcore issuing)"
 m_value flakewire_clock_flag '{flag="back_step"}' 0
 m_value flakewire_build_info '{version="'"$FW_VERSION"'",responder="flakewire"}' 1
 m_check "$TMP/m1" 'flakewire_mark_ahead_seconds > 0 and flakewire_mark_ahead_seconds <= 3.1' \
