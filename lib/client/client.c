@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,20 @@ static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
 #define NS_PER_MS 1000000ull
 #define NS_PER_US 1000ull
 
+/*
+ * Maximum age: the refiller thread advances c->hot.epoch every
+ * max_age / FW_CLIENT_AGE_TICKS while IDs are being taken; IDs fetched at
+ * epoch e are handed out while the epoch is below e + FW_CLIENT_AGE_TICKS.
+ */
+#define FW_CLIENT_AGE_TICKS 4u
+/* Ticks without a caller taking from the pool before the refiller stops
+ * ticking (every ID buffered is expired by then). */
+#define FW_CLIENT_IDLE_TICKS (2u * FW_CLIENT_AGE_TICKS)
+/* Ranges a caller's own buffer holds. */
+#define FW_CLIENT_SLOT_RANGES 8u
+/* The refill grows up to this many times opts.prefetch while callers drain it. */
+#define FW_CLIENT_GROW_MAX 64u
+
 struct fw_client_server {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
@@ -53,11 +69,35 @@ struct fw_client_seen {
  */
 struct fw_client_io {
 	int *fds; /* per server, opened on first use; NULL: the servers' own fd */
+	bool background; /* the refiller thread's: never asks opts.cancel */
 	struct fw_client_seen seen[FW_CLIENT_WORKERS_TRACKED];
 	unsigned seen_next;
 	struct fw_wire_reply reply;
 	uint8_t tx[FW_CLIENT_TX_LEN];
 	uint8_t rx[FW_CLIENT_RX_LEN];
+};
+
+/* IDs in the shared pool: a range and when it was fetched. */
+struct fw_client_pr {
+	uint64_t first;
+	uint64_t n;
+	uint64_t epoch; /* c->hot.epoch when it arrived */
+	uint64_t at_ns; /* now_ns() when it arrived */
+};
+
+/*
+ * One calling thread's own IDs (fw_client_next()'s fast path): written by
+ * that thread alone, on cache lines of its own. Lives until the thread
+ * exits (the key's destructor) or the client is closed.
+ */
+struct fw_client_slot {
+	alignas(64) struct fw_wire_range r[FW_CLIENT_SLOT_RANGES];
+	unsigned head;
+	unsigned len;
+	uint64_t epoch; /* the oldest range's */
+	struct fw_client *c;
+	pthread_t owner;
+	struct fw_client_slot *next;
 };
 
 /* A prefetch buffer with at most one refill in flight, run outside c->lock. */
@@ -69,8 +109,8 @@ struct fw_client_pf {
 	uint64_t avail;         /* IDs or UUIDs buffered */
 	pthread_cond_t cond;    /* broadcast when IDs arrive or a refill ends */
 	struct fw_client_io *io;
-	/* IDs: ranges[head .. head + len) of pf_cap */
-	struct fw_wire_range *ranges;
+	/* IDs (the pool): pr[head .. head + len) of cap, grown as needed */
+	struct fw_client_pr *pr;
 	/* UUIDs: uuids[head .. head + avail) of pf_cap */
 	uint8_t (*uuids)[FW_UUID_LEN];
 	size_t cap;
@@ -79,10 +119,20 @@ struct fw_client_pf {
 };
 
 struct fw_client {
-	/* fw_client_shutdown() was called: every call returns FW_ECLOSED. */
-	atomic_bool closed;
+	/* Read by every fw_client_next(), written rarely: a cache line of their own. */
+	struct {
+		/* fw_client_shutdown() was called: every call returns FW_ECLOSED. */
+		alignas(64) atomic_bool closed;
+		/* advanced by the refiller every max_age / FW_CLIENT_AGE_TICKS */
+		_Atomic uint64_t epoch;
+		/* the per-thread slots' key; without one (PTHREAD_KEYS_MAX
+		 * reached) fw_client_next() takes from the pool under the lock */
+		bool have_key;
+		pthread_key_t key;
+		uint64_t serial; /* this client among all opened in the process */
+	} hot;
 	/* Guards everything below but the channels; never held across I/O. */
-	pthread_mutex_t lock;
+	alignas(64) pthread_mutex_t lock;
 	/* Serialises the one-shot calls, which use @call. */
 	pthread_mutex_t call_lock;
 	struct fw_client_opts opts;
@@ -101,7 +151,28 @@ struct fw_client {
 	bool have_hdr;
 	struct fw_wire_hdr last_hdr;
 
-	struct fw_client_pf pf;  /* fw_client_next() */
+	struct fw_client_pf pf;  /* fw_client_next(): the pool the slots take from */
+	/* The refiller thread (started by the first fw_client_next()). */
+	bool refiller_started;
+	bool refiller_stop;
+	pthread_t refiller;
+	pthread_cond_t refiller_cond; /* wakes the refiller (CLOCK_MONOTONIC) */
+	bool ticking;                 /* the epoch advances */
+	uint64_t next_tick_ns;
+	uint64_t tick_ns;             /* max_age / FW_CLIENT_AGE_TICKS */
+	unsigned idle_ticks;          /* ticks without a take from the pool */
+	uint64_t takes;               /* takes from the pool */
+	uint64_t takes_seen;          /* at the last tick */
+	uint64_t asks;                /* callers that found the pool empty and asked */
+	uint64_t asks_served;         /* asks when the last refill started */
+	unsigned waiters;             /* callers waiting for an empty pool */
+	bool starved;                 /* a caller found the pool empty since the last refill */
+	uint64_t last_refill_ns;
+	uint64_t pf_want;             /* IDs per refill now: opts.prefetch, grown while drained */
+	uint64_t pf_low;              /* refill below this many: pf_want scaled like low_water */
+	/* Every per-thread slot (under slots_lock). */
+	struct fw_client_slot *slots;
+	struct fw_client *next_client; /* in fw_client_live */
 	struct fw_client_pf upf; /* fw_client_next_uuid7() */
 
 	struct fw_client_io call;
@@ -134,27 +205,32 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
-/* opts.cancel says to abandon the wait. */
-static bool cancelled(const struct fw_client *c)
+/* opts.cancel says to abandon the wait (never asked on the refiller's channel). */
+static bool cancelled(const struct fw_client *c, const struct fw_client_io *io)
 {
-	return c->opts.cancel && c->opts.cancel(c->opts.cancel_arg);
+	return c->opts.cancel && !(io && io->background) && c->opts.cancel(c->opts.cancel_arg);
 }
 
-/* How long one wait may sleep before asking opts.cancel again. */
-static uint64_t wait_slice_ns(const struct fw_client *c, uint64_t ns)
+/* How long one wait may sleep before asking opts.cancel (or, for the
+ * refiller, whether the client was closed) again. */
+static uint64_t wait_slice_ns(const struct fw_client *c, const struct fw_client_io *io, uint64_t ns)
 {
-	return c->opts.cancel ? FW_MIN(ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS) : ns;
+	return c->opts.cancel || (io && io->background)
+		       ? FW_MIN(ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS)
+		       : ns;
 }
 
-/* sleep_ns() in slices that ask opts.cancel. Returns 0 or -ECANCELED. */
-static int pause_ns(const struct fw_client *c, uint64_t ns)
+/* sleep_ns() in slices that ask opts.cancel. Returns 0, -ECANCELED or FW_ECLOSED. */
+static int pause_ns(const struct fw_client *c, const struct fw_client_io *io, uint64_t ns)
 {
 	uint64_t end = now_ns() + ns;
 
 	for (uint64_t now = now_ns(); now < end; now = now_ns()) {
-		if (cancelled(c))
+		if (cancelled(c, io))
 			return -ECANCELED;
-		sleep_ns(wait_slice_ns(c, end - now));
+		if (atomic_load(&c->hot.closed))
+			return FW_ECLOSED;
+		sleep_ns(wait_slice_ns(c, io, end - now));
 	}
 	return 0;
 }
@@ -182,6 +258,7 @@ void fw_client_opts_init(struct fw_client_opts *o)
 	o->low_water = 256;
 	o->trusted = false;
 	o->use_range = true;
+	o->max_age_ms = 1000;
 }
 
 static int opts_copy(struct fw_client_opts *dst, const struct fw_client_opts *src)
@@ -203,7 +280,8 @@ static int opts_copy(struct fw_client_opts *dst, const struct fw_client_opts *sr
 
 	if (dst->timeout_ms < 1 || dst->timeout_ms > FW_CLIENT_TIMEOUT_MS_MAX ||
 	    dst->retries > FW_CLIENT_RETRIES_MAX || dst->prefetch < 1 ||
-	    dst->prefetch > FW_CLIENT_PREFETCH_MAX || dst->low_water > FW_CLIENT_PREFETCH_MAX)
+	    dst->prefetch > FW_CLIENT_PREFETCH_MAX || dst->low_water > FW_CLIENT_PREFETCH_MAX ||
+	    dst->max_age_ms < FW_CLIENT_MAX_AGE_MS_MIN || dst->max_age_ms > FW_CLIENT_MAX_AGE_MS_MAX)
 		return -EINVAL;
 	return 0;
 }
@@ -341,8 +419,95 @@ static void pf_free(struct fw_client_pf *p, size_t nsrv)
 		free(p->io->fds);
 		pthread_cond_destroy(&p->cond);
 	}
-	free(p->ranges);
+	free(p->pr);
 	free(p->uuids);
+}
+
+/*
+ * Per-thread slots. Their owners take IDs from them without a lock; the
+ * lists below are walked only when a thread exits or a client closes.
+ * slots_lock guards every client's @slots list and live_clients.
+ */
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fw_client *live_clients;
+static uint64_t clients_opened; /* under slots_lock */
+
+/*
+ * The calling thread's last slot, a cache in front of the key: used only
+ * when both the client's address and its serial match, so a client opened
+ * later at a freed client's address never sees the old slot.
+ */
+static __thread struct {
+	const struct fw_client *c;
+	uint64_t serial;
+	struct fw_client_slot *s;
+} tls_slot;
+
+/*
+ * The key's destructor, in an exiting thread. The slot may have been freed
+ * by fw_client_close() meanwhile, so it is looked for (by address and
+ * owner) in the live clients' lists before it is touched.
+ */
+static void slot_exit(void *arg)
+{
+	pthread_mutex_lock(&slots_lock);
+	for (struct fw_client *c = live_clients; c; c = c->next_client)
+		for (struct fw_client_slot **pp = &c->slots; *pp; pp = &(*pp)->next) {
+			struct fw_client_slot *s = *pp;
+
+			if ((void *)s == arg && pthread_equal(s->owner, pthread_self())) {
+				*pp = s->next;
+				free(s);
+				goto out;
+			}
+		}
+out:
+	pthread_mutex_unlock(&slots_lock);
+}
+
+/* The calling thread's slot of @c, made on first use; NULL without memory or a key. */
+static struct fw_client_slot *slot_new(struct fw_client *c)
+{
+	struct fw_client_slot *s;
+
+	if (!c->hot.have_key)
+		return NULL;
+	s = aligned_alloc(alignof(struct fw_client_slot), sizeof(*s));
+	if (!s)
+		return NULL;
+	memset(s, 0, sizeof(*s));
+	s->c = c;
+	s->owner = pthread_self();
+	if (pthread_setspecific(c->hot.key, s) != 0) {
+		free(s);
+		return NULL;
+	}
+	pthread_mutex_lock(&slots_lock);
+	s->next = c->slots;
+	c->slots = s;
+	pthread_mutex_unlock(&slots_lock);
+	return s;
+}
+
+/* Unlists @c and frees its slots: their threads never touch them again
+ * (no call may be in flight; the key is deleted, so no destructor runs). */
+static void slots_free(struct fw_client *c)
+{
+	pthread_mutex_lock(&slots_lock);
+	for (struct fw_client **pp = &live_clients; *pp; pp = &(*pp)->next_client)
+		if (*pp == c) {
+			*pp = c->next_client;
+			break;
+		}
+	if (c->hot.have_key)
+		pthread_key_delete(c->hot.key);
+	while (c->slots) {
+		struct fw_client_slot *s = c->slots;
+
+		c->slots = s->next;
+		free(s);
+	}
+	pthread_mutex_unlock(&slots_lock);
 }
 
 /*
@@ -375,9 +540,11 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 
 	if (!servers || !n || !out)
 		return -EINVAL;
-	c = calloc(1, sizeof(*c));
+	/* sizeof(*c) is a multiple of its 64-byte alignment */
+	c = aligned_alloc(alignof(struct fw_client), sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	memset(c, 0, sizeof(*c));
 	rc = opts_copy(&c->opts, opts);
 	if (rc < 0)
 		goto err_free;
@@ -410,20 +577,44 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 		rc = pf_init(&c->upf, &c->upf_io, n);
 	if (rc < 0)
 		goto err_close;
-	c->pf.cap = (size_t)c->opts.low_water + c->opts.prefetch + FW_WIRE_RANGES_MAX;
-	c->pf.ranges = calloc(c->pf.cap, sizeof(*c->pf.ranges));
-	if (!c->pf.ranges) {
+	c->pf.cap = 64;
+	c->pf.pr = calloc(c->pf.cap, sizeof(*c->pf.pr));
+	if (!c->pf.pr) {
 		rc = -ENOMEM;
 		goto err_close;
 	}
+	c->pf_io.background = true;
+	c->pf_want = c->opts.prefetch;
+	c->pf_low = c->opts.low_water;
+	c->tick_ns = (uint64_t)c->opts.max_age_ms * NS_PER_MS / FW_CLIENT_AGE_TICKS;
 	rc = -pthread_mutex_init(&c->lock, NULL);
 	if (rc == 0) {
 		rc = -pthread_mutex_init(&c->call_lock, NULL);
 		if (rc < 0)
 			pthread_mutex_destroy(&c->lock);
 	}
+	if (rc == 0) {
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		rc = -pthread_cond_init(&c->refiller_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		if (rc < 0) {
+			pthread_mutex_destroy(&c->call_lock);
+			pthread_mutex_destroy(&c->lock);
+		}
+	}
 	if (rc < 0)
 		goto err_close;
+	/* Without a key (PTHREAD_KEYS_MAX reached) fw_client_next() takes from
+	 * the pool under the lock: slower, the same IDs. */
+	c->hot.have_key = pthread_key_create(&c->hot.key, slot_exit) == 0;
+	pthread_mutex_lock(&slots_lock);
+	c->hot.serial = ++clients_opened;
+	c->next_client = live_clients;
+	live_clients = c;
+	pthread_mutex_unlock(&slots_lock);
 	*out = c;
 	return 0;
 
@@ -443,10 +634,19 @@ void fw_client_close(struct fw_client *c)
 {
 	if (!c)
 		return;
+	fw_client_shutdown(c);
+	pthread_mutex_lock(&c->lock);
+	c->refiller_stop = true;
+	pthread_cond_signal(&c->refiller_cond);
+	pthread_mutex_unlock(&c->lock);
+	if (c->refiller_started)
+		pthread_join(c->refiller, NULL);
+	slots_free(c);
 	for (size_t i = 0; i < c->nsrv; i++)
 		close(c->srv[i].fd);
 	pf_free(&c->pf, c->nsrv);
 	pf_free(&c->upf, c->nsrv);
+	pthread_cond_destroy(&c->refiller_cond);
 	pthread_mutex_destroy(&c->call_lock);
 	pthread_mutex_destroy(&c->lock);
 	free(c->srv);
@@ -481,11 +681,12 @@ static void wake_fd(int fd)
 
 void fw_client_shutdown(struct fw_client *c)
 {
-	if (!c || atomic_exchange(&c->closed, true))
+	if (!c || atomic_exchange(&c->hot.closed, true))
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->pf.avail = c->pf.head = c->pf.len = 0;
 	c->upf.avail = c->upf.head = 0;
+	pthread_cond_signal(&c->refiller_cond);
 	pthread_cond_broadcast(&c->pf.cond);
 	pthread_cond_broadcast(&c->upf.cond);
 	for (size_t i = 0; i < c->nsrv; i++) {
@@ -512,11 +713,13 @@ static int await_reply(const struct fw_client *c, struct fw_client_io *io, int f
 		struct timespec ts;
 		int n;
 
-		if (cancelled(c))
+		if (cancelled(c, io))
 			return -ECANCELED;
+		if (atomic_load(&c->hot.closed))
+			return FW_ECLOSED;
 		if (now >= deadline)
 			return FW_ETIMEOUT;
-		ts = ns_to_ts(wait_slice_ns(c, deadline - now));
+		ts = ns_to_ts(wait_slice_ns(c, io, deadline - now));
 		n = ppoll(&pfd, 1, &ts, NULL);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -531,7 +734,7 @@ static int await_reply(const struct fw_client *c, struct fw_client_io *io, int f
 			ssize_t len;
 			int rc;
 
-			if (atomic_load(&c->closed))
+			if (atomic_load(&c->hot.closed))
 				return FW_ECLOSED;
 			len = recvfrom(fd, io->rx, sizeof(io->rx), MSG_TRUNC,
 				       (struct sockaddr *)&from, &fromlen);
@@ -582,7 +785,7 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 	size_t cur;
 	int len, rc;
 
-	if (atomic_load(&c->closed))
+	if (atomic_load(&c->hot.closed))
 		return FW_ECLOSED;
 	/* Fewer IDs, never a fragment, when a server is IPv6 (the reply says how many
 	 * came). A RANGE's count is IDs; its reply is at most FW_WIRE_RANGES_MAX ranges
@@ -621,7 +824,7 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 				sent = send(fd, io->tx, (size_t)len, 0);
 			} while (sent < 0 && errno == EINTR);
 			/* Refused, unreachable or unroutable: the next server may do better. */
-			if (sent < 0 && atomic_load(&c->closed))
+			if (sent < 0 && atomic_load(&c->hot.closed))
 				return FW_ECLOSED;
 			if (sent < 0)
 				break;
@@ -651,7 +854,7 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 				break;
 			if (io->reply.hdr.status != FW_WIRE_ST_RETRY_AFTER)
 				return FW_ESTATUS;
-			rc = pause_ns(c, (uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
+			rc = pause_ns(c, io, (uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
 							  FW_CLIENT_RETRY_AFTER_MAX_US) *
 						 NS_PER_US);
 			if (rc < 0)
@@ -1028,62 +1231,6 @@ int fw_client_info(struct fw_client *c, struct fw_wire_info *info, struct fw_wir
 	return rc;
 }
 
-/* Appends @n validated ranges to the ID buffer. Under c->lock. */
-static void pf_put_ranges(struct fw_client_pf *p, const struct fw_wire_range *r, size_t n)
-{
-	/* Capacity holds (see fw_client_open); compact when the tail is reached. */
-	if (p->head + p->len + n > p->cap && p->head) {
-		memmove(p->ranges, p->ranges + p->head, p->len * sizeof(*p->ranges));
-		p->head = 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct fw_wire_range *tail = p->len ? &p->ranges[p->head + p->len - 1] : NULL;
-
-		/* LIST replies are mostly consecutive IDs: store them as runs. */
-		if (tail && tail->first + tail->n == r[i].first && tail->n <= UINT32_MAX - r[i].n)
-			tail->n += r[i].n;
-		else if (p->head + p->len < p->cap)
-			p->ranges[p->head + p->len++] = r[i];
-		else
-			continue; /* cannot happen (capacity); the IDs are wasted, never reused */
-		p->avail += r[i].n;
-	}
-}
-
-/*
- * Tops the ID buffer up with opts.prefetch IDs on the prefetch channel,
- * without c->lock: each reply's IDs are added (and waiters woken) as it
- * arrives, and kept even if a later request of the refill fails.
- */
-static int refill_ids(struct fw_client *c, struct fw_client_pf *p)
-{
-	struct fw_wire_range r[FW_WIRE_LIST_MAX];
-	bool use_range = c->opts.use_range;
-	uint32_t per_req = use_range ? FW_WIRE_RANGE_IDS_MAX : FW_WIRE_LIST_MAX;
-	uint64_t fetched = 0;
-
-	while (fetched < c->opts.prefetch) {
-		uint64_t want = FW_MIN(c->opts.prefetch - fetched, per_req);
-		size_t n;
-		int rc;
-
-		rc = fetch(c, p->io, use_range, (uint16_t)want, r, &n);
-		if (rc < 0)
-			return rc;
-		for (size_t i = 0; i < n; i++)
-			fetched += r[i].n;
-		pthread_mutex_lock(&c->lock);
-		if (atomic_load(&c->closed)) {
-			pthread_mutex_unlock(&c->lock);
-			return FW_ECLOSED;
-		}
-		pf_put_ranges(p, r, n);
-		pthread_cond_broadcast(&p->cond);
-		pthread_mutex_unlock(&c->lock);
-	}
-	return 0;
-}
-
 /* The UUID counterpart of refill_ids(). */
 static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 {
@@ -1100,7 +1247,7 @@ static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 			return rc;
 		fetched += n;
 		pthread_mutex_lock(&c->lock);
-		if (atomic_load(&c->closed)) {
+		if (atomic_load(&c->hot.closed)) {
 			pthread_mutex_unlock(&c->lock);
 			return FW_ECLOSED;
 		}
@@ -1131,7 +1278,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 	uint64_t gen0 = p->gen;
 
 	for (;;) {
-		if (atomic_load(&c->closed))
+		if (atomic_load(&c->hot.closed))
 			return FW_ECLOSED;
 		bool low = p->avail == 0 ||
 			   (p->avail < c->opts.low_water && now_ns() >= p->hold_until_ns);
@@ -1169,7 +1316,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 		} else if (p->busy) {
 			struct timespec ts;
 
-			if (cancelled(c))
+			if (cancelled(c, NULL))
 				return -ECANCELED;
 			/* p->cond runs on CLOCK_REALTIME (default attributes) */
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -1183,18 +1330,6 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 	}
 }
 
-static void take_id(struct fw_client_pf *p, void *out)
-{
-	struct fw_wire_range *head = &p->ranges[p->head];
-
-	*(uint64_t *)out = head->first++;
-	if (--head->n == 0) {
-		p->head++;
-		p->len--;
-	}
-	p->avail--;
-}
-
 static void take_uuid(struct fw_client_pf *p, void *out)
 {
 	memcpy(out, p->uuids[p->head], FW_UUID_LEN);
@@ -1202,16 +1337,384 @@ static void take_uuid(struct fw_client_pf *p, void *out)
 	p->avail--;
 }
 
+/* ---- fw_client_next(): per-thread slots over a pool refilled in the background ---- */
+
+/* Room for @n more ranges at the pool's tail: compacts, then grows. Under c->lock. */
+static bool pool_room(struct fw_client_pf *p, size_t n)
+{
+	struct fw_client_pr *q;
+	size_t cap;
+
+	if (p->head + p->len + n <= p->cap)
+		return true;
+	if (p->head) {
+		memmove(p->pr, p->pr + p->head, p->len * sizeof(*p->pr));
+		p->head = 0;
+	}
+	if (p->len + n <= p->cap)
+		return true;
+	cap = p->cap * 2 > p->len + n ? p->cap * 2 : p->len + n;
+	q = realloc(p->pr, cap * sizeof(*p->pr));
+	if (!q)
+		return false;
+	p->pr = q;
+	p->cap = cap;
+	return true;
+}
+
+/* Appends @n validated ranges to the pool, stamped with the epoch and the
+ * time. Under c->lock. */
+static void pool_put(struct fw_client *c, const struct fw_wire_range *r, size_t n)
+{
+	struct fw_client_pf *p = &c->pf;
+	uint64_t epoch = atomic_load(&c->hot.epoch), now = now_ns();
+
+	if (!pool_room(p, n))
+		return; /* no memory: these IDs are wasted, never reused */
+	for (size_t i = 0; i < n; i++) {
+		struct fw_client_pr *tail = p->len ? &p->pr[p->head + p->len - 1] : NULL;
+
+		/* LIST replies are mostly consecutive IDs: store them as runs. */
+		if (tail && tail->epoch == epoch && tail->first + tail->n == r[i].first)
+			tail->n += r[i].n;
+		else
+			p->pr[p->head + p->len++] = (struct fw_client_pr){
+				.first = r[i].first, .n = r[i].n, .epoch = epoch, .at_ns = now};
+		p->avail += r[i].n;
+	}
+}
+
+/* Drops the pool's IDs older than max_age (by the epoch or the clock). Under c->lock. */
+static void pool_drop_expired(struct fw_client *c, uint64_t now)
+{
+	struct fw_client_pf *p = &c->pf;
+	uint64_t epoch = atomic_load(&c->hot.epoch);
+	uint64_t max_ns = (uint64_t)c->opts.max_age_ms * NS_PER_MS;
+
+	while (p->len) {
+		const struct fw_client_pr *h = &p->pr[p->head];
+
+		if (h->epoch + FW_CLIENT_AGE_TICKS > epoch && now - h->at_ns < max_ns)
+			break;
+		p->avail -= h->n;
+		p->head++;
+		p->len--;
+	}
+}
+
+/* Moves up to pf_want / 8 IDs (one caller's share) from the pool to @s. Under c->lock. */
+static void slot_fill(struct fw_client *c, struct fw_client_slot *s)
+{
+	struct fw_client_pf *p = &c->pf;
+	uint64_t want = FW_MIN(c->pf_want / 8, FW_WIRE_RANGE_IDS_MAX);
+
+	if (want == 0)
+		want = 1;
+	s->head = s->len = 0;
+	s->epoch = UINT64_MAX;
+	while (want && p->len && s->len < FW_CLIENT_SLOT_RANGES) {
+		struct fw_client_pr *h = &p->pr[p->head];
+		uint64_t k = FW_MIN(want, h->n);
+
+		s->r[s->len++] = (struct fw_wire_range){.first = h->first, .n = (uint32_t)k};
+		s->epoch = FW_MIN(s->epoch, h->epoch);
+		h->first += k;
+		h->n -= k;
+		p->avail -= k;
+		want -= k;
+		if (h->n == 0) {
+			p->head++;
+			p->len--;
+		}
+	}
+}
+
+static inline uint64_t slot_take(struct fw_client_slot *s)
+{
+	struct fw_wire_range *r = &s->r[s->head];
+	uint64_t id = r->first++;
+
+	if (--r->n == 0) {
+		s->head++;
+		s->len--;
+	}
+	return id;
+}
+
+/*
+ * Fetches @want IDs into the pool on the refiller's channel, without
+ * c->lock: each reply's IDs join the pool (and waiters are woken) as it
+ * arrives, and stay there if a later request of the refill fails.
+ */
+static int refill_ids(struct fw_client *c, uint64_t want)
+{
+	struct fw_wire_range r[FW_WIRE_LIST_MAX];
+	bool use_range = c->opts.use_range;
+	uint32_t per_req = use_range ? FW_WIRE_RANGE_IDS_MAX : FW_WIRE_LIST_MAX;
+	uint64_t fetched = 0;
+
+	while (fetched < want) {
+		size_t n;
+		int rc;
+
+		rc = fetch(c, &c->pf_io, use_range, (uint16_t)FW_MIN(want - fetched, per_req), r,
+			   &n);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			fetched += r[i].n;
+		pthread_mutex_lock(&c->lock);
+		if (atomic_load(&c->hot.closed)) {
+			pthread_mutex_unlock(&c->lock);
+			return FW_ECLOSED;
+		}
+		pool_put(c, r, n);
+		pthread_cond_broadcast(&c->pf.cond);
+		pthread_mutex_unlock(&c->lock);
+	}
+	return 0;
+}
+
+/*
+ * One refill of pf_want IDs, run by the refiller. Called and returns with
+ * c->lock held; drops it for the round trips. The size adapts as Leaf's
+ * segments do: doubled (up to FW_CLIENT_GROW_MAX x opts.prefetch) when a
+ * caller found the pool empty since the last refill, halved (down to
+ * opts.prefetch) when the last one lasted more than half the maximum age;
+ * at the largest size, the low-water mark doubles instead (up to two
+ * refills), so that one refill is always in flight while callers drain.
+ */
+static void refill_once(struct fw_client *c)
+{
+	struct fw_client_pf *p = &c->pf;
+	uint64_t start = now_ns();
+	uint64_t cap = FW_MIN((uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX, FW_CLIENT_PREFETCH_MAX);
+	int rc;
+
+	cap = FW_MAX(cap, c->opts.prefetch);
+	if (p->gen > 0 && c->starved && c->pf_want < cap) {
+		c->pf_want = FW_MIN(c->pf_want * 2, cap);
+		c->pf_low = c->pf_want * c->opts.low_water / c->opts.prefetch;
+	} else if (p->gen > 0 && c->starved) {
+		/* At the largest refill: start earlier, up to one refill always in flight. */
+		c->pf_low = FW_MIN(FW_MAX(c->pf_low * 2, 1), 2 * c->pf_want);
+	} else if (p->gen > 0 &&
+		   start - c->last_refill_ns > (uint64_t)c->opts.max_age_ms * NS_PER_MS / 2) {
+		c->pf_want = FW_MAX(c->pf_want / 2, c->opts.prefetch);
+		c->pf_low = c->pf_want * c->opts.low_water / c->opts.prefetch;
+	}
+	c->last_refill_ns = start;
+	c->starved = false;
+	c->asks_served = c->asks;
+	p->busy = true;
+	pthread_mutex_unlock(&c->lock);
+	rc = refill_ids(c, c->pf_want);
+	pthread_mutex_lock(&c->lock);
+	p->busy = false;
+	p->gen++;
+	p->last_rc = rc;
+	/* Callers that asked meanwhile take from this refill, or get its error. */
+	c->asks_served = c->asks;
+	/* A failed refill holds the next one off (callers with nothing left still ask). */
+	p->hold_until_ns =
+		rc < 0 ? now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries) : 0;
+	pthread_cond_broadcast(&p->cond);
+}
+
+/* The absolute CLOCK_MONOTONIC time @ns as a timespec, for refiller_cond. */
+static void refiller_wait(struct fw_client *c, uint64_t until_ns)
+{
+	struct timespec ts;
+
+	if (until_ns == UINT64_MAX) {
+		pthread_cond_wait(&c->refiller_cond, &c->lock);
+		return;
+	}
+	ts = ns_to_ts(until_ns);
+	pthread_cond_timedwait(&c->refiller_cond, &c->lock, &ts);
+}
+
+/*
+ * The refiller thread: advances the epoch while callers take IDs, drops
+ * expired IDs from the pool, and refills it when a caller asks (the pool
+ * is empty) or when it falls below pf_low (not during a hold-off). Stops
+ * ticking after FW_CLIENT_IDLE_TICKS ticks without a take: every buffered
+ * ID has expired by then, and an idle client costs no wake-ups.
+ */
+static void *refiller_run(void *arg)
+{
+	struct fw_client *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->refiller_stop) {
+		uint64_t now = now_ns(), until = UINT64_MAX;
+		bool low;
+
+		if (atomic_load(&c->hot.closed)) {
+			refiller_wait(c, until);
+			continue;
+		}
+		if (c->ticking && now >= c->next_tick_ns) {
+			atomic_fetch_add(&c->hot.epoch, 1);
+			c->next_tick_ns = now + c->tick_ns;
+			if (c->takes == c->takes_seen && c->waiters == 0)
+				c->ticking = ++c->idle_ticks < FW_CLIENT_IDLE_TICKS;
+			else
+				c->idle_ticks = 0;
+			c->takes_seen = c->takes;
+			pool_drop_expired(c, now);
+			continue;
+		}
+		low = c->ticking && c->pf.avail < c->pf_low;
+		if (c->asks != c->asks_served || (low && now >= c->pf.hold_until_ns)) {
+			refill_once(c);
+			continue;
+		}
+		if (c->ticking)
+			until = c->next_tick_ns;
+		if (low)
+			until = FW_MIN(until, c->pf.hold_until_ns);
+		refiller_wait(c, until);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Starts the refiller once, with every signal blocked (a host such as a
+ * PostgreSQL backend keeps its signals on its own threads). Under c->lock. */
+static int refiller_start(struct fw_client *c)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (c->refiller_started)
+		return 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&c->refiller, NULL, refiller_run, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return -rc;
+	c->refiller_started = true;
+	return 0;
+}
+
+/* Waits on pf.cond for the refiller, in slices that ask opts.cancel. Under c->lock. */
+static int pool_wait(struct fw_client *c)
+{
+	struct timespec ts;
+
+	if (!c->opts.cancel) {
+		pthread_cond_wait(&c->pf.cond, &c->lock);
+		return 0;
+	}
+	if (cancelled(c, NULL))
+		return -ECANCELED;
+	/* pf.cond runs on CLOCK_REALTIME (default attributes) */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&c->pf.cond, &c->lock, &ts);
+	return 0;
+}
+
+/*
+ * fw_client_next() when the caller's slot is empty, expired or missing:
+ * refills the slot from the pool under c->lock (or, without a slot, takes
+ * one ID from the pool), waiting for the refiller only when the pool is
+ * empty. A caller that waited through a refill that failed and left
+ * nothing gets that refill's error.
+ */
+static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_client_slot *s,
+						uint64_t *id)
+{
+	bool waited = false;
+	uint64_t gen0 = 0;
+	int rc;
+
+	if (atomic_load(&c->hot.closed))
+		return FW_ECLOSED;
+	if (!s && c->hot.have_key)
+		s = pthread_getspecific(c->hot.key);
+	if (s)
+		s->len = 0; /* empty or expired: these IDs are wasted, never reused */
+	else
+		s = slot_new(c);
+	if (s) {
+		tls_slot.c = c;
+		tls_slot.serial = c->hot.serial;
+		tls_slot.s = s;
+	}
+	pthread_mutex_lock(&c->lock);
+	rc = refiller_start(c);
+	c->takes++;
+	if (!c->ticking) {
+		c->ticking = true;
+		c->idle_ticks = 0;
+		c->next_tick_ns = now_ns() + c->tick_ns;
+		pthread_cond_signal(&c->refiller_cond);
+	}
+	while (rc == 0) {
+		if (atomic_load(&c->hot.closed)) {
+			rc = FW_ECLOSED;
+			break;
+		}
+		pool_drop_expired(c, now_ns());
+		if (c->pf.avail > 0) {
+			if (s) {
+				slot_fill(c, s);
+				*id = slot_take(s);
+			} else {
+				struct fw_client_pr *h = &c->pf.pr[c->pf.head];
+
+				*id = h->first++;
+				c->pf.avail--;
+				if (--h->n == 0) {
+					c->pf.head++;
+					c->pf.len--;
+				}
+			}
+			if (c->pf.avail < c->pf_low && !c->pf.busy)
+				pthread_cond_signal(&c->refiller_cond);
+			break;
+		}
+		if (waited && c->pf.gen != gen0 && c->pf.last_rc < 0) {
+			rc = c->pf.last_rc;
+			break;
+		}
+		if (!waited) {
+			waited = true;
+			gen0 = c->pf.gen;
+			c->asks++;
+		}
+		c->starved = true;
+		c->waiters++;
+		pthread_cond_signal(&c->refiller_cond);
+		rc = pool_wait(c);
+		c->waiters--;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 int fw_client_next(struct fw_client *c, uint64_t *id)
 {
-	int rc;
+	struct fw_client_slot *s;
 
 	if (!c || !id)
 		return -EINVAL;
-	pthread_mutex_lock(&c->lock);
-	rc = pf_next(c, &c->pf, refill_ids, take_id, id);
-	pthread_mutex_unlock(&c->lock);
-	return rc;
+	s = tls_slot.c == c && tls_slot.serial == c->hot.serial ? tls_slot.s : NULL;
+	/* The fast path: this thread's own IDs, no lock, no shared write. */
+	if (s && s->len &&
+	    s->epoch + FW_CLIENT_AGE_TICKS > atomic_load_explicit(&c->hot.epoch, memory_order_relaxed) &&
+	    !atomic_load_explicit(&c->hot.closed, memory_order_relaxed)) {
+		*id = slot_take(s);
+		return 0;
+	}
+	return next_slow(c, s, id);
 }
 
 int fw_client_next_uuid7(struct fw_client *c, uint8_t uuid[FW_UUID_LEN])

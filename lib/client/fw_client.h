@@ -33,9 +33,10 @@
  * serialised among themselves: one waits for the request in flight. The
  * prefetching calls (fw_client_next, fw_client_next_uuid7) never wait for
  * them: each prefetch buffer has its own sockets and at most one refill in
- * flight, run outside the client's lock, while other callers keep taking
- * from the buffer (they wait only when it is empty). No lock is ever held
- * across a network round trip except the one-shot calls' own. A reply's
+ * flight, run outside the client's lock (fw_client_next's by a thread of
+ * the client's own), while other callers keep taking from the buffer
+ * (they wait only when it is empty). No lock is ever held across a
+ * network round trip except the one-shot calls' own. A reply's
  * IDs are checked against earlier replies on the same socket set, so the
  * cross-reply check below holds per channel (one-shot, ID prefetch, UUID
  * prefetch). fw_client_close() must not race with any other call.
@@ -71,6 +72,8 @@
 #define FW_CLIENT_TIMEOUT_MS_MAX     60000u
 #define FW_CLIENT_RETRIES_MAX        10u
 #define FW_CLIENT_PREFETCH_MAX       (1u << 20)
+#define FW_CLIENT_MAX_AGE_MS_MIN     10u
+#define FW_CLIENT_MAX_AGE_MS_MAX     3600000u
 /* Longest a wait sleeps between two calls of opts.cancel. */
 #define FW_CLIENT_CANCEL_SLICE_MS    10u
 /* Distinct (datacenter, worker) pairs whose last ID is remembered; the
@@ -106,6 +109,16 @@ struct fw_client_opts {
 	 */
 	bool (*cancel)(void *cancel_arg);
 	void *cancel_arg;
+	/*
+	 * Longest fw_client_next() keeps a prefetched ID before handing it out,
+	 * FW_CLIENT_MAX_AGE_MS_MIN..FW_CLIENT_MAX_AGE_MS_MAX; default 1000. An
+	 * ID's time is when the responder issued it: a buffer filled long ago
+	 * would hand out old times (rows look older than they are, and IDs of
+	 * several callers are only k-sorted within this bound). Older IDs are
+	 * dropped (wasted, never reused) and fresh ones fetched. The bound is
+	 * kept to within the scheduling delay of the client's refiller thread.
+	 */
+	uint32_t max_age_ms;
 };
 
 /* Fills *o with the defaults and sets o->size. */
@@ -139,8 +152,10 @@ FW_API int fw_client_open(const char *const *servers, size_t n, const struct fw_
  */
 FW_API void fw_client_shutdown(struct fw_client *c);
 
-/* Closes the sockets and frees @c. NULL is a no-op. Buffered IDs are lost.
- * No call may be in flight: fw_client_shutdown() first, join the callers. */
+/* Stops the client's refiller thread, closes the sockets and frees @c
+ * (with every calling thread's buffer). NULL is a no-op. Buffered IDs are
+ * lost. No call may be in flight: fw_client_shutdown() first, join the
+ * callers; threads that called fw_client_next() may outlive @c. */
 FW_API void fw_client_close(struct fw_client *c);
 
 /*
@@ -188,22 +203,32 @@ FW_API int fw_client_info(struct fw_client *c, struct fw_wire_info *info,
 			  struct fw_wire_hdr *hdr_out);
 
 /*
- * Hands out one ID from a local buffer of prefetched IDs, refilling it with
- * opts.prefetch IDs (RANGE requests, or LIST without opts.use_range) when
- * fewer than opts.low_water remain. The refill runs in the calling thread,
- * outside the client's lock, one at a time: other callers keep taking the
- * IDs that remain, and wait (on a condition, woken as each reply arrives)
- * only when the buffer is empty. RANGE requests are padded for the
+ * Hands out one ID from the calling thread's own buffer: no lock, no write
+ * to memory another thread writes. When it is empty or older than
+ * opts.max_age_ms, the thread takes its next share (an eighth of a refill)
+ * from the client's pool under the client's lock. A refiller thread, started
+ * by the first call, tops the pool up in the background with opts.prefetch
+ * IDs (RANGE requests, or LIST without opts.use_range) when fewer than
+ * opts.low_water remain; both double (up to 64x) while callers drain the
+ * pool faster than one refill per round trip, and shrink back when they
+ * slow down. Callers wait (on a condition, woken as each reply arrives)
+ * only when the pool is empty. RANGE requests are padded for the
  * responder's 2^seq_bits IDs per range (from INFO). If a refill fails while
  * IDs remain, they are still handed out and refills are held off for
  * timeout_ms << retries, so a dead cluster does not cost every call a full
  * timeout; a caller that waited on a refill that failed and left nothing
- * gets that refill's error.
+ * gets that refill's error. The refiller never calls opts.cancel and runs
+ * with every signal blocked; it sleeps once no ID has been taken for two
+ * maximum ages.
  *
- * Per calling thread the IDs are increasing as long as one responder
- * worker serves them; they are unique in any case.
- * Returns 0 with *id set, or (only when the buffer is empty and the refill
- * failed) a common error.
+ * Order: per calling thread the IDs are increasing as long as one responder
+ * worker serves them; they are unique in any case. Across threads they are
+ * not ordered: each holds its own share, so one thread may hand out an ID
+ * lower than one another thread handed out earlier (both at most
+ * opts.max_age_ms old).
+ * Returns 0 with *id set, or (only when the pool is empty and the refill
+ * failed) a common error; -EAGAIN or -ENOMEM if the refiller thread cannot
+ * be started.
  */
 FW_API int fw_client_next(struct fw_client *c, uint64_t *id);
 

@@ -1446,11 +1446,14 @@ static void check_next_threads(bool use_range)
 	for (int i = 1; i < NEXT_THREADS * NEXT_PER; i++)
 		assert_true(all[i] > all[i - 1]);
 	assert_from_fake(all[0]);
-	/* Prefetching: far fewer round trips than IDs. */
+	/* Prefetching: far fewer round trips than IDs. A LIST carries at most
+	 * 181 IDs, and refills grow while four threads drain them, so the pool
+	 * may end up to 64 x 500 IDs ahead of the callers. */
 	if (use_range)
 		assert_true(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]) <= 26);
 	else
-		assert_true(atomic_load(&f->nreq[FW_WIRE_OP_LIST]) <= 26 * 3);
+		assert_true(atomic_load(&f->nreq[FW_WIRE_OP_LIST]) <=
+			    (NEXT_THREADS * NEXT_PER + 64 * 500) / 150);
 	fw_client_close(c);
 	free(all);
 	free(args);
@@ -1677,6 +1680,119 @@ static void test_empty_buffer_waits_for_refill(void **state)
 	fake_stop(f);
 }
 
+/* ---- Bulk prefetch that scales with the callers (issue 37) ---- */
+
+/*
+ * The refill runs on the client's own thread: the caller whose take drops
+ * the pool below low water goes on taking the IDs that remain while the
+ * refill is held. Before, that caller ran the refill itself and waited the
+ * whole round trip (here until the hold expired: gate_expired). The gate
+ * orders the events; no wall time is measured.
+ */
+static void test_refill_never_blocks_caller(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_held_later_ranges);
+	struct fw_client *c = client_opts_for(f, 1000, 500, T_LONG_MS);
+	uint64_t id, prev = 0;
+
+	(void)state;
+	/* 900 of the first 1000: the pool fell below 500 on the way. */
+	for (int i = 0; i < 900; i++) {
+		assert_int_equal(fw_client_next(c, &id), 0);
+		assert_true(id > prev);
+		prev = id;
+	}
+	assert_int_equal(await_count(&f->nreq[FW_WIRE_OP_RANGE], 2), 2);
+	assert_false(atomic_load(&f->gate_expired));
+	atomic_store(&f->gate_open, true);
+	/* Then the refill's IDs, still increasing in this thread. */
+	for (int i = 0; i < 300; i++) {
+		assert_int_equal(fw_client_next(c, &id), 0);
+		assert_true(id > prev);
+		prev = id;
+	}
+	assert_false(atomic_load(&f->gate_expired));
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+/*
+ * opts.max_age_ms: an ID buffered longer is not handed out. With a 50 ms
+ * maximum age, the 999 IDs left of the first refill are dropped after
+ * 200 ms and the next ID comes from a later RANGE. Before, the next ID
+ * was the buffered first + 1, however old.
+ */
+static void test_max_age(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+	uint64_t a, b;
+
+	(void)state;
+	fw_client_opts_init(&o);
+	assert_int_equal(o.max_age_ms, 1000);
+	fake_addr(f, addr, sizeof(addr));
+	o.max_age_ms = FW_CLIENT_MAX_AGE_MS_MIN - 1;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), -EINVAL);
+	o.max_age_ms = FW_CLIENT_MAX_AGE_MS_MAX + 1;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), -EINVAL);
+	o.timeout_ms = T_LONG_MS;
+	o.prefetch = 1000;
+	o.low_water = 10;
+	o.max_age_ms = 50;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	assert_int_equal(fw_client_next(c, &a), 0);
+	assert_int_equal(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]), 1);
+	sleep_ms(200);
+	assert_int_equal(fw_client_next(c, &b), 0);
+	/* (The refiller may have refreshed the pool meanwhile: it keeps fresh
+	 * IDs for two maximum ages after the last take.) */
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]) >= 2);
+	assert_true(b >= a + 1000);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+/* Threads that took IDs exit before the client closes (their buffers are
+ * freed by the key's destructor) or after it (the client freed them). */
+static void *next_few(void *arg)
+{
+	uint64_t id;
+
+	for (int i = 0; i < 10; i++)
+		if (fw_client_next(arg, &id) != 0)
+			return (void *)1;
+	return NULL;
+}
+
+static void test_slots_thread_exit(void **state)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client *c = client_for(f, true);
+	pthread_t th[16];
+	void *ret;
+
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(pthread_create(&th[i], NULL, next_few, c), 0);
+		for (int i = 0; i < 16; i++) {
+			assert_int_equal(pthread_join(th[i], &ret), 0);
+			assert_null(ret);
+		}
+	}
+	/* This thread's slot outlives the client. */
+	assert_null(next_few(c));
+	fw_client_close(c);
+	c = client_for(f, true);
+	assert_null(next_few(c));
+	fw_client_close(c);
+	fake_stop(f);
+}
+
 /* ---- UUIDv7 ---- */
 
 static void test_uuid7_get(void **state)
@@ -1841,6 +1957,9 @@ int main(void)
 		cmocka_unit_test(test_range_count_ipv6_and_mixed),
 		cmocka_unit_test(test_refill_outside_lock),
 		cmocka_unit_test(test_empty_buffer_waits_for_refill),
+		cmocka_unit_test(test_refill_never_blocks_caller),
+		cmocka_unit_test(test_max_age),
+		cmocka_unit_test(test_slots_thread_exit),
 		cmocka_unit_test(test_uuid7_get),
 		cmocka_unit_test(test_uuid7_unsupported),
 		cmocka_unit_test(test_uuid7_next_threads),
