@@ -47,11 +47,12 @@ static void status_help(FILE *f)
 		   "slew and flags, the persisted mark and how far ahead it is, requests,\n"
 		   "IDs and replies per second over the interval, drops by reason, fleet\n"
 		   "leases, and a verdict. Exit status, as a monitoring plugin's:\n"
-		   "0 OK; 1 WARNING (clock stepped back, offset over 100 ms, over 10 %%\n"
-		   "RETRY_AFTER or 5 %% drops in the interval); 2 CRITICAL (the mark cannot\n"
-		   "be persisted, issuing stopped at the mark, CLOCK_UNSAFE replies, a lease\n"
-		   "ending within 60 s); 3 UNKNOWN (endpoint unreachable, not flakewire\n"
-		   "metrics, or bad arguments).\n"
+		   "0 OK; 1 WARNING (some workers cannot issue, clock stepped back, offset\n"
+		   "over 100 ms, over 10 %% RETRY_AFTER or 5 %% drops in the interval);\n"
+		   "2 CRITICAL (no worker can issue: flakewire_worker_state, what /readyz\n"
+		   "reads; the mark cannot be persisted, issuing stopped at the mark,\n"
+		   "CLOCK_UNSAFE replies, a lease ended or ending within 60 s); 3 UNKNOWN\n"
+		   "(endpoint unreachable, not flakewire metrics, or bad arguments).\n"
 		   "\n"
 		   "  --metrics HOST:PORT   the endpoint (default 127.0.0.1:9842; [::1]:9842)\n"
 		   "  --interval S          seconds between the two scrapes the rates come\n"
@@ -335,6 +336,24 @@ int cmd_status(int argc, char **argv)
 	}
 	printf("\n");
 
+	/* the workers' states: what /readyz and the alert rules read (one truth) */
+	size_t n_w = 0, n_issuing = 0;
+	char states[512] = "";
+	size_t sl = 0;
+	for (size_t i = 0; i < cur->n; i++) {
+		if (strcmp(cur->s[i].name, "flakewire_worker_state") || cur->s[i].v != 1)
+			continue;
+		char w[16], stn[32];
+		label(cur->s[i].labels, "worker", w, sizeof(w));
+		label(cur->s[i].labels, "state", stn, sizeof(stn));
+		n_w++;
+		n_issuing += !strcmp(stn, "issuing");
+		if (sl < sizeof(states))
+			sl += (size_t)snprintf(states + sl, sizeof(states) - sl, " %s %s", w, stn);
+	}
+	if (n_w)
+		printf("%-9s%s\n", "states", states);
+
 	double off = sum(cur, "flakewire_clock_offset_seconds", NULL);
 	if (!isnan(off)) {
 		double back = sum(cur, "flakewire_clock_flag", "flag=\"back_step\"");
@@ -432,12 +451,20 @@ int cmd_status(int argc, char **argv)
 		lease = true;
 		printf(" worker %s %.0f s", label(cur->s[i].labels, "worker", buf, sizeof(buf)),
 		       cur->s[i].v);
-		if (cur->s[i].v < 60)
+		if (cur->s[i].v < 0)
+			raise_to(&st, ST_CRITICAL, why, sizeof(why), "a fleet lease ended");
+		else if (cur->s[i].v < 60)
 			raise_to(&st, ST_CRITICAL, why, sizeof(why),
 				 "a fleet lease ends within 60 s");
 	}
 	printf(lease ? "\n" : "%-9s none (no fleet)\n", "leases");
 
+	/* after the causes above, so the verdict names the cause first */
+	if (n_w && n_issuing == 0)
+		raise_to(&st, ST_CRITICAL, why, sizeof(why),
+			 "no worker can issue (see states; /readyz answers 503)");
+	else if (n_w && n_issuing < n_w)
+		raise_to(&st, ST_WARNING, why, sizeof(why), "some workers cannot issue (see states)");
 	static const char *const verdict[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
 	printf("%-9s %s%s%s\n", "status", verdict[st], why[0] ? ": " : "", why);
 	free_scrape(&a);

@@ -85,4 +85,15 @@ sleep 0.5
 status 2 --interval 0
 grep -q '^status *CRITICAL: the mark cannot be persisted' "$TMP/out" || fail "no mark critical"
 grep -q 'NOT PERSISTING' "$TMP/out" || fail "mark line does not say NOT PERSISTING"
+grep -q '^states *7 waiting 8 waiting' "$TMP/out" || fail "the worker's state is not waiting"
+stop
+
+# issue 38: a node that can issue nothing is not OK, with or without traffic:
+# restarted with the mark 120 s ahead (RETRY_AFTER to everything), no traffic
+mkdir -p "$TMP/state"
+"$FLAKECTL" mark "$TMP/state/mark" --set "$(($(date +%s%3N) + 120000))" >/dev/null
+start
+status 2 --interval 0
+grep -q '^states *7 waiting 8 waiting' "$TMP/out" || fail "the worker's state is not waiting"
+grep -q '^status *CRITICAL: no worker can issue' "$TMP/out" || fail "a node behind its mark is not CRITICAL"
 echo PASS
