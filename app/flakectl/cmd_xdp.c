@@ -57,7 +57,7 @@ static int xdp_status(const char *ifname)
 		printf("\nforeign      %s (id %" PRIu32 ")", in.foreign_name, in.foreign_id);
 	printf("\n");
 	for (unsigned int i = 0; in.has_counters && i < FW_XDP_STAT_MAX; i++)
-		printf("  %-12s %" PRIu64 "\n", fw_xdp_stat_name(i), in.counters[i]);
+		printf("  %-19s %" PRIu64 "\n", fw_xdp_stat_name(i), in.counters[i]);
 	return FC_EXIT_OK;
 }
 

@@ -515,6 +515,7 @@ int main(int argc, char **argv)
 	port->addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
 	port->tx_cksum = tx_offload;
 	snprintf(port->name, sizeof(port->name), "pktbench");
+	fw_pkt_ctx_add_port(&app->px, port); /* our address a martian source, as flakewire has it */
 
 	struct pb_frame fr[PB_CLIENTS];
 	for (uint32_t k = 0; k < PB_CLIENTS; k++)

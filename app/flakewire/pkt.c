@@ -18,6 +18,17 @@
  * verdict GOOD) is summed from scratch.
  * TX checksum offload is used when the port has it.
  *
+ * Martians: a frame from a group source MAC (multicast, broadcast) is
+ * dropped before anything else, and a source address that no peer on the
+ * wire can have (loopback, unspecified, multicast, broadcast, one of our
+ * own: fw_policy_martian) before any policy; each counted by its reason.
+ * The martian verdict is part of the source's cached verdict (never
+ * allowed, never trusted), so the fast path pays nothing for it: its
+ * "allowed?" test is the one it makes anyway, its MAC compare also covers
+ * the source MAC's group bit. [net] trusted can never be satisfied by a
+ * martian, and a reply never goes to a group MAC (ARP and neighbour
+ * discovery check the hardware address they answer to).
+ *
  * Hostile traffic: IPv4 from outside [net] allow and UDP from reflector
  * source ports are dropped before any checksum over the payload; untrusted
  * sources over [net] rate are dropped or, every rate_slip-th, answered with
@@ -57,7 +68,17 @@ const char *const fw_drop_names[FW_DROP_COUNT] = {
 	[FW_DROP_IPV6_EXT] = "ipv6_ext",
 	[FW_DROP_ND] = "nd_invalid",
 	[FW_DROP_UDP6_NO_CKSUM] = "udp6_zero_cksum",
+	[FW_DROP_MARTIAN_LOOPBACK] = "martian_loopback",
+	[FW_DROP_MARTIAN_UNSPECIFIED] = "martian_unspecified",
+	[FW_DROP_MARTIAN_MULTICAST] = "martian_multicast",
+	[FW_DROP_MARTIAN_BROADCAST] = "martian_broadcast",
+	[FW_DROP_MARTIAN_SELF] = "martian_self",
+	[FW_DROP_MARTIAN_MAC] = "martian_mac",
 };
+
+_Static_assert(FW_DROP_MARTIAN(FW_POLICY_MARTIAN_SELF) == FW_DROP_MARTIAN_SELF &&
+		       FW_DROP_MARTIAN(FW_POLICY_MARTIAN_COUNT) == FW_DROP_MARTIAN_MAC,
+	       "enum fw_drop's martians follow enum fw_policy_martian");
 
 #define L2 ((uint16_t)sizeof(struct rte_ether_hdr))
 #define L3 ((uint16_t)sizeof(struct rte_ipv4_hdr))
@@ -421,7 +442,7 @@ static __rte_always_inline bool answer_ipv4(const struct fw_pkt_ctx *px, struct 
 		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 	uint32_t v = fw_policy_cached(&px->policy, &lc->srcc, ip->src_addr);
 	if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
-		return pkt_drop(lc, FW_DROP_SOURCE);
+		return pkt_drop_source(lc, v);
 
 	switch (ip->next_proto_id) {
 	case IPPROTO_UDP:
@@ -436,17 +457,19 @@ static __rte_always_inline bool answer_ipv4(const struct fw_pkt_ctx *px, struct 
 
 /*
  * The common case in four 8-byte compares, for a frame of at least 42
- * bytes in one segment: to our MAC, IPv4 without options, no fragment,
- * UDP, to our address and port. Everything else takes the slow path, whose
+ * bytes in one segment: to our MAC from a unicast one, IPv4 without
+ * options, no fragment, UDP, to our address and port (the source's verdict,
+ * martian or not, is the policy cache's). Everything else takes the slow path, whose
  * checks one by one name the reason of a drop; a frame that passes here
  * would pass them too, so both count alike.
  */
 struct fast_key {
-	uint64_t mac; /* bytes 0-5 of the frame, as loaded */
+	uint64_t mac; /* bytes 0-5 of the frame, as loaded (6-7, the source MAC's first two: 0) */
 	uint64_t dst; /* bytes 30-37: IPv4 destination, (source port masked), UDP port */
 };
 
 /* Little-endian view of frame bytes: the masks and keys below assume it. */
+#define FAST_M0  0x0001ffffffffffffull /* destination MAC, source MAC's group bit (must be 0) */
 #define FAST_M12 0x0000000000ffffffull /* ether type, version + IHL */
 #define FAST_V12 0x0000000000450008ull
 #define FAST_M20 0x00000000ff00ff3full /* MF + fragment offset, protocol */
@@ -480,9 +503,8 @@ static __rte_always_inline bool pkt_answer(const struct fw_pkt_ctx *px, struct f
 		memcpy(&w12, b + 12, 8);
 		memcpy(&w20, b + 20, 8);
 		memcpy(&w30, b + 30, 8);
-		if (FW_LIKELY(((w0 ^ k->mac) & 0xffffffffffffull) == 0 &&
-			      (w12 & FAST_M12) == FAST_V12 && (w20 & FAST_M20) == FAST_V20 &&
-			      ((w30 ^ k->dst) & FAST_M30) == 0)) {
+		if (FW_LIKELY(((w0 ^ k->mac) & FAST_M0) == 0 && (w12 & FAST_M12) == FAST_V12 &&
+			      (w20 & FAST_M20) == FAST_V20 && ((w30 ^ k->dst) & FAST_M30) == 0)) {
 			struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(b + L2);
 			struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 			uint16_t ip_len = BE16((uint16_t)(w12 >> 32));
@@ -508,7 +530,7 @@ static __rte_always_inline bool pkt_answer(const struct fw_pkt_ctx *px, struct f
 								  .rx_good = true};
 					v = fw_policy_cached(&px->policy, &lc->srcc, ip->src_addr);
 					if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
-						return pkt_drop(lc, FW_DROP_SOURCE);
+						return pkt_drop_source(lc, v);
 					return answer_udp_ours(px, lc, port, m, ip, ip_len,
 							       v & FW_POLICY_SRC_TRUSTED, &good,
 							       now, true, t);
@@ -518,7 +540,7 @@ static __rte_always_inline bool pkt_answer(const struct fw_pkt_ctx *px, struct f
 					return pkt_drop(lc, FW_DROP_BAD_CSUM);
 				v = fw_policy_cached(&px->policy, &lc->srcc, ip->src_addr);
 				if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
-					return pkt_drop(lc, FW_DROP_SOURCE);
+					return pkt_drop_source(lc, v);
 				return answer_udp_ours(px, lc, port, m, ip, ip_len,
 						       v & FW_POLICY_SRC_TRUSTED, &cs, now,
 						       tx_cksum, t);
@@ -544,6 +566,9 @@ static __rte_always_inline bool pkt_dispatch(const struct fw_pkt_ctx *px, struct
 
 	if (m->nb_segs != 1 || m->data_len < L2)
 		return pkt_drop(lc, FW_DROP_BAD_LEN);
+	/* a group source MAC is no sender: nothing is answered to it */
+	if (FW_UNLIKELY(rte_is_multicast_ether_addr(&eth->src_addr)))
+		return pkt_drop(lc, FW_DROP_MARTIAN_MAC);
 	switch (eth->ether_type) {
 	case RTE_BE16(RTE_ETHER_TYPE_IPV4):
 		return answer_ipv4(px, lc, port, m, eth, now, t);
@@ -637,9 +662,20 @@ int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *ou
 		    uint32_t *outside6)
 {
 	memset(px, 0, sizeof(*px));
-	if (fw_policy_from_conf(&px->policy, c, outside, outside6))
+	if (fw_policy_from_conf(&px->policy, c, outside, outside6) ||
+	    fw_policy_set_martians(&px->policy, true))
 		return -1;
 	px->udp_port = c->net.udp_port;
 	px->max_reply_bytes = c->net.max_reply_bytes;
+	return 0;
+}
+
+int fw_pkt_ctx_add_port(struct fw_pkt_ctx *px, const struct fw_port *port)
+{
+	if (port->addr_be && fw_policy_add_self(&px->policy, BE32(port->addr_be)))
+		return -1;
+	for (uint32_t i = 0; i < port->n_addr6; i++)
+		if (fw_policy_add_self6(&px->policy, port->addr6[i]))
+			return -1;
 	return 0;
 }

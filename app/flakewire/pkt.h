@@ -43,8 +43,23 @@ enum fw_drop {
 	FW_DROP_IPV6_EXT,      /* an IPv6 extension header other than a fragment */
 	FW_DROP_ND,            /* neighbour solicitation failing RFC 4861 7.1.1 */
 	FW_DROP_UDP6_NO_CKSUM, /* UDP over IPv6 with checksum 0 (mandatory in IPv6) */
+	/*
+	 * Martians, before any policy (fw_policy_martian*): a source address
+	 * no peer on the wire has, in the order of enum fw_policy_martian
+	 * (IPv4-mapped IPv6 under the IPv4 reason), then a group source MAC.
+	 */
+	FW_DROP_MARTIAN_LOOPBACK,    /* 127.0.0.0/8, ::1 */
+	FW_DROP_MARTIAN_UNSPECIFIED, /* 0.0.0.0/8, :: (except a duplicate address probe) */
+	FW_DROP_MARTIAN_MULTICAST,   /* 224.0.0.0/4, ff00::/8 */
+	FW_DROP_MARTIAN_BROADCAST,   /* 255.255.255.255 */
+	FW_DROP_MARTIAN_SELF,        /* one of the responder's own addresses */
+	FW_DROP_MARTIAN_MAC,         /* a multicast or broadcast source MAC */
 	FW_DROP_COUNT
 };
+
+/* The drop reason of martian reason @m (not FW_POLICY_MARTIAN_NONE). */
+#define FW_DROP_MARTIAN(m) \
+	((enum fw_drop)(FW_DROP_MARTIAN_LOOPBACK - FW_POLICY_MARTIAN_LOOPBACK + (m)))
 
 /* The counters' names in telemetry and /metrics ("drop_" + name). */
 extern const char *const fw_drop_names[FW_DROP_COUNT];
@@ -85,6 +100,15 @@ struct fw_pkt_ctx {
  */
 int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
 		    uint32_t *outside6);
+
+/*
+ * Adds @port's addresses (IPv4 and IPv6, set once it started) to the
+ * responder's own in @px->policy: from the wire, a frame with one of them
+ * as its source is a martian (FW_DROP_MARTIAN_SELF). fw_pkt_ctx_init()
+ * turns the martian filter on; call this for every port before the lcores
+ * run. Returns 0, or -1 when more addresses than FW_POLICY_SELF_MAX.
+ */
+int fw_pkt_ctx_add_port(struct fw_pkt_ctx *px, const struct fw_port *port);
 
 /*
  * Answers the frame @m received on @port in place, with the lcore's

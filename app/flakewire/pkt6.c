@@ -26,6 +26,10 @@
  *    ESP, mobility, HIP, shim6) is counted and dropped (drop_ipv6_ext), a
  *    fragment header as drop_fragment: no request needs one, and skipping
  *    them would only widen the parser for attackers.
+ *  - Martian sources (fw_policy_martian6: ::1, ::, ff00::/8, our own
+ *    addresses, IPv4-mapped IPv4 martians) before any policy, each counted
+ *    by its reason (drop_martian_*); from :: only a duplicate address
+ *    detection probe is taken.
  *  - Everything else: the drop reasons of pkt.c (not_us, ip_proto, ...).
  * Replies have hop limit 64 (NDP: 255). Checksums are computed in software
  * (the virtual devices offer no IPv6 offload worth the branches).
@@ -214,7 +218,7 @@ static bool answer_ns(struct fw_lcore *lc, const struct fw_port *port, struct rt
 
 static bool answer_icmp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
 			 struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen,
-			 bool to_me)
+			 bool to_me, uint32_t v)
 {
 	uint8_t *icmp = (uint8_t *)(ip + 1);
 
@@ -224,9 +228,8 @@ static bool answer_icmp6(struct fw_lcore *lc, const struct fw_port *port, struct
 		return answer_ns(lc, port, m, eth, ip, plen);
 	if (icmp[0] != ICMP6_ECHO_REQUEST || icmp[1] != 0 || !to_me)
 		return pkt_drop(lc, to_me ? FW_DROP_PROTO : FW_DROP_NOT_US);
-	if (FW_UNLIKELY(!(fw_policy_cached6(&lc->px->policy, &lc->srcc, ip->src_addr) &
-			  FW_POLICY_SRC_ALLOWED)))
-		return pkt_drop(lc, FW_DROP_SOURCE);
+	if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
+		return pkt_drop_source(lc, v);
 	if (sum6(ip, IPPROTO_ICMPV6, icmp, plen) != 0xffff)
 		return pkt_drop(lc, FW_DROP_BAD_CSUM);
 	uint16_t old, new;
@@ -266,16 +269,15 @@ static bool send_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rt
 
 static bool answer_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
 			struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen,
-			uint64_t now)
+			uint32_t v, uint64_t now)
 {
 	const struct fw_pkt_ctx *px = lc->px;
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
 	if (plen < L4 || BE16(udp->dgram_len) != plen)
 		return pkt_drop(lc, FW_DROP_BAD_LEN);
-	uint32_t v = fw_policy_cached6(&px->policy, &lc->srcc, ip->src_addr);
 	if (FW_UNLIKELY(!(v & FW_POLICY_SRC_ALLOWED)))
-		return pkt_drop(lc, FW_DROP_SOURCE);
+		return pkt_drop_source(lc, v);
 	if (udp->dst_port != BE16((uint16_t)px->udp_port))
 		return pkt_drop(lc, FW_DROP_PORT);
 	if (FW_UNLIKELY(fw_policy_reflector(&px->policy, BE16(udp->src_port))))
@@ -340,18 +342,21 @@ bool fw_pkt6_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_
 		if (!rte_is_same_ether_addr(&eth->dst_addr, &g))
 			return pkt_drop(lc, FW_DROP_NOT_US);
 	}
-	if (ip->src_addr[0] == 0xff)
-		return pkt_drop(lc, FW_DROP_SOURCE); /* a multicast source is never real */
-	/* the unspecified source is for duplicate address detection only */
-	if (FW_UNLIKELY(is_unspecified(ip->src_addr)) &&
-	    (ip->proto != IPPROTO_ICMPV6 || plen < 1 || ((uint8_t *)(ip + 1))[0] != ICMP6_ND_NS))
-		return pkt_drop(lc, FW_DROP_SOURCE);
+	/*
+	 * Martians before any policy (the verdict carries them); the
+	 * unspecified source is for duplicate address detection only.
+	 */
+	uint32_t v = fw_policy_cached6(&lc->px->policy, &lc->srcc, ip->src_addr);
+	if (FW_UNLIKELY(v & FW_POLICY_SRC_MARTIAN_MASK) &&
+	    !(is_unspecified(ip->src_addr) && ip->proto == IPPROTO_ICMPV6 && plen >= 1 &&
+	      ((uint8_t *)(ip + 1))[0] == ICMP6_ND_NS))
+		return pkt_drop_source(lc, v);
 
 	switch (ip->proto) {
 	case IPPROTO_UDP:
-		return answer_udp6(lc, port, m, eth, ip, plen, now);
+		return answer_udp6(lc, port, m, eth, ip, plen, v, now);
 	case IPPROTO_ICMPV6:
-		return answer_icmp6(lc, port, m, eth, ip, plen, to_me);
+		return answer_icmp6(lc, port, m, eth, ip, plen, to_me, v);
 	case IPPROTO_FRAGMENT:
 		return pkt_drop(lc, FW_DROP_FRAG);
 	case IPPROTO_HOPOPTS:

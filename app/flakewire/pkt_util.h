@@ -2,7 +2,8 @@
 /*
  * What pkt.c (IPv4) and pkt6.c (IPv6) share, written once: byte order with
  * compiler builtins, one's-complement sums (RFC 1071) and their incremental
- * update (RFC 1624), drop accounting, and the answer to a rate-limited
+ * update (RFC 1624), drop accounting (a source's by its verdict: martian
+ * or outside [net] allow), and the answer to a rate-limited
  * request (dropped, or slipped: a bare RETRY_AFTER header). Internal to the
  * packet module: nothing outside pkt.c and pkt6.c includes it.
  */
@@ -42,6 +43,19 @@ static inline bool pkt_drop(struct fw_lcore *lc, enum fw_drop why)
 {
 	lc->st.drop[why]++;
 	return false;
+}
+
+/*
+ * A source whose verdict @v (fw_policy_cached*) is not allowed: a martian is
+ * counted by its reason, any other source as FW_DROP_SOURCE. Out of line
+ * and cold: the fast path tests FW_POLICY_SRC_ALLOWED alone, a martian's
+ * reason is read only here. Returns false.
+ */
+static __rte_noinline __rte_cold bool pkt_drop_source(struct fw_lcore *lc, uint32_t v)
+{
+	enum fw_policy_martian m = fw_policy_src_martian(v);
+
+	return pkt_drop(lc, m != FW_POLICY_MARTIAN_NONE ? FW_DROP_MARTIAN(m) : FW_DROP_SOURCE);
 }
 
 /* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), all values as stored (network order). */

@@ -168,6 +168,12 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
 	if (fw_port6_start(app, idx))
 		return -1;
+	/* from the wire, our own addresses are martian sources (pkt.c) */
+	if (fw_pkt_ctx_add_port(&app->px, p)) {
+		FW_LOG(ERR, "port%u: more than %u own addresses of a family", idx,
+		       FW_POLICY_SELF_MAX);
+		return -1;
+	}
 	/* the kernel interface behind it (net_tap, af_xdp), as the link watch will look for it */
 	char kif[IF_NAMESIZE];
 	if (info.if_index && if_indextoname(info.if_index, kif) &&

@@ -16,6 +16,11 @@
  *    fw_policy_conf.h builds it (and the rate limiter's settings) from the
  *    configuration: the one place both responders take [net] allow,
  *    trusted, reflector_ports and rate* from.
+ *    A responder reading frames from the wire (flakewire) also turns on the
+ *    martian filter (fw_policy_set_martians, fw_policy_add_self*): a source
+ *    no peer can have (loopback, unspecified, multicast, broadcast, one of
+ *    its own addresses) gets a verdict that is never allowed nor trusted
+ *    and carries the reason, so the filter costs a cache hit nothing.
  *  - struct fw_rate: per-source-prefix rate limiting, one table per lcore
  *    (no sharing, no atomics). A small set-associative hash table keyed by
  *    the source prefix holds one token bucket per prefix; a full set evicts
@@ -67,6 +72,25 @@ struct fw_policy_prefix6 {
 	uint64_t mhi, mlo;
 };
 
+#define FW_POLICY_SELF_MAX 16 /* most own addresses per family (fw_policy_add_self*) */
+
+/*
+ * Why a source address is a martian: an address no peer on the wire can
+ * have (RFC 1122 3.2.1.3, RFC 4291 2.5.2, 2.5.3, 2.7), or one of the
+ * responder's own. Only a responder reading frames from the wire checks
+ * them (fw_policy_set_martians): a kernel socket never sees such a datagram
+ * from outside, and loopback clients of a local responder are real.
+ */
+enum fw_policy_martian {
+	FW_POLICY_MARTIAN_NONE = 0,
+	FW_POLICY_MARTIAN_LOOPBACK,    /* 127.0.0.0/8, ::1 */
+	FW_POLICY_MARTIAN_UNSPECIFIED, /* 0.0.0.0/8 ("this network"), :: */
+	FW_POLICY_MARTIAN_MULTICAST,   /* 224.0.0.0/4, ff00::/8 */
+	FW_POLICY_MARTIAN_BROADCAST,   /* 255.255.255.255 */
+	FW_POLICY_MARTIAN_SELF,        /* one of the responder's own addresses */
+	FW_POLICY_MARTIAN_COUNT
+};
+
 struct fw_policy {
 	uint32_t n_allow;
 	struct fw_policy_prefix allow[FW_POLICY_PREFIXES_MAX];
@@ -76,6 +100,11 @@ struct fw_policy {
 	uint32_t n_trusted, n_trusted6;
 	struct fw_policy_prefix trusted[FW_POLICY_PREFIXES_MAX];
 	struct fw_policy_prefix6 trusted6[FW_POLICY_PREFIXES_MAX];
+	/* the martian filter (fw_policy_set_martians, fw_policy_add_self*) */
+	bool martians;
+	uint32_t n_self, n_self6;
+	uint32_t self[FW_POLICY_SELF_MAX]; /* host order */
+	uint8_t self6[FW_POLICY_SELF_MAX][16];
 };
 
 /*
@@ -199,16 +228,105 @@ static inline enum fw_policy_verdict fw_policy_check(const struct fw_policy *p, 
 	return FW_POLICY_PASS;
 }
 
+/* ---- martian sources ---- */
+
+/*
+ * Turns the martian filter of *p on or off (off after fw_policy_init). On,
+ * a martian source's verdict (fw_policy_source*) is neither allowed nor
+ * trusted, whatever [net] allow and trusted say, and carries its reason.
+ * Returns 0, or -EINVAL when p is NULL.
+ */
+FW_API int fw_policy_set_martians(struct fw_policy *p, bool on);
+
+/*
+ * Adds the responder's own IPv4 address @addr (host order) to *p, a martian
+ * as a source (FW_POLICY_MARTIAN_SELF) while the filter is on; the same
+ * for an IPv6 address @a (16 bytes, network order). Adding an address twice
+ * keeps one. Returns 0, -EINVAL when p (or a) is NULL, -ENOSPC when
+ * FW_POLICY_SELF_MAX addresses of that family are held.
+ */
+FW_API int fw_policy_add_self(struct fw_policy *p, uint32_t addr);
+FW_API int fw_policy_add_self6(struct fw_policy *p, const uint8_t *a);
+
+/*
+ * Why the IPv4 source @src (host order) is a martian, or
+ * FW_POLICY_MARTIAN_NONE; the filter's state is not looked at.
+ */
+static inline enum fw_policy_martian fw_policy_martian(const struct fw_policy *p, uint32_t src)
+{
+	uint8_t top = (uint8_t)(src >> 24);
+
+	if (top == 127)
+		return FW_POLICY_MARTIAN_LOOPBACK;
+	if (top == 0)
+		return FW_POLICY_MARTIAN_UNSPECIFIED;
+	if ((top & 0xf0) == 0xe0)
+		return FW_POLICY_MARTIAN_MULTICAST;
+	if (src == UINT32_MAX)
+		return FW_POLICY_MARTIAN_BROADCAST;
+	for (uint32_t i = 0; i < p->n_self; i++)
+		if (src == p->self[i])
+			return FW_POLICY_MARTIAN_SELF;
+	return FW_POLICY_MARTIAN_NONE;
+}
+
+/*
+ * The same for the IPv6 source @src (16 bytes, network order): ::1, ::,
+ * ff00::/8, the responder's own IPv6 addresses, and an IPv4-mapped address
+ * (::ffff:0:0/96) whose IPv4 address is a martian, for the IPv4 reason
+ * (::ffff:127.0.0.1 is loopback, ::ffff:<our IPv4> is self).
+ */
+static inline enum fw_policy_martian fw_policy_martian6(const struct fw_policy *p,
+							const uint8_t *src)
+{
+	uint64_t hi, lo;
+
+	if (src[0] == 0xff)
+		return FW_POLICY_MARTIAN_MULTICAST;
+	fw_policy_addr6(src, &hi, &lo);
+	if (hi == 0) {
+		if (lo == 1)
+			return FW_POLICY_MARTIAN_LOOPBACK;
+		if (lo == 0)
+			return FW_POLICY_MARTIAN_UNSPECIFIED;
+		if (lo >> 32 == 0xffff)
+			return fw_policy_martian(p, (uint32_t)lo);
+	}
+	for (uint32_t i = 0; i < p->n_self6; i++)
+		if (!memcmp(src, p->self6[i], 16))
+			return FW_POLICY_MARTIAN_SELF;
+	return FW_POLICY_MARTIAN_NONE;
+}
+
 /* ---- a source's verdict, cached per reader ---- */
 
 /* Bits of a source verdict (fw_policy_source*, fw_policy_cached*). */
 #define FW_POLICY_SRC_VALID   0x1u /* always set: 0 marks an empty cache entry */
 #define FW_POLICY_SRC_ALLOWED 0x2u /* in [net] allow */
 #define FW_POLICY_SRC_TRUSTED 0x4u /* in [net] trusted */
+/*
+ * Bits 8-15: the source is a martian, for this reason (enum
+ * fw_policy_martian); such a verdict is never allowed nor trusted. A reader
+ * tests FW_POLICY_SRC_ALLOWED alone on its fast path and the reason only
+ * once it drops.
+ */
+#define FW_POLICY_SRC_MARTIAN_SHIFT 8
+#define FW_POLICY_SRC_MARTIAN_MASK  (0xffu << FW_POLICY_SRC_MARTIAN_SHIFT)
+
+/* The martian reason of verdict @v (FW_POLICY_MARTIAN_NONE: not a martian). */
+static inline enum fw_policy_martian fw_policy_src_martian(uint32_t v)
+{
+	return (enum fw_policy_martian)((v & FW_POLICY_SRC_MARTIAN_MASK) >>
+					FW_POLICY_SRC_MARTIAN_SHIFT);
+}
 
 /* The verdict of the IPv4 source @src (host order): FW_POLICY_SRC_* bits. */
 static inline uint32_t fw_policy_source(const struct fw_policy *p, uint32_t src)
 {
+	enum fw_policy_martian m = p->martians ? fw_policy_martian(p, src) : FW_POLICY_MARTIAN_NONE;
+
+	if (FW_UNLIKELY(m != FW_POLICY_MARTIAN_NONE))
+		return FW_POLICY_SRC_VALID | (uint32_t)m << FW_POLICY_SRC_MARTIAN_SHIFT;
 	return FW_POLICY_SRC_VALID | (fw_policy_allowed(p, src) ? FW_POLICY_SRC_ALLOWED : 0) |
 	       (fw_policy_trusted(p, src) ? FW_POLICY_SRC_TRUSTED : 0);
 }
@@ -216,6 +334,11 @@ static inline uint32_t fw_policy_source(const struct fw_policy *p, uint32_t src)
 /* The verdict of the IPv6 source @src (16 bytes, network order). */
 static inline uint32_t fw_policy_source6(const struct fw_policy *p, const uint8_t *src)
 {
+	enum fw_policy_martian m =
+		p->martians ? fw_policy_martian6(p, src) : FW_POLICY_MARTIAN_NONE;
+
+	if (FW_UNLIKELY(m != FW_POLICY_MARTIAN_NONE))
+		return FW_POLICY_SRC_VALID | (uint32_t)m << FW_POLICY_SRC_MARTIAN_SHIFT;
 	return FW_POLICY_SRC_VALID | (fw_policy_allowed6(p, src) ? FW_POLICY_SRC_ALLOWED : 0) |
 	       (fw_policy_trusted6(p, src) ? FW_POLICY_SRC_TRUSTED : 0);
 }
@@ -239,6 +362,15 @@ struct fw_policy_cache {
 };
 
 /*
+ * A miss of fw_policy_cached*(): the verdict computed and stored in entry
+ * @i of @c. Out of line, so that a hit costs only the lookup.
+ */
+FW_API uint32_t fw_policy_cache_fill(const struct fw_policy *p, struct fw_policy_cache *c,
+				     uint32_t i, uint32_t src_be);
+FW_API uint32_t fw_policy_cache_fill6(const struct fw_policy *p, struct fw_policy_cache *c,
+				      uint32_t i, const uint8_t *src);
+
+/*
  * The verdict of the IPv4 source @src_be (network order, as loaded from the
  * header) from @c, computed with fw_policy_source() on a miss.
  */
@@ -249,13 +381,7 @@ static inline uint32_t fw_policy_cached(const struct fw_policy *p, struct fw_pol
 
 	if (FW_LIKELY(c->v4[i].src_be == src_be && c->v4[i].verdict))
 		return c->v4[i].verdict;
-	uint8_t b[4];
-	memcpy(b, &src_be, 4);
-	uint32_t v = fw_policy_source(p, (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-						 (uint32_t)b[2] << 8 | b[3]);
-	c->v4[i].src_be = src_be;
-	c->v4[i].verdict = v;
-	return v;
+	return fw_policy_cache_fill(p, c, i, src_be);
 }
 
 /* The same for the IPv6 source @src (16 bytes, network order). */
@@ -269,10 +395,7 @@ static inline uint32_t fw_policy_cached6(const struct fw_policy *p, struct fw_po
 				(64 - FW_POLICY_CACHE_BITS));
 	if (FW_LIKELY(c->v6[i].verdict && !memcmp(c->v6[i].src, src, 16)))
 		return c->v6[i].verdict;
-	uint32_t v = fw_policy_source6(p, src);
-	memcpy(c->v6[i].src, src, 16);
-	c->v6[i].verdict = v;
-	return v;
+	return fw_policy_cache_fill6(p, c, i, src);
 }
 
 /* ---- per-prefix rate limiting ---- */

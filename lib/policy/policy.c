@@ -77,6 +77,63 @@ FW_API int fw_policy_set_trusted(struct fw_policy *p, const struct fw_policy_pre
 	return 0;
 }
 
+FW_API uint32_t fw_policy_cache_fill(const struct fw_policy *p, struct fw_policy_cache *c,
+				     uint32_t i, uint32_t src_be)
+{
+	uint8_t b[4];
+
+	memcpy(b, &src_be, 4);
+	uint32_t v = fw_policy_source(p, (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+						 (uint32_t)b[2] << 8 | b[3]);
+	c->v4[i].src_be = src_be;
+	c->v4[i].verdict = v;
+	return v;
+}
+
+FW_API uint32_t fw_policy_cache_fill6(const struct fw_policy *p, struct fw_policy_cache *c,
+				      uint32_t i, const uint8_t *src)
+{
+	uint32_t v = fw_policy_source6(p, src);
+
+	memcpy(c->v6[i].src, src, 16);
+	c->v6[i].verdict = v;
+	return v;
+}
+
+FW_API int fw_policy_set_martians(struct fw_policy *p, bool on)
+{
+	if (p == NULL)
+		return -EINVAL;
+	p->martians = on;
+	return 0;
+}
+
+FW_API int fw_policy_add_self(struct fw_policy *p, uint32_t addr)
+{
+	if (p == NULL)
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->n_self; i++)
+		if (p->self[i] == addr)
+			return 0;
+	if (p->n_self >= FW_POLICY_SELF_MAX)
+		return -ENOSPC;
+	p->self[p->n_self++] = addr;
+	return 0;
+}
+
+FW_API int fw_policy_add_self6(struct fw_policy *p, const uint8_t *a)
+{
+	if (p == NULL || a == NULL)
+		return -EINVAL;
+	for (uint32_t i = 0; i < p->n_self6; i++)
+		if (!memcmp(p->self6[i], a, 16))
+			return 0;
+	if (p->n_self6 >= FW_POLICY_SELF_MAX)
+		return -ENOSPC;
+	memcpy(p->self6[p->n_self6++], a, 16);
+	return 0;
+}
+
 FW_API void fw_rate_share(uint32_t rate, uint32_t burst, uint32_t n_readers, uint32_t *r_rate,
 			  uint32_t *r_burst)
 {

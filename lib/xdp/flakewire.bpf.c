@@ -7,7 +7,16 @@
  * TCP, other ports, and every frame flakewire would drop (IPv4 options,
  * fragments, IPv6 extension headers, inconsistent lengths, another
  * destination address, a group MAC, an IPv6 UDP checksum of 0), so the
- * kernel sees them as it would without flakewire. Checksums are not
+ * kernel sees them as it would without flakewire. The exception: a
+ * datagram flakewire would answer but for its martian source (loopback,
+ * unspecified, multicast, broadcast, the interface's own addresses,
+ * IPv4-mapped forms of those, a group source MAC) is dropped here, counted
+ * by reason. It is addressed to flakewire's port, which no kernel socket
+ * should serve, and the kernel does not drop every kind itself: Linux 6.1
+ * delivers to a socket on the port the ones from a group source MAC, from
+ * ::, from its own IPv6 address and from any IPv4-mapped source
+ * (tests/system/afxdp measures it), and would otherwise answer a closed
+ * port with an ICMP error towards a forged source. Checksums are not
  * verified here (that would cost a pass over every payload): a datagram
  * with a bad one is steered, and flakewire counts and drops it, as the
  * kernel would.
@@ -75,6 +84,24 @@ static __always_inline __u32 fw_udp(struct udphdr *udp, void *data_end, __u32 le
 	return FW_XDP_STAT_REDIRECT;
 }
 
+/* Why the IPv4 source @src (network order) is a martian, or FW_XDP_STAT_REDIRECT. */
+static __always_inline __u32 fw_martian4(__u32 src, const struct fw_xdp_cfg *cfg)
+{
+	__u32 h = bpf_ntohl(src);
+
+	if ((h >> 24) == 127)
+		return FW_XDP_STAT_MARTIAN_LOOPBACK;
+	if ((h >> 24) == 0)
+		return FW_XDP_STAT_MARTIAN_UNSPECIFIED;
+	if ((h >> 28) == 0xe)
+		return FW_XDP_STAT_MARTIAN_MULTICAST;
+	if (h == 0xffffffff)
+		return FW_XDP_STAT_MARTIAN_BROADCAST;
+	if (cfg->addr4 && src == cfg->addr4)
+		return FW_XDP_STAT_MARTIAN_SELF;
+	return FW_XDP_STAT_REDIRECT;
+}
+
 static __always_inline __u32 fw_ipv4(struct iphdr *iph, void *data_end,
 				     const struct fw_xdp_cfg *cfg, int group)
 {
@@ -97,7 +124,10 @@ static __always_inline __u32 fw_ipv4(struct iphdr *iph, void *data_end,
 	if (group ||
 	    ((cfg->flags & FW_XDP_CFG_F_ADDRS) && (cfg->addr4 == 0 || iph->daddr != cfg->addr4)))
 		return FW_XDP_STAT_NOT_OURS;
-	return fw_udp((void *)(iph + 1), data_end, tot - sizeof(*iph), cfg);
+	__u32 stat = fw_udp((void *)(iph + 1), data_end, tot - sizeof(*iph), cfg);
+	if (stat != FW_XDP_STAT_REDIRECT)
+		return stat;
+	return fw_martian4(iph->saddr, cfg);
 }
 
 static __always_inline int fw_addr6_eq(const __u8 *a, const __u8 *b)
@@ -105,6 +135,28 @@ static __always_inline int fw_addr6_eq(const __u8 *a, const __u8 *b)
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
 
 	return x[0] == y[0] && x[1] == y[1];
+}
+
+/* The same for the IPv6 source @a: ::1, ::, ff00::/8, ours, IPv4-mapped IPv4 martians. */
+static __always_inline __u32 fw_martian6(const __u8 *a, const struct fw_xdp_cfg *cfg)
+{
+	const __u32 *w = (const __u32 *)a;
+
+	if (a[0] == 0xff)
+		return FW_XDP_STAT_MARTIAN_MULTICAST;
+	if (w[0] == 0 && w[1] == 0) {
+		if (w[2] == 0 && w[3] == bpf_htonl(1))
+			return FW_XDP_STAT_MARTIAN_LOOPBACK;
+		if (w[2] == 0 && w[3] == 0)
+			return FW_XDP_STAT_MARTIAN_UNSPECIFIED;
+		if (w[2] == bpf_htonl(0xffff))
+			return fw_martian4(w[3], cfg);
+	}
+#pragma unroll
+	for (int i = 0; i < FW_XDP_ADDR6_MAX; i++)
+		if (i < cfg->n_addr6 && fw_addr6_eq(a, cfg->addr6[i]))
+			return FW_XDP_STAT_MARTIAN_SELF;
+	return FW_XDP_STAT_REDIRECT;
 }
 
 static __always_inline __u32 fw_ipv6(struct ipv6hdr *ip6, void *data_end,
@@ -154,7 +206,10 @@ static __always_inline __u32 fw_ipv6(struct ipv6hdr *ip6, void *data_end,
 		if (!ours)
 			return FW_XDP_STAT_NOT_OURS;
 	}
-	return fw_udp(udp, data_end, plen, cfg);
+	__u32 stat = fw_udp(udp, data_end, plen, cfg);
+	if (stat != FW_XDP_STAT_REDIRECT)
+		return stat;
+	return fw_martian6(ip6->saddr.in6_u.u6_addr8, cfg);
 }
 
 static __always_inline __u32 fw_classify(struct xdp_md *ctx)
@@ -174,9 +229,15 @@ static __always_inline __u32 fw_classify(struct xdp_md *ctx)
 	if (!cfg || cfg->port == 0)
 		return FW_XDP_STAT_UNCONF;
 	/* flakewire answers frames to its own MAC only: groups go to the kernel */
-	if (eth->h_proto == bpf_htons(ETH_P_IP))
-		return fw_ipv4((void *)(eth + 1), data_end, cfg, eth->h_dest[0] & 1);
-	return fw_ipv6((void *)(eth + 1), data_end, cfg, eth->h_dest[0] & 1);
+	__u32 stat = eth->h_proto == bpf_htons(ETH_P_IP)
+			     ? fw_ipv4((void *)(eth + 1), data_end, cfg, eth->h_dest[0] & 1)
+			     : fw_ipv6((void *)(eth + 1), data_end, cfg, eth->h_dest[0] & 1);
+	/* ... and from a unicast one: a reply never goes to a group */
+	if ((stat == FW_XDP_STAT_REDIRECT ||
+	     (stat >= FW_XDP_STAT_MARTIAN_LOOPBACK && stat <= FW_XDP_STAT_MARTIAN_SELF)) &&
+	    (eth->h_source[0] & 1))
+		return FW_XDP_STAT_MARTIAN_MAC;
+	return stat;
 }
 
 SEC("xdp")
@@ -187,6 +248,8 @@ int fw_xdp_redirect(struct xdp_md *ctx)
 
 	if (stat != FW_XDP_STAT_REDIRECT) {
 		fw_count(stat);
+		if (stat >= FW_XDP_STAT_MARTIAN_LOOPBACK && stat <= FW_XDP_STAT_MARTIAN_MAC)
+			return XDP_DROP;
 		return XDP_PASS;
 	}
 	/*

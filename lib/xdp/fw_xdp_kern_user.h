@@ -52,6 +52,8 @@
  * consistent, or IPv6 whose next header is UDP (no extension header) with a
  * non-zero checksum; and with FW_XDP_CFG_F_ADDRS, only to the interface's
  * addresses written here (addr4 0 and n_addr6 0: that family is not steered).
+ * Such a datagram from a martian source (loopback, unspecified, multicast,
+ * broadcast, one of the addresses here, a group source MAC) is dropped.
  */
 struct fw_xdp_cfg {
 	__u16 port;    /* UDP destination port to steer, host byte order; 0: none */
@@ -74,5 +76,16 @@ enum fw_xdp_stat {
 	FW_XDP_STAT_IP_OPTIONS,   /* IPv4 header with options */
 	FW_XDP_STAT_NOT_OURS,     /* not to the interface's address, or to a group MAC */
 	FW_XDP_STAT_IPV6_EXT,     /* IPv6 extension header (not a fragment) */
+	/*
+	 * A datagram flakewire would answer but for its martian source:
+	 * dropped, not passed (flakewire.bpf.c says why); IPv4-mapped IPv6
+	 * under the IPv4 reason. Keep them consecutive, MAC last.
+	 */
+	FW_XDP_STAT_MARTIAN_LOOPBACK,    /* 127.0.0.0/8, ::1 */
+	FW_XDP_STAT_MARTIAN_UNSPECIFIED, /* 0.0.0.0/8, :: */
+	FW_XDP_STAT_MARTIAN_MULTICAST,   /* 224.0.0.0/4, ff00::/8 */
+	FW_XDP_STAT_MARTIAN_BROADCAST,   /* 255.255.255.255 */
+	FW_XDP_STAT_MARTIAN_SELF,        /* the interface's own address (addr4, addr6[]) */
+	FW_XDP_STAT_MARTIAN_MAC,         /* a multicast or broadcast source MAC */
 	FW_XDP_STAT_MAX
 };

@@ -491,6 +491,12 @@ FW_API const char *fw_xdp_stat_name(unsigned int stat)
 		[FW_XDP_STAT_MALFORMED] = "malformed",   [FW_XDP_STAT_UNCONF] = "unconfigured",
 		[FW_XDP_STAT_IP_OPTIONS] = "ip_options", [FW_XDP_STAT_NOT_OURS] = "not_ours",
 		[FW_XDP_STAT_IPV6_EXT] = "ipv6_ext",
+		[FW_XDP_STAT_MARTIAN_LOOPBACK] = "martian_loopback",
+		[FW_XDP_STAT_MARTIAN_UNSPECIFIED] = "martian_unspecified",
+		[FW_XDP_STAT_MARTIAN_MULTICAST] = "martian_multicast",
+		[FW_XDP_STAT_MARTIAN_BROADCAST] = "martian_broadcast",
+		[FW_XDP_STAT_MARTIAN_SELF] = "martian_self",
+		[FW_XDP_STAT_MARTIAN_MAC] = "martian_mac",
 	};
 
 	return stat < FW_XDP_STAT_MAX ? names[stat] : "?";

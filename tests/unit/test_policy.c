@@ -569,6 +569,118 @@ static void from_conf(void **state)
 	assert_int_equal(rc.entries, 64);
 }
 
+/*
+ * The martian filter: every kind by its reason, IPv4-mapped under the IPv4
+ * reason, our own addresses once added; a martian's verdict is neither
+ * allowed nor trusted whatever allow (everything) and trusted (loopback)
+ * say; off, the policy is what it was (flakesock's loopback clients).
+ */
+static void martians(void **state)
+{
+	struct fw_policy p;
+	struct fw_policy_prefix all = fw_policy_prefix_make(0, 0);
+	struct fw_policy_prefix lo = fw_policy_prefix_make(IP(127, 0, 0, 0), 8);
+	uint8_t a[16], own6[16];
+	(void)state;
+
+	assert_int_equal(fw_policy_init(&p, &all, 1, NULL, 0), 0);
+	a6("::", a);
+	struct fw_policy_prefix6 all6 = fw_policy_prefix6_make(a, 0);
+	a6("::1", a);
+	struct fw_policy_prefix6 lo6 = fw_policy_prefix6_make(a, 128);
+	assert_int_equal(fw_policy_set_allow6(&p, &all6, 1), 0);
+	assert_int_equal(fw_policy_set_trusted(&p, &lo, 1, &lo6, 1), 0);
+	const uint32_t trusted =
+		FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED | FW_POLICY_SRC_TRUSTED;
+	assert_false(p.martians);
+	assert_int_equal(fw_policy_source(&p, IP(127, 0, 0, 1)), trusted);
+	assert_int_equal(fw_policy_source6(&p, a), trusted);
+
+	assert_int_equal(fw_policy_set_martians(&p, true), 0);
+	assert_int_equal(fw_policy_add_self(&p, IP(10, 77, 0, 2)), 0);
+	assert_int_equal(fw_policy_add_self(&p, IP(10, 77, 0, 2)), 0); /* kept once */
+	assert_int_equal(p.n_self, 1);
+	a6("fd77::2", own6);
+	assert_int_equal(fw_policy_add_self6(&p, own6), 0);
+	struct {
+		uint32_t src;
+		enum fw_policy_martian m;
+	} v4[] = {
+		{IP(127, 0, 0, 1), FW_POLICY_MARTIAN_LOOPBACK},
+		{IP(127, 255, 255, 255), FW_POLICY_MARTIAN_LOOPBACK},
+		{0, FW_POLICY_MARTIAN_UNSPECIFIED},
+		{IP(0, 0, 0, 1), FW_POLICY_MARTIAN_UNSPECIFIED},
+		{IP(224, 0, 0, 1), FW_POLICY_MARTIAN_MULTICAST},
+		{IP(239, 255, 255, 255), FW_POLICY_MARTIAN_MULTICAST},
+		{IP(255, 255, 255, 255), FW_POLICY_MARTIAN_BROADCAST},
+		{IP(10, 77, 0, 2), FW_POLICY_MARTIAN_SELF},
+		{IP(1, 0, 0, 0), FW_POLICY_MARTIAN_NONE},
+		{IP(126, 255, 255, 255), FW_POLICY_MARTIAN_NONE},
+		{IP(128, 0, 0, 0), FW_POLICY_MARTIAN_NONE},
+		{IP(223, 255, 255, 255), FW_POLICY_MARTIAN_NONE},
+		{IP(240, 0, 0, 1), FW_POLICY_MARTIAN_NONE}, /* reserved, not a group */
+		{IP(10, 77, 0, 3), FW_POLICY_MARTIAN_NONE},
+	};
+	for (unsigned i = 0; i < FW_ARRAY_SIZE(v4); i++) {
+		uint32_t v = fw_policy_source(&p, v4[i].src);
+		assert_int_equal(fw_policy_martian(&p, v4[i].src), v4[i].m);
+		assert_int_equal(fw_policy_src_martian(v), v4[i].m);
+		assert_int_equal(v,
+				 v4[i].m ? FW_POLICY_SRC_VALID | (uint32_t)v4[i].m << 8
+					 : (v4[i].src >> 24 == 127
+						    ? trusted
+						    : FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED));
+		/* the cached verdict is the same */
+		struct fw_policy_cache c;
+		memset(&c, 0, sizeof(c));
+		uint32_t be = htonl(v4[i].src);
+		assert_int_equal(fw_policy_cached(&p, &c, be), v);
+		assert_int_equal(fw_policy_cached(&p, &c, be), v);
+	}
+	struct {
+		const char *src;
+		enum fw_policy_martian m;
+	} v6[] = {
+		{"::1", FW_POLICY_MARTIAN_LOOPBACK},
+		{"::", FW_POLICY_MARTIAN_UNSPECIFIED},
+		{"ff02::1", FW_POLICY_MARTIAN_MULTICAST},
+		{"ff05::1:3", FW_POLICY_MARTIAN_MULTICAST},
+		{"fd77::2", FW_POLICY_MARTIAN_SELF},
+		{"::ffff:127.0.0.1", FW_POLICY_MARTIAN_LOOPBACK},
+		{"::ffff:0.0.0.0", FW_POLICY_MARTIAN_UNSPECIFIED},
+		{"::ffff:224.0.0.1", FW_POLICY_MARTIAN_MULTICAST},
+		{"::ffff:255.255.255.255", FW_POLICY_MARTIAN_BROADCAST},
+		{"::ffff:10.77.0.2", FW_POLICY_MARTIAN_SELF},
+		{"::ffff:10.77.0.1", FW_POLICY_MARTIAN_NONE},
+		{"::2", FW_POLICY_MARTIAN_NONE},
+		{"fe80::1", FW_POLICY_MARTIAN_NONE},
+		{"fd77::1", FW_POLICY_MARTIAN_NONE},
+		{"fe00::1", FW_POLICY_MARTIAN_NONE},
+	};
+	for (unsigned i = 0; i < FW_ARRAY_SIZE(v6); i++) {
+		a6(v6[i].src, a);
+		uint32_t v = fw_policy_source6(&p, a);
+		assert_int_equal(fw_policy_martian6(&p, a), v6[i].m);
+		assert_int_equal(fw_policy_src_martian(v), v6[i].m);
+		if (v6[i].m)
+			assert_int_equal(v, FW_POLICY_SRC_VALID | (uint32_t)v6[i].m << 8);
+		else
+			assert_true(v & FW_POLICY_SRC_ALLOWED);
+	}
+
+	/* full lists, and bad arguments */
+	for (uint32_t i = p.n_self; i < FW_POLICY_SELF_MAX; i++)
+		assert_int_equal(fw_policy_add_self(&p, IP(192, 0, 2, i)), 0);
+	assert_int_equal(fw_policy_add_self(&p, IP(198, 51, 100, 1)), -ENOSPC);
+	assert_int_equal(fw_policy_add_self(NULL, 1), -EINVAL);
+	assert_int_equal(fw_policy_add_self6(&p, NULL), -EINVAL);
+	assert_int_equal(fw_policy_set_martians(NULL, true), -EINVAL);
+
+	/* off again: loopback is trusted as configured */
+	assert_int_equal(fw_policy_set_martians(&p, false), 0);
+	assert_int_equal(fw_policy_source(&p, IP(127, 0, 0, 1)), trusted);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +700,7 @@ int main(void)
 		cmocka_unit_test(cache_same_verdict),
 		cmocka_unit_test(rate_share),
 		cmocka_unit_test(from_conf),
+		cmocka_unit_test(martians),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,7 +138,7 @@ def main():
         ("udp_zero_cksum", u6(req(), cksum="zero"), ["drop_udp6_zero_cksum"]),
         ("udp_bad_cksum", u6(req(), cksum="bad"), ["drop_bad_cksum"]),
         ("udp_denied", u6(req(), ip_src=dsrc), ["drop_source"]),
-        ("udp_unspecified_src", u6(req(), ip_src="::"), ["drop_source"]),
+        ("udp_unspecified_src", u6(req(), ip_src="::"), ["drop_martian_unspecified"]),
         ("udp_port", u6(req(), dport=PORT + 1), ["drop_udp_port"]),
         ("udp_reflector", u6(req(), sport=53), ["drop_reflector_port"]),
         ("udp_other_dst", u6(req(), ip_dst="fd77::77"), ["drop_not_us"]),

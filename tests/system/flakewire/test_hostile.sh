@@ -8,7 +8,10 @@
 #    than the request, and cuts RANGE counts to max_ids_per_request,
 #  - rate limits a flooding source (drops, every 2nd answered with a 24-byte
 #    RETRY_AFTER) while another source is served and a trusted one is exempt,
-#  - keeps its counters consistent: rx = replies + drops by reason.
+#  - keeps its counters consistent: rx = replies + drops by reason;
+#  - with [net] allow = 0.0.0.0/0,::/0, answers no martian source (loopback,
+#    unspecified, multicast, broadcast, its own addresses, IPv4-mapped, a
+#    group source MAC; IPv4 and IPv6) and counts each by its reason.
 # The extra source addresses live on the kernel side of the TAP (fw0).
 . "$(dirname "$0")/lib.sh"
 HOSTILE="$PY $(dirname "$0")/hostile.py"
@@ -149,6 +152,46 @@ l0 = next(iter(lc.values()))
 for k in ("slipped", "rate_limited", "drop_source", "drop_reflector_port", "rate_evictions"):
     if l0.get(k) != b[k]:
         bad.append(f"lcores: {k} {l0.get(k)} != stats {b[k]}")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+kill -0 "$FW_PID" || fail "responder died"
+fw_stop TERM || fail "exit status $?"
+
+echo "== martian sources (issue 33): [net] allow = 0.0.0.0/0,::/0, default [net] trusted"
+# Every kind a valid request from a source no peer on the wire has (loopback,
+# unspecified, multicast, broadcast, our own addresses, IPv4-mapped forms, a
+# group source MAC): the allow list proves nothing and the default trusted
+# loopback prefixes would answer them unpadded; none may be answered, each
+# is counted by its reason. The controls from the real peer are answered.
+fw_start 0 --set net.allow=0.0.0.0/0,::/0 --set port0.address6=fd77::2
+M=3
+before=$(tel)
+res=$(ip netns exec "$NS" $PY "$(dirname "$0")/martians.py" fw0 "$FW_MAC" 10.77.0.1 10.77.0.2 \
+	fd77::1 fd77::2 $M) || fail "martians.py"
+sleep 0.2
+after=$(tel)
+"$PY" - "$res" "$before" "$after" <<'PY' || fail "martians answered or not counted by reason"
+import json, sys
+r = json.loads(sys.argv[1])
+a = json.loads(sys.argv[2])["/flakewire/stats"]
+b = json.loads(sys.argv[3])["/flakewire/stats"]
+bad = []
+for kind, k in r["kinds"].items():
+    print("  %-22s %-12s sent %d replies %d" % (kind, k["reason"], k["sent"], k["replies"]))
+    if k["replies"]:
+        bad.append("%s (%s) answered %d times" % (kind, k["reason"], k["replies"]))
+for c, n in r["controls"].items():
+    print("  %-22s %-12s answered %d" % (c, "control", n))
+    if n < 1:
+        bad.append("%s not answered: the capture proves nothing" % c)
+for c, want in sorted(r["expect"].items()):
+    d = b.get(c, 0) - a.get(c, 0)
+    print("  %s: +%d (want %d)" % (c, d, want))
+    if d != want:
+        bad.append("%s moved by %d, expected %d" % (c, d, want))
+if b["drop_source"] != a["drop_source"]:
+    bad.append("drop_source moved: martians must be counted as martians")
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
