@@ -250,11 +250,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	atomic_store_explicit(&ctx.running, true, memory_order_release); /* for /metrics */
+	char ids[256];
+	size_t il = 0;
+	ids[0] = '\0';
+	for (uint32_t i = 0; i < ctx.n_workers && il < sizeof(ids); i++) {
+		il += (size_t)snprintf(ids + il, sizeof(ids) - il, "%s%u", i ? "," : "",
+				       fsock_fleet_first_worker(&ctx, i));
+		if (il >= sizeof(ids) - 8 && i + 1 < ctx.n_workers) {
+			snprintf(ids + il, sizeof(ids) - il, ",...");
+			break;
+		}
+	}
 	fprintf(stderr,
-		"flakesock: listening on %s port %u, %u worker(s) from ID %lld%s, layout "
+		"flakesock: listening on %s port %u, %u worker(s), worker ID(s) %s%s, layout "
 		"%u/%u/%u/%u epoch %llu, mark file %s\n",
-		listen, ctx.conf.net.udp_port, ctx.n_workers,
-		(long long)fsock_fleet_first_worker(&ctx, 0), ctx.fleet ? " (fleet)" : "",
+		listen, ctx.conf.net.udp_port, ctx.n_workers, ids,
+		ctx.fleet ? " (fleet; a slot without a lease shows 0 and answers NO_LEASE)" : "",
 		ctx.layout.time_bits, ctx.layout.dc_bits, ctx.layout.worker_bits,
 		ctx.layout.seq_bits, (unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 

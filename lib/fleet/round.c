@@ -230,7 +230,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	return 0;
 }
 
-static int renew_all(struct fw_fleet *f, char *err, size_t errlen)
+static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < f->n; i++) {
 		struct fw_fleet_held *h = &f->slot[i];
@@ -251,11 +251,11 @@ static int renew_all(struct fw_fleet *f, char *err, size_t errlen)
 		} else if (rc == FW_FLEET_LOST) {
 			fleet_log(f, FW_FLEET_WARN,
 				  "fleet: worker %d was taken over by %s: slot %u stops at its "
-				  "confirmed "
-				  "lease %s and claims another worker ID",
+				  "confirmed lease %s and claims another worker ID now",
 				  h->worker, owner, i,
 				  fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
 			fleet_count(f, &f->st.lost, 1);
+			*any_lost = true;
 		}
 		fleet_publish(f, i, FW_FLEET_SRC_ZK);
 	}
@@ -280,7 +280,10 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 		return rc;
 	if (mono < f->next_renew)
 		return 0;
-	rc = renew_all(f, err, errlen);
+	bool lost = false;
+	rc = renew_all(f, &lost, err, errlen);
+	if (lost) /* the replacement in this round, not a renew_ms later */
+		fleet_claim_round(f, mono, false, err, errlen);
 	if (rc == 0) {
 		f->next_renew = mono + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);

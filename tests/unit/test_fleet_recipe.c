@@ -553,6 +553,29 @@ static void test_renew_after_takeover(void **state)
 	fw_fleet_free(a);
 }
 
+/*
+ * Issue 38: a slot that lost its ID claims another in the round that found
+ * the loss, not a renew_ms later (60 s by default). With renew_ms 5 s the
+ * new ID comes within half of it.
+ */
+static void test_lost_claims_at_once(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	cfg_for(&c, "a", "");
+	c.renew_ms = 5000;
+	c.lease_ms = 60000;
+	struct fw_fleet *a = start_cfg(&c, 1, 0, err, sizeof(err));
+	struct fw_fleet_slot s0 = slot(a, 0);
+	put(0, "b", layout_now() + 100000, s0.lease_ms); /* b took it over */
+	WAIT_FOR(status(a).lost == 1, 12000);            /* found at the next renewal */
+	assert_int_equal(status(a).lost, 1);
+	WAIT_FOR(slot(a, 0).worker == 1, 2500);
+	assert_int_equal(slot(a, 0).worker, 1);
+	fw_fleet_free(a);
+}
+
 /* Released by an operator while held: lost, then claimed back above the old lease. */
 static void test_released_while_held(void **state)
 {
@@ -964,6 +987,7 @@ int main(void)
 		T(test_lost_reply_token),
 		T(test_lost_claim_reply),
 		T(test_renew_after_takeover),
+		T(test_lost_claims_at_once),
 		T(test_released_while_held),
 		T(test_retire_floor),
 		T(test_replace_all_or_none),
