@@ -20,7 +20,7 @@ static void fleet_help(FILE *f)
 		"usage: flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout "
 		"MS]\n"
 		"       flakectl fleet release WORKER (--zk HOSTS | --etcd URLS) --root PATH\n"
-		"                      [--timeout MS]\n"
+		"                      [--force] [--timeout MS]\n"
 		"       flakectl fleet check   (--zk HOSTS | --etcd URLS) --root PATH [--warn-ms "
 		"MS]\n"
 		"                      [--timeout MS]\n"
@@ -34,7 +34,9 @@ static void fleet_help(FILE *f)
 		"            is alive\n"
 		"  release   a decommissioned node's worker ID becomes free; its floor rises to\n"
 		"            its lease_until, so its next owner issues only above anything the\n"
-		"            old one may have issued (znodes are never deleted)\n"
+		"            old one may have issued (znodes are never deleted); refused\n"
+		"            while its owner is alive (it keeps issuing until its lease ends:\n"
+		"            stop it first) unless --force\n"
 		"  check     exit 0 when every owned lease is healthy, 1 when one needs an\n"
 		"            operator (printed: a lease ending within --warn-ms or ended while\n"
 		"            its owner is alive, i.e. renewals fail; an owner whose session is\n"
@@ -52,6 +54,7 @@ static void fleet_help(FILE *f)
 		"                   zookeeper_auth_file: the same file, the same checks)\n"
 		"  --warn-ms MS     check: warn when a live owner's lease ends within MS\n"
 		"                   (default 3600000, 1 h)\n"
+		"  --force          release: even a live owner's ID\n"
 		"  --timeout MS     wait this long for the registry (default 5000)\n");
 }
 
@@ -93,6 +96,18 @@ static int fleet_check(const struct fw_fleet_list *l, uint64_t warn_ms)
 	uint32_t problems = 0, owned = 0;
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct fw_fleet_entry *e = &l->v[i];
+		int64_t fl = (int64_t)(e->floor_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
+		if (!e->owner[0] && fl > 0) {
+			/* released (or retired) while its owner's lease ran: that owner may
+			 * still issue under it until the floor (its confirmed lease) */
+			printf("PROBLEM worker %u: free, but its floor is %.1f s ahead (%s): a "
+			       "release while its owner's lease ran (that owner may still issue "
+			       "under it until then), or a retirement above the clock; nobody "
+			       "can claim it to issue before\n",
+			       e->worker, (double)fl / 1000.0, iso(l, e->floor_ms, a));
+			problems++;
+			continue;
+		}
 		if (!e->owner[0])
 			continue;
 		int64_t left =
@@ -133,6 +148,7 @@ int cmd_fleet(int argc, char **argv)
 	const char *cmd = "fleet", *zk = NULL, *etcd = NULL, *root = NULL, *sub = NULL,
 		   *workers = NULL, *auth_file = NULL;
 	uint64_t timeout = 5000, warn = 3600000, worker = 0;
+	bool force = false;
 	char err[4096];
 
 	for (int i = 1; i < argc; i++) {
@@ -150,6 +166,10 @@ int cmd_fleet(int argc, char **argv)
 			    0) {
 			if (r < 0)
 				return FC_EXIT_USAGE;
+			continue;
+		}
+		if (!strcmp(argv[i], "--force")) {
+			force = true;
 			continue;
 		}
 		if (argv[i][0] == '-' && argv[i][1])
@@ -222,7 +242,8 @@ int cmd_fleet(int argc, char **argv)
 			       workers ? workers : "(missing)");
 			return FC_EXIT_USAGE;
 		}
-		int rc = fw_fleet_release(zk, root, (uint32_t)worker, (uint32_t)timeout, err,
+		int rc = fw_fleet_release(zk, root, (uint32_t)worker,
+					  force ? FW_FLEET_RELEASE_FORCE : 0, (uint32_t)timeout, err,
 					  sizeof(err));
 		if (rc != 0) {
 			fc_err(cmd, "%s", msg(err));

@@ -101,7 +101,7 @@ void fw_fleet_list_free(struct fw_fleet_list *l)
 }
 
 int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t worker,
-			   uint32_t timeout_ms, char *err, size_t errlen)
+			   unsigned flags, uint32_t timeout_ms, char *err, size_t errlen)
 {
 	char buf[FW_FLEET_REC_MAX], what[64];
 	int rc, len;
@@ -125,6 +125,26 @@ int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t 
 			fw_fleet_key_worker(what, sizeof(what), root, worker);
 			snprintf(err, errlen, "fleet: %s is garbled; not touched", what);
 			return FW_EFLEET_ZK;
+		}
+		if (d.owner[0] && !(flags & FW_FLEET_RELEASE_FORCE)) {
+			/* a live owner keeps issuing up to its confirmed lease whatever the
+			 * record says: a release is for a node that is gone */
+			bool alive = false;
+			char lt[FW_FLEET_REC_MAX];
+			int ll = 0;
+			struct fw_layout l = {0};
+			if (s->ops->alive_of(s, d.owner, &alive) == 0 && alive &&
+			    s->ops->prepare(s, false, NULL, 0, lt, &ll) == 0 &&
+			    fw_fleet_layout_parse(lt, ll, &l) == 0) {
+				char ts[FW_ISO8601_LEN];
+				snprintf(err, errlen,
+					 "fleet: worker %u is held by %s, alive, its lease until %s: it "
+					 "keeps issuing until then whatever the record says; stop it "
+					 "first (its IDs come back at its next start or lease end), or "
+					 "--force",
+					 worker, d.owner, fw_format_iso8601(d.lease + l.epoch_ms, ts));
+				return -EBUSY;
+			}
 		}
 		d.owner[0] = '\0';
 		d.token = 0;

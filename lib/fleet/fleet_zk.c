@@ -107,13 +107,14 @@ int fw_fleet_list_read(const char *connect, const char *root, uint32_t timeout_m
 	return rc;
 }
 
-int fw_fleet_release(const char *connect, const char *root, uint32_t worker, uint32_t timeout_ms,
+int fw_fleet_release(const char *connect, const char *root, uint32_t worker, unsigned flags,
+		     uint32_t timeout_ms,
 		     char *err, size_t errlen)
 {
 	struct fw_fleet_store *s = admin_store(connect, root, timeout_ms);
 	if (s == NULL)
 		return admin_fail(connect, err, errlen);
-	int rc = fw_fleet_release_store(s, root, worker, timeout_ms, err, errlen);
+	int rc = fw_fleet_release_store(s, root, worker, flags, timeout_ms, err, errlen);
 	s->ops->free(s);
 	return rc;
 }

@@ -247,15 +247,21 @@ FW_API int fw_fleet_list_read(const char *connect, const char *root, uint32_t ti
 
 FW_API void fw_fleet_list_free(struct fw_fleet_list *l);
 
+/* fw_fleet_release's flags */
+#define FW_FLEET_RELEASE_FORCE 0x1u /* release a live owner's ID too */
+
 /*
  * Releases worker ID @worker (a decommissioned node's): owner becomes empty,
  * floor = lease_until = max(floor, lease_until), so its next owner issues
- * only above anything the old one may have issued. A live owner's renewal
- * then fails and it stops at its confirmed lease.
- * Returns 0; -ENOENT (no such worker znode); FW_EFLEET_ZK.
+ * only above anything the old one may have issued. An owner with a live
+ * session whose lease runs is refused unless FW_FLEET_RELEASE_FORCE (it
+ * keeps issuing until its confirmed lease ends: stop it first); forced, its
+ * renewal then fails and it stops at its confirmed lease.
+ * Returns 0; -ENOENT (no such worker znode); -EBUSY (a live owner, @err names
+ * it and its lease end); FW_EFLEET_ZK.
  */
 FW_API int fw_fleet_release(const char *connect, const char *root, uint32_t worker,
-			    uint32_t timeout_ms, char *err, size_t errlen);
+			    unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);
 
 /*
  * The ZooKeeper digest credentials ("user:password", NULL: none) the

@@ -586,7 +586,11 @@ static void test_released_while_held(void **state)
 		put(w, "other", layout_now() + 10 * LEASE_MS, 0);
 	struct fw_fleet_slot s0 = slot(a, 0);
 	struct fw_fleet_store *ops = memsrv_client(M);
-	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 100, err, sizeof(err)), 0);
+	/* a live owner: refused without force (issue 38), naming it */
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 0, 100, err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "held by a, alive"));
+	assert_int_equal(
+		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)), 0);
 	ops->ops->free(ops);
 	WAIT_FOR(status(a).lost == 1 && slot(a, 0).gen != s0.gen && !slot(a, 0).lost, 2000);
 	struct fw_fleet_slot s1 = slot(a, 0);
@@ -871,10 +875,11 @@ static void test_session_dropped(void **state)
 	fw_fleet_list_free(&l);
 	/* the operators' release: free, floor raised to the lease */
 	uint64_t lease = rec(0).lease;
-	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 100, err, sizeof(err)), 0);
+	assert_int_equal(
+		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)), 0);
 	assert_string_equal(rec(0).owner, "");
 	assert_true(rec(0).floor >= lease);
-	assert_int_equal(fw_fleet_release_store(ops, "/t", 3, 100, err, sizeof(err)), -ENOENT);
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 3, 0, 100, err, sizeof(err)), -ENOENT);
 	ops->ops->free(ops);
 	fw_fleet_free(a);
 }

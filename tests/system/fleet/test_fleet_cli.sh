@@ -17,8 +17,8 @@ expect() { # expect RC PATTERN ARGS...
 		fails=$((fails + 1))
 	fi
 }
-expect 2 "expected ls, release or check" fleet
-expect 2 "bogus: expected ls, release or check" fleet bogus --zk h:1 --root /x
+expect 2 "expected ls, release, check or secure" fleet
+expect 2 "bogus: expected ls, release, check or secure" fleet bogus --zk h:1 --root /x
 expect 2 "\-\-zk or \-\-etcd: give one" fleet ls --root /x
 expect 2 "\-\-zk or \-\-etcd: give one" fleet ls --zk h:1 --etcd http://h:2 --root /x
 expect 2 "\-\-etcd h:2: not http://HOST:PORT" fleet ls --etcd h:2 --root /x

@@ -235,7 +235,12 @@ static void test_renew_fails_after_release(void **state)
 	(void)state;
 	char err[2048];
 	struct fw_fleet_slot s0 = slot(A, 1);
-	assert_int_equal(fw_fleet_release(zk, root, (uint32_t)s0.worker, 3000, err, sizeof(err)),
+	/* A is alive: refused without --force (issue 38), forced here */
+	assert_int_equal(fw_fleet_release(zk, root, (uint32_t)s0.worker, 0, 3000, err, sizeof(err)),
+			 -EBUSY);
+	assert_non_null(strstr(err, "alive"));
+	assert_int_equal(fw_fleet_release(zk, root, (uint32_t)s0.worker, FW_FLEET_RELEASE_FORCE,
+					  3000, err, sizeof(err)),
 			 0);
 	struct fw_fleet_status st;
 	for (int t = 0; t < 50; t++) {
@@ -263,7 +268,7 @@ static void test_replace_retire(void **state)
 	B = NULL;
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(
-			fw_fleet_release(zk, root, (uint32_t)b_w[i], 3000, err, sizeof(err)), 0);
+			fw_fleet_release(zk, root, (uint32_t)b_w[i], 0, 3000, err, sizeof(err)), 0);
 	struct fw_fleet_slot s0 = slot(A, 0);
 	assert_int_equal(fw_fleet_replace(A, 0), 0);
 	struct fw_fleet_slot s1 = s0;

@@ -222,6 +222,23 @@ check "s7 claims once ZooKeeper is back" until_ok 20 5307
 check "s6 keeps issuing (renewed its cached claims)" until_ok 5 5306
 sleep 1
 check "s6 lost nothing" test "$(grep -c 'taken over' "$SYS_TMP/s6.log")" -eq 0
+# issue 38: releasing a live owner's ID is refused without --force; forced,
+# `fleet check` is not OK while the old owner may still issue under it
+W7=$(workers_of 5307 | cut -d, -f1)
+sys_in_ns "$FLAKECTL" fleet release "$W7" --zk "$REG_CONNECT" --root /f1 --timeout 15000 \
+	>"$SYS_TMP/rel" 2>&1
+rc=$?
+cat "$SYS_TMP/rel"
+check "release of live s7's worker $W7: refused (exit 1), naming s7" \
+	sh -c "[ $rc -eq 1 ] && grep -q 'is held by s7, alive' '$SYS_TMP/rel'"
+check "release --force goes through" sys_in_ns "$FLAKECTL" fleet release "$W7" --force \
+	--zk "$REG_CONNECT" --root /f1 --timeout 15000
+sys_in_ns "$FLAKECTL" fleet check --zk "$REG_CONNECT" --root /f1 --warn-ms 1000 --timeout 15000 \
+	>"$SYS_TMP/check2" 2>&1
+rc=$?
+grep "worker $W7" "$SYS_TMP/check2"
+check "fleet check after it: not OK (exit 1), the released ID named" \
+	sh -c "[ $rc -eq 1 ] && grep -q 'PROBLEM worker $W7: free, but its floor is' '$SYS_TMP/check2'"
 for n in s1 s2 s6 s7; do sys_stop "${PID[$n]}"; done
 
 # ---- partition and takeover ----
