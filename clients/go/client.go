@@ -23,8 +23,11 @@
 //     time within MaxSkew of this host's clock.
 //
 // A Client is safe for concurrent use by many goroutines; Next hands out
-// buffered IDs without waiting for a refill in flight. After Close every
-// call fails with ErrClosed, buffered IDs included.
+// buffered IDs without waiting for a refill in flight, in one order for all
+// goroutines (under a lock). A Sequence (Client.Sequence, one per
+// goroutine) hands out the same pool's IDs with no lock and no write shared
+// with other goroutines per call: the way to scale with the callers. After
+// Close every call fails with ErrClosed, buffered IDs included.
 //
 // Errors, the same six in every flakewire client (doc/clients.md):
 // *AddressError (a server string that cannot be parsed), *ResolveError
@@ -117,12 +120,16 @@ type Options struct {
 	Trusted  bool          // do not pad requests (a source the responder trusts); false
 	UseRange bool          // prefetch with RANGE, else LIST; true
 	MaxSkew  time.Duration // reject IDs further than this from the local clock; 0: off; 5 min
+	// MaxAge: the longest Next keeps a prefetched ID (10 ms..1 h); 1 s. An
+	// ID's time is when it was issued: older IDs are dropped (wasted, never
+	// reused), so a buffer filled long ago never hands out old times.
+	MaxAge time.Duration
 }
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
 	return Options{Timeout: 200 * time.Millisecond, Retries: 3, Prefetch: 1024, LowWater: 256,
-		UseRange: true, MaxSkew: 5 * time.Minute}
+		UseRange: true, MaxSkew: 5 * time.Minute, MaxAge: time.Second}
 }
 
 // Stats counts what a client did.
@@ -153,16 +160,66 @@ type Client struct {
 	lastReply *Reply
 	rx        []byte
 
-	closed    atomic.Bool
-	buf       sync.Mutex // guards the prefetch buffer
-	cond      *sync.Cond
-	runs      []Range
-	count     uint64
-	refilling bool
-	gen       uint64
-	refillErr error
-	holdUntil time.Time
-	uuids     [][16]byte
+	// Read by every Next, written rarely: cache lines of their own.
+	_      [64]byte
+	closed atomic.Bool
+	// advanced every MaxAge/ageTicks while Next is used
+	epoch atomic.Uint64
+	_     [64]byte
+
+	buf        sync.Mutex // guards the pool and the fields below
+	cond       *sync.Cond
+	runs       []poolRun
+	count      uint64
+	refilling  bool
+	gen        uint64
+	refillErr  error
+	holdUntil  time.Time
+	ticking    bool
+	idleTicks  int
+	takes      uint64 // takes from the pool
+	takesSeen  uint64
+	starved    bool // a caller found the pool empty since the last refill
+	want, low  int  // IDs per refill and the low-water mark now (adaptive)
+	lastRefill time.Time
+	uuids      [][16]byte
+}
+
+// Maximum age: IDs fetched at epoch e are handed out while the epoch is
+// below e+ageTicks; the ticker stops after idleTicks ticks without a take
+// (every buffered ID has expired by then). Refills grow up to growMax x
+// Prefetch while callers drain the pool.
+const (
+	ageTicks     = 4
+	idleTicks    = 2 * ageTicks
+	growMax      = 64
+	stripeRanges = 8
+)
+
+type poolRun struct {
+	Range
+	epoch uint64
+	at    time.Time
+}
+
+// stripe: the IDs one Sequence hands out without a lock, in the pool's order.
+type stripe struct {
+	runs  [stripeRanges]Range
+	head  int
+	n     int
+	epoch uint64
+}
+
+func (s *stripe) take() uint64 {
+	r := &s.runs[s.head]
+	id := r.First
+	r.First++
+	r.N--
+	if r.N == 0 {
+		s.head++
+		s.n--
+	}
+	return id
 }
 
 // ParseServer splits "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare
@@ -225,8 +282,11 @@ func New(servers []string, opts *Options) (*Client, error) {
 		return nil, fmt.Errorf("flakewire: LowWater %d not in 0..%d", o.LowWater, 1<<20)
 	case o.MaxSkew < 0:
 		return nil, fmt.Errorf("flakewire: MaxSkew %v is negative", o.MaxSkew)
+	case o.MaxAge < 10*time.Millisecond || o.MaxAge > time.Hour:
+		return nil, fmt.Errorf("flakewire: MaxAge %v not in 10ms..1h", o.MaxAge)
 	}
-	c := &Client{opts: o, seen: map[uint32]uint64{}, lastUUID: map[uint32][16]byte{}, rx: make([]byte, 2048)}
+	c := &Client{opts: o, seen: map[uint32]uint64{}, lastUUID: map[uint32][16]byte{}, rx: make([]byte, 2048),
+		want: o.Prefetch, low: o.LowWater}
 	c.cond = sync.NewCond(&c.buf)
 	for _, s := range servers {
 		host, port, err := ParseServer(s)
@@ -711,20 +771,21 @@ func (c *Client) NextUUID7() ([16]byte, error) {
 	return got[0], nil
 }
 
-func (c *Client) refill() {
+// refill fetches want IDs into the pool, each reply's as it arrives.
+func (c *Client) refill(want int) {
 	per := RangeIDsMax
 	if !c.opts.UseRange {
 		per = ListMax
 	}
 	var err error
-	for fetched := 0; fetched < c.opts.Prefetch; {
-		want := c.opts.Prefetch - fetched
-		if want > per {
-			want = per
+	for fetched := 0; fetched < want; {
+		n := want - fetched
+		if n > per {
+			n = per
 		}
 		var runs []Range
 		c.net.Lock()
-		runs, err = c.fetch(context.Background(), c.opts.UseRange, uint16(want))
+		runs, err = c.fetch(context.Background(), c.opts.UseRange, uint16(n))
 		c.net.Unlock()
 		if err != nil {
 			break
@@ -735,12 +796,13 @@ func (c *Client) refill() {
 			err = ErrClosed
 			break
 		}
+		e, now := c.epoch.Load(), time.Now()
 		for _, x := range runs {
-			if n := len(c.runs); n > 0 && c.runs[n-1].First+uint64(c.runs[n-1].N) == x.First &&
-				c.runs[n-1].N <= ^uint32(0)-x.N {
-				c.runs[n-1].N += x.N
+			if k := len(c.runs); k > 0 && c.runs[k-1].epoch == e &&
+				c.runs[k-1].First+uint64(c.runs[k-1].N) == x.First && c.runs[k-1].N <= ^uint32(0)-x.N {
+				c.runs[k-1].N += x.N
 			} else {
-				c.runs = append(c.runs, x)
+				c.runs = append(c.runs, poolRun{x, e, now})
 			}
 			c.count += uint64(x.N)
 			fetched += int(x.N)
@@ -759,20 +821,200 @@ func (c *Client) refill() {
 	c.buf.Unlock()
 }
 
+// startRefill sizes the next refill as Leaf sizes its segments: doubled
+// (up to growMax x Prefetch) when a caller found the pool empty since the
+// last one, halved (down to Prefetch) when the last one lasted more than
+// half of MaxAge; at the largest size the low-water mark doubles instead
+// (up to two refills), so one refill is always in flight. Under c.buf.
 func (c *Client) startRefill() {
-	c.refilling = true
-	go c.refill()
+	top := c.opts.Prefetch * growMax
+	if top > 1<<20 {
+		top = maxInt(1<<20, c.opts.Prefetch)
+	}
+	now := time.Now()
+	switch {
+	case c.gen > 0 && c.starved && c.want < top:
+		c.want = minInt(2*c.want, top)
+		c.low = int(int64(c.want) * int64(c.opts.LowWater) / int64(c.opts.Prefetch))
+	case c.gen > 0 && c.starved:
+		c.low = minInt(maxInt(2*c.low, 1), 2*c.want)
+	case c.gen > 0 && now.Sub(c.lastRefill) > c.opts.MaxAge/2:
+		c.want = maxInt(c.want/2, c.opts.Prefetch)
+		c.low = int(int64(c.want) * int64(c.opts.LowWater) / int64(c.opts.Prefetch))
+	}
+	c.lastRefill, c.starved, c.refilling = now, false, true
+	go c.refill(c.want)
 }
 
-// Next returns one ID from the prefetch buffer. Below LowWater a refill
-// of Prefetch IDs starts in a goroutine; callers wait only when the buffer
-// is empty, and then get the refill's error if it fails.
+func minInt(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// dropExpired drops the pool's IDs older than MaxAge. Under c.buf.
+func (c *Client) dropExpired(now time.Time) {
+	e := c.epoch.Load()
+	i := 0
+	for ; i < len(c.runs); i++ {
+		r := &c.runs[i]
+		if r.epoch+ageTicks > e && now.Sub(r.at) < c.opts.MaxAge {
+			break
+		}
+		c.count -= uint64(r.N)
+	}
+	c.runs = c.runs[i:]
+}
+
+// tick advances the epoch while Next is used, keeps the pool fresh and
+// full, and ends after idleTicks ticks without a take.
+func (c *Client) tick() {
+	t := time.NewTicker(c.opts.MaxAge / ageTicks)
+	defer t.Stop()
+	for range t.C {
+		c.buf.Lock()
+		c.epoch.Add(1)
+		if c.takes == c.takesSeen {
+			c.idleTicks++
+		} else {
+			c.idleTicks = 0
+		}
+		c.takesSeen = c.takes
+		now := time.Now()
+		c.dropExpired(now)
+		if c.closed.Load() || c.idleTicks >= idleTicks {
+			c.ticking = false
+			c.buf.Unlock()
+			return
+		}
+		if c.count < uint64(c.low) && !c.refilling && !now.Before(c.holdUntil) {
+			c.startRefill()
+		}
+		c.buf.Unlock()
+	}
+}
+
+// fill moves one caller's share of the pool (an eighth of a refill) to s. Under c.buf.
+func (c *Client) fill(s *stripe) {
+	want := uint64(c.want / 8)
+	if want == 0 {
+		want = 1
+	}
+	if want > RangeIDsMax {
+		want = RangeIDsMax
+	}
+	s.head, s.n, s.epoch = 0, 0, ^uint64(0)
+	for want > 0 && len(c.runs) > 0 && s.n < stripeRanges {
+		h := &c.runs[0]
+		k := uint64(h.N)
+		if k > want {
+			k = want
+		}
+		s.runs[s.n] = Range{First: h.First, N: uint32(k)}
+		s.n++
+		if h.epoch < s.epoch {
+			s.epoch = h.epoch
+		}
+		h.First += k
+		h.N -= uint32(k)
+		c.count -= k
+		want -= k
+		if h.N == 0 {
+			c.runs = c.runs[1:]
+		}
+	}
+}
+
+// Next returns one ID from the shared pool (under a lock: one order for
+// every goroutine, so a goroutine's own IDs increase per responder worker).
+// Below LowWater a refill of Prefetch IDs (grown while callers drain the
+// pool faster) starts in a goroutine; callers wait only when the pool is
+// empty, and then get the refill's error if it fails. IDs older than
+// MaxAge are dropped. Many goroutines calling Next contend for the lock:
+// give each its own Sequence to scale.
 func (c *Client) Next() (uint64, error) { return c.NextContext(context.Background()) }
 
 // NextContext is Next ending a wait for an empty buffer's refill with
 // ctx.Err() when ctx is cancelled or its deadline passes (the refill goes
 // on in the background for later calls).
 func (c *Client) NextContext(ctx context.Context) (uint64, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	c.buf.Lock()
+	if c.count > 0 && c.ticking && c.runs[0].epoch+ageTicks > c.epoch.Load() {
+		id := c.takePool()
+		c.buf.Unlock()
+		return id, nil
+	}
+	c.buf.Unlock()
+	return c.nextSlow(ctx, nil)
+}
+
+// takePool takes the pool's first ID and starts a refill below the
+// low-water mark. Under c.buf.
+func (c *Client) takePool() uint64 {
+	h := &c.runs[0]
+	id := h.First
+	h.First++
+	h.N--
+	if h.N == 0 {
+		c.runs = c.runs[1:]
+	}
+	c.count--
+	c.takes++
+	if c.count < uint64(c.low) && !c.refilling && !time.Now().Before(c.holdUntil) {
+		c.startRefill()
+	}
+	return id
+}
+
+// Sequence hands out IDs to one goroutine at a time (it is not safe for
+// concurrent use): they increase per responder worker, in the order the
+// pool got them. It takes a share of the pool (an eighth of a refill) at a
+// time under the client's lock, then hands it out with no lock and no
+// write shared with other goroutines, so N goroutines with a Sequence each
+// get more IDs per second than one. Shares held by different Sequences are
+// not ordered with each other (each at most MaxAge old); IDs are unique in
+// any case. Get one per goroutine from Client.Sequence; it shares the
+// client's pool, refills, MaxAge and Close.
+type Sequence struct {
+	c *Client
+	s stripe
+}
+
+// Sequence returns a new Sequence over c's pool.
+func (c *Client) Sequence() *Sequence { return &Sequence{c: c} }
+
+// Next is Client.Next with the order kept for this Sequence's caller.
+func (q *Sequence) Next() (uint64, error) { return q.NextContext(context.Background()) }
+
+// NextContext is Client.NextContext with the order kept for this Sequence's caller.
+func (q *Sequence) NextContext(ctx context.Context) (uint64, error) {
+	c := q.c
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	if q.s.n > 0 && q.s.epoch+ageTicks > c.epoch.Load() {
+		return q.s.take(), nil
+	}
+	return c.nextSlow(ctx, &q.s)
+}
+
+// nextSlow refills s from the pool (s nil: takes one ID from the pool),
+// waiting for a refill only when the pool is empty.
+func (c *Client) nextSlow(ctx context.Context, s *stripe) (uint64, error) {
+	if s != nil {
+		s.head, s.n = 0, 0 // empty or expired: these IDs are wasted, never reused
+	}
 	c.buf.Lock()
 	defer c.buf.Unlock()
 	if ctx.Done() != nil {
@@ -788,25 +1030,27 @@ func (c *Client) NextContext(ctx context.Context) (uint64, error) {
 			}
 		}()
 	}
+	c.takes++
+	if !c.ticking {
+		c.ticking, c.idleTicks = true, 0
+		go c.tick()
+	}
 	waited := false
 	var gen uint64
 	for {
 		if c.closed.Load() {
 			return 0, ErrClosed
 		}
+		c.dropExpired(time.Now())
+		if c.count > 0 && s == nil {
+			return c.takePool(), nil
+		}
 		if c.count > 0 {
-			h := &c.runs[0]
-			id := h.First
-			h.First++
-			h.N--
-			if h.N == 0 {
-				c.runs = c.runs[1:]
-			}
-			c.count--
-			if c.count < uint64(c.opts.LowWater) && !c.refilling && !time.Now().Before(c.holdUntil) {
+			c.fill(s)
+			if c.count < uint64(c.low) && !c.refilling && !time.Now().Before(c.holdUntil) {
 				c.startRefill()
 			}
-			return id, nil
+			return s.take(), nil
 		}
 		if waited && c.gen != gen && c.refillErr != nil {
 			return 0, c.refillErr
@@ -814,6 +1058,7 @@ func (c *Client) NextContext(ctx context.Context) (uint64, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		c.starved = true
 		if !c.refilling {
 			c.startRefill()
 		}

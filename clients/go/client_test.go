@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -281,5 +282,39 @@ func TestLayoutBeforeAnyID(t *testing.T) {
 	l, err := c.Layout()
 	if err != nil || l != DefaultLayout {
 		t.Fatalf("%v %v", l, err)
+	}
+}
+
+// An ID buffered longer than MaxAge is not handed out: after 100 ms the
+// next ID comes from a later request, not from the 2 IDs left of the first
+// reply (before issue 37 Next handed those out however old).
+func TestMaxAge(t *testing.T) {
+	var seq, lists atomic.Uint64
+	addr := fake(t, func(op uint8, tag uint64) [][]byte {
+		if op == OpInfo {
+			return [][]byte{mkReply(op, tag, 0, 7)}
+		}
+		lists.Add(1)
+		s := seq.Add(3) - 3
+		return [][]byte{mkReply(op, tag, 0, 7, mkID(7, s), mkID(7, s+1), mkID(7, s+2))}
+	})
+	o := opts()
+	o.UseRange, o.Prefetch, o.LowWater, o.MaxAge = false, 3, 0, 20*time.Millisecond
+	if _, err := New([]string{addr}, &Options{Timeout: time.Second, Prefetch: 3, MaxAge: time.Millisecond}); err == nil {
+		t.Fatal("MaxAge 1ms accepted")
+	}
+	c, err := New([]string{addr}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := c.Next()
+	if err != nil || lists.Load() != 1 {
+		t.Fatalf("first: %v, %d requests", err, lists.Load())
+	}
+	time.Sleep(100 * time.Millisecond)
+	b, err := c.Next()
+	if err != nil || lists.Load() < 2 || b&0xfff < 3 || b <= a {
+		t.Fatalf("after 100 ms: %d after %d, %v, %d requests", b, a, err, lists.Load())
 	}
 }

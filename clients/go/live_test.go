@@ -37,21 +37,30 @@ func mustNew(t *testing.T, servers []string, o Options) *Client {
 
 // take runs threads goroutines of each Next calls; all IDs, per caller order kept.
 func take(t *testing.T, c *Client, threads, each int) [][]uint64 {
+	return takeWith(t, threads, each, func() func() (uint64, error) { return c.Next })
+}
+
+// takeSeq is take with a Sequence per goroutine.
+func takeSeq(t *testing.T, c *Client, threads, each int) [][]uint64 {
+	return takeWith(t, threads, each, func() func() (uint64, error) { return c.Sequence().Next })
+}
+
+func takeWith(t *testing.T, threads, each int, next func() func() (uint64, error)) [][]uint64 {
 	out := make([][]uint64, threads)
 	var wg sync.WaitGroup
 	for k := range out {
 		wg.Add(1)
-		go func(k int) {
+		go func(k int, next func() (uint64, error)) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				id, err := c.Next()
+				id, err := next()
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				out[k] = append(out[k], id)
 			}
-		}(k)
+		}(k, next())
 	}
 	wg.Wait()
 	return out
@@ -132,6 +141,23 @@ func TestLiveLoop(t *testing.T) {
 		u.Prefetch, u.LowWater = 512, 128
 		c := mustNew(t, []string{trusted}, u)
 		all := take(t, c, 8, 1250)
+		for _, x := range all {
+			for i := 1; i < len(x); i++ {
+				if x[i] <= x[i-1] {
+					t.Fatal("one caller's IDs not increasing")
+				}
+			}
+		}
+		seen := map[uint64]bool{}
+		if w := uniqueWorkers(t, c, all, seen); len(seen) != 10000 || len(w) != 1 || !w[11] {
+			t.Fatalf("%d IDs, workers %v", len(seen), w)
+		}
+	})
+	t.Run("concurrent Sequences increasing, unique and valid", func(t *testing.T) {
+		u := o
+		u.Prefetch, u.LowWater = 512, 128
+		c := mustNew(t, []string{trusted}, u)
+		all := takeSeq(t, c, 8, 1250)
 		for _, x := range all {
 			for i := 1; i < len(x); i++ {
 				if x[i] <= x[i-1] {

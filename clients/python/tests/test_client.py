@@ -233,3 +233,65 @@ def test_async_with_and_layout_before_any_id():
         assert asyncio.run(main()) > 0
     finally:
         f.close()
+
+
+def test_max_age_drops_old_ids():
+    """An ID buffered longer than max_age_ms is not handed out: after 100 ms
+    the next ID comes from a later request, not from the 2 left of the first
+    reply (before issue 37, next() handed those out however old)."""
+    state = {"seq": 0, "lists": 0}
+
+    def handler(op, count, tag):
+        if op == wire.OP_INFO:
+            return [reply(op, tag, body=info_body())]
+        state["lists"] += 1
+        s = state["seq"]
+        state["seq"] += 3
+        return [reply(op, tag, body=struct.pack(">3Q", mk_id(7, s), mk_id(7, s + 1), mk_id(7, s + 2)))]
+
+    f = Fake(handler)
+    try:
+        with pytest.raises(ValueError, match="max_age_ms"):
+            Client([f.addr], max_age_ms=9)
+        with Client([f.addr], use_range=False, prefetch=3, low_water=0, max_age_ms=20) as c:
+            a = c.next()
+            assert state["lists"] == 1
+            time.sleep(0.1)
+            b = c.next()
+            assert state["lists"] >= 2
+            assert b > a and b & 0xFFF >= 3
+    finally:
+        f.close()
+
+
+def test_threads_each_increasing_and_unique():
+    """Four threads on one client: each thread's own IDs increase, all are unique."""
+    state = {"seq": 0}
+    lock = threading.Lock()
+
+    def handler(op, count, tag):
+        if op == wire.OP_INFO:
+            return [reply(op, tag, body=info_body())]
+        with lock:
+            s = state["seq"]
+            state["seq"] += 3
+        return [reply(op, tag, body=struct.pack(">3Q", mk_id(7, s % 4096), mk_id(7, s % 4096 + 1),
+                                                  mk_id(7, s % 4096 + 2)))]
+
+    f = Fake(handler)
+    out = [[] for _ in range(4)]
+    try:
+        with Client([f.addr], use_range=False, prefetch=60, low_water=30) as c:
+            def run(k):
+                for _ in range(300):
+                    out[k].append(c.next())
+            ts = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        for o in out:
+            assert len(o) == 300 and all(x < y for x, y in zip(o, o[1:]))
+        assert len({x for o in out for x in o}) == 1200
+    finally:
+        f.close()

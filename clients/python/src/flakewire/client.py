@@ -32,6 +32,7 @@ import asyncio
 import collections
 import os
 import socket
+import itertools
 import threading
 import time
 import uuid
@@ -153,15 +154,20 @@ class Client:
     trusted   do not pad requests (loopback or a trusted source);
     use_range prefetch with RANGE requests, else LIST;
     max_skew_ms  an ID whose time is further than this from the local clock
-              is rejected (0 turns the check off).
+              is rejected (0 turns the check off);
+    max_age_ms   the longest next() keeps a prefetched ID (10..3600000):
+              an ID's time is when it was issued, so older IDs are dropped
+              (wasted, never reused) rather than handed out.
 
     Every method is safe to call from several threads. next() hands out
-    buffered IDs without waiting for a refill in flight.
+    buffered IDs without waiting for a refill in flight, each thread from
+    its own share of the buffer (no lock per call, so callers do not queue
+    on one lock while the GIL switches between them).
     """
 
     def __init__(self, servers: Sequence[str], *, timeout: float = 0.2, retries: int = 3,
                  prefetch: int = 1024, low_water: int = 256, trusted: bool = False,
-                 use_range: bool = True, max_skew_ms: int = 300_000):
+                 use_range: bool = True, max_skew_ms: int = 300_000, max_age_ms: int = 1000):
         if isinstance(servers, str):
             servers = [servers]
         if not servers:
@@ -171,6 +177,9 @@ class Client:
         _check("prefetch", prefetch, 1, 1 << 20)
         _check("low_water", low_water, 0, 1 << 20)
         _check("max_skew_ms", max_skew_ms, 0, 1 << 40)
+        _check("max_age_ms", max_age_ms, 10, 3_600_000)
+        self.max_age_ms = max_age_ms
+        self._max_age = max_age_ms / 1000.0
         self.timeout, self.retries = timeout, retries
         self.prefetch, self.low_water = prefetch, low_water
         self.trusted, self.use_range, self.max_skew_ms = trusted, use_range, max_skew_ms
@@ -190,9 +199,14 @@ class Client:
         self._seen: Dict[tuple, int] = {}
         self.last_reply: Optional[wire.Reply] = None
         self.stats = collections.Counter()
-        # prefetch buffer of (first, n) runs, guarded by _buf
+        # each thread's share: an iterator over its IDs and when they expire
+        self._local = threading.local()
+        # prefetch pool of [first, n, fetched_at] runs, guarded by _buf
         self._buf = threading.Condition(threading.Lock())
-        self._runs: Deque[List[int]] = collections.deque()
+        self._runs: Deque[List] = collections.deque()
+        self._want, self._low = prefetch, low_water  # adaptive refill size
+        self._starved = False
+        self._last_refill = 0.0
         self._count = 0
         self._refilling = False
         self._gen = 0
@@ -474,23 +488,24 @@ class Client:
         return got[0]
 
     # -- prefetching
-    def _refill(self) -> None:
+    def _refill(self, want: int) -> None:
         err: Optional[BaseException] = None
         per = wire.RANGE_IDS_MAX if self.use_range else wire.LIST_MAX
         fetched = 0
         try:
-            while fetched < self.prefetch:
+            while fetched < want:
                 with self._net:
-                    runs = self._fetch(self.use_range, min(self.prefetch - fetched, per))
+                    runs = self._fetch(self.use_range, min(want - fetched, per))
                 with self._buf:
                     if self._closed:
                         raise ClosedError()
+                    now = time.monotonic()
                     for first, n in runs:
                         tail = self._runs[-1] if self._runs else None
                         if tail is not None and tail[0] + tail[1] == first:
                             tail[1] += n
                         else:
-                            self._runs.append([first, n])
+                            self._runs.append([first, n, now])
                         self._count += n
                         fetched += n
                     self._buf.notify_all()
@@ -505,26 +520,78 @@ class Client:
             self._buf.notify_all()
 
     def _start_refill(self) -> None:
-        self._refilling = True
-        threading.Thread(target=self._refill, name="flakewire-refill", daemon=True).start()
+        # Sized as Leaf sizes its segments: doubled (up to 64 x prefetch)
+        # when a caller found the pool empty since the last refill, halved
+        # (down to prefetch) when the last one lasted over half max_age.
+        now = time.monotonic()
+        top = min(self.prefetch * 64, max(1 << 20, self.prefetch))
+        if self._gen and self._starved and self._want < top:
+            self._want = min(2 * self._want, top)
+            self._low = self._want * self.low_water // self.prefetch
+        elif self._gen and self._starved:
+            self._low = min(max(2 * self._low, 1), 2 * self._want)
+        elif self._gen and now - self._last_refill > self._max_age / 2:
+            self._want = max(self._want // 2, self.prefetch)
+            self._low = self._want * self.low_water // self.prefetch
+        self._last_refill, self._starved, self._refilling = now, False, True
+        threading.Thread(target=self._refill, args=(self._want,), name="flakewire-refill",
+                         daemon=True).start()
+
+    def _drop_expired(self, now: float) -> None:
+        while self._runs and now - self._runs[0][2] >= self._max_age:
+            self._count -= self._runs.popleft()[1]
+
+    def _fill(self, loc) -> None:
+        """Moves this thread's share (an eighth of a refill) from the pool. Under _buf."""
+        want = max(1, min(self._want // 8, wire.RANGE_IDS_MAX))
+        parts, oldest = [], None
+        while want and self._runs:
+            run = self._runs[0]
+            k = min(want, run[1])
+            parts.append(range(run[0], run[0] + k))
+            oldest = run[2] if oldest is None else min(oldest, run[2])
+            run[0] += k
+            run[1] -= k
+            self._count -= k
+            want -= k
+            if run[1] == 0:
+                self._runs.popleft()
+        loc.it = iter(parts[0]) if len(parts) == 1 else itertools.chain(*parts)
+        loc.deadline = oldest + self._max_age
 
     def next(self) -> int:
-        """One ID from the prefetch buffer. Below low_water a refill of
-        prefetch IDs starts in a background thread; callers wait only when
-        the buffer is empty, and then get the refill's error if it fails."""
+        """One ID from this thread's share of the prefetch buffer (no lock);
+        an empty or expired share takes the next one from the pool under a
+        lock. Below low_water a refill of prefetch IDs (grown while callers
+        drain the pool faster) starts in a background thread; callers wait
+        only when the pool is empty, and then get the refill's error if it
+        fails. A thread's own IDs increase (per responder worker); IDs of
+        different threads are not ordered within the max_age window."""
+        loc = self._local
+        it = getattr(loc, "it", None)
+        if it is not None and not self._closed and time.monotonic() < loc.deadline:
+            id_ = next(it, None)
+            if id_ is not None:
+                return id_
+        return self._next_slow(loc)
+
+    def _next_slow(self, loc) -> int:
+        loc.it = None  # empty or expired: these IDs are wasted, never reused
         with self._buf:
             gen = None
             while True:
                 if self._closed:
                     raise ClosedError()
+                self._drop_expired(time.monotonic())
                 if self._count:
-                    id_ = self._next_locked()
-                    if (self._count < self.low_water and not self._refilling
+                    self._fill(loc)
+                    if (self._count < self._low and not self._refilling
                             and time.monotonic() >= self._hold_until):
                         self._start_refill()
-                    return id_
+                    return next(loc.it)
                 if gen is not None and self._gen != gen and self._error is not None:
                     raise self._error
+                self._starved = True
                 if not self._refilling:
                     self._start_refill()
                 gen = self._gen
@@ -537,22 +604,21 @@ class Client:
     async def anext(self) -> int:
         """next() for asyncio: returns at once while IDs are buffered, else
         waits for the refill in a worker thread without blocking the loop."""
+        if self._closed:
+            raise ClosedError()
+        loc = self._local
+        it = getattr(loc, "it", None)
+        if it is not None and time.monotonic() < loc.deadline:
+            id_ = next(it, None)
+            if id_ is not None:
+                return id_
         with self._buf:
-            if self._closed:
-                raise ClosedError()
-            if self._count > self.low_water:
-                return self._next_locked()
+            if self._count > self._low:
+                self._drop_expired(time.monotonic())
+            if self._count > self._low:
+                self._fill(loc)
+                return next(loc.it)
         return await asyncio.get_running_loop().run_in_executor(None, self.next)
-
-    def _next_locked(self) -> int:
-        run = self._runs[0]
-        id_ = run[0]
-        run[0] += 1
-        run[1] -= 1
-        if run[1] == 0:
-            self._runs.popleft()
-        self._count -= 1
-        return id_
 
 
 def _check(name: str, v, lo, hi) -> None:

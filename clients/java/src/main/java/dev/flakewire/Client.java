@@ -37,7 +37,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * learnt with an INFO request first) and a time within {@link Options#maxSkewMs} of this host's clock.</li>
  * </ul>
  * Thread safe: {@link #next()} hands out buffered IDs without waiting for a refill in flight (refills run on a
- * daemon thread). Errors are checked {@link FlakewireException}s ({@link ResolveException},
+ * daemon thread), each thread from its own share of the buffer: no lock and no write shared between threads per
+ * call. Errors are checked {@link FlakewireException}s ({@link ResolveException},
  * {@link NoResponseException}, {@link StatusException}, {@link InvalidReplyException}, {@link ClosedException});
  * {@link IllegalArgumentException} only for malformed input. After {@link #close()} every call throws
  * {@link ClosedException}, buffered IDs included.
@@ -70,6 +71,11 @@ public final class Client implements AutoCloseable {
         public boolean useRange = true;
         /** Reject IDs further than this from the local clock, ms; 0 turns the check off. */
         public long maxSkewMs = 300_000;
+        /**
+         * Longest next() keeps a prefetched ID, ms (10..3600000). An ID's time is when it was issued: older IDs are
+         * dropped (wasted, never reused), so a buffer filled long ago never hands out old times.
+         */
+        public long maxAgeMs = 1000;
     }
 
     /** What the client did. */
@@ -105,10 +111,54 @@ public final class Client implements AutoCloseable {
     private volatile Wire.Reply lastReply;
     private final java.util.HashMap<Integer, UUID> lastUuid = new java.util.HashMap<>();
 
-    private final ReentrantLock buf = new ReentrantLock(); // guards the prefetch buffer
+    /*
+     * Maximum age: IDs fetched at epoch e are handed out while the epoch is below e + AGE_TICKS; the ticker advances it
+     * every maxAgeMs / AGE_TICKS while next() is used and stops after IDLE_TICKS ticks without a take from the pool
+     * (every buffered ID has expired by then). Refills grow up to GROW_MAX x prefetch while callers drain the pool.
+     */
+    private static final int AGE_TICKS = 4, IDLE_TICKS = 2 * AGE_TICKS, GROW_MAX = 64, SLOT_RANGES = 8;
+
+    /* Read by every next(), written rarely: padded to cache lines of their own (superclass fields come first). */
+    private static class HotPad0 {
+        long p0, p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    private static class HotFields extends HotPad0 {
+        volatile long epoch;
+        volatile boolean closed;
+    }
+
+    private static final class Hot extends HotFields {
+        long q0, q1, q2, q3, q4, q5, q6, q7;
+    }
+
+    /** One thread's share of the pool, handed out without a lock. */
+    private static final class Slot {
+        final long[] first = new long[SLOT_RANGES], n = new long[SLOT_RANGES];
+        int head, len;
+        long epoch;
+
+        long take() {
+            long id = first[head]++;
+            if (--n[head] == 0) {
+                head++;
+                len--;
+            }
+            return id;
+        }
+    }
+
+    private final Hot hot = new Hot();
+    private final ThreadLocal<Slot> slots = ThreadLocal.withInitial(Slot::new);
+
+    private final ReentrantLock buf = new ReentrantLock(); // guards the pool and the fields below
     private final Condition changed = buf.newCondition();
-    private final ArrayDeque<long[]> runs = new ArrayDeque<>(); // {first, n}
+    private final ArrayDeque<long[]> runs = new ArrayDeque<>(); // {first, n, epoch, nanoTime}
     private long count;
+    private boolean ticking, starved;
+    private int idleTicks;
+    private long takes, takesSeen, lastRefillNs;
+    private int want, low; // IDs per refill and the low-water mark now (adaptive)
     private boolean refilling;
     private long gen;
     private IOException refillErr;
@@ -161,6 +211,9 @@ public final class Client implements AutoCloseable {
         check("prefetch", o.prefetch, 1, 1 << 20);
         check("lowWater", o.lowWater, 0, 1 << 20);
         check("maxSkewMs", o.maxSkewMs, 0, 1L << 40);
+        check("maxAgeMs", o.maxAgeMs, 10, 3_600_000);
+        want = o.prefetch;
+        low = o.lowWater;
         try {
             for (String s : servers) {
                 HostPort hp = parseServer(s);
@@ -185,6 +238,7 @@ public final class Client implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        hot.closed = true;
         for (Server s : srv) s.sock.close();
         buf.lock();
         try {
@@ -240,7 +294,7 @@ public final class Client implements AutoCloseable {
     public java.util.concurrent.CompletableFuture<Long> nextAsync() {
         buf.lock();
         try {
-            if (!closed && count > o.lowWater) return java.util.concurrent.CompletableFuture.completedFuture(takeLocked());
+            if (!closed && count > low) return java.util.concurrent.CompletableFuture.completedFuture(takeLocked());
         } finally {
             buf.unlock();
         }
@@ -565,25 +619,26 @@ public final class Client implements AutoCloseable {
         return got.get(0);
     }
 
-    private void refill() {
+    private void refill(int want) {
         int per = o.useRange ? Wire.RANGE_IDS_MAX : Wire.LIST_MAX;
         IOException err = null;
         try {
-            for (long fetched = 0; fetched < o.prefetch;) {
+            for (long fetched = 0; fetched < want;) {
                 List<Wire.Range> got;
                 net.lock();
                 try {
-                    got = fetch(o.useRange, (int) Math.min(o.prefetch - fetched, per));
+                    got = fetch(o.useRange, (int) Math.min(want - fetched, per));
                 } finally {
                     net.unlock();
                 }
                 buf.lock();
                 try {
                     if (closed) throw new ClosedException();
+                    long e = hot.epoch, now = System.nanoTime();
                     for (Wire.Range x : got) {
                         long[] tail = runs.peekLast();
-                        if (tail != null && tail[0] + tail[1] == x.first()) tail[1] += x.n();
-                        else runs.add(new long[] {x.first(), x.n()});
+                        if (tail != null && tail[2] == e && tail[0] + tail[1] == x.first()) tail[1] += x.n();
+                        else runs.add(new long[] {x.first(), x.n(), e, now});
                         count += x.n();
                         fetched += x.n();
                     }
@@ -609,26 +664,103 @@ public final class Client implements AutoCloseable {
         }
     }
 
+    /*
+     * Sizes the next refill as Leaf sizes its segments: doubled (up to GROW_MAX x prefetch) when a caller found the pool
+     * empty since the last one, halved (down to prefetch) when the last one lasted more than half of maxAgeMs; at the
+     * largest size the low-water mark doubles instead (up to two refills), so one refill is always in flight. Under buf.
+     */
     private void startRefill() {
+        int top = (int) Math.min((long) o.prefetch * GROW_MAX, Math.max(1 << 20, o.prefetch));
+        long now = System.nanoTime();
+        if (gen > 0 && starved && want < top) {
+            want = Math.min(2 * want, top);
+            low = (int) ((long) want * o.lowWater / o.prefetch);
+        } else if (gen > 0 && starved) {
+            low = (int) Math.min(Math.max(2L * low, 1), 2L * want);
+        } else if (gen > 0 && now - lastRefillNs > o.maxAgeMs * 500_000L) {
+            want = Math.max(want / 2, o.prefetch);
+            low = (int) ((long) want * o.lowWater / o.prefetch);
+        }
+        lastRefillNs = now;
+        starved = false;
         refilling = true;
-        Thread t = new Thread(this::refill, "flakewire-refill");
+        int n = want;
+        Thread t = new Thread(() -> refill(n), "flakewire-refill");
         t.setDaemon(true);
         t.start();
     }
 
+    /** Drops the pool's IDs older than maxAgeMs. Under buf. */
+    private void dropExpired(long now) {
+        long e = hot.epoch;
+        for (long[] h; (h = runs.peekFirst()) != null; runs.pollFirst()) {
+            if (h[2] + AGE_TICKS > e && now - h[3] < o.maxAgeMs * 1_000_000L) break;
+            count -= h[1];
+        }
+    }
+
+    /** Advances the epoch while next() is used, keeps the pool fresh and full, ends when idle. */
+    private void tick() {
+        long period = o.maxAgeMs * 1_000_000L / AGE_TICKS;
+        for (;;) {
+            java.util.concurrent.locks.LockSupport.parkNanos(period);
+            buf.lock();
+            try {
+                hot.epoch = hot.epoch + 1;
+                if (takes == takesSeen) idleTicks++;
+                else idleTicks = 0;
+                takesSeen = takes;
+                long now = System.nanoTime();
+                dropExpired(now);
+                if (closed || idleTicks >= IDLE_TICKS) {
+                    ticking = false;
+                    return;
+                }
+                if (count < low && !refilling && now - holdUntilNs >= 0) startRefill();
+            } finally {
+                buf.unlock();
+            }
+        }
+    }
+
     /**
-     * One ID from the prefetch buffer. Below lowWater a refill of prefetch IDs starts on a daemon thread; callers wait
-     * only when the buffer is empty, and then get the refill's error if it fails.
+     * One ID from this thread's share of the prefetch buffer (no lock); an empty or expired share takes the next one
+     * (an eighth of a refill) from the pool under a lock. Below lowWater a refill of prefetch IDs (grown while callers
+     * drain the pool faster) starts on a daemon thread; callers wait only when the pool is empty, and then get the
+     * refill's error if it fails. A thread's own IDs increase (per responder worker); IDs of different threads are not
+     * ordered within the maxAgeMs window, since each holds its own share. They are unique in any case.
      */
     public long next() throws IOException {
+        Slot s = slots.get();
+        if (s.len > 0 && s.epoch + AGE_TICKS > hot.epoch && !hot.closed) return s.take();
+        return nextSlow(s);
+    }
+
+    private long nextSlow(Slot s) throws IOException {
+        s.len = 0; // empty or expired: these IDs are wasted, never reused
         buf.lock();
         try {
+            takes++;
+            if (!ticking) {
+                ticking = true;
+                idleTicks = 0;
+                Thread t = new Thread(this::tick, "flakewire-ticker");
+                t.setDaemon(true);
+                t.start();
+            }
             boolean waited = false;
             long g = 0;
             for (;;) {
                 if (closed) throw new ClosedException();
-                if (count > 0) return takeLocked();
+                dropExpired(System.nanoTime());
+                if (count > 0) {
+                    fill(s);
+                    long id = s.take();
+                    if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+                    return id;
+                }
                 if (waited && gen != g && refillErr != null) throw refillErr;
+                starved = true;
                 if (!refilling) startRefill();
                 g = gen;
                 waited = true;
@@ -639,12 +771,32 @@ public final class Client implements AutoCloseable {
         }
     }
 
+    /** Moves one caller's share of the pool to s. Under buf. */
+    private void fill(Slot s) {
+        long n = Math.max(1, Math.min(want / 8, Wire.RANGE_IDS_MAX));
+        s.head = 0;
+        s.len = 0;
+        s.epoch = Long.MAX_VALUE;
+        for (long[] h; n > 0 && s.len < SLOT_RANGES && (h = runs.peekFirst()) != null;) {
+            long k = Math.min(n, h[1]);
+            s.first[s.len] = h[0];
+            s.n[s.len++] = k;
+            s.epoch = Math.min(s.epoch, h[2]);
+            h[0] += k;
+            h[1] -= k;
+            count -= k;
+            n -= k;
+            if (h[1] == 0) runs.pollFirst();
+        }
+    }
+
+    /** One ID from the pool itself (nextAsync's path). Under buf. */
     private long takeLocked() {
         long[] h = runs.peekFirst();
         long id = h[0]++;
         if (--h[1] == 0) runs.pollFirst();
         count--;
-        if (count < o.lowWater && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+        if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
         return id;
     }
 

@@ -153,6 +153,38 @@ class ClientTest {
         throw new IOException("no free port");
     }
 
+    /**
+     * An ID buffered longer than maxAgeMs is not handed out: after 100 ms the next ID comes from a later request, not
+     * from the 2 IDs left of the first reply (before issue 37, next() handed those out however old).
+     */
+    @Test
+    void maxAgeDropsOldIds() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger seq = new java.util.concurrent.atomic.AtomicInteger(),
+                lists = new java.util.concurrent.atomic.AtomicInteger();
+        try (Fake f = new Fake((op, tag) -> {
+            if (op == Wire.OP_INFO) return List.of(reply(op, tag, 0, 7));
+            lists.incrementAndGet();
+            int s = seq.getAndAdd(3);
+            return List.of(reply(op, tag, 0, 7, mkId(7, s), mkId(7, s + 1), mkId(7, s + 2)));
+        })) {
+            Client.Options o = opts();
+            o.useRange = false;
+            o.prefetch = 3;
+            o.lowWater = 0;
+            o.maxAgeMs = 9;
+            assertThrows(IllegalArgumentException.class, () -> new Client(List.of(f.addr), o));
+            o.maxAgeMs = 20;
+            try (Client c = new Client(List.of(f.addr), o)) {
+                long a = c.next();
+                assertEquals(1, lists.get());
+                Thread.sleep(100);
+                long b = c.next();
+                assertTrue(lists.get() >= 2, "requests: " + lists.get());
+                assertTrue(b > a && (b & 0xfff) >= 3, b + " after " + a);
+            }
+        }
+    }
+
     @Test
     void closeEndsHandOuts() throws Exception {
         try (Fake f = new Fake(ClientTest::answering)) {
