@@ -41,6 +41,8 @@ static void fleet_help(FILE *f)
 		"            operator (printed: a lease ending within --warn-ms or ended while\n"
 		"            its owner is alive, i.e. renewals fail; an owner whose session is\n"
 		"            gone while its lease runs), 3 when the registry cannot be read\n"
+		"            (ls too: 3 when the registry cannot be read, 1 when no fleet\n"
+		"            is at --root)\n"
 		"  secure    ZooKeeper: gives a fleet created with open ACLs the fleet's ACL\n"
 		"            (all permissions for --auth-file's principal, read for anyone)\n"
 		"\n"
@@ -256,7 +258,7 @@ int cmd_fleet(int argc, char **argv)
 	int rc = fw_fleet_list_read(zk, root, (uint32_t)timeout, &l, err, sizeof(err));
 	if (rc != 0) {
 		fc_err(cmd, "%s", msg(err));
-		return !strcmp(sub, "check") ? FLEET_EXIT_UNKNOWN : FC_EXIT_FAIL;
+		return rc == -ENOENT ? FC_EXIT_FAIL : FLEET_EXIT_UNKNOWN; /* unreadable: 3 */
 	}
 	rc = !strcmp(sub, "ls") ? fleet_ls(&l) : fleet_check(&l, warn);
 	fw_fleet_list_free(&l);

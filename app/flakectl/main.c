@@ -18,7 +18,8 @@ static const struct fc_cmd commands[] = {
 	{"bench", cmd_bench, "load responders over UDP and check every ID"},
 	{"mark", cmd_mark, "read or rewrite a responder's persisted high-water mark"},
 #ifdef FC_HAVE_FLEET
-	{"fleet", cmd_fleet, "the fleet's worker-ID registry in ZooKeeper: ls, release, check"},
+	{"fleet", cmd_fleet,
+	 "the fleet's worker-ID registry (ZooKeeper or etcd): ls, release, check, secure"},
 #endif
 	{"status", cmd_status,
 	 "one screen from a responder's /metrics, exit 0/1/2/3 for monitoring"},

@@ -26,7 +26,7 @@ expect 2 "\-\-root .*absolute" fleet ls --zk 127.0.0.1:1 --root x
 expect 2 "release abc: WORKER must be a worker ID" fleet release abc --zk 127.0.0.1:1 --root /x
 expect 2 "release (missing)" fleet release --zk 127.0.0.1:1 --root /x
 expect 2 "\-\-timeout" fleet ls --zk 127.0.0.1:1 --root /x --timeout 5
-expect 1 "does not answer within 300 ms" fleet ls --zk 127.0.0.1:1 --root /x --timeout 300
+expect 3 "does not answer within 300 ms" fleet ls --zk 127.0.0.1:1 --root /x --timeout 300
 expect 3 "does not answer" fleet check --zk 127.0.0.1:1 --root /x --timeout 300
 expect 0 "flakectl fleet ls" fleet --help
 [ "$fails" -eq 0 ]
