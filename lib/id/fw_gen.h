@@ -21,6 +21,18 @@
  *    max_borrow_ms (FW_ERETRY once the lead is too large). A larger step:
  *    FW_ECLOCK, nothing is issued, until @now is back within max_backstep_ms.
  *  - ms above the mark: FW_EMARK until the owner extends the mark.
+ *  - sequence start (FW_GEN_SEQ_CARRY, the default): a millisecond entered
+ *    because the clock moved on starts where the last one stopped, so the
+ *    sequence of the k-th ID since init (or since fw_gen_set_floor) is
+ *    k mod 2^seq_bits, whatever the rate: id % N is a round robin for every N
+ *    that divides 2^seq_bits. A millisecond entered because the last one was
+ *    used up starts at 0 (the counter wraps there), so a loaded worker still
+ *    issues 2^seq_bits IDs in every millisecond; only the first millisecond
+ *    of a burst after a quiet spell may offer fewer (2^seq_bits - its start).
+ *    Carrying needs max_borrow_ms >= 1 (the wrap goes into a borrowed ms):
+ *    with max_borrow_ms 0, every ms starts at 0 and capacity comes first.
+ *    FW_GEN_SEQ_ZERO, every millisecond starting at 0, is the rule before
+ *    issue 36, kept for the shard benchmark's "before" column.
  * Nothing here spins or sleeps. Every event is counted in struct fw_gen_stats.
  *
  * Manual: doc/ids-and-uuidv7.md, doc/guarantees.md.
@@ -36,11 +48,18 @@
 #define FW_GEN_DEFAULT_MAX_BORROW_MS   4
 #define FW_GEN_DEFAULT_MAX_BACKSTEP_MS 1000
 
+/* Where a millisecond entered because the clock moved on starts its sequence. */
+enum fw_gen_seq_start {
+	FW_GEN_SEQ_CARRY = 0, /* where the last ms stopped (default; even id % N) */
+	FW_GEN_SEQ_ZERO = 1,  /* at 0 (before issue 36: id % N skewed to 0 at low rates) */
+};
+
 struct fw_gen_config {
 	uint32_t datacenter;      /* < 2^dc_bits */
 	uint32_t worker;          /* < 2^worker_bits */
 	uint32_t max_borrow_ms;   /* lead over @now allowed when borrowing (default 4) */
 	uint32_t max_backstep_ms; /* larger backward steps are "clock unsafe" (default 1000) */
+	uint32_t seq_start;       /* enum fw_gen_seq_start (default FW_GEN_SEQ_CARRY) */
 };
 
 /* Flags describing the generator's state after the last issuing call. */
@@ -71,6 +90,7 @@ struct fw_gen {
 	uint64_t last_now;   /* @now of the previous call, to count backward steps */
 	uint64_t node_bits;  /* datacenter and worker, already shifted */
 	uint64_t seq_limit;  /* 2^seq_bits */
+	uint64_t seq_carry;  /* 2^seq_bits - 1 (FW_GEN_SEQ_CARRY) or 0: a new ms starts at next_seq & seq_carry */
 	uint32_t time_shift; /* seq_bits + worker_bits + dc_bits */
 	uint32_t flags;      /* FW_GEN_F_* after the last call */
 	/* cold */
@@ -86,8 +106,9 @@ struct fw_gen {
  * Initialises a generator for @layout and @cfg. The mark starts at 0: call
  * fw_gen_set_mark() before issuing. Zero max_borrow_ms/max_backstep_ms in
  * @cfg are valid values (no borrowing, any backward step is unsafe).
- * Returns 0, -EINVAL (NULL argument), FW_ERANGE (worker or datacenter does
- * not fit the layout) or a fw_layout_validate() code.
+ * Returns 0, -EINVAL (NULL argument, or seq_start not an enum
+ * fw_gen_seq_start), FW_ERANGE (worker or datacenter does not fit the
+ * layout) or a fw_layout_validate() code.
  */
 FW_API int fw_gen_init(struct fw_gen *g, const struct fw_layout *layout,
 		       const struct fw_gen_config *cfg);

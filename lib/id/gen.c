@@ -19,6 +19,8 @@ FW_API int fw_gen_init(struct fw_gen *g, const struct fw_layout *layout,
 {
 	if (g == NULL || layout == NULL || cfg == NULL)
 		return -EINVAL;
+	if (cfg->seq_start != FW_GEN_SEQ_CARRY && cfg->seq_start != FW_GEN_SEQ_ZERO)
+		return -EINVAL;
 	int rc = fw_layout_validate(layout, 0);
 	if (rc != 0)
 		return rc;
@@ -32,6 +34,11 @@ FW_API int fw_gen_init(struct fw_gen *g, const struct fw_layout *layout,
 	g->cur_ms = NONE;
 	g->fast_ms = NONE;
 	g->seq_limit = UINT64_C(1) << layout->seq_bits;
+	/* Carrying needs a borrowed ms to wrap into, or a ms that started late
+	 * could not offer all its sequence to a load: without borrowing, 0. */
+	g->seq_carry = cfg->seq_start == FW_GEN_SEQ_CARRY && cfg->max_borrow_ms > 0
+			       ? g->seq_limit - 1
+			       : 0;
 	g->time_shift = layout->seq_bits + layout->worker_bits + layout->dc_bits;
 	g->time_max = (UINT64_C(1) << layout->time_bits) - 1;
 	g->node_bits = ((uint64_t)cfg->datacenter << (layout->seq_bits + layout->worker_bits)) |
@@ -94,7 +101,10 @@ FW_API int fw_gen_next_slow(struct fw_gen *g, uint64_t now, uint64_t *id)
 	}
 
 	/* Where the next ID goes: the current ms while it has sequence left and
-	 * the clock has not passed it, else the ms after it, else the clock's ms. */
+	 * the clock has not passed it, else the ms after it (from 0: the last
+	 * one was used up), else the clock's ms, from where the sequence stopped
+	 * (next_seq & seq_carry: next_seq is at most seq_limit, which wraps to 0)
+	 * so that the sequence counts IDs and id % N goes round (fw_gen.h). */
 	uint64_t ms, seq;
 	if (g->cur_ms != NONE && g->cur_ms >= now) {
 		if (g->next_seq < g->seq_limit) {
@@ -106,7 +116,7 @@ FW_API int fw_gen_next_slow(struct fw_gen *g, uint64_t now, uint64_t *id)
 		}
 	} else {
 		ms = now;
-		seq = 0;
+		seq = g->next_seq & g->seq_carry;
 	}
 
 	if (ms > now + g->cfg.max_borrow_ms) {

@@ -53,21 +53,30 @@ static void steady_clock_gives_increasing_ids_at_now(void **state)
 	(void)state;
 	struct fw_gen g;
 	make(&g, 5, 4, 1000);
-	uint64_t last = 0;
+	uint64_t last = 0, k = 0;
 	for (uint64_t now = T0; now < T0 + 50; now++) {
 		for (int i = 0; i < 100; i++) {
 			uint64_t id;
 			assert_int_equal(fw_gen_next(&g, now, &id), 0);
 			assert_true(id > last);
-			assert_int_equal(ms_of(id), now);
 			assert_int_equal((id >> 12) & 1023, 5);
-			assert_int_equal(id & 4095, (uint64_t)i);
-			assert_int_equal(fw_gen_flags(&g), 0);
+			/* Each ms goes on from where the last stopped (FW_GEN_SEQ_CARRY)... */
+			assert_int_equal(id & 4095, k & 4095);
+			/* ...so the 4096th ID, in ms 40 (IDs 4000-4099), wraps the
+			 * count into ms 41 for the rest of ms 40: 4 IDs borrowed. */
+			if (k >= 4096 && k < 4100) {
+				assert_int_equal(ms_of(id), T0 + 41);
+				assert_int_equal(fw_gen_flags(&g), FW_GEN_F_BORROWED);
+			} else {
+				assert_int_equal(ms_of(id), now);
+				assert_int_equal(fw_gen_flags(&g), 0);
+			}
+			k++;
 			last = id;
 		}
 	}
 	assert_int_equal(fw_gen_stats(&g)->issued, 5000);
-	assert_int_equal(fw_gen_stats(&g)->borrowed_ms, 0);
+	assert_int_equal(fw_gen_stats(&g)->borrowed_ms, 1);
 }
 
 static void stalled_clock_borrows_then_retries(void **state)
@@ -296,6 +305,8 @@ static void adversarial_clock_never_breaks_order(void **state)
 	fw_gen_set_mark(&g, mark);
 	uint64_t now = T0, last = 0, issued = 0;
 	srand(7);
+	/* Whatever the clock does, the sequence of the k-th ID is k mod 4096 (the
+	 * start rule's promise: id % N goes round for every N dividing 4096). */
 	for (long step = 0; step < 3000000; step++) {
 		int r = rand() % 1000;
 		if (r < 300)
@@ -324,6 +335,7 @@ static void adversarial_clock_never_breaks_order(void **state)
 				assert_true(first > last);
 				assert_true(ms_of(first) <= mark);
 				assert_true(ms_of(first) <= now + 4);
+				assert_int_equal(first & 4095, issued & 4095);
 				last = first + (uint64_t)c - 1;
 				issued += (uint64_t)c;
 			}
@@ -334,6 +346,7 @@ static void adversarial_clock_never_breaks_order(void **state)
 			assert_true(ms_of(ids[i]) <= mark);
 			assert_true(ms_of(ids[i]) <= now + 4);
 			assert_int_equal((ids[i] >> 12) & 1023, 77);
+			assert_int_equal(ids[i] & 4095, (issued + (uint64_t)i) & 4095);
 			last = ids[i];
 		}
 		if (n > 0)
@@ -345,6 +358,153 @@ static void adversarial_clock_never_breaks_order(void **state)
 	assert_true(fw_gen_stats(&g)->unsafe > 0);
 	assert_true(fw_gen_stats(&g)->retries > 0);
 	assert_true(fw_gen_stats(&g)->mark_hits > 0);
+}
+
+/* Issues @per IDs at each of @ms_count clock readings @gap ms apart (gap 0:
+ * one reading), checking order and that the k-th ID's sequence is k mod 4096. */
+static void expect_counting_sequence(struct fw_gen *g, uint64_t gap, uint32_t per,
+				     uint32_t ms_count)
+{
+	uint64_t last = 0, k = 0, now = T0;
+	for (uint32_t m = 0; m < ms_count; m++, now += gap) {
+		for (uint32_t i = 0; i < per; i++) {
+			uint64_t id;
+			assert_int_equal(fw_gen_next(g, now, &id), 0);
+			assert_true(id > last);
+			assert_int_equal(id & 4095, k & 4095);
+			last = id;
+			k++;
+		}
+	}
+}
+
+/* The start rule at low, middle and full rates: the sequence counts IDs. */
+static void sequence_counts_ids_at_any_rate(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 2, 4, 1000);
+	expect_counting_sequence(&g, 10, 1, 10000); /* 0.1 ID/ms */
+	make(&g, 2, 4, 1000);
+	expect_counting_sequence(&g, 1, 1, 10000); /* 1 ID/ms */
+	make(&g, 2, 4, 1000);
+	expect_counting_sequence(&g, 1, 37, 1000); /* 37 IDs/ms */
+	make(&g, 2, 4, 1000);
+	expect_counting_sequence(&g, 1, 4096, 20); /* saturating, through the wrap */
+	/* A floor (restart) starts a fresh count at 0. */
+	make(&g, 2, 4, 1000);
+	uint64_t id;
+	assert_int_equal(fw_gen_next(&g, T0, &id), 0);
+	fw_gen_set_floor(&g, T0 + 5);
+	assert_int_equal(fw_gen_next(&g, T0 + 6, &id), 0);
+	assert_int_equal(id & 4095, 0);
+}
+
+/*
+ * Capacity after a quiet spell: the counter stopped at c (any value), then a
+ * load that takes everything. The clock's ms offers 4096 - c, every ms after
+ * it (borrowed or reached by the clock) all 4096: after K readings the load
+ * has exactly (K + max_borrow) * 4096 - c IDs, and each borrowed ms is full.
+ */
+static void full_load_after_a_quiet_spell_gets_every_ms_whole(void **state)
+{
+	(void)state;
+	static const uint32_t quiet[] = {0, 1, 5, 2048, 4000, 4095};
+	for (size_t q = 0; q < sizeof(quiet) / sizeof(quiet[0]); q++) {
+		struct fw_gen g;
+		make(&g, 4, 4, 1000);
+		uint64_t id, last = 0, now = T0 - 100000;
+		for (uint32_t i = 0; i < quiet[q]; i++, now += 20) { /* 0.05 ID/ms */
+			assert_int_equal(fw_gen_next(&g, now, &id), 0);
+			last = id;
+		}
+		const uint64_t K = 10;
+		uint64_t got = 0, per_ms[16] = {0};
+		for (now = T0; now < T0 + K; now++) {
+			while (fw_gen_next(&g, now, &id) == 0) {
+				assert_true(id > last);
+				last = id;
+				got++;
+				per_ms[ms_of(id) - T0]++;
+			}
+		}
+		assert_int_equal(got, (K + 4) * 4096 - quiet[q]);
+		assert_int_equal(per_ms[0], 4096 - quiet[q]);
+		for (uint64_t m = 1; m < K + 4; m++)
+			assert_int_equal(per_ms[m], 4096);
+	}
+}
+
+/* A load of exactly 4096 IDs per ms is served whole from any counter, never
+ * asked to retry, never more than 1 ms ahead of the clock. */
+static void load_at_full_rate_is_served_from_any_start(void **state)
+{
+	(void)state;
+	static const uint32_t start[] = {0, 1, 3000, 4095};
+	for (size_t q = 0; q < sizeof(start) / sizeof(start[0]); q++) {
+		struct fw_gen g;
+		make(&g, 4, 1, 1000);
+		uint64_t id, last = 0;
+		for (uint32_t i = 0; i < start[q]; i++) {
+			assert_int_equal(fw_gen_next(&g, T0 - 10000 + 2 * i, &id), 0);
+			last = id;
+		}
+		for (uint64_t now = T0; now < T0 + 100; now++) {
+			for (int i = 0; i < 4096; i++) {
+				assert_int_equal(fw_gen_next(&g, now, &id), 0);
+				assert_true(id > last);
+				assert_true(ms_of(id) <= now + 1);
+				last = id;
+			}
+		}
+		assert_int_equal(fw_gen_stats(&g)->retries, 0);
+	}
+}
+
+/* A range after a quiet spell starts where the count stopped and stays whole
+ * and contiguous; its rest of the ms is 4096 - start. */
+static void range_goes_on_from_the_count(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	make(&g, 3, 4, 1000);
+	uint64_t id, first;
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(fw_gen_next(&g, T0 + (uint64_t)i, &id), 0);
+	assert_int_equal(fw_gen_range(&g, T0 + 200, 10000, &first), 4096 - 100);
+	assert_int_equal(first, id + (200 - 99) * (UINT64_C(1) << 22) + 1);
+	assert_int_equal(ms_of(first + 4095 - 100), T0 + 200);
+	/* Used up: the next (borrowed) ms starts at 0 and is whole. */
+	assert_int_equal(fw_gen_range(&g, T0 + 200, 10000, &first), 4096);
+	assert_int_equal(first & 4095, 0);
+	assert_int_equal(ms_of(first), T0 + 201);
+}
+
+/* Without borrowing a ms cannot pass its sequence on, so every ms starts at
+ * 0 (capacity first); FW_GEN_SEQ_ZERO is the rule before issue 36. */
+static void no_borrowing_or_zero_rule_starts_each_ms_at_zero(void **state)
+{
+	(void)state;
+	struct fw_gen g;
+	uint64_t id;
+	make(&g, 1, 0, 1000);
+	for (uint64_t now = T0; now < T0 + 5; now++) {
+		assert_int_equal(fw_gen_next(&g, now, &id), 0);
+		assert_int_equal(id & 4095, 0);
+	}
+	struct fw_gen_config cfg;
+	fw_layout_default(&layout);
+	fw_gen_config_default(&cfg);
+	assert_int_equal(cfg.seq_start, FW_GEN_SEQ_CARRY);
+	cfg.seq_start = FW_GEN_SEQ_ZERO;
+	assert_int_equal(fw_gen_init(&g, &layout, &cfg), 0);
+	fw_gen_set_mark(&g, UINT64_C(1) << 40);
+	for (uint64_t now = T0; now < T0 + 5; now++) {
+		assert_int_equal(fw_gen_next(&g, now, &id), 0);
+		assert_int_equal(id & 4095, 0);
+	}
+	cfg.seq_start = 2;
+	assert_int_equal(fw_gen_init(&g, &layout, &cfg), -EINVAL);
 }
 
 int main(void)
@@ -364,6 +524,11 @@ int main(void)
 		cmocka_unit_test(list_stops_at_limit_and_reports_it_next),
 		cmocka_unit_test(clock_beyond_time_field_issues_nothing),
 		cmocka_unit_test(adversarial_clock_never_breaks_order),
+		cmocka_unit_test(sequence_counts_ids_at_any_rate),
+		cmocka_unit_test(full_load_after_a_quiet_spell_gets_every_ms_whole),
+		cmocka_unit_test(load_at_full_rate_is_served_from_any_start),
+		cmocka_unit_test(range_goes_on_from_the_count),
+		cmocka_unit_test(no_borrowing_or_zero_rule_starts_each_ms_at_zero),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
