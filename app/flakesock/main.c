@@ -37,6 +37,8 @@ static void usage(FILE *f)
 		"  -t, --threads N     worker threads (default: entries in [id] workers, or 1)\n"
 		"      --check-config  check the configuration (and --listen, --threads),\n"
 		"                      print \"configuration OK\" and exit (0), or the error (2)\n"
+		"      --print-config  print the configuration in effect (defaults, -c FILE and\n"
+		"                      --set applied) as an INI file, and exit\n"
 		"      --version       print the version and exit\n"
 		"  -h, --help          this text\n\nSettings:\n%s",
 		help);
@@ -115,13 +117,14 @@ int main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
 		{"listen", required_argument, NULL, 'l'}, {"threads", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
-		{"check-config", no_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
+		{"check-config", no_argument, NULL, 'C'}, {"print-config", no_argument, NULL, 'P'},
+		{NULL, 0, NULL, 0},
 	};
 	static struct fsock_ctx ctx;
 	const char *config = NULL, *listen = "127.0.0.1";
 	const char *sets[64];
 	int n_sets = 0, threads = 0, c;
-	bool check_only = false;
+	bool check_only = false, print_config = false;
 	char err[512];
 
 	while ((c = getopt_long(argc, argv, "c:s:l:t:h", opts, NULL)) != -1) {
@@ -156,6 +159,9 @@ int main(int argc, char **argv)
 		case 'C':
 			check_only = true;
 			break;
+		case 'P':
+			print_config = true;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -176,6 +182,16 @@ int main(int argc, char **argv)
 	if (fw_conf_check(&ctx.conf, FW_CONF_F_NO_PORTS, err, sizeof(err))) {
 		fprintf(stderr, "flakesock: %s\n", err);
 		return 2;
+	}
+	if (print_config) {
+		size_t len = fw_conf_effective(&ctx.conf, NULL, 0, FW_CONF_F_NO_PORTS) + 1;
+		char *text = malloc(len);
+		if (text == NULL)
+			return 1;
+		fw_conf_effective(&ctx.conf, text, len, FW_CONF_F_NO_PORTS);
+		fputs(text, stdout);
+		free(text);
+		return 0;
 	}
 	int rc =
 		fw_layout_init(&ctx.layout, ctx.conf.id.epoch_ms, ctx.conf.id.datacenter_bits,

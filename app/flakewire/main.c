@@ -62,6 +62,16 @@ int main(int argc, char **argv)
 		return 0;
 	case FW_MODE_PRINT_CONFIG:
 		return print_config();
+	case FW_MODE_PRINT_EFFECTIVE: {
+		size_t len = fw_conf_effective(&app->conf, NULL, 0, 0) + 1;
+		char *text = malloc(len);
+		if (text == NULL)
+			return 1;
+		fw_conf_effective(&app->conf, text, len, 0);
+		fputs(text, stdout);
+		free(text);
+		return 0;
+	}
 	case FW_MODE_CHECK_CONFIG:
 		printf("flakewire: configuration OK\n");
 		return 0;

@@ -33,7 +33,9 @@ void fw_options_usage(const char *prog)
 	       "  -c, --config FILE     read settings from the INI file FILE\n"
 	       "  -s, --set S.K=VALUE   override one setting (after --config), repeatable\n"
 	       "      --check-config    validate the settings and exit\n"
-	       "      --print-config    print the sample INI file (all defaults) and exit\n"
+	       "      --print-config    print the configuration in effect as an INI file and exit\n"
+	       "                        (alone: the sample, every default; with --config or\n"
+	       "                        --set: those applied)\n"
 	       "      --version         print the version and exit\n"
 	       "  -h, --help            this text\n"
 	       "\n"
@@ -94,8 +96,10 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 	optind = 1;
 	opterr = 1;
 	int rc = 0;
+	bool given = false; /* --config or --set */
 	/* --config first, so --set overrides it whatever the order */
 	while ((opt = getopt_long(n, v, "c:s:h", longopts, NULL)) != -1) {
+		given |= opt == 'c' || opt == 's';
 		if (opt == 'c' && fw_conf_load(conf, optarg, 0, err, sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
 			rc = -1;
@@ -141,7 +145,10 @@ int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *
 	opterr = 1;
 	if (rc)
 		return rc;
-	if (*mode == FW_MODE_RUN || *mode == FW_MODE_CHECK_CONFIG) {
+	if (*mode == FW_MODE_PRINT_CONFIG && given)
+		*mode = FW_MODE_PRINT_EFFECTIVE;
+	if (*mode == FW_MODE_RUN || *mode == FW_MODE_CHECK_CONFIG ||
+	    *mode == FW_MODE_PRINT_EFFECTIVE) {
 		if (fw_conf_check(conf, 0, err, sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
 			return -1;

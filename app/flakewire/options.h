@@ -7,7 +7,8 @@
 enum fw_mode {
 	FW_MODE_RUN = 0,
 	FW_MODE_HELP,
-	FW_MODE_PRINT_CONFIG,
+	FW_MODE_PRINT_CONFIG,    /* the sample: every default */
+	FW_MODE_PRINT_EFFECTIVE, /* --print-config with --config or --set: what would run */
 	FW_MODE_CHECK_CONFIG,
 	FW_MODE_VERSION,
 };

@@ -157,7 +157,9 @@ static const struct conf_key keys[] = {
 	{"net", "udp_port", T_U32, 1, 65535, "4242", "UDP port of the ID service", C(net.udp_port)},
 	{"net", "trusted", T_CIDRS, 0, FW_CONF_CIDRS_MAX, "127.0.0.0/8,::1/128",
 	 "IPv4 and IPv6 prefixes whose replies may be larger than their requests, comma "
-	 "separated",
+	 "separated; a martian source from the wire (loopback, unspecified, multicast, "
+	 "broadcast, our own address) is dropped before this applies (flakewire), so the "
+	 "default trusts only the host's own clients",
 	 C(net.trusted)},
 	{"net", "list_max", T_U32, 1, 181, "181", "most IDs in one LIST reply", C(net.list_max)},
 	{"net", "ranges_max", T_U32, 1, 16, "16", "most ranges in one RANGE reply",
@@ -1081,6 +1083,113 @@ FW_API size_t fw_conf_sample(char *buf, size_t cap, unsigned flags)
 			wrapped(&o, "# ", k->help);
 			outf(&o, "# (%s)\n", range);
 			outf(&o, "%s =%s%s\n", k->key, k->def[0] ? " " : "", k->def);
+		}
+	}
+	return o.len;
+}
+
+/* @k's value in @base as its INI text (the form set_value reads back). */
+static void value_text(const void *base, const struct conf_key *k, char *buf, size_t cap)
+{
+	const void *p = (const char *)base + k->off;
+	struct out o = {buf, cap, 0};
+	if (cap)
+		buf[0] = '\0';
+	switch (k->type) {
+	case T_U32:
+		outf(&o, "%u", *(const uint32_t *)p);
+		break;
+	case T_U64:
+		outf(&o, "%" PRIu64, *(const uint64_t *)p);
+		break;
+	case T_STR:
+		outf(&o, "%s", (const char *)p);
+		break;
+	case T_IPV4: {
+		uint32_t a = *(const uint32_t *)p;
+		outf(&o, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+		break;
+	}
+	case T_ENUM: {
+		size_t n;
+		const char *const *names = enum_names(k, &n);
+		uint32_t v = *(const uint32_t *)p;
+		outf(&o, "%s", v < n ? names[v] : "?");
+		break;
+	}
+	case T_U32_LIST: {
+		const struct fw_conf_u32_list *l = p;
+		for (uint32_t i = 0; i < l->n; i++)
+			outf(&o, "%s%u", i ? "," : "", l->v[i]);
+		break;
+	}
+	case T_CIDRS: {
+		const struct fw_conf_cidrs *c = p;
+		uint32_t k4 = 0;
+		for (uint32_t i = 0; i < c->n; i++, k4++) {
+			uint32_t a = c->v[i].addr, m = c->v[i].mask;
+			outf(&o, "%s%u.%u.%u.%u/%d", k4 ? "," : "", a >> 24, (a >> 16) & 255,
+			     (a >> 8) & 255, a & 255, __builtin_popcount(m));
+		}
+		for (uint32_t i = 0; i < c->n6; i++, k4++) {
+			uint8_t b[16];
+			char t[INET6_ADDRSTRLEN];
+			for (int j = 0; j < 8; j++) {
+				b[j] = (uint8_t)(c->v6[i].hi >> (56 - 8 * j));
+				b[8 + j] = (uint8_t)(c->v6[i].lo >> (56 - 8 * j));
+			}
+			inet_ntop(AF_INET6, b, t, sizeof(t));
+			outf(&o, "%s%s/%d", k4 ? "," : "", t,
+			     __builtin_popcountll(c->v6[i].mhi) + __builtin_popcountll(c->v6[i].mlo));
+		}
+		break;
+	}
+	case T_IPV6S: {
+		const struct fw_conf_addr6s *a = p;
+		for (uint32_t i = 0; i < a->n; i++) {
+			char t[INET6_ADDRSTRLEN];
+			inet_ntop(AF_INET6, a->a[i], t, sizeof(t));
+			outf(&o, "%s%s", i ? "," : "", t);
+		}
+		break;
+	}
+	}
+}
+
+FW_API size_t fw_conf_effective(const struct fw_conf *c, char *buf, size_t cap, unsigned flags)
+{
+	struct out o = {buf, cap, 0};
+	char range[128], value[2 * FW_CONF_STR_LEN];
+
+	if (cap)
+		buf[0] = '\0';
+	outf(&o, "# flakewire configuration in effect: the defaults, then the file, then --set.\n"
+		 "# The same text loads back as a configuration file.\n");
+	for (size_t si = 0; si < FW_ARRAY_SIZE(sections); si++) {
+		const struct conf_section *s = &sections[si];
+		uint32_t n = s->dpdk ? (c->n_ports ? c->n_ports : 1) : 1;
+
+		if (s->dpdk && (flags & FW_CONF_F_NO_PORTS))
+			continue;
+		for (uint32_t pi = 0; pi < n; pi++) {
+			const void *base = s->dpdk ? (const void *)&c->port[pi] : (const void *)c;
+			outf(&o, "\n");
+			wrapped(&o, "# ", s->help);
+			if (s->dpdk)
+				outf(&o, "[%s%u]\n", s->name, pi);
+			else
+				outf(&o, "[%s]\n", s->name);
+			for (size_t i = 0; i < FW_ARRAY_SIZE(keys); i++) {
+				const struct conf_key *k = &keys[i];
+				if (strcmp(k->section, s->name))
+					continue;
+				range_text(k, range, sizeof(range));
+				value_text(base, k, value, sizeof(value));
+				outf(&o, "# (%s)%s%s\n", range,
+				     strcmp(value, k->def) ? "; default " : "",
+				     strcmp(value, k->def) ? (k->def[0] ? k->def : "(empty)") : "");
+				outf(&o, "%s =%s%s\n", k->key, value[0] ? " " : "", value);
+			}
 		}
 	}
 	return o.len;

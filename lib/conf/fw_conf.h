@@ -272,6 +272,15 @@ static inline bool fw_conf_trusted6(const struct fw_conf_cidrs *t, const uint8_t
  */
 FW_API size_t fw_conf_sample(char *buf, size_t cap, unsigned flags);
 
+/*
+ * Writes the configuration in effect in @c (defaults, file and --set applied)
+ * as an INI file that loads back to the same values: every key with its
+ * value, its range, and its default where the value differs. snprintf-style
+ * as fw_conf_sample. (`flakewire --print-config --config FILE`, `flakesock
+ * --print-config`: what a node will run, as `nginx -T` shows it.)
+ */
+FW_API size_t fw_conf_effective(const struct fw_conf *c, char *buf, size_t cap, unsigned flags);
+
 /* Same for the settings part of --help: one entry per key with type, range and default. */
 FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags);
 

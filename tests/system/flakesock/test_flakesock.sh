@@ -29,6 +29,13 @@ check "--check-config refuses a value out of range (exit 2)" test $? -eq 2
 check "--check-config names the key, the value and the range" \
 	grep -q "worker_bits = 99: out of range (0-16)" "$SYS_TMP/cc.err"
 
+# issue 38: the configuration in effect, loadable back (flakesock had no such option)
+"$FLAKESOCK" --set id.worker_base=7 --set net.trusted=10.0.0.0/8 --print-config >"$SYS_TMP/eff.ini"
+check "--print-config shows a --set value" grep -qx 'worker_base = 7' "$SYS_TMP/eff.ini"
+check "--print-config shows no [port0] (flakewire's)" sh -c "! grep -q '^\[port' '$SYS_TMP/eff.ini'"
+"$FLAKESOCK" --config "$SYS_TMP/eff.ini" --print-config >"$SYS_TMP/eff2.ini"
+check "--print-config output loads back the same" cmp -s "$SYS_TMP/eff.ini" "$SYS_TMP/eff2.ini"
+
 check "flakesock starts and answers info" start_sock
 ctl info >"$SYS_TMP/info" 2>&1
 check "info reports the layout" grep -q "41/0/10/12\|41 *0 *10 *12\|time_bits.*41" "$SYS_TMP/info"

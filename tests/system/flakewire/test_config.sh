@@ -35,4 +35,17 @@ printf '[id]\nworker_bits = 8\n' >"$TMP/ok.ini"
 "$FLAKEWIRE" -- --config "$TMP/ok.ini" --set id.workers=255 --check-config >/dev/null ||
 	fail "valid config rejected"
 expect_err '[id] workers: 256 out of range (0-255)' --config "$TMP/ok.ini" --set id.workers=256
+
+# issue 38: --print-config beside --config and --set prints what would run (it printed the
+# defaults), as an INI file that loads back to the same text
+printf '[id]\nworker_base = 9\n[net]\ntrusted = 10.1.0.0/16,fd00::/8\n[port0]\naddress = 10.2.0.5\n' \
+	>"$TMP/eff.ini"
+"$FLAKEWIRE" -- --config "$TMP/eff.ini" --set state.mark_ahead_ms=5000 --print-config \
+	>"$TMP/eff.out" || fail "--print-config with --config"
+grep -qx 'worker_base = 9' "$TMP/eff.out" || fail "--print-config: the file's worker_base"
+grep -qx 'trusted = 10.1.0.0/16,fd00::/8' "$TMP/eff.out" || fail "--print-config: the file's trusted"
+grep -qx 'address = 10.2.0.5' "$TMP/eff.out" || fail "--print-config: the file's [port0] address"
+grep -qx 'mark_ahead_ms = 5000' "$TMP/eff.out" || fail "--print-config: --set mark_ahead_ms"
+"$FLAKEWIRE" -- --config "$TMP/eff.out" --print-config >"$TMP/eff2.out" || fail "reload"
+diff -u "$TMP/eff.out" "$TMP/eff2.out" || fail "--print-config output does not load back the same"
 echo PASS
