@@ -99,7 +99,18 @@ export interface Options {
   useRange?: boolean;
   /** Reject IDs further than this from the local clock (0: off). Default 300000. */
   maxSkewMs?: number;
+  /** Longest next() keeps a prefetched ID, ms (10..3600000). An ID's time is when it was
+   * issued: older IDs are dropped (wasted, never reused). Default 1000. */
+  maxAgeMs?: number;
 }
+
+/* Maximum age: IDs fetched at epoch e are handed out while the epoch is below
+ * e + AGE_TICKS; a timer advances it every maxAgeMs / AGE_TICKS while next() is
+ * used and stops after IDLE_TICKS ticks without a call. Refills grow up to
+ * GROW_MAX x prefetch while callers drain the pool. */
+const AGE_TICKS = 4;
+const IDLE_TICKS = 2 * AGE_TICKS;
+const GROW_MAX = 64;
 
 export interface Stats {
   requests: number;
@@ -169,8 +180,18 @@ export class Client {
   private infoDone = false;
   private seen = new Map<number, bigint>();
   private queue: Promise<unknown> = Promise.resolve();
-  private runs: wire.Range[] = [];
+  private runs: (wire.Range & { epoch: number })[] = [];
   private count = 0;
+  private epoch = 0;
+  private ticking = false;
+  private idleTicks = 0;
+  private takes = 0;
+  private takesSeen = 0;
+  private starved = false;
+  private want = 0;
+  private low = 0;
+  private lastRefill = 0;
+  private gen = 0;
   private refilling: Promise<void> | null = null;
   private refillErr: unknown = null;
   private holdUntil = 0;
@@ -180,8 +201,10 @@ export class Client {
   private constructor(private readonly srv: Server[], o: Options) {
     this.o = {
       timeoutMs: 200, retries: 3, prefetch: 1024, lowWater: 256, trusted: false, useRange: true,
-      maxSkewMs: 300_000, ...o,
+      maxSkewMs: 300_000, maxAgeMs: 1000, ...o,
     };
+    this.want = this.o.prefetch;
+    this.low = this.o.lowWater;
   }
 
   /** Resolves the responders (tried in the order given) and opens one
@@ -194,6 +217,7 @@ export class Client {
     check("prefetch", o.prefetch ?? 1024, 1, 1 << 20);
     check("lowWater", o.lowWater ?? 256, 0, 1 << 20);
     check("maxSkewMs", o.maxSkewMs ?? 300000, 0, 2 ** 40);
+    check("maxAgeMs", o.maxAgeMs ?? 1000, 10, 3_600_000);
     const list: Server[] = [];
     for (const spec of servers) {
       const { host, port } = parseServer(spec);
@@ -527,18 +551,18 @@ export class Client {
     return this.uuidBuf.shift()!;
   }
 
-  private async refill(): Promise<void> {
+  private async refill(want: number): Promise<void> {
     const per = this.o.useRange ? wire.RANGE_IDS_MAX : wire.LIST_MAX;
     let fetched = 0;
     try {
-      while (fetched < this.o.prefetch) {
-        const want = Math.min(this.o.prefetch - fetched, per);
-        const runs = await this.serial(() => this.fetch(this.o.useRange, want));
+      while (fetched < want) {
+        const n = Math.min(want - fetched, per);
+        const runs = await this.serial(() => this.fetch(this.o.useRange, n));
         if (this.closed) throw new ClosedError();
         for (const x of runs) {
           const tail = this.runs[this.runs.length - 1];
-          if (tail && tail.first + BigInt(tail.n) === x.first) tail.n += x.n;
-          else this.runs.push({ ...x });
+          if (tail && tail.epoch === this.epoch && tail.first + BigInt(tail.n) === x.first) tail.n += x.n;
+          else this.runs.push({ ...x, epoch: this.epoch });
           this.count += x.n;
           fetched += x.n;
         }
@@ -548,13 +572,52 @@ export class Client {
       this.refillErr = e;
       this.holdUntil = Date.now() + this.o.timeoutMs * 2 ** this.o.retries;
     }
+    this.gen++;
   }
 
+  /* Sized as Leaf sizes its segments: doubled (up to GROW_MAX x prefetch) when a
+   * caller found the pool empty since the last refill, halved (down to prefetch)
+   * when the last one lasted more than half of maxAgeMs; at the largest size the
+   * low-water mark doubles instead (up to two refills). */
   private startRefill(): Promise<void> {
     if (!this.refilling) {
-      this.refilling = this.refill().finally(() => { this.refilling = null; });
+      const top = Math.min(this.o.prefetch * GROW_MAX, Math.max(1 << 20, this.o.prefetch));
+      const now = Date.now();
+      if (this.gen > 0 && this.starved && this.want < top) {
+        this.want = Math.min(2 * this.want, top);
+        this.low = Math.floor(this.want * this.o.lowWater / this.o.prefetch);
+      } else if (this.gen > 0 && this.starved) {
+        this.low = Math.min(Math.max(2 * this.low, 1), 2 * this.want);
+      } else if (this.gen > 0 && now - this.lastRefill > this.o.maxAgeMs / 2) {
+        this.want = Math.max(Math.floor(this.want / 2), this.o.prefetch);
+        this.low = Math.floor(this.want * this.o.lowWater / this.o.prefetch);
+      }
+      this.lastRefill = now;
+      this.starved = false;
+      this.refilling = this.refill(this.want).finally(() => { this.refilling = null; });
     }
     return this.refilling;
+  }
+
+  /** Advances the epoch while next() is used; stops when idle (unref'd: never keeps the process alive). */
+  private tick(): void {
+    this.epoch++;
+    this.idleTicks = this.takes === this.takesSeen ? this.idleTicks + 1 : 0;
+    this.takesSeen = this.takes;
+    this.dropExpired();
+    if (this.closed || this.idleTicks >= IDLE_TICKS) {
+      this.ticking = false;
+      return;
+    }
+    if (this.count < this.low && !this.refilling && Date.now() >= this.holdUntil) void this.startRefill();
+    setTimeout(() => this.tick(), this.o.maxAgeMs / AGE_TICKS).unref();
+  }
+
+  private dropExpired(): void {
+    while (this.runs.length && this.runs[0].epoch + AGE_TICKS <= this.epoch) {
+      this.count -= this.runs[0].n;
+      this.runs.shift();
+    }
   }
 
   private take(): bigint {
@@ -563,19 +626,32 @@ export class Client {
     h.first++;
     if (--h.n === 0) this.runs.shift();
     this.count--;
-    if (this.count < this.o.lowWater && !this.refilling && Date.now() >= this.holdUntil) {
+    this.takes++;
+    if (this.count < this.low && !this.refilling && Date.now() >= this.holdUntil) {
       void this.startRefill();
     }
     return id;
   }
 
   /** One ID from the prefetch buffer: resolves at once while IDs are
-   * buffered; below lowWater a refill of prefetch IDs runs in the
-   * background. Rejects only when the buffer is empty and a refill fails. */
+   * buffered; below lowWater a refill of prefetch IDs (grown while callers
+   * drain the buffer faster than a round trip) runs in the background, so
+   * many concurrent callers on one event loop share one refill in flight.
+   * IDs older than maxAgeMs are dropped. All callers take from one buffer
+   * in turn: the IDs increase in the order the calls run. Rejects only when
+   * the buffer is empty and a refill fails. */
   async next(): Promise<bigint> {
+    if (!this.ticking) {
+      this.ticking = true;
+      this.idleTicks = 0;
+      setTimeout(() => this.tick(), this.o.maxAgeMs / AGE_TICKS).unref();
+    }
     for (;;) {
       if (this.closed) throw new ClosedError();
-      if (this.count > 0) return this.take();
+      if (this.count > 0 && this.runs[0].epoch + AGE_TICKS > this.epoch) return this.take();
+      this.dropExpired();
+      if (this.count > 0) continue;
+      this.starved = true;
       await this.startRefill();
       if (this.count === 0 && this.refillErr) throw this.refillErr;
     }

@@ -131,3 +131,24 @@ test("close() ends hand-outs with ClosedError", async () => {
   await assert.rejects(c.nextUUID7(), ClosedError);
   f.close();
 });
+
+test("an ID older than maxAgeMs is not handed out", async () => {
+  // Before issue 37, next() handed out the 2 IDs left of the first reply however old.
+  let seq = 0, lists = 0;
+  const f = await fake((op, tag) => {
+    if (op === wire.OP_INFO) return [reply(op, tag, 0, 7)];
+    lists++;
+    seq += 3;
+    return [reply(op, tag, 0, 7, [mkId(7, seq - 3), mkId(7, seq - 2), mkId(7, seq - 1)])];
+  });
+  await assert.rejects(Client.create([f.addr], { maxAgeMs: 9 }), RangeError);
+  const c = await Client.create([f.addr], { timeoutMs: 300, retries: 0, useRange: false, prefetch: 3, lowWater: 0, maxAgeMs: 20 });
+  const a = await c.next();
+  assert.equal(lists, 1);
+  await new Promise((r) => setTimeout(r, 100));
+  const b = await c.next();
+  assert.ok(lists >= 2, `requests: ${lists}`);
+  assert.ok(b > a && (b & 0xfffn) >= 3n, `${b} after ${a}`);
+  c.close();
+  f.close();
+});
