@@ -41,6 +41,7 @@ struct fsock_worker {
 	struct fw_keeper_worker kw;  /* its keeper slot: clock, mark, lease, worker swaps */
 	uint64_t drop_source;        /* source outside [net] allow */
 	uint64_t drop_reflector;     /* source port in [net] reflector_ports */
+	uint64_t drop_martian;       /* forged v4-mapped or unspecified IPv6 source */
 	struct fw_policy_cache srcc; /* verdicts of ctx->policy for recent sources */
 } FW_CACHE_ALIGNED;
 

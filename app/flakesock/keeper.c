@@ -137,7 +137,8 @@ static void print_stats(struct fsock_ctx *ctx, struct fw_serve_stats *prev, doub
 	for (int i = 0; i < FW_SERVE_DROP_COUNT; i++)
 		drops += t.drops[i];
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
-		drops += ctx->workers[i].drop_source + ctx->workers[i].drop_reflector;
+		drops += ctx->workers[i].drop_source + ctx->workers[i].drop_reflector +
+			 ctx->workers[i].drop_martian;
 	printf("stats: %.0f req/s %.0f ids/s | requests %llu ids %llu ok %llu retry %llu "
 	       "unsafe %llu refused %llu bad %llu drops %llu\n",
 	       (double)(t.requests - prev->requests) / secs, (double)(t.ids - prev->ids) / secs,

@@ -87,6 +87,8 @@ static void collect(struct fw_metrics_writer *w, void *arg)
 		fw_metrics_u64(w, l, 3, t->drop_source);
 		l[2].value = "reflector_port";
 		fw_metrics_u64(w, l, 3, t->drop_reflector);
+		l[2].value = "martian";
+		fw_metrics_u64(w, l, 3, t->drop_martian);
 		for (unsigned d = 0; d < FW_SERVE_DROP_COUNT; d++) {
 			l[2].value = fw_metrics_serve_drop_name(d);
 			fw_metrics_u64(w, l, 3, t->serve.stats.drops[d]);

@@ -26,8 +26,11 @@ int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 	/* A bounded wait lets the thread see the stop flag without signals. */
 	struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
 	int v6only = 0; /* "::" serves IPv4 too (as ::ffff:a.b.c.d), whatever bindv6only says */
+	/* each datagram's destination: a v4-mapped source is genuine IPv4 only when its
+	 * destination is v4-mapped too (fsock_martian6) */
 	if ((ctx->listen.ss_family == AF_INET6 &&
-	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0) ||
+	     (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0 ||
+	      setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) < 0)) ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    bind(fd, (const struct sockaddr *)&ctx->listen, ctx->listen_len) < 0) {
@@ -54,7 +57,33 @@ int fsock_policy_init(struct fsock_ctx *ctx)
  * and reflector_ports, from the worker's cache: FW_POLICY_SRC_* bits, or 0
  * when the datagram is dropped (counted).
  */
-static uint32_t admitted(struct fsock_worker *w, const struct sockaddr_storage *ss)
+/*
+ * A martian the kernel delivers to a dual-stack socket (issue 33): an IPv6
+ * datagram whose source is v4-mapped (::ffff:127.0.0.1 would otherwise be
+ * judged as the trusted IPv4 loopback) but whose destination is a real IPv6
+ * address (a genuine IPv4 datagram arrives v4-mapped on both ends), or whose
+ * source is unspecified (::). @m the datagram's header with its
+ * IPV6_PKTINFO control message.
+ */
+static bool fsock_martian6(const struct sockaddr_in6 *src, const struct msghdr *m)
+{
+	if (IN6_IS_ADDR_UNSPECIFIED(&src->sin6_addr))
+		return true;
+	if (!IN6_IS_ADDR_V4MAPPED(&src->sin6_addr))
+		return false;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)m); c != NULL;
+	     c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			return !IN6_IS_ADDR_V4MAPPED(&pi.ipi6_addr);
+		}
+	}
+	return false; /* no destination given: an IPv4 socket's, or the kernel's own */
+}
+
+static uint32_t admitted(struct fsock_worker *w, const struct sockaddr_storage *ss,
+			 const struct msghdr *m)
 {
 	const struct fw_policy *p = &w->ctx->policy;
 	uint16_t sport;
@@ -67,6 +96,10 @@ static uint32_t admitted(struct fsock_worker *w, const struct sockaddr_storage *
 	} else {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
 		sport = ntohs(a->sin6_port);
+		if (FW_UNLIKELY(fsock_martian6(a, m))) {
+			w->drop_martian++;
+			return 0;
+		}
 		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
 			uint32_t be;
 			memcpy(&be, &a->sin6_addr.s6_addr[12], 4);
@@ -104,6 +137,10 @@ void *fsock_worker_run(void *arg)
 	struct fsock_ctx *ctx = w->ctx;
 	static __thread uint8_t bufs[FSOCK_BATCH][FSOCK_BUF_LEN];
 	struct sockaddr_storage peers[FSOCK_BATCH];
+	static __thread union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	} cmsgs[FSOCK_BATCH];
 	struct iovec iov[FSOCK_BATCH];
 	struct mmsghdr msgs[FSOCK_BATCH], out[FSOCK_BATCH];
 
@@ -116,6 +153,8 @@ void *fsock_worker_run(void *arg)
 			msgs[i].msg_hdr.msg_iovlen = 1;
 			msgs[i].msg_hdr.msg_name = &peers[i];
 			msgs[i].msg_hdr.msg_namelen = sizeof(peers[i]);
+			msgs[i].msg_hdr.msg_control = cmsgs[i].buf;
+			msgs[i].msg_hdr.msg_controllen = sizeof(cmsgs[i].buf);
 		}
 		int n = recvmmsg(w->fd, msgs, FSOCK_BATCH, MSG_WAITFORONE, NULL);
 		if (n <= 0)
@@ -129,7 +168,7 @@ void *fsock_worker_run(void *arg)
 		int k = 0;
 		for (int i = 0; i < n; i++) {
 			size_t len = msgs[i].msg_len;
-			uint32_t v = admitted(w, &peers[i]);
+			uint32_t v = admitted(w, &peers[i], &msgs[i].msg_hdr);
 			if (!v)
 				continue;
 			/* trusted sources may get replies larger than their requests */
@@ -140,6 +179,8 @@ void *fsock_worker_run(void *arg)
 				continue;
 			iov[i].iov_len = (size_t)rlen;
 			out[k].msg_hdr = msgs[i].msg_hdr;
+			out[k].msg_hdr.msg_control = NULL; /* the kernel picks the source */
+			out[k].msg_hdr.msg_controllen = 0;
 			out[k].msg_len = 0;
 			k++;
 		}
