@@ -855,6 +855,10 @@ FW_API bool fw_conf_fleet_on(const struct fw_conf *c)
 /* [fleet] etcd: URLs with a scheme etcd serves, and the options that go in pairs. */
 static int etcd_check(const struct fw_conf *c, char *err, size_t errlen)
 {
+	if (strchr(c->fleet.etcd, '@') != NULL) /* never echoed: it holds a password */
+		return errf(err, errlen,
+			    "[fleet] etcd: an endpoint holds user info (USER:PASSWORD@, not shown): "
+			    "give credentials in [fleet] etcd_user and etcd_password_file");
 	for (const char *p = c->fleet.etcd; *p;) {
 		size_t len = strcspn(p, ",");
 		bool http = len > 7 && !strncmp(p, "http://", 7);
@@ -900,6 +904,8 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 	if (c->id.worker_base >> c->id.worker_bits)
 		return errf(err, errlen, "[id] worker_base = %u: out of range (0-%u)",
 			    c->id.worker_base, (1u << c->id.worker_bits) - 1);
+	if (c->fleet.etcd[0] && strchr(c->fleet.etcd, '@') != NULL)
+		return etcd_check(c, err, errlen);
 	if (c->fleet.zookeeper[0] && c->fleet.etcd[0])
 		return errf(err, errlen,
 			    "[fleet] zookeeper = %s and [fleet] etcd = %s: set one of them (the "

@@ -51,6 +51,8 @@ int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots, struct 
 
 /* The operators' tools' ZooKeeper credentials (fw_fleet_admin_zk_auth). */
 static char admin_auth[512];
+/* Why admin_store refused its arguments (never holds a secret). */
+static char admin_why[320];
 
 void fw_fleet_admin_zk_auth(const char *auth)
 {
@@ -75,6 +77,10 @@ static struct fw_fleet_store *admin_store(const char *connect, const char *root,
 					       .password = getenv("FW_ETCD_PASSWORD"),
 					       .plain_password = getenv("FW_ETCD_PLAIN_PASSWORD") &&
 								 !strcmp(getenv("FW_ETCD_PLAIN_PASSWORD"), "yes")};
+		if (fw_fleet_etcd_opts_check(&o, admin_why, sizeof(admin_why)) != 0) {
+			errno = EINVAL;
+			return NULL;
+		}
 		return fw_fleet_store_etcd_new(&o, root);
 #else
 		errno = ENOTSUP;
@@ -87,6 +93,13 @@ static struct fw_fleet_store *admin_store(const char *connect, const char *root,
 static int admin_fail(const char *connect, char *err, size_t errlen)
 {
 	int e = errno ? errno : ENOMEM;
+	if (admin_why[0]) {
+		snprintf(err, errlen, "fleet: etcd: %s", admin_why);
+		admin_why[0] = '\0';
+		return -e;
+	}
+	if (strchr(connect, '@') != NULL)
+		connect = "the registry's address (user info not shown)";
 	snprintf(err, errlen, "fleet: %s: %s", connect,
 		 e == ENOTSUP  ? "built without etcd (libcurl and json-c)"
 		 : e == EINVAL ? "not a ZooKeeper connect string nor etcd endpoints"

@@ -143,6 +143,11 @@ static void test_fleet_registry(void **state)
 	contains(check("[fleet]\netcd = http://a:1,a:2\n"),
 		 "[fleet] etcd = http://a:1,a:2: 'a:2' is not http://HOST:PORT");
 	contains(check("[fleet]\netcd = http://a:1/v3\n"), "'http://a:1/v3' is not");
+	/* user info in an endpoint: refused, the password never echoed (issue 33) */
+	const char *ui = check("[fleet]\netcd = http://fw:s3cret@a:1/v3\nzookeeper = z:1\n");
+	contains(ui, "holds user info (USER:PASSWORD@, not shown)");
+	if (strstr(ui, "s3cret"))
+		fail_msg("the password echoed: '%s'", ui);
 	contains(check("[fleet]\netcd = http://a:1\netcd_cert_file = /c.pem\n"),
 		 "etcd_key_file = : set both or neither");
 	contains(check("[fleet]\netcd = http://a:1\netcd_user = fw\n"),

@@ -29,4 +29,12 @@ expect 2 "\-\-timeout" fleet ls --zk 127.0.0.1:1 --root /x --timeout 5
 expect 3 "does not answer within 300 ms" fleet ls --zk 127.0.0.1:1 --root /x --timeout 300
 expect 3 "does not answer" fleet check --zk 127.0.0.1:1 --root /x --timeout 300
 expect 0 "flakectl fleet ls" fleet --help
+# issue 33: an endpoint with user info is refused, and the secret is never echoed
+out=$("$CTL" fleet ls --etcd http://fw:s3cret@127.0.0.1:1 --root /x --timeout 300 2>&1)
+if [ $? -ne 0 ] && grep -q "holds user info" <<<"$out" && ! grep -q s3cret <<<"$out"; then
+	echo "ok   an etcd endpoint with user info: refused, the password not echoed"
+else
+	echo "FAIL an etcd endpoint with user info: $out"
+	fails=$((fails + 1))
+fi
 [ "$fails" -eq 0 ]
