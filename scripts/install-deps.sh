@@ -26,6 +26,7 @@ PKGS=(
 	libmaven-install-plugin-java libmaven-resources-plugin-java
 	python3-venv python3-setuptools python3-wheel python3-build python3-pip
 	postgresql-server-dev-15 # issue 26: the PostgreSQL extension (clients/postgres, PGXS)
+	libmariadb-dev # issue 36: the MariaDB UDF plugin (clients/mariadb: mariadb_com.h)
 	debootstrap systemd-container # issue 21: tests/ops/test_nspawn.sh boots the packages under systemd
 	# issue 35: scripts/image.sh (OCI images: mmdebstrap base, buildah layers) and
 	# tests/ops/test_podman.sh (pods under podman: runc, not crun; catatonit for kube play)
