@@ -211,7 +211,10 @@ void client_args_report(const struct client_args *ca, const char *cmd, struct fw
 			break;
 		used += (size_t)w;
 	}
-	fc_err(cmd, "no reply from %s within %" PRIu64 " ms%s (is a responder running there?)",
+	fc_err(cmd,
+	       "no reply from %s within %" PRIu64 " ms%s (is a responder running there, and does "
+	       "its [net] allow admit this host? A dropped source is counted as "
+	       "flakewire_drops_total{reason=\"source\"})",
 	       list, ca->timeout_ms, ca->n > 1 ? " each" : "");
 }
 

@@ -117,7 +117,8 @@ void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_
 	fw_metrics_f64(w, NULL, 0, fw_clock_hz(&s->cal));
 	fw_metrics_family(w, "flakewire_clock_flag", FW_METRICS_GAUGE,
 			  "Clock state flags, 1 when set: back_step (system clock behind by more "
-			  "than [clock] step_ms), slewing, fwd_step");
+			  "than [clock] step_ms), slewing (as replies flag it: an offset of 1 ms or "
+			  "more being slewed), fwd_step");
 	const struct {
 		const char *name;
 		uint32_t bit;
@@ -126,7 +127,12 @@ void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_
 		     {"fwd_step", FW_CLOCK_F_FWD_STEP}};
 	for (size_t f = 0; f < FW_ARRAY_SIZE(flags); f++) {
 		l[0] = (struct fw_metrics_label){"flag", flags[f].name};
-		fw_metrics_u64(w, l, 1, !!(s->cal.flags & flags[f].bit));
+		/* slewing: what the replies say (FW_WIRE_F_SLEWING: an offset of 1 ms or
+		 * more being slewed), not the calibration's bit, set for any offset */
+		uint64_t on = flags[f].bit == FW_CLOCK_F_SLEWING
+				      ? !!(s->wire_flags & FW_WIRE_F_SLEWING)
+				      : !!(s->cal.flags & flags[f].bit);
+		fw_metrics_u64(w, l, 1, on);
 	}
 	fw_metrics_family(w, "flakewire_clock_events_total", FW_METRICS_COUNTER,
 			  "Clock steps and backward steps handled by the timekeeper");

@@ -92,6 +92,10 @@ m_value flakewire_clock_events_total "" 0
 m_check "$TMP/m1" 'abs(flakewire_clock_offset_seconds) < 0.1 and abs(flakewire_clock_slew_ratio) <= 0.0005 and 0.99e9 < flakewire_clock_tsc_hertz < 1.01e9' \
 	"clock offset, slew and tick rate (CLOCK_MONOTONIC_RAW ns)"
 m_check "$TMP/m1" 'flakewire_mark_writes_total >= 1' "the start reserved a mark"
+# issue 38: the slewing flag is what the replies carry (an offset of 1 ms or more being
+# slewed), not the calibration's bit, set for any offset
+m_check "$TMP/m1" 'flakewire_clock_flag{flag="slewing"} == 0 or abs(flakewire_clock_offset_seconds) >= 0.001' \
+	"no slewing flag below a 1 ms offset (the wire's rule)"
 kill -TERM "$PID"
 wait "$PID" || fail "flakesock exit status $? after SIGTERM"
 PID=""
