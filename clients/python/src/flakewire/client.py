@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import os
 import socket
-import itertools
 import threading
 import time
+import types
 import uuid
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
@@ -618,7 +619,10 @@ class Client:
             if self._count > self._low:
                 self._fill(loc)
                 return next(loc.it)
-        return await asyncio.get_running_loop().run_in_executor(None, self.next)
+        # The pool is empty: wait for the refill in a worker thread, with a
+        # share of its own (newer than any share handed out before).
+        return await asyncio.get_running_loop().run_in_executor(None, self._next_slow,
+                                                                types.SimpleNamespace())
 
 
 def _check(name: str, v, lo, hi) -> None:

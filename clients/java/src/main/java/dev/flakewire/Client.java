@@ -292,13 +292,24 @@ public final class Client implements AutoCloseable {
 
     /** {@link #next()} without blocking the caller: completes at once while IDs are buffered. */
     public java.util.concurrent.CompletableFuture<Long> nextAsync() {
+        // This thread's share first, so its IDs keep their order whichever call it makes.
+        Slot s = slots.get();
+        if (s.len > 0 && s.epoch + AGE_TICKS > hot.epoch && !hot.closed)
+            return java.util.concurrent.CompletableFuture.completedFuture(s.take());
         buf.lock();
         try {
-            if (!closed && count > low) return java.util.concurrent.CompletableFuture.completedFuture(takeLocked());
+            if (!closed) dropExpired(System.nanoTime());
+            if (!closed && count > 0) {
+                fill(s);
+                if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+                return java.util.concurrent.CompletableFuture.completedFuture(s.take());
+            }
         } finally {
             buf.unlock();
         }
-        return async(this::next);
+        // The pool is empty: wait for the refill on another thread, with a share of its own
+        // (newer than any share handed out before).
+        return async(() -> nextSlow(new Slot()));
     }
 
     /** {@link #get()} on a daemon thread of this library, as a future. */
@@ -788,16 +799,6 @@ public final class Client implements AutoCloseable {
             n -= k;
             if (h[1] == 0) runs.pollFirst();
         }
-    }
-
-    /** One ID from the pool itself (nextAsync's path). Under buf. */
-    private long takeLocked() {
-        long[] h = runs.peekFirst();
-        long id = h[0]++;
-        if (--h[1] == 0) runs.pollFirst();
-        count--;
-        if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
-        return id;
     }
 
     /** next() as a decimal string (for JSON and JavaScript consumers). */
