@@ -109,12 +109,14 @@ def reason(t):
             return l
     return lines[-1] if lines else "no reason printed"
 
+durations = []
 for path, prefix in ((sys.argv[4], ""), (sys.argv[5], "nodpdk/")):
     if not os.path.exists(path):
         continue
     for line in open(path):
         t = json.loads(line)
         r, name = t["result"], prefix + t["name"]
+        durations.append((float(t.get("duration") or 0), name))
         if r in ("OK", "EXPECTEDFAIL"):
             passed += 1
         elif r == "SKIP":
@@ -129,6 +131,10 @@ for f in ci_failed:
     print("FAIL (skipped, and CI=true allows no skip): " + f)
 if skipped:
     print("skipped: " + "; ".join(skipped))
+if durations:
+    print("the ten slowest tests (seconds):")
+    for d, name in sorted(durations, reverse=True)[:10]:
+        print(f"  {d:7.1f}  {name}")
 print(f"{passed} passed, {failed} failed, {len(skipped)} skipped")
 sys.exit(1 if failed else 0)
 PY
