@@ -85,8 +85,10 @@ declare -A FILES=(
 	[postgresql-15-flakewire]="usr/lib/postgresql/15/lib/flakewire.so
 		usr/share/postgresql/15/extension/flakewire.control
 		usr/share/postgresql/15/extension/flakewire--0.1.sql"
+	[mariadb-plugin-flakewire]="usr/lib/mysql/plugin/flakewire_udf.so"
 )
-PKGS=(flakewire flakewire-tools libflakewire-client0 libflakewire-client-dev postgresql-15-flakewire)
+PKGS=(flakewire flakewire-tools libflakewire-client0 libflakewire-client-dev postgresql-15-flakewire
+	mariadb-plugin-flakewire)
 
 # dpkg-shlibdeps wants a debian/control and, for our own library, its shlibs
 mkdir -p "$WORK/src/debian"
@@ -136,7 +138,8 @@ for p in "${PKGS[@]}"; do
 			install -m 0755 "$SRC/dist/debian/scripts/$p.$s" "$R/DEBIAN/$s"
 	done
 	# strip (not the BPF object: libbpf needs its BTF), gzip man pages
-	find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \) \
+	find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \
+		-o -path '*/mysql/plugin/*.so' \) \
 		-exec strip --remove-section=.comment --remove-section=.note --strip-unneeded {} +
 	find "$R" -type f -name '*.a' -exec strip --strip-debug --enable-deterministic-archives {} +
 	find "$R/usr/share/man" -type f -exec gzip -9n {} + 2>/dev/null || true
@@ -150,7 +153,8 @@ for p in "${PKGS[@]}"; do
 		cat "$SRC/dist/debian/overrides/$p" >>"$R/usr/share/lintian/overrides/$p"
 	fi
 	# dependencies of the ELF files
-	elves=$(find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \) | sort)
+	elves=$(find "$R" -type f \( -path '*/sbin/*' -o -path '*/bin/*' -o -name '*.so.*' -o -path '*/postgresql/*/lib/*.so' \
+		-o -path '*/mysql/plugin/*.so' \) | sort)
 	shlibs=""
 	if [ -n "$elves" ]; then
 		# shellcheck disable=SC2086
@@ -176,7 +180,7 @@ for p in "${PKGS[@]}"; do
 	chmod 0644 "$R"/DEBIAN/*
 	chmod 0755 "$R"/DEBIAN/p*{inst,rm} 2>/dev/null || true
 	find "$R" -type d -exec chmod 0755 {} +
-	find "$R" -type f -name '*.so.*' -exec chmod 0644 {} +
+	find "$R" -type f \( -name '*.so.*' -o -path '*/mysql/plugin/*.so' \) -exec chmod 0644 {} +
 	deb=$OUT/${p}_${DEBVER}_$ARCH.deb
 	fakeroot dpkg-deb -Zxz --build "$R" "$deb" >/dev/null
 	echo "$deb"

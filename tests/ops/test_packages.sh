@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# scripts/package.sh on this build: four .deb files that dpkg-deb reads, with
+# scripts/package.sh on this build: six .deb files that dpkg-deb reads, with
 # the expected files and conffile, flakewire depending on DPDK's AF_XDP
 # driver, the units' maintainer scripts (deb-systemd-helper and
 # deb-systemd-invoke, as dh_installsystemd writes them; shell syntax
@@ -21,7 +21,7 @@ TMP=$(mktemp -d /tmp/fw-pkgtest.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 "$FW_SRC/scripts/package.sh" --builddir "$BUILD_ROOT" --no-build --out "$TMP/debs" >"$TMP/list" ||
 	fail "scripts/package.sh"
-[ "$(wc -l <"$TMP/list")" -eq 5 ] || fail "expected 5 packages: $(cat "$TMP/list")"
+[ "$(wc -l <"$TMP/list")" -eq 6 ] || fail "expected 6 packages: $(cat "$TMP/list")"
 VER=$(dpkg-deb -f "$TMP"/debs/flakewire_*.deb Version)
 MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 
@@ -43,6 +43,13 @@ has "$D"/libflakewire-client0_*.deb /usr/lib/$MA/libflakewire-client.so.0
 has "$D"/libflakewire-client-dev_*.deb /usr/include/flakewire/fw_client.h \
 	/usr/lib/$MA/libflakewire-client.so /usr/lib/$MA/libflakewire-client.a \
 	/usr/lib/$MA/pkgconfig/flakewire-client.pc
+# the MariaDB/MySQL UDF plugin (issue 36): in the server's plugin_dir, and its only
+# exported symbols are the functions' entry points (the C client inside is hidden)
+has "$D"/mariadb-plugin-flakewire_*.deb /usr/lib/mysql/plugin/flakewire_udf.so
+dpkg-deb -x "$D"/mariadb-plugin-flakewire_*.deb "$TMP/udf"
+nm -D --defined-only "$TMP/udf/usr/lib/mysql/plugin/flakewire_udf.so" | awk '{print $3}' |
+	grep -v '^flakewire_' | grep -v '^_' >"$TMP/udf.sym"
+[ ! -s "$TMP/udf.sym" ] || fail "flakewire_udf.so exports more than its functions: $(tr '\n' ' ' <"$TMP/udf.sym")"
 dpkg-deb -I "$D"/flakewire-tools_*.deb conffiles | grep -qx /etc/flakewire/flakewire.ini ||
 	fail "flakewire.ini is not a conffile"
 dpkg-deb -I "$D"/flakewire_*.deb conffiles | grep -qx /etc/default/flakewire ||
