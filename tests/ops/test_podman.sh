@@ -20,7 +20,8 @@
 #     and once on a copy of flakesock-0's volume: each claims other worker
 #     IDs, never flakesock-0's;
 #   - every pod stopped with SIGTERM inside the grace period (30 s), exit 0,
-#     its mark on its volume;
+#     its mark on its volume; flakesock-2 re-created on its volume after it
+#     (a rolling update's replacement): ready, serving;
 #   - every ID collected (flakectl bench --out) in all of it: no duplicate.
 #   - the AF_XDP image from the DaemonSet's pod template on a veth in a
 #     namespace of the test's (its "host network"), with its capabilities
@@ -326,6 +327,17 @@ STOP_MS=""
 for c in twin-copy flakesock-0 flakesock-1 flakesock-2 afxdp; do stop_pod "$c"; done
 ip -n "$HOSTNS" link show dev eth0 | grep -q 'prog/xdp' && fail "an XDP program stays on eth0 after SIGTERM"
 echo "SIGTERM: ${STOP_MS%, } (twin-copy cut off from etcd) $(t)"
+
+# a rolling update's replacement: flakesock-2 re-created on its volume after
+# its SIGTERM (its leases released): ready again, serving free worker IDs
+podman rm "$P-flakesock-2" >/dev/null
+run_pod flakesock-2 flakesock-2 flakesock-2 "$TMP/vol/flakesock-2"
+wait_ready "${ADDR[flakesock-2]}" 30 || fail "flakesock-2 re-created after SIGTERM: not ready in 30 s"
+w=$(workers "${ADDR[flakesock-2]}")
+[ "$(wc -w <<<"$w")" = 2 ] || fail "flakesock-2 re-created after SIGTERM: workers '$w'"
+ids "${ADDR[flakesock-2]}" update-2
+stop_pod flakesock-2
+echo "flakesock-2 re-created on its volume after SIGTERM (a rolling update): workers $w (before: ${W[2]}) $(t)"
 
 # 8. no ID handed out twice, across every pod and phase
 dups=$(sort "$TMP"/ids/* | uniq -d | head -n 5)
