@@ -172,6 +172,8 @@ stop_pod() {
 	code=$(podman inspect --format '{{.State.ExitCode}}' "$c")
 	[ "$code" = 0 ] || fail "$1: exit status $code after SIGTERM"
 	[ "$ms" -lt 30000 ] || fail "$1: SIGTERM took $ms ms, past the 30 s grace period"
+	# a slow stop (inside the grace period) shows what it waited for
+	[ "$ms" -lt 5000 ] || podman logs --timestamps "$c" 2>&1 | tail -n 6 | sed "s/^/  $1 (stopped in $ms ms): /"
 	[ -s "$vol/mark" ] && [ "$(($(stat -c %Y "$vol/mark") * 1000))" -ge "$((t0 / 1000000 - 1000))" ] ||
 		fail "$1: no mark written on its volume at SIGTERM"
 	STOP_MS+="$1 $ms ms, "
