@@ -3,7 +3,8 @@
 // Command bench measures IDs/s through Client.Next (or a Sequence per
 // goroutine) from THREADS goroutines, after a warm-up of 0.3 s.
 // usage: bench SERVER THREADS SECONDS [tuned|defaults] [next|sequence]   (prints "ids_per_s N")
-// tuned (the default): Trusted, Prefetch 4096, LowWater 1024; defaults: DefaultOptions().
+// tuned (the default): Trusted, Prefetch 4096, LowWater 1024; defaults: DefaultOptions();
+// baseline: no client, an in-process atomic counter (sync/atomic), the ceiling of any hand-out.
 // next (the default): every goroutine calls the shared Client.Next.
 package main
 
@@ -27,6 +28,8 @@ func main() {
 	secs, _ := strconv.ParseFloat(os.Args[3], 64)
 	o := flakewire.DefaultOptions()
 	seq := len(os.Args) > 5 && os.Args[5] == "sequence"
+	var counter atomic.Uint64
+	baseline := len(os.Args) > 4 && os.Args[4] == "baseline"
 	if len(os.Args) < 5 || os.Args[4] == "tuned" {
 		o.Trusted, o.Prefetch, o.LowWater = true, 4096, 1024
 	}
@@ -52,6 +55,9 @@ func main() {
 				next := c.Next
 				if seq {
 					next = c.Sequence().Next
+				}
+				if baseline {
+					next = func() (uint64, error) { return counter.Add(1), nil }
 				}
 				n := uint64(0)
 				for time.Now().Before(stop) {
