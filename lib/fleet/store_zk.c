@@ -103,7 +103,10 @@ static int rc_of(struct zk *z, int rc)
 		snprintf(z->err, sizeof(z->err), "%s", zerror(rc));
 		return -ENOTCONN;
 	default:
-		snprintf(z->err, sizeof(z->err), "%s", zerror(rc));
+		/* -125: the quota on the fleet's root is exceeded (ZooKeeper 3.7+; Debian's
+		 * 3.8 C client has no name for it) */
+		snprintf(z->err, sizeof(z->err), "%s (ZooKeeper error %d%s)", zerror(rc), rc,
+			 rc == -125 ? ": a quota on the fleet's root is exceeded" : "");
 		return -EIO;
 	}
 }
