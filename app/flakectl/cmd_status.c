@@ -432,7 +432,10 @@ int cmd_status(int argc, char **argv)
 			    strcmp(rs[k].r, "ip_proto"))
 				dsum += rs[k].v;
 		}
-		printf("%s\n", any ? "" : " none");
+		/* since start as well: a rate over one interval says "none" right after a flood */
+		double total = sum(&b, "flakewire_drops_total", NULL);
+		printf("%s (over %.1f s); %.0f since start\n", any ? "" : " none", dt,
+		       isnan(total) ? 0.0 : total);
 		if (dsum + req > 0 && dsum / (dsum + req) > 0.05)
 			raise_to(&st, ST_WARNING, why, sizeof(why), "over 5 % of requests dropped");
 #undef RATE
