@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A registry to try a fleet with on one machine (doc/fleet.md "Try it here"): a
+# 3-server ZooKeeper ensemble or a 3-member etcd cluster on loopback, from
+# Debian's packages (scripts/install-deps.sh installs them), data under DIR,
+# free ports. It stays up in the background until `stop DIR`; the connect
+# string is printed and kept in DIR/connect.
+#
+#   scripts/try-fleet.sh zookeeper DIR   start; prints e.g. 127.0.0.1:41234,...
+#   scripts/try-fleet.sh etcd DIR        start; prints e.g. http://127.0.0.1:41236,...
+#   scripts/try-fleet.sh stop DIR        stop what DIR holds (by PID) and remove DIR
+#
+# Not for production: no authentication, loopback only, small timeouts.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+what=${1:-} DIR=${2:-}
+[ -n "$what" ] && [ -n "$DIR" ] || { sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+case $what in
+zookeeper | etcd)
+	[ ! -e "$DIR/pids" ] || { echo "try-fleet.sh: $DIR already holds a registry (stop it first)" >&2; exit 1; }
+	mkdir -p "$DIR"
+	DIR=$(cd "$DIR" && pwd)
+	if [ "$what" = zookeeper ]; then
+		. "$ROOT/tests/system/fleet/zk.sh"
+		zk_start "$DIR" 3 || { echo "try-fleet.sh: ZooKeeper did not start (see $DIR/zk*/)" >&2; zk_stop_all; exit 1; }
+		echo "${ZK_PID[@]}" >"$DIR/pids"
+		echo "$ZK_CONNECT" >"$DIR/connect"
+	else
+		. "$ROOT/tests/system/fleet/etcd.sh"
+		etcd_start "$DIR" 3 || { echo "try-fleet.sh: etcd did not start (see $DIR/etcd*/)" >&2; etcd_stop_all; exit 1; }
+		echo "${ETCD_PID[@]}" >"$DIR/pids"
+		echo "$ETCD_ENDPOINTS" >"$DIR/connect"
+	fi
+	cat "$DIR/connect"
+	;;
+stop)
+	[ -f "$DIR/pids" ] || { echo "try-fleet.sh: $DIR holds no registry" >&2; exit 1; }
+	read -r -a pids <"$DIR/pids"
+	kill -TERM "${pids[@]}" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "${pids[@]}" 2>/dev/null
+	rm -rf "$DIR"
+	;;
+*)
+	echo "try-fleet.sh: $what: zookeeper, etcd or stop" >&2
+	exit 2
+	;;
+esac
