@@ -84,8 +84,7 @@ static int fleet_ls(const struct fw_fleet_list *l)
 		       e->alive ? "alive" : "-", state);
 	}
 	uint32_t total = 1u << l->layout.worker_bits;
-	printf("%u of %u worker IDs owned, %u never claimed; %s %s\n", owned, total,
-	       total - l->n,
+	printf("%u of %u worker IDs owned, %u never claimed; %s %s\n", owned, total, total - l->n,
 	       l->time_local ? "this host's time (the registry's needs --auth-file)"
 			     : "registry time",
 	       fw_format_iso8601(l->server_unix, a));
@@ -210,7 +209,8 @@ int cmd_fleet(int argc, char **argv)
 		int arc = fw_secret_read(auth_file, "--auth-file", auth, sizeof(auth), err,
 					 sizeof(err));
 		if (arc == 0 && strchr(auth, ':') == NULL) {
-			snprintf(err, sizeof(err), "--auth-file = %s: not USER:PASSWORD on its first line",
+			snprintf(err, sizeof(err),
+				 "--auth-file = %s: not USER:PASSWORD on its first line",
 				 auth_file);
 			arc = -EINVAL;
 		}
@@ -224,7 +224,8 @@ int cmd_fleet(int argc, char **argv)
 	}
 	if (!strcmp(sub, "secure")) {
 		if (auth_file == NULL) {
-			fc_err(cmd, "secure: --auth-file FILE: the credentials the fleet will belong to");
+			fc_err(cmd, "secure: --auth-file FILE: the credentials the fleet will "
+				    "belong to");
 			return FC_EXIT_USAGE;
 		}
 		int n = fw_fleet_secure(zk, root, (uint32_t)timeout, err, sizeof(err));
@@ -245,8 +246,8 @@ int cmd_fleet(int argc, char **argv)
 			return FC_EXIT_USAGE;
 		}
 		int rc = fw_fleet_release(zk, root, (uint32_t)worker,
-					  force ? FW_FLEET_RELEASE_FORCE : 0, (uint32_t)timeout, err,
-					  sizeof(err));
+					  force ? FW_FLEET_RELEASE_FORCE : 0, (uint32_t)timeout,
+					  err, sizeof(err));
 		if (rc != 0) {
 			fc_err(cmd, "%s", msg(err));
 			return FC_EXIT_FAIL;

@@ -60,8 +60,8 @@ static int mark_read(const char *cmd, const char *path)
 	return FC_EXIT_OK;
 }
 
-static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool force,
-			   uint64_t now, uint64_t *oldp);
+static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool force, uint64_t now,
+			   uint64_t *oldp);
 
 static int mark_set(const char *cmd, const char *path, uint64_t ms, bool force)
 {
@@ -79,8 +79,8 @@ static int mark_set(const char *cmd, const char *path, uint64_t ms, bool force)
 	return rc;
 }
 
-static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool force,
-			   uint64_t now, uint64_t *oldp)
+static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool force, uint64_t now,
+			   uint64_t *oldp)
 {
 	char iso[FW_ISO8601_LEN], old_iso[FW_ISO8601_LEN];
 	uint64_t old = 0;

@@ -467,7 +467,8 @@ int cmd_status(int argc, char **argv)
 		raise_to(&st, ST_CRITICAL, why, sizeof(why),
 			 "no worker can issue (see states; /readyz answers 503)");
 	else if (n_w && n_issuing < n_w)
-		raise_to(&st, ST_WARNING, why, sizeof(why), "some workers cannot issue (see states)");
+		raise_to(&st, ST_WARNING, why, sizeof(why),
+			 "some workers cannot issue (see states)");
 	static const char *const verdict[] = {"OK", "WARNING", "CRITICAL", "UNKNOWN"};
 	printf("%-9s %s%s%s\n", "status", verdict[st], why[0] ? ": " : "", why);
 	free_scrape(&a);

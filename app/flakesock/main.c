@@ -114,10 +114,14 @@ static int start_workers(struct fsock_ctx *ctx)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'}, {"set", required_argument, NULL, 's'},
-		{"listen", required_argument, NULL, 'l'}, {"threads", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
-		{"check-config", no_argument, NULL, 'C'}, {"print-config", no_argument, NULL, 'P'},
+		{"config", required_argument, NULL, 'c'},
+		{"set", required_argument, NULL, 's'},
+		{"listen", required_argument, NULL, 'l'},
+		{"threads", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{"check-config", no_argument, NULL, 'C'},
+		{"print-config", no_argument, NULL, 'P'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct fsock_ctx ctx;

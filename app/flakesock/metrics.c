@@ -153,7 +153,8 @@ int fsock_metrics_start(struct fsock_ctx *ctx)
 		registry = NULL;
 		return -1;
 	}
-	fprintf(stderr, "flakesock: metrics: http://%s/metrics, probes /healthz /readyz%s\n", listen,
+	fprintf(stderr, "flakesock: metrics: http://%s/metrics, probes /healthz /readyz%s\n",
+		listen,
 		fw_metrics_listen_is_loopback(listen)
 			? ""
 			: " (not loopback: reachable from the network)");

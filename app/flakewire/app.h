@@ -31,7 +31,8 @@ struct fw_fleet_app;
 
 struct fw_app {
 	volatile bool *quit;
-	volatile bool serving; /* the lcores run (set before their launch, cleared after): /healthz */
+	volatile bool
+		serving; /* the lcores run (set before their launch, cleared after): /healthz */
 	struct fw_conf conf;
 	struct fw_layout layout;
 	struct fw_pkt_ctx px; /* the packet context every lcore answers with */

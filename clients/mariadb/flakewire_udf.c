@@ -106,8 +106,8 @@ static int set_u64(const char *key, const char *v, uint64_t min, uint64_t max, u
 	unsigned long long x = strtoull(v, &end, 10);
 	if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || x < min || x > max) {
 		/* Short: the server prints about 80 characters of an init message. */
-		snprintf(msg, MYSQL_ERRMSG_SIZE, "flakewire: %s = '%.16s': want %" PRIu64 "..%" PRIu64,
-			 key, v, min, max);
+		snprintf(msg, MYSQL_ERRMSG_SIZE,
+			 "flakewire: %s = '%.16s': want %" PRIu64 "..%" PRIu64, key, v, min, max);
 		return -1;
 	}
 	*out = x;
@@ -163,8 +163,8 @@ static int conf_read(struct conf *c, char *msg)
 		char *k = trim(s), *v = trim(eq + 1);
 		if (strcmp(k, "servers") == 0) {
 			if (strlen(v) >= sizeof(c->servers_text)) {
-				snprintf(msg, MYSQL_ERRMSG_SIZE, "flakewire: servers in %s too long",
-					 conf_path());
+				snprintf(msg, MYSQL_ERRMSG_SIZE,
+					 "flakewire: servers in %s too long", conf_path());
 				rc = -1;
 				break;
 			}
@@ -189,8 +189,10 @@ static int conf_read(struct conf *c, char *msg)
 			rc = set_u32(k, v, 0, 31, &c->seq_bits, msg);
 		else {
 			snprintf(msg, MYSQL_ERRMSG_SIZE,
-				 "flakewire: unknown setting '%s' in %s (known: servers, timeout_ms, "
-				 "retries, max_wait_ms, prefetch, trusted, epoch_ms, datacenter_bits, "
+				 "flakewire: unknown setting '%s' in %s (known: servers, "
+				 "timeout_ms, "
+				 "retries, max_wait_ms, prefetch, trusted, epoch_ms, "
+				 "datacenter_bits, "
 				 "worker_bits, sequence_bits)",
 				 k, conf_path());
 			rc = -1;
@@ -214,11 +216,12 @@ static int conf_read(struct conf *c, char *msg)
 			 conf_path());
 		return -1;
 	}
-	int lrc = fw_layout_init(&c->layout, c->epoch_ms, c->dc_bits, c->worker_bits, c->seq_bits,
-				 0);
+	int lrc =
+		fw_layout_init(&c->layout, c->epoch_ms, c->dc_bits, c->worker_bits, c->seq_bits, 0);
 	if (lrc != 0) {
 		snprintf(msg, MYSQL_ERRMSG_SIZE,
-			 "flakewire: epoch_ms = %" PRIu64 ", datacenter_bits = %u, worker_bits = %u, "
+			 "flakewire: epoch_ms = %" PRIu64
+			 ", datacenter_bits = %u, worker_bits = %u, "
 			 "sequence_bits = %u in %s are not a layout: %s",
 			 c->epoch_ms, c->dc_bits, c->worker_bits, c->seq_bits, conf_path(),
 			 fw_strerror(lrc));
@@ -327,8 +330,7 @@ static void fail(struct handle *h, const char *what, int rc)
 
 UDF_EXPORT my_bool flakewire_next_init(UDF_INIT *initid, UDF_ARGS *args, char *message);
 UDF_EXPORT void flakewire_next_deinit(UDF_INIT *initid);
-UDF_EXPORT long long flakewire_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null,
-				    char *error);
+UDF_EXPORT long long flakewire_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *error);
 
 my_bool flakewire_next_init(UDF_INIT *initid, UDF_ARGS *args, char *message)
 {
@@ -417,7 +419,8 @@ static void iso_ms(uint64_t unix_ms, char *out, size_t len, bool sql)
 	time_t s = (time_t)(unix_ms / 1000);
 	struct tm tm;
 	gmtime_r(&s, &tm);
-	snprintf(out, len, sql ? "%04d-%02d-%02d %02d:%02d:%02d.%03u" : "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
+	snprintf(out, len,
+		 sql ? "%04d-%02d-%02d %02d:%02d:%02d.%03u" : "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 (unsigned)(unix_ms % 1000));
 }

@@ -246,10 +246,11 @@ static bool wait_allowed(int timeout_ms, int retries, GucSource source)
 	int64 wait = (int64)timeout_ms * ((INT64CONST(2) << retries) - 1);
 	if (source < PGC_S_INTERACTIVE || wait <= fw_pg_max_wait_ms || superuser())
 		return true;
-	GUC_check_errdetail("flakewire.timeout %d ms with flakewire.retries %d waits up to "
-			    INT64_FORMAT " ms for one responder, above flakewire.max_wait (%d ms), "
-			    "which only a superuser may exceed.",
-			    timeout_ms, retries, wait, fw_pg_max_wait_ms);
+	GUC_check_errdetail(
+		"flakewire.timeout %d ms with flakewire.retries %d waits up to " INT64_FORMAT
+		" ms for one responder, above flakewire.max_wait (%d ms), "
+		"which only a superuser may exceed.",
+		timeout_ms, retries, wait, fw_pg_max_wait_ms);
 	return false;
 }
 

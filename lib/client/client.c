@@ -37,14 +37,14 @@ static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
  * max_age / FW_CLIENT_AGE_TICKS while IDs are being taken; IDs fetched at
  * epoch e are handed out while the epoch is below e + FW_CLIENT_AGE_TICKS.
  */
-#define FW_CLIENT_AGE_TICKS 4u
+#define FW_CLIENT_AGE_TICKS   4u
 /* Ticks without a caller taking from the pool before the refiller stops
  * ticking (every ID buffered is expired by then). */
-#define FW_CLIENT_IDLE_TICKS (2u * FW_CLIENT_AGE_TICKS)
+#define FW_CLIENT_IDLE_TICKS  (2u * FW_CLIENT_AGE_TICKS)
 /* Ranges a caller's own buffer holds. */
 #define FW_CLIENT_SLOT_RANGES 8u
 /* The refill grows up to this many times opts.prefetch while callers drain it. */
-#define FW_CLIENT_GROW_MAX 64u
+#define FW_CLIENT_GROW_MAX    64u
 
 struct fw_client_server {
 	struct sockaddr_storage addr;
@@ -68,7 +68,7 @@ struct fw_client_seen {
  * a socket, so no channel reads another's replies.
  */
 struct fw_client_io {
-	int *fds; /* per server, opened on first use; NULL: the servers' own fd */
+	int *fds;        /* per server, opened on first use; NULL: the servers' own fd */
 	bool background; /* the refiller thread's: never asks opts.cancel */
 	struct fw_client_seen seen[FW_CLIENT_WORKERS_TRACKED];
 	unsigned seen_next;
@@ -151,7 +151,7 @@ struct fw_client {
 	bool have_hdr;
 	struct fw_wire_hdr last_hdr;
 
-	struct fw_client_pf pf;  /* fw_client_next(): the pool the slots take from */
+	struct fw_client_pf pf; /* fw_client_next(): the pool the slots take from */
 	/* The refiller thread (started by the first fw_client_next()). */
 	bool refiller_started;
 	bool refiller_stop;
@@ -159,21 +159,21 @@ struct fw_client {
 	pthread_cond_t refiller_cond; /* wakes the refiller (CLOCK_MONOTONIC) */
 	bool ticking;                 /* the epoch advances */
 	uint64_t next_tick_ns;
-	uint64_t tick_ns;             /* max_age / FW_CLIENT_AGE_TICKS */
-	unsigned idle_ticks;          /* ticks without a take from the pool */
-	uint64_t takes;               /* takes from the pool */
-	uint64_t takes_seen;          /* at the last tick */
-	uint64_t asks;                /* callers that found the pool empty and asked */
-	uint64_t asks_served;         /* asks when the last refill started */
-	unsigned waiters;             /* callers waiting for an empty pool */
-	bool starved;                 /* a caller found the pool empty since the last refill */
+	uint64_t tick_ns;     /* max_age / FW_CLIENT_AGE_TICKS */
+	unsigned idle_ticks;  /* ticks without a take from the pool */
+	uint64_t takes;       /* takes from the pool */
+	uint64_t takes_seen;  /* at the last tick */
+	uint64_t asks;        /* callers that found the pool empty and asked */
+	uint64_t asks_served; /* asks when the last refill started */
+	unsigned waiters;     /* callers waiting for an empty pool */
+	bool starved;         /* a caller found the pool empty since the last refill */
 	uint64_t last_refill_ns;
-	uint64_t pf_want;             /* IDs per refill now: opts.prefetch, grown while drained */
-	uint64_t pf_low;              /* refill below this many: pf_want scaled like low_water */
+	uint64_t pf_want; /* IDs per refill now: opts.prefetch, grown while drained */
+	uint64_t pf_low;  /* refill below this many: pf_want scaled like low_water */
 	/* Every per-thread slot (under slots_lock). */
 	struct fw_client_slot *slots;
 	struct fw_client *next_client; /* in fw_client_live */
-	struct fw_client_pf upf; /* fw_client_next_uuid7() */
+	struct fw_client_pf upf;       /* fw_client_next_uuid7() */
 
 	struct fw_client_io call;
 	struct fw_client_io pf_io;
@@ -281,7 +281,8 @@ static int opts_copy(struct fw_client_opts *dst, const struct fw_client_opts *sr
 	if (dst->timeout_ms < 1 || dst->timeout_ms > FW_CLIENT_TIMEOUT_MS_MAX ||
 	    dst->retries > FW_CLIENT_RETRIES_MAX || dst->prefetch < 1 ||
 	    dst->prefetch > FW_CLIENT_PREFETCH_MAX || dst->low_water > FW_CLIENT_PREFETCH_MAX ||
-	    dst->max_age_ms < FW_CLIENT_MAX_AGE_MS_MIN || dst->max_age_ms > FW_CLIENT_MAX_AGE_MS_MAX)
+	    dst->max_age_ms < FW_CLIENT_MAX_AGE_MS_MIN ||
+	    dst->max_age_ms > FW_CLIENT_MAX_AGE_MS_MAX)
 		return -EINVAL;
 	return 0;
 }
@@ -854,9 +855,10 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 				break;
 			if (io->reply.hdr.status != FW_WIRE_ST_RETRY_AFTER)
 				return FW_ESTATUS;
-			rc = pause_ns(c, io, (uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
-							  FW_CLIENT_RETRY_AFTER_MAX_US) *
-						 NS_PER_US);
+			rc = pause_ns(c, io,
+				      (uint64_t)FW_MIN(io->reply.hdr.retry_after_us,
+						       FW_CLIENT_RETRY_AFTER_MAX_US) *
+					      NS_PER_US);
 			if (rc < 0)
 				return rc;
 		}
@@ -1488,7 +1490,8 @@ static void refill_once(struct fw_client *c)
 {
 	struct fw_client_pf *p = &c->pf;
 	uint64_t start = now_ns();
-	uint64_t cap = FW_MIN((uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX, FW_CLIENT_PREFETCH_MAX);
+	uint64_t cap =
+		FW_MIN((uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX, FW_CLIENT_PREFETCH_MAX);
 	int rc;
 
 	cap = FW_MAX(cap, c->opts.prefetch);
@@ -1517,7 +1520,8 @@ static void refill_once(struct fw_client *c)
 	c->asks_served = c->asks;
 	/* A failed refill holds the next one off (callers with nothing left still ask). */
 	p->hold_until_ns =
-		rc < 0 ? now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries) : 0;
+		rc < 0 ? now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries)
+		       : 0;
 	pthread_cond_broadcast(&p->cond);
 }
 
@@ -1629,7 +1633,7 @@ static int pool_wait(struct fw_client *c)
  * nothing gets that refill's error.
  */
 static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_client_slot *s,
-						uint64_t *id)
+					       uint64_t *id)
 {
 	bool waited = false;
 	uint64_t gen0 = 0;
@@ -1709,7 +1713,8 @@ int fw_client_next(struct fw_client *c, uint64_t *id)
 	s = tls_slot.c == c && tls_slot.serial == c->hot.serial ? tls_slot.s : NULL;
 	/* The fast path: this thread's own IDs, no lock, no shared write. */
 	if (s && s->len &&
-	    s->epoch + FW_CLIENT_AGE_TICKS > atomic_load_explicit(&c->hot.epoch, memory_order_relaxed) &&
+	    s->epoch + FW_CLIENT_AGE_TICKS >
+		    atomic_load_explicit(&c->hot.epoch, memory_order_relaxed) &&
 	    !atomic_load_explicit(&c->hot.closed, memory_order_relaxed)) {
 		*id = slot_take(s);
 		return 0;

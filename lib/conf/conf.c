@@ -856,9 +856,10 @@ FW_API bool fw_conf_fleet_on(const struct fw_conf *c)
 static int etcd_check(const struct fw_conf *c, char *err, size_t errlen)
 {
 	if (strchr(c->fleet.etcd, '@') != NULL) /* never echoed: it holds a password */
-		return errf(err, errlen,
-			    "[fleet] etcd: an endpoint holds user info (USER:PASSWORD@, not shown): "
-			    "give credentials in [fleet] etcd_user and etcd_password_file");
+		return errf(
+			err, errlen,
+			"[fleet] etcd: an endpoint holds user info (USER:PASSWORD@, not shown): "
+			"give credentials in [fleet] etcd_user and etcd_password_file");
 	for (const char *p = c->fleet.etcd; *p;) {
 		size_t len = strcspn(p, ",");
 		bool http = len > 7 && !strncmp(p, "http://", 7);
@@ -1146,7 +1147,8 @@ static void value_text(const void *base, const struct conf_key *k, char *buf, si
 			}
 			inet_ntop(AF_INET6, b, t, sizeof(t));
 			outf(&o, "%s%s/%d", k4 ? "," : "", t,
-			     __builtin_popcountll(c->v6[i].mhi) + __builtin_popcountll(c->v6[i].mlo));
+			     __builtin_popcountll(c->v6[i].mhi) +
+				     __builtin_popcountll(c->v6[i].mlo));
 		}
 		break;
 	}

@@ -172,7 +172,7 @@ struct fw_conf {
 		char etcd_user[FW_CONF_STR_LEN];
 		char etcd_password_file[FW_CONF_STR_LEN];
 		char zookeeper_auth_file[FW_CONF_STR_LEN]; /* digest "user:password" */
-		uint32_t etcd_plain_password; /* 1: a password over http:// allowed */
+		uint32_t etcd_plain_password;              /* 1: a password over http:// allowed */
 		char etcd_proxy[FW_CONF_STR_LEN];
 		char root[FW_CONF_STR_LEN];
 		char identity[FW_CONF_STR_LEN]; /* "": the host name */

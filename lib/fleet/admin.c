@@ -138,11 +138,15 @@ int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t 
 			    fw_fleet_layout_parse(lt, ll, &l) == 0) {
 				char ts[FW_ISO8601_LEN];
 				snprintf(err, errlen,
-					 "fleet: worker %u is held by %s, alive, its lease until %s: it "
-					 "keeps issuing until then whatever the record says; stop it "
-					 "first (its IDs come back at its next start or lease end), or "
+					 "fleet: worker %u is held by %s, alive, its lease until "
+					 "%s: it "
+					 "keeps issuing until then whatever the record says; stop "
+					 "it "
+					 "first (its IDs come back at its next start or lease "
+					 "end), or "
 					 "--force",
-					 worker, d.owner, fw_format_iso8601(d.lease + l.epoch_ms, ts));
+					 worker, d.owner,
+					 fw_format_iso8601(d.lease + l.epoch_ms, ts));
 				return -EBUSY;
 			}
 		}

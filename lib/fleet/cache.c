@@ -98,7 +98,8 @@ int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
 			goto bad;
 		if (slot >= n)
 			continue;
-		slots[slot] = (struct fw_fleet_held){worker, version, lease, floor, false, true, token};
+		slots[slot] =
+			(struct fw_fleet_held){worker, version, lease, floor, false, true, token};
 		loaded++;
 	}
 	fclose(fp);

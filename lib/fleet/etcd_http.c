@@ -287,7 +287,8 @@ static int authenticate(struct etcd_conn *c, const char *base)
 	}
 	const char *t = json_object_get_string(tok);
 	if (t == NULL || strlen(t) >= sizeof(sh->token)) {
-		snprintf(c->err, sizeof(c->err), "authentication gave a token of %zu bytes (at most %zu)",
+		snprintf(c->err, sizeof(c->err),
+			 "authentication gave a token of %zu bytes (at most %zu)",
 			 t ? strlen(t) : 0, sizeof(sh->token) - 1);
 		json_object_put(out);
 		return -EIO;

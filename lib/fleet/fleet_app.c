@@ -43,7 +43,8 @@ static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fm
 }
 
 int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
-		       const char *state_stamp, void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+		       const char *state_stamp,
+		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
 		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
 {
 	char host[FW_FLEET_IDENTITY_MAX], pw[256], zk_auth[512];
@@ -69,16 +70,17 @@ int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, 
 	if (c->fleet.etcd[0]) {
 		int prc = c->fleet.etcd_password_file[0]
 				  ? fw_secret_read(c->fleet.etcd_password_file,
-						   "[fleet] etcd_password_file", pw, sizeof(pw), err,
-						   errlen)
+						   "[fleet] etcd_password_file", pw, sizeof(pw),
+						   err, errlen)
 				  : 0;
 		if (prc != 0)
 			return prc;
 		fc.etcd = &eo;
 	}
 	if (c->fleet.zookeeper_auth_file[0]) {
-		int arc = fw_secret_read(c->fleet.zookeeper_auth_file, "[fleet] zookeeper_auth_file",
-					 zk_auth, sizeof(zk_auth), err, errlen);
+		int arc =
+			fw_secret_read(c->fleet.zookeeper_auth_file, "[fleet] zookeeper_auth_file",
+				       zk_auth, sizeof(zk_auth), err, errlen);
 		if (arc == 0 && strchr(zk_auth, ':') == NULL) {
 			memset(zk_auth, 0, sizeof(zk_auth));
 			snprintf(err, errlen,

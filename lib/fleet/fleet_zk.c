@@ -42,8 +42,8 @@ int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots, struct 
 	}
 	if (cfg->root == NULL || strlen(cfg->root) >= 200) /* the rest: fw_fleet_create_store */
 		return fw_fleet_create_store(cfg, n_slots, NULL, out, err, errlen);
-	struct fw_fleet_store *s =
-		fw_fleet_store_zk_new(cfg->connect, cfg->root, cfg->session_timeout_ms, cfg->zk_auth);
+	struct fw_fleet_store *s = fw_fleet_store_zk_new(cfg->connect, cfg->root,
+							 cfg->session_timeout_ms, cfg->zk_auth);
 	if (s == NULL)
 		return -ENOMEM;
 	return fw_fleet_create_store(cfg, n_slots, s, out, err, errlen);
@@ -67,16 +67,17 @@ static struct fw_fleet_store *admin_store(const char *connect, const char *root,
 {
 	if (!strncmp(connect, "http://", 7) || !strncmp(connect, "https://", 8)) {
 #ifdef FW_HAVE_ETCD
-		struct fw_fleet_etcd_opts o = {.endpoints = connect,
-					       .session_ms = FW_MAX(timeout_ms, 2000u),
-					       .request_ms = FW_MAX(timeout_ms, 2000u),
-					       .ca_file = getenv("FW_ETCD_CA_FILE"),
-					       .cert_file = getenv("FW_ETCD_CERT_FILE"),
-					       .key_file = getenv("FW_ETCD_KEY_FILE"),
-					       .user = getenv("FW_ETCD_USER"),
-					       .password = getenv("FW_ETCD_PASSWORD"),
-					       .plain_password = getenv("FW_ETCD_PLAIN_PASSWORD") &&
-								 !strcmp(getenv("FW_ETCD_PLAIN_PASSWORD"), "yes")};
+		struct fw_fleet_etcd_opts o = {
+			.endpoints = connect,
+			.session_ms = FW_MAX(timeout_ms, 2000u),
+			.request_ms = FW_MAX(timeout_ms, 2000u),
+			.ca_file = getenv("FW_ETCD_CA_FILE"),
+			.cert_file = getenv("FW_ETCD_CERT_FILE"),
+			.key_file = getenv("FW_ETCD_KEY_FILE"),
+			.user = getenv("FW_ETCD_USER"),
+			.password = getenv("FW_ETCD_PASSWORD"),
+			.plain_password = getenv("FW_ETCD_PLAIN_PASSWORD") &&
+					  !strcmp(getenv("FW_ETCD_PLAIN_PASSWORD"), "yes")};
 		if (fw_fleet_etcd_opts_check(&o, admin_why, sizeof(admin_why)) != 0) {
 			errno = EINVAL;
 			return NULL;
@@ -121,8 +122,7 @@ int fw_fleet_list_read(const char *connect, const char *root, uint32_t timeout_m
 }
 
 int fw_fleet_release(const char *connect, const char *root, uint32_t worker, unsigned flags,
-		     uint32_t timeout_ms,
-		     char *err, size_t errlen)
+		     uint32_t timeout_ms, char *err, size_t errlen)
 {
 	struct fw_fleet_store *s = admin_store(connect, root, timeout_ms);
 	if (s == NULL)

@@ -232,7 +232,7 @@ struct fw_fleet_entry {
 struct fw_fleet_list {
 	struct fw_layout layout; /* from the root node */
 	uint64_t server_unix;    /* ZooKeeper's time now (mtime of a write) */
-	bool time_local; /* server_unix is this host's clock (no credentials to write) */
+	bool time_local;         /* server_unix is this host's clock (no credentials to write) */
 	uint32_t n;
 	struct fw_fleet_entry *v; /* n entries, by worker ID; free with fw_fleet_list_free */
 };
@@ -260,8 +260,8 @@ FW_API void fw_fleet_list_free(struct fw_fleet_list *l);
  * Returns 0; -ENOENT (no such worker znode); -EBUSY (a live owner, @err names
  * it and its lease end); FW_EFLEET_ZK.
  */
-FW_API int fw_fleet_release(const char *connect, const char *root, uint32_t worker,
-			    unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);
+FW_API int fw_fleet_release(const char *connect, const char *root, uint32_t worker, unsigned flags,
+			    uint32_t timeout_ms, char *err, size_t errlen);
 
 /*
  * The ZooKeeper digest credentials ("user:password", NULL: none) the

@@ -32,5 +32,4 @@ FW_API uint64_t fw_fleet_backoff_ms(uint32_t fails, uint64_t renew_ms, uint64_t 
 FW_API int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t timeout_ms,
 			       struct fw_fleet_list *out, char *err, size_t errlen);
 FW_API int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t worker,
-				  unsigned flags,
-				  uint32_t timeout_ms, char *err, size_t errlen);
+				  unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);

@@ -82,8 +82,8 @@ int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet
 	return s->ops->cas(s, (uint32_t)h->worker, buf, len, h->version, &v);
 }
 
-enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r,
-					   struct fw_fleet_held *h, uint64_t last, int *rc)
+enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r, struct fw_fleet_held *h,
+					   uint64_t last, int *rc)
 {
 	for (int tries = 0; tries < 2; tries++) {
 		*rc = fw_fleet_release_held(r, h, last);
@@ -103,7 +103,7 @@ enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r,
 		/* another writer: a takeover's floor is our lease end, a release's
 		 * max(floor, lease): either is above what we issued */
 		return now.floor >= FW_MAX(h->floor, last) ? FW_FLEET_RETIRE_ABOVE
-							    : FW_FLEET_RETIRE_AGAIN;
+							   : FW_FLEET_RETIRE_AGAIN;
 	}
 	return FW_FLEET_RETIRE_AGAIN;
 }

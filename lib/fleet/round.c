@@ -88,15 +88,16 @@ static int retire_pending(struct fw_fleet *f)
 			if (src == -ENOTCONN)
 				return -ENOTCONN;
 			if (t->warned_rc != src)
-				fleet_log(f, FW_FLEET_WARN,
-					  "fleet: worker %d: release not confirmed (%s): this "
-					  "process keeps it retired and retries every round; it is "
-					  "never issued again below %" PRIu64,
-					  t->h.worker,
-					  src ? f->store->ops->last_error(f->store)
-					      : "the record is no longer ours and its floor is below "
-						"what we issued",
-					  t->last);
+				fleet_log(
+					f, FW_FLEET_WARN,
+					"fleet: worker %d: release not confirmed (%s): this "
+					"process keeps it retired and retries every round; it is "
+					"never issued again below %" PRIu64,
+					t->h.worker,
+					src ? f->store->ops->last_error(f->store)
+					    : "the record is no longer ours and its floor is below "
+					      "what we issued",
+					t->last);
 			t->warned_rc = src ? src : -EAGAIN;
 			continue;
 		}
@@ -179,8 +180,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
 		if (crc != 0)
 			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK
-			       : crc == -EACCES			? FW_EFLEET_AUTH
-								: crc;
+			       : crc == -EACCES                ? FW_EFLEET_AUTH
+							       : crc;
 	}
 	if (n_repl == 0)
 		return 0;
@@ -216,7 +217,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	pthread_mutex_lock(&f->mu);
 	for (uint32_t k = 0; k < n_repl; k++) {
 		uint32_t i = repl[k];
-		f->retiring[f->n_retiring++] = (struct retiring){.h = f->slot[i]}; /* room checked */
+		f->retiring[f->n_retiring++] =
+			(struct retiring){.h = f->slot[i]}; /* room checked */
 		f->replace_req[i] = false;
 		f->slot[i] = got[k];
 		fleet_publish_locked(f, i, FW_FLEET_SRC_ZK);

@@ -45,7 +45,8 @@ static struct zk *Z(struct fw_fleet_store *s)
  * (workers, nodes, clock) carry it too: nobody else can delete a worker
  * record and create it again at floor 0.
  */
-/* ZOO_PERM_ALL and ZOO_PERM_READ are extern consts in the C client: their values, fixed by the protocol */
+/* ZOO_PERM_ALL and ZOO_PERM_READ are extern consts in the C client: their values, fixed by the
+ * protocol */
 static struct ACL fleet_acl_v[] = {
 	{0x1f /* ZOO_PERM_ALL: read write create delete admin */, {(char *)"auth", (char *)""}},
 	{0x01 /* ZOO_PERM_READ */, {(char *)"world", (char *)"anyone"}},
@@ -136,7 +137,8 @@ static void auth_done(int rc, const void *data)
 	pthread_mutex_unlock(&z->mu);
 }
 
-/* Adds the digest credentials to a connected handle, once per handle (the client re-sends them on reconnects). */
+/* Adds the digest credentials to a connected handle, once per handle (the client re-sends them on
+ * reconnects). */
 static int add_auth(struct zk *z, const struct timespec *dl)
 {
 	if (!z->auth[0] || z->auth_added)
@@ -462,7 +464,8 @@ int fw_fleet_store_zk_secure(struct fw_fleet_store *s, uint32_t timeout_ms, char
 				n++;
 			else if (zrc != ZNONODE) { /* an ephemeral gone meanwhile is fine */
 				rc = rc_of(z, zrc);
-				snprintf(err, errlen, "fleet: setting the ACL of %s: %s", c, z->err);
+				snprintf(err, errlen, "fleet: setting the ACL of %s: %s", c,
+					 z->err);
 				deallocate_String_vector(&kids);
 				return rc;
 			}

@@ -83,14 +83,15 @@ struct fw_gen_stats {
  */
 struct fw_gen {
 	/* hot: read and written on every ID */
-	uint64_t fast_ms;    /* == cur_ms when the next call at @now == cur_ms needs no check */
-	uint64_t cur_ms;     /* ms of the last ID issued (UINT64_MAX before the first) */
-	uint64_t next_seq;   /* next sequence number at cur_ms */
-	uint64_t seen_ms;    /* highest @now seen */
-	uint64_t last_now;   /* @now of the previous call, to count backward steps */
-	uint64_t node_bits;  /* datacenter and worker, already shifted */
-	uint64_t seq_limit;  /* 2^seq_bits */
-	uint64_t seq_carry;  /* 2^seq_bits - 1 (FW_GEN_SEQ_CARRY) or 0: a new ms starts at next_seq & seq_carry */
+	uint64_t fast_ms;   /* == cur_ms when the next call at @now == cur_ms needs no check */
+	uint64_t cur_ms;    /* ms of the last ID issued (UINT64_MAX before the first) */
+	uint64_t next_seq;  /* next sequence number at cur_ms */
+	uint64_t seen_ms;   /* highest @now seen */
+	uint64_t last_now;  /* @now of the previous call, to count backward steps */
+	uint64_t node_bits; /* datacenter and worker, already shifted */
+	uint64_t seq_limit; /* 2^seq_bits */
+	uint64_t seq_carry; /* 2^seq_bits - 1 (FW_GEN_SEQ_CARRY) or 0: a new ms starts at next_seq &
+			       seq_carry */
 	uint32_t time_shift; /* seq_bits + worker_bits + dc_bits */
 	uint32_t flags;      /* FW_GEN_F_* after the last call */
 	/* cold */

@@ -36,9 +36,8 @@ FW_API int fw_gen_init(struct fw_gen *g, const struct fw_layout *layout,
 	g->seq_limit = UINT64_C(1) << layout->seq_bits;
 	/* Carrying needs a borrowed ms to wrap into, or a ms that started late
 	 * could not offer all its sequence to a load: without borrowing, 0. */
-	g->seq_carry = cfg->seq_start == FW_GEN_SEQ_CARRY && cfg->max_borrow_ms > 0
-			       ? g->seq_limit - 1
-			       : 0;
+	g->seq_carry =
+		cfg->seq_start == FW_GEN_SEQ_CARRY && cfg->max_borrow_ms > 0 ? g->seq_limit - 1 : 0;
 	g->time_shift = layout->seq_bits + layout->worker_bits + layout->dc_bits;
 	g->time_max = (UINT64_C(1) << layout->time_bits) - 1;
 	g->node_bits = ((uint64_t)cfg->datacenter << (layout->seq_bits + layout->worker_bits)) |

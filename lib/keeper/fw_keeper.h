@@ -275,8 +275,8 @@ FW_API uint64_t fw_keeper_worker_last(const struct fw_keeper *k, uint32_t slot);
  * After fw_keeper_set_worker(): true once slot @slot's worker applied the
  * swap (it will never issue with the old worker ID again), with *last_ms at
  * or above the last layout ms the old worker ID issued (the highest of every
- * ID this slot retired; 0: none), the retirement point to record. False while the swap is pending (the worker has not had a
- * burst since; a worker with no traffic never applies it).
+ * ID this slot retired; 0: none), the retirement point to record. False while the swap is pending
+ * (the worker has not had a burst since; a worker with no traffic never applies it).
  */
 FW_API bool fw_keeper_worker_retired(const struct fw_keeper *k, uint32_t slot, uint64_t *last_ms);
 

@@ -73,8 +73,8 @@ static inline int fw_state_lock_conf(const struct fw_conf *c, uint32_t n_workers
 		n_workers = FW_KEEPER_WORKERS_MAX;
 	for (uint32_t i = 0; i < n_workers; i++)
 		ids[i] = (uint32_t)fw_conf_worker(c, i);
-	rc = fw_state_lock_workers(*out, c->state.lock_dir, ids, n_workers,
-				   c->id.worker_bits, err, errlen);
+	rc = fw_state_lock_workers(*out, c->state.lock_dir, ids, n_workers, c->id.worker_bits, err,
+				   errlen);
 	if (rc != 0) {
 		fw_state_lock_free(*out);
 		*out = NULL;

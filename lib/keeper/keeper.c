@@ -659,7 +659,7 @@ void fw_keeper_worker_init(struct fw_keeper_worker *w, struct fw_keeper_slot *sl
 const char *fw_keeper_wstate_name(enum fw_keeper_wstate s)
 {
 	static const char *const names[FW_KEEPER_W_COUNT] = {"issuing", "waiting", "no_lease",
-							      "clock_unsafe"};
+							     "clock_unsafe"};
 	return (unsigned)s < FW_KEEPER_W_COUNT ? names[s] : "unknown";
 }
 

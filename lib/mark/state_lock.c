@@ -118,8 +118,7 @@ static void make_dir_of(const char *file)
 	}
 }
 
-int fw_state_lock_take(const char *state_file, struct fw_state_lock **out, char *err,
-		       size_t errlen)
+int fw_state_lock_take(const char *state_file, struct fw_state_lock **out, char *err, size_t errlen)
 {
 	char path[PATH_MAX], boot[48];
 	long holder = 0;
@@ -184,11 +183,12 @@ int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const u
 			if (holder > 0)
 				snprintf(pid, sizeof(pid), "PID %ld", holder);
 			if (fd == -EWOULDBLOCK)
-				snprintf(err, errlen,
-					 "static worker ID %u (datacenter %u) is locked by %s (%s): "
-					 "another responder on this host issues under it; give each "
-					 "its own [id] worker_base / workers, or use a fleet",
-					 w, dc, pid, path);
+				snprintf(
+					err, errlen,
+					"static worker ID %u (datacenter %u) is locked by %s (%s): "
+					"another responder on this host issues under it; give each "
+					"its own [id] worker_base / workers, or use a fleet",
+					w, dc, pid, path);
 			else
 				snprintf(err, errlen,
 					 "worker lock %s: %s ([state] lock_dir = %s must be a "

@@ -115,12 +115,11 @@ FW_API void fw_metrics_set_probe(struct fw_metrics *m, fw_metrics_probe_fn fn, v
 
 /*
  * Serves GET/HEAD /metrics of @m (and /healthz, /readyz when probes are
- * set) on @listen from a libmicrohttpd thread (anything else: 404 or 405). That thread inherits the caller's CPU
- * affinity: a DPDK process calls this from a control thread
- * (rte_ctrl_thread_create), so it never runs on a worker lcore's CPU.
- * Returns 0 with *@out set; -EINVAL (bad @listen, NULL argument),
- * -EADDRINUSE or another -errno when the socket cannot be bound (the
- * address is in use or not local), -ENOMEM.
+ * set) on @listen from a libmicrohttpd thread (anything else: 404 or 405). That thread inherits the
+ * caller's CPU affinity: a DPDK process calls this from a control thread (rte_ctrl_thread_create),
+ * so it never runs on a worker lcore's CPU. Returns 0 with *@out set; -EINVAL (bad @listen, NULL
+ * argument), -EADDRINUSE or another -errno when the socket cannot be bound (the address is in use
+ * or not local), -ENOMEM.
  */
 FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 			    struct fw_metrics_server **out);

@@ -23,7 +23,7 @@ struct fw_metrics {
 		fw_metrics_collect_fn fn;
 		void *arg;
 	} c[MAX_COLLECTORS];
-	pthread_mutex_t lock; /* one scrape at a time */
+	pthread_mutex_t lock;      /* one scrape at a time */
 	fw_metrics_probe_fn probe; /* /healthz, /readyz (set before serving) */
 	void *probe_arg;
 };
@@ -433,8 +433,9 @@ FW_API int fw_metrics_serve(struct fw_metrics *m, const char *listen,
 	/* 16 connections, at most 4 per source address (one slow or hostile client
 	 * cannot hold them all and starve the scrapes), each idle one closed after 10 s */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &ss,
-				MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				4u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, 16u,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 4u,
+				MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
 	int err = errno;
 	if (!s->d) {
 		free(s);

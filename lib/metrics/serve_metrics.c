@@ -115,10 +115,11 @@ void fw_metrics_write_clock(struct fw_metrics_writer *w, const struct fw_keeper_
 			  "Tick rate (TSC in flakewire, CLOCK_MONOTONIC_RAW ns in flakesock) as "
 			  "calibrated against the system clock");
 	fw_metrics_f64(w, NULL, 0, fw_clock_hz(&s->cal));
-	fw_metrics_family(w, "flakewire_clock_flag", FW_METRICS_GAUGE,
-			  "Clock state flags, 1 when set: back_step (system clock behind by more "
-			  "than [clock] step_ms), slewing (as replies flag it: an offset of 1 ms or "
-			  "more being slewed), fwd_step");
+	fw_metrics_family(
+		w, "flakewire_clock_flag", FW_METRICS_GAUGE,
+		"Clock state flags, 1 when set: back_step (system clock behind by more "
+		"than [clock] step_ms), slewing (as replies flag it: an offset of 1 ms or "
+		"more being slewed), fwd_step");
 	const struct {
 		const char *name;
 		uint32_t bit;
@@ -198,9 +199,10 @@ void fw_metrics_write_states(struct fw_metrics_writer *w, const struct fw_metric
 {
 	struct fw_metrics_label l[FW_METRICS_WORKER_LABELS + 1];
 	bool ready = n > 0;
-	fw_metrics_family(w, "flakewire_worker_state", FW_METRICS_GAUGE,
-			  "1 for the state each worker is in: issuing, waiting (RETRY_AFTER until "
-			  "the clock passes its floor or the mark on disk), no_lease, clock_unsafe");
+	fw_metrics_family(
+		w, "flakewire_worker_state", FW_METRICS_GAUGE,
+		"1 for the state each worker is in: issuing, waiting (RETRY_AFTER until "
+		"the clock passes its floor or the mark on disk), no_lease, clock_unsafe");
 	for (size_t i = 0; i < n; i++) {
 		memcpy(l, wk[i].labels, wk[i].n_labels * sizeof(l[0]));
 		l[wk[i].n_labels].name = "state";
@@ -220,8 +222,9 @@ bool fw_metrics_probe_answer(bool ready, bool serving, const struct fw_metrics_w
 {
 	size_t len = 0, bad = 0;
 	if (!serving || n == 0) {
-		snprintf(body, cap, "%s\n", ready ? "not ready: starting or stopping"
-					      : "not serving: starting or stopping");
+		snprintf(body, cap, "%s\n",
+			 ready ? "not ready: starting or stopping"
+			       : "not serving: starting or stopping");
 		return false;
 	}
 	if (!ready) {

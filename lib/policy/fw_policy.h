@@ -301,9 +301,9 @@ static inline enum fw_policy_martian fw_policy_martian6(const struct fw_policy *
 /* ---- a source's verdict, cached per reader ---- */
 
 /* Bits of a source verdict (fw_policy_source*, fw_policy_cached*). */
-#define FW_POLICY_SRC_VALID   0x1u /* always set: 0 marks an empty cache entry */
-#define FW_POLICY_SRC_ALLOWED 0x2u /* in [net] allow */
-#define FW_POLICY_SRC_TRUSTED 0x4u /* in [net] trusted */
+#define FW_POLICY_SRC_VALID         0x1u /* always set: 0 marks an empty cache entry */
+#define FW_POLICY_SRC_ALLOWED       0x2u /* in [net] allow */
+#define FW_POLICY_SRC_TRUSTED       0x4u /* in [net] trusted */
 /*
  * Bits 8-15: the source is a martian, for this reason (enum
  * fw_policy_martian); such a verdict is never allowed nor trusted. A reader

@@ -485,11 +485,16 @@ FW_API const char *fw_xdp_mode_name(enum fw_xdp_mode mode)
 FW_API const char *fw_xdp_stat_name(unsigned int stat)
 {
 	static const char *const names[FW_XDP_STAT_MAX] = {
-		[FW_XDP_STAT_REDIRECT] = "redirect",     [FW_XDP_STAT_NO_XSK] = "no_xsk",
-		[FW_XDP_STAT_NOT_IP] = "not_ip",         [FW_XDP_STAT_NOT_UDP] = "not_udp",
-		[FW_XDP_STAT_FRAGMENT] = "fragment",     [FW_XDP_STAT_OTHER_PORT] = "other_port",
-		[FW_XDP_STAT_MALFORMED] = "malformed",   [FW_XDP_STAT_UNCONF] = "unconfigured",
-		[FW_XDP_STAT_IP_OPTIONS] = "ip_options", [FW_XDP_STAT_NOT_OURS] = "not_ours",
+		[FW_XDP_STAT_REDIRECT] = "redirect",
+		[FW_XDP_STAT_NO_XSK] = "no_xsk",
+		[FW_XDP_STAT_NOT_IP] = "not_ip",
+		[FW_XDP_STAT_NOT_UDP] = "not_udp",
+		[FW_XDP_STAT_FRAGMENT] = "fragment",
+		[FW_XDP_STAT_OTHER_PORT] = "other_port",
+		[FW_XDP_STAT_MALFORMED] = "malformed",
+		[FW_XDP_STAT_UNCONF] = "unconfigured",
+		[FW_XDP_STAT_IP_OPTIONS] = "ip_options",
+		[FW_XDP_STAT_NOT_OURS] = "not_ours",
 		[FW_XDP_STAT_IPV6_EXT] = "ipv6_ext",
 		[FW_XDP_STAT_MARTIAN_LOOPBACK] = "martian_loopback",
 		[FW_XDP_STAT_MARTIAN_UNSPECIFIED] = "martian_unspecified",

@@ -1535,13 +1535,14 @@ static void test_range_count_ipv6_and_mixed(void **state)
 		assert_int_equal(fw_client_open((const char **)lists[k], sizes[k], &o, &c), 0);
 		for (uint32_t want = 1024; want <= 65535; want += 65535 - 1024) {
 			uint64_t total = 0;
-			assert_int_equal(fw_client_get_range(c, want, r, FW_WIRE_RANGES_MAX, &n), 0);
+			assert_int_equal(fw_client_get_range(c, want, r, FW_WIRE_RANGES_MAX, &n),
+					 0);
 			for (size_t i = 0; i < n; i++)
 				total += r[i].n;
 			/* 16 ranges of 4,096 at most, the first may start mid-millisecond */
 			if (want <= 4096 ? total != want : total + 4096 < want)
-				fail_msg("%s list: a RANGE of %u gave %llu IDs", k ? "mixed" : "IPv6",
-					 want, (unsigned long long)total);
+				fail_msg("%s list: a RANGE of %u gave %llu IDs",
+					 k ? "mixed" : "IPv6", want, (unsigned long long)total);
 		}
 		fw_client_close(c);
 	}

@@ -226,14 +226,16 @@ static void test_cache_refused(void **state)
 	};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(other); i++) {
 		snprintf(text, sizeof(text),
-			 "%sslot=0 worker=1 version=1 lease_until=9 floor=0 token=0000000000000007\n",
+			 "%sslot=0 worker=1 version=1 lease_until=9 floor=0 "
+			 "token=0000000000000007\n",
 			 other[i]);
 		write_file(text);
 		s[0].worker = FW_FLEET_WORKER_NONE;
 		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), -ESTALE);
 		assert_int_equal(s[0].worker, FW_FLEET_WORKER_NONE);
 	}
-	assert_non_null(strstr(fw_fleet_cache_why(-ESTALE), "another root, identity, layout or state"));
+	assert_non_null(
+		strstr(fw_fleet_cache_why(-ESTALE), "another root, identity, layout or state"));
 	/* no state of this process's own (no lock): no cache is ours */
 	snprintf(text, sizeof(text), "%sslot=0 worker=1 version=1 lease_until=9 floor=0 token=07\n",
 		 head);
@@ -243,9 +245,10 @@ static void test_cache_refused(void **state)
 	assert_int_equal(fw_fleet_cache_read(cache_path, &none, s, 2), -ESTALE);
 	/* garbled: every slot cleared, with its reason */
 	static const char *const lines[] = {
-		"slot=0 worker=1 version=1 lease_until=9\n",            /* truncated */
-		"slot=0 worker=1 version=1 lease_until=9 floor=0\n",    /* no token */
-		"slot=0 worker=16 version=1 lease_until=9 floor=0 token=1\n", /* outside the layout */
+		"slot=0 worker=1 version=1 lease_until=9\n",                  /* truncated */
+		"slot=0 worker=1 version=1 lease_until=9 floor=0\n",          /* no token */
+		"slot=0 worker=16 version=1 lease_until=9 floor=0 token=1\n", /* outside the layout
+									       */
 		"slot=0 worker=-1 version=1 lease_until=9 floor=0 token=1\n",
 		"hello\n",
 	};

@@ -164,7 +164,8 @@ static void prove(const char *cache, const char *identity, const char *stamp, co
 	struct fw_fleet_held h[4];
 	cfg_for(&c, identity, cache);
 	for (uint32_t i = 0; i < n; i++)
-		h[i] = (struct fw_fleet_held){.worker = w[i], .version = 1, .lease = 1, .token = tok[i]};
+		h[i] = (struct fw_fleet_held){
+			.worker = w[i], .version = 1, .lease = 1, .token = tok[i]};
 	struct fw_fleet_cache_of of = {"/t", identity, c.layout, stamp};
 	assert_int_equal(fw_fleet_cache_write(cache, &of, h, n), 0);
 }
@@ -281,8 +282,8 @@ static void test_take_back_needs_proof(void **state)
 	for (int k = 0; k < 3; k++) {
 		unlink(cache_path());
 		if (k == 1)
-			prove(cache_path(), "a", "S-copied", (int32_t[]){2, 3},
-			      (uint64_t[]){7, 7}, 2);
+			prove(cache_path(), "a", "S-copied", (int32_t[]){2, 3}, (uint64_t[]){7, 7},
+			      2);
 		if (k == 2)
 			prove(cache_path(), "a", "S", (int32_t[]){2, 3}, (uint64_t[]){8, 9}, 2);
 		struct fw_fleet *a = start_state("a", 2, 0, cache_path(), "S");
@@ -334,8 +335,7 @@ static void test_lost_cache_serves_at_default_lease(void **state)
 static void count_unproven(void *arg, enum fw_fleet_level lvl, const char *msg)
 {
 	log_cb(arg, lvl, msg);
-	if (lvl == FW_FLEET_WARN && strstr(msg, "2 by a (this identity") &&
-	    strstr(msg, "NO_LEASE"))
+	if (lvl == FW_FLEET_WARN && strstr(msg, "2 by a (this identity") && strstr(msg, "NO_LEASE"))
 		warn_unproven++;
 }
 
@@ -375,7 +375,8 @@ static void test_cache_adopts_only_its_token(void **state)
 {
 	(void)state;
 	for (int twin = 0; twin < 2; twin++) {
-		struct fw_fleet_rec r = {.token = twin ? 99 : 7, .lease = layout_now() + 10 * LEASE_MS};
+		struct fw_fleet_rec r = {.token = twin ? 99 : 7,
+					 .lease = layout_now() + 10 * LEASE_MS};
 		snprintf(r.owner, sizeof(r.owner), "a");
 		memsrv_put(M, 0, &r);
 		prove(cache_path(), "a", "S", (int32_t[]){0}, (uint64_t[]){7}, 1);
@@ -590,7 +591,8 @@ static void test_released_while_held(void **state)
 	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 0, 100, err, sizeof(err)), -EBUSY);
 	assert_non_null(strstr(err, "held by a, alive"));
 	assert_int_equal(
-		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)), 0);
+		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)),
+		0);
 	ops->ops->free(ops);
 	WAIT_FOR(status(a).lost == 1 && slot(a, 0).gen != s0.gen && !slot(a, 0).lost, 2000);
 	struct fw_fleet_slot s1 = slot(a, 0);
@@ -876,7 +878,8 @@ static void test_session_dropped(void **state)
 	/* the operators' release: free, floor raised to the lease */
 	uint64_t lease = rec(0).lease;
 	assert_int_equal(
-		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)), 0);
+		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)),
+		0);
 	assert_string_equal(rec(0).owner, "");
 	assert_true(rec(0).floor >= lease);
 	assert_int_equal(fw_fleet_release_store(ops, "/t", 3, 0, 100, err, sizeof(err)), -ENOENT);

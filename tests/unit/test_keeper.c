@@ -574,7 +574,8 @@ static void test_worker_state(void **state)
 	struct script sc;
 	uint64_t id;
 	setup_cfg(&sc);
-	assert_int_equal(fw_keeper_worker_state(sc.k, 0, 10), FW_KEEPER_W_WAITING); /* not started */
+	assert_int_equal(fw_keeper_worker_state(sc.k, 0, 10),
+			 FW_KEEPER_W_WAITING); /* not started */
 	assert_int_equal(start(&sc, NULL), 0);
 	run(&sc, 30);
 	assert_int_equal(fw_keeper_worker_state(sc.k, 0, 10), FW_KEEPER_W_ISSUING);

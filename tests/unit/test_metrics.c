@@ -287,8 +287,9 @@ static bool fake_probe(void *arg, bool ready, char *body, size_t cap)
 		snprintf(body, cap, "ok\n");
 		return true;
 	}
-	snprintf(body, cap, probe_said_ready ? "ready: 1 of 1 workers issuing\n"
-					     : "not ready: 1 of 1 workers cannot issue now\n");
+	snprintf(body, cap,
+		 probe_said_ready ? "ready: 1 of 1 workers issuing\n"
+				  : "not ready: 1 of 1 workers cannot issue now\n");
 	return probe_said_ready;
 }
 
@@ -327,8 +328,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exposition_text),        cmocka_unit_test(rules_enforced),
 		cmocka_unit_test(collector_starts_fresh), cmocka_unit_test(listen_parse),
-		cmocka_unit_test(server_serves),
-		cmocka_unit_test(server_per_address_cap),
+		cmocka_unit_test(server_serves),          cmocka_unit_test(server_per_address_cap),
 		cmocka_unit_test(server_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,19 +28,19 @@
 #include "fw_err.h"
 #include "fw_gen.h"
 
-#define T0        100000u
-#define N_MAX     1024u
-#define WORKER    6u
+#define T0     100000u
+#define N_MAX  1024u
+#define WORKER 6u
 
 enum arrivals { PACED, RANDOM };
 
 struct source {
 	struct fw_gen g;
 	enum arrivals arr;
-	double rate;   /* IDs per ms */
-	double t;      /* time of the next arrival, ms since T0 */
-	uint64_t i;    /* IDs issued */
-	uint64_t rng;  /* xorshift64* state */
+	double rate;  /* IDs per ms */
+	double t;     /* time of the next arrival, ms since T0 */
+	uint64_t i;   /* IDs issued */
+	uint64_t rng; /* xorshift64* state */
 };
 
 static double uniform01(uint64_t *s)
@@ -163,7 +163,8 @@ static void id_mod_n_is_even_at_any_rate(void **state)
 							&mod_ratio, &hash_ratio),
 						 0);
 				if (mod_ratio > 1.10)
-					fail_msg("%s %.1f IDs/ms, N %u: largest shard %.2f x the mean",
+					fail_msg("%s %.1f IDs/ms, N %u: largest shard %.2f x the "
+						 "mean",
 						 arr == PACED ? "paced" : "random", want_rates[r],
 						 n, mod_ratio);
 			}
@@ -260,7 +261,8 @@ int main(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "ids") == 0) {
 		int rc = print_ids(argc, argv);
 		if (rc == 2)
-			fprintf(stderr, "usage: test_shards ids zero|carry paced|random RATE COUNT\n");
+			fprintf(stderr,
+				"usage: test_shards ids zero|carry paced|random RATE COUNT\n");
 		return rc;
 	}
 	const struct CMUnitTest tests[] = {

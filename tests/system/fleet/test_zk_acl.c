@@ -127,15 +127,15 @@ static void stranger_refused(const char *root, const char *digest)
 			     "lease_until=1\nfloor=0\n";
 	assert_int_equal(zoo_set(zh, w0, floor0, (int)strlen(floor0), -1), ZNOAUTH);
 	assert_int_equal(zoo_delete(zh, w0, -1), ZNOAUTH);
-	assert_int_equal(zoo_create(zh, w9, floor0, (int)strlen(floor0), &ZOO_OPEN_ACL_UNSAFE, 0,
-				    NULL, 0),
-			 ZNOAUTH);
+	assert_int_equal(
+		zoo_create(zh, w9, floor0, (int)strlen(floor0), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
+		ZNOAUTH);
 	assert_int_equal(zoo_set_acl(zh, root, -1, &ZOO_OPEN_ACL_UNSAFE), ZNOAUTH);
 	char nodes[512];
 	fw_fleet_key_sub(nodes, sizeof(nodes), root, "nodes/evil");
-	assert_int_equal(zoo_create(zh, nodes, "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL,
-				    0),
-			 ZNOAUTH);
+	assert_int_equal(
+		zoo_create(zh, nodes, "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0),
+		ZNOAUTH);
 	zookeeper_close(zh);
 }
 
