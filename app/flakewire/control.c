@@ -101,15 +101,6 @@ static uint64_t highest_issued(void *arg)
 	return highest;
 }
 
-static void make_state_dir(const char *file)
-{
-	char dir[PATH_MAX];
-
-	snprintf(dir, sizeof(dir), "%s", file);
-	if (mkdir(dirname(dir), 0755) && errno != EEXIST)
-		FW_LOG(WARNING, "cannot create the directory of %s: %s", file, strerror(errno));
-}
-
 int fw_control_start_state(struct fw_app *app)
 {
 	const struct fw_conf *c = &app->conf;
@@ -141,7 +132,7 @@ int fw_control_start_state(struct fw_app *app)
 		.stats = stats,
 		.highest_issued = highest_issued,
 	};
-	make_state_dir(c->state.file);
+	/* the state's directory exists: fw_state_lock_conf made it (main.c) */
 	if (fw_keeper_driver_start(&dc, &ctl->driver)) {
 		app->keeper = NULL;
 		return -1; /* logged */

@@ -100,7 +100,8 @@ int etcd_shared_init(struct etcd_shared *sh, const struct fw_fleet_etcd_opts *o,
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	memset(sh, 0, sizeof(*sh));
-	if (fw_fleet_etcd_endpoints_check(o->endpoints, why, whylen) != 0)
+	/* the endpoints, and a password only over https (before anything is copied) */
+	if (fw_fleet_etcd_opts_check(o, why, whylen) != 0)
 		return -EINVAL;
 	for (const char *p = o->endpoints; *p; sh->n_ep++) {
 		size_t len = strcspn(p, ",");
@@ -117,9 +118,6 @@ int etcd_shared_init(struct etcd_shared *sh, const struct fw_fleet_etcd_opts *o,
 	}
 	if (copy(sh->proxy, sizeof(sh->proxy), o->proxy)) {
 		snprintf(why, whylen, "the proxy URL is too long");
-		return -EINVAL;
-	}
-	if (fw_fleet_etcd_opts_check(o, why, whylen) != 0) {
 		sodium_memzero(sh->password, sizeof(sh->password));
 		return -EINVAL;
 	}
