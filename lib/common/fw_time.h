@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Small time helpers every thread that sleeps uses, written once: a sleep
+ * Small time helpers, written once: a sleep
  * that finishes its whole interval even when a signal interrupts it.
  * Header only (C11 + POSIX clock_nanosleep), no DPDK.
  */
@@ -32,4 +32,19 @@ static inline uint64_t fw_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t fw_mono_ms(void)
+{
+	return fw_mono_ns() / 1000000u;
+}
+
+/* CLOCK_REALTIME in milliseconds since the Unix epoch. */
+static inline uint64_t fw_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
