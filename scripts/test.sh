@@ -26,7 +26,16 @@ summary_fail() { # reason: the last line for a failure before any test ran
 	exit 1
 }
 
+# phase NAME: the seconds since the last phase ends up in the last lines.
+PHASES=""
+phase_t0=$SECONDS
+phase() {
+	PHASES="$PHASES $1 $((SECONDS - phase_t0))s,"
+	phase_t0=$SECONDS
+}
+
 scripts/install-deps.sh || summary_fail "install-deps failed"
+phase install
 
 BUILD=${BUILD:-build}
 BUILD_NODPDK=${BUILD_NODPDK:-build-nodpdk}
@@ -46,6 +55,7 @@ setup() {
 }
 
 setup "$BUILD" -Ddpdk=enabled || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
+phase build
 
 suite_args=()
 for s in ${SUITES:-}; do
@@ -53,6 +63,7 @@ for s in ${SUITES:-}; do
 done
 meson test -C "$BUILD" --print-errorlogs "${suite_args[@]}"
 cp "$BUILD/meson-logs/testlog.json" "$LOGS/main.json"
+phase tests
 
 # The DPDK-free tree: its suites are unit, cli and flakesock (or those of
 # SUITES among them). A build failure there counts as one failed test.
@@ -72,6 +83,7 @@ if [ ${#nodpdk_suites[@]} -gt 0 ]; then
 		echo "FAIL: build failed ($BUILD_NODPDK, -Ddpdk=disabled)"
 		nodpdk_build_fail=1
 	fi
+	phase nodpdk
 fi
 
 extra_pass=0
@@ -84,6 +96,7 @@ if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; 
 	else
 		extra_fail=$((extra_fail + 1))
 	fi
+	phase fuzz
 fi
 
 # The unit and dataplane tests under ThreadSanitizer (scripts/tsan.sh, build-tsan/).
@@ -94,7 +107,9 @@ if [ -z "${SUITES:-}" ] && [ "${TSAN:-1}" != 0 ] && [ -x scripts/tsan.sh ]; then
 	else
 		extra_fail=$((extra_fail + 1))
 	fi
+	phase tsan
 fi
+echo "the phases (seconds):${PHASES%,}; total $SECONDS s"
 
 # Count from meson's own logs, one line of JSON per test.
 /usr/bin/python3 - "$extra_pass" "$extra_fail" "${CI:-}" "$LOGS/main.json" "$LOGS/nodpdk.json" <<'PY'
