@@ -25,7 +25,9 @@
 # and add --set arguments. Logs go to the standard streams; SIGTERM writes the
 # mark and exits (PID 1 is the responder itself: it handles SIGTERM).
 #
-# usage: scripts/image.sh [--builddir DIR [--no-build] | --debs DIR] [--quiet]
+# usage: scripts/image.sh [--builddir DIR [--no-build] | --debs DIR | --base-only] [--quiet]
+#   --base-only             build (or find cached) the Debian base and stop:
+#                           what scripts/test.sh starts while it compiles
 #   --builddir, --no-build  as scripts/package.sh (default: its build-pkg)
 #   --debs DIR              take the .deb files from DIR (package.sh's output)
 # Prints the two image names (build-KEY tags) on stdout, one per line.
@@ -41,13 +43,15 @@ SECURITY=${FW_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 PKG_ARGS=()
 DEBS=""
 QUIET=""
+BASE_ONLY=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--builddir) PKG_ARGS+=(--builddir "$2"); shift 2 ;;
 	--no-build) PKG_ARGS+=(--no-build); shift ;;
 	--debs) DEBS=$(realpath "$2"); shift 2 ;;
 	--quiet) QUIET=1; shift ;;
-	*) echo "usage: $0 [--builddir DIR [--no-build] | --debs DIR] [--quiet]" >&2; exit 2 ;;
+	--base-only) BASE_ONLY=1; shift ;;
+	*) echo "usage: $0 [--builddir DIR [--no-build] | --debs DIR | --base-only] [--quiet]" >&2; exit 2 ;;
 	esac
 done
 say() { [ -n "$QUIET" ] || echo "image.sh: $*" >&2; }
@@ -119,6 +123,7 @@ if ! podman image exists "$BASE"; then
 	rm -rf "$CACHE/apt-lists"
 	mkdir -p "$CACHE/apt-lists/partial"
 fi
+[ -z "$BASE_ONLY" ] || { say "base $BASE ready"; exit 0; }
 
 # ---- the packages
 if [ -z "$DEBS" ]; then

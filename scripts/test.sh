@@ -26,6 +26,10 @@ summary_fail() { # reason: the last line for a failure before any test ran
 	exit 1
 }
 
+LOGS=$(mktemp -d)
+WARM_PID=""
+trap '[ -z "$WARM_PID" ] || kill -- "-$WARM_PID" 2>/dev/null; rm -rf "$LOGS"' EXIT
+
 # phase NAME: the seconds since the last phase ends up in the last lines.
 PHASES=""
 phase_t0=$SECONDS
@@ -37,10 +41,22 @@ phase() {
 scripts/install-deps.sh || summary_fail "install-deps failed"
 phase install
 
+# The two Debian roots the ops tests boot (the nspawn root, the images' base)
+# come from the mirror: on a new machine they take minutes of network, not
+# CPU, so they are made in the background while the trees compile. Each
+# script locks its cache, so a test that needs one waits for it to finish.
+WARM_PID=""
+if [ "$(id -u)" -eq 0 ] && { [ -z "${SUITES:-}" ] || [[ " ${SUITES} " == *" ops "* ]] || [[ " ${SUITES} " == *" system "* ]]; }; then
+	# its own process group (setsid), so an early exit stops all of it
+	setsid bash -c '
+		bash tests/ops/nspawn_root.sh >/dev/null || echo "warm-up: tests/ops/nspawn_root.sh failed (deploy-nspawn will say why)"
+		scripts/image.sh --base-only --quiet || echo "warm-up: scripts/image.sh --base-only failed (podman-pods will say why)"
+		echo "warm-up: the Debian roots ready after $SECONDS s"' >"$LOGS/warm.log" 2>&1 </dev/null &
+	WARM_PID=$!
+fi
+
 BUILD=${BUILD:-build}
 BUILD_NODPDK=${BUILD_NODPDK:-build-nodpdk}
-LOGS=$(mktemp -d)
-trap 'rm -rf "$LOGS"' EXIT
 
 # setup DIR OPTIONS...: configures DIR (new or existing) with OPTIONS, then builds it.
 setup() {
@@ -108,6 +124,11 @@ if [ -z "${SUITES:-}" ] && [ "${TSAN:-1}" != 0 ] && [ -x scripts/tsan.sh ]; then
 		extra_fail=$((extra_fail + 1))
 	fi
 	phase tsan
+fi
+if [ -n "$WARM_PID" ]; then
+	wait "$WARM_PID"
+	WARM_PID=""
+	cat "$LOGS/warm.log"
 fi
 echo "the phases (seconds):${PHASES%,}; total $SECONDS s"
 

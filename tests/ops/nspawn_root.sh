@@ -19,11 +19,15 @@ KEY=$( (sha256sum <"${BASH_SOURCE[0]}"; echo "$MIRROR $SECURITY") | sha256sum | 
 ROOT=$CACHE/bookworm-$KEY
 [ "$(id -u)" -eq 0 ] || { echo "nspawn_root.sh: needs root" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "nspawn_root.sh: debootstrap missing (apt-get install debootstrap)" >&2; exit 1; }
+mkdir -p "$CACHE"
+# One build at a time (scripts/test.sh starts one in the background while it
+# compiles): a second caller waits here, then finds the root complete.
+exec 9>"$CACHE/.nspawn.lock"
+flock 9
 if [ -f "$ROOT/.complete" ]; then
 	echo "$ROOT"
 	exit 0
 fi
-mkdir -p "$CACHE"
 # older recipes and interrupted builds
 find "$CACHE" -mindepth 1 -maxdepth 1 \( -name 'bookworm-*' -o -name '.build-*' \) \
 	! -name "bookworm-$KEY" -exec rm -rf {} +
