@@ -14,6 +14,9 @@
 #include "client_args.h"
 #include "flakectl.h"
 #include "fw_err.h"
+#include "fw_hist.h"
+#include "fw_idcheck.h"
+#include "fw_time.h"
 
 /* The set-up INFO (the layout) waits at least this long, whatever --timeout. */
 #define BENCH_PROBE_MS     3000
@@ -23,11 +26,6 @@
 #define BENCH_THREADS_MAX  256
 /* Ranges kept for the uniqueness check, all threads together (512 MiB). */
 #define BENCH_STORE_MAX    (1u << 25)
-/* Distinct (datacenter, worker) pairs one thread tracks; a power of two. */
-#define BENCH_SEEN_SLOTS   4096
-/* Latency histogram: 16 buckets per power of two (6% resolution) up to 2^63 ns. */
-#define HIST_SUB_BITS      4
-#define HIST_BUCKETS       ((64 - HIST_SUB_BITS + 1) << HIST_SUB_BITS)
 /* The longest single wait, so a stop (SIGINT, store full) is noticed soon. */
 #define POLL_SLICE_MS      50
 
@@ -48,17 +46,6 @@ struct bench_cfg {
 	socklen_t addrlen[CLIENT_ARGS_SERVERS_MAX];
 };
 
-/* IDs first, first + 1, ..., first + n - 1 received; LIST IDs merge into runs. */
-struct bench_run {
-	uint64_t first;
-	uint64_t n;
-};
-
-struct bench_seen {
-	uint32_t key; /* datacenter << 16 | worker, plus one: 0 is an empty slot */
-	uint64_t max;
-};
-
 /* One per thread, written by that thread only; main sums them after join. */
 struct bench_thread {
 	const struct bench_cfg *cfg;
@@ -67,19 +54,14 @@ struct bench_thread {
 	size_t server;
 	uint64_t budget; /* requests this thread may send */
 	uint64_t deadline_ns;
-	uint64_t store_max;
 
 	uint64_t sent, answered, timeouts, abandoned, errors, stale, malformed, invalid;
 	uint64_t status[FW_WIRE_ST_COUNT];
-	uint64_t ids, violations;
+	uint64_t ids;
 	int first_errno;
 	bool store_full;
-	uint64_t hist[HIST_BUCKETS];
-	uint64_t max_ns;
-
-	struct bench_run *store;
-	size_t nstore, cap;
-	struct bench_seen seen[BENCH_SEEN_SLOTS];
+	struct fw_hist hist;   /* round trips, ns */
+	struct fw_idcheck chk; /* order per worker on this thread's socket; its IDs kept */
 	uint8_t tx[FW_WIRE_MTU_PAYLOAD];
 	uint8_t rx[2048];
 	struct fw_wire_reply reply;
@@ -89,11 +71,11 @@ struct bench_total {
 	double elapsed_s;
 	uint64_t sent, answered, timeouts, abandoned, errors, stale, malformed, invalid;
 	uint64_t status[FW_WIRE_ST_COUNT];
-	uint64_t ids, violations, duplicates, stored;
+	uint64_t ids;
 	int first_errno;
 	bool store_full;
-	uint64_t hist[HIST_BUCKETS];
-	uint64_t max_ns;
+	struct fw_hist hist;
+	struct fw_idcheck chk; /* every thread's merged: uniqueness across them all */
 };
 
 /* Set by SIGINT/SIGTERM or a full store; every thread stops at its next look. */
@@ -105,132 +87,16 @@ static void on_signal(int sig)
 	atomic_store_explicit(&bench_stop, true, memory_order_relaxed);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
-			      .tv_nsec = (long)(ns % 1000000000u)};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 static bool stopped(void)
 {
 	return atomic_load_explicit(&bench_stop, memory_order_relaxed);
-}
-
-static unsigned hist_index(uint64_t v)
-{
-	unsigned e;
-
-	if (v < (1u << HIST_SUB_BITS))
-		return (unsigned)v;
-	e = 63u - (unsigned)__builtin_clzll(v);
-	return ((e - HIST_SUB_BITS + 1) << HIST_SUB_BITS) |
-	       (unsigned)((v >> (e - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1));
-}
-
-/* The middle of bucket @i. */
-static uint64_t hist_value(unsigned i)
-{
-	unsigned row = i >> HIST_SUB_BITS, m = i & ((1u << HIST_SUB_BITS) - 1), shift;
-
-	if (row == 0)
-		return i;
-	shift = row - 1;
-	return (((uint64_t)(1u << HIST_SUB_BITS) + m) << shift) + ((1ull << shift) >> 1);
-}
-
-/* The @q quantile (0 < q <= 1) in ns, never above the largest sample. */
-static uint64_t hist_quantile(const struct bench_total *t, double q)
-{
-	uint64_t total = 0, want, sum = 0;
-
-	for (unsigned i = 0; i < HIST_BUCKETS; i++)
-		total += t->hist[i];
-	if (total == 0)
-		return 0;
-	want = (uint64_t)(q * (double)total + 0.999999);
-	if (want == 0)
-		want = 1;
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		sum += t->hist[i];
-		if (sum >= want)
-			return FW_MIN(hist_value(i), t->max_ns);
-	}
-	return t->max_ns;
-}
-
-static struct bench_seen *seen_slot(struct bench_thread *t, uint32_t key)
-{
-	uint32_t k = key + 1, h = (k * 2654435761u) & (BENCH_SEEN_SLOTS - 1);
-
-	for (unsigned probe = 0; probe < BENCH_SEEN_SLOTS; probe++) {
-		struct bench_seen *s = &t->seen[(h + probe) & (BENCH_SEEN_SLOTS - 1)];
-
-		if (s->key == k)
-			return s;
-		if (s->key == 0) {
-			s->key = k;
-			s->max = 0;
-			return s;
-		}
-	}
-	return NULL; /* more pairs than slots: the order of the rest goes unchecked */
-}
-
-/* Checks @first..@first+@n-1 come after every earlier ID of their worker here. */
-static void check_order(struct bench_thread *t, uint64_t first, uint64_t n)
-{
-	struct fw_id_parts p;
-	struct bench_seen *s;
-
-	fw_layout_decode(&t->cfg->layout, first, &p);
-	s = seen_slot(t, p.datacenter << 16 | p.worker);
-	if (!s)
-		return;
-	if (s->max != 0 && first <= s->max)
-		t->violations++;
-	s->max = FW_MAX(s->max, first + n - 1);
-}
-
-static void store(struct bench_thread *t, uint64_t first, uint64_t n)
-{
-	struct bench_run *last = t->nstore ? &t->store[t->nstore - 1] : NULL;
-
-	if (last && last->first + last->n == first) {
-		last->n += n;
-		return;
-	}
-	if (t->nstore == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		struct bench_run *s;
-
-		cap = FW_MIN(cap, t->store_max);
-		s = cap > t->cap ? realloc(t->store, cap * sizeof(*s)) : NULL;
-		if (!s) {
-			t->store_full = true;
-			atomic_store_explicit(&bench_stop, true, memory_order_relaxed);
-			return;
-		}
-		t->store = s;
-		t->cap = cap;
-	}
-	t->store[t->nstore++] = (struct bench_run){first, n};
 }
 
 /* Checks and records an OK reply; false if it is invalid (its IDs are not kept). */
 static bool take_ids(struct bench_thread *t, const struct fw_wire_reply *r)
 {
 	uint64_t total = 0;
+	unsigned bad = 0;
 
 	if (t->cfg->range) {
 		for (unsigned k = 0; k < r->hdr.count; k++) {
@@ -253,11 +119,16 @@ static bool take_ids(struct bench_thread *t, const struct fw_wire_reply *r)
 		uint64_t first = t->cfg->range ? r->body.ranges[k].first : r->body.ids[k];
 		uint64_t n = t->cfg->range ? r->body.ranges[k].n : 1;
 
-		check_order(t, first, n);
-		store(t, first, n);
+		/* an ID not from the worker the header names makes the reply invalid */
+		bad |= fw_idcheck_add(&t->chk, first, n, r->hdr.datacenter, r->hdr.worker, 0, 0) &
+		       (1u << FW_IDCHECK_WORKER | 1u << FW_IDCHECK_NEGATIVE);
+	}
+	if (fw_idcheck_full(&t->chk)) {
+		t->store_full = true;
+		atomic_store_explicit(&bench_stop, true, memory_order_relaxed);
 	}
 	t->ids += total;
-	return true;
+	return !bad;
 }
 
 enum wait_result { WAIT_REPLY, WAIT_TIMEOUT, WAIT_ABANDONED, WAIT_ERROR };
@@ -270,7 +141,7 @@ static enum wait_result await_reply(struct bench_thread *t, uint64_t tag, uint64
 
 	for (;;) {
 		struct pollfd pfd = {.fd = t->fd, .events = POLLIN};
-		uint64_t now = mono_ns();
+		uint64_t now = fw_mono_ns();
 		ssize_t len;
 		int rc;
 
@@ -326,9 +197,9 @@ static void *bench_thread(void *arg)
 	uint64_t tag;
 
 	if (getrandom(&tag, sizeof(tag), 0) != sizeof(tag))
-		tag = mono_ns() ^ (uint64_t)(uintptr_t)t;
+		tag = fw_mono_ns() ^ (uint64_t)(uintptr_t)t;
 	while (t->sent < t->budget && !stopped()) {
-		uint64_t t0 = mono_ns(), lat;
+		uint64_t t0 = fw_mono_ns(), lat;
 		int len;
 
 		if (t0 >= t->deadline_ns)
@@ -340,7 +211,7 @@ static void *bench_thread(void *arg)
 			t->errors++;
 			t->first_errno =
 				t->first_errno ? t->first_errno : (len < 0 ? EMSGSIZE : errno);
-			sleep_ns(NS_PER_MS); /* no busy loop against a dead port */
+			fw_sleep_ns(NS_PER_MS); /* no busy loop against a dead port */
 			continue;
 		}
 		t->sent++;
@@ -353,14 +224,13 @@ static void *bench_thread(void *arg)
 			continue;
 		case WAIT_ERROR:
 			t->errors++;
-			sleep_ns(NS_PER_MS);
+			fw_sleep_ns(NS_PER_MS);
 			continue;
 		case WAIT_REPLY:
 			break;
 		}
-		lat = mono_ns() - t0;
-		t->hist[hist_index(lat)]++;
-		t->max_ns = FW_MAX(t->max_ns, lat);
+		lat = fw_mono_ns() - t0;
+		fw_hist_add(&t->hist, lat);
 		t->answered++;
 		t->status[t->reply.hdr.status]++;
 		if (t->reply.hdr.status == FW_WIRE_ST_OK && !take_ids(t, &t->reply))
@@ -369,20 +239,13 @@ static void *bench_thread(void *arg)
 			uint64_t wait =
 				FW_MIN(t->reply.hdr.retry_after_us, FW_CLIENT_RETRY_AFTER_MAX_US) *
 				1000ull;
-			uint64_t now = mono_ns();
+			uint64_t now = fw_mono_ns();
 
 			if (now < t->deadline_ns)
-				sleep_ns(FW_MIN(wait, t->deadline_ns - now));
+				fw_sleep_ns(FW_MIN(wait, t->deadline_ns - now));
 		}
 	}
 	return NULL;
-}
-
-static int cmp_run(const void *a, const void *b)
-{
-	const struct bench_run *x = a, *y = b;
-
-	return x->first < y->first ? -1 : x->first > y->first;
 }
 
 /* Writes @v in decimal and a newline to @f. */
@@ -399,31 +262,25 @@ static void put_u64(FILE *f, uint64_t v)
 }
 
 /*
- * Sorts every thread's runs together and counts IDs seen more than once;
- * writes them all, in increasing order, to --out. Returns FC_EXIT_*.
+ * Merges every thread's checker into tot's, counts IDs seen more than once
+ * across them all and writes them, in increasing order, to --out.
+ * Returns FC_EXIT_*.
  */
 static int check_unique(const struct bench_cfg *cfg, const char *cmd, struct bench_thread *th,
 			struct bench_total *tot)
 {
-	struct bench_run *all;
-	uint64_t end = 0; /* one past the highest ID so far */
-	size_t n = 0;
+	const struct fw_idcheck *all = &tot->chk;
 	FILE *f = NULL;
 	int rc = FC_EXIT_OK;
 
-	for (uint64_t k = 0; k < cfg->threads; k++)
-		n += th[k].nstore;
-	all = malloc(FW_MAX(n, 1) * sizeof(*all));
-	if (!all) {
-		fc_err(cmd, "out of memory for %zu ID runs", n);
-		return FC_EXIT_FAIL;
-	}
-	n = 0;
 	for (uint64_t k = 0; k < cfg->threads; k++) {
-		memcpy(all + n, th[k].store, th[k].nstore * sizeof(*all));
-		n += th[k].nstore;
+		if (fw_idcheck_merge(&tot->chk, &th[k].chk) < 0) {
+			fc_err(cmd, "out of memory for %" PRIu64 " ID runs",
+			       tot->chk.n_runs + th[k].chk.n_runs);
+			return FC_EXIT_FAIL;
+		}
 	}
-	qsort(all, n, sizeof(*all), cmp_run);
+	fw_idcheck_finish(&tot->chk);
 	if (cfg->out) {
 		f = fopen(cfg->out, "w");
 		if (!f) {
@@ -431,14 +288,10 @@ static int check_unique(const struct bench_cfg *cfg, const char *cmd, struct ben
 			rc = FC_EXIT_FAIL;
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		uint64_t last = all[i].first + all[i].n;
+	for (uint64_t i = 0; f && i < all->n_runs; i++) {
+		uint64_t last = all->runs[i].first + all->runs[i].n;
 
-		if (i > 0 && all[i].first < end)
-			tot->duplicates += FW_MIN(last, end) - all[i].first;
-		end = FW_MAX(end, last);
-		tot->stored += all[i].n;
-		for (uint64_t id = all[i].first; f && id < last; id++)
+		for (uint64_t id = all->runs[i].first; id < last; id++)
 			put_u64(f, id);
 	}
 	if (f) {
@@ -449,7 +302,6 @@ static int check_unique(const struct bench_cfg *cfg, const char *cmd, struct ben
 			rc = FC_EXIT_FAIL;
 		}
 	}
-	free(all);
 	return rc;
 }
 
@@ -468,18 +320,32 @@ static void sum_threads(const struct bench_cfg *cfg, const struct bench_thread *
 		tot->malformed += t->malformed;
 		tot->invalid += t->invalid;
 		tot->ids += t->ids;
-		tot->violations += t->violations;
 		tot->store_full |= t->store_full;
-		tot->max_ns = FW_MAX(tot->max_ns, t->max_ns);
 		if (!tot->first_errno)
 			tot->first_errno = t->first_errno;
 		for (unsigned s = 0; s < FW_WIRE_ST_COUNT; s++)
 			tot->status[s] += t->status[s];
-		for (unsigned i = 0; i < HIST_BUCKETS; i++)
-			tot->hist[i] += t->hist[i];
+		fw_hist_merge(&tot->hist, &t->hist);
 	}
 }
 
+static uint64_t duplicates(const struct bench_total *t)
+{
+	return t->chk.v[FW_IDCHECK_DUPLICATE];
+}
+
+static uint64_t order_violations(const struct bench_total *t)
+{
+	return t->chk.v[FW_IDCHECK_ORDER];
+}
+
+/* IDs kept for the uniqueness check, counted once. */
+static uint64_t unique(const struct bench_total *t)
+{
+	return t->chk.ids_stored - duplicates(t);
+}
+
+/* Quantiles: the upper bound of the bucket (fw_hist.h), so never below the true value. */
 static const double quantiles[] = {0.5, 0.9, 0.99, 0.999};
 static const char *const quantile_names[] = {"p50", "p90", "p99", "p99.9"};
 
@@ -497,8 +363,8 @@ static void print_text(const struct bench_cfg *cfg, const struct bench_total *t)
 	printf("latency (us)  ");
 	for (size_t q = 0; q < FW_ARRAY_SIZE(quantiles); q++)
 		printf(" %s %.1f ", quantile_names[q],
-		       (double)hist_quantile(t, quantiles[q]) / 1e3);
-	printf(" max %.1f\n", (double)t->max_ns / 1e3);
+		       (double)fw_hist_quantile(&t->hist, quantiles[q]) / 1e3);
+	printf(" max %.1f\n", (double)t->hist.max / 1e3);
 	printf("replies       ");
 	for (unsigned st = 0; st < FW_WIRE_ST_COUNT; st++) {
 		if (st == FW_WIRE_ST_OK || t->status[st])
@@ -511,9 +377,9 @@ static void print_text(const struct bench_cfg *cfg, const struct bench_total *t)
 		printf("other          %" PRIu64 " in flight at the end, %" PRIu64
 		       " stale, %" PRIu64 " malformed, %" PRIu64 " invalid\n",
 		       t->abandoned, t->stale, t->malformed, t->invalid);
-	printf("unique         %" PRIu64 " IDs, %" PRIu64 " duplicate(s)\n",
-	       t->stored - t->duplicates, t->duplicates);
-	printf("order          %" PRIu64 " violation(s)\n", t->violations);
+	printf("unique         %" PRIu64 " IDs, %" PRIu64 " duplicate(s)\n", unique(t),
+	       duplicates(t));
+	printf("order          %" PRIu64 " violation(s)\n", order_violations(t));
 }
 
 static void print_json(const struct bench_cfg *cfg, const struct bench_total *t)
@@ -528,8 +394,8 @@ static void print_json(const struct bench_cfg *cfg, const struct bench_total *t)
 	       (double)t->answered / s, t->ids, (double)t->ids / s);
 	for (size_t q = 0; q < FW_ARRAY_SIZE(quantiles); q++)
 		printf("\"%s\":%.1f,", quantile_names[q],
-		       (double)hist_quantile(t, quantiles[q]) / 1e3);
-	printf("\"max\":%.1f},\"status\":{", (double)t->max_ns / 1e3);
+		       (double)fw_hist_quantile(&t->hist, quantiles[q]) / 1e3);
+	printf("\"max\":%.1f},\"status\":{", (double)t->hist.max / 1e3);
 	for (unsigned st = 0; st < FW_WIRE_ST_COUNT; st++)
 		printf("%s\"%s\":%" PRIu64, st ? "," : "", fw_wire_status_name((uint8_t)st),
 		       t->status[st]);
@@ -537,8 +403,8 @@ static void print_json(const struct bench_cfg *cfg, const struct bench_total *t)
 	       ",\"stale\":%" PRIu64 ",\"malformed\":%" PRIu64 ",\"invalid\":%" PRIu64
 	       ",\"unique\":%" PRIu64 ",\"duplicates\":%" PRIu64 ",\"order_violations\":%" PRIu64
 	       "}\n",
-	       t->timeouts, t->errors, t->abandoned, t->stale, t->malformed, t->invalid,
-	       t->stored - t->duplicates, t->duplicates, t->violations);
+	       t->timeouts, t->errors, t->abandoned, t->stale, t->malformed, t->invalid, unique(t),
+	       duplicates(t), order_violations(t));
 }
 
 static void bench_help(FILE *f)
@@ -681,7 +547,9 @@ static int bench_prepare(struct bench_cfg *cfg, const char *cmd)
 static int bench_run(const struct bench_cfg *cfg, const char *cmd, struct bench_thread *th,
 		     struct bench_total *tot)
 {
-	uint64_t start = mono_ns(), started = 0;
+	uint64_t start = fw_mono_ns(), started = 0;
+	/* order and uniqueness, no time bound: responders under test may run a skewed clock */
+	struct fw_idcheck_conf chk = {.layout = cfg->layout, .time_bound_ms = FW_IDCHECK_NO_TIME};
 	int rc = FC_EXIT_OK;
 
 	for (uint64_t k = 0; k < cfg->threads; k++) {
@@ -694,7 +562,13 @@ static int bench_run(const struct bench_cfg *cfg, const char *cmd, struct bench_
 						    (k < cfg->requests % cfg->threads)
 					  : UINT64_MAX;
 		t->deadline_ns = start + cfg->duration_s * 1000 * NS_PER_MS;
-		t->store_max = BENCH_STORE_MAX / cfg->threads;
+		fw_hist_init(&t->hist);
+		chk.max_runs = BENCH_STORE_MAX / cfg->threads;
+		if (fw_idcheck_init(&t->chk, &chk) < 0) {
+			fc_err(cmd, "--concurrency %" PRIu64 ": out of memory", cfg->threads);
+			rc = FC_EXIT_FAIL;
+			break;
+		}
 		t->fd = socket(cfg->addr[t->server].ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (t->fd < 0 || connect(t->fd, (const struct sockaddr *)&cfg->addr[t->server],
 					 cfg->addrlen[t->server]) < 0) {
@@ -716,7 +590,7 @@ static int bench_run(const struct bench_cfg *cfg, const char *cmd, struct bench_
 		atomic_store_explicit(&bench_stop, true, memory_order_relaxed);
 	for (uint64_t k = 0; k < started; k++)
 		pthread_join(th[k].tid, NULL);
-	tot->elapsed_s = (double)(mono_ns() - start) / 1e9;
+	tot->elapsed_s = (double)(fw_mono_ns() - start) / 1e9;
 	sum_threads(cfg, th, tot);
 	return rc;
 }
@@ -737,6 +611,17 @@ int cmd_bench(int argc, char **argv)
 		return rc;
 	th = aligned_alloc(FW_CACHE_LINE, cfg.threads * sizeof(*th));
 	tot = calloc(1, sizeof(*tot));
+	if (tot) {
+		struct fw_idcheck_conf all = {.layout = cfg.layout,
+					      .time_bound_ms = FW_IDCHECK_NO_TIME,
+					      .max_runs = BENCH_STORE_MAX};
+
+		fw_hist_init(&tot->hist);
+		if (fw_idcheck_init(&tot->chk, &all) < 0) {
+			free(tot);
+			tot = NULL;
+		}
+	}
 	if (!th || !tot) {
 		free(th);
 		free(tot);
@@ -765,11 +650,11 @@ int cmd_bench(int argc, char **argv)
 		if (tot->store_full)
 			fc_err(cmd, "stopped early: %u ID runs kept, the most the check holds",
 			       BENCH_STORE_MAX);
-		if (tot->duplicates || tot->violations || tot->invalid) {
+		if (duplicates(tot) || order_violations(tot) || tot->invalid) {
 			fc_err(cmd,
 			       "%" PRIu64 " duplicate ID(s), %" PRIu64
 			       " order violation(s), %" PRIu64 " invalid repl%s",
-			       tot->duplicates, tot->violations, tot->invalid,
+			       duplicates(tot), order_violations(tot), tot->invalid,
 			       tot->invalid == 1 ? "y" : "ies");
 			rc = FC_EXIT_FAIL;
 		} else if (tot->answered == 0) {
@@ -780,8 +665,9 @@ int cmd_bench(int argc, char **argv)
 	for (uint64_t k = 0; k < cfg.threads; k++) {
 		if (th[k].fd >= 0)
 			close(th[k].fd);
-		free(th[k].store);
+		fw_idcheck_free(&th[k].chk);
 	}
+	fw_idcheck_free(&tot->chk);
 	free(th);
 	free(tot);
 	return rc;

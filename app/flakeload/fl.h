@@ -2,13 +2,13 @@
 /*
  * flakeload: the DPDK load generator for flakewire. Internal contract: the
  * context passed explicitly to every part and the functions of each file
- * (options.c, port.c, loop.c, hist.c, verify.c, report.c). The only global is
- * the quit flag in main.c.
+ * (options.c, port.c, loop.c, report.c). The only global is the quit flag in
+ * main.c.
  *
  * One lcore (the main one) sends requests in bursts, each tagged with a slot
  * of a ring of outstanding requests plus that slot's generation, reads the
  * replies, matches them by tag, records the round trip in a log-bucketed
- * histogram and checks every ID received (verify.c).
+ * histogram and checks every ID received (lib/loadcheck).
  */
 #pragma once
 
@@ -18,6 +18,8 @@
 #include <rte_ether.h>
 #include <rte_mempool.h>
 
+#include "fw_hist.h"
+#include "fw_idcheck.h"
 #include "fw_layout.h"
 #include "fw_wire.h"
 
@@ -66,94 +68,12 @@ struct fl_opts {
 int fl_options_parse(int argc, char **argv, struct fl_opts *o);
 void fl_options_usage(const char *prog);
 
-/* ---- hist.c: log-bucketed latency histogram, ns ---- */
-
-#define FL_HIST_SUB_BITS 4 /* 16 sub-buckets per power of two: ~6 % resolution */
-#define FL_HIST_BUCKETS  (64 << FL_HIST_SUB_BITS)
-
-struct fl_hist {
-	uint64_t n;
-	uint64_t sum;
-	uint64_t min;
-	uint64_t max;
-	uint64_t b[FL_HIST_BUCKETS];
-};
-
-void fl_hist_init(struct fl_hist *h);
-void fl_hist_add(struct fl_hist *h, uint64_t ns);
-/* Value at quantile q (0..1): the upper bound of its bucket, capped at max. 0 when empty. */
-uint64_t fl_hist_quantile(const struct fl_hist *h, double q);
-
-/* ---- verify.c: every ID received ---- */
-
-enum fl_viol {
-	FL_V_DUPLICATE = 0, /* an ID seen twice (uniqueness over the whole run) */
-	FL_V_ORDER,         /* not strictly above the previous ID of its worker */
-	FL_V_TIME,          /* decodes further than time_bound_ms from our clock */
-	FL_V_WORKER,        /* the ID's worker/datacenter differ from the reply header's */
-	FL_V_NEGATIVE,      /* bit 63 set */
-	FL_V_ADDRESS,       /* reply not addressed to the client that asked */
-	FL_V_STATUS_IDS,    /* IDs in a reply whose status is not OK, or fewer than zero */
-	FL_V_COUNT
-};
-
-extern const char *const fl_viol_names[FL_V_COUNT];
-
-struct fl_worker_last {
-	uint32_t key; /* datacenter << 16 | worker, + 1 (0: empty) */
-	uint64_t last;
-	uint64_t ival; /* index + 1 of its open interval in the uniqueness store */
-};
-
-#define FL_WORKERS_MAX 4096
-
-struct fl_verify {
-	struct fw_layout layout;
-	uint32_t time_bound_ms;
-	uint64_t v[FL_V_COUNT];
-	uint64_t first_bad[FL_V_COUNT]; /* an example ID per violation */
-	struct fl_worker_last w[FL_WORKERS_MAX];
-	uint32_t n_workers;
-	uint64_t workers_untracked; /* IDs of workers beyond FL_WORKERS_MAX */
-	/* uniqueness: [first, first + n) intervals, merged per worker as they arrive */
-	struct fl_ival {
-		uint64_t first;
-		uint64_t n;
-	} * ival;
-	uint64_t n_ival;
-	uint64_t cap_ival;
-	uint64_t ids_unchecked; /* IDs not stored once the cap was reached */
-	uint64_t ids;           /* IDs seen */
-	/* how far IDs fell outside [sent, received]: most before (<= 0), most after (>= 0) */
-	int64_t min_skew_ms;
-	int64_t max_skew_ms;
-	/*
-	 * ID-space use: the ms the IDs carry (earliest, latest), the (worker, ms)
-	 * pairs whose sequence 0 arrived (a ms the worker started) and those whose
-	 * last sequence value arrived (a ms it used up).
-	 */
-	uint64_t id_ms_first;
-	uint64_t id_ms_last;
-	uint64_t ms_started;
-	uint64_t ms_full;
-};
-
-/* Allocates the interval store (max_intervals x 16 bytes). Returns 0 or -ENOMEM. */
-int fl_verify_init(struct fl_verify *v, const struct fw_layout *l, uint32_t time_bound_ms,
-		   uint64_t max_intervals);
-void fl_verify_free(struct fl_verify *v);
 /*
- * Checks @n consecutive IDs first..first+n-1 (n 1 for single IDs) from the
- * reply header's (@dc, @worker). The request left at @sent_ms and the reply
- * came back at @recv_ms (unix ms, our clock): the IDs must decode to a time
- * in [sent_ms - time_bound_ms, recv_ms + time_bound_ms], so a reply delayed
- * by a stall of either process is not mistaken for a clock fault.
+ * The latency histogram and the ID verifier are lib/loadcheck's (fw_hist.h,
+ * fw_idcheck.h), shared with flakectl bench. What only a packet-level
+ * generator sees (a reply to the wrong address, IDs in an error reply) is
+ * counted here, in fl_stats, and reported beside the verifier's findings.
  */
-void fl_verify_ids(struct fl_verify *v, uint64_t first, uint64_t n, uint16_t dc, uint16_t worker,
-		   uint64_t sent_ms, uint64_t recv_ms);
-/* The uniqueness check proper: sorts the intervals and counts overlaps. */
-void fl_verify_finish(struct fl_verify *v);
-uint64_t fl_verify_total(const struct fl_verify *v);
 
 /* ---- the run ---- */
 
@@ -167,15 +87,17 @@ struct fl_slot {
 
 struct fl_stats {
 	uint64_t sent;
-	uint64_t tx_full;     /* built but not taken by the TX queue (not sent) */
-	uint64_t window_full; /* send rounds skipped because the window was full */
-	uint64_t rx;          /* frames received */
-	uint64_t replies;     /* matched to an outstanding request */
-	uint64_t echoes;      /* our own request back (expect_echo) */
-	uint64_t late;        /* tag of a request already timed out or answered */
-	uint64_t foreign;     /* not for us: ARP, other protocols, ports, run IDs */
-	uint64_t bad;         /* a flakewire reply that does not parse */
-	uint64_t timeouts;    /* outstanding longer than timeout_ms */
+	uint64_t tx_full;      /* built but not taken by the TX queue (not sent) */
+	uint64_t window_full;  /* send rounds skipped because the window was full */
+	uint64_t rx;           /* frames received */
+	uint64_t replies;      /* matched to an outstanding request */
+	uint64_t echoes;       /* our own request back (expect_echo) */
+	uint64_t late;         /* tag of a request already timed out or answered */
+	uint64_t foreign;      /* not for us: ARP, other protocols, ports, run IDs */
+	uint64_t bad;          /* a flakewire reply that does not parse */
+	uint64_t misaddressed; /* a violation: reply not addressed to the client that asked */
+	uint64_t bad_reply;    /* a violation: IDs in a reply whose status is not OK */
+	uint64_t timeouts;     /* outstanding longer than timeout_ms */
 	uint64_t by_op_sent[FL_MAX_MIX];
 	uint64_t by_status[FW_WIRE_ST_COUNT];
 	uint64_t flags_borrowed;
@@ -210,8 +132,8 @@ struct fl_ctx {
 	bool have_layout; /* learned from an INFO reply */
 	struct fw_wire_info info;
 	struct fl_stats st;
-	struct fl_hist hist;
-	struct fl_verify ver;
+	struct fw_hist hist;
+	struct fw_idcheck ver;
 	double elapsed_s;
 	char started_at[32];
 };
@@ -237,6 +159,9 @@ void fl_run(struct fl_ctx *c);
 void fl_loop_free(struct fl_ctx *c);
 
 /* ---- report.c ---- */
+
+/* Every violation: the verifier's findings plus misaddressed and bad_reply (0: clean). */
+uint64_t fl_violations(const struct fl_ctx *c);
 
 void fl_report_print(const struct fl_ctx *c);
 int fl_report_json(const struct fl_ctx *c, const char *path);

@@ -20,6 +20,7 @@
 #include <rte_udp.h>
 
 #include "fl.h"
+#include "fw_time.h"
 
 #define L2 ((uint16_t)sizeof(struct rte_ether_hdr))
 #define L3 ((uint16_t)sizeof(struct rte_ipv4_hdr))
@@ -38,13 +39,6 @@ static inline uint64_t xorshift(uint64_t *s)
 	x ^= x >> 7;
 	x ^= x << 17;
 	return *s = x;
-}
-
-static uint64_t unix_ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static inline uint32_t client_ip(const struct fl_ctx *c, uint32_t k)
@@ -72,7 +66,7 @@ int fl_loop_init(struct fl_ctx *c)
 	for (int i = 0; i < FL_MAX_MIX; i++)
 		for (uint32_t w = 0; w < c->o.mix[i]; w++)
 			c->mix_table[c->mix_n++] = mix_ops[i];
-	fl_hist_init(&c->hist);
+	fw_hist_init(&c->hist);
 	return 0;
 }
 
@@ -260,11 +254,12 @@ static void verify_list(struct fl_ctx *c, const struct fw_wire_reply *r, uint64_
 			n++;
 			continue;
 		}
-		fl_verify_ids(&c->ver, first, n, r->hdr.datacenter, r->hdr.worker, sent_ms, now_ms);
+		fw_idcheck_add(&c->ver, first, n, r->hdr.datacenter, r->hdr.worker, sent_ms,
+			       now_ms);
 		first = r->body.ids[i];
 		n = 1;
 	}
-	fl_verify_ids(&c->ver, first, n, r->hdr.datacenter, r->hdr.worker, sent_ms, now_ms);
+	fw_idcheck_add(&c->ver, first, n, r->hdr.datacenter, r->hdr.worker, sent_ms, now_ms);
 }
 
 static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measure,
@@ -285,8 +280,9 @@ static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measu
 		for (uint16_t i = 0; i < r->hdr.count; i++) {
 			ids += r->body.ranges[i].n;
 			if (measure)
-				fl_verify_ids(&c->ver, r->body.ranges[i].first, r->body.ranges[i].n,
-					      r->hdr.datacenter, r->hdr.worker, sent_ms, now_ms);
+				fw_idcheck_add(&c->ver, r->body.ranges[i].first,
+					       r->body.ranges[i].n, r->hdr.datacenter,
+					       r->hdr.worker, sent_ms, now_ms);
 		}
 	} else {
 		ids = r->hdr.count;
@@ -367,7 +363,7 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 			       : ip->dst_addr != rte_cpu_to_be_32(client_ip(c, s->client))) ||
 		    udp->dst_port != rte_cpu_to_be_16(client_port(s->client)) ||
 		    udp->src_port != udp_port)
-			c->ver.v[FL_V_ADDRESS]++;
+			c->st.misaddressed++;
 		status = r->hdr.status;
 		c->st.by_status[status]++;
 		if (r->hdr.flags & FW_WIRE_F_BORROWED)
@@ -377,10 +373,10 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 		if (status == FW_WIRE_ST_OK)
 			reply_ok(c, r, measure, now_ms - (now - s->tsc) * 1000 / c->hz, now_ms);
 		else if (r->hdr.count)
-			c->ver.v[FL_V_STATUS_IDS]++;
+			c->st.bad_reply++;
 	}
 	if (measure) {
-		fl_hist_add(&c->hist, (uint64_t)((double)(now - s->tsc) * ns_per_cycle(c)));
+		fw_hist_add(&c->hist, (uint64_t)((double)(now - s->tsc) * ns_per_cycle(c)));
 		c->st.last_rx_tsc = now;
 	}
 	c->st.replies++;
@@ -399,7 +395,7 @@ static uint16_t rx_burst(struct fl_ctx *c, bool measure, int *last_status)
 	if (!n)
 		return 0;
 	uint64_t now = rte_rdtsc();
-	uint64_t now_ms = unix_ms_now();
+	uint64_t now_ms = fw_wall_ms();
 	if (measure) {
 		/* a pause of the peer (or of us) longer than any seen so far */
 		if (c->st.last_frame_tsc && now - c->st.last_frame_tsc > c->st.max_gap_tsc &&
@@ -462,7 +458,7 @@ int fl_probe(struct fl_ctx *c)
 			c->o.expect_echo ? "echo" : "OK answer to INFO and ID", c->o.link_wait_s);
 	forget_outstanding(c);
 	memset(&c->st, 0, sizeof(c->st));
-	fl_hist_init(&c->hist);
+	fw_hist_init(&c->hist);
 	return rc;
 }
 

@@ -36,7 +36,11 @@ static int run(struct fl_ctx *c)
 		return 2;
 	if (fl_probe(c))
 		return 2;
-	if (fl_verify_init(&c->ver, &c->o.layout, c->o.time_bound_ms, c->o.max_intervals)) {
+	struct fw_idcheck_conf vc = {.layout = c->o.layout,
+				     .time_bound_ms = c->o.time_bound_ms,
+				     .max_runs = c->o.max_intervals,
+				     .prealloc = true};
+	if (fw_idcheck_init(&c->ver, &vc)) {
 		fprintf(stderr,
 			"flakeload: cannot allocate %lu intervals (lower --max-intervals)\n",
 			(unsigned long)c->o.max_intervals);
@@ -50,7 +54,7 @@ static int run(struct fl_ctx *c)
 		       c->have_layout ? " (layout from INFO)" : "");
 	stamp(c->started_at, sizeof(c->started_at));
 	fl_run(c);
-	fl_verify_finish(&c->ver);
+	fw_idcheck_finish(&c->ver);
 	fl_report_print(c);
 	if (c->o.json) {
 		int rc = fl_report_json(c, c->o.json);
@@ -64,7 +68,7 @@ static int run(struct fl_ctx *c)
 		while (!*c->quit && rte_get_tsc_cycles() < end)
 			rte_delay_us_sleep(10000);
 	}
-	if (fl_verify_total(&c->ver))
+	if (fl_violations(c))
 		return 1;
 	return c->st.replies ? 0 : 3;
 }
@@ -112,7 +116,7 @@ int main(int argc, char **argv)
 
 	fl_port_close(c);
 	fl_loop_free(c);
-	fl_verify_free(&c->ver);
+	fw_idcheck_free(&c->ver);
 	/*
 	 * No rte_eal_cleanup(): with DPDK 22.11's net_memif as the server, closing
 	 * the port leaves the listener socket's interrupt callback registered

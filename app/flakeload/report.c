@@ -15,12 +15,12 @@ static double per_s(const struct fl_ctx *c, uint64_t n)
 /* IDs received as a fraction of what the workers seen could issue over @ms. */
 static double space_frac(const struct fl_ctx *c, double ms)
 {
-	const struct fl_verify *v = &c->ver;
-	double cap = (double)v->n_workers * ms * (double)fw_layout_ids_per_ms(&v->layout);
+	const struct fw_idcheck *v = &c->ver;
+	double cap = (double)v->n_workers * ms * (double)fw_layout_ids_per_ms(&v->conf.layout);
 	return cap > 0 ? (double)v->ids / cap : 0;
 }
 
-static uint64_t span_ms(const struct fl_verify *v)
+static uint64_t span_ms(const struct fw_idcheck *v)
 {
 	return v->ids ? v->id_ms_last - v->id_ms_first + 1 : 0;
 }
@@ -36,11 +36,16 @@ static double idle_pct(const struct fl_ctx *c)
 	return send_s > 0 ? 100.0 * (double)c->st.idle_tsc / send_s : 0;
 }
 
+uint64_t fl_violations(const struct fl_ctx *c)
+{
+	return fw_idcheck_total(&c->ver) + c->st.misaddressed + c->st.bad_reply;
+}
+
 void fl_report_print(const struct fl_ctx *c)
 {
 	const struct fl_stats *s = &c->st;
-	const struct fl_hist *h = &c->hist;
-	const struct fl_verify *v = &c->ver;
+	const struct fw_hist *h = &c->hist;
+	const struct fw_idcheck *v = &c->ver;
 	uint64_t answered = s->replies + s->late;
 
 	printf("\nflakeload: %s, started %s, %.3f s, %s, window %u, rate %s\n", c->o.device,
@@ -74,40 +79,45 @@ void fl_report_print(const struct fl_ctx *c)
 	       (unsigned long)s->window_full, idle_pct(c));
 	printf("  latency us: min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean "
 	       "%.1f\n",
-	       us(h->n ? h->min : 0), us(fl_hist_quantile(h, 0.5)), us(fl_hist_quantile(h, 0.9)),
-	       us(fl_hist_quantile(h, 0.99)), us(fl_hist_quantile(h, 0.999)), us(h->max),
-	       h->n ? us(h->sum / h->n) : 0);
+	       us(h->n ? h->min : 0), us(fw_hist_quantile(h, 0.5)), us(fw_hist_quantile(h, 0.9)),
+	       us(fw_hist_quantile(h, 0.99)), us(fw_hist_quantile(h, 0.999)), us(h->max),
+	       us(fw_hist_mean(h)));
 	if (!c->o.expect_echo) {
 		printf("  verify: %lu IDs from %u worker(s), %lu intervals (cap %lu), %lu IDs not "
 		       "in "
 		       "the uniqueness check, ID times outside [request sent, reply received] by "
 		       "%ld..+%ld ms (bound %u)\n",
-		       (unsigned long)v->ids, v->n_workers, (unsigned long)v->n_ival,
-		       (unsigned long)v->cap_ival, (unsigned long)v->ids_unchecked,
-		       (long)v->min_skew_ms, (long)v->max_skew_ms, v->time_bound_ms);
+		       (unsigned long)v->ids, v->n_workers, (unsigned long)v->n_runs,
+		       (unsigned long)v->conf.max_runs, (unsigned long)v->ids_unchecked,
+		       (long)v->min_skew_ms, (long)v->max_skew_ms, v->conf.time_bound_ms);
 		printf("  ID space: %lu ms spanned by the IDs, %lu ms started, %lu used up; IDs = "
 		       "%.4f of %lu per ms per worker over the span, %.4f over the elapsed time\n",
 		       (unsigned long)span_ms(v), (unsigned long)v->ms_started,
 		       (unsigned long)v->ms_full, space_frac(c, (double)span_ms(v)),
-		       (unsigned long)fw_layout_ids_per_ms(&v->layout),
+		       (unsigned long)fw_layout_ids_per_ms(&v->conf.layout),
 		       space_frac(c, c->elapsed_s * 1000.0));
 		printf("  longest pause in replies %.1f us (send phase)\n",
 		       (double)s->max_gap_tsc * 1e6 / (double)c->hz);
-		for (int k = 0; k < FL_V_COUNT; k++)
+		for (unsigned k = 0; k < FW_IDCHECK_COUNT; k++)
 			if (v->v[k])
-				printf("  VIOLATION %-20s %lu (first ID %#lx)\n", fl_viol_names[k],
-				       (unsigned long)v->v[k], (unsigned long)v->first_bad[k]);
+				printf("  VIOLATION %-20s %lu (first ID %#lx)\n",
+				       fw_idcheck_name(k), (unsigned long)v->v[k],
+				       (unsigned long)v->first_bad[k]);
 	}
-	printf("  result: %s\n", fl_verify_total(v) ? "FAILED (violations above)"
-				 : s->replies       ? "ok"
-						    : "FAILED (no replies)");
+	if (s->misaddressed)
+		printf("  VIOLATION %-20s %lu\n", "misaddressed", (unsigned long)s->misaddressed);
+	if (s->bad_reply)
+		printf("  VIOLATION %-20s %lu\n", "bad_reply", (unsigned long)s->bad_reply);
+	printf("  result: %s\n", fl_violations(c) ? "FAILED (violations above)"
+				 : s->replies     ? "ok"
+						  : "FAILED (no replies)");
 }
 
 int fl_report_json(const struct fl_ctx *c, const char *path)
 {
 	const struct fl_stats *s = &c->st;
-	const struct fl_hist *h = &c->hist;
-	const struct fl_verify *v = &c->ver;
+	const struct fw_hist *h = &c->hist;
+	const struct fw_idcheck *v = &c->ver;
 	FILE *f = fopen(path, "w");
 
 	if (!f)
@@ -137,7 +147,7 @@ int fl_report_json(const struct fl_ctx *c, const char *path)
 		"  \"id_space\": {\"ids_per_ms_per_worker\": %lu, \"workers\": %u, "
 		"\"span_ms\": %lu, \"ms_started\": %lu, \"ms_full\": %lu, "
 		"\"used_of_span\": %.6f, \"used_of_elapsed\": %.6f},\n",
-		(unsigned long)fw_layout_ids_per_ms(&v->layout), v->n_workers,
+		(unsigned long)fw_layout_ids_per_ms(&v->conf.layout), v->n_workers,
 		(unsigned long)span_ms(v), (unsigned long)v->ms_started, (unsigned long)v->ms_full,
 		space_frac(c, (double)span_ms(v)), space_frac(c, c->elapsed_s * 1000.0));
 	fprintf(f, "  \"timeouts\": %lu,\n  \"late\": %lu,\n  \"bad\": %lu,\n  \"tx_full\": %lu,\n",
@@ -146,17 +156,19 @@ int fl_report_json(const struct fl_ctx *c, const char *path)
 	fprintf(f,
 		"  \"latency_ns\": {\"min\": %lu, \"p50\": %lu, \"p90\": %lu, \"p99\": %lu, "
 		"\"p99_9\": %lu, \"max\": %lu, \"mean\": %lu},\n",
-		(unsigned long)(h->n ? h->min : 0), (unsigned long)fl_hist_quantile(h, 0.5),
-		(unsigned long)fl_hist_quantile(h, 0.9), (unsigned long)fl_hist_quantile(h, 0.99),
-		(unsigned long)fl_hist_quantile(h, 0.999), (unsigned long)h->max,
-		(unsigned long)(h->n ? h->sum / h->n : 0));
+		(unsigned long)(h->n ? h->min : 0), (unsigned long)fw_hist_quantile(h, 0.5),
+		(unsigned long)fw_hist_quantile(h, 0.9), (unsigned long)fw_hist_quantile(h, 0.99),
+		(unsigned long)fw_hist_quantile(h, 0.999), (unsigned long)h->max,
+		(unsigned long)fw_hist_mean(h));
 	fprintf(f,
 		"  \"verify\": {\"ids\": %lu, \"workers\": %u, \"intervals\": %lu, "
 		"\"ids_unchecked\": %lu",
-		(unsigned long)v->ids, v->n_workers, (unsigned long)v->n_ival,
+		(unsigned long)v->ids, v->n_workers, (unsigned long)v->n_runs,
 		(unsigned long)v->ids_unchecked);
-	for (int k = 0; k < FL_V_COUNT; k++)
-		fprintf(f, ", \"%s\": %lu", fl_viol_names[k], (unsigned long)v->v[k]);
-	fprintf(f, "},\n  \"violations\": %lu\n}\n", (unsigned long)fl_verify_total(v));
+	for (unsigned k = 0; k < FW_IDCHECK_COUNT; k++)
+		fprintf(f, ", \"%s\": %lu", fw_idcheck_name(k), (unsigned long)v->v[k]);
+	fprintf(f, ", \"misaddressed\": %lu, \"bad_reply\": %lu", (unsigned long)s->misaddressed,
+		(unsigned long)s->bad_reply);
+	fprintf(f, "},\n  \"violations\": %lu\n}\n", (unsigned long)fl_violations(c));
 	return fclose(f) ? -errno : 0;
 }
