@@ -2,7 +2,6 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
-#include <time.h>
 
 #include "flakectl.h"
 
@@ -109,12 +108,4 @@ int fc_opt_u64(int argc, char **argv, int *i, const char *name, uint64_t min, ui
 	}
 	*v = x;
 	return 1;
-}
-
-uint64_t fc_unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

@@ -9,6 +9,7 @@
 #include "fw_gen.h"
 #include "fw_layout.h"
 #include "fw_rng.h"
+#include "fw_time.h"
 #include "fw_uuid.h"
 #include "flakectl.h"
 
@@ -23,10 +24,7 @@ static inline uint64_t read_tsc(void)
 #define TSC_SOURCE "clock_gettime"
 static inline uint64_t read_tsc(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return fw_fw_mono_ns();
 }
 #endif
 
@@ -54,14 +52,6 @@ static inline uint64_t opaque(uint64_t v)
 {
 	__asm__ volatile("" : "+r"(v));
 	return v;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 struct bench_ctx {
@@ -302,10 +292,10 @@ static int bench_row(struct bench_ctx *c, const struct bench_op *op, unsigned ru
 	int rc = op->run(c, op->arg, iters / 10 + 1, &ids);
 
 	for (unsigned r = 0; r < runs && rc == 0; r++) {
-		uint64_t t0 = mono_ns(), dt;
+		uint64_t t0 = fw_mono_ns(), dt;
 
 		rc = op->run(c, op->arg, iters, &ids);
-		dt = mono_ns() - t0;
+		dt = fw_mono_ns() - t0;
 		per_call[r] = (double)dt / (double)iters;
 		per_id[r] = ids ? (double)dt / (double)ids : 0;
 	}

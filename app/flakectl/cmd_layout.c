@@ -5,6 +5,7 @@
 #include "fw_layout.h"
 #include "flakectl.h"
 #include "layout_args.h"
+#include "fw_time.h"
 
 /* Gregorian average, so a 400-year span comes out exact. */
 #define MS_PER_YEAR (365.2425 * 86400000.0)
@@ -24,7 +25,7 @@ static void layout_help(FILE *f)
 static void print_layout(const struct fw_layout *l, bool json)
 {
 	char epoch[FW_ISO8601_LEN], end[FW_ISO8601_LEN];
-	uint64_t end_ms = fw_layout_end_unix_ms(l), now = fc_unix_ms();
+	uint64_t end_ms = fw_layout_end_unix_ms(l), now = fw_wall_ms();
 	double years = ((double)(end_ms - l->epoch_ms) + 1) / MS_PER_YEAR;
 	double left = end_ms > now ? (double)(end_ms - now) / MS_PER_YEAR : 0;
 

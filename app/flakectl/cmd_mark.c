@@ -8,6 +8,7 @@
 #include "fw_layout.h"
 #include "fw_mark.h"
 #include "fw_state_lock.h"
+#include "fw_time.h"
 
 /* A mark further ahead than this stalls a responder until then: ask for --force. */
 #define MARK_AHEAD_MAX_MS (24ull * 3600 * 1000)
@@ -65,7 +66,7 @@ static int mark_set_locked(const char *cmd, const char *path, uint64_t ms, bool 
 
 static int mark_set(const char *cmd, const char *path, uint64_t ms, bool force)
 {
-	uint64_t old = 0, now = fc_unix_ms();
+	uint64_t old = 0, now = fw_wall_ms();
 	char lerr[512];
 	struct fw_state_lock *lock = NULL;
 	/* a responder on this state would overwrite the new mark at its stop */
@@ -164,7 +165,7 @@ int cmd_mark(int argc, char **argv)
 		return mark_read(cmd, path);
 	}
 	if (!strcmp(set, "now")) {
-		ms = fc_unix_ms();
+		ms = fw_wall_ms();
 	} else {
 		enum fc_num r = fc_parse_u64(set, &ms);
 

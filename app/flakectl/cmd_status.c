@@ -18,6 +18,7 @@
 
 #include "flakectl.h"
 #include "fw_layout.h"
+#include "fw_time.h"
 
 #define ST_OK       0
 #define ST_WARNING  1
@@ -58,13 +59,6 @@ static void status_help(FILE *f)
 		   "  --interval S          seconds between the two scrapes the rates come\n"
 		   "                        from, 0-60 (default 1; 0: one scrape, totals only)\n"
 		   "  --timeout MS          connect and read timeout, 10-60000 (default 2000)\n");
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* GET http://HOST:PORT/metrics into a malloc'd NUL-terminated body. */
@@ -111,9 +105,10 @@ static char *http_get(const char *cmd, const char *endpoint, int timeout_ms)
 			   endpoint);
 	size_t sent = 0, got = 0, cap = 65536;
 	char *buf = malloc(cap);
-	double deadline = now_s() + timeout_ms / 1000.0;
+	uint64_t deadline = fw_mono_ms() + (uint64_t)timeout_ms;
 	while (buf) {
-		int left = (int)((deadline - now_s()) * 1000);
+		uint64_t now = fw_mono_ms();
+		int left = now < deadline ? (int)(deadline - now) : 0;
 		struct pollfd p = {fd, sent < (size_t)len ? POLLOUT : POLLIN, 0};
 		if (left <= 0 || poll(&p, 1, left) <= 0) {
 			fc_err(cmd, "%s: no answer within %d ms", endpoint, timeout_ms);
@@ -288,7 +283,7 @@ int cmd_status(int argc, char **argv)
 		return ST_UNKNOWN;
 	}
 	free(t0);
-	double t_a = now_s();
+	uint64_t t_a = fw_mono_ns();
 	if (isnan(sum(&a, "flakewire_build_info", NULL))) {
 		printf("UNKNOWN: %s serves no flakewire metrics\n", endpoint);
 		free_scrape(&a);
@@ -297,8 +292,7 @@ int cmd_status(int argc, char **argv)
 	const struct scrape *cur = &a;
 	double dt = 0;
 	if (interval) {
-		struct timespec ts = {(time_t)interval, 0};
-		nanosleep(&ts, NULL);
+		fw_sleep_ms((uint32_t)interval * 1000u);
 		char *t1 = http_get(cmd, endpoint, (int)timeout);
 		if (!t1 || parse(t1, &b)) {
 			free(t1);
@@ -307,7 +301,7 @@ int cmd_status(int argc, char **argv)
 			return ST_UNKNOWN;
 		}
 		free(t1);
-		dt = now_s() - t_a;
+		dt = (double)(fw_mono_ns() - t_a) / 1e9;
 		cur = &b;
 	}
 
@@ -318,7 +312,7 @@ int cmd_status(int argc, char **argv)
 			label(cur->s[i].labels, "responder", resp, sizeof(resp));
 		}
 	double start = sum(cur, "flakewire_start_time_seconds", NULL);
-	double wall = (double)fc_unix_ms() / 1000.0;
+	double wall = (double)fw_wall_ms() / 1000.0;
 	printf("%-9s %s %s at %s, up ", "responder", resp, ver, endpoint);
 	print_dur(wall - start);
 	printf("\n%-9s %.0f:", "workers", sum(cur, "flakewire_workers", NULL));

@@ -72,6 +72,3 @@ int fc_opt_value(int argc, char **argv, int *i, const char *name, const char **v
  */
 int fc_opt_u64(int argc, char **argv, int *i, const char *name, uint64_t min, uint64_t max,
 	       uint64_t *v);
-
-/* The system clock (CLOCK_REALTIME) in unix milliseconds. */
-uint64_t fc_unix_ms(void);

@@ -5,6 +5,7 @@
 #include "fw_err.h"
 #include "flakectl.h"
 #include "layout_args.h"
+#include "fw_time.h"
 
 enum {
 	LAYOUT_ARG_EPOCH = 0x1,
@@ -109,7 +110,7 @@ int layout_args_finish(const struct layout_args *la, const char *cmd, struct fw_
 		       dc, worker, seq, 63 - (int)(dc + worker + seq), FW_LAYOUT_TIME_BITS_MIN);
 		return -1;
 	}
-	rc = fw_layout_init(&l, epoch, dc, worker, seq, fc_unix_ms());
+	rc = fw_layout_init(&l, epoch, dc, worker, seq, fw_wall_ms());
 	if (rc == FW_ELAYOUT_EPOCH) {
 		fc_err(cmd, "--epoch %" PRIu64 ": more than %llu h in the future", epoch,
 		       FW_LAYOUT_EPOCH_SLACK_MS / 3600000);

@@ -12,6 +12,7 @@
 #include "fw_err.h"
 #include "fw_metrics.h"
 #include "fw_version.h"
+#include "fw_time.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -197,9 +198,8 @@ int main(int argc, char **argv)
 		free(text);
 		return 0;
 	}
-	int rc =
-		fw_layout_init(&ctx.layout, ctx.conf.id.epoch_ms, ctx.conf.id.datacenter_bits,
-			       ctx.conf.id.worker_bits, ctx.conf.id.sequence_bits, fsock_unix_ms());
+	int rc = fw_layout_init(&ctx.layout, ctx.conf.id.epoch_ms, ctx.conf.id.datacenter_bits,
+				ctx.conf.id.worker_bits, ctx.conf.id.sequence_bits, fw_wall_ms());
 	if (rc != 0) {
 		fprintf(stderr, "flakesock: config: [id] layout: %s\n", fw_strerror(rc));
 		return 2;

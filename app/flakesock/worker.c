@@ -9,12 +9,12 @@
 #include "flakesock.h"
 #include "fw_policy_conf.h"
 #include "fw_keeper_serve.h"
+#include "fw_time.h"
 
+/* Kept for app/flakesock/metrics.c until it calls fw_wall_ms itself. */
 uint64_t fsock_unix_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return fw_wall_ms();
 }
 
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
