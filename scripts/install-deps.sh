@@ -15,8 +15,8 @@ PKGS=(
 	libzookeeper-mt-dev zookeeper default-jre-headless # issue 10: lib/fleet and its tests
 	python3-pytest golang-go default-jdk-headless junit5 nodejs # issue 14: the language clients
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
-	redis-server redis-tools valgrind # issue 16: bench.sh Redis peer rows (4d-4h), callgrind row P
-	# issue 15 (scripts/bench-keys.sh, tests/dbbench): the databases it starts, their Python drivers
+	redis-server redis-tools valgrind # issue 16: bench/performance.sh Redis peer rows (4d-4h), callgrind row P
+	# issue 15 (scripts/bench/keys.sh, tests/dbbench): the databases it starts, their Python drivers
 	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
 	libmicrohttpd-dev prometheus scdoc lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
 	etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev openssl # issue 25: the etcd registry (lib/fleet/store_etcd.c) and its tests

@@ -18,7 +18,7 @@
 # a node's own state file (same-state-twin), and the registry refusing
 # writes while a node's clock steps back (store-error: etcd's NOSPACE
 # alarm, ZooKeeper's hard quota). Every run draws a picture (ids.png).
-# scripts/nemesis_check.py then reads the clients' logs and the registry's
+# scripts/nemesis/check.py then reads the clients' logs and the registry's
 # history: no ID twice across the fleet, every (node, worker) stream
 # increasing, successive holders of a worker never interleaving, no
 # CLOCK_UNSAFE, every node issuing again at the end; and prints the figures.
@@ -35,7 +35,7 @@
 #  --faults SET         default: every kind, [clock] backstep = slew;
 #                       all: every kind, backstep = new_worker (large steps
 #                       then take the new_worker path); or a comma list of
-#                       kinds (scripts/nemesis_plan.py KINDS)
+#                       kinds (scripts/nemesis/plan.py KINDS)
 #  --backstep P         overrides the backstep policy of --faults
 #  --sock N --wire N    flakesock and flakewire nodes (default 3 and 1)
 #  --store S            the registry: zookeeper (default) or etcd
@@ -177,7 +177,7 @@ else
 fi
 RID=$(($$ % 100000))
 HUB="nm${RID}-hub"
-. "$ROOT/scripts/nemesis_lib.sh"
+. "$ROOT/scripts/lib/nemesis.sh"
 : >"$RUN/events.log"
 CHECK_RC=1
 finish() {
@@ -199,7 +199,7 @@ say "$N_SOCK flakesock + $N_WIRE flakewire nodes, $SLOTS workers, worker_bits $W
 	"lease $LEASE ms${LONG_NODE:+ (n$LONG_NODE: $LONG_LEASE ms)}, renew $RENEW ms, store $STORE; logs in $RUN"
 SOCK_NODES=""
 for ((i = 1; i <= N_SOCK; i++)); do SOCK_NODES+="${SOCK_NODES:+,}n$i"; done
-$PY "$ROOT/scripts/nemesis_plan.py" --seed "$SEED" --seconds "$FAULT_S" --nodes "$NODES" \
+$PY "$ROOT/scripts/nemesis/plan.py" --seed "$SEED" --seconds "$FAULT_S" --nodes "$NODES" \
 	${KINDS:+--kinds "$KINDS"} ${FORCE:+--force "$FORCE"} --lease-ms "$LEASE" --renew-ms "$RENEW" \
 	--sock-nodes "$SOCK_NODES" ${LONG_NODE:+--long-node "n$LONG_NODE" --long-lease-ms "$LONG_LEASE"} \
 	--session-ms "$SESSION_MS" >"$RUN/plan" || exit 2
@@ -419,11 +419,11 @@ for ((i = 1; i <= N; i++)); do
 	cp "${DIR[$i]}/resp.log" "$RUN/clients/n$i.resp.log" 2>/dev/null
 done
 grep -h "CLOCK_UNSAFE\|stepped\|taken over\|took over\|needs .* worker ID" "$RUN"/n*/resp.log | sort | uniq -c | sort -rn | head -n 12 >"$RUN/resp-notes" 2>/dev/null
-$PY "$ROOT/scripts/nemesis_check.py" "$RUN" | tee "$RUN/report"
+$PY "$ROOT/scripts/nemesis/check.py" "$RUN" | tee "$RUN/report"
 CHECK_RC=${PIPESTATUS[0]}
 # the picture: IDs per second per node, the faults shaded (ids.png)
-if ! $PY "$ROOT/scripts/nemesis_plot.py" "$RUN" "$RUN/ids.png"; then
-	echo "FAIL: nemesis_plot.py drew no picture"
+if ! $PY "$ROOT/scripts/nemesis/plot.py" "$RUN" "$RUN/ids.png"; then
+	echo "FAIL: scripts/nemesis/plot.py drew no picture"
 	[ "$CHECK_RC" = 0 ] && CHECK_RC=1
 fi
 exit "$CHECK_RC"

@@ -5,7 +5,7 @@
 # run: a data race between threads (the keeper's status read by telemetry
 # while the control thread writes it, a seqlock, a worker slot) fails them.
 # Only those tests' targets are built, not the tree. Suppressions (each
-# with its reason): scripts/tsan.supp.
+# with its reason): scripts/config/tsan.supp.
 #
 #   scripts/tsan.sh            exit 0 when every test passes
 set -euo pipefail
@@ -14,7 +14,7 @@ build=${BUILD_TSAN:-$root/build-tsan}
 cd "$root"
 
 # -Wno-error=tsan: GCC warns that TSan does not model atomic_thread_fence,
-# which the keeper's worker slots use (their race is suppressed, tsan.supp)
+# which the keeper's worker slots use (their race is suppressed, config/tsan.supp)
 opts=(-Dwerror=true -Ddpdk=enabled -Dtests=true -Db_sanitize=thread -Db_lundef=false
 	"-Dc_args=-Wno-error=tsan")
 if [ -f "$build/build.ninja" ]; then
@@ -40,5 +40,5 @@ for t in "${tests[@]}"; do
 done
 ninja -C "$build" "${targets[@]}"
 # halt_on_error: the first race fails the test (its report is in the log)
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/scripts/tsan.supp"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/scripts/config/tsan.supp"
 meson test -C "$build" --no-rebuild --print-errorlogs "${names[@]}"

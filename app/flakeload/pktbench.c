@@ -10,7 +10,7 @@
  *
  * Made for instruction counts, which are stable on a noisy machine:
  *   valgrind --tool=callgrind --toggle-collect=pb_serve_burst flakeload-pktbench
- * counts exactly the responder's work (see scripts/bench.sh --profile);
+ * counts exactly the responder's work (see scripts/bench/performance.sh --profile);
  * the TSC figures printed are a rough guide only.
  *
  * Usage: flakeload-pktbench [--frames N] [--op id|list|range] [--count N]
@@ -200,7 +200,7 @@ static int cmp_double(const void *a, const void *b)
 /*
  * The @q quantile of @v (n > 0), sorted in place: linear between the two
  * nearest ranks, as Python's statistics.quantiles(method="inclusive") and
- * scripts/bench_table.py compute it.
+ * scripts/bench/performance_table.py compute it.
  */
 static double quantile(double *v, uint32_t n, double q)
 {

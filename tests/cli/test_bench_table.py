@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/bench_table.py's paired ratio rows (issue 28): per-pair ratios by
+"""scripts/bench/performance_table.py's paired ratio rows (issue 28): per-pair ratios by
 round, their median, IQR and min/max, `noisy` past the bound, the summary
 line, the cycles rows' slice pairs, and --compare's verdict on two runs.
 usage: test_bench_table.py SOURCE_ROOT"""
@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 root = sys.argv[1]
-script = os.path.join(root, "scripts", "bench_table.py")
+script = os.path.join(root, "scripts", "bench", "performance_table.py")
 spec = importlib.util.spec_from_file_location("bench_table", script)
 bt = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bt)
@@ -135,7 +135,7 @@ with tempfile.TemporaryDirectory() as tmp:
         _, rows4, _ = table(tmp4, tp, fw, fw6, slices, ("--noisy-iqr", "0.005"))
         check("--noisy-iqr 0.005: 3c noisy", " noisy " in rows4.get("3c", ""), rows4.get("3c"))
 
-# CPU shares (bench-lib.sh's ROW-N.cpu): runs in which a process had less than
+# CPU shares (scripts/lib/bench.sh's ROW-N.cpu): runs in which a process had less than
 # 90 % of its core are left out of the note's undisturbed pairs
 with tempfile.TemporaryDirectory() as tmp5:
     sh_tp = {k: 0.95 if k % 3 else 0.3 for k in range(1, 11)}

@@ -153,7 +153,7 @@ expect_eq "get --range --json ranges add up to 5000 IDs" "$total" 5000
 expect_match "get --range --json names first and last" "$out" \
 	'^\{"first":"[0-9]+","last":"[0-9]+","n":[0-9]+,"worker":[12],"datacenter":0,'
 
-# --csv (scripts/bench-keys.sh reads it): id,unix_ms,datacenter,worker,sequence
+# --csv (scripts/bench/keys.sh reads it): id,unix_ms,datacenter,worker,sequence
 # per ID; with --range first,n,unix_ms,datacenter,worker per range.
 expect_run "get --csv -n 2" get "${srv[@]}" --csv -n 2
 line=$(printf '%s\n' "$out" | head -1)

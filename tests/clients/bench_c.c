@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * IDs/s through fw_client_next() from THREADS threads, the C row of
- * scripts/bench-clients.sh (same options as the language benches), after a
+ * scripts/bench/clients.sh (same options as the language benches), after a
  * warm-up of 0.3 s with the same threads.
  * usage: bench_c SERVER THREADS SECONDS [tuned|defaults|baseline]   (prints "ids_per_s N")
  *   tuned (the default): trusted, prefetch 4096, low water 1024;

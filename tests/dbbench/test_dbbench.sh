@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench-keys.sh end to end on a small load (issue 15): its own
+# scripts/bench/keys.sh end to end on a small load (issue 15): its own
 # PostgreSQL 15 and MariaDB, flakesock for the Snowflake keys, 30000 rows per
 # kind. Asserts what holds at any size, never a speed:
 #   - every kind loaded exactly N rows with N distinct keys, in both databases;
@@ -74,18 +74,18 @@ left_nothing() {
 # do not come near it.
 N=30000
 start=$(date +%s)
-timeout 100 "$SRC/scripts/bench-keys.sh" --quick --rows $N --batch 500 --lookups 100 --scans 5 \
+timeout 100 "$SRC/scripts/bench/keys.sh" --quick --rows $N --batch 500 --lookups 100 --scans 5 \
 	--no-build --build-dir "$BUILD" --out "$OUT/bench" >"$OUT/stdout" 2>"$OUT/stderr"
 rc=$?
-echo "bench-keys.sh ran $(($(date +%s) - start)) s"
-check "bench-keys.sh --quick exits 0 (rc $rc)" test "$rc" -eq 0
+echo "scripts/bench/keys.sh ran $(($(date +%s) - start)) s"
+check "scripts/bench/keys.sh --quick exits 0 (rc $rc)" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || tail -20 "$OUT/stderr"
 check "no server or flakesock outlives the run" left_nothing "$(tmp_of "$OUT/stderr")"
 check "keys.txt is written and printed" cmp -s "$OUT/stdout" "$OUT/bench/keys.txt"
 for f in keys-insert-rate.png keys-index-size.png; do
 	check "$f is a PNG" bash -c "head -c 8 '$OUT/bench/$f' | od -An -tx1 | grep -q '89 50 4e 47'"
 done
-for pat in '^command: +scripts/bench-keys.sh --quick' '^date: +20[0-9][0-9]-' \
+for pat in '^command: +scripts/bench/keys.sh --quick' '^date: +20[0-9][0-9]-' \
 	'^PostgreSQL: PostgreSQL 15\.' '^MariaDB: [0-9]+\.[0-9]+' '^UUIDv7: +(flakewire UUID7 op|RFC 9562 generator)' \
 	'^  settings: shared_buffers='; do
 	check "keys.txt has /$pat/" grep -Eq "$pat" "$OUT/bench/keys.txt"
@@ -138,7 +138,7 @@ done <"$OUT/facts"
 
 # Interrupted in mid-load: the trap still stops the postmaster (not the
 # script's child: stopped by the PID in postmaster.pid) and flakesock.
-"$SRC/scripts/bench-keys.sh" --rows 2000000 --dbs pg --kinds snowflake,uuidv4 --no-build --build-dir "$BUILD" \
+"$SRC/scripts/bench/keys.sh" --rows 2000000 --dbs pg --kinds snowflake,uuidv4 --no-build --build-dir "$BUILD" \
 	--out "$OUT/int" >/dev/null 2>"$OUT/int.err" &
 RUNPIDS+=($!)
 loading() { grep -q 'loading' "$OUT/int.err"; }

@@ -9,9 +9,9 @@ that started and served instead of refusing on the state lock, and a forced
 fault kind that never healed, and must name each of them, with the IDs,
 nodes and workers concerned, and nothing else. Both runs hold a partition
 twin (ptwin1) that issued for 2 s on a worker of its own: not a node, so it
-is no failure of 'live'. The plan (scripts/nemesis_plan.py) must put
+is no failure of 'live'. The plan (scripts/nemesis/plan.py) must put
 --force kinds first and refuse one that cannot fit, and the picture
-(scripts/nemesis_plot.py) must come out as a PNG with every fault shaded.
+(scripts/nemesis/plot.py) must come out as a PNG with every fault shaded.
 It also checks the client's UUIDv7 decoding (lib/wire/PROTOCOL.md's worked
 example), on which the UUIDv7 half of the uniqueness check rests.
 
@@ -25,7 +25,7 @@ import tempfile
 
 SCRIPTS = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "../../scripts")
-CHECK = os.path.join(SCRIPTS, "nemesis_check.py")
+CHECK = os.path.join(SCRIPTS, "nemesis", "check.py")
 EPOCH = 1767225600000
 S = 1000000  # us
 fails = 0
@@ -170,7 +170,7 @@ with tempfile.TemporaryDirectory() as tmp:
        "forced fault kind store-error" not in out, out)
 
 # The plan: --force puts the forced kinds first and fails when one cannot fit.
-PLAN = os.path.join(SCRIPTS, "nemesis_plan.py")
+PLAN = os.path.join(SCRIPTS, "nemesis", "plan.py")
 base = [sys.executable, PLAN, "--seed", "4", "--nodes", "n1,n2,n3,n4", "--lease-ms", "2000",
         "--renew-ms", "500", "--sock-nodes", "n1,n2,n3", "--long-node", "n3"]
 forced = ["partition-twin", "same-state-twin", "store-error"]
@@ -200,18 +200,18 @@ with tempfile.TemporaryDirectory() as tmp:
             and os.environ.get("CI") != "true":
         print("skip the picture: gnuplot missing (gnuplot-nox)")
     else:
-        p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "nemesis_plot.py"), good, png],
+        p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "nemesis", "plot.py"), good, png],
                            capture_output=True, text=True, timeout=60)
         head = open(png, "rb").read(8) if os.path.exists(png) else b""
         gp = open(os.path.join(good, "plot", "ids.gp")).read() if p.returncode == 0 else ""
-        ok("nemesis_plot.py draws a PNG: one line per node and twin, each fault shaded",
+        ok("nemesis/plot.py draws a PNG: one line per node and twin, each fault shaded",
            p.returncode == 0 and head == b"\x89PNG\r\n\x1a\n" and gp.count(" rect from ") == 3 and
            all('title "%s"' % n in gp for n in ("n1", "n2", "n3", "n4", "ptwin1")),
            p.stdout + p.stderr)
 
 # The UUIDv7 half of the key space: PROTOCOL.md section 2's worked example.
 spec = importlib.util.spec_from_file_location("nemesis_client",
-                                              os.path.join(SCRIPTS, "nemesis_client.py"))
+                                              os.path.join(SCRIPTS, "nemesis", "client.py"))
 client = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(client)
 lay = client.Layout(EPOCH, 0, 10, 12)

@@ -4,7 +4,7 @@
  * sequence start rule (lib/id/fw_gen.h), on a scripted clock.
  *
  *   test_shards                    the unit test: the Done-when cells
- *   test_shards table [PER_SHARD]  the table scripts/bench-shards.sh prints
+ *   test_shards table [PER_SHARD]  the table scripts/bench/shards.sh prints
  *   test_shards ids RULE ARRIVALS RATE COUNT
  *                                  COUNT IDs, one a line (for the database load)
  *

@@ -17,19 +17,19 @@
 # user. On a 2-core machine flakesock, pgbench and the backends share the
 # cores: the figures are for comparing the rows with each other.
 #
-# usage: scripts/bench-pg.sh [--rows N] [--sessions "1 8"] [--batch B]
+# usage: scripts/bench/postgres.sh [--rows N] [--sessions "1 8"] [--batch B]
 #                            [--build-dir DIR] [--no-build]
 #   --rows      rows per load (default 100000)
 #   --sessions  session counts to load from (default "1 8")
 #   --batch     rows per INSERT statement (default 1: one row per statement)
 set -euo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$SRC/build
 ROWS=100000
 SESSIONS="1 8"
 BATCH=1
 NO_BUILD=""
-CMD="scripts/bench-pg.sh $*"
+CMD="scripts/bench/postgres.sh $*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rows) ROWS=$2; shift 2 ;;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shared by scripts/bench.sh and scripts/bench-responder.sh (sourced, not run):
+# Sourced (not run) by scripts/bench/performance.sh, and by scripts/bench/power.sh for stop_pid:
 # starting, bounding and stopping one memif pair, a system under test (SUT:
 # dpdk-testpmd macswap or flakewire, memif client) and flakeload (memif
 # server), each pinned to its own core and tracked by PID for the trap.

@@ -14,7 +14,7 @@
 #   - flakesock on a free loopback UDP port: the Snowflake keys are fetched
 #     live, batch by batch, with `flakectl get --range --csv`. UUIDv7 keys come
 #     from flakewire's UUID7 op when the responder advertises it (INFO features
-#     bit 0), else from the RFC 9562 generator in scripts/bench_keys.py; the
+#     bit 0), else from the RFC 9562 generator in scripts/bench/keys.py; the
 #     table says which.
 # The buffer pools (shared_buffers, innodb_buffer_pool_size) are deliberately
 # smaller than the indexes: --pool-mb (default 16). The table warns when the
@@ -29,7 +29,7 @@
 # clustered index (= table) size; then point lookups by key and time-range
 # scans (latency percentiles).
 #
-# Usage: scripts/bench-keys.sh [--quick] [--rows N] [--batch N] [--pool-mb MB]
+# Usage: scripts/bench/keys.sh [--quick] [--rows N] [--batch N] [--pool-mb MB]
 #                              [--lookups N] [--scans N] [--kinds LIST]
 #                              [--dbs LIST] [--out DIR] [--build-dir DIR]
 #                              [--no-build] [--keep-logs]
@@ -48,7 +48,7 @@
 # random keys (about 5,000 rows/s once the table outgrows the 16 MB pool).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build"
 OUT=""
 ROWS=1000000
@@ -61,7 +61,7 @@ DBS="pg,mariadb"
 QUICK=0
 DO_BUILD=1
 KEEP_LOGS=0
-INVOCATION="scripts/bench-keys.sh $*"
+INVOCATION="scripts/bench/keys.sh $*"
 
 usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "bench-keys: $*" >&2; exit 2; }
@@ -258,7 +258,7 @@ fi
 
 mkdir -p "$OUT"
 echo "bench-keys: $ROWS rows per kind, batches of $BATCH, pool ${POOL_MB} MB; dbs $DBS; kinds $KINDS" >&2
-"$PY" "$ROOT/scripts/bench_keys.py" "${PY_ARGS[@]}" \
+"$PY" "$ROOT/scripts/bench/keys.py" "${PY_ARGS[@]}" \
 	--flakectl "$FLAKECTL" --server "127.0.0.1:$FW_PORT" \
 	--rows "$ROWS" --batch "$BATCH" --pool-mb "$POOL_MB" --lookups "$LOOKUPS" --scans "$SCANS" \
 	--kinds "$KINDS" --out "$OUT" --command "$INVOCATION" \

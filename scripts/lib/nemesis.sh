@@ -356,7 +356,7 @@ node_clock() {
 
 # client_start NODE_NAME NS: the logging client inside NS, for the whole run.
 client_start() {
-	ip netns exec "$2" /usr/bin/python3 "$ROOT/scripts/nemesis_client.py" \
+	ip netns exec "$2" /usr/bin/python3 "$ROOT/scripts/nemesis/client.py" \
 		--server 10.77.0.2:4242 --out "$RUN/clients/$1.log" --seed "$((SEED + ${#NM_PIDS[@]}))" \
 		--seconds "$((TOTAL_S + 120))" --rate "$RATE" --stop "$RUN/stop" \
 		>"$RUN/clients/$1.err" 2>&1 &

@@ -15,11 +15,11 @@
 # The veth's kernel work (softirq) runs on the core of the sending process,
 # so both rows include some kernel time on both cores.
 #
-# Usage: scripts/bench-afxdp.sh [--runs N] [--duration S] [--concurrency "1 2"]
+# Usage: scripts/bench/afxdp.sh [--runs N] [--duration S] [--concurrency "1 2"]
 #                               [--build-dir DIR] [--no-build] [--keep-logs]
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build"
 RUNS=3
 DURATION=5

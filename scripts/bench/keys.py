@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Loads and measures primary-key kinds in PostgreSQL and MariaDB for
-scripts/bench-keys.sh, which starts the servers and flakesock and passes
+scripts/bench/keys.sh, which starts the servers and flakesock and passes
 their addresses; this file never starts or stops a server.
 
 Writes OUT/keys.json, OUT/keys.txt (the table, also printed) and the gnuplot
@@ -118,7 +118,7 @@ class KeySource:
             self.uuid7_source = ("flakewire UUID7 op (responder advertises INFO features bit 0; "
                                  "flakectl get --uuid7)")
         else:
-            self.uuid7_source = ("RFC 9562 generator in scripts/bench_keys.py (the responder "
+            self.uuid7_source = ("RFC 9562 generator in scripts/bench/keys.py (the responder "
                                  f"does not advertise UUID7: INFO features = {feats:#x})")
 
     def _flakectl(self, extra):
@@ -576,7 +576,7 @@ def table(headers, rows):
 
 def render(meta, res):
     out = []
-    out.append("flakewire primary-key benchmark (scripts/bench-keys.sh)")
+    out.append("flakewire primary-key benchmark (scripts/bench/keys.sh)")
     out.append(f"command:   {meta['command']}")
     out.append(f"date:      {meta['date']}")
     out.append(f"machine:   {meta['machine']}")

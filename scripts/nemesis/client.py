@@ -6,7 +6,7 @@ time, from several source ports (so every worker thread or lcore behind
 SO_REUSEPORT or RSS answers), mixing ID, LIST, RANGE and UUID7 at random
 (seeded), and logs every reply, IDs included, to --out.
 
-  nemesis_client.py --server H:P --out FILE --seed S --seconds T
+  scripts/nemesis/client.py --server H:P --out FILE --seed S --seconds T
                     [--rate R] [--sockets K] [--stop FILE]
 
 Every request is padded to the size of its full answer (lib/wire/PROTOCOL.md

@@ -18,7 +18,7 @@
 # its own data directory in a temp folder and a free loopback port, and
 # stopped at the end, also on failure. No system service is used.
 #
-# Usage: scripts/bench-shards.sh [--per-shard N] [--db-rows N] [--no-db]
+# Usage: scripts/bench/shards.sh [--per-shard N] [--db-rows N] [--no-db]
 #                                [--build-dir DIR] [--no-build] [--keep-logs]
 #   --per-shard N  IDs per shard in table 1 (default 100: issue 36's Done-when)
 #   --db-rows N    rows per table for N = 16 partitions (default 16000);
@@ -28,14 +28,14 @@
 # tables).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build"
 PER_SHARD=100
 DB_ROWS=16000
 DO_DB=1
 DO_BUILD=1
 KEEP_LOGS=0
-INVOCATION="scripts/bench-shards.sh $*"
+INVOCATION="scripts/bench/shards.sh $*"
 
 usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "bench-shards: $*" >&2; exit 2; }

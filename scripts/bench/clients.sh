@@ -26,13 +26,13 @@
 # median over the rounds, a ratio N/1 the median of the rounds' own ratios,
 # so the load other processes put on the machine falls on every cell alike.
 #
-# usage: scripts/bench-clients.sh [-b BUILD] [-s SECONDS] [-r ROUNDS]
+# usage: scripts/bench/clients.sh [-b BUILD] [-s SECONDS] [-r ROUNDS]
 #   -b  meson build dir with flakesock and bench_c (default: build)
 #   -s  seconds per measurement (default 1)
 #   -r  rounds, at least 5 (default 5)
 # A client whose toolchain is missing shows "-" in its rows.
 set -eu
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
 secs=1
 runs=5

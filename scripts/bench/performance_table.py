@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of scripts/bench.sh: reads the runs it left in --rundir (flakeload
+"""The table of scripts/bench/performance.sh: reads the runs it left in --rundir (flakeload
 and converted flakectl JSON, bench-core and callgrind text, meta.tsv with the
 commands) and writes table.txt, bench.json, latency.dat and latency.gp into
 --out. Prints the table.
@@ -11,7 +11,7 @@ taken per pair, and the row gives the median of the per-pair ratios with
 its interquartile range (IQR) and min/max. A row whose IQR is wider than
 --noisy-iqr (a share of its median) is marked `noisy` instead of yes/no.
 
-  bench_table.py --compare A/bench.json B/bench.json
+  performance_table.py --compare A/bench.json B/bench.json
 says, ratio row by ratio row, whether two runs' IQRs overlap."""
 import argparse
 import glob
@@ -130,7 +130,7 @@ def main(a):
                 out[int(m.group(1))] = json.load(open(p))
             except (OSError, ValueError, AttributeError):
                 continue
-            try:  # the share of a core each process had (bench-lib.sh run_pair)
+            try:  # the share of a core each process had (scripts/lib/bench.sh run_pair)
                 out[int(m.group(1))]["cpu"] = json.load(open(p[:-5] + ".cpu"))
             except (OSError, ValueError):
                 pass

@@ -9,11 +9,11 @@
 # the median of --pairs. Starts its own flakesock, mariadbd (own data dir,
 # loopback port) and stops them by PID at the end. Prints a Markdown table.
 #
-#   scripts/bench-mariadb.sh [--rows N] [--pairs P] [--build-dir DIR]
+#   scripts/bench/mariadb.sh [--rows N] [--pairs P] [--build-dir DIR]
 #     --rows N    rows per run (default 20000)
 #     --pairs P   interleaved pairs per connection count (default 5)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 ROWS=20000 PAIRS=5 BUILD=$ROOT/build
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -21,12 +21,12 @@ while [ $# -gt 0 ]; do
 	--pairs) PAIRS=$2; shift 2 ;;
 	--build-dir) BUILD=$(realpath "$2"); shift 2 ;;
 	-h | --help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-mariadb.sh: unknown argument $1" >&2; exit 2 ;;
+	*) echo "bench/mariadb.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 SO=$BUILD/clients/mariadb/flakewire_udf.so FLAKESOCK=$BUILD/app/flakesock/flakesock
-for f in "$SO" "$FLAKESOCK"; do [ -e "$f" ] || { echo "bench-mariadb.sh: $f missing (ninja -C $BUILD)" >&2; exit 1; }; done
-command -v mariadbd >/dev/null || { echo "bench-mariadb.sh: mariadbd missing (mariadb-server)" >&2; exit 1; }
+for f in "$SO" "$FLAKESOCK"; do [ -e "$f" ] || { echo "bench/mariadb.sh: $f missing (ninja -C $BUILD)" >&2; exit 1; }; done
+command -v mariadbd >/dev/null || { echo "bench/mariadb.sh: mariadbd missing (mariadb-server)" >&2; exit 1; }
 
 TMP=$(mktemp -d /tmp/fw-benchmy.XXXXXX)
 chmod 755 "$TMP"
@@ -94,11 +94,11 @@ run() { # TABLE CONNS: prints rows/s
 		"${M[@]}" b <"$TMP/$t.$c.$i.sql" &
 		pids+=($!)
 	done
-	for j in "${pids[@]}"; do wait "$j" || { echo "bench-mariadb.sh: a client failed" >&2; exit 1; }; done
+	for j in "${pids[@]}"; do wait "$j" || { echo "bench/mariadb.sh: a client failed" >&2; exit 1; }; done
 	b=$(date +%s%N)
 	local n
 	n=$("${M[@]}" -N b -e "SELECT COUNT(*) FROM $t")
-	[ "$n" -eq $(((ROWS / c) * c)) ] || { echo "bench-mariadb.sh: $t has $n rows" >&2; exit 1; }
+	[ "$n" -eq $(((ROWS / c) * c)) ] || { echo "bench/mariadb.sh: $t has $n rows" >&2; exit 1; }
 	/usr/bin/python3 -c "print(round($n / (($b - $a) / 1e9)))"
 }
 median() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -116,4 +116,4 @@ for c in 1 8; do
 	echo "| $c | $(median <<<"$A") | $(median <<<"$T") | $(median <<<"$R") |"
 done
 echo
-echo "command: scripts/bench-mariadb.sh --rows $ROWS --pairs $PAIRS; $ROWS rows a run, 100 a statement, medians of $PAIRS interleaved pairs; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "command: scripts/bench/mariadb.sh --rows $ROWS --pairs $PAIRS; $ROWS rows a run, 100 a statement, medians of $PAIRS interleaved pairs; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"

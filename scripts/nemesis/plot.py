@@ -5,9 +5,9 @@ the way Jepsen draws its reports: IDs per second per node over the run, one
 line per node (twins dashed), every fault shaded over the time it acted,
 one colour per kind, its target written at the top of the band.
 
-  nemesis_plot.py RUN_DIR [OUT.png]
+  scripts/nemesis/plot.py RUN_DIR [OUT.png]
 
-Reads RUN_DIR/clients/*.log and RUN_DIR/events.log (scripts/nemesis_check.py
+Reads RUN_DIR/clients/*.log and RUN_DIR/events.log (scripts/nemesis/check.py
 describes both), writes RUN_DIR/plot/ (the data and the gnuplot script) and
 OUT.png (default RUN_DIR/ids.png) with gnuplot's pngcairo terminal. A second
 in which a node issued nothing is drawn at the axis' floor (1), so that an
@@ -61,7 +61,7 @@ def per_second(path, t0):
 
 def main():
     if len(sys.argv) not in (2, 3) or not os.path.isdir(sys.argv[1]):
-        print("usage: nemesis_plot.py RUN_DIR [OUT.png]", file=sys.stderr)
+        print("usage: scripts/nemesis/plot.py RUN_DIR [OUT.png]", file=sys.stderr)
         return 2
     run = sys.argv[1]
     png = sys.argv[2] if len(sys.argv) == 3 else os.path.join(run, "ids.png")

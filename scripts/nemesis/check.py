@@ -3,12 +3,12 @@
 """The nemesis run's checker (scripts/nemesis.sh; doc/nemesis.md): reads a
 run's directory and decides.
 
-  nemesis_check.py RUN_DIR
+  scripts/nemesis/check.py RUN_DIR
 
 RUN_DIR holds events.log (what the nemesis did, unix us: "T ident NODE
 IDENTITY", "T fault KIND TARGET PARAM", "T heal KIND TARGET", "T phase
 start|settle|end", "T note ..."), clients/NODE.log (every reply a node's
-client got, scripts/nemesis_client.py), registry.log (flakectl fleet ls
+client got, scripts/nemesis/client.py), registry.log (flakectl fleet ls
 every 0.5 s, each after a "# T" line) and the responders' logs
 (NODE/resp.log, twin/*/resp.log), all optional but the client logs.
 
@@ -477,7 +477,7 @@ def check(run):
 
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
-        print("usage: nemesis_check.py RUN_DIR", file=sys.stderr)
+        print("usage: scripts/nemesis/check.py RUN_DIR", file=sys.stderr)
         return 2
     run = Run(sys.argv[1])
     try:

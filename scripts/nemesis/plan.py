@@ -4,7 +4,7 @@
 alone, so that --seed replays the same faults in the same order with the
 same targets, sizes and durations.
 
-  nemesis_plan.py --seed S --seconds T --nodes n1,n2,... --kinds k1,k2,...
+  scripts/nemesis/plan.py --seed S --seconds T --nodes n1,n2,... --kinds k1,k2,...
                   --lease-ms L --renew-ms R [--force k1,k2] [--sock-nodes n1,..]
                   [--long-node NODE --long-lease-ms LL] [--session-ms S]
 

@@ -16,12 +16,12 @@
 #    back where they were after warm-up, no RX mbuf allocation failure
 #    (/ethdev/stats rx_nombuf), VmRSS within 4 MiB of its post-warm-up value.
 #
-#   scripts/soak.sh [--minutes N | --seconds N]   (default 2 minutes; needs root)
+#   tests/system/faults/soak.sh [--minutes N | --seconds N]   (default 2 minutes; needs root)
 #
 # Binaries: FLAKEWIRE and FLAKECTL, else BUILD (default build)/app/... .
 # Exits 0 when every check holds, 1 otherwise, 77 when root or TAP is missing.
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 SECONDS_TOTAL=120
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -37,7 +37,7 @@ export FLAKEWIRE=${FLAKEWIRE:-$BUILD/app/flakewire/flakewire}
 export FLAKECTL=${FLAKECTL:-$BUILD/app/flakectl/flakectl}
 export WIRE_CLIENT=${WIRE_CLIENT:-$ROOT/tests/system/flakewire/wire_client.py}
 export FW_SRC=$ROOT
-. "$ROOT/tests/system/faults/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 CHUNK=20
 MEM_SLACK_KB=4096

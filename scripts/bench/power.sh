@@ -6,7 +6,7 @@
 # core 0), and the client's round-trip p50/p99 at that load. Modes the
 # platform or the driver refuses are listed with flakewire's reason. Also
 # probes which modes net_af_xdp (on a veth) accepts.
-# usage: scripts/bench-power.sh [BUILD_DIR]   (root; prints a table)
+# usage: scripts/bench/power.sh [BUILD_DIR]   (root; prints a table)
 set -u
 BUILD=${1:-build}
 FW=$(realpath "$BUILD/app/flakewire/flakewire")
@@ -16,7 +16,7 @@ RATE=${RATE:-1000}
 NS="fwpow-$$"
 TMP=$(mktemp -d /tmp/fwpow.XXXXXX)
 PID=""
-. "$(dirname "$(realpath "$0")")/bench-lib.sh" # stop_pid
+. "$(dirname "$(realpath "$0")")/../lib/bench.sh" # stop_pid
 stop() {
 	[ -n "$PID" ] || return 0
 	stop_pid "$PID"
@@ -29,7 +29,7 @@ cleanup() {
 	rm -rf "$TMP" "/var/run/dpdk/$NS"
 }
 trap cleanup EXIT
-[ "$(id -u)" -eq 0 ] || { echo "bench-power.sh: needs root" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || { echo "bench/power.sh: needs root" >&2; exit 1; }
 ip netns add "$NS"
 ip -n "$NS" link set lo up
 

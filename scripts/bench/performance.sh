@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Every flakewire benchmark in one command (issue 6): builds, runs, prints ONE
-# table (date, machine, the command behind each row, medians of the runs) and
-# writes it with a JSON and a PNG plot under build/bench/ (or --out DIR).
+# The benchmarks of doc/performance.md in one command (issue 6): the ID core,
+# the packet path (flakewire vs dpdk-testpmd over memif), the kernel path
+# (flakesock, Redis), latency under load and cycles per request. Builds, runs,
+# prints ONE table (date, machine, the command behind each row, medians of the
+# runs) and writes it with a JSON and a PNG plot under build/bench/ (or --out
+# DIR). One section alone: --only core (the ID core, `flakectl bench-core`),
+# --only path (flakewire vs testpmd). The other benchmarks (AF_XDP, power,
+# clients, keys, postgres, mariadb, shards) are their own scripts beside this
+# one (scripts/README.md).
 #
 # Ratio rows (3c, 3d, 4b, 4f-4h, C, Crx, Crxtx) are measured in pairs: the two
 # sides run back to back in short runs (--pair-duration), --pairs times,
@@ -50,7 +56,7 @@
 # every wait is bounded. Traffic only over memif sockets in a temp dir and the
 # loopback of a namespace created (and deleted) here.
 #
-# Usage: scripts/bench.sh [--quick] [--runs N] [--duration S] [--out DIR]
+# Usage: scripts/bench/performance.sh [--quick] [--runs N] [--duration S] [--out DIR]
 #                         [--pairs N] [--pair-duration S] [--noisy-iqr F]
 #                         [--build-dir DIR] [--no-build] [--profile]
 #                         [--sut-core C] [--load-core C] [--only LIST] [--keep-logs]
@@ -70,7 +76,7 @@
 # test that crashes fails the run: exit status 3 after the table.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build"
 OUT=""
 RUNS=3
@@ -176,7 +182,7 @@ PIDS=()
 NS=""
 
 BENCH_NAME=bench
-. "$ROOT/scripts/bench-lib.sh"
+. "$ROOT/scripts/lib/bench.sh"
 cleanup() {
 	[ -n "$NS" ] && ip netns del "$NS" 2>/dev/null || true
 	bench_cleanup
@@ -508,7 +514,7 @@ CPU="$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 LOADAVG="$(cut -d' ' -f1-3 /proc/loadavg)"
 # other busy processes: on a shared machine they are part of the result
 OTHERS="$(ps -eo pcpu=,pid=,comm= --sort=-pcpu | awk -v me=$$ '$1 > 20 && $2 != me { printf "%s(%s%%) ", $3, $1 }' | head -c 200)"
-"$PY" "$ROOT/scripts/bench_table.py" --rundir "$RUNDIR" --out "$OUT" --date "$DATE" \
+"$PY" "$ROOT/scripts/bench/performance_table.py" --rundir "$RUNDIR" --out "$OUT" --date "$DATE" \
 	--machine "$(nproc) cores, $CPU, $(uname -sr)" --load "$LOADAVG; busy at the end: ${OTHERS:-none}" \
 	--runs "$RUNS" --duration "$DURATION" --cores "$SUT_CORE/$LOAD_CORE" --quick "$QUICK" \
 	--pairs "$PAIRS" --pair-duration "$PAIR_DURATION" --noisy-iqr "$NOISY_IQR" \
