@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Constants shared by the XDP program (flakewire.bpf.c) and its userspace
- * loader (xdp.c): names the loader looks up in the kernel, the layout of the
+ * loader (prog.c): names the loader looks up in the kernel, the layout of the
  * configuration map and the counter indices.
  *
  * Included from BPF C and from userspace C, so it uses only <linux/types.h>.

@@ -1,28 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/xdp: the programs attached to an interface. Scans them (netlink query,
+ * then the programs behind a libxdp dispatcher), recognises flakewire's,
+ * reads and writes its configuration map and detaches it (fw_xdp.h).
+ */
 #include <errno.h>
-#include <ifaddrs.h>
-#include <limits.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <linux/ethtool.h>
 #include <linux/if_link.h>
-#include <linux/magic.h>
-#include <linux/sockios.h>
-#include <net/if_arp.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
-#include <sys/socket.h>
-#include <sys/statfs.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 
 #include "fw_xdp.h"
+#include "xdp_sys.h"
 
 #define FW_XDP_DISPATCHER_NAME "xdp_dispatcher"
 #define FW_XDP_MAX_MAPS        32
@@ -70,26 +64,6 @@ static void fw_quiet_end(const struct fw_quiet *q)
 	libxdp_set_print(q->xdp);
 }
 
-/* Our own errno when a call failed: never 0, so failure is never mistaken for success. */
-static int fw_neg_errno(void)
-{
-	return errno ? -errno : -EIO;
-}
-
-static int fw_ifindex(const char *ifname)
-{
-	unsigned int idx;
-
-	if (!ifname || !ifname[0] || strlen(ifname) >= IF_NAMESIZE)
-		return -EINVAL;
-	idx = if_nametoindex(ifname);
-	if (idx == 0)
-		return errno == ENXIO || errno == ENODEV || errno == 0 ? -ENODEV : -errno;
-	if (idx > INT_MAX)
-		return -ERANGE;
-	return (int)idx;
-}
-
 static void fw_prog_release(struct fw_prog *p)
 {
 	if (p->cfg_fd >= 0)
@@ -135,12 +109,12 @@ static int fw_prog_inspect(uint32_t id, struct fw_prog *p)
 	p->stats_fd = -1;
 	fd = bpf_prog_get_fd_by_id(id);
 	if (fd < 0)
-		return fw_neg_errno();
+		return fw_xdp_neg_errno();
 	memset(&info, 0, sizeof(info));
 	info.nr_map_ids = FW_ARRAY_SIZE(map_ids);
 	info.map_ids = (uint64_t)(uintptr_t)map_ids;
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0) {
-		err = fw_neg_errno();
+		err = fw_xdp_neg_errno();
 		goto out;
 	}
 	memcpy(p->name, info.name, sizeof(p->name));
@@ -260,7 +234,7 @@ static int fw_scan(const char *ifname, struct fw_xdp_info *info, int *cfg_fd)
 	if (!info)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
-	ifindex = fw_ifindex(ifname);
+	ifindex = fw_xdp_ifindex(ifname);
 	if (ifindex < 0)
 		return ifindex;
 	info->ifindex = ifindex;
@@ -335,12 +309,12 @@ static int fw_cfg_update(const char *ifname, int (*edit)(struct fw_xdp_cfg *, co
 	}
 	memset(&cfg, 0, sizeof(cfg));
 	if (bpf_map_lookup_elem(cfg_fd, &key, &cfg) < 0) {
-		err = fw_neg_errno();
+		err = fw_xdp_neg_errno();
 		goto out;
 	}
 	err = edit(&cfg, arg);
 	if (err == 0 && bpf_map_update_elem(cfg_fd, &key, &cfg, BPF_ANY) < 0)
-		err = fw_neg_errno();
+		err = fw_xdp_neg_errno();
 out:
 	if (cfg_fd >= 0)
 		close(cfg_fd);
@@ -406,7 +380,7 @@ static int fw_detach_direct(int ifindex, uint32_t id)
 	ids[2] = q.hw_prog_id;
 	fd = bpf_prog_get_fd_by_id(id);
 	if (fd < 0)
-		return fw_neg_errno();
+		return fw_xdp_neg_errno();
 	/* old_prog_fd makes the kernel detach only if our program is still the one attached. */
 	a.old_prog_fd = fd;
 	for (size_t i = 0; i < FW_ARRAY_SIZE(ids) && err == 0; i++)
@@ -505,318 +479,4 @@ FW_API const char *fw_xdp_stat_name(unsigned int stat)
 	};
 
 	return stat < FW_XDP_STAT_MAX ? names[stat] : "?";
-}
-
-FW_API int fw_xdp_ifinfo(const char *ifname, struct fw_xdp_ifinfo *info)
-{
-	struct ethtool_channels ch = {.cmd = ETHTOOL_GCHANNELS};
-	struct ifreq ifr;
-	int fd, idx, err = 0;
-
-	if (!info)
-		return -EINVAL;
-	memset(info, 0, sizeof(*info));
-	idx = fw_ifindex(ifname);
-	if (idx < 0)
-		return idx;
-	info->ifindex = idx;
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return fw_neg_errno();
-
-	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, ifname, strlen(ifname));
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
-		err = errno == ENXIO ? -ENODEV : fw_neg_errno();
-		goto out;
-	}
-	info->up = ifr.ifr_flags & IFF_UP;
-	info->running = ifr.ifr_flags & IFF_RUNNING;
-
-	if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0 && ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER) {
-		info->has_mac = true;
-		memcpy(info->mac, ifr.ifr_hwaddr.sa_data, sizeof(info->mac));
-	}
-
-	/* SIOCGIFADDR answers with the primary address; EADDRNOTAVAIL means none. */
-	ifr.ifr_addr.sa_family = AF_INET;
-	if (ioctl(fd, SIOCGIFADDR, &ifr) == 0) {
-		struct sockaddr_in sin;
-
-		memcpy(&sin, &ifr.ifr_addr, sizeof(sin));
-		info->has_ipv4 = true;
-		info->ipv4 = sin.sin_addr;
-	}
-
-	struct ifaddrs *ifa = NULL;
-	if (getifaddrs(&ifa) == 0) {
-		for (int pass = 0; pass < 2; pass++)
-			for (struct ifaddrs *i = ifa; i && info->n_ipv6 < FW_XDP_ADDR6_MAX;
-			     i = i->ifa_next) {
-				if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 ||
-				    strcmp(i->ifa_name, ifname))
-					continue;
-				const struct in6_addr *a =
-					&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)
-						 ->sin6_addr;
-				if (IN6_IS_ADDR_MULTICAST(a) || IN6_IS_ADDR_LOOPBACK(a) ||
-				    IN6_IS_ADDR_LINKLOCAL(a) != (pass == 1))
-					continue;
-				info->ipv6[info->n_ipv6++] = *a;
-			}
-		freeifaddrs(ifa);
-	}
-
-	ifr.ifr_data = (char *)&ch;
-	if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
-		info->channels_known = true;
-		info->combined = ch.combined_count;
-		info->rx = ch.rx_count;
-		info->max_combined = ch.max_combined;
-		info->max_rx = ch.max_rx;
-	} else if (errno != EOPNOTSUPP) {
-		err = fw_neg_errno();
-		goto out;
-	}
-	info->rx_queues = FW_MAX(info->combined + info->rx, 1u);
-out:
-	close(fd);
-	return err;
-}
-
-FW_API int fw_xdp_queues_fit(const struct fw_xdp_ifinfo *info, uint32_t start, uint32_t count)
-{
-	if (!info || count == 0)
-		return -EINVAL;
-	if (start >= info->rx_queues || count > info->rx_queues - start)
-		return -ERANGE;
-	return 0;
-}
-
-FW_API int fw_xdp_channels_hint(char *buf, size_t len, const char *ifname,
-				const struct fw_xdp_ifinfo *info, uint32_t needed)
-{
-	int n;
-
-	if (!buf || !ifname || !info)
-		return -EINVAL;
-	if (len > 0)
-		buf[0] = '\0';
-	if (!info->channels_known)
-		return -EOPNOTSUPP;
-	/* Keep the drivers' own kind of channel: combined for NICs, rx/tx for veth. */
-	if (info->max_combined >= needed)
-		n = snprintf(buf, len, "ethtool -L %s combined %u", ifname, needed);
-	else if (info->max_combined == 0 && info->max_rx >= needed)
-		n = snprintf(buf, len, "ethtool -L %s rx %u", ifname, needed);
-	else
-		return -EOPNOTSUPP;
-	if (n < 0 || (size_t)n >= len) {
-		if (len > 0)
-			buf[0] = '\0';
-		return -ENOSPC;
-	}
-	return n;
-}
-
-FW_API int fw_xdp_bpffs_check(const char *path)
-{
-	struct statfs st;
-
-	if (statfs(path ? path : FW_XDP_BPFFS, &st) < 0)
-		return errno == ENOENT ? -ENOENT : fw_neg_errno();
-	return st.f_type == BPF_FS_MAGIC ? 0 : -ENOENT;
-}
-
-FW_API int fw_xdp_bpffs_mount(const char *path)
-{
-	const char *p = path ? path : FW_XDP_BPFFS;
-
-	if (fw_xdp_bpffs_check(p) == 0)
-		return 0;
-	if (mount("bpf", p, "bpf", 0, NULL) < 0)
-		return fw_neg_errno();
-	return 0;
-}
-
-FW_API void fw_xdp_devargs_init(struct fw_xdp_devargs *a)
-{
-	if (!a)
-		return;
-	memset(a, 0, sizeof(*a));
-	a->queue_count = 1;
-	a->busy_budget = -1;
-}
-
-#define FW_PMD_PREFIX "net_af_xdp"
-
-static bool fw_devarg_value_ok(const char *s)
-{
-	return strpbrk(s, ",=") == NULL;
-}
-
-FW_API int fw_xdp_devargs_build(char *buf, size_t len, const struct fw_xdp_devargs *a)
-{
-	const char *name;
-	size_t off = 0;
-	int n;
-
-	if (!buf || !a)
-		return -EINVAL;
-	if (len > 0)
-		buf[0] = '\0';
-	name = a->name[0] ? a->name : FW_PMD_PREFIX "0";
-	if (strncmp(name, FW_PMD_PREFIX, strlen(FW_PMD_PREFIX)) != 0 || !a->iface[0] ||
-	    a->queue_count == 0 || !fw_devarg_value_ok(name) || !fw_devarg_value_ok(a->iface) ||
-	    !fw_devarg_value_ok(a->xdp_prog))
-		return -EINVAL;
-
-/* Appends one formatted piece; a truncated string is never returned. */
-#define FW_APPEND(...)                                                           \
-	do {                                                                     \
-		n = snprintf(buf + off, len > off ? len - off : 0, __VA_ARGS__); \
-		if (n < 0)                                                       \
-			return -EINVAL;                                          \
-		off += (size_t)n;                                                \
-	} while (0)
-
-	FW_APPEND("%s,iface=%s,start_queue=%u,queue_count=%u", name, a->iface, a->start_queue,
-		  a->queue_count);
-	if (a->shared_umem)
-		FW_APPEND(",shared_umem=1");
-	if (a->xdp_prog[0])
-		FW_APPEND(",xdp_prog=%s", a->xdp_prog);
-	if (a->busy_budget >= 0)
-		FW_APPEND(",busy_budget=%d", a->busy_budget);
-	if (a->force_copy)
-		FW_APPEND(",force_copy=1");
-#undef FW_APPEND
-	if (off >= len || off > INT_MAX) {
-		if (len > 0)
-			buf[0] = '\0';
-		return -ENOSPC;
-	}
-	return (int)off;
-}
-
-static int fw_parse_u32(const char *s, uint32_t max, uint32_t *out)
-{
-	unsigned long v;
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int fw_parse_copy(char *dst, size_t size, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0)
-		return -EINVAL;
-	if (n >= size)
-		return -ENAMETOOLONG;
-	memcpy(dst, s, n + 1);
-	return 0;
-}
-
-enum fw_devarg_key {
-	FW_KEY_IFACE,
-	FW_KEY_START_QUEUE,
-	FW_KEY_QUEUE_COUNT,
-	FW_KEY_SHARED_UMEM,
-	FW_KEY_XDP_PROG,
-	FW_KEY_BUSY_BUDGET,
-	FW_KEY_FORCE_COPY,
-};
-
-static const char *const fw_devarg_keys[] = {
-	[FW_KEY_IFACE] = "iface",
-	[FW_KEY_START_QUEUE] = "start_queue",
-	[FW_KEY_QUEUE_COUNT] = "queue_count",
-	[FW_KEY_SHARED_UMEM] = "shared_umem",
-	[FW_KEY_XDP_PROG] = "xdp_prog",
-	[FW_KEY_BUSY_BUDGET] = "busy_budget",
-	[FW_KEY_FORCE_COPY] = "force_copy",
-};
-
-static int fw_parse_pair(struct fw_xdp_devargs *a, enum fw_devarg_key k, const char *v)
-{
-	uint32_t u;
-	int err;
-
-	switch (k) {
-	case FW_KEY_IFACE:
-		return fw_parse_copy(a->iface, sizeof(a->iface), v);
-	case FW_KEY_XDP_PROG:
-		return fw_parse_copy(a->xdp_prog, sizeof(a->xdp_prog), v);
-	case FW_KEY_START_QUEUE:
-		return fw_parse_u32(v, UINT32_MAX, &a->start_queue);
-	case FW_KEY_QUEUE_COUNT:
-		err = fw_parse_u32(v, UINT32_MAX, &a->queue_count);
-		return err ? err : a->queue_count ? 0 : -EINVAL;
-	case FW_KEY_BUSY_BUDGET:
-		err = fw_parse_u32(v, INT32_MAX, &u);
-		a->busy_budget = (int32_t)u;
-		return err;
-	case FW_KEY_SHARED_UMEM:
-	case FW_KEY_FORCE_COPY:
-		err = fw_parse_u32(v, 1, &u);
-		if (k == FW_KEY_SHARED_UMEM)
-			a->shared_umem = u;
-		else
-			a->force_copy = u;
-		return err;
-	}
-	return -EINVAL;
-}
-
-FW_API int fw_xdp_devargs_parse(const char *str, struct fw_xdp_devargs *a)
-{
-	char *copy, *tok, *save = NULL, *eq;
-	unsigned int seen = 0;
-	int err = 0;
-
-	if (!str || !a)
-		return -EINVAL;
-	fw_xdp_devargs_init(a);
-	copy = strdup(str);
-	if (!copy)
-		return -ENOMEM;
-	tok = strtok_r(copy, ",", &save);
-	if (!tok || strncmp(tok, FW_PMD_PREFIX, strlen(FW_PMD_PREFIX)) != 0 || strchr(tok, '=')) {
-		err = -EINVAL;
-		goto out;
-	}
-	err = fw_parse_copy(a->name, sizeof(a->name), tok);
-	while (err == 0 && (tok = strtok_r(NULL, ",", &save)) != NULL) {
-		size_t k;
-
-		eq = strchr(tok, '=');
-		if (!eq) {
-			err = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		for (k = 0; k < FW_ARRAY_SIZE(fw_devarg_keys); k++)
-			if (strcmp(tok, fw_devarg_keys[k]) == 0)
-				break;
-		if (k == FW_ARRAY_SIZE(fw_devarg_keys) || (seen & (1u << k))) {
-			err = -EINVAL;
-			break;
-		}
-		seen |= 1u << k;
-		err = fw_parse_pair(a, (enum fw_devarg_key)k, eq + 1);
-	}
-	if (err == 0 && !(seen & (1u << FW_KEY_IFACE)))
-		err = -EINVAL;
-out:
-	free(copy);
-	return err;
 }
