@@ -8,8 +8,11 @@
 Every ```sh, ```bash, ```shell and ```console block of a PAGE runs, in the
 page's order, in ONE bash session per page (variables, functions and
 background jobs carry from block to block, as in a reader's terminal). Of a
-```console block only the lines starting with `$ ` run (the rest is output,
-not checked). The session:
+```console block the lines starting with `$ ` run (with the lines a
+trailing backslash continues), and the output shown after each is checked
+loosely: every shown line, whitespace collapsed, must be found in order in
+the command's output (`...` in a line stands for anything; other lines may
+come between). The session:
 
   - starts in a fresh directory that looks like a built checkout: every
     top-level entry of SRC linked there, `build` linked to BUILD (so the
@@ -131,18 +134,70 @@ def script_of(blocks):
             continue
         lines.append("echo \"--- %s:%d ($SECONDS s)\" >&2" % (b.page, b.line))
         where[len(lines)] = b.line
-        cont = False
-        for n, text in b.lines:
-            if b.lang == "console":
-                if text.startswith("$ "):
-                    text, cont = text[2:], text.rstrip().endswith("\\")
-                elif cont:
-                    cont = text.rstrip().endswith("\\")
-                else:
-                    text = ""
-            lines.append(text)
-            where[len(lines)] = n
+        if b.lang != "console":
+            for n, text in b.lines:
+                lines.append(text)
+                where[len(lines)] = n
+            continue
+        for cmd, shown in console_commands(b.lines):
+            # the command's output kept, shown, then matched against the page's
+            lines.append("{")
+            for n, text in cmd:
+                lines.append(text)
+                where[len(lines)] = n
+            lines.append('} >"$FW_DOCS_OUT" 2>&1 || { rc=$?; cat "$FW_DOCS_OUT"; (exit $rc); }')
+            where[len(lines)] = cmd[-1][0]
+            lines.append('cat "$FW_DOCS_OUT"')
+            if shown:
+                lines.append("python3 %s expect \"$FW_DOCS_OUT\" <<'FW_DOCS_EOF'" %
+                             os.path.abspath(__file__))
+                where[len(lines)] = shown[0][0]
+                lines += [t for _, t in shown]
+                lines.append("FW_DOCS_EOF")
     return "\n".join(lines) + "\n", where
+
+
+def console_commands(body):
+    """A ```console block's commands ([(line, text)], `$ ` taken off, lines
+    ending in a backslash continued) each with the output shown after it."""
+    out, cont = [], False
+    for n, text in body:
+        if text.startswith("$ ") and not cont:
+            out.append(([(n, text[2:])], []))
+            cont = text.rstrip().endswith("\\")
+        elif cont:
+            out[-1][0].append((n, text))
+            cont = text.rstrip().endswith("\\")
+        elif out and text.strip():
+            out[-1][1].append((n, text))
+    return out
+
+
+def _norm(s):
+    return " ".join(s.split())
+
+
+def cmd_expect(actual_file):
+    """Loose check of a shown output (stdin) against the actual one: every
+    shown line, whitespace collapsed, is found in order in a line of the
+    actual output; `...` in a shown line stands for anything, a line of only
+    `...` is skipped."""
+    with open(actual_file, errors="replace") as f:
+        actual = [_norm(l) for l in f.read().split("\n")]
+    i = 0
+    for want in sys.stdin.read().split("\n"):
+        want = _norm(want)
+        if not want or want == "...":
+            continue
+        rx = re.compile(".*".join(re.escape(p.strip()) for p in want.split("...")))
+        while i < len(actual) and not rx.search(actual[i]):
+            i += 1
+        if i == len(actual):
+            print("docs-run: the page shows `%s`, which the command did not print "
+                  "(in that order)" % want)
+            return 1
+        i += 1
+    return 0
 
 
 def group_pids(pgid):
@@ -194,6 +249,7 @@ def stop_group(pgid):
 def run_page(src, build, rel, blocks, timeout):
     """Runs one page; returns a list of failure lines (empty: passed)."""
     script, where = script_of(blocks)
+    texts = {n: t for b in blocks for n, t in b.lines}
     work = tempfile.mkdtemp(prefix="fw-docs-run.")
     fails = []
     try:
@@ -209,6 +265,7 @@ def run_page(src, build, rel, blocks, timeout):
                                 ("flakectl", "flakesock", "flakewire")] + [env.get("PATH", "/usr/bin:/bin")])
         env["TMPDIR"] = os.path.join(work, ".tmp")
         env["FW_DOCS_FAILED"] = failed
+        env["FW_DOCS_OUT"] = os.path.join(work, ".out")
         with open(os.path.join(work, ".script.sh"), "w") as f:
             f.write(script)
         log = open(os.path.join(work, ".log"), "w+")
@@ -242,7 +299,13 @@ def run_page(src, build, rel, blocks, timeout):
                 with open(failed) as f:
                     ln, st, cmd = (f.read().strip().split(" ", 2) + ["", ""])[:3]
                 line = where.get(int(ln)) if ln.isdigit() else None
-                what = "%s:%s: `%s` exited %s" % (rel, line or "?", cmd, st)
+                if " expect " in cmd and cmd.startswith("python3 "):
+                    what = "%s:%s: the output shown from here on is not what the command " \
+                           "printed (above)" % (rel, line or "?")
+                else:
+                    if line in texts:  # what the reader sees on that line
+                        cmd = texts[line].strip()
+                    what = "%s:%s: `%s` exited %s" % (rel, line or "?", cmd, st)
             fails.append(what)
         elif left:
             fails.append("%s: left %d process(es) running after its last block (a page stops "
@@ -263,6 +326,8 @@ VERBOSE = False
 
 def main(argv):
     global VERBOSE
+    if len(argv) == 3 and argv[1] == "expect":
+        return cmd_expect(argv[2])
     timeout = 120
     if len(argv) > 1 and argv[1] == "-v":
         VERBOSE = True
