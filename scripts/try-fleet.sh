@@ -8,13 +8,17 @@
 #
 #   scripts/try-fleet.sh zookeeper DIR   start; prints e.g. 127.0.0.1:41234,...
 #   scripts/try-fleet.sh etcd DIR        start; prints e.g. http://127.0.0.1:41236,...
+#   scripts/try-fleet.sh etcd DIR PKI    the same over TLS with client certificates:
+#                                        PKI holds ca.pem, server.pem/.key, client.pem/.key
+#                                        (doc/fleet.md's openssl commands); https://...
 #   scripts/try-fleet.sh stop DIR        stop what DIR holds (by PID) and remove DIR
 #
-# Not for production: no authentication, loopback only, small timeouts.
+# Not for production: loopback only, small timeouts, no authentication but
+# etcd's client certificates.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-what=${1:-} DIR=${2:-}
-[ -n "$what" ] && [ -n "$DIR" ] || { sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+what=${1:-} DIR=${2:-} PKI=${3:-}
+[ -n "$what" ] && [ -n "$DIR" ] || { sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 case $what in
 zookeeper | etcd)
 	[ ! -e "$DIR/pids" ] || { echo "try-fleet.sh: $DIR already holds a registry (stop it first)" >&2; exit 1; }
@@ -26,6 +30,12 @@ zookeeper | etcd)
 		echo "${ZK_PID[@]}" >"$DIR/pids"
 		echo "$ZK_CONNECT" >"$DIR/connect"
 	else
+		if [ -n "$PKI" ]; then
+			for f in ca.pem server.pem server.key client.pem client.key; do
+				[ -r "$PKI/$f" ] || { echo "try-fleet.sh: $PKI/$f missing (doc/fleet.md makes it)" >&2; exit 1; }
+			done
+			ETCD_TLS_DIR=$(cd "$PKI" && pwd)
+		fi
 		. "$ROOT/tests/system/fleet/etcd.sh"
 		etcd_start "$DIR" 3 || { echo "try-fleet.sh: etcd did not start (see $DIR/etcd*/)" >&2; etcd_stop_all; exit 1; }
 		echo "${ETCD_PID[@]}" >"$DIR/pids"
@@ -39,6 +49,8 @@ stop)
 	kill -TERM "${pids[@]}" 2>/dev/null
 	for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || break; sleep 0.1; done
 	kill -KILL "${pids[@]}" 2>/dev/null
+	# not our children (an earlier call started them): gone when kill -0 fails
+	for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || break; sleep 0.1; done
 	rm -rf "$DIR"
 	;;
 *)

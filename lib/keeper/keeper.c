@@ -669,7 +669,9 @@ enum fw_keeper_wstate fw_keeper_wstate_of(const struct fw_keeper_snap *s, uint64
 	/* the order of the generator's own checks: the lease, then its clock, then the floors */
 	if (s->lease_ms != FW_KEEPER_NO_LIMIT && s->lease_ms < now_ms)
 		return FW_KEEPER_W_NO_LEASE;
-	if (last_ms > now_ms + max_backstep_ms)
+	/* a last ms at the floor was never issued: the floor sets it (a mark ahead at start
+	 * waits, as the generator answers RETRY_AFTER there, not CLOCK_UNSAFE) */
+	if (last_ms > now_ms + max_backstep_ms && last_ms > s->floor_ms)
 		return FW_KEEPER_W_CLOCK_UNSAFE;
 	if (s->floor_ms >= now_ms || s->mark_ms < now_ms)
 		return FW_KEEPER_W_WAITING;

@@ -563,6 +563,10 @@ static void test_worker_state(void **state)
 	s.lease_ms = FW_KEEPER_NO_LIMIT;
 	s.floor_ms = 1000; /* a takeover's floor, or the mark at start, not yet passed */
 	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 0, 10), FW_KEEPER_W_WAITING);
+	/* a mark 2 minutes ahead at start: the worker's last ms is its floor, never issued
+	 * (doc/runbook.md's "Try it here" showed clock_unsafe while the wire said RETRY_AFTER) */
+	s.floor_ms = 121000;
+	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 121000, 10), FW_KEEPER_W_WAITING);
 	s.floor_ms = 90;
 	s.mark_ms = 999; /* the reservation on disk is behind the clock */
 	assert_int_equal(fw_keeper_wstate_of(&s, 1000, 0, 10), FW_KEEPER_W_WAITING);

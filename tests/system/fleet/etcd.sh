@@ -16,12 +16,18 @@
 #
 # ETCD_BIND (default 127.0.0.1): the client URL's address; 0.0.0.0 inside a
 # test's own namespace lets nodes in other namespaces reach it over a veth.
+# ETCD_TLS_DIR (default empty): a directory with ca.pem, server.pem,
+# server.key, client.pem and client.key (doc/fleet.md's openssl commands make
+# them): the members serve https:// with client certificate authentication
+# (peers stay http:// on loopback) and ETCD_ENDPOINTS are https://.
 
 ETCD_DIR=""
 ETCD_N=0
 ETCD_PREFIX=""
 ETCD_ENDPOINTS=""
 ETCD_BIND=${ETCD_BIND:-127.0.0.1}
+ETCD_TLS_DIR=${ETCD_TLS_DIR:-}
+ETCD_SCHEME=http
 declare -a ETCD_PID ETCD_CPORT ETCD_PPORT
 
 etcd_free_port() {
@@ -39,11 +45,15 @@ etcd_cluster_arg() {
 etcd_start_one() {
 	local i=$1 d="$ETCD_DIR/etcd$1" state=new
 	[ -d "$d/data/member" ] && state=existing
+	local -a tls=()
 	mkdir -p "$d"
+	[ -z "$ETCD_TLS_DIR" ] || tls=(--cert-file "$ETCD_TLS_DIR/server.pem"
+		--key-file "$ETCD_TLS_DIR/server.key" --client-cert-auth
+		--trusted-ca-file "$ETCD_TLS_DIR/ca.pem")
 	# shellcheck disable=SC2086
 	${ETCD_PREFIX} etcd --name "m$i" --data-dir "$d/data" \
-		--listen-client-urls "http://$ETCD_BIND:${ETCD_CPORT[$i]}" \
-		--advertise-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
+		--listen-client-urls "$ETCD_SCHEME://$ETCD_BIND:${ETCD_CPORT[$i]}" \
+		--advertise-client-urls "$ETCD_SCHEME://127.0.0.1:${ETCD_CPORT[$i]}" "${tls[@]}" \
 		--listen-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
 		--initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
 		--initial-cluster "$(etcd_cluster_arg)" --initial-cluster-state "$state" \
@@ -68,8 +78,11 @@ etcd_stop_all() {
 
 # etcd_status I: member I's /v3/maintenance/status reply (empty if it does not answer).
 etcd_status() {
-	${ETCD_PREFIX} curl -s -m 1 -X POST -d '{}' \
-		"http://127.0.0.1:${ETCD_CPORT[$1]}/v3/maintenance/status" 2>/dev/null
+	local -a tls=()
+	[ -z "$ETCD_TLS_DIR" ] || tls=(--cacert "$ETCD_TLS_DIR/ca.pem"
+		--cert "$ETCD_TLS_DIR/client.pem" --key "$ETCD_TLS_DIR/client.key")
+	${ETCD_PREFIX} curl -s -m 1 "${tls[@]}" -X POST -d '{}' \
+		"$ETCD_SCHEME://127.0.0.1:${ETCD_CPORT[$1]}/v3/maintenance/status" 2>/dev/null
 }
 
 etcd_leader() {
@@ -113,10 +126,12 @@ etcd_start() {
 	local i
 	command -v etcd >/dev/null || { echo "etcd not found (Debian package etcd-server)"; return 1; }
 	ETCD_ENDPOINTS=""
+	ETCD_SCHEME=http
+	[ -z "$ETCD_TLS_DIR" ] || ETCD_SCHEME=https
 	for ((i = 1; i <= ETCD_N; i++)); do
 		ETCD_CPORT[$i]=$(etcd_free_port)
 		ETCD_PPORT[$i]=$(etcd_free_port)
-		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}http://127.0.0.1:${ETCD_CPORT[$i]}"
+		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}$ETCD_SCHEME://127.0.0.1:${ETCD_CPORT[$i]}"
 	done
 	for ((i = 1; i <= ETCD_N; i++)); do etcd_start_one "$i"; done
 	etcd_wait_ready 30
