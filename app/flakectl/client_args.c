@@ -25,6 +25,40 @@ void client_args_init(struct client_args *ca)
 	ca->timeout_ms = CLIENT_ARGS_TIMEOUT_DEF;
 }
 
+/*
+ * A bracketless IPv6 address is refused (true, the error printed naming the
+ * form to use): "::1:4246" is itself an address (0::1:4246, port 4242), so a
+ * port written after a bare address would silently go elsewhere.
+ */
+static bool bare_ipv6(const char *cmd, const char *val)
+{
+	const char *first = strchr(val, ':'), *last = strrchr(val, ':');
+	char *end;
+
+	if (val[0] == '[' || first == NULL || first == last)
+		return false; /* bracketed, a host name, or HOST:PORT */
+	unsigned long port = last[1] >= '0' && last[1] <= '9' ? strtoul(last + 1, &end, 10) : 0;
+	char addr[INET6_ADDRSTRLEN + 1];
+	struct in6_addr a6;
+	size_t alen = (size_t)(last - val);
+	bool split = port >= 1 && port <= 65535 && *end == '\0' && alen < sizeof(addr);
+	if (split) { /* what comes before the last colon must be an address itself */
+		memcpy(addr, val, alen);
+		addr[alen] = '\0';
+		split = inet_pton(AF_INET6, addr, &a6) == 1;
+	}
+	if (split)
+		fc_err(cmd,
+		       "--server %s: an IPv6 address needs brackets: [%.*s]:%lu for port %lu "
+		       "of %.*s, or [%s] for the address %s (port %d)",
+		       val, (int)(last - val), val, port, port, (int)(last - val), val, val, val,
+		       FW_WIRE_DEFAULT_PORT);
+	else
+		fc_err(cmd, "--server %s: an IPv6 address needs brackets: [%s] or [%s]:PORT", val,
+		       val, val);
+	return true;
+}
+
 int client_args_parse(struct client_args *ca, int argc, char **argv, int *i)
 {
 	const char *val;
@@ -45,6 +79,8 @@ int client_args_parse(struct client_args *ca, int argc, char **argv, int *i)
 		fc_err(argv[0], "--server: empty, expected HOST:PORT");
 		return -1;
 	}
+	if (bare_ipv6(argv[0], val))
+		return -1;
 	if (ca->n == CLIENT_ARGS_SERVERS_MAX) {
 		fc_err(argv[0], "--server %s: too many servers (at most %d)", val,
 		       CLIENT_ARGS_SERVERS_MAX);
@@ -162,7 +198,8 @@ void client_args_help(FILE *f, enum client_args_mode mode)
 			"  --server HOST:PORT    responder to load (default " CLIENT_ARGS_DEFAULT
 			");\n"
 			"                        repeat it to spread the threads over several;\n"
-			"                        IPv6: [2001:db8::5]:4242, families may be mixed\n"
+			"                        IPv6 in brackets: [2001:db8::5]:4242 (a bare\n"
+			"                        IPv6 address is refused); families may be mixed\n"
 			"  --timeout MS          wait for each reply, %d-%d (default %d); a "
 			"request\n"
 			"                        not answered by then counts as a timeout (the\n"
@@ -173,7 +210,7 @@ void client_args_help(FILE *f, enum client_args_mode mode)
 			"  --server HOST:PORT    responder to ask (default " CLIENT_ARGS_DEFAULT
 			");\n"
 			"                        repeat it to fail over in order (IPv4 and IPv6\n"
-			"                        mixed: [2001:db8::5]:4242)\n"
+			"                        mixed; IPv6 in brackets: [2001:db8::5]:4242)\n"
 			"  --timeout MS          give up on a responder after MS ms, %d-%d "
 			"(default\n"
 			"                        %d); it is asked %d times, waiting MS/7, 2MS/7, "

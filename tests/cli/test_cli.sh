@@ -29,6 +29,16 @@ expect_usage "help for an unknown command" "'frobnicate'" help frobnicate
 expect_ok "--version" --version
 expect_match "--version prints one" "$out" '^flakectl [0-9]+\.[0-9]+'
 
+# issue 38: a bare IPv6 address is refused with the bracketed form (::1:4246 is itself
+# an address, so the port was silently part of it: no reply, no error)
+for c in get info bench; do
+	expect_usage "$c --server ::1:4246: refused naming [::1]:4246" "[::1]:4246 for port 4246" \
+		"$c" --server ::1:4246 --timeout 200
+done
+expect_usage "--server ::1: refused naming [::1]" "[::1] or [::1]:PORT" get --server ::1 --timeout 200
+expect_usage "--server 2001:db8::5:4242 (second of two)" "[2001:db8::5]:4242" \
+	get --server 127.0.0.1:1 --server 2001:db8::5:4242 --timeout 200
+
 expect_ok "bench-core runs" bench-core --runs 3 --iterations 5000
 for op in fw_gen_next "fw_gen_list 100" "fw_gen_range 1" "fw_gen_range 100" \
 	"fw_gen_range 4096" fw_clock_ms; do
