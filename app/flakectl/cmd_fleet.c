@@ -42,7 +42,8 @@ static void fleet_help(FILE *f)
 		"            its owner is alive, i.e. renewals fail; an owner whose session is\n"
 		"            gone while its lease runs), 3 when the registry cannot be read\n"
 		"            (ls too: 3 when the registry cannot be read, 1 when no fleet\n"
-		"            is at --root)\n"
+		"            is at --root; with the registry down, each node's own leases\n"
+		"            are on its /metrics: flakectl status --metrics HOST:PORT)\n"
 		"  secure    ZooKeeper: gives a fleet created with open ACLs the fleet's ACL\n"
 		"            (all permissions for --auth-file's principal, read for anyone)\n"
 		"\n"
@@ -259,7 +260,12 @@ int cmd_fleet(int argc, char **argv)
 	int rc = fw_fleet_list_read(zk, root, (uint32_t)timeout, &l, err, sizeof(err));
 	if (rc != 0) {
 		fc_err(cmd, "%s", msg(err));
-		return rc == -ENOENT ? FC_EXIT_FAIL : FLEET_EXIT_UNKNOWN; /* unreadable: 3 */
+		if (rc == -ENOENT)
+			return FC_EXIT_FAIL;
+		/* who holds what is only in the registry; each node still knows its own */
+		fc_err(cmd, "the registry cannot be read: each node's own leases (seconds left, "
+			    "ended) are on its /metrics: flakectl status --metrics HOST:PORT");
+		return FLEET_EXIT_UNKNOWN; /* unreadable: 3 */
 	}
 	rc = !strcmp(sub, "ls") ? fleet_ls(&l) : fleet_check(&l, warn);
 	fw_fleet_list_free(&l);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # flakectl fleet without a ZooKeeper: usage errors exit 2 naming the
-# argument; an unreachable ensemble exits 1 (ls) or 3 (check).
+# argument; an unreachable ensemble exits 3 (ls and check), saying where each
+# node's own leases are meanwhile (the runbook's FlakewireLeaseEnding step).
 # usage: test_fleet_cli.sh FLAKECTL
 set -u
 CTL=$1
@@ -28,6 +29,8 @@ expect 2 "release (missing)" fleet release --zk 127.0.0.1:1 --root /x
 expect 2 "\-\-timeout" fleet ls --zk 127.0.0.1:1 --root /x --timeout 5
 expect 3 "does not answer within 300 ms" fleet ls --zk 127.0.0.1:1 --root /x --timeout 300
 expect 3 "does not answer" fleet check --zk 127.0.0.1:1 --root /x --timeout 300
+expect 3 "own leases .* on its /metrics: flakectl status --metrics HOST:PORT" \
+	fleet ls --zk 127.0.0.1:1 --root /x --timeout 300
 expect 0 "flakectl fleet ls" fleet --help
 # issue 33: an endpoint with user info is refused, and the secret is never echoed
 out=$("$CTL" fleet ls --etcd http://fw:s3cret@127.0.0.1:1 --root /x --timeout 300 2>&1)
