@@ -52,7 +52,8 @@ static void status_help(FILE *f)
 		   "over 100 ms, over 10 %% RETRY_AFTER or 5 %% drops in the interval);\n"
 		   "2 CRITICAL (no worker can issue: flakewire_worker_state, what /readyz\n"
 		   "reads; the mark cannot be persisted, issuing stopped at the mark,\n"
-		   "CLOCK_UNSAFE replies, a lease ended or ending within 60 s); 3 UNKNOWN\n"
+		   "CLOCK_UNSAFE replies, a lease ended or ending within 60 s (a quarter\n"
+		   "of a lease under 4 minutes), starting); 3 UNKNOWN\n"
 		   "(endpoint unreachable, not flakewire metrics, or bad arguments).\n"
 		   "\n"
 		   "  --metrics HOST:PORT   the endpoint (default 127.0.0.1:9842; [::1]:9842)\n"
@@ -439,6 +440,10 @@ int cmd_status(int argc, char **argv)
 		       sum(cur, "flakewire_ids_total", NULL));
 	}
 
+	/* "ending" as in the alert rule: under a minute, or under a quarter of a
+	 * lease shorter than 4 minutes (a renewing node never falls that low) */
+	double lease_len = sum(cur, "flakewire_fleet_lease_length_seconds", NULL);
+	double ending = isnan(lease_len) ? 60 : fmin(60, lease_len / 4);
 	bool lease = false;
 	for (size_t i = 0; i < cur->n; i++) {
 		if (strcmp(cur->s[i].name, "flakewire_fleet_lease_remaining_seconds"))
@@ -450,14 +455,20 @@ int cmd_status(int argc, char **argv)
 		       cur->s[i].v);
 		if (cur->s[i].v < 0)
 			raise_to(&st, ST_CRITICAL, why, sizeof(why), "a fleet lease ended");
-		else if (cur->s[i].v < 60)
-			raise_to(&st, ST_CRITICAL, why, sizeof(why),
-				 "a fleet lease ends within 60 s");
+		else if (cur->s[i].v < ending) {
+			char r[64];
+			snprintf(r, sizeof(r), "a fleet lease ends within %.3g s", ending);
+			raise_to(&st, ST_CRITICAL, why, sizeof(why), r);
+		}
 	}
 	printf(lease ? "\n" : "%-9s none (no fleet)\n", "leases");
 
-	/* after the causes above, so the verdict names the cause first */
-	if (n_w && n_issuing == 0)
+	/* after the causes above, so the verdict names the cause first; workers
+	 * exported but no state yet: started, not serving (/readyz answers 503) */
+	if (!n_w && sum(cur, "flakewire_workers", NULL) > 0)
+		raise_to(&st, ST_CRITICAL, why, sizeof(why),
+			 "starting: no worker serves yet (/readyz answers 503)");
+	else if (n_w && n_issuing == 0)
 		raise_to(&st, ST_CRITICAL, why, sizeof(why),
 			 "no worker can issue (see states; /readyz answers 503)");
 	else if (n_w && n_issuing < n_w)

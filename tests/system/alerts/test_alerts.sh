@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Every cause doc/runbook.md lists for an alert of config/prometheus/
+# flakewire-alerts.yml, provoked on a real responder (flakesock, and
+# flakesock-testclock for the clock, in a namespace of the test's own; the
+# fleet against an etcd member of its own): its /metrics scraped, the
+# scrapes fed to `promtool test rules` as input_series, and the alert must
+# fire, with every other alert of the file silent unless the cause fires it
+# too (named below), and silent before the cause was provoked; at the same
+# moment `flakectl status` for that node must not say OK (issue 38:
+# hand-written series let FlakewireNotIssuing pass while the real metric
+# said otherwise).
+#
+# Time scale: every target is scraped together once per 0.25 s
+# (alertseries.py scrape, one round); promtool reads round k at k minutes
+# (interval and evaluation_interval 1m). The values are the real scrapes
+# (a failed scrape is up 0 and stale markers, as Prometheus records it);
+# only the clock between them is stretched 240 times, so `for: 15m` is
+# 16 rounds (4 s) and rate()[5m] is over 5 rounds. Value thresholds (lease
+# seconds left, clock offset, mark ahead) are the real values. Rates stay
+# right as ratios: RetryAfterHigh and DropRate compare rates of one node.
+#
+# Causes that cannot be provoked here, and why:
+# - FlakewireMarkFailing "I/O error": no block device to fail (no
+#   device-mapper in a test namespace); disk full and read-only are the
+#   same failed write of the mark.
+# - FlakewireClockUnsafe: the responders' clock never goes back (lib/keeper
+#   slews; faults-clock-back-* assert no CLOCK_UNSAFE after a 1 h step
+#   back), so no real responder answers CLOCK_UNSAFE; its rule is tested on
+#   written series in config/prometheus/flakewire-alerts.test.yml only.
+# - FlakewireClockOffset "the TSC rate keeps changing": the keeper corrects
+#   a rate error at every re-anchor (1 s); with the test clock's tick_ppm at
+#   +-5 % the offset stayed under 0.08 s, at -20 % it stepped forward every
+#   second and sat at 0.105 s, on the 0.1 s threshold: no stable
+#   provocation, so the slew after a step back is the cause provoked.
+# - FlakewireDropRate reasons of flakewire's DPDK path only (rate_limited,
+#   martian_*, bad_cksum, tx_full): flakesock has no rate limit and no link
+#   layer; tests/system/flakewire test_hostile/test_malformed count them on
+#   flakewire's /metrics and the rule sums every reason but not_us, not_ip
+#   and ip_proto. flakesock's own reasons are provoked: source,
+#   reflector_port, wire_magic, wire_short, wire_reply.
+# - FlakewireDown "the host is down": the same failed scrape as a killed
+#   process (provoked), and "[metrics] listen changed" (provoked).
+# ALERTS_KEEP=DIR keeps the scrapes, the spec and the promtool file there.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib.sh"
+export FW_STORE=etcd
+. "$HERE/../fleet/registry.sh"
+PY=/usr/bin/python3
+AS=("$PY" "$HERE/alertseries.py")
+RULES=$FW_SRC/config/prometheus/flakewire-alerts.yml
+PERIOD=0.25
+command -v promtool >/dev/null || { echo "FAIL: promtool missing (Debian package prometheus)"; exit 1; }
+[ -x "${FLAKESOCK_TESTCLOCK:-}" ] || { echo "FAIL: flakesock-testclock not built"; exit 1; }
+
+sys_init alerts
+T=$SYS_TMP
+MOUNTS=()
+alerts_cleanup() {
+	local pid m i live
+	touch "$T/s/stop" 2>/dev/null
+	# the two nodes whose registry is unreachable take seconds to stop (their stop asks it):
+	# nothing of theirs is checked after the test, so they are killed
+	for n in cut noclaim; do [ -n "${PID[$n]:-}" ] && kill -KILL "${PID[$n]}" 2>/dev/null; done
+	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	for ((i = 0; i < 50; i++)); do # all at once, at most 5 s, before the registry stops
+		live=0
+		for pid in "${SYS_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && live=1; done
+		[ "$live" -eq 0 ] && break
+		sleep 0.1
+	done
+	reg_stop_all
+	for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null; done
+	[ -n "${ALERTS_KEEP:-}" ] && rm -rf "$ALERTS_KEEP" && cp -a "$T" "$ALERTS_KEEP" # debugging
+	sys_cleanup
+}
+trap alerts_cleanup EXIT
+sys_in_ns ip addr add 192.0.2.1/32 dev lo # a source outside [net] allow
+
+# sock NAME UDP METRICS [flakesock options]: starts flakesock NAME, 1 thread unless
+# given, its state in $T/NAME/, metrics on 127.0.0.1:METRICS.
+declare -A PID MP
+sock() {
+	local name=$1 udp=$2 mp=$3 bin=${BIN:-$FLAKESOCK}
+	shift 3
+	mkdir -p "$T/$name"
+	sys_start "$T/$name/log" env FLAKEWIRE_TEST_CLOCK="$T/$name/clock" "$bin" \
+		--listen 127.0.0.1 --set "net.udp_port=$udp" --set "state.file=${STATE:-$T/$name}/mark" \
+		--set "state.lock_dir=$T/locks" --set stats.interval_s=0 \
+		--set "metrics.listen=127.0.0.1:$mp" "$@"
+	PID[$name]=$SYS_LAST_PID
+	MP[$name]=$mp
+}
+up() { # NAME: its /metrics answers (bounded: 10 s)
+	sys_wait_for 10 sys_in_ns curl -sf -m 1 -o /dev/null "http://127.0.0.1:${MP[$1]}/metrics"
+}
+round() { cat "$T/s/round" 2>/dev/null || echo -1; }
+wait_round() { # N: until round N is scraped (bounded: 60 s)
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ "$(round)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "FAIL: round $1 never came (scraper: $(tail -n 3 "$T/scrape.log"))"
+	exit 1
+}
+flood() { # NAME UDP SECONDS RATE KIND [--src A] [--sport P]: background traffic
+	sys_start "$T/$1/flood.log" "${AS[@]}" flood 127.0.0.1 "$2" "${@:3}"
+}
+# status NAME WANT PATTERN [--interval S]: `flakectl status` of NAME exits WANT
+# and prints PATTERN; the round scraped as it started is the alerts' eval round
+# (STATUS_ROUND[NAME]). Runs in the background; status_wait collects.
+declare -A STATUS_ROUND STATUS_WANT STATUS_PAT STATUS_PID
+status() {
+	local name=$1
+	STATUS_ROUND[$name]=$(round)
+	STATUS_WANT[$name]=$2
+	STATUS_PAT[$name]=$3
+	sys_in_ns "$FLAKECTL" status --metrics "127.0.0.1:${MP[$name]}" --interval 0 "${@:4}" \
+		>"$T/$name/status" 2>&1 &
+	STATUS_PID[$name]=$!
+}
+status_wait() {
+	local name=$1 rc
+	wait "${STATUS_PID[$name]}"
+	rc=$?
+	sed "s/^/  $name: /" "$T/$name/status"
+	check "$name: flakectl status exits ${STATUS_WANT[$name]} at round ${STATUS_ROUND[$name]}" \
+		test "$rc" -eq "${STATUS_WANT[$name]}"
+	check "$name: flakectl status says '${STATUS_PAT[$name]}'" grep -q "${STATUS_PAT[$name]}" "$T/$name/status"
+}
+SPEC=$T/spec
+# group NAME FROM TO: a promtool test over rounds FROM..TO of NAME's scrapes
+group() { echo "group $1 flakesock $2 $3 $1=127.0.0.1:${MP[$1]}" >>"$SPEC"; }
+fire() { echo "fire $*" >>"$SPEC"; }   # ROUND ALERT [labels]
+quiet() { echo "check $1" >>"$SPEC"; } # ROUND: every alert not fired at ROUND is silent
+
+# ---- the registry and the nodes, all up before the first scrape ----
+reg_start "$T/reg" 1 "ip netns exec $SYS_NS" || { echo "FAIL: etcd did not start"; exit 1; }
+EP=${REG_CONNECT##*:}
+FLEET=(--set fleet.lease_ms=3000 --set fleet.renew_ms=500 --set fleet.start_wait_ms=1000)
+sock ok 4301 9901 --threads 2 --set id.workers=1,2
+sock down 4302 9902 --set id.workers=3
+sock moved 4303 9903 --set id.workers=4
+mkdir -p "$T/full.st" "$T/ro.st"
+for m in full ro; do
+	mount -t tmpfs -o size=64k tmpfs "$T/$m.st" || sys_skip "cannot mount a tmpfs"
+	MOUNTS+=("$T/$m.st")
+done
+STATE=$T/full.st sock full 4304 9904 --set id.workers=5 --set state.mark_ahead_ms=200
+STATE=$T/ro.st sock ro 4305 9905 --set id.workers=6 --set state.mark_ahead_ms=200
+mkdir -p "$T/behind"
+"$FLAKECTL" mark "$T/behind/mark" --set "$(($(date +%s%3N) + 120000))" >/dev/null
+sock behind 4306 9906 --set id.workers=7
+sock seq 4307 9907 --set id.workers=8 --set id.sequence_bits=1 --set id.max_borrow_ms=0
+BIN=$FLAKESOCK_TESTCLOCK sock clock 4308 9908 --set id.workers=9
+for r in source:4309:9909 reflector:4310:9910 magic:4311:9911 short:4312:9912 reply:4313:9913; do
+	IFS=: read -r n u m <<<"$r"
+	sock "drop_$n" "$u" "$m" --set "id.workers=$((u - 4280))"
+done
+RESTART=(--set id.workers=14 --set state.mark_ahead_ms=100 --set clock.calibrate_ms=1500)
+sock restart 4314 9914 "${RESTART[@]}"
+# the fleet: a healthy node; a node that can claim nothing (its registry does not answer);
+# one whose own path to the registry is cut (a relay it connects through, killed);
+# P holds both worker IDs of a 1-bit layout, one of which is released under it for Q
+sock fok 4320 9920 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/ok --set fleet.identity=fok \
+	--set "fleet.cache_file=$T/fok/cache" "${FLEET[@]}"
+sock noclaim 4321 9921 --set fleet.etcd=http://127.0.0.1:1 --set fleet.root=/nc \
+	--set fleet.identity=nc --set fleet.cache_file= "${FLEET[@]}"
+sys_start "$T/relay.log" "${AS[@]}" relay 23790 "$EP" 60
+RELAY=$SYS_LAST_PID
+sock cut 4322 9922 --set fleet.etcd=http://127.0.0.1:23790 --set fleet.root=/cut \
+	--set fleet.identity=cut --set "fleet.cache_file=$T/cut/cache" "${FLEET[@]}"
+sock P 4323 9923 --threads 2 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t \
+	--set fleet.identity=P --set id.worker_bits=1 --set "fleet.cache_file=$T/P/cache" "${FLEET[@]}" \
+	--set fleet.lease_ms=4000 # Q waits for its end, P's thread loses its ID then
+for n in "${!PID[@]}"; do up "$n" || { echo "FAIL: $n did not serve /metrics"; tail "$T/$n/log"; exit 1; }; done
+MP[Q]=9924
+targets=()
+for n in "${!MP[@]}"; do targets+=("$n=http://127.0.0.1:${MP[$n]}/metrics"); done
+sys_start "$T/scrape.log" "${AS[@]}" scrape "$T/s" "$PERIOD" 200 "${targets[@]}"
+SCRAPER=$SYS_LAST_PID
+flood ok 4301 10 100 id
+flood full 4304 10 200 id
+
+# ---- rounds 0-3 healthy; round 4: every cause provoked ----
+# crash loop: killed (-9) and restarted three times, each start scraped; each start
+# calibrates for 1.5 s ([clock] calibrate_ms) before its workers run (flakectl status is
+# taken then: CRITICAL, starting)
+crash() {
+	kill -KILL "${PID[restart]}"
+	wait "${PID[restart]}" 2>/dev/null
+	sock restart 4314 9914 "${RESTART[@]}"
+	up restart
+	wait_round $(($(round) + 1))
+}
+wait_round 4
+PROV=$(round)
+echo "[round $PROV] provoking"
+kill -KILL "${PID[down]}"                     # FlakewireDown: the process gone
+sys_kill_wait "${PID[moved]}" TERM 5          # ... and [metrics] listen changed
+sock moved 4303 9930 --set id.workers=4
+MP[moved]=9903
+dd if=/dev/zero of="$T/full.st/fill" bs=4k 2>/dev/null # MarkFailing: disk full
+mount -o remount,ro "$T/ro.st"                         # ... read-only
+printf 'offset_ms=-1000\n' >"$T/clock/clock.new" && mv "$T/clock/clock.new" "$T/clock/clock"
+F=8                                                    # seconds of traffic
+FR=$(round)
+flood seq 4307 $F 5000 id                              # RetryAfterHigh: demand over the sequence
+flood drop_source 4309 $F 200 id --src 192.0.2.1       # DropRate, by reason
+flood drop_reflector 4310 $F 200 id --sport 53
+flood drop_magic 4311 $F 200 magic
+flood drop_short 4312 $F 200 short
+flood drop_reply 4313 $F 200 reply
+kill -TERM "$RELAY"                                    # LeaseEnding: the registry unreachable
+wait "$RELAY" 2>/dev/null
+crash
+# takeover: P's worker of thread 0 released under it (--force), Q claims it with the
+# floor P's lease end: Q waits (NotIssuing), P's thread loses it (WorkersNotIssuing).
+# P is paused meanwhile (SIGSTOP, well within its lease): its 0.5 s renewals would take the
+# free ID back first, where with the default renew_ms (60 s) a new node claims it first
+PW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "$T/s/P/3.prom")
+kill -STOP "${PID[P]}"
+sys_in_ns "$FLAKECTL" fleet release "$PW" --force --etcd "$REG_CONNECT" --root /t >"$T/P/release" 2>&1
+check "P's worker $PW released (--force)" grep -q "released" "$T/P/release"
+sock Q 4324 9924 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t --set fleet.identity=Q \
+	--set id.worker_bits=1 --set "fleet.cache_file=$T/Q/cache" "${FLEET[@]}"
+claimed() { grep -q "worker ID" "$T/Q/log"; }
+sys_wait_for 3 claimed
+kill -CONT "${PID[P]}"
+crash
+up Q
+
+# seen NAME REGEX: the first round from PROV on whose scrape of NAME has a line matching
+# REGEX, waiting for it (bounded: 15 s). state NAME STATE: a worker of NAME in STATE.
+seen() {
+	local i r=$PROV
+	for ((i = 0; i < 150; i++)); do
+		for (( ; r <= $(round); r++)); do
+			grep -q "$2" "$T/s/$1/$r.prom" 2>/dev/null && echo "$r" && return 0
+		done
+		sleep 0.1
+	done
+	echo "FAIL: $1's /metrics never showed $2" >&2
+	exit 1
+}
+state() { seen "$1" "^flakewire_worker_state{.*state=\"$2\"} 1$"; }
+QUP=$(seen Q '^flakewire_build_info') # Q's first scrape
+state Q waiting >/dev/null             # Q runs, below its floor
+status Q 2 'CRITICAL: no worker can issue'
+wait_round $((PROV + 6))
+check "moved: still answers on UDP while its old endpoint is gone" \
+	sys_in_ns "$FLAKECTL" info --server 127.0.0.1:4303 --timeout 1000
+status down 3 '^UNKNOWN'
+status moved 3 '^UNKNOWN'
+status ro 2 'CRITICAL: the mark cannot be persisted'
+status behind 2 'CRITICAL: no worker can issue'
+status noclaim 2 'CRITICAL: no worker can issue'
+crash
+status restart 2 'CRITICAL: starting' # right after the third restart
+# NotIssuing's `for: 1m` after the lease ended; WorkersNotIssuing's 5m after P's thread lost it
+wait_round $(($(state cut no_lease) + 3))
+status cut 2 'CRITICAL: a fleet lease ended'
+wait_round $(($(state P no_lease) + 6))
+status P 2 'a fleet lease ended; some workers cannot issue'
+# the rates: rate()[5m] and `for: 10m` (17 rounds) from the traffic's start, or from the mark
+# failing (full); the clock: `for: 15m` from the step back seen (the next re-anchor)
+wait_round $((FR + 17))
+wait_round $(($(seen full '^flakewire_mark_failing 1$') + 17))
+wait_round $(($(seen clock '^flakewire_clock_flag{flag="back_step"} 1$') + 17))
+status full 2 'CRITICAL: the mark cannot be persisted'
+status ok 0 '^status *OK$' --interval 1
+status fok 0 '^status *OK$'
+status clock 1 'WARNING: system clock stepped back beyond step_ms; clock offset over 100 ms'
+status seq 1 'WARNING: over 10 % RETRY_AFTER' --interval 1
+for n in source reflector magic short reply; do
+	status "drop_$n" 1 'WARNING: over 5 % of requests dropped' --interval 1
+done
+for n in down moved full ro behind noclaim Q restart ok fok clock seq drop_source drop_reflector \
+	drop_magic drop_short drop_reply cut P; do
+	status_wait "$n"
+done
+touch "$T/s/stop"
+wait "$SCRAPER"
+echo "scraped $(($(round) + 1)) rounds"
+
+# ---- the promtool tests, evaluated at each status's round ----
+# healthy before round 4 (behind, noclaim: broken from their start; Q: started later)
+for n in ok fok down moved full ro seq clock drop_source drop_reflector drop_magic drop_short \
+	drop_reply restart cut P; do
+	group "$n" 0 3
+	quiet 3
+done
+at() { echo "${STATUS_ROUND[$1]}"; }
+g() { group "$1" 0 "$(at "$1")"; } # NAME: rounds 0 to its status's round
+g ok && quiet "$(at ok)"
+g fok && quiet "$(at fok)"
+g down && fire "$(at down)" FlakewireDown && quiet "$(at down)"
+g moved && fire "$(at moved)" FlakewireDown && quiet "$(at moved)"
+# the mark stops the workers: NotIssuing fires with MarkFailing (the runbook says so);
+# full has traffic, all of it answered RETRY_AFTER once the mark is reached
+g full && fire "$(at full)" FlakewireMarkFailing && fire "$(at full)" FlakewireNotIssuing &&
+	fire "$(at full)" FlakewireRetryAfterHigh && quiet "$(at full)"
+g ro && fire "$(at ro)" FlakewireMarkFailing && fire "$(at ro)" FlakewireNotIssuing &&
+	quiet "$(at ro)"
+g behind && fire "$(at behind)" FlakewireNotIssuing && quiet "$(at behind)"
+g noclaim && fire "$(at noclaim)" FlakewireNotIssuing && quiet "$(at noclaim)"
+group Q "$QUP" "$(at Q)" && fire "$(at Q)" FlakewireNotIssuing && quiet "$(at Q)"
+g restart && fire "$(at restart)" FlakewireRestarting && quiet "$(at restart)"
+g seq && fire "$(at seq)" FlakewireRetryAfterHigh && quiet "$(at seq)"
+g clock && fire "$(at clock)" FlakewireClockBackStep flag=back_step &&
+	fire "$(at clock)" FlakewireClockOffset && quiet "$(at clock)"
+for n in source reflector magic short reply; do
+	g "drop_$n" && fire "$(at drop_$n)" FlakewireDropRate && quiet "$(at drop_$n)"
+done
+CW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "$T/s/cut/3.prom")
+g cut && fire "$(at cut)" FlakewireLeaseEnding "worker=$CW" && fire "$(at cut)" FlakewireNotIssuing &&
+	quiet "$(at cut)"
+g P && fire "$(at P)" FlakewireWorkersNotIssuing && fire "$(at P)" FlakewireLeaseEnding "worker=$PW" &&
+	quiet "$(at P)"
+
+# FlakewireLeaseEnding's advice: with the registry unreachable (from cut's side: its relay
+# is gone), `fleet ls` cannot say who holds a worker; it says so and what shows this
+# node's leases (the runbook's next step)
+sys_in_ns "$FLAKECTL" fleet ls --etcd http://127.0.0.1:23790 --root /cut --timeout 500 >"$T/ls" 2>&1 &
+LS=$!
+"${AS[@]}" promtool "$T/s" "$RULES" 1m "$SPEC" "$T/alerts.test.yml"
+check "promtool check rules (the rules without annotations)" promtool check rules "$T/rules-noannotations.yml"
+(cd "$T" && promtool test rules alerts.test.yml) >"$T/promtool.out" 2>&1
+rc=$?
+sed 's/^/  /' "$T/promtool.out" | head -n 80
+check "promtool test rules: every provoked cause fires its alert, the others silent" test "$rc" -eq 0
+
+wait "$LS"
+rc=$?
+sed 's/^/  /' "$T/ls"
+check "fleet ls with the registry down: exit 3" test "$rc" -eq 3
+check "  and points at flakectl status --metrics" grep -q "flakectl status --metrics" "$T/ls"
+sys_done
