@@ -369,10 +369,13 @@ int cmd_status(int argc, char **argv)
 	double ahead = sum(cur, "flakewire_mark_ahead_seconds", NULL);
 	double failing = sum(cur, "flakewire_mark_failing", NULL);
 	char iso[FW_ISO8601_LEN];
-	printf("%-9s %s, %+.3f s ahead of the system clock, %s (failures %.0f)\n", "mark",
-	       fw_format_iso8601((uint64_t)(mark * 1000.0), iso), ahead,
-	       failing > 0 ? "NOT PERSISTING" : "persisting",
-	       sum(cur, "flakewire_mark_failures_total", NULL));
+	if (isnan(mark))
+		printf("%-9s not published yet (starting)\n", "mark");
+	else
+		printf("%-9s %s, %+.3f s ahead of the system clock, %s (failures %.0f)\n", "mark",
+		       fw_format_iso8601((uint64_t)(mark * 1000.0), iso), ahead,
+		       failing > 0 ? "NOT PERSISTING" : "persisting",
+		       sum(cur, "flakewire_mark_failures_total", NULL));
 	if (failing > 0)
 		raise_to(&st, ST_CRITICAL, why, sizeof(why), "the mark cannot be persisted");
 	if (ahead < 0)
@@ -464,8 +467,9 @@ int cmd_status(int argc, char **argv)
 	printf(lease ? "\n" : "%-9s none (no fleet)\n", "leases");
 
 	/* after the causes above, so the verdict names the cause first; workers
-	 * exported but no state yet: started, not serving (/readyz answers 503) */
-	if (!n_w && sum(cur, "flakewire_workers", NULL) > 0)
+	 * exported but neither their states nor the mark yet: flakesock started,
+	 * its workers not running (/readyz answers 503) */
+	if (!n_w && isnan(mark) && sum(cur, "flakewire_workers", NULL) > 0)
 		raise_to(&st, ST_CRITICAL, why, sizeof(why),
 			 "starting: no worker serves yet (/readyz answers 503)");
 	else if (n_w && n_issuing == 0)

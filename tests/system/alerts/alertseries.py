@@ -13,6 +13,11 @@
       and not waited for. KIND: id, list50 (a LIST of 50), magic (wrong
       magic: wire_magic), short (10 bytes: wire_short), reply (the reply
       bit: wire_reply).
+  alertseries.py martian IFACE MAC DST6 SECONDS RATE
+      The same through an AF_PACKET socket on IFACE to the link's other end
+      (MAC): single-ID requests to DST6 port 4242 from ::ffff:127.0.0.1, a
+      source no peer on the wire can have (tests/system/flakewire/martians.py
+      builds the frames).
   alertseries.py relay PORT TO_PORT SECONDS
       A TCP relay on 127.0.0.1:PORT to 127.0.0.1:TO_PORT for at most SECONDS:
       one node's own path to the registry, cut by killing it.
@@ -157,6 +162,24 @@ def relay(port, to, seconds):
         u = socket.create_connection(("127.0.0.1", to))
         for a, b in ((c, u), (u, c)):
             threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+
+def martian(iface, mac, dst6, seconds, rate):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "flakewire"))
+    import martians  # the frames of the martian tests, one builder
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    eth = bytes.fromhex(mac.replace(":", "")) + s.getsockname()[4] + struct.pack("!H", 0x86DD)
+    end = time.monotonic() + seconds
+    t0, n = time.monotonic(), 0
+    while time.monotonic() < end:
+        s.send(eth + martians.udp6("::ffff:127.0.0.1", dst6, n & 0xFFFF))
+        n += 1
+        delay = t0 + n / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    print("sent=%d" % n, file=sys.stderr)
 
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)$')
@@ -310,6 +333,8 @@ def main():
                 raise SystemExit("flood: unknown option %s" % rest[0])
             rest = rest[2:]
         flood(a[1], int(a[2]), float(a[3]), float(a[4]), a[5], src, sport)
+    elif a[:1] == ["martian"]:
+        martian(a[1], a[2], a[3], float(a[4]), float(a[5]))
     elif a[:1] == ["relay"]:
         relay(int(a[1]), int(a[2]), float(a[3]))
     elif a[:1] == ["promtool"]:

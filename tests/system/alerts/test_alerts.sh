@@ -38,7 +38,8 @@
 #   layer; tests/system/flakewire test_hostile/test_malformed count them on
 #   flakewire's /metrics and the rule sums every reason but not_us, not_ip
 #   and ip_proto. flakesock's own reasons are provoked: source,
-#   reflector_port, wire_magic, wire_short, wire_reply.
+#   reflector_port, martian (IPv6 frames from ::ffff:127.0.0.1 crafted on a
+#   veth), wire_magic, wire_short, wire_reply.
 # - FlakewireDown "the host is down": the same failed scrape as a killed
 #   process (provoked), and "[metrics] listen changed" (provoked).
 # ALERTS_KEEP=DIR keeps the scrapes, the spec and the promtool file there.
@@ -71,12 +72,21 @@ alerts_cleanup() {
 		sleep 0.1
 	done
 	reg_stop_all
+	ip netns del "$PEER" 2>/dev/null
 	for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null; done
 	[ -n "${ALERTS_KEEP:-}" ] && rm -rf "$ALERTS_KEEP" && cp -a "$T" "$ALERTS_KEEP" # debugging
 	sys_cleanup
 }
+PEER="fwt-alertsp-$$"
 trap alerts_cleanup EXIT
 sys_in_ns ip addr add 192.0.2.1/32 dev lo # a source outside [net] allow
+# a peer on a veth, for frames no kernel socket sends (drop_martian)
+ip netns add "$PEER" && ip -n "$PEER" link set lo up &&
+	ip link add fsa0 netns "$SYS_NS" type veth peer name fsa1 netns "$PEER" &&
+	ip -n "$SYS_NS" addr add fd00:79::2/64 dev fsa0 nodad &&
+	ip -n "$PEER" addr add fd00:79::1/64 dev fsa1 nodad &&
+	ip -n "$SYS_NS" link set fsa0 up && ip -n "$PEER" link set fsa1 up ||
+	{ echo "FAIL: cannot set up the veth pair"; exit 1; }
 
 # sock NAME UDP METRICS [flakesock options]: starts flakesock NAME, 1 thread unless
 # given, its state in $T/NAME/, metrics on 127.0.0.1:METRICS.
@@ -86,7 +96,7 @@ sock() {
 	shift 3
 	mkdir -p "$T/$name"
 	sys_start "$T/$name/log" env FLAKEWIRE_TEST_CLOCK="$T/$name/clock" "$bin" \
-		--listen 127.0.0.1 --set "net.udp_port=$udp" --set "state.file=${STATE:-$T/$name}/mark" \
+		--listen "${LISTEN:-127.0.0.1}" --set "net.udp_port=$udp" --set "state.file=${STATE:-$T/$name}/mark" \
 		--set "state.lock_dir=$T/locks" --set stats.interval_s=0 \
 		--set "metrics.listen=127.0.0.1:$mp" "$@"
 	PID[$name]=$SYS_LAST_PID
@@ -105,8 +115,10 @@ wait_round() { # N: until round N is scraped (bounded: 60 s)
 	echo "FAIL: round $1 never came (scraper: $(tail -n 3 "$T/scrape.log"))"
 	exit 1
 }
+FLOODS=()
 flood() { # NAME UDP SECONDS RATE KIND [--src A] [--sport P]: background traffic
 	sys_start "$T/$1/flood.log" "${AS[@]}" flood 127.0.0.1 "$2" "${@:3}"
+	FLOODS+=("$SYS_LAST_PID")
 }
 # status NAME WANT PATTERN [--interval S]: `flakectl status` of NAME exits WANT
 # and prints PATTERN; the round scraped as it started is the alerts' eval round
@@ -135,6 +147,20 @@ SPEC=$T/spec
 group() { echo "group $1 flakesock $2 $3 $1=127.0.0.1:${MP[$1]}" >>"$SPEC"; }
 fire() { echo "fire $*" >>"$SPEC"; }   # ROUND ALERT [labels]
 quiet() { echo "check $1" >>"$SPEC"; } # ROUND: every alert not fired at ROUND is silent
+# seen NAME REGEX: the first round from PROV on whose scrape of NAME has a line matching
+# REGEX, waiting for it (bounded: 15 s). state NAME STATE: a worker of NAME in STATE.
+seen() {
+	local i r=$PROV
+	for ((i = 0; i < 150; i++)); do
+		for (( ; r <= $(round); r++)); do
+			grep -q "$2" "$T/s/$1/$r.prom" 2>/dev/null && echo "$r" && return 0
+		done
+		sleep 0.1
+	done
+	echo "FAIL: $1's /metrics never showed $2" >&2
+	exit 1
+}
+state() { seen "$1" "^flakewire_worker_state{.*state=\"$2\"} 1$"; }
 
 # ---- the registry and the nodes, all up before the first scrape ----
 reg_start "$T/reg" 1 "ip netns exec $SYS_NS" || { echo "FAIL: etcd did not start"; exit 1; }
@@ -161,6 +187,7 @@ for r in source:4309:9909 reflector:4310:9910 magic:4311:9911 short:4312:9912 re
 done
 RESTART=(--set id.workers=14 --set state.mark_ahead_ms=100 --set clock.calibrate_ms=1500)
 sock restart 4314 9914 "${RESTART[@]}"
+LISTEN=:: sock drop_martian 4242 9915 --set id.workers=35 --set net.allow=0.0.0.0/0,::/0
 # the fleet: a healthy node; a node that can claim nothing (its registry does not answer);
 # one whose own path to the registry is cut (a relay it connects through, killed);
 # P holds both worker IDs of a 1-bit layout, one of which is released under it for Q
@@ -181,8 +208,9 @@ targets=()
 for n in "${!MP[@]}"; do targets+=("$n=http://127.0.0.1:${MP[$n]}/metrics"); done
 sys_start "$T/scrape.log" "${AS[@]}" scrape "$T/s" "$PERIOD" 200 "${targets[@]}"
 SCRAPER=$SYS_LAST_PID
-flood ok 4301 10 100 id
-flood full 4304 10 200 id
+# traffic until the statuses are taken (stopped then; 40 s at most)
+flood ok 4301 40 100 id
+flood full 4304 40 200 id
 
 # ---- rounds 0-3 healthy; round 4: every cause provoked ----
 # crash loop: killed (-9) and restarted three times, each start scraped; each start
@@ -205,7 +233,7 @@ MP[moved]=9903
 dd if=/dev/zero of="$T/full.st/fill" bs=4k 2>/dev/null # MarkFailing: disk full
 mount -o remount,ro "$T/ro.st"                         # ... read-only
 printf 'offset_ms=-1000\n' >"$T/clock/clock.new" && mv "$T/clock/clock.new" "$T/clock/clock"
-F=8                                                    # seconds of traffic
+F=40                                                   # seconds of traffic, at most
 FR=$(round)
 flood seq 4307 $F 5000 id                              # RetryAfterHigh: demand over the sequence
 flood drop_source 4309 $F 200 id --src 192.0.2.1       # DropRate, by reason
@@ -213,6 +241,10 @@ flood drop_reflector 4310 $F 200 id --sport 53
 flood drop_magic 4311 $F 200 magic
 flood drop_short 4312 $F 200 short
 flood drop_reply 4313 $F 200 reply
+ip netns exec "$PEER" "${AS[@]}" martian fsa1 "$(ip -n "$SYS_NS" -br link show fsa0 | awk '{print $3}')" \
+	fd00:79::2 $F 200 2>"$T/drop_martian/flood.log" &
+SYS_PIDS+=($!)
+FLOODS+=($!)
 kill -TERM "$RELAY"                                    # LeaseEnding: the registry unreachable
 wait "$RELAY" 2>/dev/null
 crash
@@ -229,26 +261,19 @@ sock Q 4324 9924 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t --set fleet
 claimed() { grep -q "worker ID" "$T/Q/log"; }
 sys_wait_for 3 claimed
 kill -CONT "${PID[P]}"
-crash
 up Q
-
-# seen NAME REGEX: the first round from PROV on whose scrape of NAME has a line matching
-# REGEX, waiting for it (bounded: 15 s). state NAME STATE: a worker of NAME in STATE.
-seen() {
-	local i r=$PROV
-	for ((i = 0; i < 150; i++)); do
-		for (( ; r <= $(round); r++)); do
-			grep -q "$2" "$T/s/$1/$r.prom" 2>/dev/null && echo "$r" && return 0
-		done
-		sleep 0.1
-	done
-	echo "FAIL: $1's /metrics never showed $2" >&2
-	exit 1
-}
-state() { seen "$1" "^flakewire_worker_state{.*state=\"$2\"} 1$"; }
 QUP=$(seen Q '^flakewire_build_info') # Q's first scrape
-state Q waiting >/dev/null             # Q runs, below its floor
+# Q runs below its floor until P's lease ends (up to 4 s): its status once two scrapes in a
+# row saw it waiting (NotIssuing's `for: 1m`)
+qwait() { grep -q '^flakewire_worker_state{.*state="waiting"} 1$' "$T/s/Q/$1.prom" 2>/dev/null; }
+for ((i = 0; i < 200; i++)); do
+	r=$(round)
+	qwait "$r" && qwait $((r - 1)) && break
+	sleep 0.05
+done
 status Q 2 'CRITICAL: no worker can issue'
+crash
+
 wait_round $((PROV + 6))
 check "moved: still answers on UDP while its old endpoint is gone" \
 	sys_in_ns "$FLAKECTL" info --server 127.0.0.1:4303 --timeout 1000
@@ -274,21 +299,24 @@ status ok 0 '^status *OK$' --interval 1
 status fok 0 '^status *OK$'
 status clock 1 'WARNING: system clock stepped back beyond step_ms; clock offset over 100 ms'
 status seq 1 'WARNING: over 10 % RETRY_AFTER' --interval 1
-for n in source reflector magic short reply; do
+for n in source reflector martian magic short reply; do
 	status "drop_$n" 1 'WARNING: over 5 % of requests dropped' --interval 1
 done
 for n in down moved full ro behind noclaim Q restart ok fok clock seq drop_source drop_reflector \
-	drop_magic drop_short drop_reply cut P; do
+	drop_martian drop_magic drop_short drop_reply cut P; do
 	status_wait "$n"
 done
+kill -TERM "${FLOODS[@]}" 2>/dev/null
+check "restart: its mark line says it is not published yet" \
+	grep -q '^mark *not published yet (starting)$' "$T/restart/status"
 touch "$T/s/stop"
 wait "$SCRAPER"
 echo "scraped $(($(round) + 1)) rounds"
 
 # ---- the promtool tests, evaluated at each status's round ----
 # healthy before round 4 (behind, noclaim: broken from their start; Q: started later)
-for n in ok fok down moved full ro seq clock drop_source drop_reflector drop_magic drop_short \
-	drop_reply restart cut P; do
+for n in ok fok down moved full ro seq clock drop_source drop_reflector drop_martian drop_magic \
+	drop_short drop_reply restart cut P; do
 	group "$n" 0 3
 	quiet 3
 done
@@ -311,7 +339,7 @@ g restart && fire "$(at restart)" FlakewireRestarting && quiet "$(at restart)"
 g seq && fire "$(at seq)" FlakewireRetryAfterHigh && quiet "$(at seq)"
 g clock && fire "$(at clock)" FlakewireClockBackStep flag=back_step &&
 	fire "$(at clock)" FlakewireClockOffset && quiet "$(at clock)"
-for n in source reflector magic short reply; do
+for n in source reflector martian magic short reply; do
 	g "drop_$n" && fire "$(at drop_$n)" FlakewireDropRate && quiet "$(at drop_$n)"
 done
 CW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "$T/s/cut/3.prom")
