@@ -9,7 +9,21 @@
 # too (named below), and silent before the cause was provoked; at the same
 # moment `flakectl status` for that node must not say OK (issue 38:
 # hand-written series let FlakewireNotIssuing pass while the real metric
-# said otherwise).
+# said otherwise). Two healthy nodes (ok; fok in a fleet with 3 s leases)
+# fire nothing and are OK. The causes, by alert [node]:
+#   Down: the process killed [down]; [metrics] listen moved [moved]
+#   MarkFailing: disk full [full]; read-only [ro] (NotIssuing fires too)
+#   NotIssuing: waiting: the mark failing [full, ro], the clock behind the
+#     mark after a restart [behind], a taken-over ID's floor ahead [Q];
+#     no_lease: every lease ended [cut], no ID could be claimed [noclaim]
+#   WorkersNotIssuing: one slot lost its ID and found none free [P]
+#   ClockBackStep, ClockOffset: the system clock stepped back 1 s [clock]
+#   RetryAfterHigh: demand over the sequence [seq]; the mark reached [full]
+#   DropRate: source, reflector_port, martian, wire_magic, wire_short,
+#     wire_reply [drop_*]
+#   Restarting: killed (-9) and restarted three times [restart]
+#   LeaseEnding: the registry unreachable from the node [cut]; the worker
+#     ID taken over by another node [P]
 #
 # Time scale: every target is scraped together once per 0.25 s
 # (alertseries.py scrape, one round); promtool reads round k at k minutes
