@@ -199,7 +199,7 @@ for r in source:4309:9909 reflector:4310:9910 magic:4311:9911 short:4312:9912 re
 	IFS=: read -r n u m <<<"$r"
 	sock "drop_$n" "$u" "$m" --set "id.workers=$((u - 4280))"
 done
-RESTART=(--set id.workers=14 --set state.mark_ahead_ms=100 --set clock.calibrate_ms=1500)
+RESTART=(--set id.workers=14 --set state.mark_ahead_ms=100 --set clock.calibrate_ms=2500)
 sock restart 4314 9914 "${RESTART[@]}"
 LISTEN=:: sock drop_martian 4242 9915 --set id.workers=35 --set net.allow=0.0.0.0/0,::/0
 # the fleet: a healthy node; a node that can claim nothing (its registry does not answer);
@@ -228,14 +228,14 @@ flood full 4304 40 200 id
 
 # ---- rounds 0-3 healthy; round 4: every cause provoked ----
 # crash loop: killed (-9) and restarted three times, each start scraped; each start
-# calibrates for 1.5 s ([clock] calibrate_ms) before its workers run (flakectl status is
+# calibrates for 2.5 s ([clock] calibrate_ms) before its workers run (flakectl status is
 # taken then: CRITICAL, starting)
 crash() {
 	kill -KILL "${PID[restart]}"
 	wait "${PID[restart]}" 2>/dev/null
 	sock restart 4314 9914 "${RESTART[@]}"
 	up restart
-	wait_round $(($(round) + 1))
+	wait_round $(($(round) + 2)) # a round that began after its /metrics answered
 }
 wait_round 4
 PROV=$(round)

@@ -34,6 +34,7 @@ ip -n "$NS" link set lo up
 in_ns() { ip netns exec "$NS" "$@"; }
 start() { # extra flakesock options
 	mkdir -p "$TMP/state"
+	: >"$TMP/sock.log" # now: the background job's own truncation may come after the grep below
 	ip netns exec "$NS" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 --set id.workers=7,8 \
 		--set "state.file=$TMP/state/mark" --set stats.interval_s=0 \
 		--set metrics.listen=127.0.0.1:9842 "$@" >"$TMP/sock.log" 2>&1 &
