@@ -12,7 +12,7 @@
 #include "fw_err.h"
 
 #ifdef FSOCK_HAVE_FLEET
-#include "fw_fleet_app.h"
+#include "fw_responder_fleet.h"
 #include "fw_state_lock.h"
 
 static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
@@ -29,7 +29,7 @@ static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
 int fsock_fleet_start(struct fsock_ctx *ctx)
 {
 	char err[4096];
-	int rc = fw_fleet_app_start(&ctx->conf, &ctx->layout, ctx->n_workers,
+	int rc = fw_responder_fleet_start(&ctx->conf, &ctx->layout, ctx->n_workers,
 				    fw_state_lock_stamp(ctx->lock), log_cb, NULL, &ctx->fleet, err,
 				    sizeof(err));
 	if (rc != 0) {

@@ -16,7 +16,7 @@
 
 #include "flakesock.h"
 #include "fw_err.h"
-#include "fw_keeper_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_keeper_driver.h"
 
 static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -32,7 +32,7 @@ static void log_line(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static void keeper_log(void *arg, enum fw_keeper_level level, const char *line)
+static void keeper_log(void *arg, enum fw_log_level level, const char *line)
 {
 	(void)arg;
 	(void)level;
@@ -98,13 +98,18 @@ int fsock_keeper_start(struct fsock_ctx *ctx)
 
 	for (uint32_t i = 0; i < ctx->n_workers; i++)
 		ids[i] = fsock_fleet_first_worker(ctx, i);
-	fw_keeper_driver_config_from_conf(&dc, c, ctx->layout.epoch_ms, ctx->n_workers, ids,
-					  "flakesock");
+	char err[128];
+
+	if (fw_responder_driver_config(&dc, c, ctx->layout.epoch_ms, ctx->n_workers, ids,
+				       "flakesock", err, sizeof(err))) {
+		log_line("%s", err);
+		return -1;
+	}
 	dc.ops = (struct fw_keeper_driver_ops){
 		.arg = ctx,
 		.ticks = fw_keeper_monoraw_ticks,
 		.wall = fsock_wall_ns,
-		.log = keeper_log,
+		.log = {keeper_log, NULL},
 		.should_stop = should_stop,
 		.testclock_init = testclock_init,
 		.testclock_poll = testclock_poll,

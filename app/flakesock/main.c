@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "flakesock.h"
-#include "fw_keeper_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_err.h"
 #include "fw_metrics.h"
 #include "fw_version.h"
@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 		return 1;
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
 	char lerr[512];
-	if (fw_state_lock_conf(&ctx.conf, ctx.n_workers, &ctx.lock, lerr, sizeof(lerr)) != 0) {
+	if (fw_responder_state_lock(&ctx.conf, ctx.n_workers, &ctx.lock, lerr, sizeof(lerr)) != 0) {
 		fprintf(stderr, "flakesock: %s\nflakesock: refusing to start\n", lerr);
 		return 1;
 	}

@@ -23,7 +23,7 @@
 #include "clock_pub.h"
 #include "control.h"
 #include "fleet.h"
-#include "fw_keeper_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_keeper_driver.h"
 #include "log.h"
 #include "stats.h"
@@ -37,14 +37,14 @@ struct fw_control {
 	struct fw_stats_line line; /* the totals at the last stats line */
 };
 
-static void keeper_log(void *arg, enum fw_keeper_level level, const char *line)
+static void keeper_log(void *arg, enum fw_log_level level, const char *line)
 {
 	(void)arg;
 	switch (level) {
-	case FW_KEEPER_LOG_ERR:
+	case FW_LOG_ERR:
 		FW_LOG(ERR, "%s", line);
 		break;
-	case FW_KEEPER_LOG_WARNING:
+	case FW_LOG_WARNING:
 		FW_LOG(WARNING, "%s", line);
 		break;
 	default:
@@ -118,13 +118,17 @@ int fw_control_start_state(struct fw_app *app)
 	app->control = ctl;
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		ids[i] = app->lcore[i].worker_id;
-	fw_keeper_driver_config_from_conf(&dc, c, app->layout.epoch_ms, app->n_lcores, ids,
-					  "flakewire");
+	char err[128];
+	if (fw_responder_driver_config(&dc, c, app->layout.epoch_ms, app->n_lcores, ids,
+				       "flakewire", err, sizeof(err))) {
+		FW_LOG(ERR, "%s", err);
+		return -1;
+	}
 	dc.ops = (struct fw_keeper_driver_ops){
 		.arg = ctl,
 		.ticks = fw_tsc_ticks_precise,
 		.wall = fw_wall_ns,
-		.log = keeper_log,
+		.log = {keeper_log, NULL},
 		.should_stop = should_stop,
 		.testclock_init = testclock_init,
 		.testclock_poll = testclock_poll,
@@ -132,7 +136,7 @@ int fw_control_start_state(struct fw_app *app)
 		.stats = stats,
 		.highest_issued = highest_issued,
 	};
-	/* the state's directory exists: fw_state_lock_conf made it (main.c) */
+	/* the state's directory exists: fw_responder_state_lock made it (main.c) */
 	if (fw_keeper_driver_start(&dc, &ctl->driver)) {
 		app->keeper = NULL;
 		return -1; /* logged */

@@ -21,7 +21,7 @@
 #include "fw_err.h"
 
 #ifdef FW_HAVE_FLEET
-#include "fw_fleet_app.h"
+#include "fw_responder_fleet.h"
 #include "fw_state_lock.h"
 
 static struct fw_app *fleet_app;
@@ -106,7 +106,7 @@ int fw_fleet_wire_start(struct fw_app *app)
 	for (long i = 0; i < ncpu && i < CPU_SETSIZE; i++)
 		CPU_SET((int)i, &any);
 	pthread_setaffinity_np(pthread_self(), sizeof(any), &any);
-	rc = fw_fleet_app_start(c, &layout, rte_lcore_count(), fw_state_lock_stamp(app->lock),
+	rc = fw_responder_fleet_start(c, &layout, rte_lcore_count(), fw_state_lock_stamp(app->lock),
 				log_cb, NULL, &app->fleet, err, sizeof(err));
 	if (restore)
 		pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);

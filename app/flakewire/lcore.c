@@ -7,7 +7,7 @@
 
 #include "fw_err.h"
 #include "fw_keeper_serve.h"
-#include "fw_policy_conf.h"
+#include "fw_responder_conf.h"
 #include "lcore.h"
 #include "log.h"
 
@@ -48,7 +48,7 @@ int fw_lcore_rate_init(struct fw_lcore *lc, const struct fw_conf *c, uint32_t n_
 {
 	struct fw_rate_config rc;
 
-	if (!fw_rate_config_from_conf(&rc, c, n_lcores, rte_get_tsc_hz(), FW_RATE_ENTRIES))
+	if (!fw_responder_rate_config(&rc, c, n_lcores, rte_get_tsc_hz(), FW_RATE_ENTRIES))
 		return 0;
 	size_t size = fw_rate_memsize(&rc);
 	void *mem = rte_zmalloc_socket("fw_rate", size, RTE_CACHE_LINE_SIZE,

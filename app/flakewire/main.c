@@ -14,7 +14,7 @@
 #include "control.h"
 #include "fleet.h"
 #include "fw_err.h"
-#include "fw_keeper_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_version.h"
 #include "log.h"
 #include "metrics.h"
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	if (fw_logtype < 0)
 		fw_logtype = RTE_LOGTYPE_USER1;
 	char lerr[512];
-	rc = fw_state_lock_conf(&app->conf, rte_lcore_count(), &app->lock, lerr, sizeof(lerr));
+	rc = fw_responder_state_lock(&app->conf, rte_lcore_count(), &app->lock, lerr, sizeof(lerr));
 	if (rc)
 		FW_LOG(ERR, "%s; refusing to start", lerr);
 	if (!rc)

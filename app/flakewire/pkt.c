@@ -45,7 +45,7 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
-#include "fw_policy_conf.h"
+#include "fw_responder_conf.h"
 #include "lcore.h"
 #include "pkt.h"
 #include "pkt6.h"
@@ -661,8 +661,10 @@ uint16_t fw_pkt_burst(struct fw_lcore *lc, const struct fw_port *port, struct rt
 int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
 		    uint32_t *outside6)
 {
+	char err[160]; /* cannot happen: lib/conf holds no longer lists than lib/policy */
+
 	memset(px, 0, sizeof(*px));
-	if (fw_policy_from_conf(&px->policy, c, outside, outside6) ||
+	if (fw_responder_policy(&px->policy, c, outside, outside6, err, sizeof(err)) ||
 	    fw_policy_set_martians(&px->policy, true))
 		return -1;
 	px->udp_port = c->net.udp_port;

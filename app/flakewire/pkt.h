@@ -95,7 +95,7 @@ struct fw_pkt_ctx {
 
 /*
  * Builds *px from @c. *@outside, *@outside6 (may be NULL): bit i set for
- * each [net] trusted prefix outside [net] allow (fw_policy_from_conf), for
+ * each [net] trusted prefix outside [net] allow (fw_responder_policy), for
  * the caller to report. Returns 0, or -1 when a prefix list is too long.
  */
 int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
