@@ -9,13 +9,6 @@
 #include "flakesock.h"
 #include "fw_responder_conf.h"
 #include "fw_keeper_serve.h"
-#include "fw_time.h"
-
-/* Kept for app/flakesock/metrics.c until it calls fw_wall_ms itself. */
-uint64_t fsock_unix_ms(void)
-{
-	return fw_wall_ms();
-}
 
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 {

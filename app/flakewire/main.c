@@ -11,13 +11,11 @@
 #include <rte_malloc.h>
 
 #include "app.h"
-#include "control.h"
-#include "fleet.h"
 #include "fw_err.h"
 #include "fw_responder_conf.h"
 #include "fw_version.h"
 #include "log.h"
-#include "metrics.h"
+#include "responder.h"
 #include "options.h"
 #include "poll.h"
 #include "stats.h"
@@ -100,25 +98,25 @@ int main(int argc, char **argv)
 	if (rc)
 		FW_LOG(ERR, "%s; refusing to start", lerr);
 	if (!rc)
-		rc = fw_fleet_wire_start(app);
+		rc = fwd_responder_create(app);
 	if (!rc)
 		rc = fw_lcores_init(app);
 	if (!rc)
-		rc = fw_control_start_state(app);
-	if (!rc)
-		fw_fleet_wire_attach(app);
+		rc = fwd_responder_start_keeper(app);
 	if (!rc)
 		rc = fw_ports_open(app);
 	if (!rc)
 		rc = fw_telemetry_register(app);
 	if (!rc)
-		rc = fw_app_metrics_start(app);
+		rc = fw_responder_metrics_start(app->core);
 	if (!rc)
-		rc = fw_control_start(app);
+		rc = fwd_responder_start_control(app);
 	if (rc) {
-		fw_app_metrics_stop(app);
+		if (app->core) {
+			fw_responder_metrics_stop(app->core);
+			fw_responder_fleet_stop(app->core);
+		}
 		fw_ports_close(app);
-		fw_fleet_wire_stop(app);
 		if (rte_eal_cleanup())
 			fprintf(stderr, "flakewire: EAL cleanup failed\n");
 		return 1;
@@ -136,9 +134,9 @@ int main(int argc, char **argv)
 	app->serving = false;
 
 	FW_LOG(INFO, "stopping");
-	fw_app_metrics_stop(app);
-	fw_control_stop(app);
-	fw_fleet_wire_stop(app);
+	fw_responder_metrics_stop(app->core);
+	fwd_responder_stop_control(app);
+	fw_responder_fleet_stop(app->core);
 	fw_state_lock_free(app->lock); /* after the final mark */
 	struct fw_stats_line totals = {0};
 	fw_stats_line(app, &totals, 0);
@@ -148,6 +146,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flakewire: EAL cleanup failed: %s\n", rte_strerror(rte_errno));
 		rc = 1;
 	}
+	fw_responder_free(app->core); /* after EAL cleanup: telemetry read the keeper */
 	free(app);
 	return rc ? 1 : 0;
 }

@@ -55,8 +55,8 @@ int fw_lcores_init(struct fw_app *app)
 	RTE_LCORE_FOREACH(lcore_id)
 	{
 		struct fw_lcore *lc = &app->lcore[i];
-		/* a fleet's claimed IDs (fleet.c), or [id]'s */
-		int64_t w = app->worker_of ? app->worker_of(app, i) : fw_conf_worker(c, i);
+		/* a fleet's claimed IDs, or [id]'s (the responder core's) */
+		int64_t w = fw_responder_worker(app->core, i);
 
 		if (w < 0) {
 			FW_LOG(ERR, "[id] workers lists %u worker IDs for %u lcores",

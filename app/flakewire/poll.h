@@ -8,7 +8,7 @@ struct fw_lcore;
 /*
  * Builds app->layout, app->px (the packet context: [net] policy) and one
  * struct fw_lcore per EAL lcore (the main one included), each with its
- * worker ID (app->worker_of, else [id]) and rate limiter. Returns 0 or -1
+ * worker ID (the responder core's: a fleet's, else [id]'s) and rate limiter. Returns 0 or -1
  * (logged).
  */
 int fw_lcores_init(struct fw_app *app);
