@@ -27,24 +27,24 @@
 #include "pkt.h"
 #include "port.h"
 
-struct fw_app {
+struct fwire_app {
 	volatile bool *quit;
 	volatile bool
 		serving; /* the lcores run (set before their launch, cleared after): /healthz */
 	struct fw_conf conf;
 	struct fw_layout layout;
-	struct fw_pkt_ctx px; /* the packet context every lcore answers with */
+	struct fwire_pkt_ctx px; /* the packet context every lcore answers with */
 	struct rte_mempool *pool;
 	uint32_t n_ports;
-	struct fw_port port[FW_CONF_PORTS_MAX];
+	struct fwire_port port[FW_CONF_PORTS_MAX];
 	uint32_t n_lcores;
-	struct fw_lcore *lcore; /* n_lcores, rte_zmalloc'd */
+	struct fwire_lcore *lcore; /* n_lcores, rte_zmalloc'd */
 	/* the responder core (lib/responder): the fleet, the keeper, /metrics (responder.c) */
 	struct fw_responder *core;
 	/*
 	 * The timekeeper (the core's), driven by the control thread
 	 * (responder.c); lcores read their slot of it once per burst
-	 * (fw_lcore_clock), the other threads its status (fw_keeper_status).
+	 * (fwire_lcore_clock), the other threads its status (fw_keeper_status).
 	 */
 	struct fw_keeper *keeper;
 	struct fw_state_lock *lock; /* [state] file (and static worker IDs), held for life */

@@ -14,9 +14,9 @@
 /* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
 #define FW_RATE_ENTRIES 4096
 
-int fw_lcore_init(struct fw_lcore *lc, const struct fw_pkt_ctx *px, const struct fw_conf *c,
-		  const struct fw_layout *layout, uint32_t index, uint32_t lcore_id,
-		  uint32_t worker)
+int fwire_lcore_init(struct fwire_lcore *lc, const struct fwire_pkt_ctx *px,
+		     const struct fw_conf *c, const struct fw_layout *layout, uint32_t index,
+		     uint32_t lcore_id, uint32_t worker)
 {
 	struct fw_serve_config scfg;
 	struct fw_gen_config gcfg;
@@ -44,7 +44,7 @@ int fw_lcore_init(struct fw_lcore *lc, const struct fw_pkt_ctx *px, const struct
 	return 0;
 }
 
-int fw_lcore_rate_init(struct fw_lcore *lc, const struct fw_conf *c, uint32_t n_lcores)
+int fwire_lcore_rate_init(struct fwire_lcore *lc, const struct fw_conf *c, uint32_t n_lcores)
 {
 	struct fw_rate_config rc;
 
@@ -70,13 +70,13 @@ int fw_lcore_rate_init(struct fw_lcore *lc, const struct fw_conf *c, uint32_t n_
 	return 0;
 }
 
-void fw_lcore_rate_free(struct fw_lcore *lc)
+void fwire_lcore_rate_free(struct fwire_lcore *lc)
 {
 	rte_free(lc->rate);
 	lc->rate = NULL;
 }
 
-uint64_t fw_lcore_clock(struct fw_lcore *lc)
+uint64_t fwire_lcore_clock(struct fwire_lcore *lc)
 {
 	struct fw_keeper_snap snap;
 

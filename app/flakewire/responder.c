@@ -37,7 +37,7 @@
 static struct {
 	pthread_t thread;
 	bool started;
-	struct fw_stats_line line; /* the totals at the last stats line */
+	struct fwire_stats_line line; /* the totals at the last stats line */
 } ctl;
 
 static void log_line(void *arg, enum fw_log_level level, const char *line)
@@ -64,22 +64,22 @@ static uint64_t tsc_ticks_precise(void)
 
 static bool should_stop(void *arg)
 {
-	const struct fw_app *app = arg;
+	const struct fwire_app *app = arg;
 
 	return *app->quit;
 }
 
 static bool serving(void *arg)
 {
-	const struct fw_app *app = arg;
+	const struct fwire_app *app = arg;
 
 	return app->serving;
 }
 
 static void worker(void *arg, uint32_t i, struct fw_responder_worker *w)
 {
-	struct fw_app *app = arg;
-	struct fw_lcore *lc = &app->lcore[i];
+	struct fwire_app *app = arg;
+	struct fwire_lcore *lc = &app->lcore[i];
 
 	*w = (struct fw_responder_worker){
 		.key = lc->lcore_id, .slot = lc->kw.slot, .serve = &lc->serve};
@@ -88,7 +88,7 @@ static void worker(void *arg, uint32_t i, struct fw_responder_worker *w)
 /* telemetry's per-lcore worker IDs follow the fleet's swaps */
 static void on_tick(void *arg)
 {
-	struct fw_app *app = arg;
+	struct fwire_app *app = arg;
 
 	if (!fw_responder_has_fleet(app->core))
 		return;
@@ -98,20 +98,20 @@ static void on_tick(void *arg)
 
 static void stats(void *arg, double interval_s)
 {
-	fw_stats_line(arg, &ctl.line, interval_s);
+	fwire_stats_line(arg, &ctl.line, interval_s);
 }
 
 /* the packet path's reasons; FW_DROP_WIRE is the sum of lib/serve's, which the core writes */
 static uint32_t drops(void *arg, uint32_t i, struct fw_responder_drop *out, uint32_t cap)
 {
-	const struct fw_app *app = arg;
-	struct fw_lcore_stats st;
+	const struct fwire_app *app = arg;
+	struct fwire_lcore_stats st;
 	uint32_t n = 0;
 
-	fw_stats_lcore(&app->lcore[i], &st);
+	fwire_stats_lcore(&app->lcore[i], &st);
 	for (int d = 0; d < FW_DROP_COUNT && n < cap; d++)
 		if (d != FW_DROP_WIRE)
-			out[n++] = (struct fw_responder_drop){fw_drop_names[d], st.drop[d]};
+			out[n++] = (struct fw_responder_drop){fwire_drop_names[d], st.drop[d]};
 	if (n < cap)
 		out[n++] = (struct fw_responder_drop){"tx_full", st.tx_dropped};
 	return n;
@@ -120,11 +120,11 @@ static uint32_t drops(void *arg, uint32_t i, struct fw_responder_drop *out, uint
 static void collect(void *arg, struct fw_metrics_writer *w, const struct fw_metrics_worker *wk,
 		    uint32_t n)
 {
-	const struct fw_app *app = arg;
-	static struct fw_lcore_stats st[RTE_MAX_LCORE]; /* one scrape at a time (the lock) */
+	const struct fwire_app *app = arg;
+	static struct fwire_lcore_stats st[RTE_MAX_LCORE]; /* one scrape at a time (the lock) */
 
 	for (uint32_t i = 0; i < n; i++)
-		fw_stats_lcore(&app->lcore[i], &st[i]);
+		fwire_stats_lcore(&app->lcore[i], &st[i]);
 #define PER_LCORE(name, help, field)                                     \
 	do {                                                             \
 		fw_metrics_family(w, name, FW_METRICS_COUNTER, help);    \
@@ -174,7 +174,7 @@ static int call_on_thread(void *arg, int (*fn)(void *), void *fn_arg)
 }
 
 #ifdef FW_HAVE_FLEET
-static struct fw_app *fleet_app; /* for the telemetry callback */
+static struct fwire_app *fleet_app; /* for the telemetry callback */
 
 static int cmd_fleet(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -219,7 +219,7 @@ static int cmd_fleet(const char *cmd, const char *params, struct rte_tel_data *d
 }
 #endif
 
-int fwd_responder_create(struct fw_app *app)
+int fwire_responder_create(struct fwire_app *app)
 {
 	const struct fw_conf *c = &app->conf;
 	struct fw_responder_config rc = {
@@ -248,7 +248,7 @@ int fwd_responder_create(struct fw_app *app)
 				.call_on_thread = call_on_thread,
 			},
 	};
-	/* before fw_lcores_init, which sets app->layout the same way */
+	/* before fwire_lcores_init, which sets app->layout the same way */
 	int rc_l =
 		fw_layout_init(&rc.layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
 			       c->id.sequence_bits, fw_keeper_realtime_ns() / 1000000);
@@ -288,7 +288,7 @@ int fwd_responder_create(struct fw_app *app)
 	return 0;
 }
 
-int fwd_responder_start_keeper(struct fw_app *app)
+int fwire_responder_start_keeper(struct fwire_app *app)
 {
 	if (fw_responder_keeper_start(app->core))
 		return -1; /* logged */
@@ -313,7 +313,7 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
-int fwd_responder_start_control(struct fw_app *app)
+int fwire_responder_start_control(struct fwire_app *app)
 {
 	int rc = rte_ctrl_thread_create(&ctl.thread, "fw-control", NULL, control_main, app->core);
 	if (rc) {
@@ -324,7 +324,7 @@ int fwd_responder_start_control(struct fw_app *app)
 	return 0;
 }
 
-void fwd_responder_stop_control(struct fw_app *app)
+void fwire_responder_stop_control(struct fwire_app *app)
 {
 	if (ctl.started)
 		pthread_join(ctl.thread, NULL);
