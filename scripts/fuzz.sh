@@ -3,7 +3,7 @@
 # Builds the libFuzzer harnesses and runs each for SECONDS (default 60),
 # starting from the seeds in tests/fuzz/corpus/:
 #   request, reply  the wire parsers, in build-fuzz (no DPDK)
-#   frame           the whole packet path (fw_pkt_answer on a test mbuf),
+#   frame           the whole packet path (fwire_pkt_answer on a test mbuf),
 #                   in build-fuzz-dpdk; skipped with a message without DPDK
 # Exits non-zero when a harness crashes; its input is kept in
 # <build>/artifacts/.

@@ -3,7 +3,7 @@
  * flakeload-pktbench: the responder's per-packet work on a fixed workload,
  * without a NIC. N prebuilt request frames (the ones flakeload sends: padded,
  * UDP checksum set, 16 clients) go through what flakewire's burst loop does
- * per burst (lcore.c serve_burst): one fw_lcore_clock(), fw_pkt_answer() per
+ * per burst (lcore.c serve_burst): one fwire_lcore_clock(), fwire_pkt_answer() per
  * frame, the mbufs freed in bulk where the real loop hands them to TX. Each
  * burst is refilled from the template first (that copy is the harness's, not
  * the responder's, and is timed separately so it can be subtracted).
@@ -45,7 +45,7 @@
 #include "port.h"
 #include "fw_wire.h"
 
-int fw_logtype; /* flakewire's main.c defines it; this harness does not link main.c */
+int fwire_logtype; /* flakewire's main.c defines it; this harness does not link main.c */
 
 #define PB_CLIENTS 16
 #define L2         ((uint16_t)sizeof(struct rte_ether_hdr))
@@ -61,10 +61,10 @@ struct pb_frame {
 struct pb_app {
 	struct fw_conf conf;
 	struct fw_layout layout;
-	struct fw_pkt_ctx px;
+	struct fwire_pkt_ctx px;
 	struct rte_mempool *pool;
-	struct fw_port port;
-	struct fw_lcore *lc;
+	struct fwire_port port;
+	struct fwire_lcore *lc;
 };
 
 static bool check;        /* --check: verify every reply's checksums with DPDK's own */
@@ -100,8 +100,8 @@ static void check_reply(struct rte_mbuf *m)
 }
 
 /* A request as flakeload builds it (app/flakeload/loop.c build()). */
-static void make_frame(struct pb_frame *f, const struct fw_port *port, uint32_t client, uint8_t op,
-		       uint16_t count, uint64_t tag)
+static void make_frame(struct pb_frame *f, const struct fwire_port *port, uint32_t client,
+		       uint8_t op, uint16_t count, uint64_t tag)
 {
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)f->b;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
@@ -154,17 +154,17 @@ static void refill(struct rte_mempool *pool, struct rte_mbuf **m, uint16_t n,
  * flakewire's serve_burst() minus the TX call: the unit the callgrind
  * toggle counts. noinline, so it stays one symbol.
  */
-__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fw_lcore *lc,
-						  const struct fw_port *port,
+__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fwire_lcore *lc,
+						  const struct fwire_port *port,
 						  struct rte_mbuf **pkts, uint16_t n);
-__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fw_lcore *lc,
-						  const struct fw_port *port,
+__attribute__((noinline)) uint16_t pb_serve_burst(struct pb_app *app, struct fwire_lcore *lc,
+						  const struct fwire_port *port,
 						  struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
 	uint16_t nfr;
-	uint64_t now = fw_lcore_clock(lc);
-	uint16_t ntx = fw_pkt_burst(lc, port, pkts, n, now, tx, fr, &nfr);
+	uint64_t now = fwire_lcore_clock(lc);
+	uint16_t ntx = fwire_pkt_burst(lc, port, pkts, n, now, tx, fr, &nfr);
 
 	if (FW_UNLIKELY(check))
 		for (uint16_t i = 0; i < ntx; i++)
@@ -255,7 +255,7 @@ enum pb_side { PB_EMPTY, PB_SERVE, PB_MACSWAP };
  * mbufs, the requests written back before each (untimed). Returns the
  * median of the per-burst TSC cycles; adds the frames left unanswered.
  */
-static uint64_t cycles_slice(struct fw_lcore *lc, const struct fw_port *port,
+static uint64_t cycles_slice(struct fwire_lcore *lc, const struct fwire_port *port,
 			     const struct pb_frame *fr, struct rte_mbuf **m, uint64_t *t,
 			     uint32_t k, enum pb_side side, uint64_t *unanswered)
 {
@@ -267,8 +267,8 @@ static uint64_t cycles_slice(struct fw_lcore *lc, const struct fw_port *port,
 			restore(m, FW_BURST, fr);
 		uint64_t t0 = rte_rdtsc_precise();
 		if (side == PB_SERVE) {
-			uint64_t now = fw_lcore_clock(lc);
-			ntx = fw_pkt_burst(lc, port, m, FW_BURST, now, tx, dr, &nfr);
+			uint64_t now = fwire_lcore_clock(lc);
+			ntx = fwire_pkt_burst(lc, port, m, FW_BURST, now, tx, dr, &nfr);
 		} else if (side == PB_MACSWAP) {
 			pb_macswap_burst(m, FW_BURST);
 		}
@@ -279,7 +279,7 @@ static uint64_t cycles_slice(struct fw_lcore *lc, const struct fw_port *port,
 }
 
 /*
- * --cycles: the serve path (fw_lcore_clock + fw_pkt_burst: what
+ * --cycles: the serve path (fwire_lcore_clock + fwire_pkt_burst: what
  * flakewire's lcore does between rx_burst and tx_burst) and
  * pb_macswap_burst, over the same burst of FW_BURST request mbufs, in
  * @rounds bursts each, cut into cycle_slices slice pairs. A slice times
@@ -299,7 +299,7 @@ static uint64_t cycles_slice(struct fw_lcore *lc, const struct fw_port *port,
  * half a second of the loop measures the lcore's steady state, not the
  * host's wake-up. Returns 0, or 1 if a frame went unanswered.
  */
-static int cycles_bench(struct pb_app *app, struct fw_lcore *lc, const struct fw_port *port,
+static int cycles_bench(struct pb_app *app, struct fwire_lcore *lc, const struct fwire_port *port,
 			const struct pb_frame *fr, uint32_t rounds, uint32_t warmup_ms)
 {
 	struct rte_mbuf *m[FW_BURST];
@@ -380,7 +380,7 @@ static void usage(void)
 	       "(50), back to back, who goes first alternating: a ratio per pair.\n"
 	       "--warmup MS: with --cycles, the same loop untimed for MS ms first (500).\n"
 	       "Feeds N request frames (default 1000000, flakeload's padded single-ID\n"
-	       "requests) through flakewire's fw_pkt_answer in bursts of %d, no NIC.\n"
+	       "requests) through flakewire's fwire_pkt_answer in bursts of %d, no NIC.\n"
 	       "Default layout 41/0/0/22 (sequence space not the limit); --set changes it.\n"
 	       "For instruction counts: valgrind --tool=callgrind "
 	       "--toggle-collect=pb_serve_burst ...\n",
@@ -486,7 +486,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pktbench: EAL init failed\n");
 		return 2;
 	}
-	fw_logtype = RTE_LOGTYPE_USER1;
+	fwire_logtype = RTE_LOGTYPE_USER1;
 	/* a packet context and one lcore, as flakewire's poll.c builds them */
 	const struct fw_conf *conf = &app->conf;
 	app->pool =
@@ -495,33 +495,34 @@ int main(int argc, char **argv)
 	if (!app->pool || !app->lc ||
 	    fw_layout_init(&app->layout, conf->id.epoch_ms, conf->id.datacenter_bits,
 			   conf->id.worker_bits, conf->id.sequence_bits, 0) ||
-	    fw_pkt_ctx_init(&app->px, conf, NULL, NULL) ||
-	    fw_lcore_init(app->lc, &app->px, conf, &app->layout, 0, rte_lcore_id(),
-			  (uint32_t)fw_conf_worker(conf, 0)) ||
-	    fw_lcore_rate_init(app->lc, conf, 1)) {
+	    fwire_pkt_ctx_init(&app->px, conf, NULL, NULL) ||
+	    fwire_lcore_init(app->lc, &app->px, conf, &app->layout, 0, rte_lcore_id(),
+			     (uint32_t)fw_conf_worker(conf, 0)) ||
+	    fwire_lcore_rate_init(app->lc, conf, 1)) {
 		fprintf(stderr, "pktbench: set-up failed\n");
 		return 2;
 	}
 
 	/* the clock as the control thread publishes it, the mark far ahead */
-	if (!fw_lcores_fixed_clock(app->lc, 1, app->layout.epoch_ms, 86400000)) {
+	if (!fwire_lcores_fixed_clock(app->lc, 1, app->layout.epoch_ms, 86400000)) {
 		fprintf(stderr, "pktbench: clock set-up failed\n");
 		return 2;
 	}
 
-	struct fw_port *port = &app->port;
+	struct fwire_port *port = &app->port;
 	struct rte_ether_addr mac = {{0x02, 0, 0, 0, 0, 0x02}};
 	port->mac = mac;
 	port->addr_be = rte_cpu_to_be_32(RTE_IPV4(10, 0, 0, 2));
 	port->tx_cksum = tx_offload;
 	snprintf(port->name, sizeof(port->name), "pktbench");
-	fw_pkt_ctx_add_port(&app->px, port); /* our address a martian source, as flakewire has it */
+	fwire_pkt_ctx_add_port(&app->px,
+			       port); /* our address a martian source, as flakewire has it */
 
 	struct pb_frame fr[PB_CLIENTS];
 	for (uint32_t k = 0; k < PB_CLIENTS; k++)
 		make_frame(&fr[k], port, k, op, count, 0x1234000000ull + k);
 
-	struct fw_lcore *lc = app->lc;
+	struct fwire_lcore *lc = app->lc;
 	if (cycles) {
 		int rc = cycles_bench(app, lc, port, fr, cycles, warmup_ms);
 		rte_eal_cleanup();

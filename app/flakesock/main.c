@@ -8,9 +8,10 @@
 #include <unistd.h>
 
 #include "flakesock.h"
-#include "fw_keeper_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_err.h"
 #include "fw_metrics.h"
+#include "fw_time.h"
 #include "fw_version.h"
 #include "fw_time.h"
 
@@ -87,7 +88,7 @@ static int start_workers(struct fsock_ctx *ctx)
 		struct fsock_worker *w = &ctx->workers[i];
 		fw_gen_config_default(&gc);
 		gc.datacenter = ctx->conf.id.datacenter;
-		gc.worker = fsock_fleet_first_worker(ctx, i);
+		gc.worker = (uint32_t)fw_responder_worker(ctx->core, i);
 		gc.max_borrow_ms = ctx->conf.id.max_borrow_ms;
 		gc.max_backstep_ms = ctx->conf.id.max_backstep_ms;
 		int rc = fw_serve_init(&w->serve, &ctx->layout, &gc, &sc);
@@ -97,7 +98,8 @@ static int start_workers(struct fsock_ctx *ctx)
 		}
 		w->ctx = ctx;
 		w->index = i;
-		fsock_keeper_worker_init(ctx, w);
+		fw_keeper_worker_init(&w->kw, &fw_keeper_slots(ctx->keeper, NULL)[i],
+				      &w->serve.gen);
 		rc = fsock_worker_open(ctx, w);
 		if (rc != 0) {
 			fprintf(stderr, "flakesock: cannot bind UDP port %u: %s\n",
@@ -243,30 +245,29 @@ int main(int argc, char **argv)
 		return 1;
 	memset(ctx.workers, 0, sizeof(*ctx.workers) * ctx.n_workers);
 	char lerr[512];
-	if (fw_state_lock_conf(&ctx.conf, ctx.n_workers, &ctx.lock, lerr, sizeof(lerr)) != 0) {
+	if (fw_responder_state_lock(&ctx.conf, ctx.n_workers, &ctx.lock, lerr, sizeof(lerr)) != 0) {
 		fprintf(stderr, "flakesock: %s\nflakesock: refusing to start\n", lerr);
 		return 1;
 	}
-	if (fsock_fleet_start(&ctx) != 0)
+	if (fsock_responder_create(&ctx) != 0)
 		return 1;
-	if (fsock_metrics_start(&ctx) != 0) {
-		fsock_fleet_stop(&ctx);
+	if (fw_responder_metrics_start(ctx.core) != 0) {
+		fw_responder_free(ctx.core);
 		return 2;
 	}
-	if (fsock_keeper_start(&ctx) != 0) {
-		fsock_metrics_stop();
-		fsock_fleet_stop(&ctx);
+	if (fw_responder_keeper_start(ctx.core) != 0) {
+		fw_responder_free(ctx.core);
 		return 1;
 	}
-	fsock_fleet_attach(&ctx);
+	ctx.keeper = fw_responder_keeper(ctx.core);
 	if (start_workers(&ctx) != 0) {
 		stop_flag = 1;
-		fsock_metrics_stop();
+		fw_responder_metrics_stop(ctx.core);
 		for (uint32_t i = 0; i < ctx.n_workers; i++)
 			if (ctx.workers[i].thread)
 				pthread_join(ctx.workers[i].thread, NULL);
-		fsock_fleet_stop(&ctx);
-		fsock_keeper_stop(&ctx);
+		fw_responder_keeper_stop(ctx.core);
+		fw_responder_free(ctx.core);
 		return 1;
 	}
 	atomic_store_explicit(&ctx.running, true, memory_order_release); /* for /metrics */
@@ -275,7 +276,7 @@ int main(int argc, char **argv)
 	ids[0] = '\0';
 	for (uint32_t i = 0; i < ctx.n_workers && il < sizeof(ids); i++) {
 		il += (size_t)snprintf(ids + il, sizeof(ids) - il, "%s%u", i ? "," : "",
-				       fsock_fleet_first_worker(&ctx, i));
+				       (uint32_t)fw_responder_worker(ctx.core, i));
 		if (il >= sizeof(ids) - 8 && i + 1 < ctx.n_workers) {
 			snprintf(ids + il, sizeof(ids) - il, ",...");
 			break;
@@ -285,16 +286,18 @@ int main(int argc, char **argv)
 		"flakesock: listening on %s port %u, %u worker(s), worker ID(s) %s%s, layout "
 		"%u/%u/%u/%u epoch %llu, mark file %s\n",
 		listen, ctx.conf.net.udp_port, ctx.n_workers, ids,
-		ctx.fleet ? " (fleet; a slot without a lease shows 0 and answers NO_LEASE)" : "",
+		fw_responder_has_fleet(ctx.core)
+			? " (fleet; a slot without a lease shows 0 and answers NO_LEASE)"
+			: "",
 		ctx.layout.time_bits, ctx.layout.dc_bits, ctx.layout.worker_bits,
 		ctx.layout.seq_bits, (unsigned long long)ctx.layout.epoch_ms, ctx.conf.state.file);
 
-	fsock_keeper_run(&ctx);
-	fsock_metrics_stop();
+	fw_responder_run(ctx.core);
+	fw_responder_metrics_stop(ctx.core);
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		pthread_join(ctx.workers[i].thread, NULL);
-	fsock_fleet_stop(&ctx);
-	rc = fsock_keeper_stop(&ctx);
+	rc = fw_responder_keeper_stop(ctx.core);
+	fw_responder_free(ctx.core);  /* the fleet stops: its leases stay */
 	fw_state_lock_free(ctx.lock); /* after the final mark */
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		close(ctx.workers[i].fd);

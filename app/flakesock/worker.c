@@ -7,15 +7,8 @@
 #include <unistd.h>
 
 #include "flakesock.h"
-#include "fw_policy_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_keeper_serve.h"
-#include "fw_time.h"
-
-/* Kept for app/flakesock/metrics.c until it calls fw_wall_ms itself. */
-uint64_t fsock_unix_ms(void)
-{
-	return fw_wall_ms();
-}
 
 int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 {
@@ -44,8 +37,10 @@ int fsock_worker_open(struct fsock_ctx *ctx, struct fsock_worker *w)
 
 int fsock_policy_init(struct fsock_ctx *ctx)
 {
-	if (fw_policy_from_conf(&ctx->policy, &ctx->conf, NULL, NULL)) {
-		fprintf(stderr, "flakesock: cannot set up the source policy\n");
+	char err[160];
+
+	if (fw_responder_policy(&ctx->policy, &ctx->conf, NULL, NULL, err, sizeof(err))) {
+		fprintf(stderr, "flakesock: cannot set up the source policy: %s\n", err);
 		return -1;
 	}
 	return 0;

@@ -39,7 +39,7 @@
 #define AF_XDP_PREFIX     "net_af_xdp"
 #define FW_AFXDP_LOCK_DIR "/run/flakewire"
 
-bool fw_afxdp_wanted(const struct fw_conf_port *pc)
+bool fwire_afxdp_wanted(const struct fw_conf_port *pc)
 {
 	return pc->mode == FW_CONF_PORT_AF_XDP ||
 	       !strncmp(pc->device, AF_XDP_PREFIX, strlen(AF_XDP_PREFIX));
@@ -228,7 +228,7 @@ static int check_iface(uint32_t idx, const char *ifname, const struct fw_xdp_dev
 }
 
 /* The devargs from mode = af_xdp, or from a net_af_xdp device string. */
-static int build_args(struct fw_app *app, uint32_t idx, struct fw_xdp_devargs *a)
+static int build_args(struct fwire_app *app, uint32_t idx, struct fw_xdp_devargs *a)
 {
 	const struct fw_conf_port *pc = &app->conf.port[idx];
 	int rc;
@@ -273,9 +273,9 @@ static int build_args(struct fw_app *app, uint32_t idx, struct fw_xdp_devargs *a
 	return 0;
 }
 
-int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len)
+int fwire_afxdp_prepare(struct fwire_app *app, uint32_t idx, char *devargs, size_t len)
 {
-	struct fw_port *p = &app->port[idx];
+	struct fwire_port *p = &app->port[idx];
 	struct fw_xdp_devargs a;
 	struct fw_xdp_ifinfo in;
 	char addr[INET_ADDRSTRLEN];
@@ -311,9 +311,9 @@ int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len
 	return 0;
 }
 
-int fw_afxdp_started(struct fw_app *app, uint32_t idx)
+int fwire_afxdp_started(struct fwire_app *app, uint32_t idx)
 {
-	struct fw_port *p = &app->port[idx];
+	struct fwire_port *p = &app->port[idx];
 	uint16_t udp = (uint16_t)app->conf.net.udp_port;
 	struct fw_xdp_info info;
 	/* the addresses first: steering starts with the port, already filtered */
@@ -338,9 +338,9 @@ int fw_afxdp_started(struct fw_app *app, uint32_t idx)
 	return 0;
 }
 
-void fw_afxdp_closed(struct fw_app *app, uint32_t idx)
+void fwire_afxdp_closed(struct fwire_app *app, uint32_t idx)
 {
-	struct fw_port *p = &app->port[idx];
+	struct fwire_port *p = &app->port[idx];
 	int rc = fw_xdp_detach_own(p->iface);
 
 	/* The PMD detaches the program it loaded on close; this covers the paths where it did not.

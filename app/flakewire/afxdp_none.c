@@ -4,12 +4,12 @@
 #include "log.h"
 #include "port.h"
 
-bool fw_afxdp_wanted(const struct fw_conf_port *pc)
+bool fwire_afxdp_wanted(const struct fw_conf_port *pc)
 {
 	return pc->mode == FW_CONF_PORT_AF_XDP;
 }
 
-int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len)
+int fwire_afxdp_prepare(struct fwire_app *app, uint32_t idx, char *devargs, size_t len)
 {
 	(void)app;
 	(void)devargs;
@@ -21,14 +21,14 @@ int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len
 	return -1;
 }
 
-int fw_afxdp_started(struct fw_app *app, uint32_t idx)
+int fwire_afxdp_started(struct fwire_app *app, uint32_t idx)
 {
 	(void)app;
 	(void)idx;
 	return -1;
 }
 
-void fw_afxdp_closed(struct fw_app *app, uint32_t idx)
+void fwire_afxdp_closed(struct fwire_app *app, uint32_t idx)
 {
 	(void)app;
 	(void)idx;

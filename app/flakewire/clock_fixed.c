@@ -21,8 +21,8 @@ static int mem_write(void *arg, uint64_t ms)
 	return 0;
 }
 
-struct fw_keeper *fw_lcores_fixed_clock(struct fw_lcore *lc, uint32_t n, uint64_t epoch_ms,
-					uint64_t ahead_ms)
+struct fw_keeper *fwire_lcores_fixed_clock(struct fwire_lcore *lc, uint32_t n, uint64_t epoch_ms,
+					   uint64_t ahead_ms)
 {
 	static const struct fw_keeper_io io = {mem_read, mem_write, NULL};
 	struct fw_keeper_config cfg;

@@ -7,16 +7,16 @@
 
 #include "fw_err.h"
 #include "fw_keeper_serve.h"
-#include "fw_policy_conf.h"
+#include "fw_responder_conf.h"
 #include "lcore.h"
 #include "log.h"
 
 /* Prefixes each lcore's rate limiter holds (4096 x 16 bytes = 64 KiB). */
 #define FW_RATE_ENTRIES 4096
 
-int fw_lcore_init(struct fw_lcore *lc, const struct fw_pkt_ctx *px, const struct fw_conf *c,
-		  const struct fw_layout *layout, uint32_t index, uint32_t lcore_id,
-		  uint32_t worker)
+int fwire_lcore_init(struct fwire_lcore *lc, const struct fwire_pkt_ctx *px,
+		     const struct fw_conf *c, const struct fw_layout *layout, uint32_t index,
+		     uint32_t lcore_id, uint32_t worker)
 {
 	struct fw_serve_config scfg;
 	struct fw_gen_config gcfg;
@@ -44,11 +44,11 @@ int fw_lcore_init(struct fw_lcore *lc, const struct fw_pkt_ctx *px, const struct
 	return 0;
 }
 
-int fw_lcore_rate_init(struct fw_lcore *lc, const struct fw_conf *c, uint32_t n_lcores)
+int fwire_lcore_rate_init(struct fwire_lcore *lc, const struct fw_conf *c, uint32_t n_lcores)
 {
 	struct fw_rate_config rc;
 
-	if (!fw_rate_config_from_conf(&rc, c, n_lcores, rte_get_tsc_hz(), FW_RATE_ENTRIES))
+	if (!fw_responder_rate_config(&rc, c, n_lcores, rte_get_tsc_hz(), FW_RATE_ENTRIES))
 		return 0;
 	size_t size = fw_rate_memsize(&rc);
 	void *mem = rte_zmalloc_socket("fw_rate", size, RTE_CACHE_LINE_SIZE,
@@ -70,13 +70,13 @@ int fw_lcore_rate_init(struct fw_lcore *lc, const struct fw_conf *c, uint32_t n_
 	return 0;
 }
 
-void fw_lcore_rate_free(struct fw_lcore *lc)
+void fwire_lcore_rate_free(struct fwire_lcore *lc)
 {
 	rte_free(lc->rate);
 	lc->rate = NULL;
 }
 
-uint64_t fw_lcore_clock(struct fw_lcore *lc)
+uint64_t fwire_lcore_clock(struct fwire_lcore *lc)
 {
 	struct fw_keeper_snap snap;
 

@@ -20,16 +20,16 @@
 #include "pkt.h"
 
 /* One per worker lcore (every EAL lcore, the main one included). */
-struct fw_lcore {
+struct fwire_lcore {
 	struct fw_serve serve;
-	struct fw_lcore_stats st;
-	const struct fw_pkt_ctx *px; /* the packet context, shared, read-only */
+	struct fwire_lcore_stats st;
+	const struct fwire_pkt_ctx *px; /* the packet context, shared, read-only */
 	uint32_t lcore_id;
 	uint32_t index;              /* 0-based worker index */
 	uint16_t queue;              /* its RX and TX queue on every port */
 	uint32_t worker_id;          /* generator worker ID */
 	struct fw_keeper_worker kw;  /* its keeper slot: clock, mark, lease, worker swaps */
-	uint64_t tsc;                /* TSC of the burst being answered (fw_lcore_clock) */
+	uint64_t tsc;                /* TSC of the burst being answered (fwire_lcore_clock) */
 	struct fw_rate *rate;        /* this lcore's rate limiter; NULL when [net] rate = 0 */
 	struct fw_policy_cache srcc; /* verdicts of px->policy for recent sources */
 	uint32_t ports_down;         /* bit p: port p's link is down, not polled (poll.c) */
@@ -42,29 +42,29 @@ struct fw_lcore {
  * Initialises *lc (zeroed by the caller) as worker @index (its queue) on
  * EAL lcore @lcore_id with generator worker ID @worker, the ID layout
  * @layout and [id] / [net] settings of @c, answering with @px (which must
- * outlive it). No rate limiter yet (fw_lcore_rate_init) and no keeper slot
+ * outlive it). No rate limiter yet (fwire_lcore_rate_init) and no keeper slot
  * (fw_keeper_worker_init on lc->kw). Returns 0 or -1 (logged).
  */
-int fw_lcore_init(struct fw_lcore *lc, const struct fw_pkt_ctx *px, const struct fw_conf *c,
-		  const struct fw_layout *layout, uint32_t index, uint32_t lcore_id,
-		  uint32_t worker);
+int fwire_lcore_init(struct fwire_lcore *lc, const struct fwire_pkt_ctx *px,
+		     const struct fw_conf *c, const struct fw_layout *layout, uint32_t index,
+		     uint32_t lcore_id, uint32_t worker);
 
 /*
  * Gives @lc its rate limiter when [net] rate > 0: its share of the
  * responder's rate among @n_lcores (fw_rate_share), on the lcore's socket.
  * Returns 0 (also when no limit is set) or -1 (no memory, logged).
- * fw_lcore_rate_free() releases it.
+ * fwire_lcore_rate_free() releases it.
  */
-int fw_lcore_rate_init(struct fw_lcore *lc, const struct fw_conf *c, uint32_t n_lcores);
-void fw_lcore_rate_free(struct fw_lcore *lc);
+int fwire_lcore_rate_init(struct fwire_lcore *lc, const struct fw_conf *c, uint32_t n_lcores);
+void fwire_lcore_rate_free(struct fwire_lcore *lc);
 
 /*
  * Reads the clock once for a burst: sets lc->tsc (rate limiting), the
  * mark and clock flags of lc->serve from its keeper slot; returns ms since
- * the layout epoch, the @now of fw_pkt_answer. Every burst loop calls it
- * before fw_pkt_answer.
+ * the layout epoch, the @now of fwire_pkt_answer. Every burst loop calls it
+ * before fwire_pkt_answer.
  */
-uint64_t fw_lcore_clock(struct fw_lcore *lc);
+uint64_t fwire_lcore_clock(struct fwire_lcore *lc);
 
 /*
  * clock_fixed.c: a keeper for tools that run the packet path without the
@@ -72,5 +72,5 @@ uint64_t fw_lcore_clock(struct fw_lcore *lc);
  * the mark @ahead_ms ahead of now, nothing persisted, one slot for each of
  * the @n lcores at @lc (their kw set). Returns the keeper, or NULL.
  */
-struct fw_keeper *fw_lcores_fixed_clock(struct fw_lcore *lc, uint32_t n, uint64_t epoch_ms,
-					uint64_t ahead_ms);
+struct fw_keeper *fwire_lcores_fixed_clock(struct fwire_lcore *lc, uint32_t n, uint64_t epoch_ms,
+					   uint64_t ahead_ms);

@@ -4,6 +4,6 @@
 
 #include <rte_log.h>
 
-extern int fw_logtype;
+extern int fwire_logtype;
 #define FW_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, fw_logtype, "flakewire: " fmt "\n", ##__VA_ARGS__)
+	rte_log(RTE_LOG_##level, fwire_logtype, "flakewire: " fmt "\n", ##__VA_ARGS__)

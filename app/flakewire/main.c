@@ -11,20 +11,18 @@
 #include <rte_malloc.h>
 
 #include "app.h"
-#include "control.h"
-#include "fleet.h"
 #include "fw_err.h"
-#include "fw_keeper_conf.h"
+#include "fw_responder_conf.h"
 #include "fw_version.h"
 #include "log.h"
-#include "metrics.h"
+#include "responder.h"
 #include "options.h"
 #include "poll.h"
 #include "stats.h"
 #include "telemetry.h"
 
 static volatile bool force_quit;
-int fw_logtype;
+int fwire_logtype;
 
 static void on_signal(int sig)
 {
@@ -47,18 +45,18 @@ static int print_config(void)
 
 int main(int argc, char **argv)
 {
-	struct fw_app *app;
-	enum fw_mode mode;
+	struct fwire_app *app;
+	enum fwire_mode mode;
 	int eal_argc, rc;
 
 	app = calloc(1, sizeof(*app));
 	if (!app)
 		return 1;
-	if (fw_options_parse(argc, argv, &app->conf, &mode, &eal_argc))
+	if (fwire_options_parse(argc, argv, &app->conf, &mode, &eal_argc))
 		return 2;
 	switch (mode) {
 	case FW_MODE_HELP:
-		fw_options_usage(argv[0]);
+		fwire_options_usage(argv[0]);
 		return 0;
 	case FW_MODE_PRINT_CONFIG:
 		return print_config();
@@ -92,33 +90,33 @@ int main(int argc, char **argv)
 			rte_strerror(rte_errno));
 		return 1;
 	}
-	fw_logtype = rte_log_register_type_and_pick_level("flakewire", RTE_LOG_INFO);
-	if (fw_logtype < 0)
-		fw_logtype = RTE_LOGTYPE_USER1;
+	fwire_logtype = rte_log_register_type_and_pick_level("flakewire", RTE_LOG_INFO);
+	if (fwire_logtype < 0)
+		fwire_logtype = RTE_LOGTYPE_USER1;
 	char lerr[512];
-	rc = fw_state_lock_conf(&app->conf, rte_lcore_count(), &app->lock, lerr, sizeof(lerr));
+	rc = fw_responder_state_lock(&app->conf, rte_lcore_count(), &app->lock, lerr, sizeof(lerr));
 	if (rc)
 		FW_LOG(ERR, "%s; refusing to start", lerr);
 	if (!rc)
-		rc = fw_fleet_wire_start(app);
+		rc = fwire_responder_create(app);
 	if (!rc)
-		rc = fw_lcores_init(app);
+		rc = fwire_lcores_init(app);
 	if (!rc)
-		rc = fw_control_start_state(app);
+		rc = fwire_responder_start_keeper(app);
 	if (!rc)
-		fw_fleet_wire_attach(app);
+		rc = fwire_ports_open(app);
 	if (!rc)
-		rc = fw_ports_open(app);
+		rc = fwire_telemetry_register(app);
 	if (!rc)
-		rc = fw_telemetry_register(app);
+		rc = fw_responder_metrics_start(app->core);
 	if (!rc)
-		rc = fw_app_metrics_start(app);
-	if (!rc)
-		rc = fw_control_start(app);
+		rc = fwire_responder_start_control(app);
 	if (rc) {
-		fw_app_metrics_stop(app);
-		fw_ports_close(app);
-		fw_fleet_wire_stop(app);
+		if (app->core) {
+			fw_responder_metrics_stop(app->core);
+			fw_responder_fleet_stop(app->core);
+		}
+		fwire_ports_close(app);
 		if (rte_eal_cleanup())
 			fprintf(stderr, "flakewire: EAL cleanup failed\n");
 		return 1;
@@ -126,7 +124,7 @@ int main(int argc, char **argv)
 
 	FW_LOG(INFO, "running on %u lcore(s); Ctrl-C or SIGTERM stops", app->n_lcores);
 	app->serving = true;
-	rc = rte_eal_mp_remote_launch(fw_lcore_main, app, CALL_MAIN);
+	rc = rte_eal_mp_remote_launch(fwire_lcore_main, app, CALL_MAIN);
 	if (rc) {
 		/* a worker lcore was busy: nothing served; stop what did start */
 		FW_LOG(ERR, "cannot launch the lcores: %s", rte_strerror(-rc));
@@ -136,18 +134,19 @@ int main(int argc, char **argv)
 	app->serving = false;
 
 	FW_LOG(INFO, "stopping");
-	fw_app_metrics_stop(app);
-	fw_control_stop(app);
-	fw_fleet_wire_stop(app);
+	fw_responder_metrics_stop(app->core);
+	fwire_responder_stop_control(app);
+	fw_responder_fleet_stop(app->core);
 	fw_state_lock_free(app->lock); /* after the final mark */
-	struct fw_stats_line totals = {0};
-	fw_stats_line(app, &totals, 0);
-	fw_ports_close(app);
+	struct fwire_stats_line totals = {0};
+	fwire_stats_line(app, &totals, 0);
+	fwire_ports_close(app);
 	rte_free(app->lcore);
 	if (rte_eal_cleanup()) {
 		fprintf(stderr, "flakewire: EAL cleanup failed: %s\n", rte_strerror(rte_errno));
 		rc = 1;
 	}
+	fw_responder_free(app->core); /* after EAL cleanup: telemetry read the keeper */
 	free(app);
 	return rc ? 1 : 0;
 }

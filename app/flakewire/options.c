@@ -11,7 +11,7 @@
 #include "log.h"
 #include "fw_metrics.h"
 
-void fw_options_usage(const char *prog)
+void fwire_options_usage(const char *prog)
 {
 	size_t n = fw_conf_help(NULL, 0, 0) + 1;
 	char *text = malloc(n);
@@ -54,7 +54,8 @@ static bool app_only_flag(const char *a)
 	       !strcmp(a, "--version");
 }
 
-int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode, int *eal_argc)
+int fwire_options_parse(int argc, char **argv, struct fw_conf *conf, enum fwire_mode *mode,
+			int *eal_argc)
 {
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},

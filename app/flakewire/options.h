@@ -4,7 +4,7 @@
 
 #include "fw_conf.h"
 
-enum fw_mode {
+enum fwire_mode {
 	FW_MODE_RUN = 0,
 	FW_MODE_HELP,
 	FW_MODE_PRINT_CONFIG,    /* the sample: every default */
@@ -18,6 +18,6 @@ enum fw_mode {
  * and applies --set in order into @conf. Prints errors to stderr.
  * Returns 0 with *mode and *eal_argc set, or -1 on a usage error.
  */
-int fw_options_parse(int argc, char **argv, struct fw_conf *conf, enum fw_mode *mode,
-		     int *eal_argc);
-void fw_options_usage(const char *prog);
+int fwire_options_parse(int argc, char **argv, struct fw_conf *conf, enum fwire_mode *mode,
+			int *eal_argc);
+void fwire_options_usage(const char *prog);

@@ -45,14 +45,14 @@
 #include <rte_prefetch.h>
 #include <rte_udp.h>
 
-#include "fw_policy_conf.h"
+#include "fw_responder_conf.h"
 #include "lcore.h"
 #include "pkt.h"
 #include "pkt6.h"
 #include "pkt_util.h"
 #include "port.h"
 
-const char *const fw_drop_names[FW_DROP_COUNT] = {
+const char *const fwire_drop_names[FW_DROP_COUNT] = {
 	[FW_DROP_NOT_IP] = "not_ip",
 	[FW_DROP_NOT_US] = "not_us",
 	[FW_DROP_IP_OPTS] = "ip_options",
@@ -78,7 +78,7 @@ const char *const fw_drop_names[FW_DROP_COUNT] = {
 
 _Static_assert(FW_DROP_MARTIAN(FW_POLICY_MARTIAN_SELF) == FW_DROP_MARTIAN_SELF &&
 		       FW_DROP_MARTIAN(FW_POLICY_MARTIAN_COUNT) == FW_DROP_MARTIAN_MAC,
-	       "enum fw_drop's martians follow enum fw_policy_martian");
+	       "enum fwire_drop's martians follow enum fw_policy_martian");
 
 #define L2 ((uint16_t)sizeof(struct rte_ether_hdr))
 #define L3 ((uint16_t)sizeof(struct rte_ipv4_hdr))
@@ -116,7 +116,7 @@ static inline void ip_cksum_set(struct rte_ipv4_hdr *ip)
 	ip->hdr_checksum = (uint16_t)~ip_sum(ip);
 }
 
-static inline void swap_eth(struct rte_ether_hdr *eth, const struct fw_port *port)
+static inline void swap_eth(struct rte_ether_hdr *eth, const struct fwire_port *port)
 {
 	eth->dst_addr = eth->src_addr;
 	eth->src_addr = port->mac;
@@ -137,7 +137,7 @@ static inline uint64_t swap_ip(struct rte_ipv4_hdr *ip)
 	return (a & 0xffffffff) + (a >> 32);
 }
 
-static bool answer_arp(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m)
+static bool answer_arp(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_arp_hdr *arp = (struct rte_arp_hdr *)(eth + 1);
@@ -164,7 +164,7 @@ static bool answer_arp(struct fw_lcore *lc, const struct fw_port *port, struct r
 	return true;
 }
 
-static bool answer_icmp(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+static bool answer_icmp(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
 			struct rte_ipv4_hdr *ip, uint16_t ip_len)
 {
 	struct rte_icmp_hdr *icmp = (struct rte_icmp_hdr *)(ip + 1);
@@ -219,20 +219,20 @@ struct tally {
 	struct fw_serve_run run;
 };
 
-static inline void tally_begin(struct fw_lcore *lc, uint64_t now, struct tally *t)
+static inline void tally_begin(struct fwire_lcore *lc, uint64_t now, struct tally *t)
 {
 	t->udp = 0;
 	fw_serve_run_begin(&lc->serve, now, &t->run);
 }
 
-static inline void tally_end(struct fw_lcore *lc, struct tally *t)
+static inline void tally_end(struct fwire_lcore *lc, struct tally *t)
 {
 	lc->st.udp += t->udp;
 	fw_serve_run_end(&lc->serve, &t->run);
 }
 
 /* Turns the request in place into its reply of @n payload bytes and writes the checksums. */
-static __rte_always_inline bool send_udp(const struct fw_port *port, struct rte_mbuf *m,
+static __rte_always_inline bool send_udp(const struct fwire_port *port, struct rte_mbuf *m,
 					 struct rte_ipv4_hdr *ip, struct rte_udp_hdr *udp, int n,
 					 const struct csum_state *cs, bool tx_cksum, uint32_t *nudp)
 {
@@ -347,7 +347,7 @@ static __rte_always_inline bool l4_cksum_ok(const struct rte_mbuf *m, const stru
 }
 
 /* A rate-limited request: counted, then dropped or slipped (RETRY_AFTER). Out of line. */
-static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_port *port,
+static __rte_noinline bool answer_limited(struct fwire_lcore *lc, const struct fwire_port *port,
 					  struct rte_mbuf *m, struct rte_ipv4_hdr *ip,
 					  struct rte_udp_hdr *udp, enum fw_rate_verdict v,
 					  uint32_t retry_us, struct csum_state cs)
@@ -365,8 +365,9 @@ static __rte_noinline bool answer_limited(struct fw_lcore *lc, const struct fw_p
 }
 
 /* A UDP datagram whose lengths agree, to our port: policy, checksum, the answer. */
-static __rte_always_inline bool answer_udp_ours(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-						const struct fw_port *port, struct rte_mbuf *m,
+static __rte_always_inline bool answer_udp_ours(const struct fwire_pkt_ctx *px,
+						struct fwire_lcore *lc,
+						const struct fwire_port *port, struct rte_mbuf *m,
 						struct rte_ipv4_hdr *ip, uint16_t ip_len,
 						bool trusted, struct csum_state *cs, uint64_t now,
 						bool tx_cksum, struct tally *t)
@@ -401,8 +402,8 @@ static __rte_always_inline bool answer_udp_ours(const struct fw_pkt_ctx *px, str
 	return send_udp(port, m, ip, udp, n, cs, tx_cksum, &t->udp);
 }
 
-static __rte_always_inline bool answer_udp(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					   const struct fw_port *port, struct rte_mbuf *m,
+static __rte_always_inline bool answer_udp(const struct fwire_pkt_ctx *px, struct fwire_lcore *lc,
+					   const struct fwire_port *port, struct rte_mbuf *m,
 					   struct rte_ipv4_hdr *ip, uint16_t ip_len, bool trusted,
 					   struct csum_state *cs, uint64_t now, struct tally *t)
 {
@@ -415,8 +416,8 @@ static __rte_always_inline bool answer_udp(const struct fw_pkt_ctx *px, struct f
 	return answer_udp_ours(px, lc, port, m, ip, ip_len, trusted, cs, now, port->tx_cksum, t);
 }
 
-static __rte_always_inline bool answer_ipv4(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					    const struct fw_port *port, struct rte_mbuf *m,
+static __rte_always_inline bool answer_ipv4(const struct fwire_pkt_ctx *px, struct fwire_lcore *lc,
+					    const struct fwire_port *port, struct rte_mbuf *m,
 					    struct rte_ether_hdr *eth, uint64_t now,
 					    struct tally *t)
 {
@@ -476,20 +477,20 @@ struct fast_key {
 #define FAST_V20 0x0000000011000000ull
 #define FAST_M30 0xffff0000ffffffffull /* destination address, destination port */
 
-static inline void fast_key_init(struct fast_key *k, const struct fw_pkt_ctx *px,
-				 const struct fw_port *port)
+static inline void fast_key_init(struct fast_key *k, const struct fwire_pkt_ctx *px,
+				 const struct fwire_port *port)
 {
 	k->mac = 0;
 	memcpy(&k->mac, &port->mac, RTE_ETHER_ADDR_LEN);
 	k->dst = (uint64_t)port->addr_be | (uint64_t)BE16((uint16_t)px->udp_port) << 48;
 }
 
-static __rte_noinline bool pkt_answer_slow(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					   const struct fw_port *port, struct rte_mbuf *m,
+static __rte_noinline bool pkt_answer_slow(const struct fwire_pkt_ctx *px, struct fwire_lcore *lc,
+					   const struct fwire_port *port, struct rte_mbuf *m,
 					   uint64_t now);
 
-static __rte_always_inline bool pkt_answer(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					   const struct fw_port *port, struct rte_mbuf *m,
+static __rte_always_inline bool pkt_answer(const struct fwire_pkt_ctx *px, struct fwire_lcore *lc,
+					   const struct fwire_port *port, struct rte_mbuf *m,
 					   const struct fast_key *k, uint64_t now, bool tx_cksum,
 					   struct tally *t)
 {
@@ -558,8 +559,8 @@ static __rte_always_inline bool pkt_answer(const struct fw_pkt_ctx *px, struct f
 }
 
 /* The dispatch on the Ethernet type: one case per network protocol. */
-static __rte_always_inline bool pkt_dispatch(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					     const struct fw_port *port, struct rte_mbuf *m,
+static __rte_always_inline bool pkt_dispatch(const struct fwire_pkt_ctx *px, struct fwire_lcore *lc,
+					     const struct fwire_port *port, struct rte_mbuf *m,
 					     uint64_t now, struct tally *t)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
@@ -577,7 +578,7 @@ static __rte_always_inline bool pkt_dispatch(const struct fw_pkt_ctx *px, struct
 	case RTE_BE16(RTE_ETHER_TYPE_IPV6): {
 		/* pkt6.c issues IDs too: the run is written back around it */
 		tally_end(lc, t);
-		bool reply = fw_pkt6_answer(lc, port, m, now);
+		bool reply = fwire_pkt6_answer(lc, port, m, now);
 		tally_begin(lc, now, t);
 		return reply;
 	}
@@ -587,8 +588,8 @@ static __rte_always_inline bool pkt_dispatch(const struct fw_pkt_ctx *px, struct
 }
 
 /* Every frame the fast path does not take; counts its own tally, out of line. */
-static __rte_noinline bool pkt_answer_slow(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					   const struct fw_port *port, struct rte_mbuf *m,
+static __rte_noinline bool pkt_answer_slow(const struct fwire_pkt_ctx *px, struct fwire_lcore *lc,
+					   const struct fwire_port *port, struct rte_mbuf *m,
 					   uint64_t now)
 {
 	struct tally t;
@@ -599,10 +600,10 @@ static __rte_noinline bool pkt_answer_slow(const struct fw_pkt_ctx *px, struct f
 	return reply;
 }
 
-bool fw_pkt_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
-		   uint64_t now)
+bool fwire_pkt_answer(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
+		      uint64_t now)
 {
-	const struct fw_pkt_ctx *px = lc->px;
+	const struct fwire_pkt_ctx *px = lc->px;
 	struct fast_key k;
 	struct tally t;
 
@@ -618,10 +619,11 @@ bool fw_pkt_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_m
  * whether the device writes the replies' checksums is the port's, so it is
  * decided once a burst, not once a frame.
  */
-static __rte_always_inline uint16_t pkt_burst(const struct fw_pkt_ctx *px, struct fw_lcore *lc,
-					      const struct fw_port *port, struct rte_mbuf **pkts,
-					      uint16_t n, uint64_t now, struct rte_mbuf **tx,
-					      struct rte_mbuf **fr, uint16_t *nfr, bool tx_cksum)
+static __rte_always_inline uint16_t pkt_burst(const struct fwire_pkt_ctx *px,
+					      struct fwire_lcore *lc, const struct fwire_port *port,
+					      struct rte_mbuf **pkts, uint16_t n, uint64_t now,
+					      struct rte_mbuf **tx, struct rte_mbuf **fr,
+					      uint16_t *nfr, bool tx_cksum)
 {
 	struct rte_mbuf **txp = tx, **frp = fr; /* pointers: no index to widen a frame */
 	struct fast_key k;
@@ -647,22 +649,24 @@ static __rte_always_inline uint16_t pkt_burst(const struct fw_pkt_ctx *px, struc
 	return (uint16_t)(txp - tx);
 }
 
-uint16_t fw_pkt_burst(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf **pkts,
-		      uint16_t n, uint64_t now, struct rte_mbuf **tx, struct rte_mbuf **fr,
-		      uint16_t *nfr)
+uint16_t fwire_pkt_burst(struct fwire_lcore *lc, const struct fwire_port *port,
+			 struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
+			 struct rte_mbuf **fr, uint16_t *nfr)
 {
-	const struct fw_pkt_ctx *px = lc->px;
+	const struct fwire_pkt_ctx *px = lc->px;
 
 	if (port->tx_cksum)
 		return pkt_burst(px, lc, port, pkts, n, now, tx, fr, nfr, true);
 	return pkt_burst(px, lc, port, pkts, n, now, tx, fr, nfr, false);
 }
 
-int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
-		    uint32_t *outside6)
+int fwire_pkt_ctx_init(struct fwire_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
+		       uint32_t *outside6)
 {
+	char err[160]; /* cannot happen: lib/conf holds no longer lists than lib/policy */
+
 	memset(px, 0, sizeof(*px));
-	if (fw_policy_from_conf(&px->policy, c, outside, outside6) ||
+	if (fw_responder_policy(&px->policy, c, outside, outside6, err, sizeof(err)) ||
 	    fw_policy_set_martians(&px->policy, true))
 		return -1;
 	px->udp_port = c->net.udp_port;
@@ -670,7 +674,7 @@ int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *ou
 	return 0;
 }
 
-int fw_pkt_ctx_add_port(struct fw_pkt_ctx *px, const struct fw_port *port)
+int fwire_pkt_ctx_add_port(struct fwire_pkt_ctx *px, const struct fwire_port *port)
 {
 	if (port->addr_be && fw_policy_add_self(&px->policy, BE32(port->addr_be)))
 		return -1;

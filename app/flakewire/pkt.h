@@ -6,8 +6,8 @@
  * hands IPv6 frames to pkt6.c (pkt6.h), pkt6.c never calls into pkt.c.
  *
  * What the packet path reads besides the frame is one read-only struct
- * fw_pkt_ctx, reached from the lcore (lc->px), and the lcore's own state
- * (struct fw_lcore, lcore.h): no application. A harness (the dataplane
+ * fwire_pkt_ctx, reached from the lcore (lc->px), and the lcore's own state
+ * (struct fwire_lcore, lcore.h): no application. A harness (the dataplane
  * tests, the fuzzers, flakeload-pktbench) builds a context and an lcore.
  */
 #pragma once
@@ -22,11 +22,11 @@
 
 #define FW_BURST 32
 
-struct fw_lcore;
-struct fw_port;
+struct fwire_lcore;
+struct fwire_port;
 
 /* Why a frame got no reply (besides the wire drops counted by fw_serve). */
-enum fw_drop {
+enum fwire_drop {
 	FW_DROP_NOT_IP = 0, /* neither IPv4 nor ARP (VLAN, IPv6, LLDP, ...) */
 	FW_DROP_NOT_US,     /* not our MAC/IPv4 address, ARP not asking for us */
 	FW_DROP_IP_OPTS,    /* IPv4 header with options */
@@ -59,13 +59,13 @@ enum fw_drop {
 
 /* The drop reason of martian reason @m (not FW_POLICY_MARTIAN_NONE). */
 #define FW_DROP_MARTIAN(m) \
-	((enum fw_drop)(FW_DROP_MARTIAN_LOOPBACK - FW_POLICY_MARTIAN_LOOPBACK + (m)))
+	((enum fwire_drop)(FW_DROP_MARTIAN_LOOPBACK - FW_POLICY_MARTIAN_LOOPBACK + (m)))
 
 /* The counters' names in telemetry and /metrics ("drop_" + name). */
-extern const char *const fw_drop_names[FW_DROP_COUNT];
+extern const char *const fwire_drop_names[FW_DROP_COUNT];
 
 /* One lcore's packet counters: written by that lcore only, summed by stats.c. */
-struct fw_lcore_stats {
+struct fwire_lcore_stats {
 	uint64_t rx;
 	uint64_t tx;
 	uint64_t tx_dropped; /* replies the TX queue did not take */
@@ -75,7 +75,7 @@ struct fw_lcore_stats {
 	uint64_t drop[FW_DROP_COUNT];
 	uint64_t rate_limited;   /* requests over the rate: drop[FW_DROP_RATE] + slipped */
 	uint64_t slipped;        /* of those, answered RETRY_AFTER */
-	uint64_t rate_evictions; /* filled in when read (fw_stats_lcore), not per packet */
+	uint64_t rate_evictions; /* filled in when read (fwire_stats_lcore), not per packet */
 	/* IPv6 (pkt6.c): nd is a reply of its own; the others are parts of rx, icmp, udp */
 	uint64_t nd;    /* neighbour advertisements built */
 	uint64_t rx6;   /* IPv6 frames received (of rx) */
@@ -87,7 +87,7 @@ struct fw_lcore_stats {
  * What the packet path needs besides the frame, the port and the lcore:
  * read-only once the lcores run, shared by all of them.
  */
-struct fw_pkt_ctx {
+struct fwire_pkt_ctx {
 	struct fw_policy policy;  /* [net] allow, trusted, reflector_ports (both families) */
 	uint32_t udp_port;        /* [net] udp_port */
 	uint32_t max_reply_bytes; /* [net] max_reply_bytes */
@@ -95,37 +95,37 @@ struct fw_pkt_ctx {
 
 /*
  * Builds *px from @c. *@outside, *@outside6 (may be NULL): bit i set for
- * each [net] trusted prefix outside [net] allow (fw_policy_from_conf), for
+ * each [net] trusted prefix outside [net] allow (fw_responder_policy), for
  * the caller to report. Returns 0, or -1 when a prefix list is too long.
  */
-int fw_pkt_ctx_init(struct fw_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
-		    uint32_t *outside6);
+int fwire_pkt_ctx_init(struct fwire_pkt_ctx *px, const struct fw_conf *c, uint32_t *outside,
+		       uint32_t *outside6);
 
 /*
  * Adds @port's addresses (IPv4 and IPv6, set once it started) to the
  * responder's own in @px->policy: from the wire, a frame with one of them
- * as its source is a martian (FW_DROP_MARTIAN_SELF). fw_pkt_ctx_init()
+ * as its source is a martian (FW_DROP_MARTIAN_SELF). fwire_pkt_ctx_init()
  * turns the martian filter on; call this for every port before the lcores
  * run. Returns 0, or -1 when more addresses than FW_POLICY_SELF_MAX.
  */
-int fw_pkt_ctx_add_port(struct fw_pkt_ctx *px, const struct fw_port *port);
+int fwire_pkt_ctx_add_port(struct fwire_pkt_ctx *px, const struct fwire_port *port);
 
 /*
  * Answers the frame @m received on @port in place, with the lcore's
- * context @lc->px. @now: fw_lcore_clock() of this burst. Returns true when
+ * context @lc->px. @now: fwire_lcore_clock() of this burst. Returns true when
  * @m is now the reply to send back, false when it is to be freed (the
  * reason counted in lc->st).
  */
-bool fw_pkt_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
-		   uint64_t now);
+bool fwire_pkt_answer(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
+		      uint64_t now);
 
 /*
- * Answers a burst of @n frames received on @port (fw_pkt_answer on each,
+ * Answers a burst of @n frames received on @port (fwire_pkt_answer on each,
  * inlined, the next frame prefetched): the frames to send back go to tx[],
  * in order, the others to fr[] (*nfr of them) for the caller to free.
- * Counts them in lc->st.rx. @now: fw_lcore_clock() of this burst.
+ * Counts them in lc->st.rx. @now: fwire_lcore_clock() of this burst.
  * Returns the number of replies in tx[].
  */
-uint16_t fw_pkt_burst(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf **pkts,
-		      uint16_t n, uint64_t now, struct rte_mbuf **tx, struct rte_mbuf **fr,
-		      uint16_t *nfr);
+uint16_t fwire_pkt_burst(struct fwire_lcore *lc, const struct fwire_port *port,
+			 struct rte_mbuf **pkts, uint16_t n, uint64_t now, struct rte_mbuf **tx,
+			 struct rte_mbuf **fr, uint16_t *nfr);

@@ -89,7 +89,7 @@ static inline uint16_t cksum6(const struct rte_ipv6_hdr *ip, uint8_t proto, cons
 }
 
 /* Index of @a among the port's addresses, or -1. */
-static inline int my_addr(const struct fw_port *port, const uint8_t *a)
+static inline int my_addr(const struct fwire_port *port, const uint8_t *a)
 {
 	for (uint32_t i = 0; i < port->n_addr6; i++)
 		if (!memcmp(port->addr6[i], a, 16))
@@ -107,7 +107,7 @@ static inline bool is_snm_of(const uint8_t *group, const uint8_t *addr)
 }
 
 /* True when @a is the solicited-node group of one of the port's addresses. */
-static inline bool my_snm(const struct fw_port *port, const uint8_t *a)
+static inline bool my_snm(const struct fwire_port *port, const uint8_t *a)
 {
 	if (memcmp(a, snm_prefix, 13))
 		return false;
@@ -139,7 +139,7 @@ static inline void set_len(struct rte_mbuf *m, uint16_t l3_payload)
 }
 
 /* Reverses the frame: Ethernet and IPv6 addresses, hop limit for a reply. */
-static inline void turn_around(struct rte_ether_hdr *eth, const struct fw_port *port,
+static inline void turn_around(struct rte_ether_hdr *eth, const struct fwire_port *port,
 			       struct rte_ipv6_hdr *ip, uint8_t hops)
 {
 	uint8_t a[16];
@@ -153,7 +153,7 @@ static inline void turn_around(struct rte_ether_hdr *eth, const struct fw_port *
 }
 
 /* RFC 4861 7.1.1 and 7.2.4: validates a Neighbour Solicitation and answers it. */
-static bool answer_ns(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+static bool answer_ns(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
 		      struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen)
 {
 	uint8_t *icmp = (uint8_t *)(ip + 1);
@@ -216,7 +216,7 @@ static bool answer_ns(struct fw_lcore *lc, const struct fw_port *port, struct rt
 	return true;
 }
 
-static bool answer_icmp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+static bool answer_icmp6(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
 			 struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen,
 			 bool to_me, uint32_t v)
 {
@@ -247,7 +247,7 @@ static bool answer_icmp6(struct fw_lcore *lc, const struct fw_port *port, struct
 	return true;
 }
 
-static bool send_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+static bool send_udp6(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
 		      struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, struct rte_udp_hdr *udp,
 		      int n)
 {
@@ -267,11 +267,11 @@ static bool send_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rt
 	return true;
 }
 
-static bool answer_udp6(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
+static bool answer_udp6(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
 			struct rte_ether_hdr *eth, struct rte_ipv6_hdr *ip, uint16_t plen,
 			uint32_t v, uint64_t now)
 {
-	const struct fw_pkt_ctx *px = lc->px;
+	const struct fwire_pkt_ctx *px = lc->px;
 	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
 
 	if (plen < L4 || BE16(udp->dgram_len) != plen)
@@ -313,8 +313,8 @@ static bool answer_udp6(struct fw_lcore *lc, const struct fw_port *port, struct 
 	return send_udp6(lc, port, m, eth, ip, udp, n);
 }
 
-bool fw_pkt6_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
-		    uint64_t now)
+bool fwire_pkt6_answer(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
+		       uint64_t now)
 {
 	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
 	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(eth + 1);

@@ -10,15 +10,15 @@
 
 #include <rte_mbuf.h>
 
-struct fw_lcore;
-struct fw_port;
+struct fwire_lcore;
+struct fwire_port;
 
 /* UDP payload of an IPv6 reply at most: a 1500-byte MTU less 40 + 8. */
 #define FW_PKT6_PAYLOAD_MAX 1452
 
 /*
- * fw_pkt_answer() for an IPv6 frame, with the same contract. It may issue
+ * fwire_pkt_answer() for an IPv6 frame, with the same contract. It may issue
  * IDs: a caller holding a struct fw_serve_run writes it back around it.
  */
-bool fw_pkt6_answer(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf *m,
-		    uint64_t now);
+bool fwire_pkt6_answer(struct fwire_lcore *lc, const struct fwire_port *port, struct rte_mbuf *m,
+		       uint64_t now);

@@ -39,7 +39,7 @@
 #endif
 
 /* Counts @why against @lc; returns false (no reply), for `return pkt_drop(...)`. */
-static inline bool pkt_drop(struct fw_lcore *lc, enum fw_drop why)
+static inline bool pkt_drop(struct fwire_lcore *lc, enum fwire_drop why)
 {
 	lc->st.drop[why]++;
 	return false;
@@ -51,7 +51,7 @@ static inline bool pkt_drop(struct fw_lcore *lc, enum fw_drop why)
  * and cold: the fast path tests FW_POLICY_SRC_ALLOWED alone, a martian's
  * reason is read only here. Returns false.
  */
-static __rte_noinline __rte_cold bool pkt_drop_source(struct fw_lcore *lc, uint32_t v)
+static __rte_noinline __rte_cold bool pkt_drop_source(struct fwire_lcore *lc, uint32_t v)
 {
 	enum fw_policy_martian m = fw_policy_src_martian(v);
 
@@ -167,7 +167,7 @@ static inline uint16_t cksum_sum(const void *buf, size_t len, uint64_t sum)
  * with status RETRY_AFTER, 24 bytes, never more than the request. Returns
  * the length, or -1 when the datagram is no request.
  */
-static __rte_noinline int pkt_slip_reply(const struct fw_lcore *lc, uint8_t *payload, size_t len,
+static __rte_noinline int pkt_slip_reply(const struct fwire_lcore *lc, uint8_t *payload, size_t len,
 					 uint32_t retry_us)
 {
 	struct fw_wire_hdr h;
@@ -188,7 +188,7 @@ static __rte_noinline int pkt_slip_reply(const struct fw_lcore *lc, uint8_t *pay
  * Returns the slip reply's length written over @payload, or -1 when the
  * request is dropped (counted as FW_DROP_RATE).
  */
-static inline int pkt_limited(struct fw_lcore *lc, enum fw_rate_verdict v, uint32_t retry_us,
+static inline int pkt_limited(struct fwire_lcore *lc, enum fw_rate_verdict v, uint32_t retry_us,
 			      uint8_t *payload, size_t len)
 {
 	int n;

@@ -14,7 +14,7 @@
 #include "poll.h"
 #include "power.h"
 
-int fw_lcores_init(struct fw_app *app)
+int fwire_lcores_init(struct fwire_app *app)
 {
 	const struct fw_conf *c = &app->conf;
 	uint32_t outside = 0, outside6 = 0;
@@ -27,7 +27,7 @@ int fw_lcores_init(struct fw_app *app)
 		FW_LOG(ERR, "ID layout: %s", fw_strerror(rc));
 		return -1;
 	}
-	if (fw_pkt_ctx_init(&app->px, c, &outside, &outside6)) {
+	if (fwire_pkt_ctx_init(&app->px, c, &outside, &outside6)) {
 		FW_LOG(ERR, "[net]: a prefix list is too long");
 		return -1;
 	}
@@ -47,24 +47,24 @@ int fw_lcores_init(struct fw_app *app)
 	       c->net.reflector_ports.n, c->net.rate ? "" : ", no rate limit");
 
 	app->n_lcores = rte_lcore_count();
-	app->lcore = rte_zmalloc("fw_lcores", sizeof(struct fw_lcore) * app->n_lcores,
+	app->lcore = rte_zmalloc("fw_lcores", sizeof(struct fwire_lcore) * app->n_lcores,
 				 RTE_CACHE_LINE_SIZE);
 	if (!app->lcore)
 		return -1;
 	uint32_t i = 0;
 	RTE_LCORE_FOREACH(lcore_id)
 	{
-		struct fw_lcore *lc = &app->lcore[i];
-		/* a fleet's claimed IDs (fleet.c), or [id]'s */
-		int64_t w = app->worker_of ? app->worker_of(app, i) : fw_conf_worker(c, i);
+		struct fwire_lcore *lc = &app->lcore[i];
+		/* a fleet's claimed IDs, or [id]'s (the responder core's) */
+		int64_t w = fw_responder_worker(app->core, i);
 
 		if (w < 0) {
 			FW_LOG(ERR, "[id] workers lists %u worker IDs for %u lcores",
 			       c->id.workers.n, app->n_lcores);
 			return -1;
 		}
-		if (fw_lcore_init(lc, &app->px, c, &app->layout, i, lcore_id, (uint32_t)w) ||
-		    fw_lcore_rate_init(lc, c, app->n_lcores))
+		if (fwire_lcore_init(lc, &app->px, c, &app->layout, i, lcore_id, (uint32_t)w) ||
+		    fwire_lcore_rate_init(lc, c, app->n_lcores))
 			return -1;
 		FW_LOG(INFO, "lcore %u%s: queue %u, datacenter %u worker %u", lcore_id,
 		       lcore_id == rte_get_main_lcore() ? " (main)" : "", lc->queue,
@@ -77,13 +77,13 @@ int fw_lcores_init(struct fw_app *app)
 	return 0;
 }
 
-static void serve_burst(struct fw_lcore *lc, const struct fw_port *port, struct rte_mbuf **pkts,
-			uint16_t n)
+static void serve_burst(struct fwire_lcore *lc, const struct fwire_port *port,
+			struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_mbuf *tx[FW_BURST], *fr[FW_BURST];
 	uint16_t nfr;
-	uint64_t now = fw_lcore_clock(lc); /* one clock read for the whole burst */
-	uint16_t ntx = fw_pkt_burst(lc, port, pkts, n, now, tx, fr, &nfr);
+	uint64_t now = fwire_lcore_clock(lc); /* one clock read for the whole burst */
+	uint16_t ntx = fwire_pkt_burst(lc, port, pkts, n, now, tx, fr, &nfr);
 
 	if (nfr)
 		rte_pktmbuf_free_bulk(fr, nfr);
@@ -102,15 +102,15 @@ static void serve_burst(struct fw_lcore *lc, const struct fw_port *port, struct 
  * under the name and index it had at start (moved into another network
  * namespace, or renamed): its "down" may be nothing but a failed read.
  */
-static bool link_unreadable(const struct fw_port *p)
+static bool link_unreadable(const struct fwire_port *p)
 {
 	return p->kif_index && if_nametoindex(p->kif_name) != p->kif_index;
 }
 
-void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc)
+void fwire_lcore_link_watch(struct fwire_app *app, struct fwire_lcore *lc)
 {
 	for (uint32_t p = 0; p < app->n_ports; p++) {
-		const struct fw_port *port = &app->port[p];
+		const struct fwire_port *port = &app->port[p];
 		struct rte_eth_link link;
 		uint32_t bit = 1u << p;
 		int rc = rte_eth_link_get_nowait(port->port_id, &link);
@@ -141,10 +141,10 @@ void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc)
 	}
 }
 
-int fw_lcore_main(void *arg)
+int fwire_lcore_main(void *arg)
 {
-	struct fw_app *app = arg;
-	struct fw_lcore *lc = NULL;
+	struct fwire_app *app = arg;
+	struct fwire_lcore *lc = NULL;
 	struct rte_mbuf *pkts[FW_BURST];
 
 	for (uint32_t i = 0; i < app->n_lcores; i++)
@@ -153,7 +153,7 @@ int fw_lcore_main(void *arg)
 	if (!lc)
 		return 0;
 	const uint64_t link_every = rte_get_tsc_hz() / 1000 * FW_LINK_CHECK_MS;
-	fw_lcore_link_watch(app, lc);
+	fwire_lcore_link_watch(app, lc);
 	lc->link_countdown = FW_LINK_CHECK_LOOPS;
 	lc->link_next_tsc = rte_rdtsc() + link_every;
 	while (!*app->quit) {
@@ -163,12 +163,12 @@ int fw_lcore_main(void *arg)
 			lc->link_countdown = FW_LINK_CHECK_LOOPS;
 			uint64_t now = rte_rdtsc();
 			if (now >= lc->link_next_tsc) {
-				fw_lcore_link_watch(app, lc);
+				fwire_lcore_link_watch(app, lc);
 				lc->link_next_tsc = now + link_every;
 			}
 		}
 		for (uint32_t p = 0; p < app->n_ports; p++) {
-			const struct fw_port *port = &app->port[p];
+			const struct fwire_port *port = &app->port[p];
 			if (lc->ports_down & (1u << p))
 				continue;
 			uint16_t n = rte_eth_rx_burst(port->port_id, lc->queue, pkts, FW_BURST);
@@ -177,7 +177,7 @@ int fw_lcore_main(void *arg)
 				busy += n;
 			}
 		}
-		fw_power_poll(app, lc, busy, app->conf.power.idle);
+		fwire_power_poll(app, lc, busy, app->conf.power.idle);
 	}
 	return 0;
 }

@@ -2,19 +2,19 @@
 /* poll.c: every EAL lcore as a worker, and the burst loop each one runs. */
 #pragma once
 
-struct fw_app;
-struct fw_lcore;
+struct fwire_app;
+struct fwire_lcore;
 
 /*
  * Builds app->layout, app->px (the packet context: [net] policy) and one
- * struct fw_lcore per EAL lcore (the main one included), each with its
- * worker ID (app->worker_of, else [id]) and rate limiter. Returns 0 or -1
+ * struct fwire_lcore per EAL lcore (the main one included), each with its
+ * worker ID (the responder core's: a fleet's, else [id]'s) and rate limiter. Returns 0 or -1
  * (logged).
  */
-int fw_lcores_init(struct fw_app *app);
+int fwire_lcores_init(struct fwire_app *app);
 
-/* The burst loop, launched on every lcore (@arg: the struct fw_app). */
-int fw_lcore_main(void *arg);
+/* The burst loop, launched on every lcore (@arg: the struct fwire_app). */
+int fwire_lcore_main(void *arg);
 
 /*
  * Reads each port's link state (rte_eth_link_get_nowait, no wait) into
@@ -26,10 +26,10 @@ int fw_lcore_main(void *arg);
  * and index: moved into another network namespace, where it may well be up
  * (net_tap reads the link with an ioctl by name in our namespace, which
  * then fails and reads as "down"). Logs each change. Called by
- * fw_lcore_main at most every FW_LINK_CHECK_MS (it looks at the TSC every
+ * fwire_lcore_main at most every FW_LINK_CHECK_MS (it looks at the TSC every
  * FW_LINK_CHECK_LOOPS loop iterations).
  */
-void fw_lcore_link_watch(struct fw_app *app, struct fw_lcore *lc);
+void fwire_lcore_link_watch(struct fwire_app *app, struct fwire_lcore *lc);
 #define FW_LINK_CHECK_LOOPS 1024
 /* at most 100 link reads a second (net_tap answers each with an ioctl) */
 #define FW_LINK_CHECK_MS    10

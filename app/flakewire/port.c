@@ -18,7 +18,7 @@
 
 #define POOL_CACHE 256
 
-static int pool_create(struct fw_app *app)
+static int pool_create(struct fwire_app *app)
 {
 	uint32_t n = 0;
 
@@ -36,9 +36,9 @@ static int pool_create(struct fw_app *app)
 }
 
 /* Undoes a port_open() that failed half-way: close the ethdev, remove the XDP program. */
-static void port_abandon(struct fw_app *app, uint32_t idx)
+static void port_abandon(struct fwire_app *app, uint32_t idx)
 {
-	struct fw_port *p = &app->port[idx];
+	struct fwire_port *p = &app->port[idx];
 
 	if (p->probed) {
 		int rc = rte_eth_dev_stop(p->port_id);
@@ -50,13 +50,13 @@ static void port_abandon(struct fw_app *app, uint32_t idx)
 		p->probed = false;
 	}
 	if (p->af_xdp)
-		fw_afxdp_closed(app, idx);
+		fwire_afxdp_closed(app, idx);
 }
 
-static int port_open(struct fw_app *app, uint32_t idx)
+static int port_open(struct fwire_app *app, uint32_t idx)
 {
 	const struct fw_conf_port *pc = &app->conf.port[idx];
-	struct fw_port *p = &app->port[idx];
+	struct fwire_port *p = &app->port[idx];
 	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
 	uint16_t nq = (uint16_t)app->n_lcores;
@@ -65,8 +65,8 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	const char *device = pc->device;
 	int rc;
 
-	if (fw_afxdp_wanted(pc)) {
-		if (fw_afxdp_prepare(app, idx, xdp_args, sizeof(xdp_args)))
+	if (fwire_afxdp_wanted(pc)) {
+		if (fwire_afxdp_prepare(app, idx, xdp_args, sizeof(xdp_args)))
 			return -1;
 		device = xdp_args;
 	}
@@ -114,7 +114,7 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	/* Checksums the device verified on receive need no second look in software. */
 	const uint64_t rx_cks = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
 	conf.rxmode.offloads = info.rx_offload_capa & rx_cks;
-	fw_power_port_conf(app, &conf);
+	fwire_power_port_conf(app, &conf);
 	rc = rte_eth_dev_configure(p->port_id, nq, nq, &conf);
 	if (rc) {
 		FW_LOG(ERR, "port%u (%s): configure: %s", idx, p->name, rte_strerror(-rc));
@@ -143,18 +143,18 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		}
 	}
 	p->nb_queues = nq;
-	if (fw_power_port_queues(app, p))
+	if (fwire_power_port_queues(app, p))
 		return -1;
 	rc = rte_eth_dev_start(p->port_id);
 	if (rc) {
 		FW_LOG(ERR, "port%u (%s): start: %s", idx, p->name, rte_strerror(-rc));
 		return -1;
 	}
-	if (fw_power_port_started(app, p))
+	if (fwire_power_port_started(app, p))
 		return -1;
 	if (p->af_xdp) {
-		/* MAC and address were read from the kernel by fw_afxdp_prepare() */
-		if (fw_afxdp_started(app, idx))
+		/* MAC and address were read from the kernel by fwire_afxdp_prepare() */
+		if (fwire_afxdp_started(app, idx))
 			return -1;
 	} else {
 		rc = rte_eth_macaddr_get(p->port_id, &p->mac);
@@ -166,10 +166,10 @@ static int port_open(struct fw_app *app, uint32_t idx)
 		p->addr_be = htonl(pc->address);
 	}
 	inet_ntop(AF_INET, &p->addr_be, addr, sizeof(addr));
-	if (fw_port6_start(app, idx))
+	if (fwire_port6_start(app, idx))
 		return -1;
 	/* from the wire, our own addresses are martian sources (pkt.c) */
-	if (fw_pkt_ctx_add_port(&app->px, p)) {
+	if (fwire_pkt_ctx_add_port(&app->px, p)) {
 		FW_LOG(ERR, "port%u: more than %u own addresses of a family", idx,
 		       FW_POLICY_SELF_MAX);
 		return -1;
@@ -198,7 +198,7 @@ static int port_open(struct fw_app *app, uint32_t idx)
 	return 0;
 }
 
-int fw_ports_open(struct fw_app *app)
+int fwire_ports_open(struct fwire_app *app)
 {
 	if (pool_create(app))
 		return -1;
@@ -212,10 +212,10 @@ int fw_ports_open(struct fw_app *app)
 	return 0;
 }
 
-void fw_ports_close(struct fw_app *app)
+void fwire_ports_close(struct fwire_app *app)
 {
 	for (uint32_t i = 0; i < app->n_ports; i++) {
-		struct fw_port *p = &app->port[i];
+		struct fwire_port *p = &app->port[i];
 		int rc = rte_eth_dev_stop(p->port_id);
 		if (rc)
 			FW_LOG(WARNING, "port%u: stop: %s", i, rte_strerror(-rc));
@@ -224,7 +224,7 @@ void fw_ports_close(struct fw_app *app)
 			FW_LOG(WARNING, "port%u: close: %s", i, rte_strerror(-rc));
 		p->probed = false;
 		if (p->af_xdp)
-			fw_afxdp_closed(app, i);
+			fwire_afxdp_closed(app, i);
 	}
 	app->n_ports = 0;
 }

@@ -16,9 +16,9 @@
 
 #include "fw_conf.h"
 
-struct fw_app;
+struct fwire_app;
 
-struct fw_port {
+struct fwire_port {
 	uint16_t port_id;
 	uint16_t nb_queues;
 	uint32_t addr_be; /* our IPv4 address, network order */
@@ -38,14 +38,14 @@ struct fw_port {
 	 */
 	uint32_t kif_index;
 	char kif_name[16];
-	/* IPv6 addresses (network order), set by fw_port6_start() */
+	/* IPv6 addresses (network order), set by fwire_port6_start() */
 	uint32_t n_addr6;
 	uint8_t addr6[FW_CONF_ADDR6_MAX][16];
 };
 
 /* port.c: opens, configures and starts every [portN]; closes them. 0 or -1 (logged). */
-int fw_ports_open(struct fw_app *app);
-void fw_ports_close(struct fw_app *app);
+int fwire_ports_open(struct fwire_app *app);
+void fwire_ports_close(struct fwire_app *app);
 
 /*
  * port6.c: after the port started: takes its IPv6 addresses ([portN]
@@ -53,18 +53,18 @@ void fw_ports_close(struct fw_app *app);
  * multicast groups in (multicast address list, else all-multicast).
  * Returns 0 or -1 (logged).
  */
-int fw_port6_start(struct fw_app *app, uint32_t idx);
+int fwire_port6_start(struct fwire_app *app, uint32_t idx);
 
 /*
  * afxdp.c (afxdp_none.c without lib/xdp): ports in mode af_xdp, or whose
- * device is a net_af_xdp string. fw_afxdp_prepare() runs before the probe:
+ * device is a net_af_xdp string. fwire_afxdp_prepare() runs before the probe:
  * pre-flight checks of the interface (exists, up, IPv4, bpffs, a stale
  * program, queues) and the devargs written into @devargs; it fills
- * p->af_xdp, p->iface, p->addr_be. fw_afxdp_started() points the attached
- * program at [net] udp_port; fw_afxdp_closed() detaches the program if the
+ * p->af_xdp, p->iface, p->addr_be. fwire_afxdp_started() points the attached
+ * program at [net] udp_port; fwire_afxdp_closed() detaches the program if the
  * PMD left it. Return 0 or -1 (the reason logged).
  */
-bool fw_afxdp_wanted(const struct fw_conf_port *pc);
-int fw_afxdp_prepare(struct fw_app *app, uint32_t idx, char *devargs, size_t len);
-int fw_afxdp_started(struct fw_app *app, uint32_t idx);
-void fw_afxdp_closed(struct fw_app *app, uint32_t idx);
+bool fwire_afxdp_wanted(const struct fw_conf_port *pc);
+int fwire_afxdp_prepare(struct fwire_app *app, uint32_t idx, char *devargs, size_t len);
+int fwire_afxdp_started(struct fwire_app *app, uint32_t idx);
+void fwire_afxdp_closed(struct fwire_app *app, uint32_t idx);

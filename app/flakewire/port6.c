@@ -11,15 +11,15 @@
 #include "log.h"
 #include "port.h"
 
-int fw_port6_start(struct fw_app *app, uint32_t idx)
+int fwire_port6_start(struct fwire_app *app, uint32_t idx)
 {
-	struct fw_port *p = &app->port[idx];
+	struct fwire_port *p = &app->port[idx];
 	const struct fw_conf_port *pc = &app->conf.port[idx];
 	struct rte_ether_addr mc[FW_CONF_ADDR6_MAX];
 	char list[FW_CONF_ADDR6_MAX * (INET6_ADDRSTRLEN + 1)] = "";
 	size_t len = 0;
 
-	if (!p->af_xdp) { /* af_xdp: the interface's, read by fw_afxdp_prepare() */
+	if (!p->af_xdp) { /* af_xdp: the interface's, read by fwire_afxdp_prepare() */
 		p->n_addr6 = pc->address6.n;
 		memcpy(p->addr6, pc->address6.a, sizeof(p->addr6));
 	}

@@ -35,7 +35,7 @@ static struct {
  * in a row (the caller then idles); a poll with frames starts over. Pauses
  * on the empty polls before that.
  */
-static inline bool idle_due(const struct fw_app *app, typeof(idle_state[0]) *s, uint16_t n)
+static inline bool idle_due(const struct fwire_app *app, typeof(idle_state[0]) *s, uint16_t n)
 {
 	if (n) {
 		if (s->empty) /* a busy lcore does not store at all */
@@ -49,7 +49,7 @@ static inline bool idle_due(const struct fw_app *app, typeof(idle_state[0]) *s, 
 	return true;
 }
 
-void fw_power_port_conf(const struct fw_app *app, struct rte_eth_conf *conf)
+void fwire_power_port_conf(const struct fwire_app *app, struct rte_eth_conf *conf)
 {
 	if (app->conf.power.idle == FW_CONF_IDLE_INTERRUPT)
 		conf->intr_conf.rxq = 1;
@@ -67,7 +67,7 @@ static enum rte_power_pmd_mgmt_type pmgmt_type(uint32_t idle)
 	}
 }
 
-int fw_power_port_queues(struct fw_app *app, const struct fw_port *p)
+int fwire_power_port_queues(struct fwire_app *app, const struct fwire_port *p)
 {
 	const struct fw_conf *c = &app->conf;
 	uint32_t idle = c->power.idle;
@@ -81,7 +81,7 @@ int fw_power_port_queues(struct fw_app *app, const struct fw_port *p)
 		return 0;
 	}
 	if (idle == FW_CONF_IDLE_INTERRUPT)
-		return 0; /* checked once the port runs: fw_power_port_started() */
+		return 0; /* checked once the port runs: fwire_power_port_started() */
 	rte_cpu_get_intrinsics_support(&cpu);
 	if (idle == FW_CONF_IDLE_MONITOR && !cpu.power_monitor) {
 		FW_LOG(ERR, "[power] idle = monitor: this CPU has no UMONITOR/UMWAIT (WAITPKG); "
@@ -98,7 +98,7 @@ int fw_power_port_queues(struct fw_app *app, const struct fw_port *p)
 		return -1;
 	}
 	for (uint32_t i = 0; i < app->n_lcores; i++) {
-		const struct fw_lcore *lc = &app->lcore[i];
+		const struct fwire_lcore *lc = &app->lcore[i];
 		int rc = rte_power_ethdev_pmgmt_queue_enable(lc->lcore_id, p->port_id, lc->queue,
 							     pmgmt_type(idle));
 		if (rc) {
@@ -118,7 +118,7 @@ int fw_power_port_queues(struct fw_app *app, const struct fw_port *p)
 	return 0;
 }
 
-int fw_power_port_started(struct fw_app *app, const struct fw_port *p)
+int fwire_power_port_started(struct fwire_app *app, const struct fwire_port *p)
 {
 	if (app->conf.power.idle != FW_CONF_IDLE_INTERRUPT)
 		return 0;
@@ -143,7 +143,7 @@ int fw_power_port_started(struct fw_app *app, const struct fw_port *p)
 }
 
 /* Adds this lcore's queues to its epoll set; false when a driver has no RX interrupts. */
-static bool arm(struct fw_app *app, struct fw_lcore *lc)
+static bool arm(struct fwire_app *app, struct fwire_lcore *lc)
 {
 	for (uint32_t p = 0; p < app->n_ports; p++) {
 		int rc = rte_eth_dev_rx_intr_ctl_q(app->port[p].port_id, lc->queue,
@@ -157,7 +157,7 @@ static bool arm(struct fw_app *app, struct fw_lcore *lc)
 	return true;
 }
 
-void fw_power_interrupt_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n)
+void fwire_power_interrupt_poll(struct fwire_app *app, struct fwire_lcore *lc, uint16_t n)
 {
 	typeof(idle_state[0]) *s = &idle_state[lc->index];
 	struct rte_epoll_event ev[FW_CONF_PORTS_MAX];
@@ -185,7 +185,7 @@ void fw_power_interrupt_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n
 		rte_eth_dev_rx_intr_disable(app->port[p].port_id, lc->queue);
 }
 
-void fw_power_sleep_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n)
+void fwire_power_sleep_poll(struct fwire_app *app, struct fwire_lcore *lc, uint16_t n)
 {
 	typeof(idle_state[0]) *s = &idle_state[lc->index];
 

@@ -14,9 +14,9 @@
  *   sleep      after idle_polls empty polls, nanosleep([power] sleep_us): any
  *              driver (net_af_xdp has no RX interrupts in 22.11); the first
  *              packet after a quiet spell waits up to sleep_us
- * Hooks: fw_power_port_conf() before rte_eth_dev_configure,
- * fw_power_port_queues() before rte_eth_dev_start, fw_power_port_started()
- * after it, fw_power_poll() once per turn of the burst loop.
+ * Hooks: fwire_power_port_conf() before rte_eth_dev_configure,
+ * fwire_power_port_queues() before rte_eth_dev_start, fwire_power_port_started()
+ * after it, fwire_power_poll() once per turn of the burst loop.
  */
 #pragma once
 
@@ -25,38 +25,38 @@
 #include <rte_ethdev.h>
 #include <rte_pause.h>
 
-struct fw_app;
-struct fw_lcore;
-struct fw_port;
+struct fwire_app;
+struct fwire_lcore;
+struct fwire_port;
 
 /* Adds what the mode needs to the port configuration (RX interrupts). */
-void fw_power_port_conf(const struct fw_app *app, struct rte_eth_conf *conf);
+void fwire_power_port_conf(const struct fwire_app *app, struct rte_eth_conf *conf);
 
 /*
  * Enables PMD power management on every (lcore, queue) of the port, queues
  * set up, port not started. Returns 0 or -1 with the reason logged (the
  * driver or the CPU lacks the mode).
  */
-int fw_power_port_queues(struct fw_app *app, const struct fw_port *p);
+int fwire_power_port_queues(struct fwire_app *app, const struct fwire_port *p);
 
 /*
  * After rte_eth_dev_start: interrupt mode checks that every queue has an RX
  * interrupt. Returns 0 or -1 (logged).
  */
-int fw_power_port_started(struct fw_app *app, const struct fw_port *p);
+int fwire_power_port_started(struct fwire_app *app, const struct fwire_port *p);
 
 /* Interrupt and sleep modes: count empty turns, sleep when idle long enough. */
-void fw_power_interrupt_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n);
-void fw_power_sleep_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n);
+void fwire_power_interrupt_poll(struct fwire_app *app, struct fwire_lcore *lc, uint16_t n);
+void fwire_power_sleep_poll(struct fwire_app *app, struct fwire_lcore *lc, uint16_t n);
 
 /* Once per turn of the burst loop, with the packets the turn received. */
-static inline void fw_power_poll(struct fw_app *app, struct fw_lcore *lc, uint16_t n,
-				 uint32_t idle_mode)
+static inline void fwire_power_poll(struct fwire_app *app, struct fwire_lcore *lc, uint16_t n,
+				    uint32_t idle_mode)
 {
 	if (idle_mode == 4 /* FW_CONF_IDLE_INTERRUPT */)
-		fw_power_interrupt_poll(app, lc, n);
+		fwire_power_interrupt_poll(app, lc, n);
 	else if (idle_mode == 5 /* FW_CONF_IDLE_SLEEP */)
-		fw_power_sleep_poll(app, lc, n);
+		fwire_power_sleep_poll(app, lc, n);
 	else if (!n)
 		rte_pause();
 }

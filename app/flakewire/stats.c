@@ -6,20 +6,21 @@
 #include "app.h"
 #include "stats.h"
 
-void fw_stats_lcore(const struct fw_lcore *lc, struct fw_lcore_stats *st)
+void fwire_stats_lcore(const struct fwire_lcore *lc, struct fwire_lcore_stats *st)
 {
 	*st = lc->st;
 	st->rate_evictions = lc->rate ? fw_rate_evictions(lc->rate) : 0;
 }
 
-void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw_serve_stats *ss)
+void fwire_stats_sum(const struct fwire_app *app, struct fwire_lcore_stats *st,
+		     struct fw_serve_stats *ss)
 {
 	memset(st, 0, sizeof(*st));
 	memset(ss, 0, sizeof(*ss));
 	for (uint32_t i = 0; i < app->n_lcores; i++) {
-		const struct fw_lcore *lc = &app->lcore[i];
-		struct fw_lcore_stats l;
-		fw_stats_lcore(lc, &l);
+		const struct fwire_lcore *lc = &app->lcore[i];
+		struct fwire_lcore_stats l;
+		fwire_stats_lcore(lc, &l);
 		st->rx += l.rx;
 		st->tx += l.tx;
 		st->tx_dropped += l.tx_dropped;
@@ -39,7 +40,7 @@ void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw
 	}
 }
 
-static uint64_t drops(const struct fw_lcore_stats *st)
+static uint64_t drops(const struct fwire_lcore_stats *st)
 {
 	uint64_t n = st->tx_dropped;
 
@@ -48,16 +49,16 @@ static uint64_t drops(const struct fw_lcore_stats *st)
 	return n;
 }
 
-void fw_stats_line(const struct fw_app *app, struct fw_stats_line *prev, double interval_s)
+void fwire_stats_line(const struct fwire_app *app, struct fwire_stats_line *prev, double interval_s)
 {
 	struct fw_keeper_status ks = {0};
-	struct fw_lcore_stats st;
+	struct fwire_lcore_stats st;
 	struct fw_serve_stats ss;
 
 	if (app->keeper)
 		fw_keeper_status(app->keeper, &ks);
 
-	fw_stats_sum(app, &st, &ss);
+	fwire_stats_sum(app, &st, &ss);
 	if (interval_s > 0) {
 		printf("stats: %.0f rx/s %.0f tx/s %.0f replies/s %.0f IDs/s | total rx %lu tx %lu "
 		       "replies %lu IDs %lu retry %lu unsafe %lu drops %lu | mark %lu%s\n",

@@ -5,21 +5,23 @@
 #include "fw_serve.h"
 #include "pkt.h"
 
-struct fw_app;
-struct fw_lcore;
+struct fwire_app;
+struct fwire_lcore;
 
 /* The totals at the last stats line, kept by its caller (the control thread). */
-struct fw_stats_line {
-	struct fw_lcore_stats st;
+struct fwire_stats_line {
+	struct fwire_lcore_stats st;
 	struct fw_serve_stats ss;
 };
 
 /* Sums every lcore's counters into *st and *ss. */
-void fw_stats_sum(const struct fw_app *app, struct fw_lcore_stats *st, struct fw_serve_stats *ss);
+void fwire_stats_sum(const struct fwire_app *app, struct fwire_lcore_stats *st,
+		     struct fw_serve_stats *ss);
 /* One lcore's counters as read by telemetry (rate_evictions filled in). */
-void fw_stats_lcore(const struct fw_lcore *lc, struct fw_lcore_stats *st);
+void fwire_stats_lcore(const struct fwire_lcore *lc, struct fwire_lcore_stats *st);
 /*
  * Prints one stats line: rates since *@prev over @interval_s seconds (0:
  * totals only), then stores the totals in *@prev.
  */
-void fw_stats_line(const struct fw_app *app, struct fw_stats_line *prev, double interval_s);
+void fwire_stats_line(const struct fwire_app *app, struct fwire_stats_line *prev,
+		      double interval_s);

@@ -23,7 +23,7 @@
 #include "telemetry.h"
 #include "fw_wire.h"
 
-static struct fw_app *tel_app;
+static struct fwire_app *tel_app;
 
 static const char *const op_names[6] = {"op_unknown", "op_id",   "op_list",
 					"op_range",   "op_info", "op_uuid7"};
@@ -33,7 +33,7 @@ static const char *const st_names[FW_WIRE_ST_COUNT] = {
 static const char *const serve_drop_names[FW_SERVE_DROP_COUNT] = {"wire_short", "wire_magic",
 								  "wire_reply"};
 
-static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
+static void add_stats(struct rte_tel_data *d, const struct fwire_lcore_stats *st,
 		      const struct fw_serve_stats *ss, const struct fw_gen_stats *gs)
 {
 	char name[64];
@@ -49,7 +49,7 @@ static void add_stats(struct rte_tel_data *d, const struct fw_lcore_stats *st,
 	rte_tel_data_add_dict_u64(d, "icmp6", st->icmp6);
 	rte_tel_data_add_dict_u64(d, "udp6_replies", st->udp6);
 	for (int i = 0; i < FW_DROP_COUNT; i++) {
-		snprintf(name, sizeof(name), "drop_%s", fw_drop_names[i]);
+		snprintf(name, sizeof(name), "drop_%s", fwire_drop_names[i]);
 		rte_tel_data_add_dict_u64(d, name, st->drop[i]);
 	}
 	rte_tel_data_add_dict_u64(d, "rate_limited", st->rate_limited);
@@ -86,13 +86,13 @@ static void gen_stats_add(struct fw_gen_stats *to, const struct fw_gen_stats *fr
 
 static int cmd_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	struct fw_lcore_stats st;
+	struct fwire_lcore_stats st;
 	struct fw_serve_stats ss;
 	struct fw_gen_stats gs = {0};
 
 	(void)cmd;
 	(void)params;
-	fw_stats_sum(tel_app, &st, &ss);
+	fwire_stats_sum(tel_app, &st, &ss);
 	for (uint32_t i = 0; i < tel_app->n_lcores; i++)
 		gen_stats_add(&gs, fw_gen_stats(&tel_app->lcore[i].serve.gen));
 	rte_tel_data_start_dict(d);
@@ -115,7 +115,7 @@ static int cmd_lcores(const char *cmd, const char *params, struct rte_tel_data *
 	(void)params;
 	rte_tel_data_start_dict(d);
 	for (uint32_t i = 0; i < tel_app->n_lcores; i++) {
-		const struct fw_lcore *lc = &tel_app->lcore[i];
+		const struct fwire_lcore *lc = &tel_app->lcore[i];
 		struct rte_tel_data *c = rte_tel_data_alloc();
 		if (!c)
 			return -1;
@@ -124,8 +124,8 @@ static int cmd_lcores(const char *cmd, const char *params, struct rte_tel_data *
 		rte_tel_data_add_dict_u64(c, "queue", lc->queue);
 		rte_tel_data_add_dict_u64(c, "worker", lc->worker_id);
 		rte_tel_data_add_dict_u64(c, "last_ms", fw_gen_last_ms(&lc->serve.gen));
-		struct fw_lcore_stats st;
-		fw_stats_lcore(lc, &st);
+		struct fwire_lcore_stats st;
+		fwire_stats_lcore(lc, &st);
 		add_stats(c, &st, &lc->serve.stats, fw_gen_stats(&lc->serve.gen));
 		snprintf(name, sizeof(name), "lcore%u", lc->lcore_id);
 		rte_tel_data_add_dict_container(d, name, c, 0);
@@ -172,7 +172,7 @@ static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-int fw_telemetry_register(struct fw_app *app)
+int fwire_telemetry_register(struct fwire_app *app)
 {
 	tel_app = app;
 	if (rte_telemetry_register_cmd("/flakewire/stats", cmd_stats,

@@ -2,7 +2,7 @@
 /* telemetry.c: the /flakewire/... commands of DPDK telemetry. */
 #pragma once
 
-struct fw_app;
+struct fwire_app;
 
 /* Registers them for @app (which must outlive EAL). Returns 0 or -1. */
-int fw_telemetry_register(struct fw_app *app);
+int fwire_telemetry_register(struct fwire_app *app);

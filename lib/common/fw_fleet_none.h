@@ -2,9 +2,9 @@
 /*
  * What a responder built without lib/fleet (no ZooKeeper client,
  * libzookeeper-mt-dev) does with [fleet]: it refuses to start when
- * [fleet] zookeeper or [fleet] etcd is set, with this one message. Header only; both
- * responders' fleet glue (app/flakewire/fleet.c, app/flakesock/fleet.c)
- * call it in their build without the library.
+ * [fleet] zookeeper or [fleet] etcd is set, with this one message. Header
+ * only; the responder core (lib/responder/responder.c) calls it in its build
+ * without the library.
  */
 #pragma once
 

@@ -5,12 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fw_err.h"
 #include "fw_fleet_app.h"
-#include "fw_fleet_store_etcd.h"
-#include "fw_secret.h"
 
 struct fw_fleet_app {
 	struct fw_fleet *reg;
@@ -40,107 +37,6 @@ static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fm
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	a->log(a->log_arg, lvl, msg);
-}
-
-int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout, uint32_t n_workers,
-		       const char *state_stamp,
-		       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
-		       void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
-{
-	char host[FW_FLEET_IDENTITY_MAX], pw[256], zk_auth[512];
-	struct fw_fleet_config fc;
-
-	*out = NULL;
-	if (!fw_conf_fleet_on(c))
-		return 0;
-	fw_fleet_config_default(&fc);
-	fc.connect = c->fleet.zookeeper;
-	struct fw_fleet_etcd_opts eo = {
-		.endpoints = c->fleet.etcd,
-		.ca_file = c->fleet.etcd_ca_file,
-		.cert_file = c->fleet.etcd_cert_file,
-		.key_file = c->fleet.etcd_key_file,
-		.user = c->fleet.etcd_user,
-		.password = pw,
-		.plain_password = c->fleet.etcd_plain_password != 0,
-		.proxy = c->fleet.etcd_proxy,
-		.session_ms = c->fleet.session_timeout_ms,
-	};
-	pw[0] = zk_auth[0] = '\0';
-	if (c->fleet.etcd[0]) {
-		int prc = c->fleet.etcd_password_file[0]
-				  ? fw_secret_read(c->fleet.etcd_password_file,
-						   "[fleet] etcd_password_file", pw, sizeof(pw),
-						   err, errlen)
-				  : 0;
-		if (prc != 0)
-			return prc;
-		fc.etcd = &eo;
-	}
-	if (c->fleet.zookeeper_auth_file[0]) {
-		int arc =
-			fw_secret_read(c->fleet.zookeeper_auth_file, "[fleet] zookeeper_auth_file",
-				       zk_auth, sizeof(zk_auth), err, errlen);
-		if (arc == 0 && strchr(zk_auth, ':') == NULL) {
-			memset(zk_auth, 0, sizeof(zk_auth));
-			snprintf(err, errlen,
-				 "[fleet] zookeeper_auth_file = %s: not USER:PASSWORD on its first "
-				 "line",
-				 c->fleet.zookeeper_auth_file);
-			arc = -EINVAL;
-		}
-		if (arc != 0)
-			return arc;
-		fc.zk_auth = zk_auth;
-	}
-	fc.root = c->fleet.root;
-	if (!strncmp(c->fleet.identity, "env:", 4)) {
-		/* the platform's name for this instance (Kubernetes' downward API) */
-		const char *var = c->fleet.identity + 4, *v = var[0] ? getenv(var) : NULL;
-		if (v == NULL || !v[0]) {
-			snprintf(err, errlen,
-				 "[fleet] identity = %s: the environment variable %s is %s (e.g. "
-				 "POD_NAME from the downward API: valueFrom.fieldRef.fieldPath "
-				 "metadata.name)",
-				 c->fleet.identity, var[0] ? var : "(none named)",
-				 v ? "empty" : "not set");
-			return -EINVAL;
-		}
-		snprintf(host, sizeof(host), "%s", v);
-		fc.identity = host;
-	} else if (c->fleet.identity[0]) {
-		fc.identity = c->fleet.identity;
-	} else {
-		if (gethostname(host, sizeof(host)) != 0)
-			snprintf(host, sizeof(host), "unknown");
-		host[sizeof(host) - 1] = '\0';
-		fc.identity = host;
-	}
-	fc.cache_file = c->fleet.cache_file;
-	fc.state_stamp = state_stamp;
-	fc.layout = *layout;
-	fc.lease_ms = c->fleet.lease_ms;
-	fc.renew_ms = c->fleet.renew_ms;
-	fc.session_timeout_ms = c->fleet.session_timeout_ms;
-	fc.start_wait_ms = c->fleet.start_wait_ms;
-	fc.max_offset_ms = c->fleet.max_offset_ms;
-	fc.log = log;
-	fc.log_arg = log_arg;
-	struct fw_fleet *reg = NULL;
-	int rc = fw_fleet_create(&fc, n_workers, &reg, err, errlen);
-	memset(pw, 0, sizeof(pw)); /* the store keeps its own copy */
-	memset(zk_auth, 0, sizeof(zk_auth));
-	if (rc == 0) {
-		bool cached;
-		rc = fw_fleet_start(reg, &cached, err, errlen);
-	}
-	if (rc == 0)
-		rc = fw_fleet_app_create(reg, n_workers, layout->epoch_ms,
-					 c->clock.backstep == FW_CONF_BACKSTEP_NEW_WORKER, log,
-					 log_arg, out);
-	else
-		fw_fleet_free(reg);
-	return rc;
 }
 
 int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,

@@ -2,17 +2,18 @@
 /*
  * The fleet inside a responder: the one piece of glue flakewire's control
  * thread and flakesock's keeper thread share between the registry
- * (fw_fleet.h) and the timekeeper (fw_keeper.h). It reads [fleet] and
- * [clock] backstep from the configuration, claims the worker IDs at start,
- * and every keeper tick hands the registry's per-slot results to the keeper:
- * a new worker ID or floor with fw_keeper_set_worker (the worker swaps at its
- * next burst), a renewed lease with fw_keeper_set_lease. Workers never see
- * ZooKeeper; they read their keeper slot once per burst, as they read the mark.
+ * (fw_fleet.h) and the timekeeper (fw_keeper.h). Over a registry started
+ * from [fleet] (lib/responder: fw_responder_fleet_start, the one place that
+ * reads the configuration), every keeper tick it hands the registry's
+ * per-slot results to the keeper: a new worker ID or floor with
+ * fw_keeper_set_worker (the worker swaps at its next burst), a renewed lease
+ * with fw_keeper_set_lease. Workers never see ZooKeeper; they read their
+ * keeper slot once per burst, as they read the mark.
  *
- * Order of use (owner's thread): fw_fleet_app_start (before the keeper is
- * created: it needs the worker IDs), fw_fleet_app_worker (the keeper's and
- * the generators' first IDs), fw_fleet_app_attach (after fw_keeper_start),
- * fw_fleet_app_tick (every keeper tick), fw_fleet_app_free (after the
+ * Order of use (owner's thread): fw_responder_fleet_start or
+ * fw_fleet_app_create (before the keeper is created: it needs the worker
+ * IDs), fw_fleet_app_worker (the keeper's and the generators' first IDs), fw_fleet_app_attach
+ * (after fw_keeper_start), fw_fleet_app_tick (every keeper tick), fw_fleet_app_free (after the
  * workers stopped).
  */
 #pragma once
@@ -22,7 +23,6 @@
 #include <stdint.h>
 
 #include "fw_common.h"
-#include "fw_conf.h"
 #include "fw_fleet.h"
 #include "fw_keeper.h"
 #include "fw_layout.h"
@@ -30,26 +30,10 @@
 struct fw_fleet_app;
 
 /*
- * Without [fleet] zookeeper: *out = NULL, returns 0 (static worker IDs).
- * Otherwise creates the registry for @n_workers slots with @log (lines
- * without newline; NULL: silent) and claims (fw_fleet_start: take back,
- * claim, take over; cache or NO_LEASE when ZooKeeper is down).
- * Identity: [fleet] identity; env:VAR, that environment variable's value
- * (-EINVAL with @err when it is unset or empty); empty, the host name. @state_stamp: the
- * fw_state_lock_stamp of the locked state (what makes the cache this
- * process's proof; fw_fleet_config.state_stamp).
- * Returns 0 with *out set, or fw_fleet_create/fw_fleet_start's code with one
- * line in @err (the caller refuses to start).
- */
-FW_API int fw_fleet_app_start(const struct fw_conf *c, const struct fw_layout *layout,
-			      uint32_t n_workers, const char *state_stamp,
-			      void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
-			      void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen);
-
-/*
  * The glue over a registry already started (@reg, with @n_workers slots;
  * taken over: freed by fw_fleet_app_free, and here on error), for
- * fw_fleet_app_start and for tests that run the registry over another store.
+ * fw_responder_fleet_start and for tests that run the registry over another
+ * store.
  * @new_worker: [clock] backstep = new_worker. Returns 0, -EINVAL (@n_workers
  * above FW_FLEET_SLOTS_MAX), -ENOMEM.
  */

@@ -16,17 +16,6 @@ struct fw_keeper_driver {
 	struct fw_keeper *k;
 };
 
-static void dlog(const struct fw_keeper_driver *d, enum fw_keeper_level level, const char *what,
-		 int rc)
-{
-	char line[256];
-
-	if (!d->ops.log)
-		return;
-	snprintf(line, sizeof(line), "%s: %s", what, fw_strerror(rc));
-	d->ops.log(d->ops.arg, level, line);
-}
-
 FW_API int fw_keeper_driver_start(const struct fw_keeper_driver_config *cfg,
 				  struct fw_keeper_driver **out)
 {
@@ -41,13 +30,11 @@ FW_API int fw_keeper_driver_start(const struct fw_keeper_driver_config *cfg,
 	d->tick_ms = cfg->tick_ms ? cfg->tick_ms : DEFAULT_TICK_MS;
 	d->stats_ms = cfg->stats_ms;
 	struct fw_keeper_config kc = cfg->keeper;
-	if (!kc.log) {
+	if (!kc.log.fn)
 		kc.log = o->log;
-		kc.log_arg = o->arg;
-	}
 	int rc = fw_keeper_create(&kc, &d->k);
 	if (rc) {
-		dlog(d, FW_KEEPER_LOG_ERR, "timekeeper", rc);
+		fw_log(&d->ops.log, FW_LOG_ERR, "timekeeper: %s", fw_strerror(rc));
 		free(d);
 		return rc;
 	}
@@ -61,7 +48,7 @@ FW_API int fw_keeper_driver_start(const struct fw_keeper_driver_config *cfg,
 	fw_keeper_sample(o->ticks, o->wall, &t1, &n1);
 	rc = fw_keeper_start(d->k, t0, n0, t1, n1, NULL);
 	if (rc == FW_ECAL)
-		dlog(d, FW_KEEPER_LOG_ERR, "clock calibration failed", rc);
+		fw_log(&d->ops.log, FW_LOG_ERR, "clock calibration failed: %s", fw_strerror(rc));
 	if (rc) { /* the keeper logged why */
 		fw_keeper_driver_free(d);
 		return rc;

@@ -44,6 +44,7 @@
 #include "fw_clock.h"
 #include "fw_common.h"
 #include "fw_gen.h"
+#include "fw_log.h"
 
 /* "No limit" for a lease limit (layout ms). */
 #define FW_KEEPER_NO_LIMIT UINT64_MAX
@@ -95,21 +96,6 @@ struct fw_keeper_io {
 	void *arg;
 };
 
-/* Levels of the lines the keeper hands to its owner's log function. */
-enum fw_keeper_level {
-	FW_KEEPER_LOG_ERR = 0,
-	FW_KEEPER_LOG_WARNING,
-	FW_KEEPER_LOG_INFO,
-};
-
-/*
- * The owner's log sink: one line (no newline) per call. The keeper writes
- * the same words for both responders, so operators and tests read one text:
- * "mark: ..." for the mark, "clock: ..." for the clock; @name of the config
- * is how a line names the responder ("... behind flakewire").
- */
-typedef void (*fw_keeper_log_fn)(void *arg, enum fw_keeper_level level, const char *line);
-
 struct fw_keeper_config {
 	struct fw_clock_policy clock; /* max_slew_ppm, horizon_ms, step_ns */
 	uint32_t reanchor_ms;         /* re-anchor after this many ms of ticks ([clock]) */
@@ -122,8 +108,13 @@ struct fw_keeper_config {
 	uint32_t n_workers;            /* worker slots, 1..FW_KEEPER_WORKERS_MAX */
 	const uint32_t *worker_ids;    /* n_workers worker IDs (slot i starts with worker_ids[i]) */
 	const char *name;              /* the responder's name in log lines ("flakewire") */
-	fw_keeper_log_fn log;          /* NULL: silent */
-	void *log_arg;
+	/*
+	 * The owner's sink (lib/common/fw_log.h; {NULL, NULL}: silent). The
+	 * keeper writes the same words for both responders, so operators and
+	 * tests read one text: "mark: ..." for the mark, "clock: ..." for the
+	 * clock; @name is how a line names the responder ("... behind flakewire").
+	 */
+	struct fw_log log;
 };
 
 /* Fills *cfg with the defaults of lib/conf; no state file, no workers. */

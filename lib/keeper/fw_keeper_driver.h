@@ -28,8 +28,8 @@ struct fw_keeper_driver_ops {
 	fw_keeper_ticks_fn ticks;
 	/* the system clock as the keeper sees it, test-clock faults applied (required) */
 	fw_keeper_wall_fn wall;
-	/* the keeper's and the driver's lines (may be NULL) */
-	fw_keeper_log_fn log;
+	/* the keeper's and the driver's lines ({NULL, NULL}: silent) */
+	struct fw_log log;
 	/* true once the driver must return from fw_keeper_driver_run (required) */
 	bool (*should_stop)(void *arg);
 	/*
@@ -47,7 +47,7 @@ struct fw_keeper_driver_ops {
 };
 
 struct fw_keeper_driver_config {
-	struct fw_keeper_config keeper; /* log is set from ops.log when NULL */
+	struct fw_keeper_config keeper; /* its log is ops.log when its fn is NULL */
 	uint32_t calibrate_ms;          /* calibration window before the first start */
 	uint32_t tick_ms;               /* 0: 10 */
 	uint32_t stats_ms;              /* 0: no stats line */

@@ -48,22 +48,6 @@ struct fw_keeper {
 	FW_SEQLOCK(fw_keeper_status) pub; /* the status for other threads (fw_keeper_status) */
 };
 
-static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void klog(const struct fw_keeper *k, enum fw_keeper_level level, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	if (!k->cfg.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	k->cfg.log(k->cfg.log_arg, level, line);
-}
-
 static const char *file_name(const struct fw_keeper *k)
 {
 	return k->cfg.state_file ? k->cfg.state_file : "the mark store";
@@ -231,11 +215,12 @@ static uint32_t extend_mark(struct fw_keeper *k, uint64_t target, uint64_t now_n
 		k->mark_failures++;
 		k->next_try_ns = now_ns + (uint64_t)k->cfg.mark_retry_ms * NS_PER_MS;
 		if (!k->failing) {
-			klog(k, FW_KEEPER_LOG_ERR,
-			     "mark: cannot persist %llu to %s: %s; workers answer RETRY_AFTER once "
-			     "they reach %llu",
-			     (unsigned long long)target, file_name(k), fw_strerror(rc),
-			     (unsigned long long)k->mark_unix);
+			fw_log(&k->cfg.log, FW_LOG_ERR,
+			       "mark: cannot persist %llu to %s: %s; workers answer RETRY_AFTER "
+			       "once "
+			       "they reach %llu",
+			       (unsigned long long)target, file_name(k), fw_strerror(rc),
+			       (unsigned long long)k->mark_unix);
 			k->failing = true;
 			publish(k);
 			ev |= FW_KEEPER_EV_MARK_FAIL;
@@ -244,8 +229,8 @@ static uint32_t extend_mark(struct fw_keeper *k, uint64_t target, uint64_t now_n
 	}
 	if (k->failing) {
 		ev |= FW_KEEPER_EV_MARK_OK;
-		klog(k, FW_KEEPER_LOG_INFO, "mark: persisting works again (%llu)",
-		     (unsigned long long)target);
+		fw_log(&k->cfg.log, FW_LOG_INFO, "mark: persisting works again (%llu)",
+		       (unsigned long long)target);
 	}
 	k->failing = false;
 	k->mark_writes++;
@@ -275,16 +260,17 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 	rc = k->io.read_mark(k->io.arg, &mark);
 	info->read_rc = rc;
 	if (rc == -ENOENT) {
-		klog(k, FW_KEEPER_LOG_INFO, "mark: %s does not exist: first start", file_name(k));
+		fw_log(&k->cfg.log, FW_LOG_INFO, "mark: %s does not exist: first start",
+		       file_name(k));
 		mark = 0;
 	} else if (rc) {
-		klog(k, FW_KEEPER_LOG_ERR,
-		     "mark: cannot read %s: %s; refusing to start: the IDs issued before are "
-		     "unknown. Fix: restore the file, or write a mark at or above the last "
-		     "time this node may have issued IDs (its last run's end plus "
-		     "[state] mark_ahead_ms) with 'flakectl mark %s --set UNIX_MS --force', "
-		     "then start again",
-		     file_name(k), fw_strerror(rc), file_name(k));
+		fw_log(&k->cfg.log, FW_LOG_ERR,
+		       "mark: cannot read %s: %s; refusing to start: the IDs issued before are "
+		       "unknown. Fix: restore the file, or write a mark at or above the last "
+		       "time this node may have issued IDs (its last run's end plus "
+		       "[state] mark_ahead_ms) with 'flakectl mark %s --set UNIX_MS --force', "
+		       "then start again",
+		       file_name(k), fw_strerror(rc), file_name(k));
 		return rc;
 	}
 	info->mark_unix = mark;
@@ -292,21 +278,21 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 		bool fail = k->cfg.start_policy == FW_KEEPER_START_FAIL;
 		info->behind_ms = mark - now;
 		if (fail && info->behind_ms > k->cfg.mark_ahead_ms) {
-			klog(k, FW_KEEPER_LOG_ERR,
-			     "mark: system clock is %llu ms behind the persisted mark %llu "
-			     "(start_policy = fail)",
-			     (unsigned long long)info->behind_ms, (unsigned long long)mark);
+			fw_log(&k->cfg.log, FW_LOG_ERR,
+			       "mark: system clock is %llu ms behind the persisted mark %llu "
+			       "(start_policy = fail)",
+			       (unsigned long long)info->behind_ms, (unsigned long long)mark);
 			return FW_EMARK_AHEAD;
 		}
-		klog(k, FW_KEEPER_LOG_WARNING,
-		     "mark: system clock is %llu ms behind the persisted mark %llu "
-		     "(start_policy = %s): answering RETRY_AFTER until it passes",
-		     (unsigned long long)info->behind_ms, (unsigned long long)mark,
-		     fail ? "fail" : "wait");
+		fw_log(&k->cfg.log, FW_LOG_WARNING,
+		       "mark: system clock is %llu ms behind the persisted mark %llu "
+		       "(start_policy = %s): answering RETRY_AFTER until it passes",
+		       (unsigned long long)info->behind_ms, (unsigned long long)mark,
+		       fail ? "fail" : "wait");
 	}
 	if (mark)
-		klog(k, FW_KEEPER_LOG_INFO, "mark: read %llu from %s: issuing above it",
-		     (unsigned long long)mark, file_name(k));
+		fw_log(&k->cfg.log, FW_LOG_INFO, "mark: read %llu from %s: issuing above it",
+		       (unsigned long long)mark, file_name(k));
 	k->floor_unix = mark;
 	k->mark_unix = mark;
 	for (uint32_t i = 0; i < k->cfg.n_workers; i++)
@@ -320,10 +306,10 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 	 */
 	extend_mark(k, FW_MAX(now + k->cfg.mark_ahead_ms, mark), k->anchor_ns);
 	if (k->last_write_rc == 0)
-		klog(k, FW_KEEPER_LOG_INFO,
-		     "mark: reserved up to %llu (%llu ms ahead of the clock) in %s",
-		     (unsigned long long)k->mark_unix, (unsigned long long)(k->mark_unix - now),
-		     file_name(k));
+		fw_log(&k->cfg.log, FW_LOG_INFO,
+		       "mark: reserved up to %llu (%llu ms ahead of the clock) in %s",
+		       (unsigned long long)k->mark_unix, (unsigned long long)(k->mark_unix - now),
+		       file_name(k));
 	info->reserve_rc = k->last_write_rc;
 	info->reserved_unix = k->mark_unix;
 	return 0;
@@ -371,24 +357,24 @@ static uint32_t keeper_reanchor(struct fw_keeper *k, uint64_t tick, uint64_t wal
 	 * slewed away over months, one line a second would bury the log.
 	 */
 	if (ev & FW_KEEPER_EV_FWD_STEP) {
-		klog(k, FW_KEEPER_LOG_WARNING,
-		     "clock: system clock jumped ahead by %.3f ms: stepped forward",
-		     (double)off / 1e6);
+		fw_log(&k->cfg.log, FW_LOG_WARNING,
+		       "clock: system clock jumped ahead by %.3f ms: stepped forward",
+		       (double)off / 1e6);
 		return ev;
 	}
 	if (!changed && !(big && k->now_unix_ms >= k->next_clock_log))
 		return ev;
 	k->next_clock_log = k->now_unix_ms + CLOCK_LOG_MS;
 	if (back)
-		klog(k, FW_KEEPER_LOG_WARNING,
-		     "clock: system clock is %.3f ms behind %s: slewing at %.1f ppm, "
-		     "never stepping back; replies carry BACKSTEP",
-		     (double)-off / 1e6, k->cfg.name, (double)next.slew_ppb / 1e3);
+		fw_log(&k->cfg.log, FW_LOG_WARNING,
+		       "clock: system clock is %.3f ms behind %s: slewing at %.1f ppm, "
+		       "never stepping back; replies carry BACKSTEP",
+		       (double)-off / 1e6, k->cfg.name, (double)next.slew_ppb / 1e3);
 	else
-		klog(k, FW_KEEPER_LOG_INFO,
-		     "clock: offset %+.3f ms, slewing at %+.1f ppm (%.0f Hz, generation %llu)",
-		     (double)off / 1e6, (double)next.slew_ppb / 1e3, fw_clock_hz(&next),
-		     (unsigned long long)next.generation);
+		fw_log(&k->cfg.log, FW_LOG_INFO,
+		       "clock: offset %+.3f ms, slewing at %+.1f ppm (%.0f Hz, generation %llu)",
+		       (double)off / 1e6, (double)next.slew_ppb / 1e3, fw_clock_hz(&next),
+		       (unsigned long long)next.generation);
 	return ev;
 }
 
@@ -416,9 +402,9 @@ static int keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall
 	k->big_offset = false;
 	k->clock_events++;
 	publish(k);
-	klog(k, FW_KEEPER_LOG_WARNING,
-	     "clock: stepped %.3f ms to the system clock (every worker has a fresh worker ID)",
-	     (double)off / 1e6);
+	fw_log(&k->cfg.log, FW_LOG_WARNING,
+	       "clock: stepped %.3f ms to the system clock (every worker has a fresh worker ID)",
+	       (double)off / 1e6);
 	return 0;
 }
 
@@ -457,13 +443,14 @@ static int keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *wr
 		k->mark_unix = final;
 		if (written)
 			*written = final;
-		klog(k, FW_KEEPER_LOG_INFO,
-		     "mark: persisted %llu (at or above every ID issued) to %s",
-		     (unsigned long long) final, file_name(k));
+		fw_log(&k->cfg.log, FW_LOG_INFO,
+		       "mark: persisted %llu (at or above every ID issued) to %s",
+		       (unsigned long long) final, file_name(k));
 	} else {
-		klog(k, FW_KEEPER_LOG_ERR,
-		     "mark: cannot persist %llu at exit: %s (the reservation %llu stays)",
-		     (unsigned long long) final, fw_strerror(rc), (unsigned long long)k->mark_unix);
+		fw_log(&k->cfg.log, FW_LOG_ERR,
+		       "mark: cannot persist %llu at exit: %s (the reservation %llu stays)",
+		       (unsigned long long) final, fw_strerror(rc),
+		       (unsigned long long)k->mark_unix);
 	}
 	return rc;
 }

@@ -13,9 +13,9 @@
  *    of a reflection attack. A source's verdict (allowed, trusted) is cached
  *    per reader in a struct fw_policy_cache, the same way for both families:
  *    the prefix lists are walked on a miss only.
- *    fw_policy_conf.h builds it (and the rate limiter's settings) from the
- *    configuration: the one place both responders take [net] allow,
- *    trusted, reflector_ports and rate* from.
+ *    lib/responder (fw_responder_policy) builds it (and the rate limiter's
+ *    settings) from the configuration: the one place both responders take
+ *    [net] allow, trusted, reflector_ports and rate* from.
  *    A responder reading frames from the wire (flakewire) also turns on the
  *    martian filter (fw_policy_set_martians, fw_policy_add_self*): a source
  *    no peer can have (loopback, unspecified, multicast, broadcast, one of

@@ -472,7 +472,7 @@ def main(a):
         st = paired(row, [c[0] / c[1] for c in sl if c[1] > 0])
         if not st:
             continue
-        rows.append((row, f"cycles per request, serve path (fw_lcore_clock + fw_pkt_burst) / macswap, "
+        rows.append((row, f"cycles per request, serve path (fwire_lcore_clock + fwire_pkt_burst) / macswap, "
                      f"same mbufs, per slice pair; {what}",
                      f"{fmt_pair(st, 2)}; serve {cs:.1f}, macswap {cm:.1f} cycles (medians, TSC {ghz:.2f} GHz): "
                      f"{ghz * 1e3 / cs:.1f} M requests/s per core before the PMD's RX/TX",

@@ -42,7 +42,7 @@
 #include "port.h"
 #include "fw_wire.h"
 
-int fw_logtype; /* main.c's, which the test does not link */
+int fwire_logtype; /* main.c's, which the test does not link */
 
 #define L2 ((uint16_t)sizeof(struct rte_ether_hdr))
 #define L3 ((uint16_t)sizeof(struct rte_ipv4_hdr))
@@ -51,9 +51,9 @@ int fw_logtype; /* main.c's, which the test does not link */
 /* What the harness builds instead of an application: a context, one lcore, one port. */
 static struct fw_conf conf;
 static struct fw_layout lay;
-static struct fw_pkt_ctx px;
-static struct fw_lcore *lc0;
-static struct fw_port port;
+static struct fwire_pkt_ctx px;
+static struct fwire_lcore *lc0;
+static struct fwire_port port;
 static struct rte_mempool *pool;
 static char runtime_dir[256];
 static const uint64_t now_ms = 1000000000;
@@ -72,7 +72,7 @@ static int setup(void **state)
 	if (rte_eal_init((int)FW_ARRAY_SIZE(eal), eal) < 0)
 		return -1;
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s", rte_eal_get_runtime_dir());
-	fw_logtype = RTE_LOGTYPE_USER1;
+	fwire_logtype = RTE_LOGTYPE_USER1;
 	pool = rte_pktmbuf_pool_create("testpkt", 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       SOCKET_ID_ANY);
 	lc0 = rte_zmalloc("test_lcore", sizeof(*lc0), RTE_CACHE_LINE_SIZE);
@@ -81,9 +81,9 @@ static int setup(void **state)
 	fw_conf_init(&conf);
 	if (fw_layout_init(&lay, conf.id.epoch_ms, conf.id.datacenter_bits, conf.id.worker_bits,
 			   conf.id.sequence_bits, 0) ||
-	    fw_pkt_ctx_init(&px, &conf, NULL, NULL) ||
-	    fw_lcore_init(lc0, &px, &conf, &lay, 0, rte_lcore_id(), 0) ||
-	    fw_lcore_rate_init(lc0, &conf, 1))
+	    fwire_pkt_ctx_init(&px, &conf, NULL, NULL) ||
+	    fwire_lcore_init(lc0, &px, &conf, &lay, 0, rte_lcore_id(), 0) ||
+	    fwire_lcore_rate_init(lc0, &conf, 1))
 		return -1;
 	fw_gen_set_mark(&lc0->serve.gen, now_ms + 1000000000);
 	port.nb_queues = 1;
@@ -174,7 +174,7 @@ static void assert_id_reply(struct rte_mbuf *m)
 
 static bool answer(struct rte_mbuf *m)
 {
-	return fw_pkt_answer(lc0, &port, m, now_ms);
+	return fwire_pkt_answer(lc0, &port, m, now_ms);
 }
 
 /* The UDP checksum field as virtio leaves it for a packet of the same host: the pseudo header only.
@@ -188,7 +188,7 @@ static void make_partial_udp(struct rte_mbuf *m)
 
 static void test_rx_l4_cksum_none(void **state)
 {
-	struct fw_lcore_stats *st = &lc0->st;
+	struct fwire_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	/* without a verdict, a partial checksum is a bad checksum */
@@ -212,7 +212,7 @@ static void test_rx_l4_cksum_none(void **state)
 
 static void test_rx_ip_cksum_none(void **state)
 {
-	struct fw_lcore_stats *st = &lc0->st;
+	struct fwire_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	struct rte_mbuf *m = id_request();
@@ -228,7 +228,7 @@ static void test_rx_ip_cksum_none(void **state)
 
 static void test_rx_cksum_bad(void **state)
 {
-	struct fw_lcore_stats *st = &lc0->st;
+	struct fwire_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	uint64_t flags[] = {RTE_MBUF_F_RX_IP_CKSUM_BAD, RTE_MBUF_F_RX_L4_CKSUM_BAD};
@@ -264,7 +264,7 @@ static struct rte_mbuf *echo_request(void)
 
 static void test_icmp_bad_cksum(void **state)
 {
-	struct fw_lcore_stats *st = &lc0->st;
+	struct fwire_lcore_stats *st = &lc0->st;
 	(void)state;
 
 	struct rte_mbuf *m = echo_request();
@@ -290,8 +290,8 @@ static void test_icmp_bad_cksum(void **state)
 static void test_rate_shared(void **state)
 {
 	struct fw_conf c2;
-	struct fw_pkt_ctx px2;
-	struct fw_lcore *l2 = rte_zmalloc("test_rate", 2 * sizeof(*l2), RTE_CACHE_LINE_SIZE);
+	struct fwire_pkt_ctx px2;
+	struct fwire_lcore *l2 = rte_zmalloc("test_rate", 2 * sizeof(*l2), RTE_CACHE_LINE_SIZE);
 	(void)state;
 
 	uint32_t r, b;
@@ -310,10 +310,11 @@ static void test_rate_shared(void **state)
 	assert_int_equal(fw_conf_set(&c2, "net.rate=1000", 0, err, sizeof(err)), 0);
 	assert_int_equal(fw_conf_set(&c2, "net.rate_burst=100", 0, err, sizeof(err)), 0);
 	assert_int_equal(fw_conf_set(&c2, "net.rate_slip=0", 0, err, sizeof(err)), 0);
-	assert_int_equal(fw_pkt_ctx_init(&px2, &c2, NULL, NULL), 0);
+	assert_int_equal(fwire_pkt_ctx_init(&px2, &c2, NULL, NULL), 0);
 	for (uint32_t i = 0; i < 2; i++) {
-		assert_int_equal(fw_lcore_init(&l2[i], &px2, &c2, &lay, i, rte_lcore_id(), i), 0);
-		assert_int_equal(fw_lcore_rate_init(&l2[i], &c2, 2), 0);
+		assert_int_equal(fwire_lcore_init(&l2[i], &px2, &c2, &lay, i, rte_lcore_id(), i),
+				 0);
+		assert_int_equal(fwire_lcore_rate_init(&l2[i], &c2, 2), 0);
 	}
 	/* 400 back-to-back requests, alternating lcores (RSS on the source port) */
 	unsigned pass = 0;
@@ -323,7 +324,7 @@ static void test_rate_shared(void **state)
 	assert_true(pass <= 100);
 	assert_true(pass >= 98);
 	for (unsigned i = 0; i < 2; i++)
-		fw_lcore_rate_free(&l2[i]);
+		fwire_lcore_rate_free(&l2[i]);
 	rte_free(l2);
 }
 
@@ -503,7 +504,7 @@ static void test_serve_run_same(void **state)
 /* A burst of mixed frames: replies and drops partition it, the counters add up. */
 static void test_burst_counts(void **state)
 {
-	struct fw_lcore *lc = lc0;
+	struct fwire_lcore *lc = lc0;
 	struct rte_mbuf *pkts[6], *tx[6], *fr[6];
 	(void)state;
 
@@ -521,9 +522,9 @@ static void test_burst_counts(void **state)
 	pkts[5] = id_request();
 	udp_of(pkts[5])->dst_port = RTE_BE16(4243);
 
-	struct fw_lcore_stats before = lc->st;
+	struct fwire_lcore_stats before = lc->st;
 	uint16_t nfr = 0;
-	uint16_t ntx = fw_pkt_burst(lc, &port, pkts, 6, now_ms, tx, fr, &nfr);
+	uint16_t ntx = fwire_pkt_burst(lc, &port, pkts, 6, now_ms, tx, fr, &nfr);
 	assert_int_equal(ntx, 2);
 	assert_int_equal(nfr, 4);
 	assert_ptr_equal(tx[0], pkts[0]);
@@ -596,8 +597,8 @@ static unsigned reply_ids(struct rte_mbuf *m, uint64_t *ids)
  */
 static void test_burst_ids_in_order(void **state)
 {
-	struct fw_lcore *lc = lc0;
-	struct fw_port *p0 = &port;
+	struct fwire_lcore *lc = lc0;
+	struct fwire_port *p0 = &port;
 	struct rte_mbuf *pkts[12], *tx[12], *fr[12];
 	uint64_t ids[16], last = 0;
 	(void)state;
@@ -635,7 +636,7 @@ static void test_burst_ids_in_order(void **state)
 	}
 	uint64_t issued = lc->serve.gen.stats.issued;
 	uint16_t nfr = 0;
-	uint16_t ntx = fw_pkt_burst(lc, p0, pkts, 12, now_ms, tx, fr, &nfr);
+	uint16_t ntx = fwire_pkt_burst(lc, p0, pkts, 12, now_ms, tx, fr, &nfr);
 	p0->n_addr6 = 0;
 	assert_int_equal(ntx, 12);
 	unsigned total = 0;
@@ -675,8 +676,8 @@ static void assert_tx_offload_reply(struct rte_mbuf *m)
 
 static void test_tx_offload(void **state)
 {
-	struct fw_lcore *lc = lc0;
-	struct fw_port *p0 = &port;
+	struct fwire_lcore *lc = lc0;
+	struct fwire_port *p0 = &port;
 	const uint64_t good = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_L4_CKSUM_GOOD;
 	struct rte_mbuf *pkts[6], *tx[6], *fr[6];
 	(void)state;
@@ -694,11 +695,11 @@ static void test_tx_offload(void **state)
 	pkts[5]->ol_flags = good;
 	ip_of(pkts[5])->hdr_checksum ^= 1;
 
-	struct fw_lcore_stats before = lc->st;
+	struct fwire_lcore_stats before = lc->st;
 	struct fw_serve_stats sbefore = lc->serve.stats;
 	uint16_t nfr = 0;
 	p0->tx_cksum = true;
-	uint16_t ntx = fw_pkt_burst(lc, p0, pkts, 6, now_ms, tx, fr, &nfr);
+	uint16_t ntx = fwire_pkt_burst(lc, p0, pkts, 6, now_ms, tx, fr, &nfr);
 	p0->tx_cksum = false;
 	assert_int_equal(ntx, 3);
 	assert_int_equal(nfr, 3);
@@ -777,26 +778,26 @@ static void a6(uint8_t *out, const char *s)
  * Every martian kind, with [net] allow = 0.0.0.0/0,::/0 so that the allow
  * list proves nothing and the default [net] trusted (127.0.0.0/8, ::1)
  * would otherwise answer loopback sources unpadded: no reply, and exactly
- * its reason counted, on fw_pkt_answer, fw_pkt_burst, and the offload path
+ * its reason counted, on fwire_pkt_answer, fwire_pkt_burst, and the offload path
  * (RX verdicts GOOD, which has its own copy of the source check).
  */
 static void test_martians(void **state)
 {
 	struct fw_conf c2;
-	struct fw_pkt_ctx pxm;
-	struct fw_lcore *lm = rte_zmalloc("test_martian", sizeof(*lm), RTE_CACHE_LINE_SIZE);
+	struct fwire_pkt_ctx pxm;
+	struct fwire_lcore *lm = rte_zmalloc("test_martian", sizeof(*lm), RTE_CACHE_LINE_SIZE);
 	char err[256];
 	(void)state;
 
 	assert_non_null(lm);
 	fw_conf_init(&c2);
 	assert_int_equal(fw_conf_set(&c2, "net.allow=0.0.0.0/0,::/0", 0, err, sizeof(err)), 0);
-	assert_int_equal(fw_pkt_ctx_init(&pxm, &c2, NULL, NULL), 0);
-	struct fw_port p = port;
+	assert_int_equal(fwire_pkt_ctx_init(&pxm, &c2, NULL, NULL), 0);
+	struct fwire_port p = port;
 	p.n_addr6 = 1;
 	memcpy(p.addr6[0], our6, 16);
-	assert_int_equal(fw_pkt_ctx_add_port(&pxm, &p), 0);
-	assert_int_equal(fw_lcore_init(lm, &pxm, &c2, &lay, 0, rte_lcore_id(), 1), 0);
+	assert_int_equal(fwire_pkt_ctx_add_port(&pxm, &p), 0);
+	assert_int_equal(fwire_lcore_init(lm, &pxm, &c2, &lay, 0, rte_lcore_id(), 1), 0);
 	fw_gen_set_mark(&lm->serve.gen, now_ms + 1000000000);
 
 	static const struct rte_ether_addr bcast = {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
@@ -805,7 +806,7 @@ static void test_martians(void **state)
 	struct {
 		uint32_t src;
 		const struct rte_ether_addr *mac;
-		enum fw_drop why;
+		enum fwire_drop why;
 	} v4[] = {
 		{RTE_IPV4(127, 0, 0, 1), &peer_mac, FW_DROP_MARTIAN_LOOPBACK},
 		{RTE_IPV4(127, 1, 2, 3), &peer_mac, FW_DROP_MARTIAN_LOOPBACK},
@@ -822,7 +823,7 @@ static void test_martians(void **state)
 	struct {
 		const char *src;
 		const struct rte_ether_addr *mac;
-		enum fw_drop why;
+		enum fwire_drop why;
 	} v6[] = {
 		{"::1", &peer_mac, FW_DROP_MARTIAN_LOOPBACK},
 		{"::", &peer_mac, FW_DROP_MARTIAN_UNSPECIFIED},
@@ -841,17 +842,17 @@ static void test_martians(void **state)
 
 	/* the controls: a real peer is answered, over both families */
 	struct rte_mbuf *m = id_request_from(peer_ip, &peer_mac);
-	assert_true(fw_pkt_answer(lm, &p, m, now_ms));
+	assert_true(fwire_pkt_answer(lm, &p, m, now_ms));
 	assert_id_reply(m);
 	rte_pktmbuf_free(m);
 	m = id_request6_from(peer6, &peer_mac);
-	assert_true(fw_pkt_answer(lm, &p, m, now_ms));
+	assert_true(fwire_pkt_answer(lm, &p, m, now_ms));
 	assert_int_equal(lm->st.udp6, 1);
 	rte_pktmbuf_free(m);
 
 	/* one at a time, twice (the second from the verdict cache), then with offload */
 	for (int pass = 0; pass < 3; pass++) {
-		struct fw_port pp = p;
+		struct fwire_port pp = p;
 		pp.tx_cksum = pass == 2;
 		for (unsigned i = 0; i < n4 + n6; i++) {
 			uint8_t a[16];
@@ -864,16 +865,16 @@ static void test_martians(void **state)
 				a6(a, v6[i - n4].src);
 				m = id_request6_from(a, v6[i - n4].mac);
 			}
-			enum fw_drop why = i < n4 ? v4[i].why : v6[i - n4].why;
-			struct fw_lcore_stats before = lm->st;
+			enum fwire_drop why = i < n4 ? v4[i].why : v6[i - n4].why;
+			struct fwire_lcore_stats before = lm->st;
 			uint64_t reqs = lm->serve.stats.requests;
-			if (fw_pkt_answer(lm, &pp, m, now_ms))
+			if (fwire_pkt_answer(lm, &pp, m, now_ms))
 				fail_msg("martian %u (%s) answered on pass %d", i,
 					 i < n4 ? "IPv4" : v6[i - n4].src, pass);
 			for (int d = 0; d < FW_DROP_COUNT; d++)
 				if (lm->st.drop[d] != before.drop[d] + (d == (int)why))
 					fail_msg("martian %u pass %d: drop_%s %lu -> %lu", i, pass,
-						 fw_drop_names[d], (unsigned long)before.drop[d],
+						 fwire_drop_names[d], (unsigned long)before.drop[d],
 						 (unsigned long)lm->st.drop[d]);
 			assert_int_equal(lm->st.udp, before.udp);
 			assert_int_equal(lm->serve.stats.requests, reqs);
@@ -892,8 +893,8 @@ static void test_martians(void **state)
 		a6(a, v6[i].src);
 		pkts[n++] = id_request6_from(a, v6[i].mac);
 	}
-	struct fw_lcore_stats before = lm->st;
-	uint16_t ntx = fw_pkt_burst(lm, &p, pkts, n, now_ms, tx, fr, &nfr);
+	struct fwire_lcore_stats before = lm->st;
+	uint16_t ntx = fwire_pkt_burst(lm, &p, pkts, n, now_ms, tx, fr, &nfr);
 	assert_int_equal(ntx, 1);
 	assert_ptr_equal(tx[0], pkts[n4]);
 	assert_id_reply(tx[0]);

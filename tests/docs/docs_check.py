@@ -393,7 +393,7 @@ def cmd_names(root, help_dir, files):
 
 def exported_metrics(root):
     names = set()
-    for src in ("app/flakewire/metrics.c", "app/flakesock/metrics.c",
+    for src in ("app/flakewire/responder.c", "lib/responder/responder_metrics.c",
                 "lib/metrics/serve_metrics.c", "lib/fleet/fleet_metrics.c"):
         path = os.path.join(root, src)
         if os.path.exists(path):

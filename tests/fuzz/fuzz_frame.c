@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer harness for the whole packet path: each input is an Ethernet
- * frame answered by fw_pkt_answer(), the function the lcores run, in a real
+ * frame answered by fwire_pkt_answer(), the function the lcores run, in a real
  * mbuf from a test mempool (EAL without hugepages, PCI or ports), with the
- * responder's own packet context and lcore set-up (fw_pkt_ctx_init,
- * fw_lcore_init: no application) and the policy on: allow list, reflector
+ * responder's own packet context and lcore set-up (fwire_pkt_ctx_init,
+ * fwire_lcore_init: no application) and the policy on: allow list, reflector
  * ports, a rate limit with slip and a RANGE cap.
  *
  * Input: byte 0 = how the harness fixes the frame up, so mutations reach
@@ -53,14 +53,14 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int fw_logtype; /* main.c's, which the harness does not link */
+int fwire_logtype; /* main.c's, which the harness does not link */
 
 /* What the harness builds instead of an application: a context, one lcore, one port. */
 static struct fw_conf conf;
 static struct fw_layout lay;
-static struct fw_pkt_ctx px;
-static struct fw_lcore *lc0;
-static struct fw_port port;
+static struct fwire_pkt_ctx px;
+static struct fwire_lcore *lc0;
+static struct fwire_port port;
 static struct rte_mempool *pool;
 static uint64_t fake_tsc = 1000000;
 static uint64_t now_ms = 1000000000; /* ms since the epoch, ~11.6 days in */
@@ -85,7 +85,7 @@ static void set(const char *kv)
 /* FUZZ_FRAME_STATS=1: the counters at exit, to see which paths a corpus reaches */
 static void report(void)
 {
-	const struct fw_lcore_stats *st = &lc0->st;
+	const struct fwire_lcore_stats *st = &lc0->st;
 
 	if (!getenv("FUZZ_FRAME_STATS"))
 		return;
@@ -95,7 +95,7 @@ static void report(void)
 		(unsigned long)st->rate_limited, (unsigned long)st->slipped,
 		(unsigned long)lc0->serve.stats.capped);
 	for (int d = 0; d < FW_DROP_COUNT; d++)
-		fprintf(stderr, " %s %lu", fw_drop_names[d], (unsigned long)st->drop[d]);
+		fprintf(stderr, " %s %lu", fwire_drop_names[d], (unsigned long)st->drop[d]);
 	fprintf(stderr, "\n");
 }
 
@@ -115,7 +115,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	/* nothing in it is used with --no-shconf; a crash must not leave it behind */
 	rmdir(rte_eal_get_runtime_dir());
-	fw_logtype = RTE_LOGTYPE_USER1;
+	fwire_logtype = RTE_LOGTYPE_USER1;
 	pool = rte_pktmbuf_pool_create("fuzz", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	lc0 = rte_zmalloc("fuzz_lcore", sizeof(*lc0), RTE_CACHE_LINE_SIZE);
 	if (!pool || !lc0)
@@ -129,9 +129,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	set("net.max_ids_per_request=5000");
 	if (fw_layout_init(&lay, conf.id.epoch_ms, conf.id.datacenter_bits, conf.id.worker_bits,
 			   conf.id.sequence_bits, 0) ||
-	    fw_pkt_ctx_init(&px, &conf, NULL, NULL) ||
-	    fw_lcore_init(lc0, &px, &conf, &lay, 0, rte_lcore_id(), 0) ||
-	    fw_lcore_rate_init(lc0, &conf, 1) || !lc0->rate)
+	    fwire_pkt_ctx_init(&px, &conf, NULL, NULL) ||
+	    fwire_lcore_init(lc0, &px, &conf, &lay, 0, rte_lcore_id(), 0) ||
+	    fwire_lcore_rate_init(lc0, &conf, 1) || !lc0->rate)
 		abort();
 	fw_rate_config_default(&rate_cfg);
 	rate_cfg.rate = 1000;
@@ -159,7 +159,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static uint64_t counted(const struct fw_lcore *lc)
+static uint64_t counted(const struct fwire_lcore *lc)
 {
 	uint64_t n = lc->st.arp + lc->st.nd + lc->st.icmp + lc->st.udp;
 
@@ -234,7 +234,7 @@ static uint64_t rx_verdict(const uint8_t *f, size_t seg, uint8_t verdict)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fw_lcore *lc = lc0;
+	struct fwire_lcore *lc = lc0;
 
 	if (size < 3)
 		return 0;
@@ -284,7 +284,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!trusted)
 		ASAN_POISON_MEMORY_REGION(f + seg, m->buf_len - m->data_off - seg);
 	uint64_t before = counted(lc);
-	bool reply = fw_pkt_answer(lc, &port, m, now_ms);
+	bool reply = fwire_pkt_answer(lc, &port, m, now_ms);
 	ASAN_UNPOISON_MEMORY_REGION(buf, m->buf_len);
 	if (counted(lc) != before + 1)
 		abort(); /* every frame is answered or dropped, and counted once */

@@ -45,7 +45,7 @@ static bool is_ipv6(const uint8_t *f, size_t len)
 	       ((const struct rte_ether_hdr *)f)->ether_type == RTE_BE16(RTE_ETHER_TYPE_IPV6);
 }
 
-void fuzz6_fix_up(uint8_t *f, size_t len, uint8_t how, const struct fw_port *port)
+void fuzz6_fix_up(uint8_t *f, size_t len, uint8_t how, const struct fwire_port *port)
 {
 	if (!is_ipv6(f, len) || port->n_addr6 == 0)
 		return;
@@ -105,7 +105,7 @@ void fuzz6_charge(struct fw_rate *rate, const struct fuzz6_req *r, unsigned n, u
 		fw_rate_check6(rate, r->ip.src_addr, tsc, NULL);
 }
 
-static bool mine(const struct fw_port *port, const uint8_t *a)
+static bool mine(const struct fwire_port *port, const uint8_t *a)
 {
 	for (uint32_t i = 0; i < port->n_addr6; i++)
 		if (!memcmp(port->addr6[i], a, 16))
@@ -113,7 +113,7 @@ static bool mine(const struct fw_port *port, const uint8_t *a)
 	return false;
 }
 
-void fuzz6_check_reply(const struct fw_conf *conf, const struct fw_port *port,
+void fuzz6_check_reply(const struct fw_conf *conf, const struct fwire_port *port,
 		       const struct fuzz6_req *r, bool trusted, const struct rte_mbuf *m)
 {
 	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);

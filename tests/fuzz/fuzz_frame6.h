@@ -24,7 +24,7 @@ struct fuzz6_req {
 };
 
 /* Fix-ups of the harness header's @how bits (0x10 addresses, 0x04 lengths, 0x02 checksums). */
-void fuzz6_fix_up(uint8_t *f, size_t len, uint8_t how, const struct fw_port *port);
+void fuzz6_fix_up(uint8_t *f, size_t len, uint8_t how, const struct fwire_port *port);
 /* Saves the request in *r; returns whether it is an IPv6 frame. */
 bool fuzz6_save(const uint8_t *f, size_t seg, struct fuzz6_req *r);
 /* Whether the reply may be larger than the request (trusted source, or NDP). */
@@ -32,5 +32,5 @@ bool fuzz6_trusted(const struct fw_conf *conf, const struct fuzz6_req *r);
 /* Pre-charges the source's rate bucket @n times. */
 void fuzz6_charge(struct fw_rate *rate, const struct fuzz6_req *r, unsigned n, uint64_t tsc);
 /* The properties of an IPv6 reply to @r. */
-void fuzz6_check_reply(const struct fw_conf *conf, const struct fw_port *port,
+void fuzz6_check_reply(const struct fw_conf *conf, const struct fwire_port *port,
 		       const struct fuzz6_req *r, bool trusted, const struct rte_mbuf *m);

@@ -38,8 +38,8 @@ PYEOF
 promtool check rules "$TMP/dash-rules.yml" >/dev/null || fail "a dashboard query does not parse"
 
 # names used vs names exported
-exported=$(grep -ohE '"flakewire_[a-z0-9_]+"' "$SRC"/app/flakewire/metrics.c \
-	"$SRC"/app/flakesock/metrics.c "$SRC"/lib/metrics/serve_metrics.c \
+exported=$(grep -ohE '"flakewire_[a-z0-9_]+"' "$SRC"/app/flakewire/responder.c \
+	"$SRC"/lib/responder/responder_metrics.c "$SRC"/lib/metrics/serve_metrics.c \
 	"$SRC"/lib/fleet/fleet_metrics.c | tr -d '"' | sort -u)
 used=$(grep -ohE 'flakewire_[a-z0-9_]+' "$RULES" "$DASH" | grep -vx flakewire_runbook | sort -u)
 for n in $used; do

@@ -61,11 +61,11 @@ struct script {
 static char last_warning[512];
 static unsigned lines;
 
-static void capture(void *arg, enum fw_keeper_level level, const char *line)
+static void capture(void *arg, enum fw_log_level level, const char *line)
 {
 	(void)arg;
 	lines++;
-	if (level == FW_KEEPER_LOG_WARNING)
+	if (level == FW_LOG_WARNING)
 		snprintf(last_warning, sizeof(last_warning), "%s", line);
 }
 
@@ -122,7 +122,7 @@ static void setup_cfg(struct script *s)
 	s->cfg.n_workers = 2;
 	s->cfg.worker_ids = s->workers;
 	s->cfg.name = "flakewire";
-	s->cfg.log = capture;
+	s->cfg.log = (struct fw_log){capture, NULL};
 }
 
 /* Calibrates over 100 ms of script time and starts; returns fw_keeper_start's code. */

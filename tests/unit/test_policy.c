@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 
 #include "fw_policy.h"
-#include "fw_policy_conf.h"
 
 #define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 #define HZ             1000000u /* a 1 MHz fake TSC: one tick per microsecond */
@@ -536,39 +535,6 @@ static void rate_share(void **state)
 	assert_int_equal(b, 10);
 }
 
-/* [net] as both responders take it: trusted prefixes outside allow are reported. */
-static void from_conf(void **state)
-{
-	(void)state;
-	struct fw_conf c;
-	struct fw_policy p;
-	struct fw_rate_config rc;
-	char err[256];
-	uint32_t out = 0, out6 = 0;
-	uint8_t a[16];
-
-	fw_conf_init(&c);
-	assert_int_equal(fw_conf_set(&c, "net.allow=10.0.0.0/8,fd00::/8", 0, err, sizeof(err)), 0);
-	assert_int_equal(fw_conf_set(&c,
-				     "net.trusted=10.9.0.0/16,192.0.2.0/24,fd99::/16,2001:db8::/32",
-				     0, err, sizeof(err)),
-			 0);
-	assert_int_equal(fw_policy_from_conf(&p, &c, &out, &out6), 0);
-	assert_int_equal(out, 0x2);  /* 192.0.2.0/24 */
-	assert_int_equal(out6, 0x2); /* 2001:db8::/32 */
-	assert_true(fw_policy_source(&p, IP(10, 9, 1, 1)) & FW_POLICY_SRC_TRUSTED);
-	a6("fd99::1", a);
-	assert_int_equal(fw_policy_source6(&p, a),
-			 FW_POLICY_SRC_VALID | FW_POLICY_SRC_ALLOWED | FW_POLICY_SRC_TRUSTED);
-	assert_true(fw_policy_reflector(&p, 53)); /* the default reflector ports */
-	assert_false(fw_rate_config_from_conf(&rc, &c, 2, 1000000, 64)); /* rate 0: none */
-	assert_int_equal(fw_conf_set(&c, "net.rate=1000", 0, err, sizeof(err)), 0);
-	assert_true(fw_rate_config_from_conf(&rc, &c, 2, 1000000, 64));
-	assert_int_equal(rc.rate, 500);
-	assert_int_equal(rc.tsc_hz, 1000000);
-	assert_int_equal(rc.entries, 64);
-}
-
 /*
  * The martian filter: every kind by its reason, IPv4-mapped under the IPv4
  * reason, our own addresses once added; a martian's verdict is neither
@@ -699,7 +665,6 @@ int main(void)
 		cmocka_unit_test(trusted_both_families),
 		cmocka_unit_test(cache_same_verdict),
 		cmocka_unit_test(rate_share),
-		cmocka_unit_test(from_conf),
 		cmocka_unit_test(martians),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

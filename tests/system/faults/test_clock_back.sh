@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The system clock steps back AMOUNT ms (the argument: 3, 1000, 3600000)
-# while a client collects every ID. The policy (app/flakewire/control.c):
+# while a client collects every ID. The policy (lib/keeper, run by lib/responder):
 # flakewire's clock never steps back; the offset is slewed at max_slew_ppm
 # (500 ppm) and lcores keep issuing from flakewire's own monotonic clock, so
 # no stall, no RETRY_AFTER, no CLOCK_UNSAFE, IDs stay on real time. Beyond

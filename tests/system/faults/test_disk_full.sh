@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The state directory (a 64 KiB tmpfs) fills up while a client collects every
-# ID. Policy (app/flakewire/control.c): the mark is published only once it is
+# ID. Policy (lib/keeper, run by lib/responder): the mark is published only once it is
 # on disk, so lcores stop at the last persisted mark and answer RETRY_AFTER;
 # the control thread logs the failure once, retries every 100 ms, and when
 # space returns the mark moves again and issuing resumes, with no duplicate.

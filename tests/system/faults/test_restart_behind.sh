@@ -3,7 +3,7 @@
 # Restart with the system clock behind the persisted mark (written with
 # flakectl mark, as a run whose clock was ahead would have left it), by a
 # little (2.5 s, under mark_ahead_ms 3000) and by hours. Policy ([state]
-# start_policy, app/flakewire/control.c): "wait" starts and answers
+# start_policy, lib/keeper, driven by lib/responder): "wait" starts and answers
 # RETRY_AFTER until the clock passes the mark; "fail" exits at start when
 # the clock is behind by more than mark_ahead_ms, and otherwise waits too.
 # Either way no ID at or below the mark is ever issued, and the start

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The fleet from the configuration (the contract is in fw_responder_fleet.h). */
+#include "fw_responder_fleet.h"
+
+FW_API int
+fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout,
+			 uint32_t n_workers, const char *state_stamp,
+			 void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
+			 void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
+{
+	struct fw_responder_fleet_config f;
+	struct fw_fleet *reg = NULL;
+
+	*out = NULL;
+	if (!fw_conf_fleet_on(c))
+		return 0;
+	int rc = fw_responder_fleet_config(&f, c, layout, state_stamp, err, errlen);
+	if (rc != 0)
+		return rc;
+	f.fc.log = log;
+	f.fc.log_arg = log_arg;
+	rc = fw_fleet_create(&f.fc, n_workers, &reg, err, errlen);
+	fw_responder_fleet_config_wipe(&f); /* the store keeps its own copy */
+	if (rc == 0) {
+		bool cached;
+		rc = fw_fleet_start(reg, &cached, err, errlen);
+	}
+	if (rc == 0)
+		rc = fw_fleet_app_create(reg, n_workers, layout->epoch_ms, f.new_worker, log,
+					 log_arg, out);
+	else
+		fw_fleet_free(reg);
+	return rc;
+}
