@@ -51,6 +51,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=../lib/servers.sh
 . "$ROOT/scripts/lib/servers.sh" # proc_* and the servers: pg_start, mariadb_start
+CLI_NAME=bench-keys
+# shellcheck source=../lib/cli.sh
+. "$ROOT/scripts/lib/cli.sh" # die, posint, cli_usage
 BUILD="$ROOT/build"
 OUT=""
 ROWS=1000000
@@ -65,9 +68,7 @@ DO_BUILD=1
 KEEP_LOGS=0
 INVOCATION="scripts/bench/keys.sh $*"
 
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
-die() { echo "bench-keys: $*" >&2; exit 2; }
-posint() { case "$2" in ''|*[!0-9]*|0*) die "$1 wants a positive integer, got '$2'" ;; esac; }
+usage() { cli_usage 2 48; }
 
 ROWS_SET=0 BATCH_SET=0 LOOKUPS_SET=0 SCANS_SET=0
 while [ $# -gt 0 ]; do

@@ -31,6 +31,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # shellcheck source=../lib/servers.sh
 . "$ROOT/scripts/lib/servers.sh" # proc_* and the servers: pg_start, mariadb_start
+CLI_NAME=bench-shards
+# shellcheck source=../lib/cli.sh
+. "$ROOT/scripts/lib/cli.sh" # die, posint, cli_usage
 BUILD="$ROOT/build"
 PER_SHARD=100
 DB_ROWS=16000
@@ -39,9 +42,7 @@ DO_BUILD=1
 KEEP_LOGS=0
 INVOCATION="scripts/bench/shards.sh $*"
 
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
-die() { echo "bench-shards: $*" >&2; exit 2; }
-posint() { case "$2" in ''|*[!0-9]*|0*) die "$1 wants a positive integer, got '$2'" ;; esac; }
+usage() { cli_usage 2 28; }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
