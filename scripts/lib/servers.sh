@@ -38,9 +38,9 @@
 #   ETCD_BIND (default 127.0.0.1): as ZK_BIND.
 #   ETCD_TLS_DIR (default empty): a directory with ca.pem, server.pem,
 #   server.key, client.pem and client.key (doc/fleet.md's openssl commands
-#   make them): the members serve https:// with
-#   client certificate authentication (peers stay http:// on loopback) and
-#   ETCD_ENDPOINTS are https://.
+#   make them): the members serve https:// with client certificate
+#   authentication (peers stay http:// on loopback) and ETCD_ENDPOINTS are
+#   https://.
 #   ETCD_TOKEN (default fwtest-PID): the cluster token; ETCD_ARGS: more etcd
 #   options (word-split: e.g. --quota-backend-bytes N).
 #
