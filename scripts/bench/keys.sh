@@ -49,6 +49,11 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../lib/servers.sh
+. "$ROOT/scripts/lib/servers.sh" # proc_* and the servers: pg_start, mariadb_start
+CLI_NAME=bench-keys
+# shellcheck source=../lib/cli.sh
+. "$ROOT/scripts/lib/cli.sh" # die, posint, cli_usage
 BUILD="$ROOT/build"
 OUT=""
 ROWS=1000000
@@ -63,9 +68,7 @@ DO_BUILD=1
 KEEP_LOGS=0
 INVOCATION="scripts/bench/keys.sh $*"
 
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
-die() { echo "bench-keys: $*" >&2; exit 2; }
-posint() { case "$2" in ''|*[!0-9]*|0*) die "$1 wants a positive integer, got '$2'" ;; esac; }
+usage() { cli_usage 2 48; }
 
 ROWS_SET=0 BATCH_SET=0 LOOKUPS_SET=0 SCANS_SET=0
 while [ $# -gt 0 ]; do
@@ -106,7 +109,6 @@ done
 [ -n "$OUT" ] || OUT="$BUILD/bench"
 
 PY=/usr/bin/python3 # Debian's: python3-psycopg2 and python3-mysqldb import only there
-PGBIN=/usr/lib/postgresql/15/bin
 FLAKESOCK="$BUILD/app/flakesock/flakesock"
 FLAKECTL="$BUILD/app/flakectl/flakectl"
 
@@ -118,7 +120,7 @@ fi
 for b in "$FLAKESOCK" "$FLAKECTL"; do
 	[ -x "$b" ] || die "$b missing (build failed?)"
 done
-[ -x "$PGBIN/postgres" ] || die "$PGBIN/postgres missing (Debian package postgresql-15)"
+[ -x "$PG_BIN/postgres" ] || die "$PG_BIN/postgres missing (Debian package postgresql-15)"
 [ -f /usr/share/postgresql/15/extension/pgstattuple.control ] ||
 	die "pgstattuple missing (Debian package postgresql-contrib)"
 command -v mariadbd >/dev/null || die "mariadbd missing (Debian package mariadb-server)"
@@ -129,33 +131,16 @@ command -v gnuplot >/dev/null || die "gnuplot missing (Debian package gnuplot-no
 TMP="$(mktemp -d /tmp/fw-keys.XXXXXX)"
 chmod 755 "$TMP"
 echo "bench-keys: temp dir $TMP" >&2
-PIDS=() # flakesock and mariadbd: our children
-PG_PID=""
+PIDS=() # flakesock: our child
 PY_PID=""
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-# stop_pid PID SIGNAL SECONDS: signal, wait up to SECONDS, then SIGKILL.
-stop_pid() {
-	local pid="$1" sig="$2" secs="$3" i
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for ((i = 0; i < secs * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null || true
-}
-
 cleanup() {
-	local pid
-	[ -n "$PY_PID" ] && stop_pid "$PY_PID" TERM 10
-	# PostgreSQL: SIGINT is a fast shutdown; the postmaster is not our child.
-	[ -n "$PG_PID" ] && stop_pid "$PG_PID" INT 30
-	for pid in "${PIDS[@]:-}"; do
-		[ -n "$pid" ] && stop_pid "$pid" TERM 30
-	done
+	[ -z "$PY_PID" ] || proc_stop "$PY_PID" TERM 10 || true
+	pg_stop
+	mariadb_stop_all
+	proc_stop_all 30 "${PIDS[@]}"
 	if [ "$KEEP_LOGS" = 1 ]; then
 		rm -rf "$TMP/pg/data" "$TMP/my/data"
 		echo "bench-keys: logs kept in $TMP" >&2
@@ -164,39 +149,15 @@ cleanup() {
 	fi
 }
 
-# free_port tcp|udp: a port nothing listens on, from 20000-59999.
-free_port() {
-	local p i
-	for i in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		if ! ss -Hln"${1:0:1}" "sport = :$p" 2>/dev/null | grep -q .; then
-			echo "$p"
-			return 0
-		fi
-	done
-	die "no free $1 port found"
-}
-
-# wait_for SECONDS CMD...: retries CMD every 0.2 s.
-wait_for() {
-	local secs=$1 i
-	shift
-	for ((i = 0; i < secs * 5; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
 want_db() { case ",$DBS," in *,"$1",*) return 0 ;; esac; return 1; }
 
 # ---- flakesock: the Snowflake responder, one worker on loopback ----
-FW_PORT=$(free_port udp)
+FW_PORT=$(proc_free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set id.workers=1 \
 	--set "net.udp_port=$FW_PORT" --set "state.file=$TMP/mark" --set "state.lock_dir=$TMP/locks" --set stats.interval_s=0 \
 	>"$TMP/flakesock.log" 2>&1 &
 PIDS+=($!)
-wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$FW_PORT" --timeout 200 ||
+proc_wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$FW_PORT" --timeout 200 ||
 	{ cat "$TMP/flakesock.log" >&2; die "flakesock did not answer on 127.0.0.1:$FW_PORT"; }
 
 PY_ARGS=()
@@ -204,40 +165,19 @@ PG_VERSION="" MY_VERSION=""
 
 # ---- PostgreSQL 15 ----
 if want_db pg; then
-	PG_PORT=$(free_port tcp)
-	mkdir -p "$TMP/pg/data" "$TMP/pg/sock"
-	AS_PG=()
-	if [ "$(id -u)" -eq 0 ]; then
-		chown -R postgres:postgres "$TMP/pg"
-		AS_PG=(runuser -u postgres --)
-	fi
-	"${AS_PG[@]}" "$PGBIN/initdb" -D "$TMP/pg/data" -U postgres -A trust -E UTF8 \
-		--locale=C --no-sync >"$TMP/pg/initdb.log" 2>&1 ||
-		{ cat "$TMP/pg/initdb.log" >&2; die "initdb failed"; }
 	# Settings (also printed in the table): the pool under test; commits that
 	# do not wait for the WAL flush (the load measures the index, not fsync);
 	# no automatic checkpoints or autovacuum (the script checkpoints itself at
 	# fixed row counts, so every kind sees the same number of them).
 	PG_SETTINGS="shared_buffers=${POOL_MB}MB synchronous_commit=off checkpoint_timeout=1d max_wal_size=64GB autovacuum=off full_page_writes=on"
-	pg_opts=(-c listen_addresses=127.0.0.1 -c "unix_socket_directories=$TMP/pg/sock")
-	for s in $PG_SETTINGS; do pg_opts+=(-c "$s"); done
-	"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$TMP/pg/data" -l "$TMP/pg/server.log" -w -t 60 \
-		-o "-p $PG_PORT ${pg_opts[*]}" start >/dev/null ||
-		{ cat "$TMP/pg/server.log" >&2; die "PostgreSQL did not start"; }
-	PG_PID=$(head -1 "$TMP/pg/data/postmaster.pid")
-	PY_ARGS+=(--pg "host=$TMP/pg/sock port=$PG_PORT user=postgres dbname=postgres")
-	PG_VERSION=$("$PGBIN/postgres" --version)
+	# shellcheck disable=SC2086 # one setting a word
+	pg_start "$TMP/pg" $PG_SETTINGS || die "PostgreSQL did not start"
+	PY_ARGS+=(--pg "host=$PG_SOCK port=$PG_PORT user=postgres dbname=postgres")
+	PG_VERSION=$("$PG_BIN/postgres" --version)
 fi
 
 # ---- MariaDB (InnoDB) ----
 if want_db mariadb; then
-	MY_PORT=$(free_port tcp)
-	mkdir -p "$TMP/my"
-	MY_USER=()
-	[ "$(id -u)" -eq 0 ] && MY_USER=(--user=root)
-	mariadb-install-db --no-defaults "${MY_USER[@]}" --datadir="$TMP/my/data" \
-		--auth-root-authentication-method=normal --skip-test-db >"$TMP/my/install.log" 2>&1 ||
-		{ cat "$TMP/my/install.log" >&2; die "mariadb-install-db failed"; }
 	# utf8mb4 is what Debian's own config sets (--no-defaults skips it);
 	# innodb_flush_log_at_trx_commit=2 matches synchronous_commit=off above.
 	MY_SETTINGS="innodb_buffer_pool_size=${POOL_MB}M innodb_flush_log_at_trx_commit=2 innodb_monitor_enable=module_index character_set_server=utf8mb4 collation_server=utf8mb4_general_ci skip_log_bin"
@@ -246,13 +186,8 @@ if want_db mariadb; then
 		name=${s%%=*}
 		my_opts+=("--${name//_/-}${s#"$name"}")
 	done
-	mariadbd --no-defaults "${MY_USER[@]}" --datadir="$TMP/my/data" --socket="$TMP/my/sock" \
-		--port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$TMP/my/pid" \
-		--log-error="$TMP/my/server.log" "${my_opts[@]}" >"$TMP/my/stderr.log" 2>&1 &
-	PIDS+=($!)
-	wait_for 60 mariadb --no-defaults -S "$TMP/my/sock" -uroot -e 'SELECT 1' ||
-		{ cat "$TMP/my/server.log" "$TMP/my/stderr.log" >&2 2>/dev/null; die "MariaDB did not start"; }
-	PY_ARGS+=(--mariadb "$TMP/my/sock")
+	mariadb_start "$TMP/my" "${my_opts[@]}" || die "MariaDB did not start"
+	PY_ARGS+=(--mariadb "$MARIADB_SOCK")
 	MY_VERSION="mariadbd $(mariadbd --version | sed 's/^.*Ver //')"
 fi
 

@@ -14,6 +14,8 @@
 #     --pairs P   interleaved pairs per connection count (default 5)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/servers.sh
+. "$ROOT/scripts/lib/servers.sh" # proc_* and mariadb_start
 ROWS=20000 PAIRS=5 BUILD=$ROOT/build
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -32,40 +34,23 @@ TMP=$(mktemp -d /tmp/fw-benchmy.XXXXXX)
 chmod 755 "$TMP"
 PIDS=()
 cleanup() {
-	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; done
-	for p in "${PIDS[@]:-}"; do
-		[ -n "$p" ] || continue
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
+	mariadb_stop_all
+	proc_stop_all 10 "${PIDS[@]}"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-free_port() { /usr/bin/python3 -c "import socket; s=socket.socket(socket.AF_INET, socket.SOCK_$1); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"; }
-
-UP=$(free_port DGRAM)
+UP=$(proc_free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 2 --set id.workers=1,2 --set "net.udp_port=$UP" \
 	--set "state.file=$TMP/mark" --set "state.lock_dir=$TMP/locks" --set stats.interval_s=0 \
 	>"$TMP/sock.log" 2>&1 &
 PIDS+=($!)
-mkdir -p "$TMP/plugin" "$TMP/db"
+mkdir -p "$TMP/plugin"
 cp "$SO" "$TMP/plugin/"
 printf '[flakewire]\nservers = 127.0.0.1:%s\n' "$UP" >"$TMP/flakewire.cnf"
-MY_USER=()
-[ "$(id -u)" -eq 0 ] && MY_USER=(--user=root)
-mariadb-install-db --no-defaults "${MY_USER[@]}" --datadir="$TMP/db/data" \
-	--auth-root-authentication-method=normal --skip-test-db >"$TMP/install.log" 2>&1 ||
-	{ cat "$TMP/install.log" >&2; exit 1; }
-FLAKEWIRE_CONF=$TMP/flakewire.cnf mariadbd --no-defaults "${MY_USER[@]}" --datadir="$TMP/db/data" \
-	--socket="$TMP/sock" --port="$(free_port STREAM)" --bind-address=127.0.0.1 \
-	--log-error="$TMP/server.log" --plugin-dir="$TMP/plugin" --skip-log-bin \
-	--innodb-flush-log-at-trx-commit=2 --innodb-buffer-pool-size=256M --max-connections=50 \
-	>/dev/null 2>&1 &
-PIDS+=($!)
-M=(mariadb --no-defaults -S "$TMP/sock" -uroot)
-for _ in $(seq 150); do "${M[@]}" -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
+FLAKEWIRE_CONF=$TMP/flakewire.cnf mariadb_start "$TMP/db" --plugin-dir="$TMP/plugin" --skip-log-bin \
+	--innodb-buffer-pool-size=256M --max-connections=50 || exit 1
+M=(mariadb --no-defaults -S "$MARIADB_SOCK" -uroot)
 "${M[@]}" -e "CREATE FUNCTION flakewire_next RETURNS INTEGER SONAME 'flakewire_udf.so';
 	CREATE DATABASE b" || exit 1
 

@@ -29,6 +29,11 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../lib/servers.sh
+. "$ROOT/scripts/lib/servers.sh" # proc_* and the servers: pg_start, mariadb_start
+CLI_NAME=bench-shards
+# shellcheck source=../lib/cli.sh
+. "$ROOT/scripts/lib/cli.sh" # die, posint, cli_usage
 BUILD="$ROOT/build"
 PER_SHARD=100
 DB_ROWS=16000
@@ -37,9 +42,7 @@ DO_BUILD=1
 KEEP_LOGS=0
 INVOCATION="scripts/bench/shards.sh $*"
 
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
-die() { echo "bench-shards: $*" >&2; exit 2; }
-posint() { case "$2" in ''|*[!0-9]*|0*) die "$1 wants a positive integer, got '$2'" ;; esac; }
+usage() { cli_usage 2 28; }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -55,7 +58,6 @@ while [ $# -gt 0 ]; do
 done
 
 SHARDS="$BUILD/tests/test_shards"
-PGBIN=/usr/lib/postgresql/15/bin
 if [ "$DO_BUILD" = 1 ]; then
 	"$ROOT/scripts/install-deps.sh" >/dev/null
 	[ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" "$ROOT" >/dev/null
@@ -69,29 +71,14 @@ echo "rules:   zero = every ms from sequence 0 (before issue 36); carry = each m
 "$SHARDS" table "$PER_SHARD"
 [ "$DO_DB" = 1 ] || exit 0
 
-[ -x "$PGBIN/postgres" ] || die "$PGBIN/postgres missing (Debian package postgresql-15)"
+[ -x "$PG_BIN/postgres" ] || die "$PG_BIN/postgres missing (Debian package postgresql-15)"
 command -v mariadbd >/dev/null || die "mariadbd missing (Debian package mariadb-server)"
 
 TMP="$(mktemp -d /tmp/fw-shards.XXXXXX)"
 chmod 755 "$TMP"
-MY_PID="" PG_STARTED=0
-
-stop_pid() {
-	local pid="$1" sig="$2" secs="$3" i
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for ((i = 0; i < secs * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
-	[ -n "$MY_PID" ] && stop_pid "$MY_PID" TERM 30
-	if [ "$PG_STARTED" = 1 ] && [ -f "$TMP/pg/data/postmaster.pid" ]; then
-		stop_pid "$(head -1 "$TMP/pg/data/postmaster.pid")" INT 30
-	fi
+	mariadb_stop_all
+	pg_stop
 	if [ "$KEEP_LOGS" = 1 ]; then
 		rm -rf "$TMP/pg/data" "$TMP/my/data"
 		echo "bench-shards: logs kept in $TMP" >&2
@@ -102,60 +89,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-free_port() {
-	local p i
-	for i in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		if ! ss -Hlnt "sport = :$p" 2>/dev/null | grep -q .; then
-			echo "$p"
-			return 0
-		fi
-	done
-	die "no free tcp port found"
-}
-wait_for() {
-	local secs=$1 i
-	shift
-	for ((i = 0; i < secs * 5; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
 # ---- MariaDB ----
-MY_PORT=$(free_port)
-mkdir -p "$TMP/my"
-MY_USER=()
-[ "$(id -u)" -eq 0 ] && MY_USER=(--user=root)
-mariadb-install-db --no-defaults "${MY_USER[@]}" --datadir="$TMP/my/data" \
-	--auth-root-authentication-method=normal --skip-test-db >"$TMP/my/install.log" 2>&1 ||
-	{ cat "$TMP/my/install.log" >&2; die "mariadb-install-db failed"; }
-mariadbd --no-defaults "${MY_USER[@]}" --datadir="$TMP/my/data" --socket="$TMP/my/sock" \
-	--port="$MY_PORT" --bind-address=127.0.0.1 --pid-file="$TMP/my/pid" \
-	--log-error="$TMP/my/server.log" --skip-log-bin --innodb-flush-log-at-trx-commit=2 \
-	--secure-file-priv="$TMP" >"$TMP/my/stderr.log" 2>&1 &
-MY_PID=$!
-MY=(mariadb --no-defaults -S "$TMP/my/sock" -uroot)
-wait_for 60 "${MY[@]}" -e 'SELECT 1' ||
-	{ cat "$TMP/my/server.log" >&2; die "MariaDB did not start"; }
+mariadb_start "$TMP/my" --skip-log-bin --secure-file-priv="$TMP" || die "MariaDB did not start"
+MY=(mariadb --no-defaults -S "$MARIADB_SOCK" -uroot)
 "${MY[@]}" -e 'CREATE DATABASE shards'
 
 # ---- PostgreSQL 15 ----
-PG_PORT=$(free_port)
-mkdir -p "$TMP/pg/data" "$TMP/pg/sock"
-AS_PG=()
-if [ "$(id -u)" -eq 0 ]; then
-	chown -R postgres:postgres "$TMP/pg"
-	AS_PG=(runuser -u postgres --)
-fi
-"${AS_PG[@]}" "$PGBIN/initdb" -D "$TMP/pg/data" -U postgres -A trust -E UTF8 --locale=C \
-	--no-sync >"$TMP/pg/initdb.log" 2>&1 || { cat "$TMP/pg/initdb.log" >&2; die "initdb failed"; }
-PG_STARTED=1
-"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$TMP/pg/data" -l "$TMP/pg/server.log" -w -t 60 \
-	-o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$TMP/pg/sock -c fsync=off -c max_locks_per_transaction=1024" \
-	start >/dev/null || { cat "$TMP/pg/server.log" >&2; die "PostgreSQL did not start"; }
-PSQL=("${AS_PG[@]}" psql -X -q -At -v ON_ERROR_STOP=1 -h "$TMP/pg/sock" -p "$PG_PORT" -U postgres postgres)
+pg_start "$TMP/pg" fsync=off max_locks_per_transaction=1024 || die "PostgreSQL did not start"
+PSQL=(pg_as_pg psql -X -q -At -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres postgres)
 
 # load N ROWS: for each rule, IDs at 1 ID/ms (random arrivals) into
 # my_hash_RULE, my_key_RULE and pg_RULE with N partitions; writes
@@ -199,7 +140,7 @@ ratio() {
 cols=(my_hash_zero my_hash_carry my_key_zero my_key_carry pg_zero pg_carry)
 echo
 echo "Rows per partition: $DB_ROWS IDs of one worker at 1 ID/ms (random arrivals), 16 partitions"
-echo "($(mariadbd --version | sed 's/^.*Ver //'); $("$PGBIN/postgres" --version))"
+echo "($(mariadbd --version | sed 's/^.*Ver //'); $("$PG_BIN/postgres" --version))"
 echo
 echo "| partition | MariaDB HASH, zero | HASH, carry | MariaDB KEY, zero | KEY, carry | PostgreSQL hash, zero | hash, carry |"
 echo "|---:|---:|---:|---:|---:|---:|---:|"

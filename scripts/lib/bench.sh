@@ -8,23 +8,16 @@
 # SUT_CORE, LOAD_CORE, DURATION (s), TESTPMD, FLAKEWIRE, FLAKELOAD, PY,
 # KEEP_LOGS and BENCH_NAME (prefix of messages).
 
+# shellcheck source=proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/proc.sh"
+
 # stop_pid PID: SIGTERM, then SIGKILL after 10 s (a loaded machine slows a
-# clean stop); STOP_RC gets its exit status, STOP_KILLED 1 when it took the KILL.
+# clean stop); STOP_RC gets its exit status, STOP_KILLED 1 when it took the
+# KILL (proc_stop).
 stop_pid() {
-	local pid="$1" i
 	STOP_RC=0
-	STOP_KILLED=0
-	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || STOP_RC=$?; return 0; }
-	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		kill -KILL "$pid" 2>/dev/null || true
-		STOP_KILLED=1
-	fi
-	wait "$pid" 2>/dev/null || STOP_RC=$?
+	proc_stop "$1" TERM 10 || STOP_RC=$?
+	STOP_KILLED=$PROC_KILLED
 }
 
 # bench_cleanup: the EXIT trap's common part: every tracked process, the

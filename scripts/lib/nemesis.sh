@@ -22,51 +22,16 @@ ms_to_s() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 
 # ---- the registry: ZooKeeper or etcd, 3 servers in the hub namespace ----
 
-# zk.sh's and etcd.sh's arrays must be global: sourced here, never inside a
-# function. Each server start is redefined after sourcing to add what the
-# store-error fault needs (ZooKeeper: quota enforcement; etcd: a small
-# backend quota and periodic compaction).
+# scripts/lib/servers.sh's arrays must be global: sourced here, never inside
+# a function. The servers get what the store-error fault needs: ZooKeeper
+# quota enforcement; etcd a small backend quota and periodic compaction.
 STORE_QUOTA_MB=${STORE_QUOTA_MB:-24}
-case "$STORE" in
-zookeeper)
-	ZK_BIND=0.0.0.0
-	# shellcheck source=../tests/system/fleet/zk.sh
-	. "$ROOT/tests/system/fleet/zk.sh"
-	zk_start_one() {
-		local i=$1 d="$ZK_DIR/zk$1"
-		# shellcheck disable=SC2086
-		${ZK_PREFIX} java -Xmx96m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
-			-Dzookeeper.log.dir="$d" -Dzookeeper.root.logger=INFO,CONSOLE \
-			-Dzookeeper.admin.enableServer=false -Dzookeeper.enforceQuota=true \
-			-cp "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/*" \
-			org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >>"$d/server.log" 2>&1 &
-		ZK_PID[$i]=$!
-	}
-	;;
-etcd)
-	ETCD_BIND=0.0.0.0
-	# shellcheck source=../tests/system/fleet/etcd.sh
-	. "$ROOT/tests/system/fleet/etcd.sh"
-	etcd_start_one() {
-		local i=$1 d="$ETCD_DIR/etcd$1" state=new
-		[ -d "$d/data/member" ] && state=existing
-		mkdir -p "$d"
-		# shellcheck disable=SC2086
-		${ETCD_PREFIX} etcd --name "m$i" --data-dir "$d/data" \
-			--listen-client-urls "http://$ETCD_BIND:${ETCD_CPORT[$i]}" \
-			--advertise-client-urls "http://127.0.0.1:${ETCD_CPORT[$i]}" \
-			--listen-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
-			--initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" \
-			--initial-cluster "$(etcd_cluster_arg)" --initial-cluster-state "$state" \
-			--initial-cluster-token "nemesis-$RID" \
-			--heartbeat-interval 100 --election-timeout 1000 \
-			--quota-backend-bytes $((STORE_QUOTA_MB << 20)) \
-			--auto-compaction-mode periodic --auto-compaction-retention 30s \
-			--log-level warn >>"$d/server.log" 2>&1 &
-		ETCD_PID[$i]=$!
-	}
-	;;
-esac
+ZK_BIND=0.0.0.0 ETCD_BIND=0.0.0.0
+ZK_JVM_ARGS=-Dzookeeper.enforceQuota=true
+ETCD_TOKEN="nemesis-$RID"
+ETCD_ARGS="--quota-backend-bytes $((STORE_QUOTA_MB << 20)) --auto-compaction-mode periodic --auto-compaction-retention 30s"
+# shellcheck source=servers.sh
+. "$ROOT/scripts/lib/servers.sh"
 
 # store_start: the servers in the hub namespace; sets STORE_LOCAL (the
 # connect string from inside the hub). etcd's data sits on a tmpfs (three

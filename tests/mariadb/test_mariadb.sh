@@ -21,6 +21,8 @@ ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 
+# shellcheck source=../../scripts/lib/servers.sh
+. "$SRC/scripts/lib/servers.sh" # proc_* and mariadb_start
 for need in "$SO" "$FLAKESOCK" "$FLAKECTL"; do
 	[ -e "$need" ] || { echo "FAIL $need missing"; exit 1; }
 done
@@ -34,28 +36,12 @@ TMP=$(mktemp -d /tmp/fw-mariadb.XXXXXX)
 chmod 755 "$TMP"
 PIDS=()
 cleanup() {
-	local p
-	for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; done
-	for p in "${PIDS[@]:-}"; do
-		[ -n "$p" ] || continue
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
+	proc_stop_all 10 "${PIDS[@]}" "${MARIADB_PIDS[@]}"
+	MARIADB_PIDS=()
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-free_port() { # tcp|udp
-	local p
-	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		ss -Hln"${1:0:1}" "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
-	done
-	return 1
-}
-wait_for() { local n=$(($1 * 5)); shift; for _ in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done; return 1; }
 
 # ---- responders ----
 sock_start() { # NAME PORT WORKER
@@ -64,9 +50,9 @@ sock_start() { # NAME PORT WORKER
 		--set "state.lock_dir=$TMP/locks" --set stats.interval_s=0 >"$TMP/$1.log" 2>&1 &
 	LAST_PID=$!
 	PIDS+=("$LAST_PID")
-	wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$2" --timeout 100
+	proc_wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$2" --timeout 100
 }
-PA=$(free_port udp) PB=$(free_port udp) PS=$(free_port udp)
+PA=$(proc_free_port udp) PB=$(proc_free_port udp) PS=$(proc_free_port udp)
 check "flakesock A (worker 1) answers" sock_start a "$PA" 1
 A_PID=$LAST_PID
 check "flakesock B (worker 2) answers" sock_start b "$PB" 2
@@ -80,24 +66,12 @@ CONF=$TMP/flakewire.cnf
 printf '[flakewire]\nservers = 127.0.0.1:%s, 127.0.0.1:%s\ntimeout_ms = 0\n' "$PA" "$PB" >"$CONF"
 
 # ---- primary and replica ----
-MY_USER=()
-[ "$(id -u)" -eq 0 ] && MY_USER=(--user=root)
-my_start() { # NAME SERVER_ID EXTRA...
+my_start() { # NAME SERVER_ID EXTRA...: NAME_PORT is its port
 	local name=$1 sid=$2
 	shift 2
-	mkdir -p "$TMP/$name"
-	mariadb-install-db --no-defaults "${MY_USER[@]}" --datadir="$TMP/$name/data" \
-		--auth-root-authentication-method=normal --skip-test-db >"$TMP/$name/install.log" 2>&1 || return 1
-	local port
-	port=$(free_port tcp)
-	FLAKEWIRE_CONF=$CONF mariadbd --no-defaults "${MY_USER[@]}" --datadir="$TMP/$name/data" \
-		--socket="$TMP/$name/sock" --port="$port" --bind-address=127.0.0.1 \
-		--pid-file="$TMP/$name/pid" --log-error="$TMP/$name/server.log" \
-		--plugin-dir="$TMP/plugin" --server-id="$sid" --innodb-flush-log-at-trx-commit=2 \
-		--max-connections=50 "$@" >"$TMP/$name/stderr.log" 2>&1 &
-	PIDS+=($!)
-	eval "${name^^}_PORT=$port"
-	wait_for 60 mariadb --no-defaults -S "$TMP/$name/sock" -uroot -e 'SELECT 1'
+	FLAKEWIRE_CONF=$CONF mariadb_start "$TMP/$name" --plugin-dir="$TMP/plugin" --server-id="$sid" \
+		--max-connections=50 "$@" || return 1
+	eval "${name^^}_PORT=$MARIADB_PORT"
 }
 P=(mariadb --no-defaults -S "$TMP/primary/sock" -uroot)
 R=(mariadb --no-defaults -S "$TMP/replica/sock" -uroot)

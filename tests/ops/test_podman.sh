@@ -72,7 +72,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-. "$FW_SRC/tests/system/fleet/etcd.sh"
+. "$FW_SRC/scripts/lib/servers.sh"
 # podman as PITFALLS.md says: runc (crun refuses hybrid cgroups here), limits
 # below this sandbox's hard ones
 cat >"$TMP/containers.conf" <<'EOF'

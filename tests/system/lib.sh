@@ -2,7 +2,11 @@
 # Shared helpers for system tests. Source it, then call sys_init NAME.
 # Every test gets its own network namespace and temp dir; sys_cleanup (on
 # EXIT) stops the processes it started (by PID) and removes both, also when
-# the test fails.
+# the test fails. Processes are stopped and waited for by
+# scripts/lib/proc.sh, as in every script.
+
+# shellcheck source=../../scripts/lib/proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/proc.sh"
 
 SYS_PIDS=()
 SYS_NS=""
@@ -23,16 +27,8 @@ sys_skip() {
 
 # sys_kill_wait PID [SIGNAL] [SECONDS]: signals PID (TERM), waits for it at
 # most SECONDS (10), then SIGKILLs it; reaps it and returns its exit status
-# (137 when it needed the KILL). Never waits unbounded.
-sys_kill_wait() {
-	local pid=$1 sig=${2:-TERM} secs=${3:-10} rc i
-	kill -"$sig" "$pid" 2>/dev/null
-	for ((i = 0; i < secs * 10; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	rc=$?
-	return $rc
-}
+# (137 when it needed the KILL). Never waits unbounded. (proc_stop)
+sys_kill_wait() { proc_stop "$@"; }
 
 sys_cleanup() {
 	local pid
@@ -76,16 +72,9 @@ sys_stop() {
 	sys_kill_wait "$1" "${2:-TERM}" 10
 }
 
-# sys_wait_for SECONDS CMD...: retries CMD every 0.1 s until it succeeds or time runs out.
-sys_wait_for() {
-	local secs=$1 i
-	shift
-	for ((i = 0; i < secs * 10; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# sys_wait_for SECONDS CMD...: retries CMD every 0.1 s until it succeeds or
+# time runs out. (proc_wait_for)
+sys_wait_for() { proc_wait_for "$@"; }
 
 # check NAME CMD...: runs one assertion, prints ok/FAIL.
 check() {

@@ -15,14 +15,15 @@
 #   REG_BIND (default 127.0.0.1): the client port's address (0.0.0.0 to reach
 #   it from other namespaces)
 #   REG_NAME: "ZooKeeper" or "etcd", for messages
-HERE_REG=$(dirname "${BASH_SOURCE[0]}")
+# The servers themselves: scripts/lib/servers.sh (zk_*, etcd_*).
+# shellcheck source=../../../scripts/lib/servers.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib/servers.sh"
 FW_STORE=${FW_STORE:-zookeeper}
 REG_BIND=${REG_BIND:-127.0.0.1}
 REG_CONNECT=""
 REG_SET=""
 case "$FW_STORE" in
 zookeeper)
-	. "$HERE_REG/zk.sh"
 	REG_NAME=ZooKeeper
 	reg_start() { ZK_BIND=$REG_BIND; zk_start "$@" || return 1; REG_CONNECT=$ZK_CONNECT; REG_SET="fleet.zookeeper=$REG_CONNECT"; }
 	REG_KEY=fleet.zookeeper
@@ -34,7 +35,6 @@ zookeeper)
 	reg_writes() { echo $(($(zk_srvr "${ZK_CPORT[1]}" | sed -n 's/^Zxid: //p'))); }
 	;;
 etcd)
-	. "$HERE_REG/etcd.sh"
 	REG_NAME=etcd
 	reg_start() { ETCD_BIND=$REG_BIND; etcd_start "$@" || return 1; REG_CONNECT=$ETCD_ENDPOINTS; REG_SET="fleet.etcd=$REG_CONNECT"; }
 	REG_KEY=fleet.etcd

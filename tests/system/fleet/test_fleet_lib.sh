@@ -4,7 +4,7 @@
 set -u
 BIN=$1
 TMP=$(mktemp -d /tmp/fwt-fleetlib.XXXXXX)
-. "$(dirname "$0")/zk.sh"
+. "$(dirname "$0")/../../../scripts/lib/servers.sh"
 trap 'zk_stop_all; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
 zk_start "$TMP" 3 || { echo "FAIL: the ZooKeeper ensemble did not start"; tail -20 "$TMP"/zk*/server.log; exit 1; }

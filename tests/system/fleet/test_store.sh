@@ -9,8 +9,7 @@ set -u
 BIN=$1
 TMP=$(mktemp -d /tmp/fwt-store.XXXXXX)
 D=$(dirname "$0")
-. "$D/zk.sh"
-. "$D/etcd.sh"
+. "$D/../../../scripts/lib/servers.sh"
 trap 'zk_stop_all; etcd_stop_all; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
 fail=0
@@ -47,22 +46,9 @@ mkdir -p "$P"
 	printf 'extendedKeyUsage=clientAuth\n' >client.ext
 	openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out client.pem
 ) >"$TMP/pki.log" 2>&1 || { echo "FAIL: openssl could not make the test certificates"; cat "$TMP/pki.log"; exit 1; }
-CP=$(etcd_free_port) PP=$(etcd_free_port)
-etcd --name tls --data-dir "$TMP/etcd-tls" --listen-client-urls "https://127.0.0.1:$CP" \
-	--advertise-client-urls "https://127.0.0.1:$CP" --listen-peer-urls "http://127.0.0.1:$PP" \
-	--initial-advertise-peer-urls "http://127.0.0.1:$PP" --initial-cluster "tls=http://127.0.0.1:$PP" \
-	--cert-file "$P/server.pem" --key-file "$P/server.key" --client-cert-auth \
-	--trusted-ca-file "$P/ca.pem" --log-level warn >"$TMP/etcd-tls.log" 2>&1 &
-TLS_PID=$!
-trap 'zk_stop_all; etcd_stop_all; kill -KILL $TLS_PID 2>/dev/null; wait $TLS_PID 2>/dev/null; rm -rf "$TMP"' EXIT
-E="https://127.0.0.1:$CP"
-up=0
-for _ in $(seq 100); do
-	curl -sf -m 1 --cacert "$P/ca.pem" --cert "$P/client.pem" --key "$P/client.key" -X POST -d '{}' \
-		"$E/v3/maintenance/status" >/dev/null && up=1 && break
-	sleep 0.2
-done
-[ $up = 1 ] || { echo "FAIL: etcd with TLS did not start"; tail -5 "$TMP/etcd-tls.log"; exit 1; }
+ETCD_TLS_DIR=$P etcd_start "$TMP/etcd-tls" 1 ||
+	{ echo "FAIL: etcd with TLS did not start"; tail -5 "$TMP"/etcd-tls/etcd*/server.log; exit 1; }
+E=$ETCD_ENDPOINTS
 echo "== etcd over TLS with a client certificate ($E)"
 FW_STORE=etcd FW_STORE_CONNECT=$E FW_STORE_CA=$P/ca.pem FW_STORE_CERT=$P/client.pem \
 	FW_STORE_KEY=$P/client.key "$BIN" || fail=1
@@ -73,7 +59,7 @@ if FW_STORE=etcd FW_STORE_CONNECT=$E FW_STORE_CA=$P/ca.pem "$BIN" >"$TMP/nocert.
 else
 	echo "ok   refused without a client certificate: $(grep -m1 'connect:' "$TMP/nocert.log")"
 fi
-kill -KILL $TLS_PID 2>/dev/null; wait $TLS_PID 2>/dev/null
+etcd_stop_all
 
 # users: etcd's auth enabled, flakewire's user with a role on the fleet's keys
 etcd_start "$TMP/etcd-auth" 1 || { echo "FAIL: etcd (auth) did not start"; exit 1; }
