@@ -25,7 +25,7 @@ zookeeper | etcd)
 	mkdir -p "$DIR"
 	DIR=$(cd "$DIR" && pwd)
 	if [ "$what" = zookeeper ]; then
-		. "$ROOT/tests/system/fleet/zk.sh"
+		. "$ROOT/scripts/lib/servers.sh"
 		zk_start "$DIR" 3 || { echo "try-fleet.sh: ZooKeeper did not start (see $DIR/zk*/)" >&2; zk_stop_all; exit 1; }
 		echo "${ZK_PID[@]}" >"$DIR/pids"
 		echo "$ZK_CONNECT" >"$DIR/connect"
@@ -36,7 +36,7 @@ zookeeper | etcd)
 			done
 			ETCD_TLS_DIR=$(cd "$PKI" && pwd)
 		fi
-		. "$ROOT/tests/system/fleet/etcd.sh"
+		. "$ROOT/scripts/lib/servers.sh"
 		etcd_start "$DIR" 3 || { echo "try-fleet.sh: etcd did not start (see $DIR/etcd*/)" >&2; etcd_stop_all; exit 1; }
 		echo "${ETCD_PID[@]}" >"$DIR/pids"
 		echo "$ETCD_ENDPOINTS" >"$DIR/connect"

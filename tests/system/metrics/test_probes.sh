@@ -11,13 +11,13 @@
 #   - load does not make a node unready (/readyz polled while flakectl bench
 #     floods it);
 #   - [fleet] identity = env:POD_NAME: the fleet's record names the pod, and
-#     an unset variable is refused naming it (ZooKeeper, 1 server, zk.sh).
+#     an unset variable is refused naming it (ZooKeeper, 1 server, scripts/lib/servers.sh).
 # usage: test_probes.sh FLAKESOCK FLAKECTL
 set -u
 FLAKESOCK=$1
 FLAKECTL=$2
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../fleet/zk.sh"
+. "$(dirname "$0")/../../../scripts/lib/servers.sh"
 sys_init probes
 trap 'zk_stop_all; sys_cleanup' EXIT
 
