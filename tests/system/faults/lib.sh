@@ -140,6 +140,32 @@ bench_start() {
 		>"$TMP/$n.json" 2>"$TMP/$n.err" &
 	BENCH_PID=$!
 	FAULT_PIDS+=("$BENCH_PID")
+	# The machine's own pauses while bench runs (a shared VM's stolen time, a
+	# loaded 2-core box): a process that sleeps 5 ms at a time writes the
+	# longest it overslept, in ms, to $TMP/NAME.pause (see gap_limit).
+	$PY -c '
+import sys, time
+worst, path = 0.0, sys.argv[1]
+while True:
+    t = time.monotonic(); time.sleep(0.005); late = (time.monotonic() - t - 0.005) * 1000
+    if late > worst:
+        worst = late
+        with open(path, "w") as f: f.write("%d\n" % worst)
+' "$TMP/$n.pause" &
+	PAUSE_PID=$!
+	FAULT_PIDS+=("$PAUSE_PID")
+}
+
+# gap_limit NAME: the largest gap in bench NAME's IDs' times that is not a
+# stall of the responder: 700 ms, plus the 1 s client timeout when bench
+# counted one (a lost datagram's wait is the network's), plus the longest
+# pause the machine itself took meanwhile (bench_start's probe: a responder
+# that was not run cannot issue, whatever its clock policy).
+gap_limit() {
+	local limit=700 pause=0
+	[ "$(bj "$1" '["timeouts"]')" -gt 0 ] && limit=1700
+	[ -s "$TMP/$1.pause" ] && pause=$(cat "$TMP/$1.pause")
+	echo $((limit + pause))
 }
 
 # bench_wait NAME: waits for the last bench_start; fails unless it wrote its
@@ -147,6 +173,9 @@ bench_start() {
 bench_wait() {
 	wait "$BENCH_PID"
 	local rc=$?
+	kill "$PAUSE_PID" 2>/dev/null
+	wait "$PAUSE_PID" 2>/dev/null
+	[ -s "$TMP/$1.pause" ] && echo "bench $1: the machine paused up to $(cat "$TMP/$1.pause") ms meanwhile"
 	[ -s "$TMP/$1.json" ] || fail "bench $1 wrote no summary: $(cat "$TMP/$1.err")"
 	echo "bench $1: $(cat "$TMP/$1.json")"
 	return $rc
