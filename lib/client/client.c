@@ -37,14 +37,19 @@ static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
  * max_age / FW_CLIENT_AGE_TICKS while IDs are being taken; IDs fetched at
  * epoch e are handed out while the epoch is below e + FW_CLIENT_AGE_TICKS.
  */
-#define FW_CLIENT_AGE_TICKS   4u
+#define FW_CLIENT_AGE_TICKS      4u
 /* Ticks without a caller taking from the pool before the refiller stops
  * ticking (every ID buffered is expired by then). */
-#define FW_CLIENT_IDLE_TICKS  (2u * FW_CLIENT_AGE_TICKS)
+#define FW_CLIENT_IDLE_TICKS     (2u * FW_CLIENT_AGE_TICKS)
 /* Ranges a caller's own buffer holds. */
-#define FW_CLIENT_SLOT_RANGES 8u
-/* The refill grows up to this many times opts.prefetch while callers drain it. */
-#define FW_CLIENT_GROW_MAX    64u
+#define FW_CLIENT_SLOT_RANGES    8u
+/* The refill grows up to this many times opts.prefetch (at most
+ * FW_CLIENT_PREFETCH_MAX) while callers drain it: with RANGE requests up to
+ * FW_CLIENT_GROW_MAX_RANGE, so that fewer, larger refills leave the CPU to
+ * callers taking hundreds of millions a second; with LIST (181 IDs a round
+ * trip) up to FW_CLIENT_GROW_MAX. */
+#define FW_CLIENT_GROW_MAX       64u
+#define FW_CLIENT_GROW_MAX_RANGE 1024u
 
 struct fw_client_server {
 	struct sockaddr_storage addr;
@@ -1480,7 +1485,7 @@ static int refill_ids(struct fw_client *c, uint64_t want)
 /*
  * One refill of pf_want IDs, run by the refiller. Called and returns with
  * c->lock held; drops it for the round trips. The size adapts as Leaf's
- * segments do: doubled (up to FW_CLIENT_GROW_MAX x opts.prefetch) when a
+ * segments do: doubled (up to FW_CLIENT_GROW_MAX[_RANGE] x opts.prefetch) when a
  * caller found the pool empty since the last refill, halved (down to
  * opts.prefetch) when the last one lasted more than half the maximum age;
  * at the largest size, the low-water mark doubles instead (up to two
@@ -1491,7 +1496,10 @@ static void refill_once(struct fw_client *c)
 	struct fw_client_pf *p = &c->pf;
 	uint64_t start = now_ns();
 	uint64_t cap =
-		FW_MIN((uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX, FW_CLIENT_PREFETCH_MAX);
+		FW_MIN((uint64_t)c->opts.prefetch *
+			       (c->opts.use_range ? FW_CLIENT_GROW_MAX_RANGE : FW_CLIENT_GROW_MAX),
+		       FW_CLIENT_PREFETCH_MAX);
+	uint64_t want;
 	int rc;
 
 	cap = FW_MAX(cap, c->opts.prefetch);
@@ -1510,8 +1518,12 @@ static void refill_once(struct fw_client *c)
 	c->starved = false;
 	c->asks_served = c->asks;
 	p->busy = true;
+	/* Whole RANGE requests: 65,536 IDs would take a second round trip for one. */
+	want = c->pf_want;
+	if (c->opts.use_range && want > FW_WIRE_RANGE_IDS_MAX)
+		want -= want % FW_WIRE_RANGE_IDS_MAX;
 	pthread_mutex_unlock(&c->lock);
-	rc = refill_ids(c, c->pf_want);
+	rc = refill_ids(c, want);
 	pthread_mutex_lock(&c->lock);
 	p->busy = false;
 	p->gen++;
