@@ -192,7 +192,8 @@ type Client struct {
 const (
 	ageTicks     = 4
 	idleTicks    = 2 * ageTicks
-	growMax      = 64
+	growMax      = 64   // with LIST (181 IDs a round trip)
+	growMaxRange = 1024 // with RANGE (at most 2^20 IDs): fewer, larger refills
 	stripeRanges = 8
 )
 
@@ -828,6 +829,9 @@ func (c *Client) refill(want int) {
 // (up to two refills), so one refill is always in flight. Under c.buf.
 func (c *Client) startRefill() {
 	top := c.opts.Prefetch * growMax
+	if c.opts.UseRange {
+		top = c.opts.Prefetch * growMaxRange
+	}
 	if top > 1<<20 {
 		top = maxInt(1<<20, c.opts.Prefetch)
 	}
@@ -843,7 +847,11 @@ func (c *Client) startRefill() {
 		c.low = int(int64(c.want) * int64(c.opts.LowWater) / int64(c.opts.Prefetch))
 	}
 	c.lastRefill, c.starved, c.refilling = now, false, true
-	go c.refill(c.want)
+	n := c.want
+	if c.opts.UseRange && n > RangeIDsMax {
+		n -= n % RangeIDsMax // whole RANGE requests: 65,536 IDs would take a round trip for one
+	}
+	go c.refill(n)
 }
 
 func minInt(a, b int) int {
