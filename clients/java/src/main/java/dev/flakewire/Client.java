@@ -116,7 +116,12 @@ public final class Client implements AutoCloseable {
      * every maxAgeMs / AGE_TICKS while next() is used and stops after IDLE_TICKS ticks without a take from the pool
      * (every buffered ID has expired by then). Refills grow up to GROW_MAX x prefetch while callers drain the pool.
      */
-    private static final int AGE_TICKS = 4, IDLE_TICKS = 2 * AGE_TICKS, GROW_MAX = 64, SLOT_RANGES = 8;
+    private static final int AGE_TICKS = 4, IDLE_TICKS = 2 * AGE_TICKS, SLOT_RANGES = 8;
+    /*
+     * Refills grow up to GROW_MAX x prefetch with LIST (181 IDs a round trip), up to GROW_MAX_RANGE x prefetch (at most
+     * 2^20 IDs) with RANGE: fewer, larger refills leave the CPU to callers taking over a hundred million a second.
+     */
+    private static final int GROW_MAX = 64, GROW_MAX_RANGE = 1024;
 
     /* Read by every next(), written rarely: padded to cache lines of their own (superclass fields come first). */
     private static class HotPad0 {
@@ -160,6 +165,9 @@ public final class Client implements AutoCloseable {
     private long takes, takesSeen, lastRefillNs;
     private int want, low; // IDs per refill and the low-water mark now (adaptive)
     private boolean refilling;
+    private int refillWant; // IDs the refiller thread is to fetch next (0: none asked)
+    private boolean refillerRunning;
+    private final Condition refillAsked = buf.newCondition();
     private long gen;
     private IOException refillErr;
     private long holdUntilNs = System.nanoTime();
@@ -246,6 +254,7 @@ public final class Client implements AutoCloseable {
             count = 0;
             uuids.clear();
             changed.signalAll();
+            refillAsked.signalAll();
         } finally {
             buf.unlock();
         }
@@ -681,7 +690,8 @@ public final class Client implements AutoCloseable {
      * largest size the low-water mark doubles instead (up to two refills), so one refill is always in flight. Under buf.
      */
     private void startRefill() {
-        int top = (int) Math.min((long) o.prefetch * GROW_MAX, Math.max(1 << 20, o.prefetch));
+        int top = (int) Math.max(Math.min((long) o.prefetch * (o.useRange ? GROW_MAX_RANGE : GROW_MAX), 1 << 20),
+                o.prefetch);
         long now = System.nanoTime();
         if (gen > 0 && starved && want < top) {
             want = Math.min(2 * want, top);
@@ -695,10 +705,44 @@ public final class Client implements AutoCloseable {
         lastRefillNs = now;
         starved = false;
         refilling = true;
-        int n = want;
-        Thread t = new Thread(() -> refill(n), "flakewire-refill");
+        // Whole RANGE requests: 65,536 IDs would take a second round trip for one.
+        refillWant = o.useRange && want > Wire.RANGE_IDS_MAX ? want - want % Wire.RANGE_IDS_MAX : want;
+        if (refillerRunning) {
+            refillAsked.signal();
+            return;
+        }
+        refillerRunning = true;
+        Thread t = new Thread(this::refiller, "flakewire-refill");
         t.setDaemon(true);
         t.start();
+    }
+
+    /*
+     * The refiller thread: runs the refills startRefill asks for (one thread for many refills: starting a thread per
+     * refill cost more than the refill), and ends after two maximum ages without one, or at close.
+     */
+    private void refiller() {
+        for (;;) {
+            int n;
+            buf.lock();
+            try {
+                long idleNs = o.maxAgeMs * 2_000_000L;
+                while (refillWant == 0 && !closed && idleNs > 0) idleNs = refillAsked.awaitNanos(idleNs);
+                if (refillWant == 0 || closed) {
+                    refillerRunning = false;
+                    return;
+                }
+                n = refillWant;
+                refillWant = 0;
+            } catch (InterruptedException e) {
+                refillerRunning = false;
+                Thread.currentThread().interrupt();
+                return;
+            } finally {
+                buf.unlock();
+            }
+            refill(n);
+        }
     }
 
     /** Drops the pool's IDs older than maxAgeMs. Under buf. */
