@@ -163,6 +163,8 @@ type Client struct {
 	// Read by every Next, written rarely: cache lines of their own.
 	_      [64]byte
 	closed atomic.Bool
+	// the layout's SeqBits once known (0 before), read by startRefill under buf
+	seqBits atomic.Uint32
 	// advanced every MaxAge/ageTicks while Next is used
 	epoch atomic.Uint64
 	_     [64]byte
@@ -188,12 +190,14 @@ type Client struct {
 // Maximum age: IDs fetched at epoch e are handed out while the epoch is
 // below e+ageTicks; the ticker stops after idleTicks ticks without a take
 // (every buffered ID has expired by then). Refills grow up to growMax x
-// Prefetch while callers drain the pool.
+// Prefetch (with RANGE and a known layout up to growMaxRange x Prefetch and
+// growSeqMs of a worker's IDs; never over 2^20) while callers drain the pool.
 const (
 	ageTicks     = 4
 	idleTicks    = 2 * ageTicks
-	growMax      = 64   // with LIST (181 IDs a round trip)
+	growMax      = 64
 	growMaxRange = 1024 // with RANGE (at most 2^20 IDs): fewer, larger refills
+	growSeqMs    = 16   // ... and at most 16 ms of one worker's IDs (2^SeqBits a ms)
 	stripeRanges = 8
 )
 
@@ -516,6 +520,7 @@ func (c *Client) adoptInfo(r *Reply) {
 	l := Layout{i.EpochMs, i.TimeBits, i.DcBits, i.WorkerBits, i.SeqBits}
 	if l.Validate() == nil && c.layout == nil {
 		c.layout = &l
+		c.seqBits.Store(uint32(l.SeqBits))
 	}
 	c.infoDone = true
 }
@@ -823,14 +828,14 @@ func (c *Client) refill(want int) {
 }
 
 // startRefill sizes the next refill as Leaf sizes its segments: doubled
-// (up to growMax x Prefetch) when a caller found the pool empty since the
+// (up to the top the constants above give) when a caller found the pool empty since the
 // last one, halved (down to Prefetch) when the last one lasted more than
 // half of MaxAge; at the largest size the low-water mark doubles instead
 // (up to two refills), so one refill is always in flight. Under c.buf.
 func (c *Client) startRefill() {
 	top := c.opts.Prefetch * growMax
-	if c.opts.UseRange {
-		top = c.opts.Prefetch * growMaxRange
+	if seq := c.seqBits.Load(); c.opts.UseRange && seq > 0 {
+		top = maxInt(top, minInt(c.opts.Prefetch*growMaxRange, growSeqMs<<seq))
 	}
 	if top > 1<<20 {
 		top = maxInt(1<<20, c.opts.Prefetch)

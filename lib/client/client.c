@@ -44,12 +44,16 @@ static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
 /* Ranges a caller's own buffer holds. */
 #define FW_CLIENT_SLOT_RANGES    8u
 /* The refill grows up to this many times opts.prefetch (at most
- * FW_CLIENT_PREFETCH_MAX) while callers drain it: with RANGE requests up to
- * FW_CLIENT_GROW_MAX_RANGE, so that fewer, larger refills leave the CPU to
- * callers taking hundreds of millions a second; with LIST (181 IDs a round
- * trip) up to FW_CLIENT_GROW_MAX. */
+ * FW_CLIENT_PREFETCH_MAX) while callers drain it: FW_CLIENT_GROW_MAX, and
+ * with RANGE requests FW_CLIENT_GROW_MAX_RANGE, so that fewer, larger
+ * refills leave the CPU to callers taking hundreds of millions a second. */
 #define FW_CLIENT_GROW_MAX       64u
 #define FW_CLIENT_GROW_MAX_RANGE 1024u
+/* Beyond FW_CLIENT_GROW_MAX x opts.prefetch, a refill asks at most this many
+ * milliseconds of one worker's IDs (2^seq_bits a millisecond): with the
+ * default 12 sequence bits no more than before, so one client never holds a
+ * worker's whole ID space for long. */
+#define FW_CLIENT_GROW_SEQ_MS    16u
 
 struct fw_client_server {
 	struct sockaddr_storage addr;
@@ -1485,8 +1489,10 @@ static int refill_ids(struct fw_client *c, uint64_t want)
 /*
  * One refill of pf_want IDs, run by the refiller. Called and returns with
  * c->lock held; drops it for the round trips. The size adapts as Leaf's
- * segments do: doubled (up to FW_CLIENT_GROW_MAX[_RANGE] x opts.prefetch) when a
- * caller found the pool empty since the last refill, halved (down to
+ * segments do: doubled (up to FW_CLIENT_GROW_MAX x opts.prefetch, or with
+ * RANGE and a known layout up to FW_CLIENT_GROW_MAX_RANGE x opts.prefetch
+ * and FW_CLIENT_GROW_SEQ_MS of a worker's IDs; never over
+ * FW_CLIENT_PREFETCH_MAX) when a caller found the pool empty since the last refill, halved (down to
  * opts.prefetch) when the last one lasted more than half the maximum age;
  * at the largest size, the low-water mark doubles instead (up to two
  * refills), so that one refill is always in flight while callers drain.
@@ -1495,13 +1501,14 @@ static void refill_once(struct fw_client *c)
 {
 	struct fw_client_pf *p = &c->pf;
 	uint64_t start = now_ns();
-	uint64_t cap =
-		FW_MIN((uint64_t)c->opts.prefetch *
-			       (c->opts.use_range ? FW_CLIENT_GROW_MAX_RANGE : FW_CLIENT_GROW_MAX),
-		       FW_CLIENT_PREFETCH_MAX);
+	uint64_t cap = (uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX;
 	uint64_t want;
 	int rc;
 
+	if (c->opts.use_range && c->have_layout)
+		cap = FW_MAX(cap, FW_MIN((uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX_RANGE,
+					 (1ull << c->layout.seq_bits) * FW_CLIENT_GROW_SEQ_MS));
+	cap = FW_MIN(cap, FW_CLIENT_PREFETCH_MAX);
 	cap = FW_MAX(cap, c->opts.prefetch);
 	if (p->gen > 0 && c->starved && c->pf_want < cap) {
 		c->pf_want = FW_MIN(c->pf_want * 2, cap);

@@ -209,8 +209,9 @@ FW_API int fw_client_info(struct fw_client *c, struct fw_wire_info *info,
  * from the client's pool under the client's lock. A refiller thread, started
  * by the first call, tops the pool up in the background with opts.prefetch
  * IDs (RANGE requests, or LIST without opts.use_range) when fewer than
- * opts.low_water remain; both double (RANGE: up to 1024x, at most 2^20
- * IDs, in whole RANGE requests; LIST: up to 64x) while callers drain the
+ * opts.low_water remain; both double (up to 64x; with RANGE up to 1024x,
+ * at most 2^20 IDs and 16 ms of a worker's IDs, in whole RANGE requests)
+ * while callers drain the
  * pool faster than one refill per round trip, and shrink back when they
  * slow down. Callers wait (on a condition, woken as each reply arrives)
  * only when the pool is empty. RANGE requests are padded for the

@@ -118,10 +118,11 @@ public final class Client implements AutoCloseable {
      */
     private static final int AGE_TICKS = 4, IDLE_TICKS = 2 * AGE_TICKS, SLOT_RANGES = 8;
     /*
-     * Refills grow up to GROW_MAX x prefetch with LIST (181 IDs a round trip), up to GROW_MAX_RANGE x prefetch (at most
-     * 2^20 IDs) with RANGE: fewer, larger refills leave the CPU to callers taking over a hundred million a second.
+     * Refills grow up to GROW_MAX x prefetch; with RANGE and a known layout up to GROW_MAX_RANGE x prefetch and
+     * GROW_SEQ_MS of one worker's IDs (2^seqBits a ms; never over 2^20): fewer, larger refills leave the CPU to callers
+     * taking over a hundred million a second, and with the default 12 sequence bits no refill is larger than before.
      */
-    private static final int GROW_MAX = 64, GROW_MAX_RANGE = 1024;
+    private static final int GROW_MAX = 64, GROW_MAX_RANGE = 1024, GROW_SEQ_MS = 16;
 
     /* Read by every next(), written rarely: padded to cache lines of their own (superclass fields come first). */
     private static class HotPad0 {
@@ -685,13 +686,16 @@ public final class Client implements AutoCloseable {
     }
 
     /*
-     * Sizes the next refill as Leaf sizes its segments: doubled (up to GROW_MAX x prefetch) when a caller found the pool
-     * empty since the last one, halved (down to prefetch) when the last one lasted more than half of maxAgeMs; at the
-     * largest size the low-water mark doubles instead (up to two refills), so one refill is always in flight. Under buf.
+     * Sizes the next refill as Leaf sizes its segments: doubled (up to the top the GROW_ constants give) when a caller
+     * found the pool empty since the last one, halved (down to prefetch) when the last one lasted more than half of
+     * maxAgeMs; at the largest size the low-water mark doubles instead (up to two refills), so one refill is always in flight. Under buf.
      */
     private void startRefill() {
-        int top = (int) Math.max(Math.min((long) o.prefetch * (o.useRange ? GROW_MAX_RANGE : GROW_MAX), 1 << 20),
-                o.prefetch);
+        long cap = (long) o.prefetch * GROW_MAX;
+        Layout l = layout;
+        if (o.useRange && l != null)
+            cap = Math.max(cap, Math.min((long) o.prefetch * GROW_MAX_RANGE, (long) GROW_SEQ_MS << l.seqBits()));
+        int top = (int) Math.max(Math.min(cap, 1 << 20), o.prefetch);
         long now = System.nanoTime();
         if (gen > 0 && starved && want < top) {
             want = Math.min(2 * want, top);
