@@ -11,8 +11,8 @@
 
 #include "fw_err.h"
 #include "fw_fleet_rec.h"
-#include "fw_fleet_claim.h"
-#include "fw_fleet_registry.h"
+#include "fw_fleet_recipe.h"
+#include "fw_fleet_admin.h"
 
 static int fail(struct fw_fleet_store *s, int rc, const char *what, char *err, size_t errlen)
 {

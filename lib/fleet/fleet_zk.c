@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_fleet_admin.h"
 #include "fw_fleet_registry.h"
 #include "fw_fleet_store_etcd.h"
 #include "fw_fleet_store_zk.h"

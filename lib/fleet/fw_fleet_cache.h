@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "fw_common.h"
-#include "fw_fleet_claim.h"
+#include "fw_fleet_recipe.h"
 #include "fw_layout.h"
 
 /* Whose cache it is: a file for another root, identity, layout or state is refused. */

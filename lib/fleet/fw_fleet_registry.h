@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The registry over any store (fw_fleet_store.h): fw_fleet_create() is this
- * with the ZooKeeper store; tests pass an in-memory one. Everything else
- * in fw_fleet.h works the same on the result.
+ * with the store its config names; tests pass an in-memory one. Everything
+ * else in fw_fleet.h works the same on the result. Both functions are the
+ * registry's (registry.c, registry_round.c).
  */
 #pragma once
 
@@ -27,9 +28,3 @@ FW_API int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_s
  * does not come back in step. Always in [b - b/4, b - b/4 + b/2) for that b.
  */
 FW_API uint64_t fw_fleet_backoff_ms(uint32_t fails, uint64_t renew_ms, uint64_t rnd);
-
-/* Operators' tools over a store (fw_fleet_list_read / fw_fleet_release use ZooKeeper's). */
-FW_API int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t timeout_ms,
-			       struct fw_fleet_list *out, char *err, size_t errlen);
-FW_API int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t worker,
-				  unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);

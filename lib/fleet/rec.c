@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/* The records' text and keys (fw_fleet_rec.h): pure, no store, no clock, no I/O. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -134,22 +135,4 @@ int32_t fw_fleet_key_worker_parse(const char *name, uint32_t total)
 	if (errno || *end || w >= total)
 		return -1;
 	return (int32_t)w;
-}
-
-const char *fw_fleet_store_strerror(int rc)
-{
-	switch (rc) {
-	case 0:
-		return "ok";
-	case -ENOENT:
-		return "no such record";
-	case -EEXIST:
-		return "exists";
-	case -ESTALE:
-		return "version moved";
-	case -ENOTCONN:
-		return "store unreachable";
-	default:
-		return "store error";
-	}
 }

@@ -29,6 +29,7 @@
 #include "fleet_memstore.h"
 #include "fw_err.h"
 #include "fw_fleet_cache.h"
+#include "fw_fleet_admin.h"
 #include "fw_fleet_registry.h"
 
 #define EPOCH    1767225600000ull

@@ -15,7 +15,93 @@
 #include <unistd.h>
 
 #include "fw_err.h"
-#include "fleet_impl.h"
+#include "fleet_registry.h"
+
+uint64_t fleet_realtime_ms(void *arg)
+{
+	(void)arg;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void fleet_log(struct fw_fleet *f, enum fw_fleet_level lvl, const char *fmt, ...)
+{
+	char msg[MSG_LEN];
+	va_list ap;
+	if (f->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	f->cfg.log(f->cfg.log_arg, lvl, msg);
+}
+
+uint64_t fleet_rand64(void)
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = fleet_realtime_ms(NULL) ^ ((uint64_t)getpid() << 32) ^ fw_fleet_mono_ms();
+	return v;
+}
+
+/* ---- publishing (the owner reads these) ---- */
+
+void fleet_publish_locked(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src)
+{
+	const struct fw_fleet_held *h = &f->slot[i];
+	struct fw_fleet_slot *p = &f->pub[i];
+	if (p->worker != h->worker || p->floor_ms != h->floor)
+		p->gen++;
+	p->worker = h->worker;
+	p->floor_ms = h->floor;
+	p->lease_ms = h->worker == FW_FLEET_WORKER_NONE ? 0 : h->lease;
+	p->source = h->worker == FW_FLEET_WORKER_NONE ? FW_FLEET_SRC_NONE : (uint32_t)src;
+	p->lost = h->lost;
+	f->cache_dirty = true;
+}
+
+void fleet_publish(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src)
+{
+	pthread_mutex_lock(&f->mu);
+	fleet_publish_locked(f, i, src);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_count(struct fw_fleet *f, uint64_t *c, uint64_t by)
+{
+	pthread_mutex_lock(&f->mu);
+	*c += by;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_count_kinds(struct fw_fleet *f, const enum fw_fleet_kind *k, uint32_t n)
+{
+	pthread_mutex_lock(&f->mu);
+	for (uint32_t j = 0; j < n; j++)
+		(*(k[j] == FW_FLEET_TAKEBACK  ? &f->st.takebacks
+		   : k[j] == FW_FLEET_EXPIRED ? &f->st.takeovers
+					      : &f->st.claims))++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+void fleet_cache_save(struct fw_fleet *f)
+{
+	if (!f->cache_dirty || !f->cache[0])
+		return;
+	int rc = fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n);
+	if (rc == 0)
+		f->cache_dirty = false;
+	if (rc != 0 && rc != f->cache_rc)
+		fleet_log(f, FW_FLEET_WARN,
+			  "fleet: cannot write the cache %s: %s; a restart cannot take these "
+			  "worker IDs back nor start from them while the registry is down; retried "
+			  "at every change",
+			  f->cache, fw_strerror(rc));
+	else if (rc == 0 && f->cache_rc != 0)
+		fleet_log(f, FW_FLEET_INFO, "fleet: the cache %s is written again", f->cache);
+	f->cache_rc = rc;
+}
 
 /* ---- one round ---- */
 

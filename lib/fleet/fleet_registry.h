@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The registry's state, shared by fleet.c (the API: create, start, the
- * owner's requests and copies) and round.c (the registry thread's rounds)
- * and by nothing else. Locking: fields "under mu" are read and written
+ * The registry's state, shared by registry.c (the API: create, start, the
+ * owner's requests and copies) and registry_round.c (the registry thread's
+ * rounds, publishing and counters) and by nothing else. The calls run one
+ * way: registry.c calls the functions below; registry_round.c calls
+ * nothing of registry.c. Locking: fields "under mu" are read and written
  * with mu held; "thread-private" ones only by the registry thread (and by
  * fw_fleet_start before the thread exists).
  */
@@ -15,7 +17,7 @@
 
 #include "fw_fleet.h"
 #include "fw_fleet_cache.h"
-#include "fw_fleet_claim.h"
+#include "fw_fleet_recipe.h"
 #include "fw_fleet_registry.h"
 #include "fw_fleet_session.h"
 
