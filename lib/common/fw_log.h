@@ -31,7 +31,8 @@ struct fw_log {
 	void *arg;
 };
 
-#define FW_LOG_LINE_MAX 1024
+/* 2048: the fleet's "no worker ID left" line names every live owner (up to 1.5 KiB) */
+#define FW_LOG_LINE_MAX 2048
 
 /* Formats one line and hands it to @log (nothing when @log or its fn is NULL). */
 static inline void fw_logv(const struct fw_log *log, enum fw_log_level level, const char *fmt,

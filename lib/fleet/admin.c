@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fw_err.h"
 #include "fw_fleet_rec.h"
 #include "fw_fleet_recipe.h"
+#include "fw_time.h"
 #include "fw_fleet_admin.h"
 
 static int fail(struct fw_fleet_store *s, int rc, const char *what, char *err, size_t errlen)
@@ -43,9 +43,7 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 	if (rc == -EACCES) {
 		/* a reader without the fleet's credentials cannot write the clock
 		 * record: this host's clock stands in, and the listing says so */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		out->server_unix = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		out->server_unix = fw_wall_ms();
 		out->time_local = true;
 		rc = 0;
 	}

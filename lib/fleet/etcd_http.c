@@ -11,7 +11,6 @@
 #include <sodium.h>
 
 #include "etcd_http.h"
-#include "fw_fleet_session.h"
 #include "fw_time.h"
 
 int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whylen)
@@ -346,7 +345,7 @@ int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 {
 	struct etcd_shared *sh = c->sh;
 	const char *json = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	uint64_t due = fw_fleet_mono_ms() + sh->request_ms;
+	uint64_t due = fw_mono_ms() + sh->request_ms;
 	int rc = -ENOTCONN;
 	*out = NULL;
 	if (code)
@@ -358,7 +357,7 @@ int etcd_call(struct etcd_conn *c, const char *path, struct json_object *req,
 	 */
 	for (int n = 0; rc == -ENOTCONN; n++) {
 		int i = (c->cur + n) % sh->n_ep;
-		uint64_t now = fw_fleet_mono_ms();
+		uint64_t now = fw_mono_ms();
 		if (now >= due)
 			break;
 		c->timeout_ms = (uint32_t)FW_MIN(due - now, FW_MAX(sh->request_ms / 4, 250u));

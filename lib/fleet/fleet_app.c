@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,7 @@ struct fw_fleet_app {
 	uint64_t epoch_ms;
 	bool new_worker;      /* [clock] backstep = new_worker */
 	uint64_t start_floor; /* layout ms: the mark the keeper read at start */
-	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg);
-	void *log_arg;
+	struct fw_log log;
 	struct fw_fleet_slot cur[FW_FLEET_SLOTS_MAX]; /* what the keeper was given */
 	int32_t retiring[FW_FLEET_SLOTS_MAX];         /* replaced ID, retired once swapped */
 	bool ended_logged[FW_FLEET_SLOTS_MAX];
@@ -24,25 +22,8 @@ struct fw_fleet_app {
 	int32_t replaced[FW_FLEET_SLOTS_MAX]; /* new_worker: the slot's ID when it was asked */
 };
 
-static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void alog(struct fw_fleet_app *a, enum fw_fleet_level lvl, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	if (a->log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	a->log(a->log_arg, lvl, msg);
-}
-
 int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,
-			bool new_worker,
-			void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
-			void *log_arg, struct fw_fleet_app **out)
+			bool new_worker, struct fw_log log, struct fw_fleet_app **out)
 {
 	struct fw_fleet_app *a = calloc(1, sizeof(*a));
 	*out = NULL;
@@ -56,7 +37,6 @@ int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch
 	a->epoch_ms = epoch_ms;
 	a->new_worker = new_worker;
 	a->log = log;
-	a->log_arg = log_arg;
 	for (uint32_t i = 0; i < n_workers; i++) {
 		fw_fleet_slot(a->reg, i, &a->cur[i]);
 		a->retiring[i] = FW_FLEET_WORKER_NONE;
@@ -133,9 +113,9 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 	uint64_t now_l = kst.now_unix_ms > a->epoch_ms ? kst.now_unix_ms - a->epoch_ms : 0;
 
 	if ((events & FW_KEEPER_EV_BACK_STEP) && a->new_worker && !a->stepping) {
-		alog(a, FW_FLEET_WARN,
-		     "fleet: system clock stepped back beyond [clock] step_ms and backstep = "
-		     "new_worker: claiming a fresh worker ID for every worker");
+		fw_log(&a->log, FW_LOG_WARNING,
+		       "fleet: system clock stepped back beyond [clock] step_ms and backstep = "
+		       "new_worker: claiming a fresh worker ID for every worker");
 		for (uint32_t i = 0; i < a->n; i++)
 			a->replaced[i] = a->cur[i].worker;
 		fw_fleet_replace_all(a->reg);
@@ -164,14 +144,14 @@ void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint32_t eve
 			a->retiring[i] = FW_FLEET_WORKER_NONE;
 		}
 		if (c->worker >= 0 && now_l > c->lease_ms && !a->ended_logged[i]) {
-			alog(a, FW_FLEET_WARN,
-			     "fleet: worker %d: its confirmed lease ended at %s; answering "
-			     "NO_LEASE until the registry confirms a new one",
-			     c->worker, fw_format_iso8601(c->lease_ms + a->epoch_ms, ts));
+			fw_log(&a->log, FW_LOG_WARNING,
+			       "fleet: worker %d: its confirmed lease ended at %s; answering "
+			       "NO_LEASE until the registry confirms a new one",
+			       c->worker, fw_format_iso8601(c->lease_ms + a->epoch_ms, ts));
 			a->ended_logged[i] = true;
 		} else if (c->worker >= 0 && now_l <= c->lease_ms && a->ended_logged[i]) {
-			alog(a, FW_FLEET_INFO, "fleet: worker %d: lease confirmed again; issuing",
-			     c->worker);
+			fw_log(&a->log, FW_LOG_INFO,
+			       "fleet: worker %d: lease confirmed again; issuing", c->worker);
 			a->ended_logged[i] = false;
 		}
 	}

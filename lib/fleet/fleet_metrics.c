@@ -1,15 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stdio.h>
-#include <time.h>
 
 #include "fw_metrics_fleet.h"
-
-static uint64_t realtime_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+#include "fw_time.h"
 
 void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 {
@@ -19,7 +12,7 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 	struct fw_fleet_status st;
 	struct fw_metrics_label l[2];
 	uint32_t n = src->n_slots < FW_FLEET_SLOTS_MAX ? src->n_slots : FW_FLEET_SLOTS_MAX;
-	uint64_t now = src->now_ms ? src->now_ms(src->now_arg) : realtime_ms();
+	uint64_t now = src->now_ms ? src->now_ms(src->now_arg) : fw_wall_ms();
 
 	for (uint32_t i = 0; i < n; i++) {
 		if (fw_fleet_slot(src->reg, i, &s[i]) != 0)

@@ -74,10 +74,9 @@ struct fw_fleet {
 	bool cache_dirty, logged_down;
 };
 
-uint64_t fleet_realtime_ms(void *arg); /* CLOCK_REALTIME unix ms */
+/* fw_wall_ms as a fw_fleet_config.now_ms (@arg unused): the default local clock */
+uint64_t fleet_realtime_ms(void *arg);
 uint64_t fleet_rand64(void);
-void fleet_log(struct fw_fleet *f, enum fw_fleet_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 /* Copies slot @i's held ID to the owner's copy (bumps gen on a change). */
 void fleet_publish_locked(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src);
 void fleet_publish(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src);

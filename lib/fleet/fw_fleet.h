@@ -44,7 +44,7 @@
  * serialised internally. Every wait and deadline is on CLOCK_MONOTONIC: a
  * step of the wall clock moves no renewal.
  *
- * Messages go through cfg.log (nothing is printed otherwise); every error
+ * Messages go through cfg.log, a struct fw_log (nothing is printed otherwise); every error
  * also returns one line in @err where a function takes one.
  */
 #pragma once
@@ -57,13 +57,11 @@ struct fw_fleet_etcd_opts; /* fw_fleet_store_etcd.h */
 
 #include "fw_common.h"
 #include "fw_layout.h"
+#include "fw_log.h"
 
 #define FW_FLEET_IDENTITY_MAX 128 /* longest identity, NUL included */
 #define FW_FLEET_SLOTS_MAX    256
 #define FW_FLEET_WORKER_NONE  (-1)
-
-/* Levels passed to cfg.log. */
-enum fw_fleet_level { FW_FLEET_INFO = 0, FW_FLEET_WARN = 1, FW_FLEET_ERR = 2 };
 
 struct fw_fleet_config {
 	const char *connect; /* ZooKeeper "host:port,host:port"; required unless etcd */
@@ -89,9 +87,9 @@ struct fw_fleet_config {
 	/* Local clock in unix ms (NULL: CLOCK_REALTIME). Leases are written from it. */
 	uint64_t (*now_ms)(void *arg);
 	void *now_arg;
-	/* Log sink (NULL: silent). @msg is one line without newline. */
-	void (*log)(void *arg, enum fw_fleet_level level, const char *msg);
-	void *log_arg;
+	/* Log sink (lib/common/fw_log.h; {NULL, NULL}: silent): one line per
+	 * call, FW_LOG_ERR, FW_LOG_WARNING or FW_LOG_INFO. */
+	struct fw_log log;
 };
 
 /* Fills *cfg with the defaults above (connect, root, identity NULL). */

@@ -26,6 +26,7 @@
 #include "fw_fleet.h"
 #include "fw_keeper.h"
 #include "fw_layout.h"
+#include "fw_log.h"
 
 struct fw_fleet_app;
 
@@ -38,9 +39,7 @@ struct fw_fleet_app;
  * above FW_FLEET_SLOTS_MAX), -ENOMEM.
  */
 FW_API int fw_fleet_app_create(struct fw_fleet *reg, uint32_t n_workers, uint64_t epoch_ms,
-			       bool new_worker,
-			       void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
-			       void *log_arg, struct fw_fleet_app **out);
+			       bool new_worker, struct fw_log log, struct fw_fleet_app **out);
 
 /* Slot @i's worker ID now (0 while it holds none: its lease is 0 then). */
 FW_API uint32_t fw_fleet_app_worker(const struct fw_fleet_app *a, uint32_t i);

@@ -64,8 +64,7 @@ struct fw_fleet_recipe {
 	uint64_t lease_ms;             /* lease length */
 	uint64_t (*now_ms)(void *arg); /* local unix ms (never NULL) */
 	void *now_arg;
-	void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg); /* may be NULL */
-	void *log_arg;
+	struct fw_log log; /* {NULL, NULL}: silent */
 	/* The previous run's records this process proves it continues (from its
 	 * cache, on the same locked state): worker and token of each. */
 	const struct fw_fleet_held *proven;

@@ -7,7 +7,6 @@
  */
 #pragma once
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,9 +39,3 @@ FW_API int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms
 
 /* Ends the session (the liveness record goes). */
 FW_API void fw_fleet_session_drop(struct fw_fleet_session *ss);
-
-/* Monotonic milliseconds (CLOCK_MONOTONIC): every wait and deadline of lib/fleet. */
-FW_API uint64_t fw_fleet_mono_ms(void);
-
-/* Initialises @cv on CLOCK_MONOTONIC (its timed waits take fw_fleet_mono_ms deadlines). */
-FW_API void fw_fleet_cond_init(pthread_cond_t *cv);

@@ -6,28 +6,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fw_err.h"
 #include "fw_fleet_recipe.h"
-
-static void rlog(const struct fw_fleet_recipe *r, enum fw_fleet_level lvl, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void rlog(const struct fw_fleet_recipe *r, enum fw_fleet_level lvl, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	if (r->log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	r->log(r->log_arg, lvl, msg);
-}
 
 uint64_t fw_fleet_recipe_now(const struct fw_fleet_recipe *r)
 {
@@ -235,13 +219,13 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 			if (rc == 0) {
 				char ts[FW_ISO8601_LEN];
 				kinds[k] = x->kind;
-				rlog(r, FW_FLEET_INFO,
-				     "fleet: worker %d %s for slot %u, lease until %s, floor "
-				     "%" PRIu64 "%s%s",
-				     x->worker, how[x->kind], slot_of ? slot_of[k] : k,
-				     fw_format_iso8601(got[k].lease + r->layout.epoch_ms, ts),
-				     got[k].floor, x->kind == FW_FLEET_EXPIRED ? ", from " : "",
-				     x->kind == FW_FLEET_EXPIRED ? x->rec.owner : "");
+				fw_log(&r->log, FW_LOG_INFO,
+				       "fleet: worker %d %s for slot %u, lease until %s, floor "
+				       "%" PRIu64 "%s%s",
+				       x->worker, how[x->kind], slot_of ? slot_of[k] : k,
+				       fw_format_iso8601(got[k].lease + r->layout.epoch_ms, ts),
+				       got[k].floor, x->kind == FW_FLEET_EXPIRED ? ", from " : "",
+				       x->kind == FW_FLEET_EXPIRED ? x->rec.owner : "");
 				(*n_got)++;
 				break;
 			}

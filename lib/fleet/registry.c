@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,9 @@
 #include <unistd.h>
 
 #include "fw_err.h"
+#include "fleet_cond.h"
 #include "fleet_registry.h"
+#include "fw_time.h"
 
 void fw_fleet_config_default(struct fw_fleet_config *cfg)
 {
@@ -95,8 +96,7 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		store,         cfg->layout,
 		f->identity,   0,
 		cfg->lease_ms, cfg->now_ms ? cfg->now_ms : fleet_realtime_ms,
-		cfg->now_arg,  cfg->log,
-		cfg->log_arg};
+		cfg->now_arg,  cfg->log};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
@@ -145,10 +145,10 @@ static int load_proof(struct fw_fleet *f)
 	f->r.proven = f->proven;
 	f->r.n_proven = f->n_proven;
 	if (n < 0 && n != -ENOENT)
-		fleet_log(f, FW_FLEET_INFO,
-			  "fleet: %s: %s: worker IDs this identity held before are taken over "
-			  "only once their leases end",
-			  f->cache, fw_fleet_cache_why(n));
+		fw_log(&f->cfg.log, FW_LOG_INFO,
+		       "fleet: %s: %s: worker IDs this identity held before are taken over "
+		       "only once their leases end",
+		       f->cache, fw_fleet_cache_why(n));
 	return n;
 }
 
@@ -164,7 +164,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.start_wait_ms,
 					 f->cfg.session_timeout_ms + 2000, e, sizeof(e));
 	if (rc == 0)
-		rc = fleet_claim_round(f, fw_fleet_mono_ms(), true, e, sizeof(e));
+		rc = fleet_claim_round(f, fw_mono_ms(), true, e, sizeof(e));
 	if (rc == FW_EFLEET_LAYOUT || rc == FW_EFLEET_IDENTITY || rc == FW_EFLEET_FULL ||
 	    rc == FW_EFLEET_AUTH) {
 		snprintf(err, errlen, "%s", e);
@@ -173,7 +173,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	}
 	if (rc == 0) {
 		/* the first renewal comes a renew interval after the claims */
-		f->next_renew = fw_fleet_mono_ms() + f->cfg.renew_ms;
+		f->next_renew = fw_mono_ms() + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);
 		f->st.connected = true;
 		pthread_mutex_unlock(&f->mu);
@@ -203,21 +203,20 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 				}
 			}
 			cached = true;
-			fleet_log(f, FW_FLEET_WARN,
-				  "%s; starting from the cache %s: %d worker ID(s), leases until "
-				  "%s at "
-				  "least; reconnecting",
-				  e, f->cache, n,
-				  fw_format_iso8601(until + f->cfg.layout.epoch_ms, ts));
+			fw_log(&f->cfg.log, FW_LOG_WARNING,
+			       "%s; starting from the cache %s: %d worker ID(s), leases until "
+			       "%s at "
+			       "least; reconnecting",
+			       e, f->cache, n,
+			       fw_format_iso8601(until + f->cfg.layout.epoch_ms, ts));
 		} else {
-			fleet_log(
-				f, FW_FLEET_ERR,
-				"%s and %s: no worker ID is held, every reply is NO_LEASE until %s "
-				"answers; retrying",
-				e,
-				!f->cache[0] ? "no [fleet] cache_file is set"
-					     : fw_fleet_cache_why(n_prev),
-				f->store->name);
+			fw_log(&f->cfg.log, FW_LOG_ERR,
+			       "%s and %s: no worker ID is held, every reply is NO_LEASE until %s "
+			       "answers; retrying",
+			       e,
+			       !f->cache[0] ? "no [fleet] cache_file is set"
+					    : fw_fleet_cache_why(n_prev),
+			       f->store->name);
 			for (uint32_t i = 0; i < f->n; i++)
 				f->slot[i].worker = FW_FLEET_WORKER_NONE;
 		}

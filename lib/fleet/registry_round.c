@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,33 +14,21 @@
 #include <unistd.h>
 
 #include "fw_err.h"
+#include "fleet_cond.h"
 #include "fleet_registry.h"
+#include "fw_time.h"
 
 uint64_t fleet_realtime_ms(void *arg)
 {
 	(void)arg;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void fleet_log(struct fw_fleet *f, enum fw_fleet_level lvl, const char *fmt, ...)
-{
-	char msg[MSG_LEN];
-	va_list ap;
-	if (f->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	f->cfg.log(f->cfg.log_arg, lvl, msg);
+	return fw_wall_ms();
 }
 
 uint64_t fleet_rand64(void)
 {
 	uint64_t v = 0;
 	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = fleet_realtime_ms(NULL) ^ ((uint64_t)getpid() << 32) ^ fw_fleet_mono_ms();
+		v = fleet_realtime_ms(NULL) ^ ((uint64_t)getpid() << 32) ^ fw_mono_ms();
 	return v;
 }
 
@@ -93,13 +80,13 @@ void fleet_cache_save(struct fw_fleet *f)
 	if (rc == 0)
 		f->cache_dirty = false;
 	if (rc != 0 && rc != f->cache_rc)
-		fleet_log(f, FW_FLEET_WARN,
-			  "fleet: cannot write the cache %s: %s; a restart cannot take these "
-			  "worker IDs back nor start from them while the registry is down; retried "
-			  "at every change",
-			  f->cache, fw_strerror(rc));
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: cannot write the cache %s: %s; a restart cannot take these "
+		       "worker IDs back nor start from them while the registry is down; retried "
+		       "at every change",
+		       f->cache, fw_strerror(rc));
 	else if (rc == 0 && f->cache_rc != 0)
-		fleet_log(f, FW_FLEET_INFO, "fleet: the cache %s is written again", f->cache);
+		fw_log(&f->cfg.log, FW_LOG_INFO, "fleet: the cache %s is written again", f->cache);
 	f->cache_rc = rc;
 }
 
@@ -127,15 +114,15 @@ static void offset_update(struct fw_fleet *f, uint64_t local_mid, uint64_t serve
 	f->st.offset_over = over;
 	pthread_mutex_unlock(&f->mu);
 	if (over && !was)
-		fleet_log(f, FW_FLEET_WARN,
-			  "fleet: this node's clock is %" PRId64
-			  " ms off %s's (bound %u ms): IDs stay "
-			  "unique, but their order across nodes is off by as much",
-			  off, f->store->name, f->cfg.max_offset_ms);
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: this node's clock is %" PRId64
+		       " ms off %s's (bound %u ms): IDs stay "
+		       "unique, but their order across nodes is off by as much",
+		       off, f->store->name, f->cfg.max_offset_ms);
 	else if (!over && was)
-		fleet_log(f, FW_FLEET_INFO,
-			  "fleet: clock offset to %s back within %u ms (%" PRId64 " ms)",
-			  f->store->name, f->cfg.max_offset_ms, off);
+		fw_log(&f->cfg.log, FW_LOG_INFO,
+		       "fleet: clock offset to %s back within %u ms (%" PRId64 " ms)",
+		       f->store->name, f->cfg.max_offset_ms, off);
 }
 
 /*
@@ -174,25 +161,24 @@ static int retire_pending(struct fw_fleet *f)
 			if (src == -ENOTCONN)
 				return -ENOTCONN;
 			if (t->warned_rc != src)
-				fleet_log(
-					f, FW_FLEET_WARN,
-					"fleet: worker %d: release not confirmed (%s): this "
-					"process keeps it retired and retries every round; it is "
-					"never issued again below %" PRIu64,
-					t->h.worker,
-					src ? f->store->ops->last_error(f->store)
-					    : "the record is no longer ours and its floor is below "
-					      "what we issued",
-					t->last);
+				fw_log(&f->cfg.log, FW_LOG_WARNING,
+				       "fleet: worker %d: release not confirmed (%s): this "
+				       "process keeps it retired and retries every round; it is "
+				       "never issued again below %" PRIu64,
+				       t->h.worker,
+				       src ? f->store->ops->last_error(f->store)
+					   : "the record is no longer ours and its floor is below "
+					     "what we issued",
+				       t->last);
 			t->warned_rc = src ? src : -EAGAIN;
 			continue;
 		}
-		fleet_log(f, FW_FLEET_INFO,
-			  how == FW_FLEET_RETIRE_DONE
-				  ? "fleet: worker %d retired: released with floor %" PRIu64
-				  : "fleet: worker %d retired: its record is another owner's now, "
-				    "above %" PRIu64,
-			  t->h.worker, FW_MAX(t->h.floor, t->last));
+		fw_log(&f->cfg.log, FW_LOG_INFO,
+		       how == FW_FLEET_RETIRE_DONE
+			       ? "fleet: worker %d retired: released with floor %" PRIu64
+			       : "fleet: worker %d retired: its record is another owner's now, "
+				 "above %" PRIu64,
+		       t->h.worker, FW_MAX(t->h.floor, t->last));
 		fleet_count(f, &f->st.releases, 1);
 		f->retiring[j--] = f->retiring[--f->n_retiring];
 	}
@@ -246,10 +232,10 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			 * proves: they end in time. Start with what can issue now and
 			 * wait for the rest (NO_LEASE); the thread claims at a later
 			 * round. */
-			fleet_log(f, FW_FLEET_WARN,
-				  "%s; starting with what can be claimed now, the other slots "
-				  "answer NO_LEASE until a lease ends or a worker ID is freed",
-				  err);
+			fw_log(&f->cfg.log, FW_LOG_WARNING,
+			       "%s; starting with what can be claimed now, the other slots "
+			       "answer NO_LEASE until a lease ends or a worker ID is freed",
+			       err);
 			crc = fw_fleet_claim_n(&f->r, server, skip, n_need, 0, need, got, kinds,
 					       &n_got, NULL, err, errlen);
 			if (crc == FW_EFLEET_FULL)
@@ -262,7 +248,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			fleet_publish(f, need[k], FW_FLEET_SRC_ZK);
 		}
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
-			fleet_log(f, FW_FLEET_WARN, "%s", err); /* once per change */
+			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
 		if (crc != 0)
 			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK
@@ -293,9 +279,9 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		f->next_repl = mono + fw_fleet_backoff_ms(++f->repl_fails, f->cfg.renew_ms,
 							  fleet_rand64());
 		if (f->repl_full != n_repl)
-			fleet_log(f, FW_FLEET_WARN,
-				  "%s; the current worker IDs keep issuing; retrying with backoff",
-				  err);
+			fw_log(&f->cfg.log, FW_LOG_WARNING,
+			       "%s; the current worker IDs keep issuing; retrying with backoff",
+			       err);
 		f->repl_full = n_repl;
 		return 0;
 	}
@@ -311,7 +297,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (f->repl_full)
-		fleet_log(f, FW_FLEET_INFO, "fleet: %u replacement worker ID(s) claimed", n_repl);
+		fw_log(&f->cfg.log, FW_LOG_INFO, "fleet: %u replacement worker ID(s) claimed",
+		       n_repl);
 	f->repl_full = 0;
 	f->repl_fails = 0;
 	f->next_repl = 0;
@@ -337,11 +324,11 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 				offset_update(f, mid, mtime);
 			fleet_count(f, &f->st.renewals, 1);
 		} else if (rc == FW_FLEET_LOST) {
-			fleet_log(f, FW_FLEET_WARN,
-				  "fleet: worker %d was taken over by %s: slot %u stops at its "
-				  "confirmed lease %s and claims another worker ID now",
-				  h->worker, owner, i,
-				  fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+			fw_log(&f->cfg.log, FW_LOG_WARNING,
+			       "fleet: worker %d was taken over by %s: slot %u stops at its "
+			       "confirmed lease %s and claims another worker ID now",
+			       h->worker, owner, i,
+			       fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
 			fleet_count(f, &f->st.lost, 1);
 			*any_lost = true;
 		}
@@ -396,21 +383,20 @@ void *fleet_thread_main(void *arg)
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
 		pthread_mutex_unlock(&f->mu);
-		uint64_t mono = fw_fleet_mono_ms();
+		uint64_t mono = fw_mono_ms();
 		int rc = round_once(f, mono, err, sizeof(err));
 		if (rc == 0 || rc == FW_EFLEET_FULL) {
 			if (f->renew_fails || f->logged_down)
-				fleet_log(f, FW_FLEET_INFO,
-					  "fleet: %s reachable again; leases renewed",
-					  f->store->name);
+				fw_log(&f->cfg.log, FW_LOG_INFO,
+				       "fleet: %s reachable again; leases renewed", f->store->name);
 			f->renew_fails = 0;
 			f->logged_down = false;
 		} else {
 			if (!f->logged_down)
-				fleet_log(f, FW_FLEET_WARN,
-					  "%s; retrying with backoff, issuing continues within the "
-					  "confirmed leases",
-					  err);
+				fw_log(&f->cfg.log, FW_LOG_WARNING,
+				       "%s; retrying with backoff, issuing continues within the "
+				       "confirmed leases",
+				       err);
 			f->logged_down = true;
 			fleet_count(f, &f->st.renew_failures, 1);
 			f->renew_fails++;
@@ -426,9 +412,8 @@ void *fleet_thread_main(void *arg)
 		for (uint32_t i = 0; i < f->n; i++)
 			if (f->replace_req[i] && rc != FW_EFLEET_ZK)
 				due = FW_MIN(due, f->next_repl);
-		struct timespec ts = {.tv_sec = (time_t)(due / 1000),
-				      .tv_nsec = (long)(due % 1000) * 1000000};
-		while (!f->stop && !f->wake && fw_fleet_mono_ms() < due)
+		struct timespec ts = fw_fleet_mono_deadline(due);
+		while (!f->stop && !f->wake && fw_mono_ms() < due)
 			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 		f->wake = false;
 	}

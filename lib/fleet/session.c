@@ -3,28 +3,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fw_err.h"
 #include "fw_fleet_rec.h"
 #include "fw_fleet_session.h"
-
-uint64_t fw_fleet_mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void fw_fleet_cond_init(pthread_cond_t *cv)
-{
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &ca);
-	pthread_condattr_destroy(&ca);
-}
+#include "fw_time.h"
 
 static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 {
@@ -77,7 +61,7 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 		return 0;
 	char data[64], p[512];
 	int len = snprintf(data, sizeof(data), "pid=%d\n", (int)getpid());
-	uint64_t deadline = fw_fleet_mono_ms() + alive_wait_ms;
+	uint64_t deadline = fw_mono_ms() + alive_wait_ms;
 	for (;;) {
 		int rc = s->ops->alive_claim(s, ss->identity, data, len);
 		if (rc == 0) {
@@ -91,7 +75,7 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 		}
 		if (alive_wait_ms == 0)
 			return 0; /* running: retried every round */
-		if (fw_fleet_mono_ms() >= deadline)
+		if (fw_mono_ms() >= deadline)
 			break;
 		usleep(200 * 1000);
 	}

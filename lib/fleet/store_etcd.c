@@ -8,7 +8,7 @@
 
 #include "etcd_http.h"
 #include "fw_fleet_rec.h"
-#include "fw_fleet_session.h"
+#include "fleet_cond.h"
 #include "fw_fleet_store_etcd.h"
 #include "fw_time.h"
 
@@ -58,14 +58,13 @@ static void *keepalive_main(void *arg)
 		set_state(e, FW_FLEET_SESSION_LOST);
 		return NULL;
 	}
-	uint64_t last_ok = fw_fleet_mono_ms(), period = e->ttl_s * 1000u / 3;
+	uint64_t last_ok = fw_mono_ms(), period = e->ttl_s * 1000u / 3;
 	pthread_mutex_lock(&e->mu);
 	int64_t lease = e->lease;
 	while (!e->ka_stop && e->state != FW_FLEET_SESSION_LOST) {
-		uint64_t due = fw_fleet_mono_ms() + period;
-		struct timespec dl = {.tv_sec = (time_t)(due / 1000),
-				      .tv_nsec = (long)(due % 1000) * 1000000};
-		while (!e->ka_stop && fw_fleet_mono_ms() < due)
+		uint64_t due = fw_mono_ms() + period;
+		struct timespec dl = fw_fleet_mono_deadline(due);
+		while (!e->ka_stop && fw_mono_ms() < due)
 			if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT)
 				break;
 		if (e->ka_stop)
@@ -78,7 +77,7 @@ static void *keepalive_main(void *arg)
 		if (rc == 0 && json_object_object_get_ex(out, "result", &res))
 			st = etcd_i64(res, "TTL") > 0 ? FW_FLEET_SESSION_UP : FW_FLEET_SESSION_LOST;
 		json_object_put(out);
-		uint64_t now = fw_fleet_mono_ms();
+		uint64_t now = fw_mono_ms();
 		if (st == FW_FLEET_SESSION_UP)
 			last_ok = now;
 		else if (st == FW_FLEET_SESSION_DOWN && now - last_ok >= e->ttl_s * 1000u)
@@ -136,9 +135,8 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	if (st == FW_FLEET_SESSION_UP)
 		return 0;
 	if (st == FW_FLEET_SESSION_DOWN) { /* the keep-alive thread decides: wait for it */
-		uint64_t due = fw_fleet_mono_ms() + wait_ms;
-		struct timespec dl = {.tv_sec = (time_t)(due / 1000),
-				      .tv_nsec = (long)(due % 1000) * 1000000};
+		uint64_t due = fw_mono_ms() + wait_ms;
+		struct timespec dl = fw_fleet_mono_deadline(due);
 		pthread_mutex_lock(&e->mu);
 		while (e->state == FW_FLEET_SESSION_DOWN)
 			if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT)
@@ -154,7 +152,7 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	}
 	ka_join(e); /* LOST: a new lease */
 	e->lease = 0;
-	uint64_t due = fw_fleet_mono_ms() + wait_ms;
+	uint64_t due = fw_mono_ms() + wait_ms;
 	int rc;
 	do {
 		struct json_object *req = json_object_new_object(), *out = NULL;
@@ -166,7 +164,7 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 		if (rc == 0 || rc != -ENOTCONN)
 			break;
 		fw_sleep_ms(100);
-	} while (fw_fleet_mono_ms() < due);
+	} while (fw_mono_ms() < due);
 	if (rc != 0 || e->lease == 0)
 		return fail(e, rc ? rc : -EIO);
 	set_state(e, FW_FLEET_SESSION_UP);
@@ -397,9 +395,7 @@ static int es_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len
 static uint64_t realtime_ms(void *arg)
 {
 	(void)arg;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return fw_wall_ms();
 }
 
 /*

@@ -12,7 +12,8 @@
 #include <zookeeper/zookeeper.h>
 
 #include "fw_fleet_rec.h"
-#include "fw_fleet_session.h"
+#include "fleet_cond.h"
+#include "fw_time.h"
 #include "fw_fleet_store_zk.h"
 
 #define PATH_LEN 512
@@ -191,9 +192,8 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 			return -ENOTCONN;
 		}
 	}
-	uint64_t due = fw_fleet_mono_ms() + wait_ms;
-	struct timespec dl = {.tv_sec = (time_t)(due / 1000),
-			      .tv_nsec = (long)(due % 1000) * 1000000};
+	uint64_t due = fw_mono_ms() + wait_ms;
+	struct timespec dl = fw_fleet_mono_deadline(due);
 	pthread_mutex_lock(&z->mu);
 	while (z->zstate != ZOO_CONNECTED_STATE && z->zstate != ZOO_EXPIRED_SESSION_STATE &&
 	       z->zstate != ZOO_AUTH_FAILED_STATE)

@@ -14,15 +14,13 @@
 /*
  * Without [fleet] zookeeper or etcd: *out = NULL, returns 0 (static worker
  * IDs). Otherwise creates the registry for @n_workers slots with @log
- * (lines without newline; NULL: silent) and claims (fw_fleet_start: take
+ * (lib/common/fw_log.h; {NULL, NULL}: silent) and claims (fw_fleet_start: take
  * back, claim, take over; cache or NO_LEASE when the store is down).
  * @state_stamp: the fw_state_lock_stamp of the locked state.
  * Returns 0 with *out set, or fw_responder_fleet_config's,
  * fw_fleet_create's or fw_fleet_start's code with one line in @err (the
  * caller refuses to start).
  */
-FW_API int
-fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout,
-			 uint32_t n_workers, const char *state_stamp,
-			 void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
-			 void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen);
+FW_API int fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout,
+				    uint32_t n_workers, const char *state_stamp, struct fw_log log,
+				    struct fw_fleet_app **out, char *err, size_t errlen);

@@ -84,25 +84,13 @@ static uint64_t highest_issued(void *arg)
 }
 
 #ifdef FW_RESPONDER_FLEET
-static void fleet_log(void *arg, enum fw_fleet_level lvl, const char *msg)
-{
-	const struct fw_responder *r = arg;
-	const struct fw_log *log =
-		r->cfg.ops.fleet_log.fn ? &r->cfg.ops.fleet_log : &r->cfg.ops.log;
-
-	fw_log(log,
-	       lvl == FW_FLEET_ERR    ? FW_LOG_ERR
-	       : lvl == FW_FLEET_WARN ? FW_LOG_WARNING
-				      : FW_LOG_INFO,
-	       "%s", msg);
-}
-
 static int fleet_start(struct fw_responder *r)
 {
 	char err[4096];
-	int rc = fw_responder_fleet_start(r->cfg.conf, &r->cfg.layout, r->cfg.n_workers,
-					  r->cfg.state_stamp, fleet_log, r, &r->fleet, err,
-					  sizeof(err));
+	int rc = fw_responder_fleet_start(
+		r->cfg.conf, &r->cfg.layout, r->cfg.n_workers, r->cfg.state_stamp,
+		r->cfg.ops.fleet_log.fn ? r->cfg.ops.fleet_log : r->cfg.ops.log, &r->fleet, err,
+		sizeof(err));
 	if (rc != 0) {
 		fw_log(&r->cfg.ops.log, FW_LOG_ERR, "%s", err);
 		fw_log(&r->cfg.ops.log, FW_LOG_ERR, "refusing to start (%s)", fw_strerror(rc));

@@ -2,11 +2,9 @@
 /* The fleet from the configuration (the contract is in fw_responder_fleet.h). */
 #include "fw_responder_fleet.h"
 
-FW_API int
-fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout,
-			 uint32_t n_workers, const char *state_stamp,
-			 void (*log)(void *arg, enum fw_fleet_level lvl, const char *msg),
-			 void *log_arg, struct fw_fleet_app **out, char *err, size_t errlen)
+FW_API int fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout,
+				    uint32_t n_workers, const char *state_stamp, struct fw_log log,
+				    struct fw_fleet_app **out, char *err, size_t errlen)
 {
 	struct fw_responder_fleet_config f;
 	struct fw_fleet *reg = NULL;
@@ -18,7 +16,6 @@ fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout
 	if (rc != 0)
 		return rc;
 	f.fc.log = log;
-	f.fc.log_arg = log_arg;
 	rc = fw_fleet_create(&f.fc, n_workers, &reg, err, errlen);
 	fw_responder_fleet_config_wipe(&f); /* the store keeps its own copy */
 	if (rc == 0) {
@@ -26,8 +23,7 @@ fw_responder_fleet_start(const struct fw_conf *c, const struct fw_layout *layout
 		rc = fw_fleet_start(reg, &cached, err, errlen);
 	}
 	if (rc == 0)
-		rc = fw_fleet_app_create(reg, n_workers, layout->epoch_ms, f.new_worker, log,
-					 log_arg, out);
+		rc = fw_fleet_app_create(reg, n_workers, layout->epoch_ms, f.new_worker, log, out);
 	else
 		fw_fleet_free(reg);
 	return rc;

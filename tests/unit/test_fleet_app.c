@@ -81,7 +81,7 @@ static uint64_t wall(const struct sim *s)
 	return T0_NS + s->t + (uint64_t)s->off;
 }
 
-static void quiet(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void quiet(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	(void)arg, (void)lvl;
 	if (getenv("FW_TEST_VERBOSE"))
@@ -101,11 +101,13 @@ static void start(struct sim *s, uint32_t n)
 	fc.identity = "a";
 	fc.lease_ms = 3600 * 1000;
 	fc.renew_ms = 100;
-	fc.log = quiet;
+	fc.log.fn = quiet;
 	assert_int_equal(fw_fleet_create_store(&fc, n, memsrv_client(s->m), &reg, err, sizeof(err)),
 			 0);
 	assert_int_equal(fw_fleet_start(reg, NULL, err, sizeof(err)), 0);
-	assert_int_equal(fw_fleet_app_create(reg, n, EPOCH_MS, true, quiet, NULL, &s->a), 0);
+	assert_int_equal(
+		fw_fleet_app_create(reg, n, EPOCH_MS, true, (struct fw_log){quiet, NULL}, &s->a),
+		0);
 
 	s->io = (struct fw_keeper_io){st_read, st_write, s};
 	fw_keeper_config_default(&s->cfg);

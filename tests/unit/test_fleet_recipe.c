@@ -79,11 +79,11 @@ static uint64_t layout_now(void)
 	return local_clock(NULL) - EPOCH;
 }
 
-static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void log_cb(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	if (getenv("FW_TEST_VERBOSE"))
 		fprintf(stderr, "  [%s %d] %s\n", (const char *)arg, (int)lvl, msg);
-	if (lvl == FW_FLEET_WARN && strstr(msg, "can be claimed that can issue now"))
+	if (lvl == FW_LOG_WARNING && strstr(msg, "can be claimed that can issue now"))
 		warn_full++;
 }
 
@@ -101,8 +101,7 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	c->session_timeout_ms = 100;
 	c->start_wait_ms = 100;
 	c->now_ms = local_clock;
-	c->log = log_cb;
-	c->log_arg = (void *)identity;
+	c->log = (struct fw_log){log_cb, (void *)identity};
 }
 
 static struct fw_fleet *start_cfg(const struct fw_fleet_config *c, uint32_t n, int want, char *err,
@@ -333,10 +332,11 @@ static void test_lost_cache_serves_at_default_lease(void **state)
  * not refuse; the slots wait (NO_LEASE, WARN naming the identity) and take
  * the IDs over once their lease ends, with floor = the old lease_until.
  */
-static void count_unproven(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void count_unproven(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	log_cb(arg, lvl, msg);
-	if (lvl == FW_FLEET_WARN && strstr(msg, "2 by a (this identity") && strstr(msg, "NO_LEASE"))
+	if (lvl == FW_LOG_WARNING && strstr(msg, "2 by a (this identity") &&
+	    strstr(msg, "NO_LEASE"))
 		warn_unproven++;
 }
 
@@ -351,7 +351,7 @@ static void test_unproven_waits_for_lease_end(void **state)
 	put(2, "a", end, 0);
 	put(3, "a", end, 0);
 	cfg_for(&c, "a", "");
-	c.log = count_unproven;
+	c.log.fn = count_unproven;
 	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
 	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
 	assert_int_equal(slot(a, 1).worker, FW_FLEET_WORKER_NONE);
@@ -744,10 +744,10 @@ static void test_release_error_kept(void **state)
  * issuing) instead of dropping an unreleased ID; once the releases land,
  * the replacement goes through.
  */
-static void count_retiring(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void count_retiring(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	log_cb(arg, lvl, msg);
-	if (lvl == FW_FLEET_WARN && strstr(msg, "still retiring"))
+	if (lvl == FW_LOG_WARNING && strstr(msg, "still retiring"))
 		warn_retiring++;
 }
 
@@ -760,7 +760,7 @@ static void test_retiring_table_full_blocks(void **state)
 	cfg_for(&c, "a", "");
 	c.layout.worker_bits = 10;
 	c.layout.time_bits = 63 - 10 - 12;
-	c.log = count_retiring;
+	c.log.fn = count_retiring;
 	struct fw_fleet *a = start_cfg(&c, N, 0, err, sizeof(err));
 	for (uint32_t w = 0; w < N; w++)
 		memsrv_fail_worker(M, w, -EIO);
@@ -785,10 +785,10 @@ static void test_retiring_table_full_blocks(void **state)
 }
 
 /* A cache that cannot be written is logged once, not at every round. */
-static void count_cache(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void count_cache(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	log_cb(arg, lvl, msg);
-	if (lvl == FW_FLEET_WARN && strstr(msg, "cannot write the cache"))
+	if (lvl == FW_LOG_WARNING && strstr(msg, "cannot write the cache"))
 		warn_cache++;
 }
 
@@ -799,7 +799,7 @@ static void test_cache_write_failure_logged_once(void **state)
 	struct fw_fleet_config c;
 	cfg_for(&c, "a", "/nonexistent-fwt-dir/fleet");
 	c.state_stamp = "S";
-	c.log = count_cache;
+	c.log.fn = count_cache;
 	struct fw_fleet *a = start_cfg(&c, 1, 0, err, sizeof(err));
 	uint64_t r = status(a).renewals;
 	WAIT_FOR(status(a).renewals >= r + 4, 3000);

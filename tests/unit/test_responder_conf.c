@@ -153,7 +153,7 @@ static void fleet_from_conf(void **state)
 	assert_int_equal(f.fc.renew_ms, 20000);
 	assert_int_equal(f.fc.layout.worker_bits, layout.worker_bits);
 	assert_true(f.new_worker);
-	assert_null(f.fc.log); /* the caller's */
+	assert_null(f.fc.log.fn); /* the caller's */
 
 	/* env:VAR: the variable's value, or an error naming the key and the value */
 	setenv("FW_TEST_POD_NAME", "pod-7", 1);

@@ -29,7 +29,7 @@ static char cache_a[256];
 
 #define LEASE_MS 3000
 
-static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void log_cb(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	fprintf(stderr, "  [%s %d] %s\n", (const char *)arg, (int)lvl, msg);
 }
@@ -53,8 +53,7 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	c->renew_ms = 500;
 	c->session_timeout_ms = 4000;
 	c->start_wait_ms = 3000;
-	c->log = log_cb;
-	c->log_arg = (void *)identity;
+	c->log = (struct fw_log){log_cb, (void *)identity};
 }
 
 static struct fw_fleet *start(const char *identity, uint32_t n, const char *cache, int want_rc,

@@ -36,10 +36,10 @@
 
 static const char *ZK;
 
-static void log_cb(void *arg, enum fw_fleet_level lvl, const char *msg)
+static void log_cb(void *arg, enum fw_log_level lvl, const char *msg)
 {
 	(void)arg;
-	if (getenv("FW_TEST_VERBOSE") || lvl == FW_FLEET_ERR)
+	if (getenv("FW_TEST_VERBOSE") || lvl == FW_LOG_ERR)
 		fprintf(stderr, "  [%d] %s\n", (int)lvl, msg);
 }
 
@@ -57,7 +57,7 @@ static void cfg_for(struct fw_fleet_config *c, const char *root, const char *ide
 	c->renew_ms = 1000;
 	c->session_timeout_ms = 4000;
 	c->start_wait_ms = 5000;
-	c->log = log_cb;
+	c->log.fn = log_cb;
 }
 
 static struct fw_fleet *start(const char *root, const char *identity, const char *auth, int want)
