@@ -37,7 +37,7 @@ static const struct fw_err_desc fw_err_table[] = {
 	{FW_EFLEET_FULL, "no worker ID left to claim"},
 	{FW_EFLEET_LAYOUT, "the fleet's root holds another ID layout"},
 	{FW_EFLEET_IDENTITY, "fleet identity in use by another live process"},
-	{FW_EFLEET_ZK, "ZooKeeper unreachable or failed"},
+	{FW_EFLEET_STORE, "the registry's store (ZooKeeper or etcd) unreachable or failed"},
 	{FW_EFLEET_AUTH, "the registry refuses this node's credentials"},
 };
 

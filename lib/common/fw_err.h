@@ -58,7 +58,7 @@ enum fw_err {
 	FW_EFLEET_FULL = -(FW_ERR_BASE + 80),     /* no worker ID left to claim */
 	FW_EFLEET_LAYOUT = -(FW_ERR_BASE + 81),   /* the fleet's root holds another layout */
 	FW_EFLEET_IDENTITY = -(FW_ERR_BASE + 82), /* identity in use by another live process */
-	FW_EFLEET_ZK = -(FW_ERR_BASE + 83),       /* ZooKeeper unreachable or failed */
+	FW_EFLEET_STORE = -(FW_ERR_BASE + 83),    /* the registry's store unreachable or failed */
 	FW_EFLEET_AUTH = -(FW_ERR_BASE + 84),     /* the registry refuses this node's credentials */
 };
 

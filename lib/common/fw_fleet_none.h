@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What a responder built without lib/fleet (no ZooKeeper client,
- * libzookeeper-mt-dev) does with [fleet]: it refuses to start when
- * [fleet] zookeeper or [fleet] etcd is set, with this one message. Header
- * only; the responder core (lib/responder/responder.c) calls it in its build
- * without the library.
+ * What a responder built without lib/fleet (no store library: neither the
+ * ZooKeeper client, libzookeeper-mt-dev, nor libcurl and json-c for etcd)
+ * does with [fleet]: it refuses to start when [fleet] zookeeper or [fleet]
+ * etcd is set, with this one message. Header only; the responder core
+ * (lib/responder/responder.c) calls it in its build without the library.
  */
 #pragma once
 
@@ -22,8 +22,8 @@ static inline int fw_fleet_none_check(const char *zookeeper, const char *etcd, c
 	if (!zookeeper[0] && !etcd[0])
 		return 0;
 	snprintf(msg, len,
-		 "[fleet] %s is set but this %s was built without lib/fleet (it needs the "
-		 "ZooKeeper client, libzookeeper-mt-dev, for either registry)",
+		 "[fleet] %s is set but this %s was built without lib/fleet (it needs a "
+		 "registry client: libzookeeper-mt-dev for ZooKeeper, libcurl and json-c for etcd)",
 		 zookeeper[0] ? "zookeeper" : "etcd", prog);
 	return -1;
 }

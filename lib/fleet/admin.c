@@ -19,7 +19,7 @@ static int fail(struct fw_fleet_store *s, int rc, const char *what, char *err, s
 	snprintf(err, errlen, "fleet: %s: %s%s", s->name, what,
 		 rc == -ENOTCONN || rc == -EIO ? s->ops->last_error(s)
 					       : fw_fleet_store_strerror(rc));
-	return FW_EFLEET_ZK;
+	return FW_EFLEET_STORE;
 }
 
 int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t timeout_ms,
@@ -31,7 +31,7 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 	if (s->ops->connect(s, timeout_ms) != 0) {
 		snprintf(err, errlen, "fleet: %s %s within %u ms", s->name, s->ops->last_error(s),
 			 timeout_ms);
-		return FW_EFLEET_ZK;
+		return FW_EFLEET_STORE;
 	}
 	rc = s->ops->prepare(s, false, NULL, 0, buf, &len);
 	if (rc == -ENOENT || (rc == 0 && fw_fleet_layout_parse(buf, len, &out->layout) != 0)) {
@@ -106,7 +106,7 @@ int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t 
 	if (s->ops->connect(s, timeout_ms) != 0) {
 		snprintf(err, errlen, "fleet: %s %s within %u ms", s->name, s->ops->last_error(s),
 			 timeout_ms);
-		return FW_EFLEET_ZK;
+		return FW_EFLEET_STORE;
 	}
 	for (int tries = 0; tries < 10; tries++) {
 		struct fw_fleet_ver v;
@@ -122,7 +122,7 @@ int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t 
 		if (rc == -EINVAL) {
 			fw_fleet_key_worker(what, sizeof(what), root, worker);
 			snprintf(err, errlen, "fleet: %s is garbled; not touched", what);
-			return FW_EFLEET_ZK;
+			return FW_EFLEET_STORE;
 		}
 		if (d.owner[0] && !(flags & FW_FLEET_RELEASE_FORCE)) {
 			/* a live owner keeps issuing up to its confirmed lease whatever the

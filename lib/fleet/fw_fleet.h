@@ -1,26 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The fleet registry: worker IDs claimed through a store (ZooKeeper), with
+ * The fleet registry: worker IDs claimed through a store (ZooKeeper or etcd), with
  * time-fenced leases, so that no worker ID is typed by hand. Operating a
  * fleet: doc/fleet.md. The rule and its proof, step by step against the
  * registry interface: doc/design/fleet-safety.md.
  *
- * The parts (lib/fleet):
- *   fw_fleet_rec.h      the records' text and keys (pure)
- *   fw_fleet_store.h    the registry interface; fw_fleet_store_zk.h its
- *                       ZooKeeper implementation (session, server time,
- *                       root, liveness)
- *   fw_fleet_session.h  a usable session: connected, layout checked,
- *                       liveness held
- *   fw_fleet_claim.h    the claiming recipe, renewal and retirement
- *   fw_fleet_cache.h    the cache file
- *   fleet_impl.h        the registry thread (round.c) and this API (fleet.c)
- *   admin.c             the operators' tools below
- *   fw_fleet_app.h      the glue both responders share
- *   fw_metrics_fleet.h  the fleet's /metrics families
+ * lib/fleet exports this header and fw_fleet_store.h (the store interface
+ * and fw_fleet_store_open); what each concept's files are: the comment at
+ * the top of lib/fleet/meson.build. The rest (internal/) is the library's own.
  *
  * Records under the root (the cluster name, e.g. /flakewire/dc1), text in
- * fw_fleet_rec.h: the layout every member must share (a mismatch refuses to
+ * internal/fw_fleet_rec.h: the layout every member must share (a mismatch refuses to
  * start); ROOT/workers/NNNNN, one per worker ID ever claimed, never deleted
  * (it holds the floor): owner, token, lease_until, floor; ROOT/nodes/IDENTITY,
  * the liveness of one live process (`flakectl fleet ls` shows it).
@@ -49,13 +39,12 @@
  */
 #pragma once
 
-struct fw_fleet_etcd_opts; /* fw_fleet_store_etcd.h */
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "fw_common.h"
+#include "fw_fleet_store.h"
 #include "fw_layout.h"
 #include "fw_log.h"
 
@@ -136,7 +125,9 @@ struct fw_fleet;
  * the config; connects to nothing.
  * Returns 0 with *out set; -EINVAL with a line in @err (connect empty, root
  * not absolute, identity with other characters, lease_ms < 2 * renew_ms,
- * n_slots out of range); -ENOMEM.
+ * n_slots out of range, bad etcd options); -ENOTSUP with a line in @err
+ * (this build has no library for the store cfg names); -ENOMEM. The store
+ * is fw_fleet_store_open's (etcd when cfg->etcd is set, else ZooKeeper).
  */
 FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
 			   struct fw_fleet **out, char *err, size_t errlen);
@@ -160,7 +151,7 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
  * another layout); FW_EFLEET_IDENTITY (another live process holds this
- * identity); FW_EFLEET_ZK (a ZooKeeper error other than unreachable);
+ * identity); FW_EFLEET_STORE (a store error other than unreachable: @err names the store);
  * -errno. On error nothing is published and the IDs this call newly claimed
  * (new, free, taken over) are released again with their own floor; IDs it
  * took back stay owned by this identity (its previous run may have issued
@@ -237,7 +228,7 @@ struct fw_fleet_list {
 
 /*
  * Reads every worker znode under @root.
- * Returns 0; -ENOENT (no fleet at @root); FW_EFLEET_ZK (unreachable within
+ * Returns 0; -ENOENT (no fleet at @root); FW_EFLEET_STORE (unreachable within
  * @timeout_ms, or an error: @err says which); -ENOMEM.
  */
 FW_API int fw_fleet_list_read(const char *connect, const char *root, uint32_t timeout_ms,
@@ -256,7 +247,7 @@ FW_API void fw_fleet_list_free(struct fw_fleet_list *l);
  * keeps issuing until its confirmed lease ends: stop it first); forced, its
  * renewal then fails and it stops at its confirmed lease.
  * Returns 0; -ENOENT (no such worker znode); -EBUSY (a live owner, @err names
- * it and its lease end); FW_EFLEET_ZK.
+ * it and its lease end); FW_EFLEET_STORE.
  */
 FW_API int fw_fleet_release(const char *connect, const char *root, uint32_t worker, unsigned flags,
 			    uint32_t timeout_ms, char *err, size_t errlen);
@@ -274,7 +265,7 @@ FW_API void fw_fleet_admin_zk_auth(const char *auth);
  * credentials of fw_fleet_admin_zk_auth, read for anyone).
  * Returns the number of znodes secured; -EINVAL (etcd, or no credentials);
  * -ENOENT (no fleet at @root); -EACCES (the fleet belongs to another
- * principal); FW_EFLEET_ZK-style store codes with @err.
+ * principal); FW_EFLEET_STORE-style store codes with @err.
  */
 FW_API int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, char *err,
 			   size_t errlen);

@@ -2,8 +2,10 @@
 /*
  * The registry interface: what the claiming recipe, the lease rule and
  * their proof (doc/design/fleet-safety.md) need from a store, and nothing
- * more. ZooKeeper is the first implementation (store_zk.c); an etcd one maps
- * each operation onto etcd's primitives as noted below; tests use an
+ * more. Two implementations, each its own optional library (lib/fleet/
+ * meson.build): ZooKeeper (store_zk.c) and etcd (store_etcd.c), which maps
+ * each operation onto etcd's primitives as noted below;
+ * fw_fleet_store_open() makes the one a configuration names. Tests use an
  * in-memory one that can lose replies, fail writes, move its time back and
  * drop sessions (tests/unit/fleet_memstore.c).
  *
@@ -137,3 +139,48 @@ struct fw_fleet_store {
 
 /* The codes above by name ("version moved", "store unreachable", ...). */
 FW_API const char *fw_fleet_store_strerror(int rc);
+
+/* ---- making a store ---- */
+
+/* Most endpoints in one list. */
+#define FW_FLEET_ETCD_ENDPOINTS_MAX 8
+
+/* Connection options; NULL or "" for each string means "not used". */
+struct fw_fleet_etcd_opts {
+	const char *endpoints; /* "http://h:2379,https://h2:2379": required */
+	const char *ca_file;   /* CA bundle for https endpoints (else the system's) */
+	const char *cert_file; /* client certificate (PEM), with key_file */
+	const char *key_file;  /* client key (PEM) */
+	const char *user;      /* etcd user (with password) */
+	const char *password;
+	/* a password over http:// endpoints crosses the network in clear: refused
+	 * unless this is true (the operator's explicit choice) */
+	bool plain_password;
+	const char *proxy; /* HTTP(S) proxy URL; NULL or "": none, whatever the environment says */
+	uint32_t session_ms; /* lease TTL (rounded up to whole seconds, at least 2 s) */
+	uint32_t request_ms; /* one HTTP request's timeout; 0: 2000 */
+};
+
+/* Which store, and how to reach it (fw_fleet_store_open). */
+struct fw_fleet_store_conf {
+	/* non-NULL: etcd with these options (zookeeper and zk_auth are not looked at) */
+	const struct fw_fleet_etcd_opts *etcd;
+	const char *zookeeper; /* else ZooKeeper: its connect string "host:port,host:port" */
+	/* ZooKeeper digest credentials "user:password" (NULL or "": none, open ACLs);
+	 * copied by the store and zeroed when it is freed */
+	const char *zk_auth;
+	const char *root;    /* the fleet's root, "/flakewire/dc1" (below 200 characters) */
+	uint32_t session_ms; /* ZooKeeper's session timeout (etcd's TTL: etcd->session_ms) */
+};
+
+/*
+ * Makes the store @c names (etcd when c->etcd is set, else ZooKeeper),
+ * connecting to nothing (its connect() does). Each store is an optional
+ * library: a build without it refuses here.
+ * Returns 0 with *out set (free it with (*out)->ops->free); -EINVAL with a
+ * line in @err (an empty or too long connect string, bad etcd options: the
+ * line never holds a password; a root too long); -ENOTSUP with a line in
+ * @err naming the package this build lacked; -ENOMEM.
+ */
+FW_API int fw_fleet_store_open(const struct fw_fleet_store_conf *c, struct fw_fleet_store **out,
+			       char *err, size_t errlen);

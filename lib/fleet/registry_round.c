@@ -218,7 +218,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
-		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
+		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	}
 	int crc = 0;
 	if (n_need) {
@@ -251,7 +251,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
 		if (crc != 0)
-			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_ZK
+			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_STORE
 			       : crc == -EACCES                ? FW_EFLEET_AUTH
 							       : crc;
 	}
@@ -272,7 +272,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 				       &n_got, NULL, err, errlen);
 	}
 	if (crc == -ENOTCONN || crc == -EIO || crc == -EACCES)
-		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
+		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	if (crc != 0) {
 		/* Not satisfiable now: the old IDs keep issuing (the keeper slews);
 		 * retried with backoff, logged once per change. */
@@ -315,9 +315,9 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 			continue;
 		int rc = fw_fleet_renew(&f->r, h, &mid, &mtime, owner, sizeof(owner));
 		if (rc < 0) {
-			snprintf(err, errlen, "fleet: renewing worker %d: %s", h->worker,
-				 f->store->ops->last_error(f->store));
-			return FW_EFLEET_ZK;
+			snprintf(err, errlen, "fleet: %s: renewing worker %d: %s", f->store->name,
+				 h->worker, f->store->ops->last_error(f->store));
+			return FW_EFLEET_STORE;
 		}
 		if (rc == FW_FLEET_RENEWED) {
 			if (mtime)
@@ -348,10 +348,10 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	if (retire_pending(f) != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
-		return FW_EFLEET_ZK;
+		return FW_EFLEET_STORE;
 	}
 	rc = fleet_claim_round(f, mono, false, err, errlen);
-	if (rc == FW_EFLEET_ZK)
+	if (rc == FW_EFLEET_STORE)
 		return rc;
 	if (mono < f->next_renew)
 		return 0;
@@ -410,7 +410,7 @@ void *fleet_thread_main(void *arg)
 		uint64_t due = f->next_renew;
 		pthread_mutex_lock(&f->mu);
 		for (uint32_t i = 0; i < f->n; i++)
-			if (f->replace_req[i] && rc != FW_EFLEET_ZK)
+			if (f->replace_req[i] && rc != FW_EFLEET_STORE)
 				due = FW_MIN(due, f->next_repl);
 		struct timespec ts = fw_fleet_mono_deadline(due);
 		while (!f->stop && !f->wake && fw_mono_ms() < due)

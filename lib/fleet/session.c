@@ -19,7 +19,7 @@ static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: preparing %s: %s", s->name, ss->root,
 			 s->ops->last_error(s));
-		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
+		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	}
 	struct fw_layout h;
 	const struct fw_layout *l = &ss->layout;
@@ -49,7 +49,7 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 	int crc = s->ops->connect(s, wait_ms);
 	if (crc != 0) {
 		snprintf(err, errlen, "fleet: %s %s", s->name, s->ops->last_error(s));
-		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
+		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	}
 	if (!ss->root_ok) {
 		int rc = root_check(ss, err, errlen);
@@ -71,7 +71,7 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 		if (rc != -EEXIST) {
 			snprintf(err, errlen, "fleet: %s: liveness of %s: %s", s->name,
 				 ss->identity, s->ops->last_error(s));
-			return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_ZK;
+			return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 		}
 		if (alive_wait_ms == 0)
 			return 0; /* running: retried every round */

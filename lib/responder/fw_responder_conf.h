@@ -19,7 +19,7 @@
 #include "fw_common.h"
 #include "fw_conf.h"
 #include "fw_fleet.h"
-#include "fw_fleet_store_etcd.h"
+#include "fw_fleet_store.h"
 #include "fw_keeper.h"
 #include "fw_keeper_driver.h"
 #include "fw_policy.h"

@@ -32,10 +32,10 @@ struct fw_fleet_session {
  * and retried at the next call (renewals, being CAS, stay safe meanwhile).
  * Returns 0; FW_EFLEET_LAYOUT (the root holds another layout, or no fleet
  * layout); FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
- * ACL refuses this session); FW_EFLEET_ZK (unreachable or failed). @err gets one line on error.
+ * ACL refuses this session); FW_EFLEET_STORE (unreachable or failed). @err gets one line on error.
  */
-FW_API int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms,
-				   uint32_t alive_wait_ms, char *err, size_t errlen);
+int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint32_t alive_wait_ms,
+			    char *err, size_t errlen);
 
 /* Ends the session (the liveness record goes). */
-FW_API void fw_fleet_session_drop(struct fw_fleet_session *ss);
+void fw_fleet_session_drop(struct fw_fleet_session *ss);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The registry interface (fw_fleet_store.h) over etcd's v3 API, through
+ * Internal to lib/fleet (the etcd store library; fw_fleet_store_open makes
+ * one). The registry interface (fw_fleet_store.h) over etcd's v3 API, through
  * its JSON gateway (HTTP POST of JSON, keys and values base64; libcurl for
  * HTTP and TLS, json-c for JSON: both in Debian and kept well, and the
  * gateway is served by every etcd since 3.3 with no gRPC stack needed).
@@ -43,43 +44,24 @@
 #include "fw_common.h"
 #include "fw_fleet_store.h"
 
-/* Most endpoints in one list. */
-#define FW_FLEET_ETCD_ENDPOINTS_MAX 8
-
-/* Connection options; NULL or "" for each string means "not used". */
-struct fw_fleet_etcd_opts {
-	const char *endpoints; /* "http://h:2379,https://h2:2379": required */
-	const char *ca_file;   /* CA bundle for https endpoints (else the system's) */
-	const char *cert_file; /* client certificate (PEM), with key_file */
-	const char *key_file;  /* client key (PEM) */
-	const char *user;      /* etcd user (with password) */
-	const char *password;
-	/* a password over http:// endpoints crosses the network in clear: refused
-	 * unless this is true (the operator's explicit choice) */
-	bool plain_password;
-	const char *proxy; /* HTTP(S) proxy URL; NULL or "": none, whatever the environment says */
-	uint32_t session_ms; /* lease TTL (rounded up to whole seconds, at least 2 s) */
-	uint32_t request_ms; /* one HTTP request's timeout; 0: 2000 */
-};
-
 /*
  * Checks an endpoint list: 1 to FW_FLEET_ETCD_ENDPOINTS_MAX comma-separated
  * http:// or https:// URLs of at most 255 characters, no path, no user info
  * (user:password@: refused without echoing it). Returns 0 or -EINVAL with
  * @why (may be NULL) naming what is wrong.
  */
-FW_API int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whylen);
+int fw_fleet_etcd_endpoints_check(const char *endpoints, char *why, size_t whylen);
 
 /*
  * Checks @o before a store is made of it: the endpoints as above, and a
  * user (with a password) only over https:// unless o->plain_password.
  * Returns 0 or -EINVAL with @why (may be NULL; never holds the password).
  */
-FW_API int fw_fleet_etcd_opts_check(const struct fw_fleet_etcd_opts *o, char *why, size_t whylen);
+int fw_fleet_etcd_opts_check(const struct fw_fleet_etcd_opts *o, char *why, size_t whylen);
 
 /*
  * A store for @o and @root. Connects to nothing (connect() does). NULL with
  * errno set: EINVAL (a bad endpoint list, @root too long), ENOMEM.
  */
-FW_API struct fw_fleet_store *fw_fleet_store_etcd_new(const struct fw_fleet_etcd_opts *o,
-						      const char *root);
+struct fw_fleet_store *fw_fleet_store_etcd_new(const struct fw_fleet_etcd_opts *o,
+					       const char *root);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The registry interface (fw_fleet_store.h) over ZooKeeper
+ * Internal to lib/fleet (the ZooKeeper store library; fw_fleet_store_open
+ * makes one). The registry interface (fw_fleet_store.h) over ZooKeeper
  * (libzookeeper_mt, synchronous API):
  *   layout record  the root znode's data
  *   worker record  ROOT/workers/NNNNN, version = the znode's version,
@@ -29,8 +30,8 @@
  * -EACCES. Connects to nothing. NULL with errno set (ENOMEM, EINVAL:
  * @connect, @root or @auth too long).
  */
-FW_API struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *root,
-						    uint32_t session_ms, const char *auth);
+struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *root,
+					     uint32_t session_ms, const char *auth);
 
 /*
  * Migration of a fleet created with open ACLs: sets the fleet's ACL (see
@@ -39,5 +40,5 @@ FW_API struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const c
  * set; -ENOENT (no fleet at the root); -EINVAL (no credentials); a store
  * code (-EACCES: the fleet already belongs to another principal).
  */
-FW_API int fw_fleet_store_zk_secure(struct fw_fleet_store *s, uint32_t timeout_ms, char *err,
-				    size_t errlen);
+int fw_fleet_store_zk_secure(struct fw_fleet_store *s, uint32_t timeout_ms, char *err,
+			     size_t errlen);

@@ -18,13 +18,13 @@
  * As fw_fleet_create, over @store (taken over: freed by fw_fleet_free, and
  * here on error); cfg->connect is not looked at.
  */
-FW_API int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
-				 struct fw_fleet_store *store, struct fw_fleet **out, char *err,
-				 size_t errlen);
+int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
+			  struct fw_fleet_store *store, struct fw_fleet **out, char *err,
+			  size_t errlen);
 
 /*
  * The wait after @fails failed rounds in a row (>= 1): 250 ms doubling, at
  * most @renew_ms, with +-25 % jitter from @rnd so a fleet cut off together
  * does not come back in step. Always in [b - b/4, b - b/4 + b/2) for that b.
  */
-FW_API uint64_t fw_fleet_backoff_ms(uint32_t fails, uint64_t renew_ms, uint64_t rnd);
+uint64_t fw_fleet_backoff_ms(uint32_t fails, uint64_t renew_ms, uint64_t rnd);

@@ -87,7 +87,7 @@ void fleet_cache_save(struct fw_fleet *f);
 
 /*
  * Claims for slots without a usable ID, then (when due) the replacements.
- * At start, all or nothing. 0, FW_EFLEET_FULL (@err says why), FW_EFLEET_ZK.
+ * At start, all or nothing. 0, FW_EFLEET_FULL (@err says why), FW_EFLEET_STORE.
  */
 int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *err, size_t errlen);
 

@@ -72,7 +72,7 @@ struct fw_fleet_recipe {
 };
 
 /* True when worker @w's record with @token is this process's to take back. */
-FW_API bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token);
+bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token);
 
 enum fw_fleet_kind { FW_FLEET_TAKEBACK = 0, FW_FLEET_NEW, FW_FLEET_FREE, FW_FLEET_EXPIRED };
 
@@ -85,11 +85,11 @@ struct fw_fleet_cand {
 };
 
 /* qsort order of candidates (claim order above). */
-FW_API int fw_fleet_cand_cmp(const void *a, const void *b);
+int fw_fleet_cand_cmp(const void *a, const void *b);
 
 /* The record a claim of @c writes at local time @now_l (layout ms). */
-FW_API void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
-				 uint64_t now_l, struct fw_fleet_rec *out);
+void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
+			  uint64_t now_l, struct fw_fleet_rec *out);
 
 /*
  * Reads every worker record and lists what can be claimed, in claim order,
@@ -99,17 +99,17 @@ FW_API void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct f
  * own; @owners (may be NULL) lists them ("3 by node-b until 2026-...").
  * Returns 0 with *out (free() it) and *n; a store code; -ENOMEM.
  */
-FW_API int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
-			 struct fw_fleet_cand **out, uint32_t *n, uint32_t *n_owned,
-			 uint32_t *n_mine, char *owners, size_t owners_len);
+int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+		  struct fw_fleet_cand **out, uint32_t *n, uint32_t *n_owned, uint32_t *n_mine,
+		  char *owners, size_t owners_len);
 
 /*
  * Writes the claim of @c. Returns 0 with *h set; -EEXIST, -ESTALE, -ENOENT
  * (another writer came first: try the next candidate); -ENOTCONN (unknown:
  * a later scan sees the record as a take-back if it landed); -EIO.
  */
-FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
-			      struct fw_fleet_held *h);
+int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
+		       struct fw_fleet_held *h);
 
 /* Flags of fw_fleet_claim_n. */
 #define FW_FLEET_CLAIM_ALL 0x1u /* all of @n_need or none: what was got is given back */
@@ -129,10 +129,10 @@ FW_API int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_f
  * a take-back (this identity's previous run may have issued up to its old
  * lease, which its floor does not cover).
  */
-FW_API int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
-			    uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
-			    struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
-			    uint32_t *n_mine, char *err, size_t errlen);
+int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
+		     uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
+		     struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
+		     uint32_t *n_mine, char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
 enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };
@@ -147,16 +147,16 @@ enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };
  * renewal adopts it). *local_mid and *mtime (server, 0: none) are set for
  * the clock check on FW_FLEET_RENEWED.
  */
-FW_API int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h,
-			  uint64_t *local_mid, uint64_t *mtime, char *owner, size_t owner_len);
+int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uint64_t *local_mid,
+		   uint64_t *mtime, char *owner, size_t owner_len);
 
 /*
  * Releases @h, which issued nothing above @last (layout ms): owner "",
  * lease = floor = max(h->floor, @last), by CAS on h->version. Returns 0 or a
  * store code (-ESTALE: the version moved).
  */
-FW_API int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h,
-				 uint64_t last);
+int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h,
+			  uint64_t last);
 
 /* Outcomes of fw_fleet_retire_held. */
 enum fw_fleet_retired {
@@ -174,15 +174,15 @@ enum fw_fleet_retired {
  * that is gone or garbled) is FW_FLEET_RETIRE_AGAIN, with the store's
  * error in *rc (0 when the record was read). h->version follows the reads.
  */
-FW_API enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r,
-						  struct fw_fleet_held *h, uint64_t last, int *rc);
+enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r, struct fw_fleet_held *h,
+					   uint64_t last, int *rc);
 
 /*
  * Reads and parses worker @w's record. Returns 0; -EINVAL (garbled: *v is
  * set, *rec is not: never claim nor write it); -ENOENT; a store code.
  */
-FW_API int fw_fleet_read(struct fw_fleet_store *s, uint32_t w, struct fw_fleet_rec *rec,
-			 struct fw_fleet_ver *v);
+int fw_fleet_read(struct fw_fleet_store *s, uint32_t w, struct fw_fleet_rec *rec,
+		  struct fw_fleet_ver *v);
 
 /* Local time in layout ms. */
-FW_API uint64_t fw_fleet_recipe_now(const struct fw_fleet_recipe *r);
+uint64_t fw_fleet_recipe_now(const struct fw_fleet_recipe *r);

@@ -37,8 +37,8 @@ struct fw_fleet_cache_of {
  * Writes the @n slots' held IDs (those with a worker) to @path, durably.
  * Returns 0 or -errno (the old file stays).
  */
-FW_API int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
-				const struct fw_fleet_held *slots, uint32_t n);
+int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
+			 const struct fw_fleet_held *slots, uint32_t n);
 
 /*
  * Loads @path into slots[0..n) (each marked cached; slots the file does not
@@ -48,8 +48,8 @@ FW_API int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of
  * loaded); FW_ESTATE_CORRUPT
  * (garbled, or a worker outside the layout: every slot set to none).
  */
-FW_API int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
-			       struct fw_fleet_held *slots, uint32_t n);
+int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
+			struct fw_fleet_held *slots, uint32_t n);
 
 /* Why fw_fleet_cache_read refused (@rc < 0), for the start's log line. */
-FW_API const char *fw_fleet_cache_why(int rc);
+const char *fw_fleet_cache_why(int rc);

@@ -36,34 +36,34 @@ struct fw_fleet_rec {
 };
 
 /* Writes @r's text into @buf; returns its length (< @cap), or -ENOSPC. */
-FW_API int fw_fleet_rec_format(char *buf, size_t cap, const struct fw_fleet_rec *r);
+int fw_fleet_rec_format(char *buf, size_t cap, const struct fw_fleet_rec *r);
 
 /*
  * Parses a worker record of @len bytes. Returns 0, or -EINVAL (garbled:
  * wrong magic, a field missing or out of range, an owner too long): such a
  * record is never claimed nor written.
  */
-FW_API int fw_fleet_rec_parse(const char *buf, int len, struct fw_fleet_rec *r);
+int fw_fleet_rec_parse(const char *buf, int len, struct fw_fleet_rec *r);
 
 /* The layout record's text; returns its length or -ENOSPC. */
-FW_API int fw_fleet_layout_format(char *buf, size_t cap, const struct fw_layout *l);
+int fw_fleet_layout_format(char *buf, size_t cap, const struct fw_layout *l);
 
 /* Parses a layout record. Returns 0 or -EINVAL (not a flakewire fleet layout). */
-FW_API int fw_fleet_layout_parse(const char *buf, int len, struct fw_layout *l);
+int fw_fleet_layout_parse(const char *buf, int len, struct fw_layout *l);
 
 /* True when @a and @b are the same layout (epoch and the three widths). */
-FW_API bool fw_fleet_layout_same(const struct fw_layout *a, const struct fw_layout *b);
+bool fw_fleet_layout_same(const struct fw_layout *a, const struct fw_layout *b);
 
 /* True for 1-127 characters of [A-Za-z0-9._:-], not "." or "..". */
-FW_API bool fw_fleet_identity_ok(const char *s);
+bool fw_fleet_identity_ok(const char *s);
 
 /* Keys. Each returns the length written (truncated to @cap like snprintf). */
-FW_API int fw_fleet_key_worker(char *buf, size_t cap, const char *root, uint32_t worker);
-FW_API int fw_fleet_key_node(char *buf, size_t cap, const char *root, const char *identity);
-FW_API int fw_fleet_key_sub(char *buf, size_t cap, const char *root, const char *sub);
+int fw_fleet_key_worker(char *buf, size_t cap, const char *root, uint32_t worker);
+int fw_fleet_key_node(char *buf, size_t cap, const char *root, const char *identity);
+int fw_fleet_key_sub(char *buf, size_t cap, const char *root, const char *sub);
 
 /*
  * Parses a child name of ROOT/workers ("00042"). Returns the worker ID, or
  * -1 for a name that is not one below @total.
  */
-FW_API int32_t fw_fleet_key_worker_parse(const char *name, uint32_t total);
+int32_t fw_fleet_key_worker_parse(const char *name, uint32_t total);

@@ -16,11 +16,11 @@
 
 /*
  * As fw_fleet_list_read, over @s (not freed). Returns 0; -ENOENT (no fleet
- * at @root); FW_EFLEET_ZK (@err says why); -ENOMEM.
+ * at @root); FW_EFLEET_STORE (@err says why); -ENOMEM.
  */
-FW_API int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t timeout_ms,
-			       struct fw_fleet_list *out, char *err, size_t errlen);
+int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t timeout_ms,
+			struct fw_fleet_list *out, char *err, size_t errlen);
 
 /* As fw_fleet_release, over @s (not freed); the same codes. */
-FW_API int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t worker,
-				  unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);
+int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t worker,
+			   unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);
