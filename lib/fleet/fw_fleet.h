@@ -87,8 +87,8 @@ FW_API void fw_fleet_config_default(struct fw_fleet_config *cfg);
 /* Where a slot's current lease comes from. */
 enum fw_fleet_source {
 	FW_FLEET_SRC_NONE = 0,  /* no worker ID: answer NO_LEASE */
-	FW_FLEET_SRC_ZK = 1,    /* confirmed by ZooKeeper in this run */
-	FW_FLEET_SRC_CACHE = 2, /* from the cache file (ZooKeeper was down at start) */
+	FW_FLEET_SRC_STORE = 1, /* confirmed by the store (ZooKeeper or etcd) in this run */
+	FW_FLEET_SRC_CACHE = 2, /* from the cache file (the store was down at start) */
 };
 
 /* One slot (worker lcore or thread): what it may issue under. */

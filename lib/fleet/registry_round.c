@@ -245,7 +245,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		fleet_count_kinds(f, kinds, n_got);
 		for (uint32_t k = 0; k < n_got; k++) {
 			f->slot[need[k]] = got[k];
-			fleet_publish(f, need[k], FW_FLEET_SRC_ZK);
+			fleet_publish(f, need[k], FW_FLEET_SRC_STORE);
 		}
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
@@ -293,7 +293,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			(struct retiring){.h = f->slot[i]}; /* room checked */
 		f->replace_req[i] = false;
 		f->slot[i] = got[k];
-		fleet_publish_locked(f, i, FW_FLEET_SRC_ZK);
+		fleet_publish_locked(f, i, FW_FLEET_SRC_STORE);
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (f->repl_full)
@@ -332,7 +332,7 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 			fleet_count(f, &f->st.lost, 1);
 			*any_lost = true;
 		}
-		fleet_publish(f, i, FW_FLEET_SRC_ZK);
+		fleet_publish(f, i, FW_FLEET_SRC_STORE);
 	}
 	return 0;
 }

@@ -233,7 +233,7 @@ static void test_new(void **state)
 	for (uint32_t i = 0; i < 2; i++) {
 		struct fw_fleet_slot s = slot(a, i);
 		assert_int_equal(s.worker, (int32_t)i); /* lowest first */
-		assert_int_equal(s.source, FW_FLEET_SRC_ZK);
+		assert_int_equal(s.source, FW_FLEET_SRC_STORE);
 		assert_int_equal(s.floor_ms, 0);
 		assert_true(s.lease_ms >= before + LEASE_MS &&
 			    s.lease_ms <= layout_now() + LEASE_MS);
@@ -319,7 +319,7 @@ static void test_lost_cache_serves_at_default_lease(void **state)
 	for (uint32_t i = 0; i < 2; i++) {
 		struct fw_fleet_slot s = slot(a, i);
 		assert_true(s.worker == 2 || s.worker == 3);
-		assert_int_equal(s.source, FW_FLEET_SRC_ZK);
+		assert_int_equal(s.source, FW_FLEET_SRC_STORE);
 		assert_int_equal(s.floor_ms, 0);
 	}
 	assert_int_equal(rec(0).token, 7);
@@ -932,8 +932,8 @@ static void test_cache_start(void **state)
 	assert_true(status(a).started_from_cache);
 	/* back: the cached claim is renewed as ours (its version may have moved) */
 	memsrv_down(M, false);
-	WAIT_FOR(slot(a, 0).source == FW_FLEET_SRC_ZK, 3000);
-	assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_ZK);
+	WAIT_FOR(slot(a, 0).source == FW_FLEET_SRC_STORE, 3000);
+	assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_STORE);
 	assert_int_equal(status(a).lost, 0);
 	fw_fleet_free(a);
 	unlink(cache);

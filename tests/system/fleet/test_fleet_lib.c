@@ -101,7 +101,7 @@ static void test_claim(void **state)
 	int seen = 0;
 	for (uint32_t i = 0; i < 2; i++) {
 		struct fw_fleet_slot a = slot(A, i), b = slot(B, i);
-		assert_int_equal(a.source, FW_FLEET_SRC_ZK);
+		assert_int_equal(a.source, FW_FLEET_SRC_STORE);
 		assert_true(a.worker >= 0 && a.worker < 4 && b.worker >= 0 && b.worker < 4);
 		assert_true(a.lease_ms > layout_now() + LEASE_MS / 2);
 		assert_false(seen & (1 << a.worker));
