@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Small time helpers, written once: a sleep
- * that finishes its whole interval even when a signal interrupts it.
- * Header only (C11 + POSIX clock_nanosleep), no DPDK.
+ * The time helpers every component uses, written once: sleeps that finish
+ * their whole interval even when a signal interrupts them, CLOCK_MONOTONIC in
+ * ns and ms, and CLOCK_REALTIME in ms since the Unix epoch.
+ * Header only (C11 + POSIX clock_gettime/clock_nanosleep), no DPDK.
  */
 #pragma once
 
