@@ -63,7 +63,7 @@ static int split_host_port(const char *s, char *host, size_t cap, uint16_t *port
 	return p ? parse_port(p, port) : 0;
 }
 
-int client_resolve(const char *s, struct fw_client_server *srv)
+int fwc_resolve(const char *s, struct fw_client_server *srv)
 {
 	char host[256];
 	uint16_t port;
@@ -106,7 +106,7 @@ int client_resolve(const char *s, struct fw_client_server *srv)
 	return rc;
 }
 
-bool client_same_addr(const struct sockaddr_storage *a, const struct fw_client_server *srv)
+bool fwc_same_addr(const struct sockaddr_storage *a, const struct fw_client_server *srv)
 {
 	if (a->ss_family != srv->addr.ss_family)
 		return false;
@@ -131,7 +131,7 @@ bool client_same_addr(const struct sockaddr_storage *a, const struct fw_client_s
  * others; replies are still matched by source address too.
  * Returns the descriptor or -errno.
  */
-int client_server_socket(const struct fw_client_server *srv)
+int fwc_server_socket(const struct fw_client_server *srv)
 {
 	int fd = socket(srv->addr.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 

@@ -75,11 +75,11 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 		c->srv[i].fd = -1;
 	c->nsrv = n;
 	for (size_t i = 0; i < n; i++) {
-		rc = client_resolve(servers[i], &c->srv[i]);
+		rc = fwc_resolve(servers[i], &c->srv[i]);
 		if (rc < 0)
 			goto err_close;
 		c->ipv6 |= c->srv[i].addr.ss_family == AF_INET6;
-		rc = client_server_socket(&c->srv[i]);
+		rc = fwc_server_socket(&c->srv[i]);
 		if (rc < 0)
 			goto err_close;
 		c->srv[i].fd = rc;
@@ -90,9 +90,9 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	 * and add at most prefetch IDs, plus one reply's worth of ranges.
 	 * The UUID buffer is allocated on first use.
 	 */
-	rc = client_pf_init(&c->pf, &c->pf_io, n);
+	rc = fwc_pf_init(&c->pf, &c->pf_io, n);
 	if (rc == 0)
-		rc = client_pf_init(&c->upf, &c->upf_io, n);
+		rc = fwc_pf_init(&c->upf, &c->upf_io, n);
 	if (rc < 0)
 		goto err_close;
 	c->pf.cap = 64;
@@ -125,13 +125,13 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	}
 	if (rc < 0)
 		goto err_close;
-	client_slots_add(c);
+	fwc_slots_add(c);
 	*out = c;
 	return 0;
 
 err_close:
-	client_pf_free(&c->pf, n);
-	client_pf_free(&c->upf, n);
+	fwc_pf_free(&c->pf, n);
+	fwc_pf_free(&c->upf, n);
 	for (size_t i = 0; i < n; i++)
 		if (c->srv[i].fd >= 0)
 			close(c->srv[i].fd);
@@ -152,11 +152,11 @@ void fw_client_close(struct fw_client *c)
 	pthread_mutex_unlock(&c->lock);
 	if (c->refiller_started)
 		pthread_join(c->refiller, NULL);
-	client_slots_free(c);
+	fwc_slots_free(c);
 	for (size_t i = 0; i < c->nsrv; i++)
 		close(c->srv[i].fd);
-	client_pf_free(&c->pf, c->nsrv);
-	client_pf_free(&c->upf, c->nsrv);
+	fwc_pf_free(&c->pf, c->nsrv);
+	fwc_pf_free(&c->upf, c->nsrv);
 	pthread_cond_destroy(&c->refiller_cond);
 	pthread_mutex_destroy(&c->call_lock);
 	pthread_mutex_destroy(&c->lock);

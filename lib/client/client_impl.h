@@ -3,7 +3,9 @@
  * lib/client's private header: the client's structures and the functions
  * its files call in one another (hidden: the library is built with
  * gnu_symbol_visibility 'hidden', so only fw_client.h's FW_API functions
- * are exported). Not installed.
+ * are exported; the shared object exports none of them). Their prefix is
+ * fwc_, not client_: the static libflakewire-client.a keeps them global, so
+ * the name must not clash with a program's own. Not installed.
  *
  * The files and who calls whom (no cycle):
  *   client.c    options, open, shutdown, close -> addr.c, prefetch.c
@@ -221,16 +223,16 @@ static inline uint64_t wait_slice_ns(const struct fw_client *c, const struct fw_
  * port defaults to FW_WIRE_DEFAULT_PORT) into srv->addr and srv->addrlen,
  * numeric first, then by name. Returns 0 or FW_ERESOLVE.
  */
-int client_resolve(const char *s, struct fw_client_server *srv);
+int fwc_resolve(const char *s, struct fw_client_server *srv);
 
 /* True when @a is @srv's address and port (IPv4 or IPv6). */
-bool client_same_addr(const struct sockaddr_storage *a, const struct fw_client_server *srv);
+bool fwc_same_addr(const struct sockaddr_storage *a, const struct fw_client_server *srv);
 
 /*
  * A non-blocking UDP socket connected to @srv (an ICMP port unreachable
  * then reads as ECONNREFUSED). Returns the descriptor or -errno.
  */
-int client_server_socket(const struct fw_client_server *srv);
+int fwc_server_socket(const struct fw_client_server *srv);
 
 /* ---- validate.c ---- */
 
@@ -240,8 +242,8 @@ int client_server_socket(const struct fw_client_server *srv);
  * and against what was seen before on @io; records the highest ID on
  * success. Returns 0 or FW_EINVALID.
  */
-int client_validate(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
-		    const struct fw_wire_range *r, size_t n, uint64_t asked);
+int fwc_validate(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
+		 const struct fw_wire_range *r, size_t n, uint64_t asked);
 
 /*
  * Checks the @n UUIDs @u of an OK UUID7 reply with header @h (version 7,
@@ -249,8 +251,8 @@ int client_validate(struct fw_client *c, struct fw_client_io *io, const struct f
  * worker; with the layout, the tag and the header's worker) and records the
  * last one on success. Returns 0 or FW_EINVALID.
  */
-int client_validate_uuids(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
-			  const uint8_t (*u)[FW_UUID_LEN], size_t n, size_t asked);
+int fwc_validate_uuids(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
+		       const uint8_t (*u)[FW_UUID_LEN], size_t n, size_t asked);
 
 /* ---- exchange.c ---- */
 
@@ -261,40 +263,40 @@ int client_validate_uuids(struct fw_client *c, struct fw_client_io *io, const st
  * ranges of one). Runs without c->lock held. Returns 0, FW_ESTATUS,
  * FW_ETIMEOUT, FW_EINVALID, FW_ECLOSED, -ECANCELED or -errno.
  */
-int client_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint16_t want,
-		 struct fw_wire_range *r, size_t *n);
+int fwc_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint16_t want,
+	      struct fw_wire_range *r, size_t *n);
 
 /*
  * Fetches up to @want (1..FW_WIRE_UUID7_MAX) UUIDs on @io with one UUID7
  * request and validates them: on success they are in io->reply.body.uuids,
- * *n of them. Returns as client_fetch(), or -EOPNOTSUPP when the responder
+ * *n of them. Returns as fwc_fetch(), or -EOPNOTSUPP when the responder
  * says it has no UUID7.
  */
-int client_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n);
+int fwc_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n);
 
 /* ---- prefetch.c ---- */
 
 /*
  * Initialises prefetch buffer @p over channel @io for @nsrv servers (the
  * channel's sockets are opened on first use). Returns 0 or -errno; undone
- * by client_pf_free() either way.
+ * by fwc_pf_free() either way.
  */
-int client_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv);
+int fwc_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv);
 
-/* Closes the channel's sockets and frees @p's buffers (@nsrv as given to client_pf_init()). */
-void client_pf_free(struct fw_client_pf *p, size_t nsrv);
+/* Closes the channel's sockets and frees @p's buffers (@nsrv as given to fwc_pf_init()). */
+void fwc_pf_free(struct fw_client_pf *p, size_t nsrv);
 
 /*
  * Makes @c's per-thread slot key and lists @c among the live clients (with
  * its serial), so fw_client_next() can hand out IDs per thread. Without a
  * key (PTHREAD_KEYS_MAX reached) it takes from the pool under the lock.
  */
-void client_slots_add(struct fw_client *c);
+void fwc_slots_add(struct fw_client *c);
 
 /*
  * Unlists @c and frees its slots: their threads never touch them again (no
  * call may be in flight; the key is deleted, so no destructor runs).
  */
-void client_slots_free(struct fw_client *c);
+void fwc_slots_free(struct fw_client *c);
 
 #endif /* FW_CLIENT_IMPL_H */

@@ -59,7 +59,7 @@ static int io_fd(struct fw_client *c, struct fw_client_io *io, size_t s)
 		return c->srv[s].fd;
 	pthread_mutex_lock(&c->lock);
 	if (io->fds[s] < 0) {
-		fd = client_server_socket(&c->srv[s]);
+		fd = fwc_server_socket(&c->srv[s]);
 		if (fd >= 0)
 			io->fds[s] = fd;
 	}
@@ -115,7 +115,7 @@ static int await_reply(const struct fw_client *c, struct fw_client_io *io, int f
 				break;
 			if (len < 0)
 				return -errno;
-			if ((size_t)len > sizeof(io->rx) || !client_same_addr(&from, srv))
+			if ((size_t)len > sizeof(io->rx) || !fwc_same_addr(&from, srv))
 				continue;
 			rc = fw_wire_parse_reply(io->rx, (size_t)len, &io->reply);
 			if (rc == FW_EWIRE_VERSION && io->reply.hdr.tag == tag) {
@@ -298,8 +298,8 @@ static int ensure_layout(struct fw_client *c, struct fw_client_io *io)
  * most FW_WIRE_LIST_MAX) or RANGE request and validates them. On success
  * the IDs are in @r as *n ranges (LIST IDs as ranges of one).
  */
-int client_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint16_t want,
-		 struct fw_wire_range *r, size_t *n)
+int fwc_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint16_t want,
+	      struct fw_wire_range *r, size_t *n)
 {
 	const struct fw_wire_reply *rep = &io->reply;
 	int rc;
@@ -323,7 +323,7 @@ int client_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, u
 			r[i].n = 1;
 		}
 	}
-	rc = client_validate(c, io, &rep->hdr, r, rep->hdr.count, want);
+	rc = fwc_validate(c, io, &rep->hdr, r, rep->hdr.count, want);
 	if (rc < 0)
 		return rc;
 	*n = rep->hdr.count;
@@ -334,7 +334,7 @@ int client_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, u
  * Fetches up to @want (1..FW_WIRE_UUID7_MAX) UUIDs on @io with one UUID7
  * request; on success they are in io->reply.body.uuids, *n of them.
  */
-int client_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n)
+int fwc_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n)
 {
 	const struct fw_wire_reply *rep = &io->reply;
 	bool known, lacks;
@@ -353,8 +353,8 @@ int client_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t wa
 	rc = exchange(c, io, FW_WIRE_OP_UUID7, want);
 	if (rc < 0)
 		return rc;
-	rc = client_validate_uuids(c, io, &rep->hdr, (const uint8_t(*)[FW_UUID_LEN])rep->body.uuids,
-				   rep->hdr.count, want);
+	rc = fwc_validate_uuids(c, io, &rep->hdr, (const uint8_t(*)[FW_UUID_LEN])rep->body.uuids,
+				rep->hdr.count, want);
 	if (rc < 0)
 		return rc;
 	*n = rep->hdr.count;
@@ -378,7 +378,7 @@ int fw_client_get(struct fw_client *c, uint64_t *id)
 		} else {
 			r.first = c->call.reply.body.ids[0];
 			r.n = 1;
-			rc = client_validate(c, &c->call, &c->call.reply.hdr, &r, 1, 1);
+			rc = fwc_validate(c, &c->call, &c->call.reply.hdr, &r, 1, 1);
 		}
 	}
 	if (rc == 0)
@@ -401,8 +401,8 @@ int fw_client_get_n(struct fw_client *c, uint64_t *ids, size_t n, size_t *got)
 	while (done < n) {
 		size_t nr;
 
-		rc = client_fetch(c, &c->call, false, (uint16_t)FW_MIN(n - done, FW_WIRE_LIST_MAX),
-				  r, &nr);
+		rc = fwc_fetch(c, &c->call, false, (uint16_t)FW_MIN(n - done, FW_WIRE_LIST_MAX), r,
+			       &nr);
 		if (rc < 0)
 			break;
 		for (size_t i = 0; i < nr; i++)
@@ -425,7 +425,7 @@ int fw_client_get_range(struct fw_client *c, uint32_t want, struct fw_wire_range
 	if (!c || !ranges || !nranges || max == 0 || want == 0 || want > FW_WIRE_RANGE_IDS_MAX)
 		return -EINVAL;
 	pthread_mutex_lock(&c->call_lock);
-	rc = client_fetch(c, &c->call, true, (uint16_t)want, r, &n);
+	rc = fwc_fetch(c, &c->call, true, (uint16_t)want, r, &n);
 	pthread_mutex_unlock(&c->call_lock);
 	if (rc < 0)
 		return rc;
@@ -448,8 +448,8 @@ int fw_client_get_uuid7(struct fw_client *c, uint8_t (*uuids)[FW_UUID_LEN], size
 	while (done < n) {
 		size_t nr;
 
-		rc = client_fetch_uuids(c, &c->call, (uint16_t)FW_MIN(n - done, FW_WIRE_UUID7_MAX),
-					&nr);
+		rc = fwc_fetch_uuids(c, &c->call, (uint16_t)FW_MIN(n - done, FW_WIRE_UUID7_MAX),
+				     &nr);
 		if (rc < 0)
 			break;
 		memcpy(uuids + done, c->call.reply.body.uuids, nr * FW_UUID_LEN);

@@ -27,7 +27,7 @@
  * worker's whole ID space for long. */
 #define FW_CLIENT_GROW_SEQ_MS    16u
 
-int client_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv)
+int fwc_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv)
 {
 	memset(p, 0, sizeof(*p));
 	p->io = io;
@@ -39,7 +39,7 @@ int client_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv)
 	return -pthread_cond_init(&p->cond, NULL);
 }
 
-void client_pf_free(struct fw_client_pf *p, size_t nsrv)
+void fwc_pf_free(struct fw_client_pf *p, size_t nsrv)
 {
 	if (p->io && p->io->fds) {
 		for (size_t i = 0; i < nsrv; i++)
@@ -118,7 +118,7 @@ static struct fw_client_slot *slot_new(struct fw_client *c)
 	return s;
 }
 
-void client_slots_add(struct fw_client *c)
+void fwc_slots_add(struct fw_client *c)
 {
 	/* Without a key (PTHREAD_KEYS_MAX reached) fw_client_next() takes from
 	 * the pool under the lock: slower, the same IDs. */
@@ -132,7 +132,7 @@ void client_slots_add(struct fw_client *c)
 
 /* Unlists @c and frees its slots: their threads never touch them again
  * (no call may be in flight; the key is deleted, so no destructor runs). */
-void client_slots_free(struct fw_client *c)
+void fwc_slots_free(struct fw_client *c)
 {
 	pthread_mutex_lock(&slots_lock);
 	for (struct fw_client **pp = &live_clients; *pp; pp = &(*pp)->next_client)
@@ -162,7 +162,7 @@ static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 		size_t n;
 		int rc;
 
-		rc = client_fetch_uuids(c, p->io, (uint16_t)want, &n);
+		rc = fwc_fetch_uuids(c, p->io, (uint16_t)want, &n);
 		if (rc < 0)
 			return rc;
 		fetched += n;
@@ -377,8 +377,8 @@ static int refill_ids(struct fw_client *c, uint64_t want)
 		size_t n;
 		int rc;
 
-		rc = client_fetch(c, &c->pf_io, use_range,
-				  (uint16_t)FW_MIN(want - fetched, per_req), r, &n);
+		rc = fwc_fetch(c, &c->pf_io, use_range, (uint16_t)FW_MIN(want - fetched, per_req),
+			       r, &n);
 		if (rc < 0)
 			return rc;
 		for (size_t i = 0; i < n; i++)

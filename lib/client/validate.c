@@ -55,8 +55,8 @@ static bool id_from_worker(const struct fw_layout *l, uint64_t id, const struct 
  * asked and what was seen before on @io, and records the highest ID on
  * success. Returns 0 or FW_EINVALID.
  */
-int client_validate(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
-		    const struct fw_wire_range *r, size_t n, uint64_t asked)
+int fwc_validate(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
+		 const struct fw_wire_range *r, size_t n, uint64_t asked)
 {
 	uint32_t key = (uint32_t)h->datacenter << 16 | h->worker;
 	struct fw_layout layout;
@@ -98,8 +98,8 @@ int client_validate(struct fw_client *c, struct fw_client_io *io, const struct f
  * with the layout, carrying the tag and the worker the header names.
  * Returns 0 or FW_EINVALID.
  */
-int client_validate_uuids(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
-			  const uint8_t (*u)[FW_UUID_LEN], size_t n, size_t asked)
+int fwc_validate_uuids(struct fw_client *c, struct fw_client_io *io, const struct fw_wire_hdr *h,
+		       const uint8_t (*u)[FW_UUID_LEN], size_t n, size_t asked)
 {
 	uint32_t key = (uint32_t)h->datacenter << 16 | h->worker;
 	struct fw_layout layout;
