@@ -185,6 +185,31 @@ static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 }
 
 /*
+ * Waits on @cond (CLOCK_REALTIME, default attributes) under c->lock: plainly,
+ * or with opts.cancel in slices of FW_CLIENT_CANCEL_SLICE_MS that ask it.
+ * Returns -ECANCELED when asked to stop, else 0 (a wake-up or a slice's end).
+ */
+static int cond_wait_slice(struct fw_client *c, pthread_cond_t *cond)
+{
+	struct timespec ts;
+
+	if (!c->opts.cancel) {
+		pthread_cond_wait(cond, &c->lock);
+		return 0;
+	}
+	if (cancelled(c, NULL))
+		return -ECANCELED;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cond, &c->lock, &ts);
+	return 0;
+}
+
+/*
  * The prefetching loop shared by fw_client_next() and fw_client_next_uuid7():
  * takes one item into @out, refilling outside c->lock when the buffer runs
  * low. One refill is in flight at a time; other callers keep taking from
@@ -231,21 +256,11 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			take(p, out);
 			return 0;
 		}
-		if (p->busy && !c->opts.cancel) {
-			pthread_cond_wait(&p->cond, &c->lock);
-		} else if (p->busy) {
-			struct timespec ts;
+		if (p->busy) {
+			int wrc = cond_wait_slice(c, &p->cond);
 
-			if (cancelled(c, NULL))
-				return -ECANCELED;
-			/* p->cond runs on CLOCK_REALTIME (default attributes) */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)(FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&p->cond, &c->lock, &ts);
+			if (wrc)
+				return wrc;
 		}
 	}
 }
@@ -534,23 +549,7 @@ static int refiller_start(struct fw_client *c)
 /* Waits on pf.cond for the refiller, in slices that ask opts.cancel. Under c->lock. */
 static int pool_wait(struct fw_client *c)
 {
-	struct timespec ts;
-
-	if (!c->opts.cancel) {
-		pthread_cond_wait(&c->pf.cond, &c->lock);
-		return 0;
-	}
-	if (cancelled(c, NULL))
-		return -ECANCELED;
-	/* pf.cond runs on CLOCK_REALTIME (default attributes) */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)(FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&c->pf.cond, &c->lock, &ts);
-	return 0;
+	return cond_wait_slice(c, &c->pf.cond);
 }
 
 /*
