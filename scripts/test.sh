@@ -47,10 +47,11 @@ phase install
 # script locks its cache, so a test that needs one waits for it to finish.
 WARM_PID=""
 if [ "$(id -u)" -eq 0 ] && { [ -z "${SUITES:-}" ] || [[ " ${SUITES} " == *" ops "* ]] || [[ " ${SUITES} " == *" system "* ]]; }; then
-	# its own process group (setsid), so an early exit stops all of it
+	# its own process group (setsid), so an early exit stops all of it; each
+	# step bounded (a stalled mirror must not hold the test command)
 	setsid bash -c '
-		bash tests/ops/nspawn_root.sh >/dev/null || echo "warm-up: tests/ops/nspawn_root.sh failed (deploy-nspawn will say why)"
-		scripts/image.sh --base-only --quiet || echo "warm-up: scripts/image.sh --base-only failed (podman-pods will say why)"
+		timeout 900 bash tests/ops/nspawn_root.sh >/dev/null || echo "warm-up: tests/ops/nspawn_root.sh failed (deploy-nspawn will say why)"
+		timeout 900 scripts/image.sh --base-only --quiet || echo "warm-up: scripts/image.sh --base-only failed (podman-pods will say why)"
 		echo "warm-up: the Debian roots ready after $SECONDS s"' >"$LOGS/warm.log" 2>&1 </dev/null &
 	WARM_PID=$!
 fi
