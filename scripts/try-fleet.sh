@@ -47,10 +47,16 @@ stop)
 	[ -f "$DIR/pids" ] || { echo "try-fleet.sh: $DIR holds no registry" >&2; exit 1; }
 	read -r -a pids <"$DIR/pids"
 	kill -TERM "${pids[@]}" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || break; sleep 0.1; done
+	# kill -0 with several PIDs fails once any one is gone: ask each
+	any_alive() {
+		local p
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done
+		return 1
+	}
+	for _ in $(seq 50); do any_alive || break; sleep 0.1; done
 	kill -KILL "${pids[@]}" 2>/dev/null
-	# not our children (an earlier call started them): gone when kill -0 fails
-	for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || break; sleep 0.1; done
+	# not our children (an earlier call started them): gone when none answers kill -0
+	for _ in $(seq 50); do any_alive || break; sleep 0.1; done
 	rm -rf "$DIR"
 	;;
 *)

@@ -193,13 +193,14 @@ static void backstep_1h(uint32_t n)
 		int i;
 		/*
 		 * No pause: the glue reads the slots while the registry publishes;
-		 * but a short sleep every 256 steps, so that on a loaded machine the
-		 * registry thread gets a CPU within the bound (it did not, once in
-		 * 30 runs at a load of 16 on 2 cores, when this loop only spun).
+		 * but a 2 ms sleep every 256 steps (about 0.8 s of sleeping within
+		 * the step bound), so that on a loaded machine the registry thread
+		 * gets a CPU within the bound (it did not, once in 30 runs at a load
+		 * of 16 on 2 cores, when this loop only spun).
 		 */
 		for (i = 0; i < 100000 && !fresh; i++) {
 			if (i % 256 == 255)
-				usleep(200);
+				usleep(2000);
 			step(&s, 0);
 			fresh = true;
 			for (uint32_t j = 0; j < n; j++) {

@@ -143,10 +143,12 @@ bench_start() {
 	# The machine's own pauses while bench runs (a shared VM's stolen time, a
 	# loaded 2-core box): a process that sleeps 5 ms at a time writes the
 	# longest it overslept, in ms, to $TMP/NAME.pause (see gap_limit).
+	# (bounded: it ends with its parent, or after 15 minutes)
 	$PY -c '
-import sys, time
-worst, path = 0.0, sys.argv[1]
-while True:
+import os, sys, time
+worst, path, parent = 0.0, sys.argv[1], os.getppid()
+end = time.monotonic() + 900
+while os.getppid() == parent and time.monotonic() < end:
     t = time.monotonic(); time.sleep(0.005); late = (time.monotonic() - t - 0.005) * 1000
     if late > worst:
         worst = late

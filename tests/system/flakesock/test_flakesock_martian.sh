@@ -59,8 +59,12 @@ PY
 echo "controls: $out"
 check "a real IPv6 peer is answered" grep -q "\"$(/usr/bin/python3 -c 'import socket;print(int(socket.AF_INET6))')\": [1-9]" <<<"$out"
 check "a real IPv4 peer on the same socket is answered" grep -q '"2": [1-9]' <<<"$out"
-sleep 0.3
-sys_in_ns curl -s -m 3 http://127.0.0.1:9861/metrics >"$SYS_TMP/m"
+# the worker publishes its counters a moment after the datagrams: read until they show
+martian_counted() {
+	sys_in_ns curl -s -m 3 http://127.0.0.1:9861/metrics >"$SYS_TMP/m" &&
+		grep -q 'reason="martian"} 15$' "$SYS_TMP/m"
+}
+sys_wait_for 10 martian_counted
 grep 'reason="martian"\|flakewire_requests_total' "$SYS_TMP/m"
 check "the 15 forged v4-mapped and unspecified IPv6 datagrams: dropped, counted as martian" \
 	grep -q 'flakewire_drops_total{thread="0",worker="0",reason="martian"} 15' "$SYS_TMP/m"
