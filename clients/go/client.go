@@ -889,6 +889,15 @@ func (c *Client) dropExpired(now time.Time) {
 
 // tick advances the epoch while Next is used, keeps the pool fresh and
 // full, and ends after idleTicks ticks without a take.
+// ensureTicking starts the ticker (the epoch that ages shares, the pool's
+// upkeep) unless it runs. Under c.buf.
+func (c *Client) ensureTicking() {
+	if !c.ticking {
+		c.ticking, c.idleTicks = true, 0
+		go c.tick()
+	}
+}
+
 func (c *Client) tick() {
 	t := time.NewTicker(c.opts.MaxAge / ageTicks)
 	defer t.Stop()
@@ -1044,10 +1053,7 @@ func (c *Client) nextSlow(ctx context.Context, s *stripe) (uint64, error) {
 		}()
 	}
 	c.takes++
-	if !c.ticking {
-		c.ticking, c.idleTicks = true, 0
-		go c.tick()
-	}
+	c.ensureTicking()
 	waited := false
 	var gen uint64
 	for {
@@ -1059,6 +1065,9 @@ func (c *Client) nextSlow(ctx context.Context, s *stripe) (uint64, error) {
 			return c.takePool(), nil
 		}
 		if c.count > 0 {
+			// the ticker may have ended idle while this caller waited out a long
+			// refill: without it the epoch stands still and the share never expires
+			c.ensureTicking()
 			c.fill(s)
 			if c.count < uint64(c.low) && !c.refilling && !time.Now().Before(c.holdUntil) {
 				c.startRefill()

@@ -726,26 +726,48 @@ public final class Client implements AutoCloseable {
      * refill cost more than the refill), and ends after two maximum ages without one, or at close.
      */
     private void refiller() {
-        for (;;) {
-            int n;
-            buf.lock();
-            try {
-                long idleNs = o.maxAgeMs * 2_000_000L;
-                while (refillWant == 0 && !closed && idleNs > 0) idleNs = refillAsked.awaitNanos(idleNs);
-                if (refillWant == 0 || closed) {
-                    refillerRunning = false;
-                    return;
+        boolean interrupted = false;
+        try {
+            for (;;) {
+                int n;
+                buf.lock();
+                try {
+                    long idleNs = o.maxAgeMs * 2_000_000L;
+                    while (refillWant == 0 && !closed && idleNs > 0) {
+                        try {
+                            idleNs = refillAsked.awaitNanos(idleNs);
+                        } catch (InterruptedException e) {
+                            interrupted = true; // our own thread: an interrupt is no stop, a refill may be owed
+                        }
+                    }
+                    if (refillWant == 0 || closed) {
+                        refillerRunning = false;
+                        return;
+                    }
+                    n = refillWant;
+                    refillWant = 0;
+                } finally {
+                    buf.unlock();
                 }
-                n = refillWant;
-                refillWant = 0;
-            } catch (InterruptedException e) {
-                refillerRunning = false;
-                Thread.currentThread().interrupt();
-                return;
-            } finally {
-                buf.unlock();
+                try {
+                    refill(n);
+                } catch (Error e) {
+                    // the refill owed to waiting callers will not come: wake them with an error
+                    buf.lock();
+                    try {
+                        refillerRunning = false;
+                        refilling = false;
+                        refillErr = new IOException("flakewire: the refiller thread failed: " + e, e);
+                        gen++;
+                        changed.signalAll();
+                    } finally {
+                        buf.unlock();
+                    }
+                    throw e;
+                }
             }
-            refill(n);
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 
@@ -800,19 +822,16 @@ public final class Client implements AutoCloseable {
         buf.lock();
         try {
             takes++;
-            if (!ticking) {
-                ticking = true;
-                idleTicks = 0;
-                Thread t = new Thread(this::tick, "flakewire-ticker");
-                t.setDaemon(true);
-                t.start();
-            }
+            ensureTicking();
             boolean waited = false;
             long g = 0;
             for (;;) {
                 if (closed) throw new ClosedException();
                 dropExpired(System.nanoTime());
                 if (count > 0) {
+                    // the ticker may have ended idle while this caller waited out a long refill:
+                    // without it the epoch stands still and the share would never expire
+                    ensureTicking();
                     fill(s);
                     long id = s.take();
                     if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
@@ -828,6 +847,16 @@ public final class Client implements AutoCloseable {
         } finally {
             buf.unlock();
         }
+    }
+
+    /** Starts the ticker (the epoch that ages shares, the pool's upkeep) unless it runs. Under buf. */
+    private void ensureTicking() {
+        if (ticking) return;
+        ticking = true;
+        idleTicks = 0;
+        Thread t = new Thread(this::tick, "flakewire-ticker");
+        t.setDaemon(true);
+        t.start();
     }
 
     /** Moves one caller's share of the pool to s. Under buf. */
