@@ -57,9 +57,3 @@ static inline void fw_log(const struct fw_log *log, enum fw_log_level level, con
 	fw_logv(log, level, fmt, ap);
 	va_end(ap);
 }
-
-/* "error", "warning", "info": the words the responders print before a line. */
-static inline const char *fw_log_level_name(enum fw_log_level level)
-{
-	return level == FW_LOG_ERR ? "error" : level == FW_LOG_WARNING ? "warning" : "info";
-}

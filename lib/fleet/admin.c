@@ -131,20 +131,25 @@ int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t 
 			char lt[FW_FLEET_REC_MAX];
 			int ll = 0;
 			struct fw_layout l = {0};
-			if (s->ops->alive_of(s, d.owner, &alive) == 0 && alive &&
-			    s->ops->prepare(s, false, NULL, 0, lt, &ll) == 0 &&
-			    fw_fleet_layout_parse(lt, ll, &l) == 0) {
-				char ts[FW_ISO8601_LEN];
+			/* fails closed: an owner whose liveness cannot be read is not released */
+			rc = s->ops->alive_of(s, d.owner, &alive);
+			if (rc != 0)
+				break;
+			if (alive) {
+				char ts[FW_ISO8601_LEN] = "";
+				/* only the message needs the layout (the lease's date) */
+				if (s->ops->prepare(s, false, NULL, 0, lt, &ll) == 0 &&
+				    fw_fleet_layout_parse(lt, ll, &l) == 0)
+					fw_format_iso8601(d.lease + l.epoch_ms, ts);
+				else
+					snprintf(ts, sizeof(ts), "ms %llu of the epoch",
+						 (unsigned long long)d.lease);
 				snprintf(err, errlen,
 					 "fleet: worker %u is held by %s, alive, its lease until "
-					 "%s: it "
-					 "keeps issuing until then whatever the record says; stop "
-					 "it "
-					 "first (its IDs come back at its next start or lease "
-					 "end), or "
-					 "--force",
-					 worker, d.owner,
-					 fw_format_iso8601(d.lease + l.epoch_ms, ts));
+					 "%s: it keeps issuing until then whatever the record "
+					 "says; stop it first (its IDs come back at its next "
+					 "start or lease end), or --force",
+					 worker, d.owner, ts);
 				return -EBUSY;
 			}
 		}

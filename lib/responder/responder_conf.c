@@ -198,8 +198,10 @@ FW_API int fw_responder_fleet_config(struct fw_responder_fleet_config *f, const 
 						   "[fleet] etcd_password_file", f->password,
 						   sizeof(f->password), err, errlen)
 				  : 0;
-		if (prc != 0)
+		if (prc != 0) {
+			fw_responder_fleet_config_wipe(f);
 			return prc;
+		}
 		f->fc.etcd = &f->etcd;
 	}
 	if (c->fleet.zookeeper_auth_file[0]) {
@@ -239,10 +241,6 @@ FW_API int fw_responder_fleet_config(struct fw_responder_fleet_config *f, const 
 
 FW_API void fw_responder_fleet_config_wipe(struct fw_responder_fleet_config *f)
 {
-	/* volatile: the compiler may not drop the stores as dead */
-	volatile char *p = f->password, *z = f->zk_auth;
-	for (size_t i = 0; i < sizeof(f->password); i++)
-		p[i] = 0;
-	for (size_t i = 0; i < sizeof(f->zk_auth); i++)
-		z[i] = 0;
+	explicit_bzero(f->password, sizeof(f->password));
+	explicit_bzero(f->zk_auth, sizeof(f->zk_auth));
 }

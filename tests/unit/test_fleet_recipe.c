@@ -578,6 +578,14 @@ static void test_lost_claims_at_once(void **state)
 	fw_fleet_free(a);
 }
 
+static int alive_of_fails(struct fw_fleet_store *s, const char *identity, bool *alive)
+{
+	(void)s;
+	(void)identity;
+	(void)alive;
+	return -EIO;
+}
+
 /* Released by an operator while held: lost, then claimed back above the old lease. */
 static void test_released_while_held(void **state)
 {
@@ -591,6 +599,17 @@ static void test_released_while_held(void **state)
 	/* a live owner: refused without force (issue 38), naming it */
 	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 0, 100, err, sizeof(err)), -EBUSY);
 	assert_non_null(strstr(err, "held by a, alive"));
+	/* the owner's liveness unreadable: refused too (fails closed), the record untouched */
+	const struct fw_fleet_store_ops *real = ops->ops;
+	struct fw_fleet_store_ops broken = *real;
+	broken.alive_of = alive_of_fails;
+	ops->ops = &broken;
+	assert_true(fw_fleet_release_store(ops, "/t", 0, 0, 100, err, sizeof(err)) < 0);
+	ops->ops = real;
+	struct fw_fleet_rec r;
+	int64_t ver;
+	assert_true(memsrv_get(M, 0, &r, &ver));
+	assert_string_equal(r.owner, "a");
 	assert_int_equal(
 		fw_fleet_release_store(ops, "/t", 0, FW_FLEET_RELEASE_FORCE, 100, err, sizeof(err)),
 		0);
