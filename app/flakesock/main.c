@@ -296,6 +296,7 @@ int main(int argc, char **argv)
 	fw_responder_metrics_stop(ctx.core);
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		pthread_join(ctx.workers[i].thread, NULL);
+	/* the final mark first, while the leases are still held (as flakewire); then the fleet */
 	rc = fw_responder_keeper_stop(ctx.core);
 	fw_responder_free(ctx.core);  /* the fleet stops: its leases stay */
 	fw_state_lock_free(ctx.lock); /* after the final mark */
