@@ -252,16 +252,13 @@ static double median(double *v, unsigned n)
 /* Two samples 20 ms apart: enough to print a sane rate, not a precise one. */
 static int calibrate(struct fw_clock_cal *cal)
 {
-	struct timespec ts, pause = {0, 20 * 1000 * 1000};
 	uint64_t tsc0, ns0, tsc1, ns1;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	ns0 = fw_wall_ns();
 	tsc0 = read_tsc();
-	ns0 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	nanosleep(&pause, NULL);
-	clock_gettime(CLOCK_REALTIME, &ts);
+	fw_sleep_ms(20);
+	ns1 = fw_wall_ns();
 	tsc1 = read_tsc();
-	ns1 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	return fw_clock_calibrate(cal, tsc0, ns0, tsc1, ns1);
 }
 

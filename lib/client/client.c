@@ -112,12 +112,7 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 			pthread_mutex_destroy(&c->lock);
 	}
 	if (rc == 0) {
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		rc = -pthread_cond_init(&c->refiller_cond, &ca);
-		pthread_condattr_destroy(&ca);
+		rc = -fw_cond_init_mono(&c->refiller_cond);
 		if (rc < 0) {
 			pthread_mutex_destroy(&c->call_lock);
 			pthread_mutex_destroy(&c->lock);

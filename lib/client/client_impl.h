@@ -30,6 +30,7 @@
 #include "fw_client.h"
 #include "fw_err.h"
 #include "fw_layout.h"
+#include "fw_time.h"
 #include "fw_uuid.h"
 
 /* Room for any valid reply (at most FW_WIRE_MTU_PAYLOAD) and some slack, so
@@ -85,7 +86,7 @@ struct fw_client_pr {
 	uint64_t first;
 	uint64_t n;
 	uint64_t epoch; /* c->hot.epoch when it arrived */
-	uint64_t at_ns; /* now_ns() when it arrived */
+	uint64_t at_ns; /* fw_mono_ns() when it arrived */
 };
 
 /*
@@ -182,23 +183,6 @@ struct fw_client {
 	struct fw_client_io pf_io;
 	struct fw_client_io upf_io;
 };
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline struct timespec ns_to_ts(uint64_t ns)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(ns / 1000000000ull),
-		.tv_nsec = (long)(ns % 1000000000ull),
-	};
-	return ts;
-}
 
 /* opts.cancel says to abandon the wait (never asked on the refiller's channel). */
 static inline bool cancelled(const struct fw_client *c, const struct fw_client_io *io)

@@ -15,7 +15,7 @@ static const size_t FW_CLIENT_IPV6_PAYLOAD_MAX = 1452;
 
 static void sleep_ns(uint64_t ns)
 {
-	struct timespec ts = ns_to_ts(ns);
+	struct timespec ts = fw_timespec_of_ns(ns);
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -24,9 +24,9 @@ static void sleep_ns(uint64_t ns)
 /* sleep_ns() in slices that ask opts.cancel. Returns 0, -ECANCELED or FW_ECLOSED. */
 static int pause_ns(const struct fw_client *c, const struct fw_client_io *io, uint64_t ns)
 {
-	uint64_t end = now_ns() + ns;
+	uint64_t end = fw_mono_ns() + ns;
 
-	for (uint64_t now = now_ns(); now < end; now = now_ns()) {
+	for (uint64_t now = fw_mono_ns(); now < end; now = fw_mono_ns()) {
 		if (cancelled(c, io))
 			return -ECANCELED;
 		if (atomic_load(&c->hot.closed))
@@ -79,7 +79,7 @@ static int await_reply(const struct fw_client *c, struct fw_client_io *io, int f
 		       uint64_t deadline)
 {
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = fw_mono_ns();
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		struct timespec ts;
 		int n;
@@ -90,7 +90,7 @@ static int await_reply(const struct fw_client *c, struct fw_client_io *io, int f
 			return FW_ECLOSED;
 		if (now >= deadline)
 			return FW_ETIMEOUT;
-		ts = ns_to_ts(wait_slice_ns(c, io, deadline - now));
+		ts = fw_timespec_of_ns(wait_slice_ns(c, io, deadline - now));
 		n = ppoll(&pfd, 1, &ts, NULL);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -200,7 +200,7 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 			if (sent < 0)
 				break;
 
-			rc = await_reply(c, io, fd, srv, op, tag, now_ns() + wait);
+			rc = await_reply(c, io, fd, srv, op, tag, fw_mono_ns() + wait);
 			if (rc == FW_ETIMEOUT)
 				continue;
 			/* Port closed (ICMP port unreachable): no resend, fail over. */

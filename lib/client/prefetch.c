@@ -226,7 +226,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 		if (atomic_load(&c->hot.closed))
 			return FW_ECLOSED;
 		bool low = p->avail == 0 ||
-			   (p->avail < c->opts.low_water && now_ns() >= p->hold_until_ns);
+			   (p->avail < c->opts.low_water && fw_mono_ns() >= p->hold_until_ns);
 
 		if (low && !p->busy) {
 			int rc;
@@ -246,7 +246,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			/* A cancelled wait says nothing about the responders: no hold-off. */
 			if (rc < 0 && rc != -ECANCELED)
 				p->hold_until_ns =
-					now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
+					fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
 						    << c->opts.retries);
 			pthread_cond_broadcast(&p->cond);
 			if (p->avail == 0 && rc < 0)
@@ -302,7 +302,7 @@ static bool pool_room(struct fw_client_pf *p, size_t n)
 static void pool_put(struct fw_client *c, const struct fw_wire_range *r, size_t n)
 {
 	struct fw_client_pf *p = &c->pf;
-	uint64_t epoch = atomic_load(&c->hot.epoch), now = now_ns();
+	uint64_t epoch = atomic_load(&c->hot.epoch), now = fw_mono_ns();
 
 	if (!pool_room(p, n))
 		return; /* no memory: these IDs are wasted, never reused */
@@ -424,7 +424,7 @@ static int refill_ids(struct fw_client *c, uint64_t want)
 static void refill_once(struct fw_client *c)
 {
 	struct fw_client_pf *p = &c->pf;
-	uint64_t start = now_ns();
+	uint64_t start = fw_mono_ns();
 	uint64_t cap = (uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX;
 	uint64_t want;
 	int rc;
@@ -463,7 +463,7 @@ static void refill_once(struct fw_client *c)
 	c->asks_served = c->asks;
 	/* A failed refill holds the next one off (callers with nothing left still ask). */
 	p->hold_until_ns =
-		rc < 0 ? now_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries)
+		rc < 0 ? fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries)
 		       : 0;
 	pthread_cond_broadcast(&p->cond);
 }
@@ -477,7 +477,7 @@ static void refiller_wait(struct fw_client *c, uint64_t until_ns)
 		pthread_cond_wait(&c->refiller_cond, &c->lock);
 		return;
 	}
-	ts = ns_to_ts(until_ns);
+	ts = fw_timespec_of_ns(until_ns);
 	pthread_cond_timedwait(&c->refiller_cond, &c->lock, &ts);
 }
 
@@ -494,7 +494,7 @@ static void *refiller_run(void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->refiller_stop) {
-		uint64_t now = now_ns(), until = UINT64_MAX;
+		uint64_t now = fw_mono_ns(), until = UINT64_MAX;
 		bool low;
 
 		if (atomic_load(&c->hot.closed)) {
@@ -585,7 +585,7 @@ static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_cl
 	if (!c->ticking) {
 		c->ticking = true;
 		c->idle_ticks = 0;
-		c->next_tick_ns = now_ns() + c->tick_ns;
+		c->next_tick_ns = fw_mono_ns() + c->tick_ns;
 		pthread_cond_signal(&c->refiller_cond);
 	}
 	while (rc == 0) {
@@ -593,7 +593,7 @@ static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_cl
 			rc = FW_ECLOSED;
 			break;
 		}
-		pool_drop_expired(c, now_ns());
+		pool_drop_expired(c, fw_mono_ns());
 		if (c->pf.avail > 0) {
 			if (s) {
 				slot_fill(c, s);

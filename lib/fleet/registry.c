@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "fw_err.h"
-#include "fleet_cond.h"
 #include "fleet_registry.h"
 #include "fw_time.h"
 
@@ -116,7 +115,7 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		f->pub[i].worker = FW_FLEET_WORKER_NONE;
 		f->slot[i].worker = FW_FLEET_WORKER_NONE;
 	}
-	fw_fleet_cond_init(&f->cv);
+	(void)fw_cond_init_mono(&f->cv);
 	pthread_mutex_init(&f->mu, NULL);
 	*out = f;
 	return 0;

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "fw_err.h"
-#include "fleet_cond.h"
 #include "fleet_registry.h"
 #include "fw_time.h"
 
@@ -412,7 +411,7 @@ void *fleet_thread_main(void *arg)
 		for (uint32_t i = 0; i < f->n; i++)
 			if (f->replace_req[i] && rc != FW_EFLEET_STORE)
 				due = FW_MIN(due, f->next_repl);
-		struct timespec ts = fw_fleet_mono_deadline(due);
+		struct timespec ts = fw_timespec_of_ns(due * 1000000u);
 		while (!f->stop && !f->wake && fw_mono_ms() < due)
 			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 		f->wake = false;

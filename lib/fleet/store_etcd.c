@@ -8,7 +8,6 @@
 
 #include "etcd_http.h"
 #include "fw_fleet_rec.h"
-#include "fleet_cond.h"
 #include "fw_fleet_store_etcd.h"
 #include "fw_time.h"
 
@@ -63,7 +62,7 @@ static void *keepalive_main(void *arg)
 	int64_t lease = e->lease;
 	while (!e->ka_stop && e->state != FW_FLEET_SESSION_LOST) {
 		uint64_t due = fw_mono_ms() + period;
-		struct timespec dl = fw_fleet_mono_deadline(due);
+		struct timespec dl = fw_timespec_of_ns(due * 1000000u);
 		while (!e->ka_stop && fw_mono_ms() < due)
 			if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT)
 				break;
@@ -136,7 +135,7 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 		return 0;
 	if (st == FW_FLEET_SESSION_DOWN) { /* the keep-alive thread decides: wait for it */
 		uint64_t due = fw_mono_ms() + wait_ms;
-		struct timespec dl = fw_fleet_mono_deadline(due);
+		struct timespec dl = fw_timespec_of_ns(due * 1000000u);
 		pthread_mutex_lock(&e->mu);
 		while (e->state == FW_FLEET_SESSION_DOWN)
 			if (pthread_cond_timedwait(&e->cv, &e->mu, &dl) == ETIMEDOUT)
@@ -519,7 +518,7 @@ struct fw_fleet_store *fw_fleet_store_etcd_new(const struct fw_fleet_etcd_opts *
 	snprintf(e->root, sizeof(e->root), "%s", root);
 	e->ttl_s = FW_MAX((o->session_ms + 999u) / 1000u, 2u);
 	e->state = FW_FLEET_SESSION_LOST;
-	fw_fleet_cond_init(&e->cv);
+	(void)fw_cond_init_mono(&e->cv);
 	pthread_mutex_init(&e->mu, NULL);
 	return &e->base;
 }

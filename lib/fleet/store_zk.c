@@ -12,7 +12,6 @@
 #include <zookeeper/zookeeper.h>
 
 #include "fw_fleet_rec.h"
-#include "fleet_cond.h"
 #include "fw_time.h"
 #include "fw_fleet_store_zk.h"
 
@@ -193,7 +192,7 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 		}
 	}
 	uint64_t due = fw_mono_ms() + wait_ms;
-	struct timespec dl = fw_fleet_mono_deadline(due);
+	struct timespec dl = fw_timespec_of_ns(due * 1000000u);
 	pthread_mutex_lock(&z->mu);
 	while (z->zstate != ZOO_CONNECTED_STATE && z->zstate != ZOO_EXPIRED_SESSION_STATE &&
 	       z->zstate != ZOO_AUTH_FAILED_STATE)
@@ -414,7 +413,7 @@ struct fw_fleet_store *fw_fleet_store_zk_new(const char *connect, const char *ro
 	snprintf(z->root, sizeof(z->root), "%s", root);
 	snprintf(z->auth, sizeof(z->auth), "%s", auth ? auth : "");
 	z->session_ms = session_ms;
-	fw_fleet_cond_init(&z->cv);
+	(void)fw_cond_init_mono(&z->cv);
 	pthread_mutex_init(&z->mu, NULL);
 	return &z->base;
 }

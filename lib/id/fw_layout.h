@@ -78,6 +78,23 @@ FW_API int fw_layout_encode(const struct fw_layout *l, uint64_t ms, uint32_t dat
  */
 FW_API int fw_layout_decode(const struct fw_layout *l, uint64_t id, struct fw_id_parts *out);
 
+/*
+ * Checks a run of consecutive IDs @first .. @first + @n - 1 that one reply
+ * of (@datacenter, @worker) carries, as every receiver of IDs does (the
+ * clients, the load generators' verifier): not empty, not wrapping, no ID
+ * with bit 63 set and, with a layout @l, the first and the last ID from that
+ * datacenter and worker (a run that carried into the worker field ends at
+ * another one, so every ID between is covered). Without a layout (@l NULL)
+ * only the run's bounds are checked. @a and @b (each may be NULL) get the
+ * first and last IDs' parts whenever @l is given and FW_ENEGATIVE is not
+ * returned.
+ * Returns 0, FW_ENEGATIVE (empty, wrapping, bit 63 set) or FW_EINVALID
+ * (another datacenter or worker).
+ */
+FW_API int fw_layout_check_run(const struct fw_layout *l, uint64_t first, uint64_t n,
+			       uint32_t datacenter, uint32_t worker, struct fw_id_parts *a,
+			       struct fw_id_parts *b);
+
 /* IDs one worker can issue per millisecond: 2^seq_bits. */
 FW_API uint64_t fw_layout_ids_per_ms(const struct fw_layout *l);
 

@@ -100,6 +100,28 @@ FW_API int fw_layout_decode(const struct fw_layout *l, uint64_t id, struct fw_id
 	return 0;
 }
 
+FW_API int fw_layout_check_run(const struct fw_layout *l, uint64_t first, uint64_t n,
+			       uint32_t datacenter, uint32_t worker, struct fw_id_parts *a,
+			       struct fw_id_parts *b)
+{
+	struct fw_id_parts pa, pb;
+	uint64_t last = first + n - 1;
+
+	/* last >= first below 2^63 puts the whole run below it */
+	if (n == 0 || last < first || last >> 63)
+		return FW_ENEGATIVE;
+	if (!l)
+		return 0;
+	a = a ? a : &pa;
+	b = b ? b : &pb;
+	fw_layout_decode(l, first, a);
+	fw_layout_decode(l, last, b);
+	if (a->datacenter != datacenter || a->worker != worker || b->datacenter != datacenter ||
+	    b->worker != worker)
+		return FW_EINVALID;
+	return 0;
+}
+
 FW_API uint64_t fw_layout_ids_per_ms(const struct fw_layout *l)
 {
 	return UINT64_C(1) << l->seq_bits;

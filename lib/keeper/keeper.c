@@ -11,6 +11,7 @@
 #include "fw_keeper.h"
 #include "fw_mark.h"
 #include "fw_seqlock.h"
+#include "fw_time.h"
 #include "fw_wire.h"
 
 #define NS_PER_MS     1000000ull
@@ -63,10 +64,7 @@ uint64_t fw_keeper_monoraw_ticks(void)
 
 uint64_t fw_keeper_realtime_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return fw_wall_ns();
 }
 
 void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, uint64_t *tick,

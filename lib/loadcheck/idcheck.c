@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fw_err.h"
 #include "fw_idcheck.h"
 
 #define GROW_FIRST 4096
@@ -148,14 +149,14 @@ FW_API unsigned fw_idcheck_add(struct fw_idcheck *v, uint64_t first, uint64_t n,
 	struct fw_id_parts a, b;
 	uint64_t last = first + n - 1;
 	unsigned mask = 0;
+	int rc = fw_layout_check_run(&v->conf.layout, first, n, dc, worker, &a, &b);
 
 	v->ids += n;
-	if (n == 0 || last < first || fw_layout_decode(&v->conf.layout, first, &a) ||
-	    fw_layout_decode(&v->conf.layout, last, &b)) {
+	if (rc == FW_ENEGATIVE) {
 		found(v, FW_IDCHECK_NEGATIVE, first, FW_MAX(n, (uint64_t)1));
 		return 1u << FW_IDCHECK_NEGATIVE;
 	}
-	if (a.datacenter != dc || a.worker != worker || b.datacenter != dc || b.worker != worker) {
+	if (rc) {
 		found(v, FW_IDCHECK_WORKER, first, n);
 		mask |= 1u << FW_IDCHECK_WORKER;
 	}

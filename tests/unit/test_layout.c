@@ -157,6 +157,36 @@ static void decode_known_values(void **state)
 	assert_int_equal(fw_layout_decode(&l, UINT64_C(1) << 63, &p), FW_ENEGATIVE);
 }
 
+/* A run of IDs from one reply: bounds, sign and the worker it must come from. */
+static void check_run_bounds_sign_and_worker(void **state)
+{
+	(void)state;
+	struct fw_layout l;
+	struct fw_id_parts a, b;
+	uint64_t w5 = (UINT64_C(1000) << 22) | (5 << 12); /* ms 1000, worker 5, sequence 0 */
+
+	fw_layout_default(&l);
+	assert_int_equal(fw_layout_check_run(&l, w5, 4096, 0, 5, &a, &b), 0);
+	assert_int_equal(a.sequence, 0);
+	assert_int_equal(b.sequence, 4095);
+	assert_int_equal(b.worker, 5);
+	/* one more carries into the worker field: the last ID is worker 6's */
+	assert_int_equal(fw_layout_check_run(&l, w5, 4097, 0, 5, &a, &b), FW_EINVALID);
+	assert_int_equal(b.worker, 6);
+	assert_int_equal(fw_layout_check_run(&l, w5, 1, 0, 4, NULL, NULL), FW_EINVALID);
+	assert_int_equal(fw_layout_check_run(&l, w5, 1, 1, 5, NULL, NULL), FW_EINVALID);
+	/* empty, wrapping, reaching bit 63: with or without a layout */
+	assert_int_equal(fw_layout_check_run(&l, w5, 0, 0, 5, NULL, NULL), FW_ENEGATIVE);
+	assert_int_equal(fw_layout_check_run(NULL, w5, 0, 0, 5, NULL, NULL), FW_ENEGATIVE);
+	assert_int_equal(fw_layout_check_run(NULL, UINT64_MAX, 2, 0, 0, NULL, NULL), FW_ENEGATIVE);
+	assert_int_equal(fw_layout_check_run(NULL, INT64_MAX, 1, 0, 0, NULL, NULL), 0);
+	assert_int_equal(fw_layout_check_run(NULL, INT64_MAX, 2, 0, 0, NULL, NULL), FW_ENEGATIVE);
+	assert_int_equal(fw_layout_check_run(&l, UINT64_C(1) << 63, 1, 0, 0, NULL, NULL),
+			 FW_ENEGATIVE);
+	/* without a layout the fields are not checked */
+	assert_int_equal(fw_layout_check_run(NULL, w5, 4097, 0, 4, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +196,7 @@ int main(void)
 		cmocka_unit_test(round_trip_over_many_layouts),
 		cmocka_unit_test(encode_rejects_values_that_do_not_fit),
 		cmocka_unit_test(decode_known_values),
+		cmocka_unit_test(check_run_bounds_sign_and_worker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
