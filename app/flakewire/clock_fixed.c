@@ -6,6 +6,7 @@
 #include <rte_cycles.h>
 
 #include "lcore.h"
+#include "fw_time.h"
 
 static int mem_read(void *arg, uint64_t *ms)
 {
@@ -45,7 +46,7 @@ struct fw_keeper *fwire_lcores_fixed_clock(struct fwire_lcore *lc, uint32_t n, u
 	if (rc)
 		return NULL;
 	/* two samples 100 ms apart at the nominal rate: no waiting */
-	uint64_t hz = rte_get_tsc_hz(), t1 = rte_rdtsc(), n1 = fw_keeper_realtime_ns();
+	uint64_t hz = rte_get_tsc_hz(), t1 = rte_rdtsc(), n1 = fw_wall_ns();
 	if (fw_keeper_start(k, t1 - hz / 10, n1 - 100000000u, t1, n1, NULL)) {
 		fw_keeper_free(k);
 		return NULL;

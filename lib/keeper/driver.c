@@ -43,9 +43,9 @@ FW_API int fw_keeper_driver_start(const struct fw_keeper_driver_config *cfg,
 		return rc < 0 ? rc : -EINVAL;
 	}
 	uint64_t t0, n0, t1, n1;
-	fw_keeper_sample(o->ticks, o->wall, &t0, &n0);
+	fw_keeper_sample(o->ticks, o->wall, o->arg, &t0, &n0);
 	fw_sleep_ms(cfg->calibrate_ms);
-	fw_keeper_sample(o->ticks, o->wall, &t1, &n1);
+	fw_keeper_sample(o->ticks, o->wall, o->arg, &t1, &n1);
 	rc = fw_keeper_start(d->k, t0, n0, t1, n1, NULL);
 	if (rc == FW_ECAL)
 		fw_log(&d->ops.log, FW_LOG_ERR, "clock calibration failed: %s", fw_strerror(rc));
@@ -74,7 +74,7 @@ FW_API void fw_keeper_driver_run(struct fw_keeper_driver *d)
 		t += d->tick_ms;
 		if (o->testclock_poll)
 			o->testclock_poll(o->arg, d->k);
-		fw_keeper_sample(o->ticks, o->wall, &tick, &ns);
+		fw_keeper_sample(o->ticks, o->wall, o->arg, &tick, &ns);
 		uint32_t ev = fw_keeper_tick(d->k, tick, ns);
 		if (o->on_tick)
 			o->on_tick(o->arg, ev, tick, ns);

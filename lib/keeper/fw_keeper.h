@@ -66,23 +66,23 @@ enum fw_keeper_start_policy {
 typedef uint64_t (*fw_keeper_ticks_fn)(void);
 
 /*
- * A system-clock reading in unix ns (CLOCK_REALTIME). The test-clock builds
- * of the responders pass a function that adds the faults of a fault file.
+ * A system-clock reading in unix ns (CLOCK_REALTIME: fw_wall_ns() of
+ * fw_time.h). @arg is its owner's (struct fw_keeper_driver_ops.arg). The
+ * test-clock builds of the responders pass a function that adds the faults
+ * of a fault file.
  */
-typedef uint64_t (*fw_keeper_wall_fn)(void);
+typedef uint64_t (*fw_keeper_wall_fn)(void *arg);
 
 /* CLOCK_MONOTONIC_RAW in ns: flakesock's tick source (and the unit tests'). */
 FW_API uint64_t fw_keeper_monoraw_ticks(void);
 
-/* CLOCK_REALTIME in unix ns: the default fw_keeper_wall_fn. */
-FW_API uint64_t fw_keeper_realtime_ns(void);
-
 /*
  * One (ticks, unix ns) pair taken as close together as possible: the best of
- * a few tries, keeping the one whose tick bracket around @wall is tightest.
+ * a few tries, keeping the one whose tick bracket around @wall(@wall_arg) is
+ * tightest.
  */
-FW_API void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, uint64_t *tick,
-			     uint64_t *ns);
+FW_API void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, void *wall_arg,
+			     uint64_t *tick, uint64_t *ns);
 
 /*
  * Persistence of the mark. NULL members (or a NULL io in the config) mean

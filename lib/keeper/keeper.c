@@ -62,20 +62,15 @@ uint64_t fw_keeper_monoraw_ticks(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t fw_keeper_realtime_ns(void)
-{
-	return fw_wall_ns();
-}
-
-void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, uint64_t *tick,
-		      uint64_t *ns)
+void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, void *wall_arg,
+		      uint64_t *tick, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 
 	/* keep the pair whose tick bracket around the wall-clock read is the tightest */
 	for (int i = 0; i < 5; i++) {
 		uint64_t t0 = ticks();
-		uint64_t n = wall();
+		uint64_t n = wall(wall_arg);
 		uint64_t t1 = ticks();
 		if (t1 - t0 < best) {
 			best = t1 - t0;

@@ -8,6 +8,7 @@
 
 #include "fw_keeper.h"
 #include "fw_testclock.h"
+#include "fw_time.h"
 
 __extension__ typedef __int128 s128;
 
@@ -133,7 +134,7 @@ int fw_testclock_reload(struct fw_testclock_faults *f, char *msg, size_t len)
 	if (parse(buf, f, msg, len))
 		return -1;
 	if (f->ppm != tc.ppm) {
-		uint64_t real = fw_keeper_realtime_ns();
+		uint64_t real = fw_wall_ns();
 
 		tc.anchor_fake = scaled(real);
 		tc.anchor_real = real;

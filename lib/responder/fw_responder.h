@@ -64,7 +64,7 @@ struct fw_responder_ops {
 	/* the keeper's tick source, read precisely for a sample */
 	fw_keeper_ticks_fn ticks;
 	/*
-	 * The system clock in unix ns (NULL: CLOCK_REALTIME); the keeper reads
+	 * The system clock in unix ns (NULL: CLOCK_REALTIME), given @arg; the keeper reads
 	 * it through the test clock's faults (none outside the test-clock builds).
 	 */
 	fw_keeper_wall_fn wall;

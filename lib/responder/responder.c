@@ -6,6 +6,7 @@
 
 #include "fw_err.h"
 #include "fw_responder_conf.h"
+#include "fw_time.h"
 #include "responder_impl.h"
 #ifdef FW_RESPONDER_FLEET
 #include "fw_responder_fleet.h"
@@ -15,15 +16,13 @@
 
 uint64_t fw_responder_unix_ns(const struct fw_responder *r)
 {
-	return r->cfg.ops.wall ? r->cfg.ops.wall() : fw_keeper_realtime_ns();
+	return r->cfg.ops.wall ? r->cfg.ops.wall(r->cfg.ops.arg) : fw_wall_ns();
 }
 
-/* The core of the keeper driver's callbacks (struct fw_keeper_driver_ops.arg). */
-static struct fw_responder *driving; /* the one core whose keeper runs (wall has no arg) */
-
-static uint64_t wall_ns(void)
+/* The keeper driver's callbacks: @arg is the core (struct fw_keeper_driver_ops.arg). */
+static uint64_t wall_ns(void *arg)
 {
-	return fw_responder_testclock_ns(fw_responder_unix_ns(driving));
+	return fw_responder_testclock_ns(fw_responder_unix_ns(arg));
 }
 
 static bool should_stop(void *arg)
@@ -197,7 +196,6 @@ FW_API int fw_responder_keeper_start(struct fw_responder *r)
 		.stats = stats,
 		.highest_issued = highest_issued,
 	};
-	driving = r;
 	if (fw_keeper_driver_start(&dc, &r->driver)) {
 		r->keeper = NULL;
 		return -1; /* logged */
@@ -240,7 +238,5 @@ FW_API void fw_responder_free(struct fw_responder *r)
 	fw_responder_metrics_stop(r);
 	fw_responder_fleet_stop(r);
 	fw_keeper_driver_free(r->driver);
-	if (driving == r)
-		driving = NULL;
 	free(r);
 }

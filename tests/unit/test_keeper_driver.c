@@ -27,19 +27,21 @@ static uint64_t fake_ticks(void)
 	return atomic_fetch_add(&fake_ns, 1000000) + 1000000;
 }
 
-static uint64_t fake_wall(void)
-{
-	return START_NS + atomic_load(&fake_ns);
-}
-
 struct owner {
 	unsigned ticks, stats, polls, inits;
+	atomic_uint walls; /* fake_wall calls with this owner as arg */
 	unsigned stop_after;
 	uint64_t highest;
 	uint64_t written;
 	int init_rc;
 	struct fw_keeper *seen;
 };
+
+static uint64_t fake_wall(void *arg)
+{
+	atomic_fetch_add(&((struct owner *)arg)->walls, 1);
+	return START_NS + atomic_load(&fake_ns);
+}
 
 static int st_read(void *arg, uint64_t *ms)
 {
@@ -137,6 +139,9 @@ static void test_run_and_stop(void **state)
 	assert_true(st.mark_unix_ms > 0); /* started: the first mark reserved */
 	fw_keeper_driver_run(d);
 	assert_int_equal(o.ticks, 200); /* stopped when should_stop said so */
+	/* the system clock was read through the owner's arg: 5 tries per sample, a sample
+	 * per tick and two for the calibration */
+	assert_true(atomic_load(&o.walls) >= 5 * (200 + 2));
 	assert_int_equal(o.polls, 200); /* the test clock polled before each tick */
 	assert_int_equal(o.stats, 200 / 50);
 	/* at stop the highest ms issued (layout ms) is persisted as the mark (unix ms) */
