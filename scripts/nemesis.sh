@@ -15,9 +15,10 @@
 # one with a new identity (its worker IDs taken over once their leases end),
 # a partitioned node's identity started elsewhere with an empty state
 # directory once its session expired (partition-twin), a second process on
-# a node's own state file (same-state-twin), and the registry refusing
+# a node's own state file (same-state-twin), the registry refusing
 # writes while a node's clock steps back (store-error: etcd's NOSPACE
-# alarm, ZooKeeper's hard quota). Every run draws a picture (ids.png).
+# alarm, ZooKeeper's hard quota), and an operator releasing a live node's
+# worker ID, refused, then forced (release). Every run draws a picture (ids.png).
 # scripts/nemesis/check.py then reads the clients' logs and the registry's
 # history: no ID twice across the fleet, every (node, worker) stream
 # increasing, successive holders of a worker never interleaving, no
@@ -66,7 +67,7 @@ RATE=200
 OUT=""
 KEEP=0
 FORCE=""
-usage() { sed -n '3,51p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,55p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "nemesis.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -248,6 +249,7 @@ sleep "$WARM_S"
 
 # ---- the nemesis ----
 TWINS=0
+RELEASES=0
 node_index() { echo "${1#n}"; }
 fault() {
 	local kind=$1 target=$2 dur=$3 param=$4 i off rc
@@ -368,6 +370,52 @@ fault() {
 		fi
 		echo "holder ${PID[$i]} exit $rc" >"$RUN/twin/$tw/outcome"
 		TWIN_PID=""
+		;;
+	release)
+		# An operator's mistaken release under traffic: one of the target's
+		# worker IDs (PARAM picks which), released without --force (refused:
+		# its owner is alive), then with --force. The owner keeps issuing
+		# under it up to its confirmed lease (the record's new floor), finds
+		# it lost at its next renewal and claims another; whoever claims the
+		# ID next (another slot, of this node or another) issues only above
+		# the floor. Kept DUR (beyond the lease). RUN/release/relK: the
+		# registry before, right after and at the end, the two runs' output,
+		# outcome ("worker W holder IDENTITY unforced RC forced RC t US", US: the
+		# forced run's end).
+		i=$(node_index "$target")
+		RELEASES=$((RELEASES + 1))
+		local rd="$RUN/release/rel$RELEASES" held="" w n t rc1=- rc2=- t_rel=0
+		mkdir -p "$rd"
+		for ((t = 0; t < 25; t++)); do
+			store_ls >"$rd/ls.before"
+			held=$(awk -v id="${IDENT[$i]}" '$2 == id && $7 == "alive" && $8 == "owned" { print $1 }' \
+				"$rd/ls.before" | tr '\n' ' ')
+			[ -n "$held" ] && break
+			sleep 0.2
+		done
+		if [ -z "$held" ]; then
+			w=-
+			ev note "$target" "release: ${IDENT[$i]} holds no worker ID with a live session"
+		else
+			read -r -a held <<<"$held"
+			n=${#held[@]}
+			w=${held[$((param % n))]}
+			fleet_release "$w" >"$rd/unforced" 2>&1
+			rc1=$?
+			fleet_release "$w" --force >"$rd/forced" 2>&1
+			rc2=$?
+			t_rel=$(now_us)
+			store_ls >"$rd/ls.after"
+			ev note "$target" "release of worker $w held by ${IDENT[$i]}: unforced exit $rc1," \
+				"forced exit $rc2: $(tr -s ' \n' ' ' <"$rd/unforced" | cut -c1-100)"
+		fi
+		echo "worker $w holder ${IDENT[$i]} unforced $rc1 forced $rc2 t $t_rel" >"$rd/outcome"
+		sleep "$(ms_to_s "$dur")"
+		if [ "$w" != - ]; then
+			store_ls >"$rd/ls.heal"
+			ev note "$target" "released worker $w at the heal: $(awk -v w="$w" \
+				'$1 == w { print $2, $8, "floor", $5 }' "$rd/ls.heal")"
+		fi
 		;;
 	store-error)
 		# The registry refuses writes (etcd: NOSPACE; ZooKeeper: hard quota)

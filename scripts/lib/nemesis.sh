@@ -94,6 +94,12 @@ store_ls() { # the registry, as flakectl fleet ls prints it (from the hub)
 		--timeout 1000 2>&1
 }
 
+# fleet_release WORKER [--force]: flakectl fleet release, from the hub.
+fleet_release() {
+	ip netns exec "$HUB" "$FLAKECTL" fleet release "$1" "$(store_flag)" "$STORE_LOCAL" \
+		--root "$FLEET_ROOT" --timeout 5000 "${@:2}"
+}
+
 # store_owned: how many worker IDs the registry shows owned (empty: unreadable).
 store_owned() { store_ls | sed -n 's/^\([0-9]*\) of [0-9]* worker IDs owned.*/\1/p'; }
 

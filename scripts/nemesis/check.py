@@ -29,6 +29,16 @@ Checks (each names what broke, with the IDs, nodes and workers):
                 state file, twin/sstwinK/) refused to start: it exited
                 non-zero, its log names the lock ("locked") and the PID of
                 the node holding it (twin/sstwinK/outcome: "holder PID exit RC")
+  release       every release fault (release/relK/) went as an operator's
+                mistake must: the release without --force was refused (exit 1,
+                naming the live holder: "is held by H, alive"), the forced one
+                went through (exit 0); and the floor it wrote (release/relK/
+                ls.after: the holder's lease then) split worker W's IDs: the
+                old holder issued none above it (unless it claimed W again,
+                and then none received while a registry snapshot after the
+                release still showed W free under that floor), and nobody
+                else issued one at or under it after the release. (The IDs on W before and after the release, from
+                every holder, are in the duplicates check like all others.)
   faults        every kind run.info calls forced ("forced K1,K2") ran and
                 was healed
 Figures: IDs (by op), replies by status, availability per node (250 ms
@@ -38,6 +48,7 @@ events by kind. Exit 0 when every check holds, 1 otherwise, 2 on bad input.
 """
 import bisect
 import collections
+import datetime
 import glob
 import os
 import re
@@ -60,10 +71,11 @@ class Run:
         self.phase = {}
         self.layout = None
         self.recs = {}  # node -> list of records
-        self.snaps = []  # (t, {worker: (owner, state)})
+        self.snaps = []  # (t, {worker: (owner, state, floor)})
         self.resp_logs = {}
         self.info = {}  # run.info: first word -> the rest
         self.outcomes = {}  # same-state twin -> (holder PID, exit status or "running")
+        self.releases = {}  # relK -> dict (release/relK/: outcome, outputs, floor)
 
     def load(self):
         ev = os.path.join(self.dir, "events.log")
@@ -107,6 +119,29 @@ class Run:
             if len(p) >= 4 and p[0] == "holder" and p[2] == "exit":
                 self.outcomes[os.path.basename(os.path.dirname(path))] = (p[1], p[3])
 
+        for path in glob.glob(os.path.join(self.dir, "release", "rel*", "outcome")):
+            d = os.path.dirname(path)
+            p = open(path).read().split()
+            if len(p) < 10 or p[0] != "worker":
+                raise ValueError("%s: not \"worker W holder H unforced RC forced RC t US\"" % path)
+            r = {"worker": p[1], "holder": p[3], "unforced": p[5], "forced": p[7],
+                 "t": int(p[9]), "floor": None, "after": {}, "heal": {}}
+            for f in ("unforced", "forced"):
+                fp = os.path.join(d, f)
+                r[f + "_text"] = open(fp, errors="replace").read().strip() \
+                    if os.path.exists(fp) else ""
+            for f in ("after", "heal"):
+                fp = os.path.join(d, "ls." + f)
+                if os.path.exists(fp):
+                    for line in open(fp):
+                        q = line.split()
+                        if len(q) == 8 and q[0] == r["worker"]:
+                            r[f] = {"owner": q[1] if q[1] != "-" else "", "floor": q[4],
+                                    "state": q[7]}
+            if r["after"]:
+                r["floor"] = iso_ms(r["after"]["floor"])
+            self.releases[os.path.basename(d)] = r
+
     def load_client(self, path):
         recs = []
         for line in open(path):
@@ -147,7 +182,7 @@ class Run:
             if cur is None or len(p) != 8 or not p[0].isdigit() or \
                     p[7] not in ("owned", "expired", "free"):
                 continue
-            cur[int(p[0])] = (p[1] if p[1] != "-" else "", p[-1])
+            cur[int(p[0])] = (p[1] if p[1] != "-" else "", p[-1], p[4])
         if cur:
             self.snaps.append((t, cur))
 
@@ -158,6 +193,17 @@ class Run:
             return node
         i = bisect.bisect_right(v, (t, "\uffff")) - 1
         return v[max(i, 0)][1]
+
+
+def iso_ms(text):
+    """Unix ms of flakectl's 2026-12-01T01:08:56.982Z; None if it is not one."""
+    try:
+        t = datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ")
+    except ValueError:
+        return None
+    return (t.replace(tzinfo=datetime.timezone.utc) -
+            datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // \
+        datetime.timedelta(milliseconds=1)
 
 
 def is_twin(name):
@@ -177,6 +223,78 @@ def describe_id(lay, i):
     epoch, dc, w, s = lay
     return "%d (ms %d, worker %d, seq %d)" % (i, (i >> (dc + w + s)) + epoch,
                                             (i >> s) & ((1 << w) - 1), i & ((1 << s) - 1))
+
+
+def check_releases(run, per_worker, lay):
+    """(problems, ok text) of the release faults: refused, then forced, and the
+    floor the forced release wrote keeps the old and the next holders apart."""
+    bad, summary = [], []
+    epoch, _dcb, wb, sb = lay
+    shift = wb + sb + _dcb
+
+    def ms(i):
+        return (i >> shift) + epoch
+
+    for rel, r in sorted(run.releases.items(), key=lambda kv: int(kv[0][3:] or 0)):
+        h, w = r["holder"], r["worker"]
+        if w == "-":
+            bad.append("%s: %s held no worker ID with a live session: nothing released" % (rel, h))
+            continue
+        if r["unforced"] != "1":
+            bad.append("%s: the release of worker %s without --force, its holder %s alive, "
+                       "was not refused: exit %s: %s" % (rel, w, h, r["unforced"],
+                                                          r["unforced_text"][:120] or "no output"))
+        elif not re.search(r"is held by %s, alive" % re.escape(h), r["unforced_text"]):
+            bad.append("%s: the release of worker %s without --force was refused without naming "
+                       "its live holder %s: %s" % (rel, w, h, r["unforced_text"][:120] or "no output"))
+        if r["forced"] != "0" or "released" not in r["forced_text"]:
+            bad.append("%s: the forced release of worker %s (holder %s) did not go through: exit "
+                       "%s: %s" % (rel, w, h, r["forced"], r["forced_text"][:120] or "no output"))
+            continue
+        floor = r["floor"]
+        if floor is None:
+            bad.append("%s: worker %s: no floor read after the forced release (release/%s/"
+                       "ls.after)" % (rel, w, rel))
+            continue
+        wi = int(w)
+        # the old holder claimed W again after the release: its IDs above the
+        # floor are that claim's, once the registry shows it; before that, a
+        # snapshot still showing W free under this floor bounds them (t_free)
+        later = [(t, snap[wi]) for t, snap in run.snaps if t > r["t"] and wi in snap]
+        again = any(x[0] == h for _t, x in later) or \
+            r["after"].get("owner") == h or r["heal"].get("owner") == h
+        t_free = r["t"]
+        for t, x in later:
+            if x[0] or x[2] != r["after"]["floor"]:
+                break
+            t_free = t
+        old_n = old_above = new_n = 0
+        others = set()
+        for lo, hi, hh, node, t in per_worker.get(wi, []):
+            if identity_of(hh) == h:
+                if t > r["t"]:
+                    old_n += 1
+                if ms(hi) > floor and (not again or t <= t_free):
+                    old_above += 1
+                    if old_above <= 2:
+                        bad.append("%s: %s (%s), worker %s's holder when it was released, issued "
+                                   "%s above the floor %d written then, %s" % (
+                                       rel, node, hh, w, describe_id(lay, hi), floor,
+                                       "without claiming it again" if not again else
+                                       "while the registry still showed it free (at %d)" % t_free))
+            elif t > r["t"]:
+                new_n += 1
+                others.add(identity_of(hh))
+                if ms(lo) <= floor:
+                    bad.append("%s: %s (%s) issued %s on worker %s at or under the floor %d "
+                               "(%s's lease when it was released) after the release" % (
+                                   rel, node, hh, describe_id(lay, lo), w, floor, h))
+        summary.append("%s worker %s of %s: %d replies of %s after, %s" % (
+            rel, w, h, old_n, h, "%d of %s above the floor" % (new_n, ",".join(sorted(others)))
+            if others else "no other holder" + (", %s claimed it again" % h if again else "")))
+    text = ("%d release(s) refused unforced, forced, the floor kept: " % len(run.releases) +
+            "; ".join(summary)) if run.releases else "no release in this run"
+    return bad, text
 
 
 def check(run):
@@ -258,7 +376,7 @@ def check(run):
     periods = collections.defaultdict(list)  # worker -> [owner] collapsed, owners only
     raw = collections.defaultdict(list)  # worker -> [(t, owner or "")] collapsed
     for t, snap in run.snaps:
-        for w, (own, _state) in snap.items():
+        for w, (own, _state, _floor) in snap.items():
             if not raw[w] or raw[w][-1][1] != own:
                 raw[w].append((t, own))
             if own and (not periods[w] or periods[w][-1] != own):
@@ -406,6 +524,8 @@ def check(run):
                 tw, rc, holder, (line or (text.strip().splitlines() or ["empty log"])[0])[:140]))
     result("state_lock", lock_bad, "%d same-state twin(s), each refused: locked by the "
            "node's PID" % len(run.outcomes) if run.outcomes else "no same-state twin in this run")
+    rel_bad, rel_text = check_releases(run, per_worker, lay)
+    result("release", rel_bad, rel_text)
     forced = [k for k in run.info.get("forced", "-").split(",") if k and k != "-"]
     healed = {f[1] for f in run.faults if f[4] is not None}
     result("faults", ["forced fault kind %s never ran to its heal" % k for k in forced

@@ -10,14 +10,16 @@ same targets, sizes and durations.
 
 Prints one fault a line:  KIND TARGET DURATION_MS PARAM GAP_MS
 TARGET: a node name, or "store" for the registry's servers. PARAM: the
-clock step in ms (clock-*), else 0. The kinds are taken in rounds, each
+clock step in ms (clock-*, store-error), which of the node's worker IDs
+(release: an index, taken modulo how many it holds), else 0. The kinds are taken in rounds, each
 round every kind once in a seeded order, until the faults' nominal time
 (duration + gap + OVERHEAD_MS + the kind's own waits, each) fills T.
 --force puts those kinds first in the first round (in a seeded order), and
 fails (exit 2) when one of them does not fit in T. Twins run flakesock: the
 twin kinds target --sock-nodes only; partition-twin targets --long-node (the
 node whose lease outlasts its session, its link cut and the twin's run),
-which replace leaves alone (its new identity would wait out that lease).
+which replace and release leave alone (its new identity would wait out that
+lease; its released ID would stay its own for that lease, beyond the fault).
 """
 import argparse
 import random
@@ -25,7 +27,8 @@ import sys
 
 KINDS = ["zk-cut-short", "zk-cut-long", "kill", "stop", "clock-back-small",
          "clock-back-large", "clock-fwd", "leader-kill", "store-restart", "disk-full",
-         "twin", "replace", "partition-twin", "same-state-twin", "store-error"]
+         "twin", "replace", "partition-twin", "same-state-twin", "store-error",
+         "release"]
 OVERHEAD_MS = 1500  # a restart, the waits around a fault
 
 
@@ -35,6 +38,8 @@ def extra_ms(kind, a):
         return a.session_ms + 2500
     if kind == "store-error":  # filling the store, the clean-up
         return 3000
+    if kind == "release":  # the registry read, the two flakectl runs
+        return 1000
     return 0
 
 
@@ -49,7 +54,7 @@ def draw(rng, kind, nodes, lease, renew, a):
         return rng.choice(sock), 2000, 0
     if kind == "store-error":  # store refusing writes this long; a backward step
         return node, int(u(3000, 4500)), -int(u(1200, 3000))
-    if kind == "replace" and a.long_node and len(nodes) > 1:
+    if kind in ("replace", "release") and a.long_node and len(nodes) > 1:
         node = rng.choice([n for n in nodes if n != a.long_node])
     if kind == "zk-cut-short":  # within the lease: renewals resume before it ends
         return node, int(u(0.2, 0.45) * (lease - renew)), 0
@@ -75,6 +80,9 @@ def draw(rng, kind, nodes, lease, renew, a):
         return node, int(u(2000, 3000)), 0
     if kind == "replace":  # SIGKILL, restarted under a new identity after this
         return node, int(u(300, 1000)), 0
+    if kind == "release":  # one of its worker IDs released (--force), kept this long:
+        # beyond its lease, so the owner loses it and another slot may claim it
+        return node, int(u(1.25, 2.0) * lease), rng.randrange(1 << 16)
     raise ValueError(kind)
 
 

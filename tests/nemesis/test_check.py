@@ -5,9 +5,13 @@ it must pass, then the same run with one duplicated ID (a UUIDv7 of a twin
 equal to a Snowflake ID of the node it twins), one decreasing (node,
 worker) stream, one interleaved holder (a worker's old holder issuing above
 its new holder after a takeover), one CLOCK_UNSAFE reply, a same-state twin
-that started and served instead of refusing on the state lock, and a forced
-fault kind that never healed, and must name each of them, with the IDs,
-nodes and workers concerned, and nothing else. Both runs hold a partition
+that started and served instead of refusing on the state lock, a forced
+fault kind that never healed, and a release fault whose unforced release
+of a live holder's worker ID went through and after whose forced release
+the next holder issued one of the old holder's IDs again (under the
+floor), and must name each of them, with the IDs, nodes and workers
+concerned, and nothing else; and the clean run with the old holder issuing
+above that floor, which 'release' alone must name. Both runs hold a partition
 twin (ptwin1) that issued for 2 s on a worker of its own: not a node, so it
 is no failure of 'live'. The plan (scripts/nemesis/plan.py) must put
 --force kinds first and refuse one that cannot fit, and the picture
@@ -72,7 +76,26 @@ def write_run(d, bad):
     ev.append("%d ident ptwin1 n3/ptwin1" % (t0 + 5 * S + 500000))
     if not bad:  # the broken run's partition-twin never heals
         ev.append("%d heal partition-twin n3" % (t0 + 8 * S))
+    ev.append("%d fault release n2 7" % (t0 + 5 * S))
+    ev.append("%d heal release n2" % (t0 + 8 * S))
     ev.append("%d phase end" % (t0 + 10 * S))
+    # the release: worker 6, n2's, released at 5 s (refused unforced, then forced)
+    # with n2's lease (the floor) at ms 7000; n1 claims it at 7 s and issues above
+    rd = os.path.join(d, "release", "rel1")
+    os.makedirs(rd)
+    with open(os.path.join(rd, "outcome"), "w") as f:
+        f.write("worker 6 holder n2 unforced %d forced 0 t %d\n" % (0 if bad else 1, t0 + 5 * S))
+    with open(os.path.join(rd, "unforced"), "w") as f:
+        f.write("worker 6 released in /nemesis\n" if bad else
+                "flakectl fleet: worker 6 is held by n2, alive, its lease until "
+                "2026-01-01T00:00:07.000Z: it keeps issuing until then whatever the record "
+                "says; stop it first (its IDs come back at its next start or lease end), "
+                "or --force\n")
+    with open(os.path.join(rd, "forced"), "w") as f:
+        f.write("worker 6 released in /nemesis\n")
+    with open(os.path.join(rd, "ls.after"), "w") as f:
+        f.write("WORKER OWNER LEASE_UNTIL LEFT_S FLOOR RENEWED SESSION STATE\n"
+                "6      -  2026-01-01T00:00:07.000Z 0.0 2026-01-01T00:00:07.000Z - - free\n")
     logs = {n: Log() for n in ("n1", "n2", "n3", "n4", "twin1", "ptwin1")}
     for k in range(20):  # the partition twin: 2 s on worker 9, no one else's
         logs["ptwin1"].ok(t0 + 6 * S + k * S // 10, 9, sid(7000 + k * 100, 9, 0), 3)
@@ -99,6 +122,12 @@ def write_run(d, bad):
         logs["n4"].ok(t, 4, sid(ms, 4, 0), 5)
         if k >= 60:  # ... n4 takes it over from 6 s, above n3's lease
             logs["n4"].ok(t + 50000, 5, sid(ms + 2000, 5, 0), 2)
+        if k < 60:  # n2 holds worker 6 up to its lease (ms 7000) after its release ...
+            logs["n2"].ok(t + 30000, 6, sid(ms, 6, 0), 2)
+        if k >= 70:  # ... n1 claims it at 7 s, above the floor
+            logs["n1"].ok(t + 30000, 6, sid(ms + 1000, 6, 0), 2, "I")
+        if k == 69 and bad:  # ... or issues n2's last ID again
+            logs["n1"].ok(t + 30000, 6, sid(1000 + 59 * 100, 6, 1), 1, "U")
     if bad:
         # a twin of n1 issues one of n1's IDs again (as a UUIDv7)
         logs["twin1"].ok(t0 + 45 * S // 10, 1, sid(1000 + 50 * 100, 1, 1), 1, "U")
@@ -118,9 +147,10 @@ def write_run(d, bad):
     for k in range(20):  # a snapshot each 0.5 s: worker 5 owned by n3, then n4 from 5 s
         reg.append("# %d" % (t0 + k * S // 2))
         reg.append("WORKER OWNER LEASE_UNTIL LEFT_S FLOOR RENEWED SESSION STATE")
-        for w, o in ((1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n3" if k < 10 else "n4")):
+        for w, o in ((1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n3" if k < 10 else "n4"),
+                     (6, "n2" if k < 10 else "-" if k < 14 else "n1")):
             reg.append("%-6d %-24s 2026-01-01T00:00:10.000Z 1.5 2026-01-01T00:00:00.000Z "
-                       "2026-01-01T00:00:09.000Z alive owned" % (w, o))
+                       "2026-01-01T00:00:09.000Z %s" % (w, o, "- free" if o == "-" else "alive owned"))
     with open(os.path.join(d, "registry.log"), "w") as f:
         f.write("\n".join(reg) + "\n")
 
@@ -147,12 +177,16 @@ with tempfile.TemporaryDirectory() as tmp:
        "partition twin's IDs counted", "1 same-state twin(s), each refused" in out and
        "forced kinds ran: store-error, partition-twin" in out and
        "ptwin1 60 IDs on worker(s) 9" in out, out)
+    ok("the clean run: the release refused unforced, forced, n2 issuing up to the floor "
+       "after it and n1 above it", "ok   release       1 release(s) refused unforced, forced, "
+       "the floor kept: rel1 worker 6 of n2: 10 replies of n2 after, 30 of n1 above the floor"
+       in out, out)
     rc, out = run(bad)
     print("\n".join("    " + line for line in out.splitlines()[:12]))
     ok("the broken run fails (exit 1)", rc == 1, out)
-    ok("exactly duplicates, streams, holders, clock_unsafe, state_lock and faults fail",
-       failed_checks(out) == {"duplicates", "streams", "holders", "clock_unsafe",
-                              "state_lock", "faults"}, out)
+    ok("exactly duplicates, streams, holders, clock_unsafe, state_lock, release and faults "
+       "fail", failed_checks(out) == {"duplicates", "streams", "holders", "clock_unsafe",
+                                      "state_lock", "release", "faults"}, out)
     dup = sid(1000 + 50 * 100, 1, 1)
     ok("the duplicated ID is named, with both nodes",
        "duplicate ID %d (ms %d, worker 1, seq 1): n1 (n1)" % (dup, EPOCH + 6000) in out and
@@ -165,24 +199,59 @@ with tempfile.TemporaryDirectory() as tmp:
     ok("the CLOCK_UNSAFE reply is named: n4", "n4: 1 CLOCK_UNSAFE replies" in out, out)
     ok("the same-state twin that served is named, with the holder's PID",
        "sstwin2: a second process on the state file of PID 4242 started and served" in out, out)
+    dup6 = sid(1000 + 59 * 100, 6, 1)
+    ok("the ID issued again after the forced release is named, with the old and the new "
+       "holder", "duplicate ID %d (ms %d, worker 6, seq 1): n2 (n2)" % (dup6, EPOCH + 6900)
+       in out and "and n1 (n1) at" in out, out)
+    ok("the release accepted without --force is named: worker 6, its live holder n2",
+       "rel1: the release of worker 6 without --force, its holder n2 alive, was not refused: "
+       "exit 0" in out, out)
+    ok("the new holder's ID under the floor is named", "rel1: n1 (n1) issued %s on worker 6 "
+       "at or under the floor %d" % ("%d (ms %d, worker 6, seq 1)" % (dup6, EPOCH + 6900),
+                                     EPOCH + 7000) in out, out)
     ok("the forced kind that never healed is named: partition-twin",
        "forced fault kind partition-twin never ran to its heal" in out and
        "forced fault kind store-error" not in out, out)
+
+# The old holder issuing above the floor its forced release wrote, received
+# while the registry still showed the worker free: 'release' alone names it.
+with tempfile.TemporaryDirectory() as tmp:
+    d = os.path.join(tmp, "above")
+    write_run(d, False)
+    path = os.path.join(d, "clients", "n2.log")
+    lines = open(path).read().splitlines()
+    lines.append("R %d %d I 0 6 0 %d+1" % (1006 * S + 200000, 1006 * S + 200400,
+                                          sid(7050, 6, 0)))
+    lines[1:] = sorted(lines[1:], key=lambda x: int(x.split()[1]))  # in the order received
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    rc, out = run(d)
+    ok("the old holder's ID above the floor after its release is named (and nothing else)",
+       rc == 1 and failed_checks(out) == {"release"} and
+       "rel1: n2 (n2), worker 6's holder when it was released, issued %d (ms %d, worker 6, "
+       "seq 0) above the floor %d written then, without claiming it again" % (
+           sid(7050, 6, 0), EPOCH + 7050, EPOCH + 7000) in out, out)
 
 # The plan: --force puts the forced kinds first and fails when one cannot fit.
 PLAN = os.path.join(SCRIPTS, "nemesis", "plan.py")
 base = [sys.executable, PLAN, "--seed", "4", "--nodes", "n1,n2,n3,n4", "--lease-ms", "2000",
         "--renew-ms", "500", "--sock-nodes", "n1,n2,n3", "--long-node", "n3"]
-forced = ["partition-twin", "same-state-twin", "store-error"]
+forced = ["partition-twin", "same-state-twin", "store-error", "release"]
 p = subprocess.run(base + ["--seconds", "79", "--force", ",".join(forced)],
                    capture_output=True, text=True, timeout=30)
 lines = [x.split() for x in p.stdout.splitlines()]
 ok("plan --force: the forced kinds first, partition-twin on the long-lease node n3, the "
-   "same-state twin on a flakesock node",
-   p.returncode == 0 and sorted(x[0] for x in lines[:3]) == sorted(forced) and
+   "same-state twin on a flakesock node, replace and release elsewhere",
+   p.returncode == 0 and sorted(x[0] for x in lines[:4]) == sorted(forced) and
    all(x[1] == "n3" for x in lines if x[0] == "partition-twin") and
    all(x[1] in ("n1", "n2", "n3") for x in lines if x[0] == "same-state-twin") and
-   all(x[1] != "n3" for x in lines if x[0] == "replace"), p.stdout + p.stderr)
+   all(x[1] != "n3" for x in lines if x[0] in ("replace", "release")), p.stdout + p.stderr)
+p3 = subprocess.run(base + ["--seconds", "79", "--kinds", "kill,stop,twin,zk-cut-long"],
+                    capture_output=True, text=True, timeout=30)
+ok("plan: an explicit --kinds list without release draws as before it was added (seed 4)",
+   p3.returncode == 0 and p3.stdout.split("\n")[:3] == [
+       "twin n4 2478 0 1135", "kill n1 982 0 2376", "zk-cut-long n1 3665 0 1805"],
+   p3.stdout + p3.stderr)
 p2 = subprocess.run(base + ["--seconds", "79", "--force", ",".join(forced)],
                     capture_output=True, text=True, timeout=30)
 ok("plan: the same seed, the same plan", p.stdout == p2.stdout)
@@ -205,7 +274,7 @@ with tempfile.TemporaryDirectory() as tmp:
         head = open(png, "rb").read(8) if os.path.exists(png) else b""
         gp = open(os.path.join(good, "plot", "ids.gp")).read() if p.returncode == 0 else ""
         ok("nemesis/plot.py draws a PNG: one line per node and twin, each fault shaded",
-           p.returncode == 0 and head == b"\x89PNG\r\n\x1a\n" and gp.count(" rect from ") == 3 and
+           p.returncode == 0 and head == b"\x89PNG\r\n\x1a\n" and gp.count(" rect from ") == 4 and
            all('title "%s"' % n in gp for n in ("n1", "n2", "n3", "n4", "ptwin1")),
            p.stdout + p.stderr)
 
