@@ -378,13 +378,15 @@ fault() {
 		# under it up to its confirmed lease (the record's new floor), finds
 		# it lost at its next renewal and claims another; whoever claims the
 		# ID next (another slot, of this node or another) issues only above
-		# the floor. Kept DUR (beyond the lease). RUN/release/relK: the
-		# registry before, right after and at the end, the two runs' output,
-		# outcome ("worker W holder IDENTITY unforced RC forced RC t US", US: the
-		# forced run's end).
+		# the floor. The fault lasts DUR from its start, and at least a lease
+		# and a renewal after the forced release (the owner's lease over, the
+		# loss found). RUN/release/relK: the registry before and right after
+		# (the floor), the two runs' output, outcome ("worker W holder
+		# IDENTITY unforced RC forced RC t US", US: the forced run's end).
 		i=$(node_index "$target")
 		RELEASES=$((RELEASES + 1))
-		local rd="$RUN/release/rel$RELEASES" held="" w n t rc1=- rc2=- t_rel=0
+		local rd="$RUN/release/rel$RELEASES" held="" w n t rc1=- rc2=- t_rel=0 t0 left
+		t0=$(now_us)
 		mkdir -p "$rd"
 		for ((t = 0; t < 25; t++)); do
 			store_ls >"$rd/ls.before"
@@ -410,12 +412,10 @@ fault() {
 				"forced exit $rc2: $(tr -s ' \n' ' ' <"$rd/unforced" | cut -c1-100)"
 		fi
 		echo "worker $w holder ${IDENT[$i]} unforced $rc1 forced $rc2 t $t_rel" >"$rd/outcome"
-		sleep "$(ms_to_s "$dur")"
-		if [ "$w" != - ]; then
-			store_ls >"$rd/ls.heal"
-			ev note "$target" "released worker $w at the heal: $(awk -v w="$w" \
-				'$1 == w { print $2, $8, "floor", $5 }' "$rd/ls.heal")"
-		fi
+		left=$((dur - ($(now_us) - t0) / 1000))
+		[ "$w" != - ] && [ "$left" -lt $((LEASE + RENEW - ($(now_us) - t_rel) / 1000)) ] &&
+			left=$((LEASE + RENEW - ($(now_us) - t_rel) / 1000))
+		[ "$left" -gt 0 ] && sleep "$(ms_to_s "$left")"
 		;;
 	store-error)
 		# The registry refuses writes (etcd: NOSPACE; ZooKeeper: hard quota)

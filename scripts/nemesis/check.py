@@ -125,12 +125,12 @@ class Run:
             if len(p) < 10 or p[0] != "worker":
                 raise ValueError("%s: not \"worker W holder H unforced RC forced RC t US\"" % path)
             r = {"worker": p[1], "holder": p[3], "unforced": p[5], "forced": p[7],
-                 "t": int(p[9]), "floor": None, "after": {}, "heal": {}}
+                 "t": int(p[9]), "floor": None, "after": {}}
             for f in ("unforced", "forced"):
                 fp = os.path.join(d, f)
                 r[f + "_text"] = open(fp, errors="replace").read().strip() \
                     if os.path.exists(fp) else ""
-            for f in ("after", "heal"):
+            for f in ("after",):
                 fp = os.path.join(d, "ls." + f)
                 if os.path.exists(fp):
                     for line in open(fp):
@@ -261,8 +261,7 @@ def check_releases(run, per_worker, lay):
         # floor are that claim's, once the registry shows it; before that, a
         # snapshot still showing W free under this floor bounds them (t_free)
         later = [(t, snap[wi]) for t, snap in run.snaps if t > r["t"] and wi in snap]
-        again = any(x[0] == h for _t, x in later) or \
-            r["after"].get("owner") == h or r["heal"].get("owner") == h
+        again = any(x[0] == h for _t, x in later) or r["after"].get("owner") == h
         t_free = r["t"]
         for t, x in later:
             if x[0] or x[2] != r["after"]["floor"]:

@@ -80,8 +80,9 @@ def draw(rng, kind, nodes, lease, renew, a):
         return node, int(u(2000, 3000)), 0
     if kind == "replace":  # SIGKILL, restarted under a new identity after this
         return node, int(u(300, 1000)), 0
-    if kind == "release":  # one of its worker IDs released (--force), kept this long:
-        # beyond its lease, so the owner loses it and another slot may claim it
+    if kind == "release":  # one of its worker IDs released (--force), the fault this
+        # long (and a lease + a renewal after the release): the owner loses it,
+        # another slot may claim it
         return node, int(u(1.25, 2.0) * lease), rng.randrange(1 << 16)
     raise ValueError(kind)
 
