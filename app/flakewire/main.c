@@ -93,6 +93,8 @@ int main(int argc, char **argv)
 	if (rc) {
 		if (app->core) {
 			fw_responder_metrics_stop(app->core);
+			/* the keeper started: lower its reservation to the final mark */
+			fwire_responder_stop_control(app);
 			fw_responder_fleet_stop(app->core);
 		}
 		fwire_ports_close(app);
@@ -114,7 +116,8 @@ int main(int argc, char **argv)
 
 	FW_LOG(INFO, "stopping");
 	fw_responder_metrics_stop(app->core);
-	fwire_responder_stop_control(app);
+	if (fwire_responder_stop_control(app))
+		rc = 1; /* the final mark failed: the next start waits for the reservation */
 	fw_responder_fleet_stop(app->core);
 	fw_state_lock_free(app->lock); /* after the final mark */
 	struct fwire_stats_line totals = {0};

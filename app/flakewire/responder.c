@@ -325,12 +325,13 @@ int fwire_responder_start_control(struct fwire_app *app)
 	return 0;
 }
 
-void fwire_responder_stop_control(struct fwire_app *app)
+int fwire_responder_stop_control(struct fwire_app *app)
 {
 	if (ctl.started)
 		pthread_join(ctl.thread, NULL);
 	ctl.started = false;
-	if (app->core && app->keeper)
-		fw_responder_keeper_stop(app->core);
 	/* the keeper stays allocated: telemetry may read its slots until EAL cleanup */
+	if (app->core && app->keeper)
+		return fw_responder_keeper_stop(app->core); /* a failure is logged by the keeper */
+	return 0;
 }
