@@ -115,14 +115,15 @@ static bool take_ids(struct bench_thread *t, const struct fw_wire_reply *r)
 	}
 	if (total == 0 || total > t->cfg->count)
 		return false;
-	for (unsigned k = 0; k < r->hdr.count; k++) {
-		uint64_t first = t->cfg->range ? r->body.ranges[k].first : r->body.ids[k];
-		uint64_t n = t->cfg->range ? r->body.ranges[k].n : 1;
-
-		/* an ID not from the worker the header names makes the reply invalid */
-		bad |= fw_idcheck_add(&t->chk, first, n, r->hdr.datacenter, r->hdr.worker, 0, 0) &
-		       (1u << FW_IDCHECK_WORKER | 1u << FW_IDCHECK_NEGATIVE);
-	}
+	if (t->cfg->range)
+		for (unsigned k = 0; k < r->hdr.count; k++)
+			bad |= fw_idcheck_add(&t->chk, r->body.ranges[k].first, r->body.ranges[k].n,
+					      r->hdr.datacenter, r->hdr.worker, 0, 0);
+	else
+		bad = fw_idcheck_add_list(&t->chk, r->body.ids, r->hdr.count, r->hdr.datacenter,
+					  r->hdr.worker, 0, 0);
+	/* an ID not from the worker the header names makes the reply invalid */
+	bad &= 1u << FW_IDCHECK_WORKER | 1u << FW_IDCHECK_NEGATIVE;
 	if (fw_idcheck_full(&t->chk)) {
 		t->store_full = true;
 		atomic_store_explicit(&bench_stop, true, memory_order_relaxed);

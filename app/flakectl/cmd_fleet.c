@@ -12,7 +12,7 @@
 #include "fw_secret.h"
 
 #define FLEET_EXIT_PROBLEM 1 /* check: something needs an operator */
-#define FLEET_EXIT_UNKNOWN 3 /* check: ZooKeeper could not be read */
+#define FLEET_EXIT_UNKNOWN 3 /* check: the registry could not be read */
 
 static void fleet_help(FILE *f)
 {
@@ -34,7 +34,7 @@ static void fleet_help(FILE *f)
 		"            is alive\n"
 		"  release   a decommissioned node's worker ID becomes free; its floor rises to\n"
 		"            its lease_until, so its next owner issues only above anything the\n"
-		"            old one may have issued (znodes are never deleted); refused\n"
+		"            old one may have issued (records are never deleted); refused\n"
 		"            while its owner is alive (it keeps issuing until its lease ends:\n"
 		"            stop it first) unless --force\n"
 		"  check     exit 0 when every owned lease is healthy, 1 when one needs an\n"
@@ -52,7 +52,8 @@ static void fleet_help(FILE *f)
 		"                   FW_ETCD_CA_FILE, FW_ETCD_CERT_FILE, FW_ETCD_KEY_FILE,\n"
 		"                   FW_ETCD_USER and FW_ETCD_PASSWORD in the environment (a\n"
 		"                   password over http:// only with FW_ETCD_PLAIN_PASSWORD=yes)\n"
-		"  --root PATH      the fleet's root znode, e.g. /flakewire/dc1\n"
+		"  --root PATH      the fleet's root ([fleet] root): a znode in ZooKeeper, a key\n"
+		"                   prefix in etcd, e.g. /flakewire/dc1\n"
 		"  --auth-file FILE ZooKeeper digest credentials USER:PASSWORD ([fleet]\n"
 		"                   zookeeper_auth_file: the same file, the same checks)\n"
 		"  --warn-ms MS     check: warn when a live owner's lease ends within MS\n"

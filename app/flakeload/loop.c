@@ -243,25 +243,6 @@ static struct fl_slot *match(struct fl_ctx *c, uint64_t tag)
 	return &c->slot[idx];
 }
 
-static void verify_list(struct fl_ctx *c, const struct fw_wire_reply *r, uint64_t sent_ms,
-			uint64_t now_ms)
-{
-	uint64_t first = r->body.ids[0], n = 1;
-
-	/* consecutive IDs (the usual case) are checked as one run */
-	for (uint16_t i = 1; i < r->hdr.count; i++) {
-		if (r->body.ids[i] == first + n) {
-			n++;
-			continue;
-		}
-		fw_idcheck_add(&c->ver, first, n, r->hdr.datacenter, r->hdr.worker, sent_ms,
-			       now_ms);
-		first = r->body.ids[i];
-		n = 1;
-	}
-	fw_idcheck_add(&c->ver, first, n, r->hdr.datacenter, r->hdr.worker, sent_ms, now_ms);
-}
-
 static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measure,
 		     uint64_t sent_ms, uint64_t now_ms)
 {
@@ -287,7 +268,8 @@ static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measu
 	} else {
 		ids = r->hdr.count;
 		if (measure)
-			verify_list(c, r, sent_ms, now_ms);
+			fw_idcheck_add_list(&c->ver, r->body.ids, r->hdr.count, r->hdr.datacenter,
+					    r->hdr.worker, sent_ms, now_ms);
 	}
 	c->st.ids += ids;
 }

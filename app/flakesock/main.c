@@ -190,16 +190,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "flakesock: %s\n", err);
 		return 2;
 	}
-	if (print_config) {
-		size_t len = fw_conf_effective(&ctx.conf, NULL, 0, FW_CONF_F_NO_PORTS) + 1;
-		char *text = malloc(len);
-		if (text == NULL)
-			return 1;
-		fw_conf_effective(&ctx.conf, text, len, FW_CONF_F_NO_PORTS);
-		fputs(text, stdout);
-		free(text);
-		return 0;
-	}
+	if (print_config)
+		return fw_conf_print(stdout, &ctx.conf, FW_CONF_F_NO_PORTS) ? 1 : 0;
 	int rc = fw_layout_init(&ctx.layout, ctx.conf.id.epoch_ms, ctx.conf.id.datacenter_bits,
 				ctx.conf.id.worker_bits, ctx.conf.id.sequence_bits, fw_wall_ms());
 	if (rc != 0) {

@@ -30,19 +30,6 @@ static void on_signal(int sig)
 	force_quit = true;
 }
 
-static int print_config(void)
-{
-	size_t n = fw_conf_sample(NULL, 0, 0) + 1;
-	char *text = malloc(n);
-
-	if (!text)
-		return 1;
-	fw_conf_sample(text, n, 0);
-	fputs(text, stdout);
-	free(text);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct fwire_app *app;
@@ -58,18 +45,10 @@ int main(int argc, char **argv)
 	case FW_MODE_HELP:
 		fwire_options_usage(argv[0]);
 		return 0;
-	case FW_MODE_PRINT_CONFIG:
-		return print_config();
-	case FW_MODE_PRINT_EFFECTIVE: {
-		size_t len = fw_conf_effective(&app->conf, NULL, 0, 0) + 1;
-		char *text = malloc(len);
-		if (text == NULL)
-			return 1;
-		fw_conf_effective(&app->conf, text, len, 0);
-		fputs(text, stdout);
-		free(text);
-		return 0;
-	}
+	case FW_MODE_PRINT_CONFIG: /* the sample: every default */
+		return fw_conf_print(stdout, NULL, 0) ? 1 : 0;
+	case FW_MODE_PRINT_EFFECTIVE:
+		return fw_conf_print(stdout, &app->conf, 0) ? 1 : 0;
 	case FW_MODE_CHECK_CONFIG:
 		printf("flakewire: configuration OK\n");
 		return 0;
@@ -114,6 +93,8 @@ int main(int argc, char **argv)
 	if (rc) {
 		if (app->core) {
 			fw_responder_metrics_stop(app->core);
+			/* the keeper started: lower its reservation to the final mark */
+			fwire_responder_stop_control(app);
 			fw_responder_fleet_stop(app->core);
 		}
 		fwire_ports_close(app);
@@ -135,7 +116,8 @@ int main(int argc, char **argv)
 
 	FW_LOG(INFO, "stopping");
 	fw_responder_metrics_stop(app->core);
-	fwire_responder_stop_control(app);
+	if (fwire_responder_stop_control(app))
+		rc = 1; /* the final mark failed: the next start waits for the reservation */
 	fw_responder_fleet_stop(app->core);
 	fw_state_lock_free(app->lock); /* after the final mark */
 	struct fwire_stats_line totals = {0};

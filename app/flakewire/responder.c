@@ -177,6 +177,12 @@ static int call_on_thread(void *arg, int (*fn)(void *), void *fn_arg)
 #ifdef FW_HAVE_FLEET
 static struct fwire_app *fleet_app; /* for the telemetry callback */
 
+#define FLEET_TEL_HELP                                                       \
+	"flakewire fleet: registry session (ZooKeeper or etcd), leases per " \
+	"lcore, clock offset (ZooKeeper). No parameters"
+/* a longer help makes the registration fail, and flakewire refuse to start */
+_Static_assert(sizeof(FLEET_TEL_HELP) <= RTE_TEL_MAX_STRING_LEN, "/flakewire/fleet help too long");
+
 static int cmd_fleet(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct fw_fleet_status st;
@@ -278,10 +284,7 @@ int fwire_responder_create(struct fwire_app *app)
 		return -1; /* logged */
 #ifdef FW_HAVE_FLEET
 	fleet_app = app;
-	if (rte_telemetry_register_cmd(
-		    "/flakewire/fleet", cmd_fleet,
-		    "flakewire fleet: ZooKeeper session, leases per lcore, clock "
-		    "offset to ZooKeeper. No parameters")) {
+	if (rte_telemetry_register_cmd("/flakewire/fleet", cmd_fleet, FLEET_TEL_HELP)) {
 		FW_LOG(ERR, "cannot register /flakewire/fleet");
 		return -1;
 	}
@@ -325,12 +328,13 @@ int fwire_responder_start_control(struct fwire_app *app)
 	return 0;
 }
 
-void fwire_responder_stop_control(struct fwire_app *app)
+int fwire_responder_stop_control(struct fwire_app *app)
 {
 	if (ctl.started)
 		pthread_join(ctl.thread, NULL);
 	ctl.started = false;
-	if (app->core && app->keeper)
-		fw_responder_keeper_stop(app->core);
 	/* the keeper stays allocated: telemetry may read its slots until EAL cleanup */
+	if (app->core && app->keeper)
+		return fw_responder_keeper_stop(app->core); /* a failure is logged by the keeper */
+	return 0;
 }

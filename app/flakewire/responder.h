@@ -29,8 +29,10 @@ int fwire_responder_start_keeper(struct fwire_app *app);
 int fwire_responder_start_control(struct fwire_app *app);
 
 /*
- * Joins the control thread (app->quit set), then persists the exact
- * highest millisecond issued (the lcores stopped). The keeper stays
+ * Joins the control thread if it runs (app->quit set), then, once the keeper
+ * started, persists the exact highest millisecond issued (the lcores stopped
+ * or never launched). Returns 0 (also before the keeper started) or the
+ * final mark's -errno (logged with the mark file). The keeper stays
  * allocated: telemetry may read it until EAL cleanup (fw_responder_free after).
  */
-void fwire_responder_stop_control(struct fwire_app *app);
+int fwire_responder_stop_control(struct fwire_app *app);

@@ -1203,6 +1203,24 @@ FW_API size_t fw_conf_effective(const struct fw_conf *c, char *buf, size_t cap, 
 	return o.len;
 }
 
+FW_API int fw_conf_print(FILE *f, const struct fw_conf *c, unsigned flags)
+{
+	size_t len = c ? fw_conf_effective(c, NULL, 0, flags) : fw_conf_sample(NULL, 0, flags);
+	char *text = malloc(len + 1);
+	int rc = 0;
+
+	if (text == NULL)
+		return -ENOMEM;
+	if (c)
+		fw_conf_effective(c, text, len + 1, flags);
+	else
+		fw_conf_sample(text, len + 1, flags);
+	if (fputs(text, f) == EOF || fflush(f) == EOF)
+		rc = -EIO;
+	free(text);
+	return rc;
+}
+
 FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags)
 {
 	struct out o = {buf, cap, 0};

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "fw_common.h"
 
@@ -280,6 +281,14 @@ FW_API size_t fw_conf_sample(char *buf, size_t cap, unsigned flags);
  * --print-config`: what a node will run, as `nginx -T` shows it.)
  */
 FW_API size_t fw_conf_effective(const struct fw_conf *c, char *buf, size_t cap, unsigned flags);
+
+/*
+ * Writes fw_conf_effective's text for @c (with @flags) to @f: `--print-config`
+ * of both responders. @c NULL writes fw_conf_sample's text instead (flakewire's
+ * `--print-config` alone: every default with its help). Writes nothing else.
+ * Returns 0, -ENOMEM (nothing written) or -EIO (@f reported a write error).
+ */
+FW_API int fw_conf_print(FILE *f, const struct fw_conf *c, unsigned flags);
 
 /* Same for the settings part of --help: one entry per key with type, range and default. */
 FW_API size_t fw_conf_help(char *buf, size_t cap, unsigned flags);

@@ -11,9 +11,11 @@
  *                             index) answers NO_LEASE: no worker ID, or its
  *                             lease ended
  *   flakewire_fleet_lease_lost{worker}         1 when another node took it over
- *   flakewire_fleet_connected                  1 while the ZooKeeper session is up
+ *   flakewire_fleet_connected                  1 while the registry session
+ *                             (ZooKeeper or etcd) is up
  *   flakewire_fleet_clock_offset_seconds       local clock minus ZooKeeper's at
- *                             the last renewal (absent until measured)
+ *                             the last renewal (absent until measured; etcd
+ *                             gives no clock to measure)
  *   flakewire_fleet_last_renewal_timestamp_seconds
  *   flakewire_fleet_renewals_total, _renewal_failures_total, _claims_total,
  *   _takebacks_total, _takeovers_total, _leases_lost_total, _releases_total

@@ -441,8 +441,8 @@ static int keeper_stop(struct fw_keeper *k, uint64_t extra_last_ms, uint64_t *wr
 		       (unsigned long long) final, file_name(k));
 	} else {
 		fw_log(&k->cfg.log, FW_LOG_ERR,
-		       "mark: cannot persist %llu at exit: %s (the reservation %llu stays)",
-		       (unsigned long long) final, fw_strerror(rc),
+		       "mark: cannot persist %llu to %s at exit: %s (the reservation %llu stays)",
+		       (unsigned long long) final, file_name(k), fw_strerror(rc),
 		       (unsigned long long)k->mark_unix);
 	}
 	return rc;

@@ -122,6 +122,17 @@ FW_API void fw_idcheck_free(struct fw_idcheck *v);
 FW_API unsigned fw_idcheck_add(struct fw_idcheck *v, uint64_t first, uint64_t n, uint16_t dc,
 			       uint16_t worker, uint64_t sent_ms, uint64_t recv_ms);
 
+/*
+ * Checks the @n IDs of one LIST reply, @ids in the reply's order, with the
+ * same header and times as fw_idcheck_add: each stretch of consecutive IDs
+ * (ids[i + 1] == ids[i] + 1, the usual case) is one fw_idcheck_add run, so
+ * an order fault counts once per stretch. Returns the OR of their masks;
+ * @n 0 is an empty run (FW_IDCHECK_NEGATIVE).
+ */
+FW_API unsigned fw_idcheck_add_list(struct fw_idcheck *v, const uint64_t *ids, uint32_t n,
+				    uint16_t dc, uint16_t worker, uint64_t sent_ms,
+				    uint64_t recv_ms);
+
 /* True once a run could not be stored (the store reached max_runs). */
 FW_API bool fw_idcheck_full(const struct fw_idcheck *v);
 

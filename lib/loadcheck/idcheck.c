@@ -180,6 +180,24 @@ FW_API unsigned fw_idcheck_add(struct fw_idcheck *v, uint64_t first, uint64_t n,
 	return mask;
 }
 
+FW_API unsigned fw_idcheck_add_list(struct fw_idcheck *v, const uint64_t *ids, uint32_t n,
+				    uint16_t dc, uint16_t worker, uint64_t sent_ms,
+				    uint64_t recv_ms)
+{
+	unsigned mask = 0;
+	uint32_t start = 0;
+
+	if (n == 0)
+		return fw_idcheck_add(v, 0, 0, dc, worker, sent_ms, recv_ms);
+	for (uint32_t i = 1; i <= n; i++) {
+		if (i < n && ids[i] == ids[i - 1] + 1)
+			continue;
+		mask |= fw_idcheck_add(v, ids[start], i - start, dc, worker, sent_ms, recv_ms);
+		start = i;
+	}
+	return mask;
+}
+
 FW_API bool fw_idcheck_full(const struct fw_idcheck *v)
 {
 	return v->ids_unchecked != 0;

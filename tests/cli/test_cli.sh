@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # flakectl dispatch and help, and a short bench-core run.
-# usage: test_cli.sh PATH/TO/flakectl
+# usage: test_cli.sh PATH/TO/flakectl fleet|no-fleet (built with `flakectl fleet` or not)
 set -u
-fc=${1:?usage: test_cli.sh FLAKECTL}
+fc=${1:?usage: test_cli.sh FLAKECTL fleet|no-fleet}
+fleet=${2:?usage: test_cli.sh FLAKECTL fleet|no-fleet}
 . "$(dirname "$0")/lib.sh"
 
 commands=(decode layout bench-core)
@@ -24,6 +25,21 @@ for c in "${commands[@]}"; do
 	expect_eq "help $c is $c --help" "$out" "$help_out"
 	expect_ok "$c -h" "$c" -h
 done
+# the registry is ZooKeeper or etcd: the help says so wherever both work
+if [ "$fleet" = fleet ]; then
+	expect_ok "--help" --help
+	expect_match "--help: fleet names both stores" "$out" "^  fleet .*ZooKeeper or etcd"
+	expect_ok "fleet --help" fleet --help
+	expect_match "fleet --help: the registry in ZooKeeper or etcd" "$out" \
+		"registry of a fleet, in ZooKeeper .* or\$"
+	expect_match "fleet --help: ... or etcd" "$out" "^etcd \(\[fleet\] etcd and root\)"
+	expect_match "fleet --help: --root in ZooKeeper" "$out" "^  --root PATH .*znode in ZooKeeper"
+	expect_match "fleet --help: --root in etcd" "$out" "prefix in etcd"
+	expect_match "fleet --help: --etcd" "$out" "^  --etcd URLS"
+else
+	run fleet --help
+	expect_eq "fleet without lib/fleet: a usage error" "$rc" 2
+fi
 expect_usage "unknown command" "'frobnicate'" frobnicate
 expect_usage "help for an unknown command" "'frobnicate'" help frobnicate
 expect_ok "--version" --version

@@ -204,6 +204,11 @@ expect_run "bench --requests 300 --range --json" bench "${srv[@]}" --requests 30
 	--range --count 1000 --concurrency 3 --json
 expect_match "bench --requests bounds the run" "$out" '"sent":300,'
 expect_match "bench --json no duplicates" "$out" '"duplicates":0,"order_violations":0\}$'
+# LIST replies (--count 2-...): checked by fw_idcheck_add_list, as flakeload checks them
+expect_run "bench --requests 200 --count 50 --json" bench "${srv[@]}" --requests 200 \
+	--count 50 --concurrency 2 --json
+expect_match "bench LIST: every reply's IDs" "$out" '"ids":10000,'
+expect_match "bench LIST: no duplicates" "$out" '"duplicates":0,"order_violations":0\}$'
 
 # Nothing listening: exit 1, one clear line, within the timeout.
 dead=$(free_port)

@@ -14,12 +14,7 @@ set -u
 : "${FW_SRC:?}"
 K8S=$FW_SRC/dist/kubernetes
 fail() { echo "FAIL: $*" >&2; exit 1; }
-need() { # TOOL PACKAGE
-	command -v "$1" >/dev/null && return 0
-	[ "${CI:-}" = true ] && fail "$1 missing (apt-get install $2; scripts/install-deps.sh)"
-	echo "SKIP: $1 missing (apt-get install $2)"
-	exit 77
-}
+. "$FW_SRC/tests/ops/lib.sh" # need
 need node nodejs
 need npm npm
 

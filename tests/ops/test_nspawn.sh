@@ -31,12 +31,7 @@ fail() {
 }
 : "${FW_SRC:?}" "${BUILD_ROOT:?}" "${FLAKECTL:?}" "${PEER_XDP:?}"
 DOC=$FW_SRC/doc/deploying.md
-need() { # TOOL PACKAGE
-	command -v "$1" >/dev/null && return 0
-	[ "${CI:-}" = true ] && fail "$1 missing (apt-get install $2; scripts/install-deps.sh)"
-	echo "SKIP: $1 missing (apt-get install $2)"
-	exit 77
-}
+. "$FW_SRC/tests/ops/lib.sh" # need
 [ "$(id -u)" -eq 0 ] || fail "needs root (debootstrap, systemd-nspawn, veth)"
 need debootstrap debootstrap
 need systemd-nspawn systemd-container

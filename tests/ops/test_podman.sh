@@ -23,6 +23,8 @@
 #     its mark on its volume; flakesock-2 re-created on its volume after it
 #     (a rolling update's replacement): ready, serving;
 #   - every ID collected (flakectl bench --out) in all of it: no duplicate.
+#   - at start, what an earlier run killed at meson's timeout left
+#     (containers and namespaces fwpPID-... whose PID is gone) is removed.
 #   - the AF_XDP image from the DaemonSet's pod template on a veth in a
 #     namespace of the test's (its "host network"), with its capabilities
 #     only: it attaches its XDP program and answers IDs.
@@ -39,12 +41,7 @@ fail() {
 	done
 	exit 1
 }
-need() { # TOOL PACKAGE
-	command -v "$1" >/dev/null && return 0
-	[ "${CI:-}" = true ] && fail "$1 missing (apt-get install $2; scripts/install-deps.sh)"
-	echo "SKIP: $1 missing (apt-get install $2)"
-	exit 77
-}
+. "$FW_SRC/tests/ops/lib.sh" # need, ops_sweep_stale
 [ "$(id -u)" -eq 0 ] || fail "needs root (podman's store, network namespaces)"
 need podman podman
 need buildah buildah
@@ -54,6 +51,8 @@ need etcd etcd-server
 need curl curl
 need ethtool ethtool
 
+# what a run killed at meson's timeout left (fwpPID-...: containers, namespaces)
+ops_sweep_stale fwp
 P=fwp$$
 NODE=$P-node
 TMP=$(mktemp -d /tmp/fw-podman.XXXXXX)

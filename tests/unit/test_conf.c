@@ -4,6 +4,7 @@
  * generated sample is the committed config/flakewire.ini and loads; bad
  * files and values fail with the key, the value and the allowed range.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,6 +169,37 @@ static void test_missing_file(void **state)
 	contains(err, "/nonexistent/fw.ini: No such file or directory");
 }
 
+/* fw_conf_print writes fw_conf_effective's (or the sample's) text, and says when it cannot. */
+static void test_print(void **state)
+{
+	(void)state;
+	static char want[65536], got[65536];
+	struct fw_conf c;
+	fw_conf_init(&c);
+	char err[256];
+	int rc = fw_conf_set(&c, "id.worker_base=7", FW_CONF_F_NO_PORTS, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	for (int sample = 0; sample < 2; sample++) {
+		if (sample)
+			fw_conf_sample(want, sizeof(want), FW_CONF_F_NO_PORTS);
+		else
+			fw_conf_effective(&c, want, sizeof(want), FW_CONF_F_NO_PORTS);
+		FILE *f = tmpfile();
+		assert_non_null(f);
+		assert_int_equal(fw_conf_print(f, sample ? NULL : &c, FW_CONF_F_NO_PORTS), 0);
+		rewind(f);
+		size_t n = fread(got, 1, sizeof(got) - 1, f);
+		fclose(f);
+		got[n] = '\0';
+		assert_string_equal(got, want);
+		contains(got, sample ? "worker_base = 0\n" : "worker_base = 7\n");
+	}
+	FILE *full = fopen("/dev/full", "w");
+	assert_non_null(full);
+	assert_int_equal(fw_conf_print(full, &c, 0), -EIO);
+	fclose(full);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_fleet_registry),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_print),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

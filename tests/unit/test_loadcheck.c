@@ -281,6 +281,53 @@ static void test_malformed_and_worker(void **state)
 	fw_idcheck_free(&v);
 }
 
+/*
+ * A LIST reply: stretches of consecutive IDs are one run each (an order fault
+ * counts once per stretch); a stretch crossing into the next worker, or an
+ * empty list, is found as with fw_idcheck_add.
+ */
+static void test_list(void **state)
+{
+	struct fw_idcheck v;
+	uint64_t a, ids[8];
+
+	(void)state;
+	fw_layout_default(&layout);
+	a = id_of(4500, 7, 100);
+	check_init(&v, FW_IDCHECK_NO_TIME, 64);
+	/* a, a+1, a+2, then a gap, a+10, a+11 */
+	for (int i = 0; i < 3; i++)
+		ids[i] = a + (uint64_t)i;
+	ids[3] = a + 10;
+	ids[4] = a + 11;
+	assert_int_equal(fw_idcheck_add_list(&v, ids, 5, 0, 7, 0, 0), 0);
+	assert_int_equal(v.ids, 5);
+	assert_int_equal(v.n_runs, 2);
+	assert_int_equal(v.runs[0].first, a);
+	assert_int_equal(v.runs[0].n, 3);
+	assert_int_equal(v.runs[1].first, a + 10);
+	assert_int_equal(v.runs[1].n, 2);
+	/* continuing the open run extends it */
+	ids[0] = a + 12;
+	assert_int_equal(fw_idcheck_add_list(&v, ids, 1, 0, 7, 0, 0), 0);
+	assert_int_equal(v.n_runs, 2);
+	/* above, then two below the worker's last: one order fault for the stretch */
+	ids[0] = a + 20;
+	ids[1] = a + 3;
+	ids[2] = a + 4;
+	assert_int_equal(fw_idcheck_add_list(&v, ids, 3, 0, 7, 0, 0), 1u << FW_IDCHECK_ORDER);
+	assert_int_equal(v.v[FW_IDCHECK_ORDER], 1);
+	assert_int_equal(v.first_bad[FW_IDCHECK_ORDER], a + 3);
+	/* the last sequence value and the next ID: worker 8's, not the header's 7 */
+	ids[0] = id_of(4600, 7, 4095);
+	ids[1] = ids[0] + 1;
+	assert_int_equal(fw_idcheck_add_list(&v, ids, 2, 0, 7, 0, 0), 1u << FW_IDCHECK_WORKER);
+	assert_int_equal(fw_idcheck_add_list(&v, ids, 0, 0, 7, 0, 0), 1u << FW_IDCHECK_NEGATIVE);
+	fw_idcheck_finish(&v);
+	assert_int_equal(v.v[FW_IDCHECK_DUPLICATE], 0);
+	fw_idcheck_free(&v);
+}
+
 /* IDs must decode within the bound of [sent, received]. */
 static void test_time_bound(void **state)
 {
@@ -356,6 +403,7 @@ int main(void)
 		cmocka_unit_test(test_duplicates),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_malformed_and_worker),
+		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_time_bound),
 		cmocka_unit_test(test_store_cap),
 	};
