@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +35,11 @@ func TestParseServer(t *testing.T) {
 
 // fake answers each request with handler(op, tag) datagrams.
 func fake(t *testing.T, handler func(op uint8, tag uint64) [][]byte) string {
+	return fakeReq(t, func(req []byte) [][]byte { return handler(req[3], binary.BigEndian.Uint64(req[8:])) })
+}
+
+// fakeReq answers each request (24 bytes at least) with handler(request) datagrams.
+func fakeReq(t *testing.T, handler func(req []byte) [][]byte) string {
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func fake(t *testing.T, handler func(op uint8, tag uint64) [][]byte) string {
 			if n < 24 {
 				continue
 			}
-			for _, d := range handler(b[3], binary.BigEndian.Uint64(b[8:])) {
+			for _, d := range handler(b[:n]) {
 				conn.WriteToUDP(d, from)
 			}
 		}
@@ -299,10 +306,28 @@ func TestMaxAge(t *testing.T) {
 		return [][]byte{mkReply(op, tag, 0, 7, mkID(7, s), mkID(7, s+1), mkID(7, s+2))}
 	})
 	o := opts()
-	o.UseRange, o.Prefetch, o.LowWater, o.MaxAge = false, 3, 0, 20*time.Millisecond
-	if _, err := New([]string{addr}, &Options{Timeout: time.Second, Prefetch: 3, MaxAge: time.Millisecond}); err == nil {
-		t.Fatal("MaxAge 1ms accepted")
+	o.UseRange, o.Prefetch, o.LowWater = false, 3, 0
+	// The bounds, 10 ms..1 h: outside them New fails with the error naming MaxAge
+	// and its range, and makes no client.
+	for _, bad := range []time.Duration{time.Millisecond, 10*time.Millisecond - 1, time.Hour + 1} {
+		o.MaxAge = bad
+		c, err := New([]string{addr}, o)
+		if want := "flakewire: MaxAge " + bad.String() + " not in 10ms..1h"; c != nil || err == nil || err.Error() != want {
+			t.Fatalf("MaxAge %v: client %v, error %v, want %q", bad, c, err, want)
+		}
 	}
+	for _, good := range []time.Duration{10 * time.Millisecond, time.Hour} {
+		o.MaxAge = good
+		c, err := New([]string{addr}, o)
+		if err != nil {
+			t.Fatalf("MaxAge %v: %v", good, err)
+		}
+		c.Close()
+	}
+	if lists.Load() != 0 {
+		t.Fatalf("New sent %d requests", lists.Load())
+	}
+	o.MaxAge = 20 * time.Millisecond
 	c, err := New([]string{addr}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -316,5 +341,181 @@ func TestMaxAge(t *testing.T) {
 	b, err := c.Next()
 	if err != nil || lists.Load() < 2 || b&0xfff < 3 || b <= a {
 		t.Fatalf("after 100 ms: %d after %d, %v, %d requests", b, a, err, lists.Load())
+	}
+}
+
+// idSource hands out a worker's IDs in a layout as a responder does: each
+// range within one millisecond, never back in time. Used by one fake's goroutine.
+type idSource struct {
+	l       Layout
+	worker  uint64
+	ms, seq uint64
+}
+
+// take returns up to n consecutive IDs (those left in the current ms).
+func (g *idSource) take(n uint64) Range {
+	if now := uint64(time.Now().UnixMilli()) - g.l.EpochMs; now > g.ms {
+		g.ms, g.seq = now, 0
+	}
+	per := uint64(1) << g.l.SeqBits
+	if n > per-g.seq {
+		n = per - g.seq
+	}
+	r := Range{g.ms<<(g.l.DcBits+g.l.WorkerBits+g.l.SeqBits) | g.worker<<g.l.SeqBits | g.seq, uint32(n)}
+	if g.seq += n; g.seq == per {
+		g.ms, g.seq = g.ms+1, 0
+	}
+	return r
+}
+
+// answer is g's reply to a LIST or RANGE request (INFO: g's layout).
+func (g *idSource) answer(req []byte) []byte {
+	op, tag, count := req[3], binary.BigEndian.Uint64(req[8:]), uint64(binary.BigEndian.Uint16(req[6:]))
+	b := mkReply(op, tag, 0, uint16(g.worker))
+	switch op {
+	case OpInfo:
+		b[24+8], b[24+9], b[24+10], b[24+11] = g.l.TimeBits, g.l.DcBits, g.l.WorkerBits, g.l.SeqBits
+	case OpList:
+		for i := uint64(0); i < count; i++ {
+			b = binary.BigEndian.AppendUint64(b, g.take(1).First)
+		}
+		binary.BigEndian.PutUint16(b[6:], uint16(count))
+	case OpRange:
+		k := 0
+		for left := count; left > 0 && k < RangesMax; k++ {
+			r := g.take(left)
+			b = binary.BigEndian.AppendUint64(b, r.First)
+			b = binary.BigEndian.AppendUint32(b, r.N)
+			left -= uint64(r.N)
+		}
+		binary.BigEndian.PutUint16(b[6:], uint16(k))
+	}
+	return b
+}
+
+// IDs held in a goroutine's own share (a Sequence) are not handed out past
+// MaxAge either. Four goroutines wait out a first refill the responder holds
+// for 6 x MaxAge, long enough for the ticker that ages shares to end idle;
+// each then holds a share of 100 IDs, waits 4 x MaxAge, and must get an ID
+// at most 2 x MaxAge old, from a new request. Before commit 2136f1c
+// the ticker was not restarted when the waiters took their shares: the
+// epoch stood still, and each share went on handing out its old IDs.
+func TestMaxAgeShares(t *testing.T) {
+	const maxAge = 100 * time.Millisecond
+	var lists atomic.Uint64
+	g := &idSource{l: DefaultLayout, worker: 7}
+	addr := fakeReq(t, func(req []byte) [][]byte {
+		if req[3] == OpList && lists.Add(1) == 1 {
+			time.Sleep(6 * maxAge)
+		}
+		return [][]byte{g.answer(req)}
+	})
+	o := opts()
+	o.Timeout = 5 * time.Second // the held reply is waited for, never asked again
+	o.UseRange, o.Prefetch, o.LowWater, o.MaxAge = false, 800, 0, maxAge
+	c, err := New([]string{addr}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A correct client's next ID is at most MaxAge old (2 x MaxAge: a late tick)
+	// when the wait ends; a share held across it is older than the wait.
+	const callers, wait = 4, 4 * maxAge
+	var start, taken, resume sync.WaitGroup
+	start.Add(callers)
+	taken.Add(callers)
+	resume.Add(1)
+	var waitFrom time.Time
+	var sentBefore uint64
+	errs := make([]error, callers)
+	for i := 0; i < callers; i++ {
+		go func(i int) {
+			defer start.Done()
+			q := c.Sequence()
+			a, err := q.Next()
+			taken.Done()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			resume.Wait()
+			b, err := q.Next()
+			p, _ := DefaultLayout.Decode(b)
+			switch {
+			case err != nil:
+				errs[i] = err
+			case int64(p.UnixMs) < waitFrom.Add(wait-2*maxAge).UnixMilli():
+				errs[i] = fmt.Errorf("after a wait of %v: ID %d issued %d ms before the wait ended (the first was %d)",
+					wait, b, waitFrom.Add(wait).UnixMilli()-int64(p.UnixMs), a)
+			}
+		}(i)
+	}
+	taken.Wait()
+	waitFrom, sentBefore = time.Now(), lists.Load()
+	time.Sleep(wait)
+	resume.Done()
+	start.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d: %v", i, err)
+		}
+	}
+	if lists.Load() <= sentBefore {
+		t.Errorf("no request after the wait: %d LIST requests in all", lists.Load())
+	}
+}
+
+// Refills grow while a caller drains the pool, up to 1024 x Prefetch and
+// 16 ms of one worker's IDs (2^SeqBits a ms, from INFO), and no further:
+// with LowWater 0 every refill starts on an empty pool, so each doubles the
+// last until the cap. The fake notes the largest RANGE asked.
+func TestRefillCap(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		seqBits  uint8
+		prefetch int
+		cap      uint64
+	}{
+		{"1024 x prefetch", 12, 2, 1024 * 2}, // 16 << 12 = 65,536 is larger
+		{"16 ms of IDs", 8, 16, 16 << 8},     // 1024 x 16 = 16,384 is larger
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ranges, biggest, over atomic.Uint64
+			l := Layout{DefaultEpochMs, 41, 0, 22 - tc.seqBits, tc.seqBits}
+			g := &idSource{l: l, worker: 7}
+			addr := fakeReq(t, func(req []byte) [][]byte {
+				if n := uint64(binary.BigEndian.Uint16(req[6:])); req[3] == OpRange {
+					ranges.Add(1)
+					if n > biggest.Load() {
+						biggest.Store(n)
+					}
+					if n > tc.cap {
+						over.Add(1)
+					}
+				}
+				return [][]byte{g.answer(req)}
+			})
+			o := opts()
+			o.Timeout = 5 * time.Second
+			o.Prefetch, o.LowWater = tc.prefetch, 0
+			c, err := New([]string{addr}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Past the cap (2 x cap, a refill of each size below it) and 8 refills at it.
+			var prev uint64
+			for i := uint64(0); i < 10*tc.cap; i++ {
+				id, err := c.Next()
+				if err != nil || id <= prev {
+					t.Fatalf("ID %d: %d after %d, %v", i, id, prev, err)
+				}
+				prev = id
+			}
+			if over.Load() != 0 || biggest.Load() != tc.cap {
+				t.Fatalf("cap %d: largest RANGE asked %d, %d over the cap, %d RANGE requests",
+					tc.cap, biggest.Load(), over.Load(), ranges.Load())
+			}
+		})
 	}
 }
