@@ -13,7 +13,11 @@ import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /** The client's own rules against a scripted fake responder on loopback. */
@@ -24,6 +28,11 @@ class ClientTest {
         final String addr;
 
         Fake(BiFunction<Integer, Long, List<byte[]>> handler) throws IOException {
+            this(req -> handler.apply(req[3] & 0xFF, ByteBuffer.wrap(req).getLong(8)));
+        }
+
+        /** Answers each request (its bytes, 24 at least) with handler(request) datagrams. */
+        Fake(Function<byte[], List<byte[]>> handler) throws IOException {
             sock = new DatagramSocket(0, InetAddress.getLoopbackAddress());
             addr = "127.0.0.1:" + sock.getLocalPort();
             Thread t = new Thread(() -> {
@@ -32,8 +41,8 @@ class ClientTest {
                     DatagramPacket p = new DatagramPacket(b, b.length);
                     try {
                         sock.receive(p);
-                        ByteBuffer v = ByteBuffer.wrap(b);
-                        for (byte[] d : handler.apply(b[3] & 0xFF, v.getLong(8))) {
+                        if (p.getLength() < 24) continue;
+                        for (byte[] d : handler.apply(java.util.Arrays.copyOf(b, p.getLength()))) {
                             sock.send(new DatagramPacket(d, d.length, p.getSocketAddress()));
                         }
                     } catch (SocketException e) {
@@ -181,6 +190,177 @@ class ClientTest {
                 long b = c.next();
                 assertTrue(lists.get() >= 2, "requests: " + lists.get());
                 assertTrue(b > a && (b & 0xfff) >= 3, b + " after " + a);
+            }
+        }
+    }
+
+    /** A worker's IDs in a layout as a responder hands them out: each range within one ms, never back in time. */
+    static final class IdSource {
+        final Layout l;
+        final int worker;
+        long ms, seq;
+
+        IdSource(Layout l, int worker) {
+            this.l = l;
+            this.worker = worker;
+        }
+
+        /** Up to n consecutive IDs (those left in the current ms): {first, n}. */
+        synchronized long[] take(long n) {
+            long now = System.currentTimeMillis() - l.epochMs();
+            if (now > ms) {
+                ms = now;
+                seq = 0;
+            }
+            long per = 1L << l.seqBits();
+            n = Math.min(n, per - seq);
+            long first = ms << (l.dcBits() + l.workerBits() + l.seqBits()) | (long) worker << l.seqBits() | seq;
+            seq += n;
+            if (seq == per) {
+                ms++;
+                seq = 0;
+            }
+            return new long[] {first, n};
+        }
+
+        /** The reply to an INFO (this layout), LIST or RANGE request. */
+        byte[] answer(byte[] req) {
+            ByteBuffer q = ByteBuffer.wrap(req);
+            int op = req[3] & 0xFF, count = q.getShort(6) & 0xFFFF;
+            long tag = q.getLong(8);
+            if (op == Wire.OP_INFO) {
+                byte[] b = reply(op, tag, 0, worker);
+                b[24 + 8] = (byte) l.timeBits();
+                b[24 + 9] = (byte) l.dcBits();
+                b[24 + 10] = (byte) l.workerBits();
+                b[24 + 11] = (byte) l.seqBits();
+                return b;
+            }
+            if (op == Wire.OP_LIST) {
+                long[] ids = new long[count];
+                for (int i = 0; i < count; i++) ids[i] = take(1)[0];
+                return reply(op, tag, 0, worker, ids);
+            }
+            ByteBuffer body = ByteBuffer.allocate(12 * Wire.RANGES_MAX);
+            int k = 0;
+            for (long left = count; left > 0 && k < Wire.RANGES_MAX; k++) {
+                long[] r = take(left);
+                body.putLong(r[0]).putInt((int) r[1]);
+                left -= r[1];
+            }
+            ByteBuffer b = ByteBuffer.wrap(java.util.Arrays.copyOf(reply(op, tag, 0, worker), 24 + 12 * k));
+            b.putShort(6, (short) k).position(24);
+            b.put(body.array(), 0, 12 * k);
+            return b.array();
+        }
+    }
+
+    /**
+     * IDs held in a thread's own share are not handed out past maxAgeMs either. Four threads wait out a first refill
+     * the responder holds for 6 x maxAgeMs, long enough for the ticker that ages shares to end idle; each then holds a
+     * share of 100 IDs, waits 4 x maxAgeMs, and must get an ID at most 2 x maxAgeMs old (a late tick), from a new
+     * request. Before commit 2136f1c the ticker was not restarted when the waiters took their shares: the epoch stood
+     * still, and each share went on handing out its old IDs.
+     */
+    @Test
+    void maxAgeReachesThreadShares() throws Exception {
+        final long maxAge = 100, wait = 4 * maxAge;
+        AtomicInteger lists = new AtomicInteger();
+        IdSource g = new IdSource(Layout.DEFAULT, 7);
+        try (Fake f = new Fake(req -> {
+            if (req[3] == Wire.OP_LIST && lists.incrementAndGet() == 1) {
+                try {
+                    Thread.sleep(6 * maxAge);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return List.of(g.answer(req));
+        })) {
+            Client.Options o = opts();
+            o.timeoutMs = 5000; // the held reply is waited for, never asked again
+            o.useRange = false;
+            o.prefetch = 800;
+            o.lowWater = 0;
+            o.maxAgeMs = maxAge;
+            try (Client c = new Client(List.of(f.addr), o)) {
+                final int callers = 4;
+                CountDownLatch taken = new CountDownLatch(callers), resume = new CountDownLatch(1);
+                AtomicLong waitFrom = new AtomicLong();
+                List<String> errs = java.util.Collections.synchronizedList(new ArrayList<>());
+                List<Thread> ts = new ArrayList<>();
+                for (int i = 0; i < callers; i++) {
+                    final int who = i;
+                    Thread t = new Thread(() -> {
+                        try {
+                            long a;
+                            try {
+                                a = c.next();
+                            } finally {
+                                taken.countDown();
+                            }
+                            resume.await();
+                            long b = c.next(), issued = Layout.DEFAULT.decode(b).unixMs();
+                            if (issued < waitFrom.get() + wait - 2 * maxAge)
+                                errs.add("caller " + who + ": after a wait of " + wait + " ms: ID " + b + " issued "
+                                        + (waitFrom.get() + wait - issued) + " ms before the wait ended (the first was "
+                                        + a + ")");
+                        } catch (Exception e) {
+                            errs.add("caller " + who + ": " + e);
+                        }
+                    });
+                    t.start();
+                    ts.add(t);
+                }
+                taken.await();
+                int sentBefore = lists.get();
+                waitFrom.set(System.currentTimeMillis());
+                Thread.sleep(wait);
+                resume.countDown();
+                for (Thread t : ts) t.join(10_000);
+                for (Thread t : ts) assertTrue(!t.isAlive(), "a caller still waits");
+                assertEquals(List.of(), errs);
+                assertTrue(lists.get() > sentBefore, "no request after the wait: " + lists.get() + " in all");
+            }
+        }
+    }
+
+    /**
+     * Refills grow while a caller drains the pool, up to 1024 x prefetch and 16 ms of one worker's IDs (2^seqBits a
+     * ms, from INFO), and no further: with lowWater 0 every refill starts on an empty pool, so each doubles the last
+     * until the cap. The fake notes the largest RANGE asked.
+     */
+    @Test
+    void refillGrowsToTheCap() throws Exception {
+        // {seqBits, prefetch, cap}: 1024 x 2 (16 << 12 is larger); 16 << 8 (1024 x 16 is larger)
+        for (int[] tc : new int[][] {{12, 2, 1024 * 2}, {8, 16, 16 << 8}}) {
+            AtomicLong ranges = new AtomicLong(), biggest = new AtomicLong(), over = new AtomicLong();
+            IdSource g = new IdSource(new Layout(Layout.DEFAULT_EPOCH_MS, 41, 0, 22 - tc[0], tc[0]), 7);
+            try (Fake f = new Fake(req -> {
+                if (req[3] == Wire.OP_RANGE) {
+                    long n = ByteBuffer.wrap(req).getShort(6) & 0xFFFF;
+                    ranges.incrementAndGet();
+                    biggest.accumulateAndGet(n, Math::max);
+                    if (n > tc[2]) over.incrementAndGet();
+                }
+                return List.of(g.answer(req));
+            })) {
+                Client.Options o = opts();
+                o.timeoutMs = 5000;
+                o.prefetch = tc[1];
+                o.lowWater = 0;
+                try (Client c = new Client(List.of(f.addr), o)) {
+                    long prev = 0;
+                    // Past the cap (2 x cap, a refill of each size below it) and 8 refills at it.
+                    for (int i = 0; i < 10 * tc[2]; i++) {
+                        long id = c.next();
+                        assertTrue(id > prev, id + " after " + prev);
+                        prev = id;
+                    }
+                }
+                assertEquals(0, over.get(), "cap " + tc[2] + ": RANGE requests over it, largest " + biggest.get());
+                assertEquals(tc[2], biggest.get(), "cap " + tc[2] + ": the largest RANGE asked (growth), of "
+                        + ranges.get());
             }
         }
     }
