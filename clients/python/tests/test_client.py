@@ -264,6 +264,116 @@ def test_max_age_drops_old_ids():
         f.close()
 
 
+class IdSource:
+    """A worker's IDs in a layout as a responder hands them out: each range
+    within one ms, never back in time. answer() is a Fake handler."""
+
+    def __init__(self, seq_bits=12, worker=7):
+        self.seq_bits, self.worker_bits, self.worker = seq_bits, 22 - seq_bits, worker
+        self.ms = self.seq = 0
+        self.lock = threading.Lock()
+        self.counts = []  # (op, count) of each LIST and RANGE request
+
+    def take(self, n):
+        """Up to n consecutive IDs (those left in the current ms): (first, n)."""
+        now = time.time_ns() // 1_000_000 - DEFAULT.epoch_ms
+        if now > self.ms:
+            self.ms, self.seq = now, 0
+        per = 1 << self.seq_bits
+        n = min(n, per - self.seq)
+        first = self.ms << 22 | self.worker << self.seq_bits | self.seq
+        self.seq += n
+        if self.seq == per:
+            self.ms, self.seq = self.ms + 1, 0
+        return first, n
+
+    def answer(self, op, count, tag):
+        with self.lock:
+            if op == wire.OP_INFO:
+                return [reply(op, tag, body=struct.pack(">QBBBBBBHHHIq", DEFAULT.epoch_ms, 41, 0,
+                                                        self.worker_bits, self.seq_bits, 1, 1,
+                                                        181, 16, 4, 0, 0))]
+            self.counts.append((op, count))
+            if op == wire.OP_LIST:
+                ids = [self.take(1)[0] for _ in range(count)]
+                return [reply(op, tag, body=b"".join(struct.pack(">Q", x) for x in ids))]
+            body, left = b"", count
+            while left and len(body) < 12 * wire.RANGES_MAX:
+                first, n = self.take(left)
+                body += struct.pack(">QI", first, n)
+                left -= n
+            return [reply(op, tag, body=body, count=len(body) // 12)]
+
+
+def test_max_age_reaches_thread_shares():
+    """IDs held in a thread's own share are not handed out past max_age_ms
+    either. Four threads wait out a first refill the responder holds for
+    6 x max_age, hold a share of 100 IDs each (prefetch 800), wait
+    4 x max_age, and must each get an ID at most 2 x max_age old, from a new
+    request (test_max_age_drops_old_ids, prefetch 3, holds no share)."""
+    max_age, callers = 0.1, 4
+    wait = 4 * max_age
+    g = IdSource()
+
+    def handler(op, count, tag):
+        if op == wire.OP_LIST and not g.counts:
+            time.sleep(6 * max_age)
+        return g.answer(op, count, tag)
+
+    f = Fake(handler)
+    taken, resume = threading.Barrier(callers + 1), threading.Event()
+    got, errs = [None] * callers, []
+    try:
+        with Client([f.addr], timeout=5, retries=0, use_range=False, prefetch=800, low_water=0,
+                    max_age_ms=int(max_age * 1000)) as c:
+            def run(k):
+                try:
+                    a = c.next()
+                    taken.wait(10)
+                    assert resume.wait(10)
+                    got[k] = (a, c.next())
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errs.append(e)
+            ts = [threading.Thread(target=run, args=(k,)) for k in range(callers)]
+            for t in ts:
+                t.start()
+            taken.wait(10)
+            sent, wait_from = len(g.counts), time.time()
+            time.sleep(wait)
+            resume.set()
+            for t in ts:
+                t.join(10)
+            assert errs == [] and all(x is not None for x in got)
+            for k, (a, b) in enumerate(got):
+                issued = DEFAULT.decode(b).unix_ms / 1000
+                assert issued >= wait_from + wait - 2 * max_age, \
+                    f"caller {k}: ID {b} issued {wait_from + wait - issued:.3f} s before the wait ended (first {a})"
+            assert len(g.counts) > sent
+    finally:
+        f.close()
+
+
+def test_refill_grows_to_the_cap():
+    """Refills grow while a caller drains the pool, up to 64 x prefetch and no
+    further: with low_water 0 every refill starts on an empty pool, so each
+    doubles the last until the cap. The fake notes every RANGE asked."""
+    prefetch, cap = 8, 64 * 8
+    g = IdSource()
+    f = Fake(g.answer)
+    try:
+        with Client([f.addr], timeout=5, retries=0, prefetch=prefetch, low_water=0) as c:
+            prev = 0
+            # Past the cap (2 x cap, a refill of each size below it) and 8 refills at it.
+            for _ in range(10 * cap):
+                i = c.next()
+                assert i > prev
+                prev = i
+        asked = [n for op, n in g.counts if op == wire.OP_RANGE]
+        assert max(asked) == cap and all(n <= cap for n in asked), asked
+    finally:
+        f.close()
+
+
 def test_threads_each_increasing_and_unique():
     """Four threads on one client: each thread's own IDs increase, all are unique."""
     state = {"seq": 0}
