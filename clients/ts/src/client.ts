@@ -641,11 +641,7 @@ export class Client {
    * in turn: the IDs increase in the order the calls run. Rejects only when
    * the buffer is empty and a refill fails. */
   async next(): Promise<bigint> {
-    if (!this.ticking) {
-      this.ticking = true;
-      this.idleTicks = 0;
-      setTimeout(() => this.tick(), this.o.maxAgeMs / AGE_TICKS).unref();
-    }
+    this.ensureTicking();
     for (;;) {
       if (this.closed) throw new ClosedError();
       if (this.count > 0 && this.runs[0].epoch + AGE_TICKS > this.epoch) return this.take();
@@ -653,8 +649,19 @@ export class Client {
       if (this.count > 0) continue;
       this.starved = true;
       await this.startRefill();
+      // The ticker may have ended idle while this caller waited out a long refill:
+      // without it the epoch stands still and the refill's IDs never expire.
+      this.ensureTicking();
       if (this.count === 0 && this.refillErr) throw this.refillErr;
     }
+  }
+
+  /** Starts the ticker (the epoch that ages the buffer) unless it runs. */
+  private ensureTicking(): void {
+    if (this.ticking) return;
+    this.ticking = true;
+    this.idleTicks = 0;
+    setTimeout(() => this.tick(), this.o.maxAgeMs / AGE_TICKS).unref();
   }
 
   /** next() as a decimal string: JavaScript numbers keep only 53 bits. */
