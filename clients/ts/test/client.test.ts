@@ -9,9 +9,15 @@ import { AddressError, ClosedError, ResolveError, Client, DEFAULT_EPOCH_MS, DEFA
 type Handler = (op: number, tag: bigint) => Uint8Array[];
 
 async function fake(h: Handler): Promise<{ addr: string; close: () => void }> {
+  return fakeReq((req) => h(req[3], req.readBigUInt64BE(8)));
+}
+
+/** A fake answering each request (its bytes, 24 at least) with the datagrams h gives, now or later. */
+async function fakeReq(h: (req: Buffer) => Uint8Array[] | Promise<Uint8Array[]>): Promise<{ addr: string; close: () => void }> {
   const s = dgram.createSocket("udp4");
   s.on("message", (b, r) => {
-    for (const d of h(b[3], b.readBigUInt64BE(8))) s.send(d, r.port, r.address);
+    if (b.length < 24) return;
+    void Promise.resolve(h(b)).then((ds) => { for (const d of ds) s.send(d, r.port, r.address); });
   });
   await new Promise<void>((res) => s.bind(0, "127.0.0.1", res));
   return { addr: `127.0.0.1:${s.address().port}`, close: () => s.close() };
@@ -151,4 +157,107 @@ test("an ID older than maxAgeMs is not handed out", async () => {
   assert.ok(b > a && (b & 0xfffn) >= 3n, `${b} after ${a}`);
   c.close();
   f.close();
+});
+
+/** A worker's IDs in a layout as a responder hands them out: each range within one ms, never back in time. */
+class IdSource {
+  ms = 0n;
+  seq = 0n;
+  counts: [number, number][] = []; // [op, count] of each LIST and RANGE request
+  constructor(readonly seqBits = 12n, readonly worker = 7n) {}
+
+  /** Up to n consecutive IDs (those left in the current ms). */
+  take(n: bigint): [bigint, bigint] {
+    const now = BigInt(Date.now()) - DEFAULT_EPOCH_MS;
+    if (now > this.ms) { this.ms = now; this.seq = 0n; }
+    const per = 1n << this.seqBits;
+    if (n > per - this.seq) n = per - this.seq;
+    const first = (this.ms << 22n) | (this.worker << this.seqBits) | this.seq;
+    this.seq += n;
+    if (this.seq === per) { this.ms++; this.seq = 0n; }
+    return [first, n];
+  }
+
+  answer(req: Buffer): Uint8Array {
+    const op = req[3], tag = req.readBigUInt64BE(8), count = req.readUInt16BE(6), w = Number(this.worker);
+    if (op === wire.OP_INFO) {
+      const b = Buffer.from(reply(op, tag, 0, w));
+      b[24 + 10] = 22 - Number(this.seqBits);
+      b[24 + 11] = Number(this.seqBits);
+      return b;
+    }
+    this.counts.push([op, count]);
+    if (op === wire.OP_LIST) return reply(op, tag, 0, w, Array.from({ length: count }, () => this.take(1n)[0]));
+    const runs: [bigint, bigint][] = [];
+    for (let left = BigInt(count); left > 0n && runs.length < wire.RANGES_MAX;) {
+      const r = this.take(left);
+      runs.push(r);
+      left -= r[1];
+    }
+    const b = Buffer.alloc(24 + 12 * runs.length);
+    Buffer.from(reply(op, tag, 0, w)).copy(b);
+    b.writeUInt16BE(runs.length, 6);
+    runs.forEach(([first, n], i) => { b.writeBigUInt64BE(first, 24 + 12 * i); b.writeUInt32BE(Number(n), 32 + 12 * i); });
+    return b;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test("IDs buffered through a long refill are not handed out past maxAgeMs", async () => {
+  // Four callers wait out a first refill the responder holds for 6 x maxAgeMs (the
+  // ticker that ages the buffer ends idle meanwhile), take an ID each, wait
+  // 4 x maxAgeMs, and must get IDs at most 2 x maxAgeMs old, from a new request.
+  // Before, the ticker was not restarted when the refill came in: the 796 IDs
+  // left kept their epoch, and the next calls handed them out however old.
+  const maxAge = 100, wait = 4 * maxAge;
+  const g = new IdSource();
+  let held = false;
+  const f = await fakeReq(async (req) => {
+    if (req[3] === wire.OP_LIST && !held) {
+      held = true;
+      await sleep(6 * maxAge);
+    }
+    return [g.answer(req)];
+  });
+  const c = await Client.create([f.addr], { timeoutMs: 5000, retries: 0, useRange: false, prefetch: 800, lowWater: 0, maxAgeMs: maxAge });
+  try { // a failure must not leave the fake's socket holding the event loop
+    const first = await Promise.all([c.next(), c.next(), c.next(), c.next()]);
+    const sent = g.counts.length, waitFrom = Date.now();
+    await sleep(wait);
+    const after = await Promise.all([c.next(), c.next(), c.next(), c.next()]);
+    after.forEach((b, k) => {
+      const issued = Number(DEFAULT_LAYOUT.decode(b).unixMs);
+      assert.ok(issued >= waitFrom + wait - 2 * maxAge,
+        `call ${k}: ID ${b} issued ${waitFrom + wait - issued} ms before the wait ended (the first ${first[k]})`);
+    });
+    assert.ok(g.counts.length > sent, `no request after the wait: ${g.counts.length}`);
+  } finally {
+    c.close();
+    f.close();
+  }
+});
+
+test("refills grow to 64 x prefetch and no further", async () => {
+  // With lowWater 0 every refill starts on an empty buffer (a caller asks), so
+  // each doubles the last until the cap.
+  const prefetch = 8, cap = 64 * prefetch;
+  const g = new IdSource();
+  const f = await fakeReq((req) => [g.answer(req)]);
+  const c = await Client.create([f.addr], { timeoutMs: 5000, retries: 0, prefetch, lowWater: 0 });
+  try {
+    let prev = 0n;
+    // Past the cap (2 x cap, a refill of each size below it) and 8 refills at it.
+    for (let i = 0; i < 10 * cap; i++) {
+      const id = await c.next();
+      assert.ok(id > prev, `${id} after ${prev}`);
+      prev = id;
+    }
+  } finally {
+    c.close();
+    f.close();
+  }
+  const asked = g.counts.filter(([op]) => op === wire.OP_RANGE).map(([, n]) => n);
+  assert.equal(Math.max(...asked), cap, `RANGE counts asked: ${asked}`);
+  assert.ok(asked.every((n) => n <= cap), `RANGE counts asked: ${asked}`);
 });
