@@ -101,10 +101,10 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 		rc = -ENOMEM;
 		goto err_close;
 	}
-	c->pf_io.background = true;
 	c->pf_want = c->opts.prefetch;
 	c->pf_low = c->opts.low_water;
 	c->tick_ns = (uint64_t)c->opts.max_age_ms * NS_PER_MS / FW_CLIENT_AGE_TICKS;
+	fwc_pf_refiller_io(c);
 	rc = -pthread_mutex_init(&c->lock, NULL);
 	if (rc == 0) {
 		rc = -pthread_mutex_init(&c->call_lock, NULL);

@@ -74,6 +74,11 @@ struct fw_client_seen {
 struct fw_client_io {
 	int *fds;        /* per server, opened on first use; NULL: the servers' own fd */
 	bool background; /* the refiller thread's: never asks opts.cancel */
+	/* background: a wait sleeps at most slice_ns, then calls on_slice(on_slice_arg)
+	 * (the refiller ages the slots while it waits for a reply) */
+	uint64_t slice_ns;
+	void (*on_slice)(void *arg);
+	void *on_slice_arg;
 	struct fw_client_seen seen[FW_CLIENT_WORKERS_TRACKED];
 	unsigned seen_next;
 	struct fw_wire_reply reply;
@@ -195,9 +200,16 @@ static inline bool cancelled(const struct fw_client *c, const struct fw_client_i
 static inline uint64_t wait_slice_ns(const struct fw_client *c, const struct fw_client_io *io,
 				     uint64_t ns)
 {
-	return c->opts.cancel || (io && io->background)
-		       ? FW_MIN(ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS)
-		       : ns;
+	if (io && io->background)
+		return FW_MIN(ns, io->slice_ns);
+	return c->opts.cancel ? FW_MIN(ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS) : ns;
+}
+
+/* The background channel's hook, once per wait slice. */
+static inline void wait_slice_done(const struct fw_client_io *io)
+{
+	if (io && io->on_slice)
+		io->on_slice(io->on_slice_arg);
 }
 
 /* ---- addr.c ---- */
@@ -266,6 +278,14 @@ int fwc_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want,
  * by fwc_pf_free() either way.
  */
 int fwc_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv);
+
+/*
+ * Makes c->pf_io the refiller's channel: it never asks opts.cancel, and it
+ * goes on ageing the slots (the epoch's ticks) while it waits for a reply,
+ * so a slow refill never lets a slot outlive the maximum age. Needs
+ * c->tick_ns.
+ */
+void fwc_pf_refiller_io(struct fw_client *c);
 
 /* Closes the channel's sockets and frees @p's buffers (@nsrv as given to fwc_pf_init()). */
 void fwc_pf_free(struct fw_client_pf *p, size_t nsrv);

@@ -32,6 +32,7 @@ static int pause_ns(const struct fw_client *c, const struct fw_client_io *io, ui
 		if (atomic_load(&c->hot.closed))
 			return FW_ECLOSED;
 		sleep_ns(wait_slice_ns(c, io, end - now));
+		wait_slice_done(io);
 	}
 	return 0;
 }
@@ -92,6 +93,7 @@ static int await_reply(const struct fw_client *c, struct fw_client_io *io, int f
 			return FW_ETIMEOUT;
 		ts = fw_timespec_of_ns(wait_slice_ns(c, io, deadline - now));
 		n = ppoll(&pfd, 1, &ts, NULL);
+		wait_slice_done(io);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -459,8 +459,10 @@ static void refill_once(struct fw_client *c)
 	p->busy = false;
 	p->gen++;
 	p->last_rc = rc;
-	/* Callers that asked meanwhile take from this refill, or get its error. */
-	c->asks_served = c->asks;
+	/* Callers that asked meanwhile take from this refill, or get its error; if
+	 * they took all it brought before asking, their ask still stands. */
+	if (p->avail > 0 || rc < 0)
+		c->asks_served = c->asks;
 	/* A failed refill holds the next one off (callers with nothing left still ask). */
 	p->hold_until_ns =
 		rc < 0 ? fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries)
@@ -479,6 +481,41 @@ static void refiller_wait(struct fw_client *c, uint64_t until_ns)
 	}
 	ts = fw_timespec_of_ns(until_ns);
 	pthread_cond_timedwait(&c->refiller_cond, &c->lock, &ts);
+}
+
+/* One tick of the epoch that ages the slots: stops ticking when idle, drops
+ * the pool's expired IDs. Under c->lock. */
+static void age_tick(struct fw_client *c, uint64_t now)
+{
+	atomic_fetch_add(&c->hot.epoch, 1);
+	c->next_tick_ns = now + c->tick_ns;
+	if (c->takes == c->takes_seen && c->waiters == 0)
+		c->ticking = ++c->idle_ticks < FW_CLIENT_IDLE_TICKS;
+	else
+		c->idle_ticks = 0;
+	c->takes_seen = c->takes;
+	pool_drop_expired(c, now);
+}
+
+/* The refiller's channel's hook while it waits for a reply: the tick that is due. */
+static void refiller_slice(void *arg)
+{
+	struct fw_client *c = arg;
+	uint64_t now;
+
+	pthread_mutex_lock(&c->lock);
+	now = fw_mono_ns();
+	if (c->ticking && now >= c->next_tick_ns)
+		age_tick(c, now);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void fwc_pf_refiller_io(struct fw_client *c)
+{
+	c->pf_io.background = true;
+	c->pf_io.slice_ns = FW_MIN(c->tick_ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
+	c->pf_io.on_slice = refiller_slice;
+	c->pf_io.on_slice_arg = c;
 }
 
 /*
@@ -502,14 +539,7 @@ static void *refiller_run(void *arg)
 			continue;
 		}
 		if (c->ticking && now >= c->next_tick_ns) {
-			atomic_fetch_add(&c->hot.epoch, 1);
-			c->next_tick_ns = now + c->tick_ns;
-			if (c->takes == c->takes_seen && c->waiters == 0)
-				c->ticking = ++c->idle_ticks < FW_CLIENT_IDLE_TICKS;
-			else
-				c->idle_ticks = 0;
-			c->takes_seen = c->takes;
-			pool_drop_expired(c, now);
+			age_tick(c, now);
 			continue;
 		}
 		low = c->ticking && c->pf.avail < c->pf_low;
