@@ -78,6 +78,10 @@ struct fake {
 	atomic_bool no_uuid7;     /* INFO features without UUID7 */
 	atomic_bool bad_uuid;     /* the next UUID7 reply has a UUID of version 4 */
 	atomic_ullong good_first; /* first ID of the last reply meant to be accepted */
+	atomic_ullong last_id;    /* the last ID handed out (IDs only grow) */
+	atomic_uint range_max;    /* the largest RANGE count asked */
+	atomic_uint range_over;   /* RANGE requests asking more than range_cap */
+	uint32_t range_cap;       /* set before the client starts */
 	/* beh_held_later_ranges: the test opens the gate; or it expires. */
 	atomic_bool gate_open;
 	atomic_bool gate_expired;
@@ -114,6 +118,7 @@ static uint64_t fake_take(struct fake *f, uint32_t n)
 
 	if (fw_layout_encode(&f->layout, f->ms, FAKE_DC, FAKE_WORKER, f->seq, &id) != 0)
 		abort();
+	atomic_store(&f->last_id, id + n - 1);
 	f->seq += n;
 	if (f->seq == fw_layout_ids_per_ms(&f->layout)) {
 		f->seq = 0;
@@ -251,6 +256,12 @@ static void *fake_run(void *arg)
 		if (n < 0 || fw_wire_parse_request(buf, (size_t)n, &h) != 0)
 			continue;
 		k = atomic_fetch_add(&f->nreq[h.op], 1);
+		if (h.op == FW_WIRE_OP_RANGE) {
+			if (h.count > atomic_load(&f->range_max))
+				atomic_store(&f->range_max, h.count);
+			if (f->range_cap && h.count > f->range_cap)
+				atomic_fetch_add(&f->range_over, 1);
+		}
 		atomic_store(&f->last_len[h.op], (unsigned)n);
 		if (atomic_load(&f->delay_ms))
 			sleep_ms(atomic_load(&f->delay_ms));
@@ -1757,6 +1768,202 @@ static void test_max_age(void **state)
 	fake_stop(f);
 }
 
+/* The RANGE request numbered f->param (from 0) is held until the test opens the gate (or
+ * HOLD_MAX_MS pass: gate_expired); the others are answered at once. */
+static void beh_held_one_range(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	if (req->op == FW_WIRE_OP_RANGE && k == atomic_load(&f->param)) {
+		uint64_t deadline = mono_ms() + HOLD_MAX_MS;
+
+		while (!atomic_load(&f->gate_open) && mono_ms() < deadline)
+			sleep_ms(1);
+		if (!atomic_load(&f->gate_open))
+			atomic_store(&f->gate_expired, true);
+	}
+	fake_answer(f, req);
+}
+
+#define AGE_CALLERS 4
+#define AGE_MS      100u
+
+struct age_caller {
+	struct fw_client *c;
+	atomic_uint *taken;
+	atomic_bool *resume;
+	uint64_t a, b;
+	int rc;
+};
+
+/* Waits (at most 10 s) until *@flag is set. */
+static bool await_flag(atomic_bool *flag)
+{
+	uint64_t deadline = mono_ms() + 10000;
+
+	while (!atomic_load(flag) && mono_ms() < deadline)
+		sleep_ms(1);
+	return atomic_load(flag);
+}
+
+static void *age_caller_run(void *p)
+{
+	struct age_caller *a = p;
+
+	a->rc = fw_client_next(a->c, &a->a);
+	atomic_fetch_add(a->taken, 1);
+	if (a->rc == 0 && !await_flag(a->resume))
+		a->rc = -ETIMEDOUT;
+	if (a->rc == 0)
+		a->rc = fw_client_next(a->c, &a->b);
+	return NULL;
+}
+
+/*
+ * IDs held in a thread's own slot are not handed out past the maximum age
+ * either. Four threads take a slot of 100 IDs each (prefetch 800, max age
+ * 100 ms), wait 4 x max age, and must each get an ID issued after that wait
+ * began: a slot held across it would hand out IDs older than 4 x max age.
+ * @hold_first: the first refill is held for 6 x max age while the threads
+ * wait for it (the wait that left Java's and Go's ticker idle, commit
+ * 2136f1c); else the refill that low water (700) starts once the slots are
+ * taken is held through the whole wait (the refiller, busy with it, must
+ * still age the slots). The gate orders the events.
+ */
+static void check_max_age_slots(bool hold_first)
+{
+	struct fake *f = fake_start(AF_INET, beh_held_one_range);
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+	struct age_caller a[AGE_CALLERS];
+	pthread_t thr[AGE_CALLERS];
+	atomic_uint taken = 0;
+	atomic_bool resume = false;
+	uint64_t mark;
+	unsigned ranges;
+
+	atomic_store(&f->param, hold_first ? 0 : 1);
+	fake_addr(f, addr, sizeof(addr));
+	fw_client_opts_init(&o);
+	o.timeout_ms = T_LONG_MS;
+	o.trusted = true;
+	o.prefetch = 800;
+	o.low_water = hold_first ? 0 : 700;
+	o.max_age_ms = AGE_MS;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	for (int i = 0; i < AGE_CALLERS; i++) {
+		a[i] = (struct age_caller){.c = c, .taken = &taken, .resume = &resume};
+		assert_int_equal(pthread_create(&thr[i], NULL, age_caller_run, &a[i]), 0);
+	}
+	if (hold_first) {
+		assert_int_equal(await_count(&f->nreq[FW_WIRE_OP_RANGE], 1), 1);
+		sleep_ms(6 * AGE_MS);
+		atomic_store(&f->gate_open, true);
+	}
+	for (uint64_t deadline = mono_ms() + 10000;
+	     atomic_load(&taken) < AGE_CALLERS && mono_ms() < deadline;)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(&taken), AGE_CALLERS);
+	if (!hold_first) /* the low-water refill, held */
+		assert_int_equal(await_count(&f->nreq[FW_WIRE_OP_RANGE], 2), 2);
+	mark = atomic_load(&f->last_id);
+	ranges = atomic_load(&f->nreq[FW_WIRE_OP_RANGE]);
+	sleep_ms(4 * AGE_MS);
+	atomic_store(&resume, true);
+	atomic_store(&f->gate_open, true);
+	for (int i = 0; i < AGE_CALLERS; i++) {
+		pthread_join(thr[i], NULL);
+		assert_int_equal(a[i].rc, 0);
+		assert_from_fake(a[i].b);
+		if (a[i].b <= mark)
+			fail_msg("caller %d: after %u ms, ID %llu issued before the wait (last then %llu; "
+				 "its first %llu)",
+				 i, 4 * AGE_MS, (unsigned long long)a[i].b, (unsigned long long)mark,
+				 (unsigned long long)a[i].a);
+	}
+	assert_false(atomic_load(&f->gate_expired));
+	/* A new request was made for them (or held through the wait and answered after). */
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_RANGE]) > ranges || !hold_first);
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_max_age_slots_after_held_refill(void **state)
+{
+	(void)state;
+	check_max_age_slots(true);
+}
+
+static void test_max_age_slots_during_held_refill(void **state)
+{
+	(void)state;
+	check_max_age_slots(false);
+}
+
+/*
+ * Refills grow while a caller drains the pool, up to
+ * FW_CLIENT_GROW_MAX_RANGE (1024) x prefetch and FW_CLIENT_GROW_SEQ_MS (16)
+ * ms of one worker's IDs (2^seq_bits a ms, from INFO), and no further. With
+ * low_water 0 every refill starts on an empty pool (a caller asks), so each
+ * doubles the last until the cap: the largest RANGE asked is the cap, none
+ * asks more. @seq_bits: the fake's layout. (Small refills drained at once
+ * also found an ask lost: one made after the caller took all a refill brought,
+ * before the refiller marked the asks served, was never answered.)
+ */
+/* opts.cancel: true once the CLOCK_MONOTONIC ms in *@arg has passed. */
+static bool past_deadline(void *arg)
+{
+	return mono_ms() >= *(const uint64_t *)arg;
+}
+
+static void check_refill_cap(unsigned seq_bits, uint32_t prefetch, uint32_t cap)
+{
+	struct fake *f = fake_start(AF_INET, beh_normal);
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[64];
+	const char *servers[] = {addr};
+	uint64_t id, prev = 0, deadline = mono_ms() + 20000;
+
+	assert_int_equal(fw_layout_init(&f->layout, FW_DEFAULT_EPOCH_MS, 5, 17 - seq_bits, seq_bits, 0),
+			 0);
+	f->range_cap = cap;
+	fake_addr(f, addr, sizeof(addr));
+	fw_client_opts_init(&o);
+	o.timeout_ms = T_LONG_MS;
+	o.trusted = true;
+	o.prefetch = prefetch;
+	o.low_water = 0;
+	/* A caller whose ask is lost waits forever: -ECANCELED after 20 s instead. */
+	o.cancel = past_deadline;
+	o.cancel_arg = &deadline;
+	assert_int_equal(fw_client_open(servers, 1, &o, &c), 0);
+	/* Past the cap (2 x cap, a refill of each size below it) and 8 refills at it. */
+	for (uint32_t i = 0; i < 10 * cap; i++) {
+		assert_int_equal(fw_client_next(c, &id), 0);
+		assert_true(id > prev);
+		prev = id;
+	}
+	if (atomic_load(&f->range_over) || atomic_load(&f->range_max) != cap)
+		fail_msg("cap %u: largest RANGE asked %u, %u over the cap, %u RANGE requests", cap,
+			 atomic_load(&f->range_max), atomic_load(&f->range_over),
+			 atomic_load(&f->nreq[FW_WIRE_OP_RANGE]));
+	fw_client_close(c);
+	fake_stop(f);
+}
+
+static void test_refill_cap_prefetch(void **state)
+{
+	(void)state;
+	check_refill_cap(12, 2, 1024 * 2); /* 16 << 12 = 65,536 is larger */
+}
+
+static void test_refill_cap_seq_ms(void **state)
+{
+	(void)state;
+	check_refill_cap(8, 16, 16 << 8); /* 1024 x 16 = 16,384 is larger */
+}
+
 /* Threads that took IDs exit before the client closes (their buffers are
  * freed by the key's destructor) or after it (the client freed them). */
 static void *next_few(void *arg)
@@ -1960,6 +2167,10 @@ int main(void)
 		cmocka_unit_test(test_empty_buffer_waits_for_refill),
 		cmocka_unit_test(test_refill_never_blocks_caller),
 		cmocka_unit_test(test_max_age),
+		cmocka_unit_test(test_max_age_slots_after_held_refill),
+		cmocka_unit_test(test_max_age_slots_during_held_refill),
+		cmocka_unit_test(test_refill_cap_prefetch),
+		cmocka_unit_test(test_refill_cap_seq_ms),
 		cmocka_unit_test(test_slots_thread_exit),
 		cmocka_unit_test(test_uuid7_get),
 		cmocka_unit_test(test_uuid7_unsupported),
