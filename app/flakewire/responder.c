@@ -102,7 +102,12 @@ static void stats(void *arg, double interval_s)
 	fwire_stats_line(arg, &ctl.line, interval_s);
 }
 
-/* the packet path's reasons; FW_DROP_WIRE is the sum of lib/serve's, which the core writes */
+/*
+ * The packet path's reasons; FW_DROP_WIRE is the sum of lib/serve's, which the core writes.
+ * Every reason but wire, plus tx_full: FW_DROP_COUNT of them, all exported (the core took
+ * 16 while there were 21: martian_multicast .. martian_mac and tx_full never reached /metrics).
+ */
+_Static_assert(FW_DROP_COUNT <= FW_RESPONDER_DROPS_MAX, "/metrics must export every reason");
 static uint32_t drops(void *arg, uint32_t i, struct fw_responder_drop *out, uint32_t cap)
 {
 	const struct fwire_app *app = arg;

@@ -53,7 +53,8 @@ struct fw_responder_drop {
 	uint64_t count;
 };
 
-#define FW_RESPONDER_DROPS_MAX 16 /* most own drop reasons per worker */
+/* most own drop reasons per worker; more are not exported (a responder asserts its count) */
+#define FW_RESPONDER_DROPS_MAX 32
 
 /*
  * What the responder gives the core. @arg is passed to every callback.

@@ -18,6 +18,19 @@
       (MAC): single-ID requests to DST6 port 4242 from ::ffff:127.0.0.1, a
       source no peer on the wire can have (tests/system/flakewire/martians.py
       builds the frames).
+  alertseries.py frames KIND IFACE MAC SRC4 DST4 SECONDS RATE
+      IPv4 single-ID requests to DST4 port 4242 through an AF_PACKET socket
+      on IFACE (a TAP's kernel side) to flakewire (MAC). KIND martian4: in
+      turn from 127.0.0.1, 0.0.0.0, 224.0.0.1, 255.255.255.255, DST4 itself,
+      and SRC4 with a group source MAC (martian_loopback, _unspecified,
+      _multicast, _broadcast, _self, _mac); badsum: from SRC4 with a wrong
+      UDP checksum, as a sender with TX checksum offload leaves it on a veth
+      (bad_cksum).
+  alertseries.py sndbuf IFACE BYTES
+      Limits the send buffer of the TAP IFACE (TUNSETSNDBUF, what qemu's
+      tap sndbuf= sets for flow control; unlimited by default): attaches as
+      one more queue with the device's own flags (tun_flags, so nothing else
+      changes), sets it for every queue, and detaches.
   alertseries.py relay PORT TO_PORT SECONDS
       A TCP relay on 127.0.0.1:PORT to 127.0.0.1:TO_PORT for at most SECONDS:
       one node's own path to the registry, cut by killing it.
@@ -182,6 +195,52 @@ def martian(iface, mac, dst6, seconds, rate):
     print("sent=%d" % n, file=sys.stderr)
 
 
+def frames(kind, iface, mac, src4, dst4, seconds, rate):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "flakewire"))
+    import martians  # the frames of the martian tests, one builder
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    dst, own = bytes.fromhex(mac.replace(":", "")), s.getsockname()[4]
+    group = bytes.fromhex("01005e000001")
+    if kind == "martian4":  # (source MAC, source address), in turn
+        kinds = [(own, "127.0.0.1"), (own, "0.0.0.0"), (own, "224.0.0.1"),
+                 (own, "255.255.255.255"), (own, dst4), (group, src4)]
+    elif kind == "badsum":
+        kinds = [(own, src4)]
+    else:
+        raise SystemExit("frames: unknown kind %s" % kind)
+    end = time.monotonic() + seconds
+    t0, n = time.monotonic(), 0
+    while time.monotonic() < end:
+        smac, src = kinds[n % len(kinds)]
+        ip = martians.udp4(src, dst4, n & 0xFFFF)
+        if kind == "badsum":  # the UDP checksum (bytes 26..27 of the IPv4 packet) flipped
+            ip = ip[:26] + bytes([ip[26] ^ 0x5A, ip[27] ^ 0x5A]) + ip[28:]
+        f = dst + smac + struct.pack("!H", 0x0800) + ip
+        s.send(f + bytes(max(0, 60 - len(f))))
+        n += 1
+        delay = t0 + n / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+    print("sent=%d" % n, file=sys.stderr)
+
+
+def sndbuf(iface, size):
+    import fcntl
+    TUNSETIFF, TUNSETSNDBUF, TUNGETSNDBUF = 0x400454CA, 0x400454D4, 0x800454D3
+    flags = int(open("/sys/class/net/%s/tun_flags" % iface).read(), 16)
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    try:
+        fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", iface.encode(), flags))
+        fcntl.ioctl(fd, TUNSETSNDBUF, struct.pack("i", size))
+        got = struct.unpack("i", fcntl.ioctl(fd, TUNGETSNDBUF, bytes(4)))[0]
+    finally:
+        os.close(fd)
+    if got != size:
+        raise SystemExit("sndbuf: %s has %d, not %d" % (iface, got, size))
+
+
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)$')
 
 
@@ -335,6 +394,10 @@ def main():
         flood(a[1], int(a[2]), float(a[3]), float(a[4]), a[5], src, sport)
     elif a[:1] == ["martian"]:
         martian(a[1], a[2], a[3], float(a[4]), float(a[5]))
+    elif a[:1] == ["frames"]:
+        frames(a[1], a[2], a[3], a[4], a[5], float(a[6]), float(a[7]))
+    elif a[:1] == ["sndbuf"]:
+        sndbuf(a[1], int(a[2]))
     elif a[:1] == ["relay"]:
         relay(int(a[1]), int(a[2]), float(a[3]))
     elif a[:1] == ["promtool"]:

@@ -3,8 +3,8 @@
 # Every cause doc/runbook.md lists for an alert of config/prometheus/
 # flakewire-alerts.yml, provoked on a real responder (flakesock, and
 # flakesock-testclock for the clock, in a namespace of the test's own; the
-# fleet against an etcd member of its own): its /metrics scraped, the
-# scrapes fed to `promtool test rules` as input_series, and the alert must
+# fleet against an etcd member of its own; flakewire, DPDK on a TAP, for the
+# drop reasons of its packet path): its /metrics scraped, the scrapes fed to `promtool test rules` as input_series, and the alert must
 # fire, with every other alert of the file silent unless the cause fires it
 # too (named below), and silent before the cause was provoked; at the same
 # moment `flakectl status` for that node must not say OK (issue 38:
@@ -19,8 +19,9 @@
 #   WorkersNotIssuing: one slot lost its ID and found none free [P]
 #   ClockBackStep, ClockOffset: the system clock stepped back 1 s [clock]
 #   RetryAfterHigh: demand over the sequence [seq]; the mark reached [full]
-#   DropRate: source, reflector_port, martian, wire_magic, wire_short,
-#     wire_reply [drop_*]
+#   DropRate: flakesock's source, reflector_port, martian, wire_magic,
+#     wire_short, wire_reply [drop_*]; flakewire's rate_limited [fw_rate],
+#     martian_* [fw_martian], bad_cksum [fw_cksum], tx_full [fw_tx]
 #   Restarting: killed (-9) and restarted three times [restart]
 #   LeaseEnding: the registry unreachable from the node [cut]; the worker
 #     ID taken over by another node [P]
@@ -47,15 +48,33 @@
 #   +-5 % the offset stayed under 0.08 s, at -20 % it stepped forward every
 #   second and sat at 0.105 s, on the 0.1 s threshold: no stable
 #   provocation, so the slew after a step back is the cause provoked.
-# - FlakewireDropRate reasons of flakewire's DPDK path only (rate_limited,
-#   martian_*, bad_cksum, tx_full): flakesock has no rate limit and no link
-#   layer; tests/system/flakewire test_hostile/test_malformed count them on
-#   flakewire's /metrics and the rule sums every reason but not_us, not_ip
-#   and ip_proto. flakesock's own reasons are provoked: source,
-#   reflector_port, martian (IPv6 frames from ::ffff:127.0.0.1 crafted on a
-#   veth), wire_magic, wire_short, wire_reply.
 # - FlakewireDown "the host is down": the same failed scrape as a killed
 #   process (provoked), and "[metrics] listen changed" (provoked).
+#
+# flakewire's drop reasons (flakesock has no rate limit and no link layer):
+# one flakewire node per reason, each on a TAP of its own in the test's
+# namespace (no hugepages), its lcore asleep in epoll between frames
+# ([power] idle = interrupt), so the four take no core. Each reason alone is
+# also checked to be over 5 % of its node's traffic as the rule counts it.
+#   fw_rate: 50 requests/s from one source over [net] rate 5/s (rate_slip 2:
+#     the slipped RETRY_AFTER replies are not in flakewire_replies_total, so
+#     RetryAfterHigh stays silent)
+#   fw_martian: frames crafted on the TAP's kernel side from 127.0.0.1,
+#     0.0.0.0, 224.0.0.1, 255.255.255.255, its own address, and with a group
+#     source MAC: every martian_* reason
+#   fw_cksum: requests with a wrong UDP checksum (bad_cksum)
+#   fw_tx: tx_full. net_tap's "TX ring" is a write to the TAP, which the
+#     kernel refuses only when the TAP's send buffer is full (TUNSETSNDBUF,
+#     as qemu's tap sndbuf= sets; unlimited by default, so a saturated link
+#     behind a TAP drops in the kernel's qdisc and tx_full stays 0). A
+#     frame counts against it until the kernel orphans it: at once when its
+#     own IP stack takes it, once it leaves when it is bridged. So fw_tx's
+#     TAP has an 8 KiB send buffer and is bridged to a veth whose egress is
+#     saturated (tbf at 8 kbit/s) and whose other end, in $PEER, is its
+#     client: the replies queue in the tbf, the kernel refuses the rest
+#     (EAGAIN) and flakewire counts them tx_full. With bridge-nf-call-
+#     iptables on (the default) no write was ever refused (netfilter's IPv4
+#     path orphans the frames): it is off in the namespace.
 # ALERTS_KEEP=DIR keeps the scrapes, the spec and the promtool file there.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -68,6 +87,10 @@ RULES=$FW_SRC/config/prometheus/flakewire-alerts.yml
 PERIOD=0.25
 command -v promtool >/dev/null || { echo "FAIL: promtool missing (Debian package prometheus)"; exit 1; }
 [ -x "${FLAKESOCK_TESTCLOCK:-}" ] || { echo "FAIL: flakesock-testclock not built"; exit 1; }
+# flakewire's drop reasons (below): a -Ddpdk=disabled tree has no flakewire (skipped there,
+# a failure under CI=true, as every missing piece)
+[ -x "${FLAKEWIRE:-}" ] || sys_skip "flakewire not built (-Ddpdk=enabled): its drop reasons"
+[ -c /dev/net/tun ] || sys_skip "/dev/net/tun missing (flakewire's TAP)"
 
 sys_init alerts
 T=$SYS_TMP
@@ -87,6 +110,7 @@ alerts_cleanup() {
 	done
 	reg_stop_all
 	ip netns del "$PEER" 2>/dev/null
+	rm -rf /var/run/dpdk/fwt-alerts-$$-* # the flakewire nodes' EAL runtime dirs (--file-prefix)
 	for m in "${MOUNTS[@]}"; do umount -l "$m" 2>/dev/null; done
 	[ -n "${ALERTS_KEEP:-}" ] && rm -rf "$ALERTS_KEEP" && cp -a "$T" "$ALERTS_KEEP" # debugging
 	sys_cleanup
@@ -158,7 +182,8 @@ status_wait() {
 }
 SPEC=$T/spec
 # group NAME FROM TO: a promtool test over rounds FROM..TO of NAME's scrapes
-group() { echo "group $1 flakesock $2 $3 $1=127.0.0.1:${MP[$1]}" >>"$SPEC"; }
+declare -A JOB # a node's job label: flakesock unless set
+group() { echo "group $1 ${JOB[$1]:-flakesock} $2 $3 $1=127.0.0.1:${MP[$1]}" >>"$SPEC"; }
 fire() { echo "fire $*" >>"$SPEC"; }   # ROUND ALERT [labels]
 quiet() { echo "check $1" >>"$SPEC"; } # ROUND: every alert not fired at ROUND is silent
 # seen NAME REGEX: the first round from PROV on whose scrape of NAME has a line matching
@@ -216,6 +241,66 @@ sock cut 4322 9922 --set fleet.etcd=http://127.0.0.1:23790 --set fleet.root=/cut
 sock P 4323 9923 --threads 2 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t \
 	--set fleet.identity=P --set id.worker_bits=1 --set "fleet.cache_file=$T/P/cache" "${FLEET[@]}" \
 	--set fleet.lease_ms=4000 # Q waits for its end, P's thread loses its ID then
+# ---- flakewire nodes (DPDK on a TAP, no hugepages): the drop reasons of its packet path ----
+# One node per reason, each on a TAP of its own (fwdN: flakewire 10.78.N.2, the kernel side
+# 10.78.N.1), its lcore asleep in epoll between frames ([power] idle = interrupt): the four
+# take no core of their own. fw_tx's TAP is bridged (fwbr) to a veth whose other end, in
+# $PEER, is its client; its send buffer limited as qemu's tap sndbuf= does (unlimited by
+# default: see the header).
+FWN=(fw_rate:1:9951 fw_martian:2:9952 fw_cksum:3:9953 fw_tx:4:9954)
+fwnode() { # NAME N METRICS [flakewire options]
+	local name=$1 n=$2 mp=$3
+	shift 3
+	mkdir -p "$T/$name"
+	sys_start "$T/$name/log" "$FLAKEWIRE" -l 1 --no-huge --no-pci -m 128 \
+		--file-prefix "fwt-alerts-$$-$name" -- --set "port0.device=net_tap0,iface=fwd$n" \
+		--set "port0.address=10.78.$n.2" --set power.idle=interrupt --set "id.workers=$((39 + n))" \
+		--set "state.file=$T/$name/mark" --set "state.lock_dir=$T/locks" \
+		--set clock.calibrate_ms=200 --set stats.interval_s=0 --set "metrics.listen=127.0.0.1:$mp" "$@"
+	PID[$name]=$SYS_LAST_PID
+	MP[$name]=$mp
+	JOB[$name]=flakewire
+}
+declare -A FWMAC
+fwready() { # NAME N: its TAP up and its MAC known (bounded: 15 s)
+	local i
+	for ((i = 0; i < 150; i++)); do
+		grep -q "running on" "$T/$1/log" && sys_in_ns ip link show "fwd$2" >/dev/null 2>&1 && break
+		kill -0 "${PID[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	FWMAC[$1]=$(sed -n 's/.*port0: .* MAC \([0-9A-Fa-f:]*\) .*/\1/p' "$T/$1/log" | tail -n 1)
+	[ -n "${FWMAC[$1]}" ] || { echo "FAIL: $1 (flakewire) did not start"; tail "$T/$1/log"; exit 1; }
+}
+# no IPv6 chatter on the TAPs (for the interfaces made in this block only)
+sys_in_ns sysctl -qw net.ipv6.conf.default.disable_ipv6=1
+fwnode fw_rate 1 9951 --set net.rate=5 --set net.rate_burst=5
+fwnode fw_martian 2 9952 --set net.allow=0.0.0.0/0,::/0
+fwnode fw_cksum 3 9953
+fwnode fw_tx 4 9954
+for r in "${FWN[@]}"; do
+	IFS=: read -r n i _ <<<"$r"
+	fwready "$n" "$i"
+	[ "$n" = fw_tx ] && continue
+	sys_in_ns ip addr add "10.78.$i.1/24" dev "fwd$i" &&
+		sys_in_ns ip neigh replace "10.78.$i.2" lladdr "${FWMAC[$n]}" dev "fwd$i" nud permanent ||
+		{ echo "FAIL: cannot address fwd$i"; exit 1; }
+done
+# fw_tx: the bridge forwards to flakewire's MAC only once the TAP's kernel side has another
+# (net_tap gives both the same); bridged frames must not pass netfilter (br_netfilter, when
+# the kernel has it), which orphans them: they would no longer count against the send buffer
+{ ! sys_in_ns test -e /proc/sys/net/bridge/bridge-nf-call-iptables ||
+	sys_in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=0; } &&
+	sys_in_ns ip link set fwd4 address 02:00:00:00:4e:04 &&
+	sys_in_ns ip link add fwbr type bridge && sys_in_ns ip link set fwd4 master fwbr &&
+	ip link add fwtxa netns "$SYS_NS" type veth peer name fwtxb netns "$PEER" &&
+	sys_in_ns ip link set fwtxa master fwbr &&
+	sys_in_ns ip link set fwbr up && sys_in_ns ip link set fwtxa up &&
+	ip -n "$PEER" addr add 10.78.4.1/24 dev fwtxb && ip -n "$PEER" link set fwtxb up &&
+	ip -n "$PEER" neigh replace 10.78.4.2 lladdr "${FWMAC[fw_tx]}" dev fwtxb nud permanent &&
+	sys_in_ns "${AS[@]}" sndbuf fwd4 8192 || { echo "FAIL: cannot set up fw_tx's bridge"; exit 1; }
+sys_in_ns sysctl -qw net.ipv6.conf.default.disable_ipv6=0
+# ---- end of the flakewire nodes ----
 for n in "${!PID[@]}"; do up "$n" || { echo "FAIL: $n did not serve /metrics"; tail "$T/$n/log"; exit 1; }; done
 MP[Q]=9924
 targets=()
@@ -259,6 +344,23 @@ ip netns exec "$PEER" "${AS[@]}" martian fsa1 "$(ip -n "$SYS_NS" -br link show f
 	fd00:79::2 $F 200 2>"$T/drop_martian/flood.log" &
 SYS_PIDS+=($!)
 FLOODS+=($!)
+# ---- flakewire's drop reasons, one node each ----
+sys_start "$T/fw_rate/flood.log" "${AS[@]}" flood 10.78.1.2 4242 $F 50 id # over [net] rate 5/s
+FLOODS+=("$SYS_LAST_PID")
+sys_start "$T/fw_martian/flood.log" "${AS[@]}" frames martian4 fwd2 "${FWMAC[fw_martian]}" \
+	10.78.2.1 10.78.2.2 $F 50
+FLOODS+=("$SYS_LAST_PID")
+sys_start "$T/fw_cksum/flood.log" "${AS[@]}" frames badsum fwd3 "${FWMAC[fw_cksum]}" \
+	10.78.3.1 10.78.3.2 $F 50
+FLOODS+=("$SYS_LAST_PID")
+# tx_full: the bridge's egress to the client saturated (8 kbit/s), so replies queue there
+# and fill the TAP's send buffer; the client keeps asking
+sys_in_ns tc qdisc add dev fwtxa root tbf rate 8kbit burst 1600 limit 30000 ||
+	{ echo "FAIL: cannot saturate fwtxa (tbf)"; exit 1; }
+ip netns exec "$PEER" "${AS[@]}" flood 10.78.4.2 4242 $F 50 id 2>"$T/fw_tx/flood.log" &
+SYS_PIDS+=($!)
+FLOODS+=($!)
+# ---- end of flakewire's drop reasons ----
 kill -TERM "$RELAY"                                    # LeaseEnding: the registry unreachable
 wait "$RELAY" 2>/dev/null
 crash
@@ -316,10 +418,14 @@ status seq 1 'WARNING: over 10 % RETRY_AFTER' --interval 1
 for n in source reflector martian magic short reply; do
 	status "drop_$n" 1 'WARNING: over 5 % of requests dropped' --interval 1
 done
+for r in "${FWN[@]}"; do # flakewire's reasons
+	status "${r%%:*}" 1 'WARNING: over 5 % of requests dropped' --interval 1
+done
 for n in down moved full ro behind noclaim Q restart ok fok clock seq drop_source drop_reflector \
 	drop_martian drop_magic drop_short drop_reply cut P; do
 	status_wait "$n"
 done
+for r in "${FWN[@]}"; do status_wait "${r%%:*}"; done
 kill -TERM "${FLOODS[@]}" 2>/dev/null
 check "restart: its mark line says it is not published yet" \
 	grep -q '^mark *not published yet (starting)$' "$T/restart/status"
@@ -361,6 +467,32 @@ g cut && fire "$(at cut)" FlakewireLeaseEnding "worker=$CW" && fire "$(at cut)" 
 	quiet "$(at cut)"
 g P && fire "$(at P)" FlakewireWorkersNotIssuing && fire "$(at P)" FlakewireLeaseEnding "worker=$PW" &&
 	quiet "$(at P)"
+
+# ---- flakewire's drop reasons: the alert, and each reason alone over the rule's 5 % ----
+# share NODE REASON: REASON's growth is over 5 % of NODE's traffic as the rule counts it
+# (requests + drops but not_us, not_ip, ip_proto) from the provocation to its status round
+share() {
+	awk -v r="$2" -v n="$1" '
+		FNR == 1 { f++ }
+		/^flakewire_(drops|requests)_total\{/ {
+			if ($1 ~ /reason="(not_us|not_ip|ip_proto)"/) next
+			v = (f == 1 ? -$2 : $2)
+			all += v
+			if ($1 ~ "reason=\"" r "\"") mine += v
+		}
+		END { printf "  %s: %s +%d of +%d\n", n, r, mine, all; exit !(f == 2 && all > 0 && mine / all > 0.05) }
+	' "$T/s/$1/$FR.prom" "$T/s/$1/$(at "$1").prom"
+}
+for r in "${FWN[@]}"; do
+	n=${r%%:*}
+	group "$n" 0 3 && quiet 3
+	g "$n" && fire "$(at "$n")" FlakewireDropRate && quiet "$(at "$n")"
+done
+check "fw_rate: rate_limited over 5 %" share fw_rate rate_limited
+for k in loopback unspecified multicast broadcast self mac; do check "fw_martian: martian_$k over 5 %" share fw_martian "martian_$k"; done
+check "fw_cksum: bad_cksum over 5 %" share fw_cksum bad_cksum
+check "fw_tx: tx_full over 5 %" share fw_tx tx_full
+# ---- end of flakewire's drop reasons ----
 
 # FlakewireLeaseEnding's advice: with the registry unreachable (from cut's side: its relay
 # is gone), `fleet ls` cannot say who holds a worker; it says so and what shows this
