@@ -247,7 +247,7 @@ sock cut 4322 9922 --set fleet.etcd=http://127.0.0.1:23790 --set fleet.root=/cut
 	--set fleet.identity=cut --set "fleet.cache_file=$T/cut/cache" "${FLEET[@]}"
 sock P 4323 9923 --threads 2 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t \
 	--set fleet.identity=P --set id.worker_bits=1 --set "fleet.cache_file=$T/P/cache" "${FLEET[@]}" \
-	--set fleet.lease_ms=4000 # Q waits for its end, P's thread loses its ID then
+	--set fleet.lease_ms=8000 # Q waits for its end (8 s: room on a loaded machine); P's slot loses it
 # ---- [clockmark] MarkFailing "I/O error", ClockOffset "the tick rate changed",
 # ClockUnsafe "the tick source went back": nodes eio, rate, unsafe ----
 # eio: its mark on ext4 (no journal, errors=continue: the file system stays read-write and
@@ -272,7 +272,7 @@ for n in "${!PID[@]}"; do up "$n" || { echo "FAIL: $n did not serve /metrics"; t
 MP[Q]=9924
 targets=()
 for n in "${!MP[@]}"; do targets+=("$n=http://127.0.0.1:${MP[$n]}/metrics"); done
-sys_start "$T/scrape.log" "${AS[@]}" scrape "$T/s" "$PERIOD" 200 "${targets[@]}"
+sys_start "$T/scrape.log" "${AS[@]}" scrape "$T/s" "$PERIOD" 480 "${targets[@]}"
 SCRAPER=$SYS_LAST_PID
 # traffic until the statuses are taken (stopped then; 40 s at most)
 flood ok 4301 40 100 id
@@ -329,14 +329,16 @@ PW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "
 kill -STOP "${PID[P]}"
 sys_in_ns "$FLAKECTL" fleet release "$PW" --force --etcd "$REG_CONNECT" --root /t >"$T/P/release" 2>&1
 check "P's worker $PW released (--force)" grep -q "released" "$T/P/release"
+QS=$(round) # Q's scrapes begin after this round (seen Q looks from there, not from PROV)
 sock Q 4324 9924 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t --set fleet.identity=Q \
 	--set id.worker_bits=1 --set "fleet.cache_file=$T/Q/cache" "${FLEET[@]}"
 claimed() { grep -q "worker ID" "$T/Q/log"; }
 sys_wait_for 3 claimed
 kill -CONT "${PID[P]}"
 up Q
-QUP=$(seen Q '^flakewire_build_info') # Q's first scrape
-# Q runs below its floor until P's lease ends (up to 4 s): its status once two scrapes in a
+QUP=$(PROV=$QS seen Q '^flakewire_build_info') # Q's first scrape (a grep a round since QS:
+# on a loaded machine, a grep of every round since PROV outlasted Q's wait)
+# Q runs below its floor until P's lease ends (up to 8 s): its status once two scrapes in a
 # row saw it waiting (NotIssuing's `for: 1m`)
 qwait() { grep -q '^flakewire_worker_state{.*state="waiting"} 1$' "$T/s/Q/$1.prom" 2>/dev/null; }
 for ((i = 0; i < 200; i++)); do
