@@ -100,11 +100,11 @@ command -v promtool >/dev/null || { echo "FAIL: promtool missing (Debian package
 sys_init alerts
 T=$SYS_TMP
 MOUNTS=()
-EIO_DEV= # [clockmark] eio's loop device
+EIO_DEV= # [clockmark] eio's loop device, once mounted
 alerts_cleanup() {
 	local pid m i live
-	# [clockmark] eio's loop device first (a lazy umount, then detached; the harness may
-	# kill the test before the slow stops below end)
+	# [clockmark] eio's loop device first (the harness may kill the test before the slow
+	# stops below end): mounted -o loop, it is detached once the file system is released
 	[ -n "$EIO_DEV" ] && { umount -l "$T/eio.st" 2>/dev/null; losetup -d "$EIO_DEV" 2>/dev/null; }
 	touch "$T/s/stop" 2>/dev/null
 	# the two nodes whose registry is unreachable take seconds to stop (their stop asks it):
@@ -257,11 +257,11 @@ sock P 4323 9923 --threads 2 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t
 EIO_IMG=$T/eio.img
 truncate -s 32M "$EIO_IMG" && mkfs.ext4 -q -F -O ^has_journal "$EIO_IMG" ||
 	{ echo "FAIL: cannot make an ext4 image (mkfs.ext4, Debian package e2fsprogs)"; exit 1; }
-EIO_DEV=$(losetup -f --show "$EIO_IMG") ||
-	{ echo "FAIL: no loop device (losetup -f: /dev/loop-control, kernel CONFIG_BLK_DEV_LOOP)"; exit 1; }
 mkdir -p "$T/eio.st"
-mount -t ext4 -o errors=continue "$EIO_DEV" "$T/eio.st" ||
-	{ echo "FAIL: cannot mount $EIO_DEV (ext4)"; exit 1; }
+mount -t ext4 -o loop,errors=continue "$EIO_IMG" "$T/eio.st" || { echo "FAIL: cannot mount an ext4" \
+	"image on a loop device (/dev/loop-control, kernel CONFIG_BLK_DEV_LOOP)"; exit 1; }
+EIO_DEV=$(losetup -n -O NAME -j "$EIO_IMG")
+[ -b "$EIO_DEV" ] || { echo "FAIL: no loop device for $EIO_IMG (losetup -j: '$EIO_DEV')"; exit 1; }
 STATE=$T/eio.st sock eio 4340 9940 --set id.workers=40 --set state.mark_ahead_ms=200
 # rate: the test clock's tick source starts running 9 % fast; unsafe: it goes back an hour
 # (traffic from the start: a worker that issued sees its clock go back)
