@@ -277,7 +277,7 @@ SCRAPER=$SYS_LAST_PID
 # traffic until the statuses are taken (stopped then; 40 s at most)
 flood ok 4301 40 100 id
 flood full 4304 40 200 id
-flood unsafe 4342 40 100 id # [clockmark]
+flood unsafe 4342 90 100 id # [clockmark] (until the statuses are taken, then killed)
 
 # ---- rounds 0-3 healthy; round 4: every cause provoked ----
 # crash loop: killed (-9) and restarted three times, each start scraped; each start
