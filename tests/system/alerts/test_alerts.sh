@@ -39,7 +39,8 @@
 # How the three block-device and tick-source causes are provoked ([clockmark]):
 # - MarkFailing "I/O error" [eio]: the mark on ext4 (no journal, mounted
 #   errors=continue, so it stays read-write) on a loop device whose backing
-#   file is truncated to 0 and the capacity re-read (losetup -c): every
+#   file is truncated to 0 and the capacity re-read (losetup -c; the file
+#   system frozen meanwhile, or writeback grows the file back): every
 #   write of the device fails, and fsync of the mark gets EIO (asserted in
 #   its log). Filling a tmpfs under the loop's backing file gives ENOSPC
 #   instead (the loop driver passes the errno on), and a journal aborted by
@@ -315,7 +316,11 @@ FLOODS+=($!)
 kill -TERM "$RELAY"                                    # LeaseEnding: the registry unreachable
 wait "$RELAY" 2>/dev/null
 # ---- [clockmark] ----
-truncate -s 0 "$EIO_IMG" && losetup -c "$EIO_DEV"      # MarkFailing: I/O error (the medium gone)
+# MarkFailing: I/O error (the medium gone). Frozen meanwhile: writeback between the truncate
+# and the capacity re-read grew the file back (a 9 MB capacity, and the mark persisted)
+fsfreeze -f "$T/eio.st" && truncate -s 0 "$EIO_IMG" && losetup -c "$EIO_DEV"
+fsfreeze -u "$T/eio.st"
+check "eio: its device has no capacity left" test "$(blockdev --getsz "$EIO_DEV")" -eq 0
 tc_fault() { printf '%s\n' "$2" >"$T/$1/clock.new" && mv "$T/$1/clock.new" "$T/$1/clock"; }
 tc_fault rate tsc_ppm=90000                            # ClockOffset: the tick rate changed
 tc_fault unsafe tick_back_ms=3600000                   # ClockUnsafe: the tick source went back
