@@ -266,7 +266,10 @@ EIO_DEV=$(losetup -n -O NAME -j "$EIO_IMG")
 STATE=$T/eio.st sock eio 4340 9940 --set id.workers=40 --set state.mark_ahead_ms=200
 # rate: the test clock's tick source starts running 9 % fast; unsafe: it goes back an hour
 # (traffic from the start: a worker that issued sees its clock go back)
-BIN=$FLAKESOCK_TESTCLOCK sock rate 4341 9941 --set id.workers=41
+# (the test clock slows the system-clock samples, not the ticks: the keeper's time falls
+# behind the real clock flakectl compares the mark with by 9 % of the time since; a mark
+# 60 s ahead keeps it ahead of the real clock for the whole test)
+BIN=$FLAKESOCK_TESTCLOCK sock rate 4341 9941 --set id.workers=41 --set state.mark_ahead_ms=60000
 BIN=$FLAKESOCK_TESTCLOCK sock unsafe 4342 9942 --set id.workers=42
 # ---- [clockmark] end ----
 for n in "${!PID[@]}"; do up "$n" || { echo "FAIL: $n did not serve /metrics"; tail "$T/$n/log"; exit 1; }; done
