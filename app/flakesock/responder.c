@@ -115,11 +115,13 @@ int fsock_responder_create(struct fsock_ctx *ctx)
 		.state_stamp = fw_state_lock_stamp(ctx->lock),
 		.ticks_name = "ticks",
 		.pause_holds = "workers and keeper",
+		/* ns, and the keeper and the workers read fw_responder_monoraw_ticks */
+		.fault_ticks_per_ms = 1000000,
 		.status_env = "FLAKESOCK_TEST_STATUS",
 		.ops =
 			{
 				.arg = ctx,
-				.ticks = fw_keeper_monoraw_ticks,
+				.ticks = fw_responder_monoraw_ticks,
 				.log = {log_line, NULL},
 				.fleet_log = {fleet_line, NULL},
 				.should_stop = should_stop,

@@ -14,8 +14,16 @@
  *                1 / (1 + P/1e6) as fast)
  *   pause_ms=N   once each time the file's content changes: the owner holds
  *                its workers for N ms while the clocks go on (a VM pause)
- * Only the keeper's system-clock samples change: workers see every fault
- * through the published calibration, the production path.
+ *   tick_back_ms=N  from when it is read, the tick source itself reads N ms
+ *                of ticks lower, for the keeper and every worker alike: it
+ *                went back, as a TSC can (reset by a resume from suspend,
+ *                rewritten by firmware or by a hypervisor restoring a guest
+ *                without its TSC offset). Only where every reader of the
+ *                ticks goes through fw_testclock_ticks (the @ticks_per_ms
+ *                of fw_testclock_open is not 0: flakesock-testclock); else
+ *                the line is refused.
+ * The other faults change only the keeper's system-clock samples: workers
+ * see them through the published calibration, the production path.
  */
 #pragma once
 
@@ -28,13 +36,17 @@ struct fw_testclock_faults {
 	int64_t offset_ms;
 	int64_t ppm;
 	int64_t pause_ms;
+	int64_t tick_back_ms;
 };
 
 /*
  * Starts reading the fault file at @path (NULL or "": no faults, a no-op
- * clock). Returns 0, or -1 when @path is too long.
+ * clock). @ticks_per_ms: the tick source's rate, when the keeper and every
+ * worker read their ticks through fw_testclock_ticks (tick_back_ms applies);
+ * 0: they do not, and a tick_back_ms line is bad. Returns 0, or -1 when
+ * @path is too long.
  */
-int fw_testclock_open(const char *path);
+int fw_testclock_open(const char *path, uint64_t ticks_per_ms);
 
 /* True after a successful fw_testclock_open() with a path. */
 bool fw_testclock_on(void);
@@ -52,3 +64,9 @@ int fw_testclock_reload(struct fw_testclock_faults *f, char *msg, size_t len);
 
 /* A CLOCK_REALTIME sample (unix ns) with the faults applied. */
 uint64_t fw_testclock_apply(uint64_t real_ns);
+
+/*
+ * A tick-source reading with tick_back_ms applied (the reading itself when
+ * none). Any thread: the keeper's and the workers' (a relaxed atomic load).
+ */
+uint64_t fw_testclock_ticks(uint64_t ticks);

@@ -2,6 +2,7 @@
 /* The shared fault file of the test-clock builds (fw_testclock.h). */
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ __extension__ typedef __int128 s128;
 
 #define FILE_MAX 4096
 #define PPM_MAX  100000 /* 10%: beyond that it is not a rate error but a broken clock */
+#define BACK_MAX (366LL * 24 * 3600 * 1000) /* a year of ticks back, at most */
 
 static struct {
 	bool on;
@@ -22,8 +24,10 @@ static struct {
 	bool have_hash;
 	int64_t offset_ns;
 	int64_t ppm;
-	uint64_t anchor_real; /* real sample where the current ppm took effect */
-	uint64_t anchor_fake; /* its scaled value (offset not included) */
+	uint64_t anchor_real;       /* real sample where the current ppm took effect */
+	uint64_t anchor_fake;       /* its scaled value (offset not included) */
+	uint64_t ticks_per_ms;      /* 0: tick faults refused */
+	_Atomic uint64_t tick_back; /* ticks subtracted from every tick reading */
 } tc;
 
 static uint64_t fnv1a(const char *s, size_t n)
@@ -49,13 +53,19 @@ uint64_t fw_testclock_apply(uint64_t real_ns)
 	return (uint64_t)((int64_t)scaled(real_ns) + tc.offset_ns);
 }
 
-int fw_testclock_open(const char *path)
+uint64_t fw_testclock_ticks(uint64_t ticks)
+{
+	return ticks - atomic_load_explicit(&tc.tick_back, memory_order_relaxed);
+}
+
+int fw_testclock_open(const char *path, uint64_t ticks_per_ms)
 {
 	if (!path || !*path)
 		return 0;
 	if (strlen(path) >= sizeof(tc.path))
 		return -1;
 	snprintf(tc.path, sizeof(tc.path), "%s", path);
+	tc.ticks_per_ms = ticks_per_ms;
 	tc.on = true;
 	return 0;
 }
@@ -100,13 +110,17 @@ static int parse(char *text, struct fw_testclock_faults *f, char *msg, size_t le
 			f->ppm = v;
 		else if (!strcmp(line, "pause_ms") && v >= 0 && v <= 60000)
 			f->pause_ms = v;
+		else if (!strcmp(line, "tick_back_ms") && tc.ticks_per_ms && v >= 0 &&
+			 v <= BACK_MAX)
+			f->tick_back_ms = v;
 		else
 			goto bad;
 		continue;
 	bad:
 		snprintf(msg, len,
-			 "test clock: %s: bad line \"%s\" (keys offset_ms, tsc_ppm, pause_ms)",
-			 tc.path, line);
+			 "test clock: %s: bad line \"%s\" (keys offset_ms, tsc_ppm, pause_ms%s)",
+			 tc.path, line,
+			 tc.ticks_per_ms ? ", tick_back_ms" : "; tick_back_ms: not in this build");
 		return -1;
 	}
 	return 0;
@@ -141,5 +155,7 @@ int fw_testclock_reload(struct fw_testclock_faults *f, char *msg, size_t len)
 		tc.ppm = f->ppm;
 	}
 	tc.offset_ns = f->offset_ms * 1000000;
+	atomic_store_explicit(&tc.tick_back, (uint64_t)f->tick_back_ms * tc.ticks_per_ms,
+			      memory_order_relaxed);
 	return 1;
 }

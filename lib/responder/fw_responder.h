@@ -115,6 +115,12 @@ struct fw_responder_config {
 	/* test clock: the tick source's name ("TSC") and what a pause holds */
 	const char *ticks_name;
 	const char *pause_holds;
+	/*
+	 * test clock: ticks per ms when the keeper (ops.ticks) and every worker
+	 * read the ticks through fw_responder_monoraw_ticks (flakesock): the
+	 * fault file's tick_back_ms then moves them all back; 0: refused
+	 */
+	uint64_t fault_ticks_per_ms;
 	/* test clock: the environment variable naming a status file (NULL: none) */
 	const char *status_env;
 	struct fw_responder_ops ops;
@@ -175,3 +181,12 @@ FW_API void fw_responder_fleet_stop(struct fw_responder *r);
 
 /* Frees the core, the keeper and what is still running of the above. NULL is fine. */
 FW_API void fw_responder_free(struct fw_responder *r);
+
+/*
+ * CLOCK_MONOTONIC_RAW in ns, the tick source of a responder whose keeper
+ * and workers read it here (flakesock: ops.ticks and every burst). The
+ * installed build reads the clock and nothing else; the test-clock build
+ * applies the fault file's tick_back_ms (fault_ticks_per_ms 1000000), the
+ * tick source going back for all its readers at once. Any thread.
+ */
+FW_API uint64_t fw_responder_monoraw_ticks(void);

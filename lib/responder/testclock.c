@@ -2,11 +2,14 @@
 /*
  * The injectable clock of the test-clock builds (flakewire-testclock,
  * flakesock-testclock): each responder's own objects with this file in
- * place of testclock_none.c. Only tests/system/faults run them; the
- * installed responders have no code that reads a fault file. The fault file
- * (FLAKEWIRE_TEST_CLOCK, keys offset_ms, tsc_ppm or tick_ppm, pause_ms) is
- * read by lib/keeper's testclock.c (fw_testclock.h). A pause holds every
- * worker (the keeper's slots are held mid-write) while the clocks go on.
+ * place of testclock_none.c. Only tests/system/faults and alerts run them;
+ * the installed responders have no code that reads a fault file. The fault
+ * file (FLAKEWIRE_TEST_CLOCK, keys offset_ms, tsc_ppm or tick_ppm, pause_ms,
+ * tick_back_ms) is read by lib/keeper's testclock.c (fw_testclock.h). A
+ * pause holds every worker (the keeper's slots are held mid-write) while the
+ * clocks go on. tick_back_ms moves the ticks of fw_responder_monoraw_ticks
+ * back, for flakesock's keeper and workers alike (flakewire's lcores read
+ * the TSC inline: its build refuses the key).
  *
  * The responder's status_env (flakesock: FLAKESOCK_TEST_STATUS=PATH): every
  * 10 keeper ticks the keeper's state is written there as one JSON object
@@ -26,6 +29,11 @@
 uint64_t fw_responder_testclock_ns(uint64_t ns)
 {
 	return fw_testclock_apply(ns);
+}
+
+FW_API uint64_t fw_responder_monoraw_ticks(void)
+{
+	return fw_testclock_ticks(fw_keeper_monoraw_ticks());
 }
 
 static void write_status(struct fw_responder *r)
@@ -77,8 +85,9 @@ static void poll_file(struct fw_responder *r, bool may_pause)
 	if (rc <= 0)
 		return;
 	fw_log(log, FW_LOG_WARNING,
-	       "test clock: system clock offset %+" PRId64 " ms, %s %+" PRId64 " ppm", f.offset_ms,
-	       r->cfg.ticks_name, f.ppm);
+	       "test clock: system clock offset %+" PRId64 " ms, %s %+" PRId64
+	       " ppm, %s back %" PRId64 " ms",
+	       f.offset_ms, r->cfg.ticks_name, f.ppm, r->cfg.ticks_name, f.tick_back_ms);
 	if (f.pause_ms && may_pause && r->keeper) {
 		fw_log(log, FW_LOG_WARNING, "test clock: pause %" PRId64 " ms (%s stop)",
 		       f.pause_ms, r->cfg.pause_holds);
@@ -115,7 +124,7 @@ int fw_responder_testclock_init(struct fw_responder *r)
 		       "test clock: FLAKEWIRE_TEST_CLOCK is not set: no clock faults");
 		return 0;
 	}
-	if (fw_testclock_open(path)) {
+	if (fw_testclock_open(path, r->cfg.fault_ticks_per_ms)) {
 		fw_log(log, FW_LOG_ERR, "test clock: FLAKEWIRE_TEST_CLOCK is too long");
 		return -1;
 	}

@@ -12,12 +12,14 @@
 # said otherwise). Two healthy nodes (ok; fok in a fleet with 3 s leases)
 # fire nothing and are OK. The causes, by alert [node]:
 #   Down: the process killed [down]; [metrics] listen moved [moved]
-#   MarkFailing: disk full [full]; read-only [ro] (NotIssuing fires too)
+#   MarkFailing: disk full [full]; read-only [ro]; I/O error [eio] (NotIssuing fires too)
 #   NotIssuing: waiting: the mark failing [full, ro], the clock behind the
 #     mark after a restart [behind], a taken-over ID's floor ahead [Q];
 #     no_lease: every lease ended [cut], no ID could be claimed [noclaim]
 #   WorkersNotIssuing: one slot lost its ID and found none free [P]
-#   ClockBackStep, ClockOffset: the system clock stepped back 1 s [clock]
+#   ClockBackStep, ClockOffset: the system clock stepped back 1 s [clock]; the tick
+#     source's rate went up 9 % [rate]
+#   ClockUnsafe: the tick source went back an hour [unsafe] (NotIssuing fires too)
 #   RetryAfterHigh: demand over the sequence [seq]; the mark reached [full]
 #   DropRate: flakesock's source, reflector_port, martian, wire_magic,
 #     wire_short, wire_reply [drop_*]; flakewire's rate_limited [fw_rate],
@@ -35,19 +37,46 @@
 # seconds left, clock offset, mark ahead) are the real values. Rates stay
 # right as ratios: RetryAfterHigh and DropRate compare rates of one node.
 #
+# How the three block-device and tick-source causes are provoked ([clockmark]):
+# - MarkFailing "I/O error" [eio]: the mark on ext4 (no journal, mounted
+#   errors=continue, so it stays read-write) on a loop device whose backing
+#   file is truncated to 0 and the capacity re-read (losetup -c; the file
+#   system frozen meanwhile, or writeback grows the file back): every
+#   write of the device fails, and fsync of the mark gets EIO (asserted in
+#   its log). Filling a tmpfs under the loop's backing file gives ENOSPC
+#   instead (the loop driver passes the errno on), and a journal aborted by
+#   a failed write remounts ext4 read-only whatever errors= says (EROFS):
+#   neither is an I/O error. No device-mapper here (no dm-error/flakey).
+#   A missing loop device fails the test, naming it.
+# - ClockOffset "the tick rate changed" [rate]: the test clock's tick source
+#   runs 9 % fast from round 4 (tsc_ppm=90000: a VM moved to a host whose
+#   TSC runs faster, without TSC scaling). The keeper takes the first
+#   second's jump for a step (its rate window restarts) and measures the new
+#   rate over the next one: by then it is about 2 x 9 % of a second
+#   (0.13-0.18 s) ahead of the system clock, and ahead it only slews back at
+#   500 ppm: the offset stays over 0.1 s for a minute or more, with the
+#   back_step flag (ClockBackStep fires too). The time stretch: one change's
+#   lead lasts a minute of real time, hours at the test's scale; in real
+#   time the alert's 15 minutes need a lead over 0.55 s, that is a rate that
+#   keeps changing, or one more than ~10 % fast, which the keeper takes for
+#   a step at every re-anchor and never learns (its lead then grows by the
+#   rate error every second). A slower tick source puts the system clock
+#   ahead, which the keeper follows by stepping forward once the offset is
+#   over 0.1 s: no lasting offset below ~10 %, not a cause of this alert.
+# - ClockUnsafe [unsafe]: the test clock's tick source goes back an hour
+#   (tick_back_ms, for flakesock-testclock's keeper and workers alike, as a
+#   TSC reset by a resume from suspend or rewritten by firmware goes back
+#   on every core). The published calibration then gives the workers a time
+#   an hour behind what they issued: CLOCK_UNSAFE to every request (their
+#   state clock_unsafe, so NotIssuing fires too) until the ticks are back
+#   where they were; the keeper does not re-anchor meanwhile (the ticks are
+#   before its anchor), nor extend the mark. A real cause for flakewire,
+#   whose lcores and keeper read the TSC; flakesock's CLOCK_MONOTONIC_RAW is
+#   kept monotonic by the kernel (from flakesock the alert means a bug).
+#   The system clock stepping back never gives CLOCK_UNSAFE (the keeper
+#   slews; faults-clock-back-* assert it after a 1 h step back).
+#
 # Causes that cannot be provoked here, and why:
-# - FlakewireMarkFailing "I/O error": no block device to fail (no
-#   device-mapper in a test namespace); disk full and read-only are the
-#   same failed write of the mark.
-# - FlakewireClockUnsafe: the responders' clock never goes back (lib/keeper
-#   slews; faults-clock-back-* assert no CLOCK_UNSAFE after a 1 h step
-#   back), so no real responder answers CLOCK_UNSAFE; its rule is tested on
-#   written series in config/prometheus/flakewire-alerts.test.yml only.
-# - FlakewireClockOffset "the TSC rate keeps changing": the keeper corrects
-#   a rate error at every re-anchor (1 s); with the test clock's tick_ppm at
-#   +-5 % the offset stayed under 0.08 s, at -20 % it stepped forward every
-#   second and sat at 0.105 s, on the 0.1 s threshold: no stable
-#   provocation, so the slew after a step back is the cause provoked.
 # - FlakewireDown "the host is down": the same failed scrape as a killed
 #   process (provoked), and "[metrics] listen changed" (provoked).
 #
@@ -95,8 +124,12 @@ command -v promtool >/dev/null || { echo "FAIL: promtool missing (Debian package
 sys_init alerts
 T=$SYS_TMP
 MOUNTS=()
+EIO_DEV= # [clockmark] eio's loop device, once mounted
 alerts_cleanup() {
 	local pid m i live
+	# [clockmark] eio's loop device first (the harness may kill the test before the slow
+	# stops below end): mounted -o loop, it is detached once the file system is released
+	[ -n "$EIO_DEV" ] && { umount -l "$T/eio.st" 2>/dev/null; losetup -d "$EIO_DEV" 2>/dev/null; }
 	touch "$T/s/stop" 2>/dev/null
 	# the two nodes whose registry is unreachable take seconds to stop (their stop asks it):
 	# nothing of theirs is checked after the test, so they are killed
@@ -240,7 +273,30 @@ sock cut 4322 9922 --set fleet.etcd=http://127.0.0.1:23790 --set fleet.root=/cut
 	--set fleet.identity=cut --set "fleet.cache_file=$T/cut/cache" "${FLEET[@]}"
 sock P 4323 9923 --threads 2 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t \
 	--set fleet.identity=P --set id.worker_bits=1 --set "fleet.cache_file=$T/P/cache" "${FLEET[@]}" \
-	--set fleet.lease_ms=4000 # Q waits for its end, P's thread loses its ID then
+	--set fleet.lease_ms=8000 # Q waits for its end (8 s: room on a loaded machine); P's slot loses it
+# ---- [clockmark] MarkFailing "I/O error", ClockOffset "the tick rate changed",
+# ClockUnsafe "the tick source went back": nodes eio, rate, unsafe ----
+# eio: its mark on ext4 (no journal, errors=continue: the file system stays read-write and
+# reports each failed write) on a loop device; provoked by taking the device's medium away
+# (its backing file truncated to 0, the capacity re-read): every write of the device fails
+# with EIO, as a disk that failed. A missing loop device is a failure, never a skip.
+EIO_IMG=$T/eio.img
+truncate -s 32M "$EIO_IMG" && mkfs.ext4 -q -F -O ^has_journal "$EIO_IMG" ||
+	{ echo "FAIL: cannot make an ext4 image (mkfs.ext4, Debian package e2fsprogs)"; exit 1; }
+mkdir -p "$T/eio.st"
+mount -t ext4 -o loop,errors=continue "$EIO_IMG" "$T/eio.st" || { echo "FAIL: cannot mount an ext4" \
+	"image on a loop device (/dev/loop-control, kernel CONFIG_BLK_DEV_LOOP)"; exit 1; }
+EIO_DEV=$(losetup -n -O NAME -j "$EIO_IMG")
+[ -b "$EIO_DEV" ] || { echo "FAIL: no loop device for $EIO_IMG (losetup -j: '$EIO_DEV')"; exit 1; }
+STATE=$T/eio.st sock eio 4340 9940 --set id.workers=40 --set state.mark_ahead_ms=200
+# rate: the test clock's tick source starts running 9 % fast; unsafe: it goes back an hour
+# (traffic from the start: a worker that issued sees its clock go back)
+# (the test clock slows the system-clock samples, not the ticks: the keeper's time falls
+# behind the real clock flakectl compares the mark with by 9 % of the time since; a mark
+# 60 s ahead keeps it ahead of the real clock for the whole test)
+BIN=$FLAKESOCK_TESTCLOCK sock rate 4341 9941 --set id.workers=41 --set state.mark_ahead_ms=60000
+BIN=$FLAKESOCK_TESTCLOCK sock unsafe 4342 9942 --set id.workers=42
+# ---- [clockmark] end ----
 # ---- flakewire nodes (DPDK on a TAP, no hugepages): the drop reasons of its packet path ----
 # One node per reason, each on a TAP of its own (fwdN: flakewire 10.78.N.2, the kernel side
 # 10.78.N.1), its lcore asleep in epoll between frames ([power] idle = interrupt): the four
@@ -254,7 +310,7 @@ fwnode() { # NAME N METRICS [flakewire options]
 	mkdir -p "$T/$name"
 	sys_start "$T/$name/log" "$FLAKEWIRE" -l 1 --no-huge --no-pci -m 128 \
 		--file-prefix "fwt-alerts-$$-$name" -- --set "port0.device=net_tap0,iface=fwd$n" \
-		--set "port0.address=10.78.$n.2" --set power.idle=interrupt --set "id.workers=$((39 + n))" \
+		--set "port0.address=10.78.$n.2" --set power.idle=interrupt --set "id.workers=$((50 + n))" \
 		--set "state.file=$T/$name/mark" --set "state.lock_dir=$T/locks" \
 		--set clock.calibrate_ms=200 --set stats.interval_s=0 --set "metrics.listen=127.0.0.1:$mp" "$@"
 	PID[$name]=$SYS_LAST_PID
@@ -305,11 +361,12 @@ for n in "${!PID[@]}"; do up "$n" || { echo "FAIL: $n did not serve /metrics"; t
 MP[Q]=9924
 targets=()
 for n in "${!MP[@]}"; do targets+=("$n=http://127.0.0.1:${MP[$n]}/metrics"); done
-sys_start "$T/scrape.log" "${AS[@]}" scrape "$T/s" "$PERIOD" 200 "${targets[@]}"
+sys_start "$T/scrape.log" "${AS[@]}" scrape "$T/s" "$PERIOD" 480 "${targets[@]}"
 SCRAPER=$SYS_LAST_PID
 # traffic until the statuses are taken (stopped then; 40 s at most)
 flood ok 4301 40 100 id
 flood full 4304 40 200 id
+flood unsafe 4342 90 100 id # [clockmark] (until the statuses are taken, then killed)
 
 # ---- rounds 0-3 healthy; round 4: every cause provoked ----
 # crash loop: killed (-9) and restarted three times, each start scraped; each start
@@ -363,6 +420,16 @@ FLOODS+=($!)
 # ---- end of flakewire's drop reasons ----
 kill -TERM "$RELAY"                                    # LeaseEnding: the registry unreachable
 wait "$RELAY" 2>/dev/null
+# ---- [clockmark] ----
+# MarkFailing: I/O error (the medium gone). Frozen meanwhile: writeback between the truncate
+# and the capacity re-read grew the file back (a 9 MB capacity, and the mark persisted)
+fsfreeze -f "$T/eio.st" && truncate -s 0 "$EIO_IMG" && losetup -c "$EIO_DEV"
+fsfreeze -u "$T/eio.st"
+check "eio: its device has no capacity left" test "$(blockdev --getsz "$EIO_DEV")" -eq 0
+tc_fault() { printf '%s\n' "$2" >"$T/$1/clock.new" && mv "$T/$1/clock.new" "$T/$1/clock"; }
+tc_fault rate tsc_ppm=90000                            # ClockOffset: the tick rate changed
+tc_fault unsafe tick_back_ms=3600000                   # ClockUnsafe: the tick source went back
+# ---- [clockmark] end ----
 crash
 # takeover: P's worker of thread 0 released under it (--force), Q claims it with the
 # floor P's lease end: Q waits (NotIssuing), P's thread loses it (WorkersNotIssuing).
@@ -372,14 +439,16 @@ PW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "
 kill -STOP "${PID[P]}"
 sys_in_ns "$FLAKECTL" fleet release "$PW" --force --etcd "$REG_CONNECT" --root /t >"$T/P/release" 2>&1
 check "P's worker $PW released (--force)" grep -q "released" "$T/P/release"
+QS=$(round) # Q's scrapes begin after this round (seen Q looks from there, not from PROV)
 sock Q 4324 9924 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t --set fleet.identity=Q \
 	--set id.worker_bits=1 --set "fleet.cache_file=$T/Q/cache" "${FLEET[@]}"
 claimed() { grep -q "worker ID" "$T/Q/log"; }
 sys_wait_for 3 claimed
 kill -CONT "${PID[P]}"
 up Q
-QUP=$(seen Q '^flakewire_build_info') # Q's first scrape
-# Q runs below its floor until P's lease ends (up to 4 s): its status once two scrapes in a
+QUP=$(PROV=$QS seen Q '^flakewire_build_info') # Q's first scrape (a grep a round since QS:
+# on a loaded machine, a grep of every round since PROV outlasted Q's wait)
+# Q runs below its floor until P's lease ends (up to 8 s): its status once two scrapes in a
 # row saw it waiting (NotIssuing's `for: 1m`)
 qwait() { grep -q '^flakewire_worker_state{.*state="waiting"} 1$' "$T/s/Q/$1.prom" 2>/dev/null; }
 for ((i = 0; i < 200; i++)); do
@@ -410,6 +479,14 @@ status P 2 'a fleet lease ended; some workers cannot issue'
 wait_round $((FR + 17))
 wait_round $(($(seen full '^flakewire_mark_failing 1$') + 17))
 wait_round $(($(seen clock '^flakewire_clock_flag{flag="back_step"} 1$') + 17))
+# ---- [clockmark] the offset's `for: 15m` from the back_step flag (the offset over 100 ms
+# at the same re-anchor); NotIssuing's 1m from the workers' clock_unsafe ----
+wait_round $(($(seen rate '^flakewire_clock_flag{flag="back_step"} 1$') + 17))
+wait_round $(($(state unsafe clock_unsafe) + 3))
+status eio 2 'CRITICAL: the mark cannot be persisted'
+status rate 1 'WARNING: system clock stepped back beyond step_ms; clock offset over 100 ms'
+status unsafe 2 'CRITICAL: .*CLOCK_UNSAFE replies' --interval 1
+# ---- [clockmark] end ----
 status full 2 'CRITICAL: the mark cannot be persisted'
 status ok 0 '^status *OK$' --interval 1
 status fok 0 '^status *OK$'
@@ -426,6 +503,15 @@ for n in down moved full ro behind noclaim Q restart ok fok clock seq drop_sourc
 	status_wait "$n"
 done
 for r in "${FWN[@]}"; do status_wait "${r%%:*}"; done
+# ---- [clockmark] ----
+for n in eio rate unsafe; do status_wait "$n"; done
+check "eio: the mark's write failed with EIO" grep -q 'mark: cannot persist .*Input/output error' "$T/eio/log"
+check "eio: its file system still read-write (errors=continue)" grep -q "$T/eio.st ext4 rw" /proc/mounts
+check "unsafe: flakectl status names the workers' state" grep -q '^states .* clock_unsafe' "$T/unsafe/status"
+roff=$(sed -n 's/^flakewire_clock_offset_seconds //p' "$T/s/rate/${STATUS_ROUND[rate]}.prom")
+check "rate: the responder's clock ahead by over 100 ms (offset $roff s)" \
+	awk -v o="$roff" 'BEGIN { exit !(o != "" && o < -0.1) }'
+# ---- [clockmark] end ----
 kill -TERM "${FLOODS[@]}" 2>/dev/null
 check "restart: its mark line says it is not published yet" \
 	grep -q '^mark *not published yet (starting)$' "$T/restart/status"
@@ -467,6 +553,15 @@ g cut && fire "$(at cut)" FlakewireLeaseEnding "worker=$CW" && fire "$(at cut)" 
 	quiet "$(at cut)"
 g P && fire "$(at P)" FlakewireWorkersNotIssuing && fire "$(at P)" FlakewireLeaseEnding "worker=$PW" &&
 	quiet "$(at P)"
+# ---- [clockmark] healthy before round 4, then each cause's alerts (and the ones it fires too) ----
+for n in eio rate unsafe; do group "$n" 0 3 && quiet 3; done
+g eio && fire "$(at eio)" FlakewireMarkFailing && fire "$(at eio)" FlakewireNotIssuing &&
+	quiet "$(at eio)"
+g rate && fire "$(at rate)" FlakewireClockBackStep flag=back_step &&
+	fire "$(at rate)" FlakewireClockOffset && quiet "$(at rate)"
+g unsafe && fire "$(at unsafe)" FlakewireClockUnsafe && fire "$(at unsafe)" FlakewireNotIssuing &&
+	quiet "$(at unsafe)"
+# ---- [clockmark] end ----
 
 # ---- flakewire's drop reasons: the alert, and each reason alone over the rule's 5 % ----
 # share NODE REASON: REASON's growth is over 5 % of NODE's traffic as the rule counts it
