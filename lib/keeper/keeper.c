@@ -41,6 +41,7 @@ struct fw_keeper {
 	bool back_step;
 	bool held;
 	bool started;
+	bool ticks_back; /* the tick source is behind the last anchor (logged once) */
 	uint64_t next_clock_log; /* keeper unix ms */
 	int last_write_rc;
 	uint64_t mark_writes, mark_failures, back_steps, clock_events;
@@ -408,6 +409,21 @@ static uint32_t keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 	if (!k->started)
 		return 0;
 	uint64_t now_ns = fw_clock_ns(&k->cal, tick);
+	/* The tick source went back past the last anchor (a TSC reset by a resume from
+	 * suspend or by firmware; CLOCK_MONOTONIC_RAW never does): the workers' time
+	 * follows the ticks, so they refuse with CLOCK_UNSAFE until the ticks are back
+	 * where they were. Said once each time, for the journal the runbook points at. */
+	if (now_ns < k->anchor_ns && !k->ticks_back) {
+		k->ticks_back = true;
+		fw_log(&k->cfg.log, FW_LOG_WARNING,
+		       "clock: the tick source went back %.3f ms, behind the keeper's last anchor: "
+		       "workers answer CLOCK_UNSAFE until it is back where it was (a TSC reset or "
+		       "a bug; a restart waits for the mark, so no ID repeats)",
+		       (double)(k->anchor_ns - now_ns) / 1e6);
+	} else if (now_ns >= k->anchor_ns && k->ticks_back) {
+		k->ticks_back = false;
+		fw_log(&k->cfg.log, FW_LOG_INFO, "clock: the tick source is past its last anchor again");
+	}
 	if (now_ns >= k->anchor_ns + (uint64_t)k->cfg.reanchor_ms * NS_PER_MS) {
 		ev |= keeper_reanchor(k, tick, wall_ns);
 		now_ns = fw_clock_ns(&k->cal, tick);

@@ -456,6 +456,26 @@ static void test_mark_failure(void **state)
 	teardown(&s);
 }
 
+/* Ticks that go back past the last anchor are logged once, with what follows. */
+static void test_ticks_back_logged(void **state)
+{
+	(void)state;
+	struct script s;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	run(&s, 3000); /* re-anchored every second: the last anchor at most 1 s back */
+	last_warning[0] = '\0';
+	uint64_t back = ticks(&s) - 3 * HZ / 2; /* the tick source 1.5 s back */
+	fw_keeper_tick(s.k, back, wall(&s));
+	assert_non_null(strstr(last_warning, "tick source went back"));
+	assert_non_null(strstr(last_warning, "CLOCK_UNSAFE"));
+	last_warning[0] = '\0';
+	fw_keeper_tick(s.k, back + HZ / 100, wall(&s));
+	assert_string_equal(last_warning, ""); /* once */
+	teardown(&s);
+}
+
 /* A lease below the mark stops the worker at the lease and says so (NO_LEASE). */
 static void test_lease_limit(void **state)
 {
@@ -810,6 +830,7 @@ int main(void)
 		cmocka_unit_test(test_small_back_step_slews),
 		cmocka_unit_test(test_forward_step),
 		cmocka_unit_test(test_mark_failure),
+		cmocka_unit_test(test_ticks_back_logged),
 		cmocka_unit_test(test_lease_limit),
 		cmocka_unit_test(test_worker_swap),
 		cmocka_unit_test(test_retired_max_covers_every_swap),

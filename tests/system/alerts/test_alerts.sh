@@ -508,6 +508,7 @@ for n in eio rate unsafe; do status_wait "$n"; done
 check "eio: the mark's write failed with EIO" grep -q 'mark: cannot persist .*Input/output error' "$T/eio/log"
 check "eio: its file system still read-write (errors=continue)" grep -q "$T/eio.st ext4 rw" /proc/mounts
 check "unsafe: flakectl status names the workers' state" grep -q '^states .* clock_unsafe' "$T/unsafe/status"
+check "unsafe: the journal says the tick source went back" grep -q 'clock: the tick source went back' "$T/unsafe/log"
 roff=$(sed -n 's/^flakewire_clock_offset_seconds //p' "$T/s/rate/${STATUS_ROUND[rate]}.prom")
 check "rate: the responder's clock ahead by over 100 ms (offset $roff s)" \
 	awk -v o="$roff" 'BEGIN { exit !(o != "" && o < -0.1) }'
