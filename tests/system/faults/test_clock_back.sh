@@ -30,7 +30,11 @@ rf=$(reply_flags)
 echo "offset ${off1} ns, slew ${slew} ppb, calibration flags ${flags}, reply flags ${rf}"
 [ "$slew" -le -490000 ] || fail "expected the maximum slew (-500 ppm), got $slew ppb"
 [ $((flags & 4)) -ne 0 ] || fail "SLEWING not in the calibration flags ($flags)"
-[ $((rf & 16)) -ne 0 ] || fail "replies do not carry SLEWING (flags $rf)"
+# A 3 ms slew is over in 6 s: on a loaded machine the reply can come after it
+# (the clock read after the reply says so); then the reply need not carry it.
+slewing_after() { local c; c=$(clock_get) && [ $(($(cj "$c" flags) & 4)) -ne 0 ]; }
+[ $((rf & 16)) -ne 0 ] || ! slewing_after || fail "replies do not carry SLEWING (flags $rf)"
+[ $((rf & 16)) -ne 0 ] || echo "the slew was over before the INFO reply (a busy machine): its SLEWING flag not checked"
 if [ "$AMOUNT" -gt 100 ]; then
 	[ $((flags & 2)) -ne 0 ] || fail "BACK_STEP not reported for a ${AMOUNT} ms step back"
 	[ $((rf & 2)) -ne 0 ] || fail "replies do not carry BACKSTEP (flags $rf)"
