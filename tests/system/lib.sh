@@ -52,6 +52,21 @@ sys_init() {
 	ip -n "$SYS_NS" link set lo up
 }
 
+# sys_own_ns NAME SCRIPT [ARGS...]: runs the calling script (SCRIPT, its
+# "$0") again inside a namespace of its own, made by sys_init NAME, and exits
+# with its status; in that second run it returns at once. For a test that
+# starts servers on loopback and talks to them from the same shell: its
+# ports and the servers' are its own, whatever runs beside it (issue 34).
+sys_own_ns() {
+	[ -n "${SYS_OWN_NS:-}" ] && return 0
+	local name=$1 rc
+	shift
+	sys_init "$name"
+	SYS_OWN_NS=$SYS_NS ip netns exec "$SYS_NS" "$BASH" "$@"
+	rc=$?
+	exit "$rc"
+}
+
 # sys_in_ns CMD...: runs a command inside the test namespace.
 sys_in_ns() {
 	ip netns exec "$SYS_NS" "$@"

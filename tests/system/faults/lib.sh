@@ -70,8 +70,8 @@ tc_use() {
 }
 
 # resp_cmd LCORES [options...]: sets the array RESP_CMD to the responder's
-# command line in $NS with the tests' settings (state in $TMP/mark, 200 ms
-# calibration, no stats line); run it as "${RESP_CMD[@]}" >>"$TMP/fw.log"
+# command line in $NS with the tests' settings (state in $TMP/mark, worker-ID
+# locks in $TMP/locks as fw_start's, 200 ms calibration, no stats line); run it as "${RESP_CMD[@]}" >>"$TMP/fw.log"
 # 2>&1 (in the background, $! is the responder's PID). LCORES: an EAL lcore
 # list for flakewire; for flakesock "0" is one worker thread, "0-1" two.
 resp_cmd() {
@@ -83,13 +83,13 @@ resp_cmd() {
 		[[ "$lcores" == *,* ]] && threads=$(($(tr -cd , <<<"$lcores" | wc -c) + 1))
 		RESP_CMD=(ip netns exec "$NS" env FLAKESOCK_TEST_STATUS="$TMP/status" "$FLAKESOCK"
 			--listen 10.77.0.2 --threads "$threads"
-			--set state.file="$TMP/mark" --set clock.calibrate_ms=200
-			--set stats.interval_s=0 "$@")
+			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
+			--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@")
 	else
 		RESP_CMD=(ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256
 			--file-prefix "$NS" --
-			--set state.file="$TMP/mark" --set clock.calibrate_ms=200
-			--set stats.interval_s=0 "$@")
+			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
+			--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@")
 	fi
 }
 

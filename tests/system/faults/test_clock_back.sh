@@ -30,7 +30,13 @@ rf=$(reply_flags)
 echo "offset ${off1} ns, slew ${slew} ppb, calibration flags ${flags}, reply flags ${rf}"
 [ "$slew" -le -490000 ] || fail "expected the maximum slew (-500 ppm), got $slew ppb"
 [ $((flags & 4)) -ne 0 ] || fail "SLEWING not in the calibration flags ($flags)"
-[ $((rf & 16)) -ne 0 ] || fail "replies do not carry SLEWING (flags $rf)"
+# Replies say SLEWING while the offset is 1 ms or more: a 3 ms offset slewed
+# at 500 ppm is under 1 ms 4 s later, and on a loaded machine the INFO reply
+# can come after that. The offset only shrinks: one read after the reply
+# still at 1 ms or more means the reply had to carry the flag.
+still_big() { local c o; c=$(clock_get) && o=$(cj "$c" offset_ns) && [ "${o#-}" -ge 1000000 ]; }
+[ $((rf & 16)) -ne 0 ] || ! still_big || fail "replies do not carry SLEWING (flags $rf)"
+[ $((rf & 16)) -ne 0 ] || echo "the offset was under 1 ms before the INFO reply (a busy machine): its SLEWING flag not checked"
 if [ "$AMOUNT" -gt 100 ]; then
 	[ $((flags & 2)) -ne 0 ] || fail "BACK_STEP not reported for a ${AMOUNT} ms step back"
 	[ $((rf & 2)) -ne 0 ] || fail "replies do not carry BACKSTEP (flags $rf)"

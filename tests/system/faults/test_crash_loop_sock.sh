@@ -15,7 +15,7 @@ SERVER=127.0.0.1:4242
 
 sock_launch() {
 	ip netns exec "$NS" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 --set id.workers=1,2 \
-		--set state.file="$TMP/mark" --set stats.interval_s=0 \
+		--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" --set stats.interval_s=0 \
 		--set state.mark_ahead_ms=1000 >>"$TMP/sock.log" 2>&1 &
 	FW_PID=$!
 	FAULT_PIDS+=("$FW_PID")

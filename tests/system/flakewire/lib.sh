@@ -67,15 +67,17 @@ fw_setup() {
 }
 
 # fw_start LCORES [flakewire options...]: starts the responder in $NS with its
-# state in $TMP/mark, gives fw0 10.77.0.1/24 and waits until it answers ping.
+# state in $TMP/mark and its worker-ID locks in $TMP/locks (not the host-wide
+# /run/lock/flakewire: tests run side by side, each with worker ID 0), gives
+# fw0 10.77.0.1/24 and waits until it answers ping.
 fw_start() {
 	local lcores=$1
 	shift
 	: >"$TMP/fw.log"
 	ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256 \
 		--file-prefix "$NS" -- \
-		--set state.file="$TMP/mark" --set clock.calibrate_ms=200 \
-		--set stats.interval_s=0 "$@" >>"$TMP/fw.log" 2>&1 &
+		--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" \
+		--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@" >>"$TMP/fw.log" 2>&1 &
 	FW_PID=$!
 	local ok=""
 	for _ in $(seq 100); do

@@ -22,7 +22,8 @@ sock_cleanup() {
 }
 trap sock_cleanup EXIT
 ip netns exec "$NS" "$FLAKESOCK" --listen 10.77.0.1 --set net.udp_port=4343 \
-	--set id.workers=9 --set "state.file=$TMP/sock-mark" --set stats.interval_s=0 \
+	--set id.workers=9 --set "state.file=$TMP/sock-mark" --set "state.lock_dir=$TMP/locks" \
+	--set stats.interval_s=0 \
 	>"$TMP/sock.log" 2>&1 &
 SOCK_PID=$!
 

@@ -3,6 +3,9 @@
 # usage: test_fleet_lib.sh TEST_FLEET_LIB_BINARY
 set -u
 BIN=$1
+# in a namespace of its own: the servers' loopback ports are this test's
+. "$(dirname "$0")/../lib.sh"
+sys_own_ns fleetlib "$0" "$@"
 TMP=$(mktemp -d /tmp/fwt-fleetlib.XXXXXX)
 . "$(dirname "$0")/../../../scripts/lib/servers.sh"
 trap 'zk_stop_all; rm -rf "$TMP"' EXIT

@@ -78,10 +78,13 @@ scrape() {
 	out=$(promtool check metrics <"$1" 2>&1) && [ -z "$out" ] || { echo "  promtool: $out"; return 1; }
 }
 # lease_check FILE WORKERS EXPR: EXPR (python) holds for every worker of WORKERS
-# (comma list), with r = remaining s, e = end timestamp, n = no_lease, L = length.
+# (comma list), with r = remaining s, e = end timestamp, n = no_lease, L = length,
+# now = when the scrape was written (FILE's mtime: the check's own start may
+# come seconds later on a busy machine, and e - r is the node's time of the
+# scrape, not of the check).
 lease_check() {
 	/usr/bin/python3 - "$@" <<'PY'
-import re, sys, time
+import os, re, sys
 v = {}
 for line in open(sys.argv[1]):
     if line[0] != "#" and line.strip():
@@ -93,7 +96,7 @@ for w in sys.argv[2].split(","):
     r = v.get('flakewire_fleet_lease_remaining_seconds{worker="%s"}' % w)
     e = v.get('flakewire_fleet_lease_end_timestamp_seconds{worker="%s"}' % w)
     n = [x for k, x in v.items() if k.startswith("flakewire_fleet_no_lease{") and k.endswith(',worker="%s"}' % w)]
-    good = None not in (r, e, L) and len(n) == 1 and eval(sys.argv[3], {"r": r, "e": e, "n": n[0], "L": L, "now": time.time()})
+    good = None not in (r, e, L) and len(n) == 1 and eval(sys.argv[3], {"r": r, "e": e, "n": n[0], "L": L, "now": os.path.getmtime(sys.argv[1])})
     print("  worker %s: remaining %s s, ends %s, no_lease %s, length %s: %s" % (w, r, e, n, L, "ok" if good else "NOT " + sys.argv[3]))
     ok = ok and good
 sys.exit(0 if ok else 1)

@@ -7,6 +7,9 @@
 # usage: test_store.sh TEST_STORE_BINARY
 set -u
 BIN=$1
+# in a namespace of its own: the servers' loopback ports are this test's
+. "$(dirname "$0")/../lib.sh"
+sys_own_ns store "$0" "$@"
 TMP=$(mktemp -d /tmp/fwt-store.XXXXXX)
 D=$(dirname "$0")
 . "$D/../../../scripts/lib/servers.sh"
