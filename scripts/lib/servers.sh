@@ -186,8 +186,8 @@ $servers
 CFG
 		zk_start_one "$i"
 	done
-	zk_wait_ready 60 ||
-		{ echo "servers.sh: ZooKeeper ($ZK_N servers) not ready within 60 s (logs: $ZK_DIR/zk*/server.log)" >&2; return 1; }
+	zk_wait_ready 120 ||
+		{ echo "servers.sh: ZooKeeper ($ZK_N servers) not ready within 120 s (logs: $ZK_DIR/zk*/server.log)" >&2; return 1; }
 }
 
 # --------------------------------------------------------------------- etcd
