@@ -81,7 +81,7 @@ struct fake {
 	atomic_ullong last_id;    /* the last ID handed out (IDs only grow) */
 	atomic_uint range_max;    /* the largest RANGE count asked */
 	atomic_uint range_over;   /* RANGE requests asking more than range_cap */
-	uint32_t range_cap;       /* set before the client starts */
+	atomic_uint range_cap;    /* 0: none (set after the fake's thread started) */
 	/* beh_held_later_ranges: the test opens the gate; or it expires. */
 	atomic_bool gate_open;
 	atomic_bool gate_expired;
@@ -259,7 +259,7 @@ static void *fake_run(void *arg)
 		if (h.op == FW_WIRE_OP_RANGE) {
 			if (h.count > atomic_load(&f->range_max))
 				atomic_store(&f->range_max, h.count);
-			if (f->range_cap && h.count > f->range_cap)
+			if (atomic_load(&f->range_cap) && h.count > atomic_load(&f->range_cap))
 				atomic_fetch_add(&f->range_over, 1);
 		}
 		atomic_store(&f->last_len[h.op], (unsigned)n);
@@ -1927,7 +1927,7 @@ static void check_refill_cap(unsigned seq_bits, uint32_t prefetch, uint32_t cap)
 
 	assert_int_equal(fw_layout_init(&f->layout, FW_DEFAULT_EPOCH_MS, 5, 17 - seq_bits, seq_bits, 0),
 			 0);
-	f->range_cap = cap;
+	atomic_store(&f->range_cap, cap);
 	fake_addr(f, addr, sizeof(addr));
 	fw_client_opts_init(&o);
 	o.timeout_ms = T_LONG_MS;
