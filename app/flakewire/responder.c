@@ -261,9 +261,8 @@ int fwire_responder_create(struct fwire_app *app)
 			},
 	};
 	/* before fwire_lcores_init, which sets app->layout the same way */
-	int rc_l =
-		fw_layout_init(&rc.layout, c->id.epoch_ms, c->id.datacenter_bits, c->id.worker_bits,
-			       c->id.sequence_bits, fw_wall_ns() / 1000000);
+	int rc_l = fw_layout_init(&rc.layout, c->id.epoch_ms, c->id.datacenter_bits,
+				  c->id.worker_bits, c->id.sequence_bits, fw_wall_ns() / 1000000);
 	if (rc_l != 0) {
 		FW_LOG(ERR, "%s: %s", fw_conf_fleet_on(c) ? "config: [id] layout" : "ID layout",
 		       fw_strerror(rc_l));

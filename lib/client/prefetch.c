@@ -247,7 +247,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			if (rc < 0 && rc != -ECANCELED)
 				p->hold_until_ns =
 					fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
-						    << c->opts.retries);
+							<< c->opts.retries);
 			pthread_cond_broadcast(&p->cond);
 			if (p->avail == 0 && rc < 0)
 				return rc;
@@ -464,9 +464,9 @@ static void refill_once(struct fw_client *c)
 	if (p->avail > 0 || rc < 0)
 		c->asks_served = c->asks;
 	/* A failed refill holds the next one off (callers with nothing left still ask). */
-	p->hold_until_ns =
-		rc < 0 ? fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS << c->opts.retries)
-		       : 0;
+	p->hold_until_ns = rc < 0 ? fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
+						    << c->opts.retries)
+				  : 0;
 	pthread_cond_broadcast(&p->cond);
 }
 

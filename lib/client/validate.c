@@ -59,8 +59,8 @@ int fwc_validate(struct fw_client *c, struct fw_client_io *io, const struct fw_w
 		uint64_t last;
 
 		/* ID 0 (the epoch's first ms, long past): a zeroed reply */
-		if (r[i].first == 0 ||
-		    fw_layout_check_run(l, r[i].first, r[i].n, h->datacenter, h->worker, NULL, NULL))
+		if (r[i].first == 0 || fw_layout_check_run(l, r[i].first, r[i].n, h->datacenter,
+							   h->worker, NULL, NULL))
 			return FW_EINVALID;
 		last = r[i].first + r[i].n - 1;
 		if (i > 0 && r[i].first <= prev)

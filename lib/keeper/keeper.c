@@ -41,7 +41,7 @@ struct fw_keeper {
 	bool back_step;
 	bool held;
 	bool started;
-	bool ticks_back; /* the tick source is behind the last anchor (logged once) */
+	bool ticks_back;         /* the tick source is behind the last anchor (logged once) */
 	uint64_t next_clock_log; /* keeper unix ms */
 	int last_write_rc;
 	uint64_t mark_writes, mark_failures, back_steps, clock_events;
@@ -422,7 +422,8 @@ static uint32_t keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 		       (double)(k->anchor_ns - now_ns) / 1e6);
 	} else if (now_ns >= k->anchor_ns && k->ticks_back) {
 		k->ticks_back = false;
-		fw_log(&k->cfg.log, FW_LOG_INFO, "clock: the tick source is past its last anchor again");
+		fw_log(&k->cfg.log, FW_LOG_INFO,
+		       "clock: the tick source is past its last anchor again");
 	}
 	if (now_ns >= k->anchor_ns + (uint64_t)k->cfg.reanchor_ms * NS_PER_MS) {
 		ev |= keeper_reanchor(k, tick, wall_ns);

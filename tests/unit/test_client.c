@@ -1876,10 +1876,11 @@ static void check_max_age_slots(bool hold_first)
 		assert_int_equal(a[i].rc, 0);
 		assert_from_fake(a[i].b);
 		if (a[i].b <= mark)
-			fail_msg("caller %d: after %u ms, ID %llu issued before the wait (last then %llu; "
+			fail_msg("caller %d: after %u ms, ID %llu issued before the wait (last "
+				 "then %llu; "
 				 "its first %llu)",
-				 i, 4 * AGE_MS, (unsigned long long)a[i].b, (unsigned long long)mark,
-				 (unsigned long long)a[i].a);
+				 i, 4 * AGE_MS, (unsigned long long)a[i].b,
+				 (unsigned long long)mark, (unsigned long long)a[i].a);
 	}
 	assert_false(atomic_load(&f->gate_expired));
 	/* A new request was made for them (or held through the wait and answered after). */
@@ -1925,8 +1926,8 @@ static void check_refill_cap(unsigned seq_bits, uint32_t prefetch, uint32_t cap)
 	const char *servers[] = {addr};
 	uint64_t id, prev = 0, deadline = mono_ms() + 20000;
 
-	assert_int_equal(fw_layout_init(&f->layout, FW_DEFAULT_EPOCH_MS, 5, 17 - seq_bits, seq_bits, 0),
-			 0);
+	assert_int_equal(
+		fw_layout_init(&f->layout, FW_DEFAULT_EPOCH_MS, 5, 17 - seq_bits, seq_bits, 0), 0);
 	atomic_store(&f->range_cap, cap);
 	fake_addr(f, addr, sizeof(addr));
 	fw_client_opts_init(&o);
