@@ -59,4 +59,17 @@ grep -q "mark: persisted" "$TMP/fw.log" || fail "no final mark after the failed 
 mark=$("$FLAKECTL" mark "$ST/mark" | awk '{print $3}')
 [ "$mark" -lt "$(($(date +%s%3N) + 60000))" ] ||
 	fail "the mark stays 10 min ahead ($mark) after a failed start"
+
+# ... but never below what an earlier run persisted: with the mark 2 min ahead
+# (a run before issued up to it), a failed start leaves it there.
+ahead=$(($(date +%s%3N) + 120000))
+"$FLAKECTL" mark "$ST/mark" --set "$ahead" >/dev/null || fail "flakectl mark --set $ahead"
+rc=0
+ip netns exec "$NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
+	--set state.file="$ST/mark" --set clock.calibrate_ms=200 --set stats.interval_s=0 \
+	--set state.lock_dir="$TMP/lock" --set port0.device=net_nosuchdriver0 \
+	>>"$TMP/fw.log" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "the second start without its port exited $rc, not 1"
+mark=$("$FLAKECTL" mark "$ST/mark" | awk '{print $3}')
+[ "$mark" -ge "$ahead" ] || fail "a failed start lowered the mark below an earlier run's ($mark < $ahead)"
 echo PASS
