@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one test command: installs what is missing, builds two trees with
-# warnings as errors and runs their tests, then a short bounded fuzz run,
-# and prints "N passed, N failed, N skipped" as its last line.
+# warnings as errors and runs their tests, a short bounded fuzz run and the
+# unit tests under ThreadSanitizer, in two lanes (see "Two lanes" below),
+# and prints the ten slowest tests and "N passed, N failed, N skipped" as
+# its last lines.
 #
 #  - $BUILD (build/): -Ddpdk=enabled, so a missing DPDK fails the build
 #    instead of silently dropping the DPDK responder and its tests; every
@@ -9,6 +11,9 @@
 #  - $BUILD_NODPDK (build-nodpdk/): -Ddpdk=disabled, what a host without
 #    DPDK builds (flakesock, flakectl, the client library); its unit, cli
 #    and flakesock suites, counted in the totals as "nodpdk/NAME".
+#  - the second lane, beside the tests of $BUILD: the DPDK-free tree's build
+#    and unit and cli suites, the fuzz run, ThreadSanitizer's build and
+#    tests, then $BUILD's suite 'beside' one test at a time.
 #
 # Under CI=true a test never skips: one that skips (exit 77) is counted as
 # failed, with its reason (the tests' own skip helpers fail under CI=true).
@@ -27,8 +32,8 @@ summary_fail() { # reason: the last line for a failure before any test ran
 }
 
 LOGS=$(mktemp -d)
-WARM_PID=""
-trap '[ -z "$WARM_PID" ] || kill -- "-$WARM_PID" 2>/dev/null; rm -rf "$LOGS"' EXIT
+WARM_PID="" BESIDE_PID=""
+trap 'for p in $WARM_PID $BESIDE_PID; do kill -- "-$p" 2>/dev/null; done; rm -rf "$LOGS"' EXIT
 
 # phase NAME: the seconds since the last phase ends up in the last lines.
 PHASES=""
@@ -74,67 +79,116 @@ setup() {
 setup "$BUILD" -Ddpdk=enabled || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
 phase build
 
-suite_args=()
-for s in ${SUITES:-}; do
-	suite_args+=(--suite "$s")
-done
-meson test -C "$BUILD" --print-errorlogs "${suite_args[@]}"
-cp "$BUILD/meson-logs/testlog.json" "$LOGS/main.json"
-phase tests
-
-# The DPDK-free tree: its suites are unit, cli and flakesock (or those of
-# SUITES among them). A build failure there counts as one failed test.
+# Two lanes (issue 34). Most of the system tests run alone (is_parallel:
+# false: timing windows, busy-polling lcores) and wait far more than they
+# compute, leaving a core idle. The tests of meson suite 'beside' wait on
+# other processes (a booted container, pods, databases, dpkg-deb), share no
+# port, lock or namespace with any other test, and have no timing window;
+# they run one at a time in a second lane beside the first, after the
+# DPDK-free tree's build and tests, the fuzz run and ThreadSanitizer's. The
+# second lane runs at nice 10, so a test of the first that a machine's
+# stalls could push past a window keeps its core; its meson timeouts are
+# tripled for the same reason. SUITES=...: one lane, the suites given.
 nodpdk_suites=()
 for s in ${SUITES:-unit cli flakesock}; do
 	case "$s" in
 	unit | cli | flakesock) nodpdk_suites+=(--suite "$s") ;;
 	esac
 done
-nodpdk_build_fail=0
-if [ ${#nodpdk_suites[@]} -gt 0 ]; then
-	echo "== $BUILD_NODPDK: -Ddpdk=disabled (${nodpdk_suites[*]})"
-	if setup "$BUILD_NODPDK" -Ddpdk=disabled; then
-		meson test -C "$BUILD_NODPDK" --print-errorlogs "${nodpdk_suites[@]}"
-		cp "$BUILD_NODPDK/meson-logs/testlog.json" "$LOGS/nodpdk.json"
-	else
-		echo "FAIL: build failed ($BUILD_NODPDK, -Ddpdk=disabled)"
-		nodpdk_build_fail=1
-	fi
-	phase nodpdk
-fi
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 
+# lane_beside: writes $LOGS/beside.status (one "name rc seconds" per step).
+lane_beside() {
+	local t rc
+	step() { # NAME COMMAND...: runs it, logs its status
+		local name=$1 t0=$SECONDS
+		shift
+		echo "== beside lane: $name"
+		"$@"
+		rc=$?
+		echo "$name $rc $((SECONDS - t0))" >>"$LOGS/beside.status"
+		return $rc
+	}
+	if [ ${#nodpdk_suites[@]} -gt 0 ]; then
+		echo "== $BUILD_NODPDK: -Ddpdk=disabled (${nodpdk_suites[*]})"
+		if step nodpdk-build setup "$BUILD_NODPDK" -Ddpdk=disabled; then
+			# its flakesock suite runs after the first lane (system tests)
+			local first=()
+			for s in ${SUITES:-unit cli}; do
+				case "$s" in unit | cli) first+=(--suite "$s") ;; esac
+			done
+			[ ${#first[@]} -eq 0 ] || step nodpdk-tests meson test -C "$BUILD_NODPDK" --no-rebuild \
+				--print-errorlogs --timeout-multiplier 3 --logbase nodpdk "${first[@]}"
+		fi
+	fi
+	if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
+		echo "== fuzz: each harness for ${FUZZ_SECONDS}s"
+		step fuzz scripts/fuzz.sh "$FUZZ_SECONDS"
+	fi
+	# the unit and dataplane tests under ThreadSanitizer (scripts/tsan.sh, build-tsan/)
+	if [ -z "${SUITES:-}" ] && [ "${TSAN:-1}" != 0 ] && [ -x scripts/tsan.sh ]; then
+		echo "== tsan: suite unit under ThreadSanitizer"
+		TSAN_MESON_ARGS="--timeout-multiplier 3" step tsan scripts/tsan.sh
+	fi
+	if [ -z "${SUITES:-}" ]; then
+		step beside meson test -C "$BUILD" --no-rebuild --print-errorlogs --num-processes 1 \
+			--timeout-multiplier 3 --logbase beside --suite beside
+	fi
+	return 0
+}
+: >"$LOGS/beside.status"
+setsid nice -n 10 bash -c "$(declare -f setup lane_beside); $(declare -p LOGS BUILD BUILD_NODPDK FUZZ_SECONDS nodpdk_suites); SUITES='${SUITES:-}' TSAN='${TSAN:-1}' lane_beside" \
+	>"$LOGS/beside.log" 2>&1 &
+BESIDE_PID=$!
+
+suite_args=()
+for s in ${SUITES:-}; do
+	suite_args+=(--suite "$s")
+done
+[ -n "${SUITES:-}" ] || suite_args=(--no-suite beside)
+meson test -C "$BUILD" --no-rebuild --print-errorlogs "${suite_args[@]}"
+cp "$BUILD/meson-logs/testlog.json" "$LOGS/main.json"
+phase tests
+
+wait "$BESIDE_PID"
+BESIDE_PID=""
+cat "$LOGS/beside.log"
+phase "beside-lane-after-tests"
+[ ! -f "$BUILD/meson-logs/beside.json" ] || cp "$BUILD/meson-logs/beside.json" "$LOGS/beside.json"
+[ ! -f "$BUILD_NODPDK/meson-logs/nodpdk.json" ] || cp "$BUILD_NODPDK/meson-logs/nodpdk.json" "$LOGS/nodpdk.json"
+
+# the DPDK-free tree's flakesock suite (system tests), after the first lane
+nodpdk_build_fail=0
+if grep -q "^nodpdk-build [1-9]" "$LOGS/beside.status"; then
+	echo "FAIL: build failed ($BUILD_NODPDK, -Ddpdk=disabled)"
+	nodpdk_build_fail=1
+elif grep -q "^nodpdk-build 0" "$LOGS/beside.status" && [[ " ${SUITES:-flakesock} " == *" flakesock "* ]]; then
+	echo "== $BUILD_NODPDK: suite flakesock"
+	meson test -C "$BUILD_NODPDK" --no-rebuild --print-errorlogs --logbase nodpdk-sock --suite flakesock
+	cp "$BUILD_NODPDK/meson-logs/nodpdk-sock.json" "$LOGS/nodpdk-sock.json"
+	phase nodpdk-flakesock
+fi
 extra_pass=0
 extra_fail=$nodpdk_build_fail
-FUZZ_SECONDS=${FUZZ_SECONDS:-15}
-if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
-	echo "== fuzz: each harness for ${FUZZ_SECONDS}s"
-	if scripts/fuzz.sh "$FUZZ_SECONDS"; then
-		extra_pass=1
-	else
-		extra_fail=$((extra_fail + 1))
-	fi
-	phase fuzz
-fi
-
-# The unit and dataplane tests under ThreadSanitizer (scripts/tsan.sh, build-tsan/).
-if [ -z "${SUITES:-}" ] && [ "${TSAN:-1}" != 0 ] && [ -x scripts/tsan.sh ]; then
-	echo "== tsan: suite unit under ThreadSanitizer"
-	if scripts/tsan.sh; then
+for x in fuzz tsan; do
+	if grep -q "^$x 0 " "$LOGS/beside.status"; then
 		extra_pass=$((extra_pass + 1))
-	else
+	elif grep -q "^$x " "$LOGS/beside.status"; then
 		extra_fail=$((extra_fail + 1))
 	fi
-	phase tsan
-fi
+done
 if [ -n "$WARM_PID" ]; then
 	wait "$WARM_PID"
 	WARM_PID=""
 	cat "$LOGS/warm.log"
 fi
+echo "the beside lane's steps (seconds, at nice 10 beside the tests):" \
+	"$(awk '{ printf "%s%s %ss%s", sep, $1, $3, ($2 == 0 ? "" : " (failed)"); sep = ", " }' "$LOGS/beside.status")"
 echo "the phases (seconds):${PHASES%,}; total $SECONDS s"
 
 # Count from meson's own logs, one line of JSON per test.
-/usr/bin/python3 - "$extra_pass" "$extra_fail" "${CI:-}" "$LOGS/main.json" "$LOGS/nodpdk.json" <<'PY'
+/usr/bin/python3 - "$extra_pass" "$extra_fail" "${CI:-}" "$LOGS/main.json" "$LOGS/beside.json" \
+	"$LOGS/nodpdk.json" "$LOGS/nodpdk-sock.json" <<'PY'
 import json, os, sys
 passed, failed, ci = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "true"
 skipped, ci_failed = [], []
@@ -147,7 +201,8 @@ def reason(t):
     return lines[-1] if lines else "no reason printed"
 
 durations = []
-for path, prefix in ((sys.argv[4], ""), (sys.argv[5], "nodpdk/")):
+for path, prefix in ((sys.argv[4], ""), (sys.argv[5], ""), (sys.argv[6], "nodpdk/"),
+                     (sys.argv[7], "nodpdk/")):
     if not os.path.exists(path):
         continue
     for line in open(path):

@@ -41,4 +41,6 @@ done
 ninja -C "$build" "${targets[@]}"
 # halt_on_error: the first race fails the test (its report is in the log)
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/scripts/config/tsan.supp"
-meson test -C "$build" --no-rebuild --print-errorlogs "${names[@]}"
+# TSAN_MESON_ARGS: more options to meson test (scripts/test.sh's second lane: --timeout-multiplier)
+# shellcheck disable=SC2086
+meson test -C "$build" --no-rebuild --print-errorlogs ${TSAN_MESON_ARGS:-} "${names[@]}"

@@ -34,7 +34,8 @@ free_port() {
 port=$(free_port) || { fail "a free UDP port" "none found"; finish; }
 relay=$((port + 1))
 timeout 60 "$fsock" --listen 127.0.0.1 --set "net.udp_port=$port" --set stats.interval_s=0 \
-	--set "state.file=$tmp/mark" --set clock.calibrate_ms=200 >"$tmp/sock.log" 2>&1 &
+	--set "state.file=$tmp/mark" --set "state.lock_dir=$tmp/locks" --set clock.calibrate_ms=200 \
+	>"$tmp/sock.log" 2>&1 &
 pids+=($!)
 # the relay: every datagram to $relay goes to flakesock and back; the first is held 600 ms
 timeout 60 /usr/bin/python3 - "$relay" "$port" >"$tmp/relay.log" 2>&1 <<'PY' &

@@ -57,7 +57,8 @@ check "the module exports only PostgreSQL's entry points${exports:+ (also: $expo
 
 PORT=$(pgtmp_free_port udp)
 "$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set id.workers=3 --set "net.udp_port=$PORT" \
-	--set "state.file=$SYS_TMP/mark" --set stats.interval_s=0 >"$SYS_TMP/sock.log" 2>&1 &
+	--set "state.file=$SYS_TMP/mark" --set "state.lock_dir=$SYS_TMP/locks" \
+	--set stats.interval_s=0 >"$SYS_TMP/sock.log" 2>&1 &
 SYS_PIDS+=($!)
 check "flakesock answers" sys_wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$PORT" --timeout 100
 check "PostgreSQL 15 starts with the packaged extension" \

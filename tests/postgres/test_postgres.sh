@@ -47,7 +47,7 @@ trap 'exit 1' INT TERM
 sock_start() {
 	"$FLAKESOCK" --listen 127.0.0.1 --threads 1 --set "id.workers=$3" \
 		--set "net.udp_port=$2" --set "state.file=$SYS_TMP/$1.mark" \
-		--set stats.interval_s=0 >"$SYS_TMP/$1.log" 2>&1 &
+		--set "state.lock_dir=$SYS_TMP/locks" --set stats.interval_s=0 >"$SYS_TMP/$1.log" 2>&1 &
 	SYS_LAST_PID=$!
 	SYS_PIDS+=("$SYS_LAST_PID")
 	sys_wait_for 10 "$FLAKECTL" info --server "127.0.0.1:$2" --timeout 100

@@ -71,7 +71,9 @@ tc_use() {
 
 # resp_cmd LCORES [options...]: sets the array RESP_CMD to the responder's
 # command line in $NS with the tests' settings (state in $TMP/mark, worker-ID
-# locks in $TMP/locks as fw_start's, 200 ms calibration, no stats line); run it as "${RESP_CMD[@]}" >>"$TMP/fw.log"
+# locks in $TMP/locks as fw_start's, 200 ms calibration, no stats line, and
+# flakewire's lcores asleep when idle as tests/system/flakewire/lib.sh's,
+# FW_TEST_IDLE=busy for the production default); run it as "${RESP_CMD[@]}" >>"$TMP/fw.log"
 # 2>&1 (in the background, $! is the responder's PID). LCORES: an EAL lcore
 # list for flakewire; for flakesock "0" is one worker thread, "0-1" two.
 resp_cmd() {
@@ -89,7 +91,8 @@ resp_cmd() {
 		RESP_CMD=(ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256
 			--file-prefix "$NS" --
 			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
-			--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@")
+			--set clock.calibrate_ms=200 --set stats.interval_s=0 \
+			--set "power.idle=${FW_TEST_IDLE:-sleep}" "$@")
 	fi
 }
 

@@ -42,7 +42,8 @@ export FW_SRC=$ROOT
 CHUNK=20
 MEM_SLACK_KB=4096
 faults_setup soak
-fw_start 0,1 --set id.workers=7,9
+# the production default: its lcores busy-poll (it runs alone, at full rate)
+fw_start 0,1 --set id.workers=7,9 --set power.idle=busy
 grep -q "2 queue(s)" "$TMP/fw.log" || fail "port not set up with 2 queues"
 ip -n "$NS" neigh replace 10.77.0.2 lladdr "$FW_MAC" dev fw0 nud permanent
 

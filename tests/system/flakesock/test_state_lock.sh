@@ -53,14 +53,19 @@ check "another worker ID on its own state serves beside it" \
 	sys_wait_for 10 ctl info --server 127.0.0.1:4244 --timeout 100
 sys_stop "$D" TERM
 
-# flakectl mark --set while the state is held
+# flakectl mark --set while the state is held. The holder is stopped
+# (SIGSTOP keeps its lock) so that its own mark extensions cannot change the
+# file between the two reads: only flakectl could.
+kill -STOP "$A"
 before=$(cat "$SYS_TMP/mark")
 "$FLAKECTL" mark "$SYS_TMP/mark" --set now >"$SYS_TMP/m.log" 2>&1
 rc=$?
+after=$(cat "$SYS_TMP/mark")
+kill -CONT "$A"
 cat "$SYS_TMP/m.log"
 check "flakectl mark --set is refused while a responder holds the state" [ "$rc" -ne 0 ]
 check "it names the holder" grep -q "locked by PID $A" "$SYS_TMP/m.log"
-check "and leaves the mark as it was" [ "$(cat "$SYS_TMP/mark")" = "$before" ]
+check "and leaves the mark as it was" [ "$after" = "$before" ]
 
 # SIGKILL: the kernel drops the lock; a restart on the same state serves above
 sys_stop "$A" KILL

@@ -69,7 +69,10 @@ fw_setup() {
 # fw_start LCORES [flakewire options...]: starts the responder in $NS with its
 # state in $TMP/mark and its worker-ID locks in $TMP/locks (not the host-wide
 # /run/lock/flakewire: tests run side by side, each with worker ID 0), gives
-# fw0 10.77.0.1/24 and waits until it answers ping.
+# fw0 10.77.0.1/24 and waits until it answers ping. Its lcores sleep when
+# idle ([power] idle = $FW_TEST_IDLE, default sleep: a test that waits holds
+# no core, so tests run side by side); the tests of the datapath itself set
+# FW_TEST_IDLE=busy, the production default.
 fw_start() {
 	local lcores=$1
 	shift
@@ -77,7 +80,8 @@ fw_start() {
 	ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256 \
 		--file-prefix "$NS" -- \
 		--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" \
-		--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@" >>"$TMP/fw.log" 2>&1 &
+		--set clock.calibrate_ms=200 --set stats.interval_s=0 \
+		--set "power.idle=${FW_TEST_IDLE:-sleep}" "$@" >>"$TMP/fw.log" 2>&1 &
 	FW_PID=$!
 	local ok=""
 	for _ in $(seq 100); do

@@ -174,7 +174,7 @@ if [ -n "$FLAKEWIRE" ]; then
 	sys_start "$SYS_TMP/flakewire.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKEWIRE" \
 		-l 0,1 --no-huge --no-pci -m 256 --file-prefix "fbs$$" -- \
 		--set "port0.device=net_tap0,iface=fbs$$" --set "state.file=$SYS_TMP/w.mark" \
-		--set fleet.root=/bsw --set fleet.identity=bsw "${COMMON[@]}"
+		--set fleet.root=/bsw --set fleet.identity=bsw --set power.idle=sleep "${COMMON[@]}"
 	for _ in $(seq 100); do ip -n "$SYS_NS" link show "fbs$$" >/dev/null 2>&1 && break; sleep 0.1; done
 	ip -n "$SYS_NS" addr add 10.77.0.1/24 dev "fbs$$"
 	ip -n "$SYS_NS" link set "fbs$$" up

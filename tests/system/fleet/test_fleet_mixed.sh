@@ -37,7 +37,7 @@ wire() {
 		--file-prefix "$1$$" -- --set "port0.device=net_tap$2,iface=$1$$" \
 		--set "port0.address=10.$3.0.2" --set "state.file=$SYS_TMP/$1.mark" \
 		--set clock.calibrate_ms=200 --set fleet.identity="$1" \
-		--set "fleet.cache_file=$SYS_TMP/$1.cache" "${FLEET[@]}" "${@:4}"
+		--set "fleet.cache_file=$SYS_TMP/$1.cache" --set power.idle=sleep "${FLEET[@]}" "${@:4}"
 	PID[$1]=$SYS_LAST_PID
 }
 sock() {
