@@ -88,7 +88,10 @@ phase build
 # DPDK-free tree's build and tests, the fuzz run and ThreadSanitizer's. The
 # second lane runs at nice 10, so a test of the first that a machine's
 # stalls could push past a window keeps its core; its meson timeouts are
-# tripled for the same reason. SUITES=...: one lane, the suites given.
+# tripled for the same reason. Suite 'quiet' (timing windows a loaded
+# machine stretches: alerts' clock causes, clock-pause-2s,
+# restart-behind-mark, fleet-backstep) runs after both lanes, alone.
+# SUITES=...: one lane, the suites given.
 nodpdk_suites=()
 for s in ${SUITES:-unit cli flakesock}; do
 	case "$s" in
@@ -145,7 +148,7 @@ suite_args=()
 for s in ${SUITES:-}; do
 	suite_args+=(--suite "$s")
 done
-[ -n "${SUITES:-}" ] || suite_args=(--no-suite beside)
+[ -n "${SUITES:-}" ] || suite_args=(--no-suite beside --no-suite quiet)
 meson test -C "$BUILD" --no-rebuild --print-errorlogs "${suite_args[@]}"
 cp "$BUILD/meson-logs/testlog.json" "$LOGS/main.json"
 phase tests
@@ -155,6 +158,12 @@ BESIDE_PID=""
 cat "$LOGS/beside.log"
 phase "beside-lane-after-tests"
 [ ! -f "$BUILD/meson-logs/beside.json" ] || cp "$BUILD/meson-logs/beside.json" "$LOGS/beside.json"
+if [ -z "${SUITES:-}" ]; then
+	echo "== suite quiet, after both lanes"
+	meson test -C "$BUILD" --no-rebuild --print-errorlogs --logbase quiet --suite quiet
+	cp "$BUILD/meson-logs/quiet.json" "$LOGS/quiet.json"
+	phase quiet
+fi
 [ ! -f "$BUILD_NODPDK/meson-logs/nodpdk.json" ] || cp "$BUILD_NODPDK/meson-logs/nodpdk.json" "$LOGS/nodpdk.json"
 
 # the DPDK-free tree's flakesock suite (system tests), after the first lane
@@ -188,7 +197,7 @@ echo "the phases (seconds):${PHASES%,}; total $SECONDS s"
 
 # Count from meson's own logs, one line of JSON per test.
 /usr/bin/python3 - "$extra_pass" "$extra_fail" "${CI:-}" "$LOGS/main.json" "$LOGS/beside.json" \
-	"$LOGS/nodpdk.json" "$LOGS/nodpdk-sock.json" <<'PY'
+	"$LOGS/quiet.json" "$LOGS/nodpdk.json" "$LOGS/nodpdk-sock.json" <<'PY'
 import json, os, sys
 passed, failed, ci = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "true"
 skipped, ci_failed = [], []
@@ -201,8 +210,8 @@ def reason(t):
     return lines[-1] if lines else "no reason printed"
 
 durations = []
-for path, prefix in ((sys.argv[4], ""), (sys.argv[5], ""), (sys.argv[6], "nodpdk/"),
-                     (sys.argv[7], "nodpdk/")):
+for path, prefix in ((sys.argv[4], ""), (sys.argv[5], ""), (sys.argv[6], ""),
+                     (sys.argv[7], "nodpdk/"), (sys.argv[8], "nodpdk/")):
     if not os.path.exists(path):
         continue
     for line in open(path):
