@@ -139,8 +139,7 @@ layout=(--set id.sequence_bits=4 --set id.max_borrow_ms=0)
 : >"$tmp/fw.log"
 ip netns exec "$ns" "$fwire" -l 1 --no-huge --no-pci -m 256 --file-prefix "$ns" -- \
 	--set "state.file=$tmp/fw.mark" --set clock.calibrate_ms=200 --set stats.interval_s=0 \
-	--set "state.lock_dir=$tmp/locks" --set id.workers=21 --set power.idle=sleep \
-	"${layout[@]}" >>"$tmp/fw.log" 2>&1 &
+	--set "state.lock_dir=$tmp/locks" --set id.workers=21 "${layout[@]}" >>"$tmp/fw.log" 2>&1 &
 FW_TAP_PID=$!
 pids+=("$FW_TAP_PID")
 up=""

@@ -166,7 +166,8 @@ sock() {
 	local name=$1 udp=$2 mp=$3 bin=${BIN:-$FLAKESOCK}
 	shift 3
 	mkdir -p "$T/$name"
-	sys_start "$T/$name/log" env FLAKEWIRE_TEST_CLOCK="$T/$name/clock" "$bin" \
+	sys_start "$T/$name/log" env FLAKEWIRE_TEST_CLOCK="$T/$name/clock" \
+		FLAKESOCK_TEST_STATUS="$T/$name/tc.json" "$bin" \
 		--listen "${LISTEN:-127.0.0.1}" --set "net.udp_port=$udp" --set "state.file=${STATE:-$T/$name}/mark" \
 		--set "state.lock_dir=$T/locks" --set stats.interval_s=0 \
 		--set "metrics.listen=127.0.0.1:$mp" "$@"
@@ -427,6 +428,29 @@ fsfreeze -f "$T/eio.st" && truncate -s 0 "$EIO_IMG" && losetup -c "$EIO_DEV"
 fsfreeze -u "$T/eio.st"
 check "eio: its device has no capacity left" test "$(blockdev --getsz "$EIO_DEV")" -eq 0
 tc_fault() { printf '%s\n' "$2" >"$T/$1/clock.new" && mv "$T/$1/clock.new" "$T/$1/clock"; }
+# reanchored NAME: returns just after NAME's keeper re-anchored (the generation
+# in its test-clock status, written every 100 ms, changed; bounded: 5 s). The
+# rate fault starts there: its first second's jump (up to 90 ms) restarts the
+# rate window and the second's is learned, so the keeper ends 0.09 x (the
+# part of the first second the fault covered) + 0.09 s ahead, over 0.1 s
+# (back_step) only if the fault started in the first 89 % of that second: 2
+# runs of 4 failed when it started at any moment.
+tc_gen() { sed -n 's/.*"generation": \([0-9]*\).*/\1/p' "$T/$1/tc.json" 2>/dev/null; }
+reanchored() {
+	local g0 g i
+	for ((i = 0; i < 500; i++)); do
+		g=$(tc_gen "$1")
+		if [ -z "${g0:-}" ]; then
+			g0=$g
+		elif [ -n "$g" ] && [ "$g" != "$g0" ]; then
+			return 0
+		fi
+		sleep 0.01
+	done
+	echo "FAIL: $1's keeper did not re-anchor within 5 s ($T/$1/tc.json: $(cat "$T/$1/tc.json" 2>&1))"
+	exit 1
+}
+reanchored rate
 tc_fault rate tsc_ppm=90000                            # ClockOffset: the tick rate changed
 tc_fault unsafe tick_back_ms=3600000                   # ClockUnsafe: the tick source went back
 # ---- [clockmark] end ----
