@@ -5,8 +5,8 @@
 set -euo pipefail
 
 # BUILD_PKGS: what `meson setup` probes and `ninja` compiles with (headers,
-# pkg-config files, and the programs meson looks for: go, javac, mvn, node,
-# pg_config, scdoc, pytest); RUN_PKGS: what only the tests, the benchmarks and
+# pkg-config files, and the programs and files meson looks for: go, javac,
+# junit5's jar, mvn, node, pg_config, scdoc, pytest); RUN_PKGS: what only the tests, the benchmarks and
 # the responders at run time need (servers, podman, debootstrap, tools).
 BUILD_PKGS=(
 	build-essential pkg-config meson ninja-build clang llvm python3
@@ -15,7 +15,7 @@ BUILD_PKGS=(
 	libcmocka-dev libclang-rt-14-dev
 	libinih-dev # issue 11: lib/conf parses the INI file with libinih (no DPDK)
 	libzookeeper-mt-dev # issue 10: lib/fleet
-	python3-pytest golang-go default-jdk-headless maven nodejs # issue 14: the language clients
+	python3-pytest golang-go default-jdk-headless junit5 maven nodejs # issue 14: the language clients (meson looks for junit5's jar)
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 	libmicrohttpd-dev scdoc # ops (issue 17): /metrics, the man pages
 	libcurl4-openssl-dev libjson-c-dev # issue 25: the etcd registry (lib/fleet/store_etcd.c)
@@ -24,7 +24,7 @@ BUILD_PKGS=(
 )
 RUN_PKGS=(
 	iproute2 iputils-ping ethtool tcpdump gnuplot-nox
-	zookeeper default-jre-headless junit5 # issue 10: lib/fleet's tests
+	zookeeper default-jre-headless # issue 10: lib/fleet's tests
 	redis-server redis-tools valgrind # issue 16: bench/performance.sh Redis peer rows (4d-4h), callgrind row P
 	# issue 15 (scripts/bench/keys.sh, tests/dbbench): the databases it starts, their Python drivers
 	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
@@ -42,8 +42,6 @@ RUN_PKGS=(
 )
 
 # usage: scripts/install-deps.sh [--build | --run]   (default: both sets)
-# scripts/test.sh installs --build, then --run in the background while the
-# tree compiles.
 case ${1:-} in
 --build) PKGS=("${BUILD_PKGS[@]}") ;;
 --run) PKGS=("${RUN_PKGS[@]}") ;;

@@ -33,22 +33,7 @@ summary_fail() { # reason: the last line for a failure before any test ran
 
 LOGS=$(mktemp -d)
 WARM_PID="" BESIDE_PID=""
-# on exit: the second lane and the warm-up are stopped, but never apt-get in
-# the middle of dpkg (that would leave the machine's packages half unpacked)
-cleanup() {
-	local i
-	if [ -n "$WARM_PID" ]; then
-		for ((i = 0; i < 18000; i++)); do
-			[ -f "$LOGS/install-run.rc" ] && break
-			kill -0 "$WARM_PID" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -- "-$WARM_PID" 2>/dev/null
-	fi
-	[ -z "$BESIDE_PID" ] || kill -- "-$BESIDE_PID" 2>/dev/null
-	rm -rf "$LOGS"
-}
-trap cleanup EXIT
+trap 'for p in $WARM_PID $BESIDE_PID; do kill -- "-$p" 2>/dev/null; done; rm -rf "$LOGS"' EXIT
 
 # phase NAME: the seconds since the last phase ends up in the last lines.
 PHASES=""
@@ -58,30 +43,26 @@ phase() {
 	phase_t0=$SECONDS
 }
 
-# What the build needs first; what only the tests need (servers, podman,
-# debootstrap: most of a new machine's unpacking) in the background while
-# the tree compiles, waited for before the first test.
-scripts/install-deps.sh --build || summary_fail "install-deps --build failed"
-phase install-build
+# One install: installing the run-time packages (install-deps.sh --run)
+# while the tree compiled saved nothing on a 2-core machine (dpkg's unpacking
+# and the compiler each took twice as long side by side: 281 s to the first
+# test either way).
+scripts/install-deps.sh || summary_fail "install-deps failed"
+phase install
 
-# Then, in the same background job, the two Debian roots the ops tests boot
-# (the nspawn root, the images' base): on a new machine they take minutes of
-# network, not CPU. Each script locks its cache, so a test that needs one
-# waits for it to finish.
-warm=""
+# The two Debian roots the ops tests boot (the nspawn root, the images' base)
+# come from the mirror: on a new machine they take minutes of network, not
+# CPU, so they are made in the background while the trees compile. Each
+# script locks its cache, so a test that needs one waits for it to finish.
 if [ "$(id -u)" -eq 0 ] && { [ -z "${SUITES:-}" ] || [[ " ${SUITES} " == *" ops "* ]] || [[ " ${SUITES} " == *" system "* ]]; }; then
-	warm=1
+	# its own process group (setsid), so an early exit stops all of it; each
+	# step bounded (a stalled mirror must not hold the test command)
+	setsid bash -c '
+		timeout 900 bash tests/ops/nspawn_root.sh >/dev/null || echo "warm-up: tests/ops/nspawn_root.sh failed (deploy-nspawn will say why)"
+		timeout 900 scripts/image.sh --base-only --quiet || echo "warm-up: scripts/image.sh --base-only failed (podman-pods will say why)"
+		echo "warm-up: the Debian roots ready after $SECONDS s"' >"$LOGS/warm.log" 2>&1 </dev/null &
+	WARM_PID=$!
 fi
-# its own process group (setsid), so an early exit stops all of it; each
-# step bounded (a stalled mirror must not hold the test command)
-WARM=$warm LOGS=$LOGS setsid bash -c '
-	scripts/install-deps.sh --run >"$LOGS/install-run.log" 2>&1
-	echo $? >"$LOGS/install-run.rc"
-	[ -n "$WARM" ] || exit 0
-	timeout 900 bash tests/ops/nspawn_root.sh >/dev/null || echo "warm-up: tests/ops/nspawn_root.sh failed (deploy-nspawn will say why)"
-	timeout 900 scripts/image.sh --base-only --quiet || echo "warm-up: scripts/image.sh --base-only failed (podman-pods will say why)"
-	echo "warm-up: the Debian roots ready after $SECONDS s"' >"$LOGS/warm.log" 2>&1 </dev/null &
-WARM_PID=$!
 
 BUILD=${BUILD:-build}
 BUILD_NODPDK=${BUILD_NODPDK:-build-nodpdk}
@@ -101,16 +82,6 @@ setup() {
 setup "$BUILD" -Ddpdk=enabled || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
 phase build
 
-# the run-time packages (bounded: apt's own timeouts, and 30 minutes here)
-for ((i = 0; i < 18000; i++)); do
-	[ -f "$LOGS/install-run.rc" ] && break
-	sleep 0.1
-done
-if [ "$(cat "$LOGS/install-run.rc" 2>/dev/null)" != 0 ]; then
-	cat "$LOGS/install-run.log"
-	summary_fail "install-deps --run failed"
-fi
-phase install-run
 
 # Two lanes (issue 34). Most of the system tests run alone (is_parallel:
 # false: timing windows, busy-polling lcores) and wait far more than they
