@@ -11,9 +11,9 @@
 #  - $BUILD_NODPDK (build-nodpdk/): -Ddpdk=disabled, what a host without
 #    DPDK builds (flakesock, flakectl, the client library); its unit, cli
 #    and flakesock suites, counted in the totals as "nodpdk/NAME".
-#  - the second lane, beside the tests of $BUILD: the DPDK-free tree's build
-#    and unit and cli suites, the fuzz run, ThreadSanitizer's build and
-#    tests, then $BUILD's suite 'beside' one test at a time.
+#  - the second lane, beside the tests of $BUILD: the DPDK-free tree's build,
+#    the fuzz run, ThreadSanitizer's build and tests, then $BUILD's suite
+#    'beside' one test at a time.
 #
 # Under CI=true a test never skips: one that skips (exit 77) is counted as
 # failed, with its reason (the tests' own skip helpers fail under CI=true).
@@ -89,12 +89,13 @@ phase build
 # other processes (a booted container, pods, databases, dpkg-deb), share no
 # port, lock or namespace with any other test, and have no timing window;
 # they run one at a time in a second lane beside the first, after the
-# DPDK-free tree's build and tests, the fuzz run and ThreadSanitizer's. The
+# DPDK-free tree's build, the fuzz run and ThreadSanitizer's. The
 # second lane runs at nice 10, so a test of the first that a machine's
 # stalls could push past a window keeps its core; its meson timeouts are
 # tripled for the same reason. Suite 'quiet' (timing windows a loaded
 # machine stretches: alerts' clock causes, clock-pause-2s,
-# restart-behind-mark, fleet-backstep) runs after both lanes, alone.
+# restart-behind-mark, fleet-backstep) runs after both lanes, alone, and
+# then the DPDK-free tree's suites.
 # SUITES=...: one lane, the suites given.
 nodpdk_suites=()
 for s in ${SUITES:-unit cli flakesock}; do
@@ -121,15 +122,9 @@ lane_beside() {
 		# the compile in the idle scheduling class: it takes only what the
 		# tests leave (it held the parallel tests' CPU at nice 10, and a fleet
 		# test's 1 s ZooKeeper session timed out)
-		if step nodpdk-build chrt --idle 0 bash -c "$(declare -f setup); setup $BUILD_NODPDK -Ddpdk=disabled"; then
-			# its flakesock suite runs after the first lane (system tests)
-			local first=()
-			for s in ${SUITES:-unit cli}; do
-				case "$s" in unit | cli) first+=(--suite "$s") ;; esac
-			done
-			[ ${#first[@]} -eq 0 ] || step nodpdk-tests meson test -C "$BUILD_NODPDK" --no-rebuild \
-				--print-errorlogs --timeout-multiplier 3 --logbase nodpdk "${first[@]}"
-		fi
+		# its tests run after both lanes, alone (client_cmds' duplicate
+		# check found none beside the first lane)
+		step nodpdk-build chrt --idle 0 bash -c "$(declare -f setup); setup $BUILD_NODPDK -Ddpdk=disabled"
 	fi
 	if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
 		echo "== fuzz: each harness for ${FUZZ_SECONDS}s"
@@ -171,18 +166,17 @@ if [ -z "${SUITES:-}" ]; then
 	cp "$BUILD/meson-logs/quiet.json" "$LOGS/quiet.json"
 	phase quiet
 fi
-[ ! -f "$BUILD_NODPDK/meson-logs/nodpdk.json" ] || cp "$BUILD_NODPDK/meson-logs/nodpdk.json" "$LOGS/nodpdk.json"
 
-# the DPDK-free tree's flakesock suite (system tests), after the first lane
+# the DPDK-free tree's suites, after both lanes, alone
 nodpdk_build_fail=0
 if grep -q "^nodpdk-build [1-9]" "$LOGS/beside.status"; then
 	echo "FAIL: build failed ($BUILD_NODPDK, -Ddpdk=disabled)"
 	nodpdk_build_fail=1
-elif grep -q "^nodpdk-build 0" "$LOGS/beside.status" && [[ " ${SUITES:-flakesock} " == *" flakesock "* ]]; then
-	echo "== $BUILD_NODPDK: suite flakesock"
-	meson test -C "$BUILD_NODPDK" --no-rebuild --print-errorlogs --logbase nodpdk-sock --suite flakesock
-	cp "$BUILD_NODPDK/meson-logs/nodpdk-sock.json" "$LOGS/nodpdk-sock.json"
-	phase nodpdk-flakesock
+elif grep -q "^nodpdk-build 0" "$LOGS/beside.status"; then
+	echo "== $BUILD_NODPDK: ${nodpdk_suites[*]}"
+	meson test -C "$BUILD_NODPDK" --no-rebuild --print-errorlogs --logbase nodpdk "${nodpdk_suites[@]}"
+	cp "$BUILD_NODPDK/meson-logs/nodpdk.json" "$LOGS/nodpdk.json"
+	phase nodpdk
 fi
 extra_pass=0
 extra_fail=$nodpdk_build_fail
@@ -204,7 +198,7 @@ echo "the phases (seconds):${PHASES%,}; total $SECONDS s"
 
 # Count from meson's own logs, one line of JSON per test.
 /usr/bin/python3 - "$extra_pass" "$extra_fail" "${CI:-}" "$LOGS/main.json" "$LOGS/beside.json" \
-	"$LOGS/quiet.json" "$LOGS/nodpdk.json" "$LOGS/nodpdk-sock.json" <<'PY'
+	"$LOGS/quiet.json" "$LOGS/nodpdk.json" <<'PY'
 import json, os, sys
 passed, failed, ci = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "true"
 skipped, ci_failed = [], []
@@ -218,7 +212,7 @@ def reason(t):
 
 durations = []
 for path, prefix in ((sys.argv[4], ""), (sys.argv[5], ""), (sys.argv[6], ""),
-                     (sys.argv[7], "nodpdk/"), (sys.argv[8], "nodpdk/")):
+                     (sys.argv[7], "nodpdk/")):
     if not os.path.exists(path):
         continue
     for line in open(path):
