@@ -258,7 +258,10 @@ func TestLiveLoop(t *testing.T) {
 func TestLiveTap(t *testing.T) {
 	env := liveEnv(t, "FW_TAP", "FW_TAP_BACKUP", "FW_TAP_PID")
 	o := DefaultOptions()
-	o.Timeout, o.Retries, o.Prefetch, o.LowWater = 50*time.Millisecond, 3, 256, 64
+	// MaxAge 200 ms: after the kill, the IDs the pool still holds from
+	// flakewire (a refill grows while callers drain it) expire, so the next
+	// ones must come from the backup.
+	o.Timeout, o.Retries, o.Prefetch, o.LowWater, o.MaxAge = 50*time.Millisecond, 3, 256, 64, 200*time.Millisecond
 	c := mustNew(t, env[:2], o)
 	us := map[[16]byte]bool{}
 	for i := 0; i < 300; i++ {
@@ -274,9 +277,10 @@ func TestLiveTap(t *testing.T) {
 		t.Fatalf("%d IDs, workers %v, retry_after %d", len(seen), w, c.Stats.RetryAfter.Load())
 	}
 	pid, _ := strconv.Atoi(env[2])
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(600 * time.Millisecond)
 	w = uniqueWorkers(t, c, take(t, c, 8, 250), seen)
 	if len(seen) != 6000 || !w[22] || c.Stats.Failovers.Load() < 1 {
 		t.Fatalf("%d IDs, workers %v", len(seen), w)

@@ -21,7 +21,9 @@
 # flakesock backup on the namespace's loopback (same layout, worker 22); CMD
 # runs inside the namespace with
 #   FW_TAP FW_TAP_BACKUP  the two addresses, FW_TAP_PID  flakewire's PID (the
-#   test stops it to see the client fail over).
+#   test kills it with SIGKILL to see the client fail over: a SIGTERMed
+#   flakewire answers until its shutdown is done, which a loaded machine
+#   stretches past the test's next take; java-tap failed so in a CI run).
 set -u
 mode=${1:?usage: live.sh loop|tap FLAKESOCK [FLAKEWIRE] CMD...}
 fsock=${2:?flakesock binary}

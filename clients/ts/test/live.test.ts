@@ -135,7 +135,7 @@ test("tap: concurrent callers unique, RETRY_AFTER, failover when flakewire stops
   assert.equal(seen.size, 4000);
   assert.equal(c.layout!.seqBits, 4);
   assert.ok(c.stats.retryAfter > 0, JSON.stringify(c.stats));
-  process.kill(Number(env.FW_TAP_PID), "SIGTERM");
+  process.kill(Number(env.FW_TAP_PID), "SIGKILL"); // see live.sh: FW_TAP_PID
   await new Promise((r) => setTimeout(r, 600)); // past the maximum age: the pool's IDs expire
   const w = workers(c, await take(c, 8, 250), seen);
   assert.equal(seen.size, 6000);
