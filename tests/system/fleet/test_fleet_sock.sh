@@ -7,6 +7,9 @@
 # down): it issues until its lease ends, answers NO_LEASE, resumes when
 # healed; cut again, a second node takes its worker IDs over: no duplicate,
 # and each worker's IDs from the second node are above the first node's.
+# A cut-off node's worker ID released with --force and claimed by another
+# node: the cut-off node issues under its lease, the claimer only above the
+# floor the release wrote (no duplicate, the claimer's IDs above).
 # s2 also serves /metrics: the lease families pass `promtool check metrics`,
 # with 0 < remaining <= lease length while renewing, NO_LEASE once the
 # ensemble is down past a lease (issue 17).
@@ -42,12 +45,13 @@ COMMON=(--set stats.interval_s=0 --set state.mark_ahead_ms=1000
 	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=2000
 	--set fleet.lease_ms=3000 --set fleet.renew_ms=500)
 
-# sock NAME PORT ROOT [extra --set ...]: starts flakesock NAME (2 threads) in the test namespace.
+# sock NAME PORT ROOT [extra --set ...]: starts flakesock NAME (THREADS threads,
+# default 2) in the test namespace.
 declare -A PID
 sock() {
 	local name=$1 port=$2 root=$3
 	shift 3
-	sys_start "$SYS_TMP/$name.log" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 \
+	sys_start "$SYS_TMP/$name.log" "$FLAKESOCK" --listen 127.0.0.1 --threads "${THREADS:-2}" \
 		--set "net.udp_port=$port" --set "state.file=$SYS_TMP/$name.mark" \
 		--set "$REG_SET" --set "fleet.root=$root" \
 		--set "fleet.identity=$name" --set "fleet.cache_file=$SYS_TMP/$name.cache" \
@@ -336,4 +340,74 @@ out=$(probe_a --sockets 8)
 check "and keeps answering NO_LEASE (no free worker ID) ($out)" test "$(echo "$out" | field no_lease)" = 8
 kill -TERM "$PA"
 wait "$PA" 2>/dev/null
+
+# ---- a forced release of a cut-off node's worker ID, claimed by another node ----
+# Issue 38's argument: a released ID's next holder issues only above the floor
+# the release wrote (the holder's confirmed lease), and the holder issues under
+# it at most until then. The two processes that could issue one ID: node C, cut
+# off from the registry (so it never learns of the release and issues on its
+# worker W until its own lease ends, 6 s), and node D, the only node needing an
+# ID, which claims W as soon as it is free and is asked alongside C all the
+# while. Every ID of both is collected: none twice, D's on W all above C's.
+echo "[${SECONDS}s]forced release of a cut-off node's worker ID, claimed by another ----"
+ip netns exec "$NS_A" "$FLAKESOCK" --listen 127.0.0.1 --threads 2 --set net.udp_port=4242 \
+	--set "state.file=$SYS_TMP/pc.mark" --set "$REG_KEY=$REG_A" --set fleet.root=/f4 \
+	--set fleet.identity=pc --set id.worker_bits=1 --set fleet.cache_file= \
+	"${COMMON[@]}" --set fleet.lease_ms=6000 >"$SYS_TMP/pc.log" 2>&1 &
+PC=$!
+SYS_PIDS+=("$PC")
+check "node C answers with both worker IDs of a 1-bit layout" a_ok
+check "node C holds workers 0 and 1" test "$(probe_a --sockets 32 | field workers)" = "0,1"
+probe_a --sockets 16 --ids "$SYS_TMP/c.ids" >/dev/null
+ip -n "$SYS_NS" link set "$VZ" down
+check "C cut off: worker 1 released with --force (C's session not yet expired)" \
+	sys_in_ns "$FLAKECTL" fleet release 1 --force --zk "$REG_CONNECT" --root /f4 --timeout 15000
+THREADS=1 sock pd 5313 /f4 --set id.worker_bits=1
+# C issues on worker 1 under its lease (it cannot hear of the release) until
+# the lease ends; D is asked all along and must not issue below any of it.
+overlap() {
+	local i out dout n1=0 nd=0
+	for ((i = 0; i < 150; i++)); do
+		out=$(probe_a --sockets 8 --ids "$SYS_TMP/c_after.ids")
+		dout=$(probe 5313 --sockets 8 --worker-bits 1 --ids "$SYS_TMP/d.ids")
+		[ "$(echo "$out" | field no_lease)" = 8 ] && break
+		sleep 0.05
+	done
+	[ -f "$SYS_TMP/c_after.ids" ] && n1=$(awk '$1 == 1' "$SYS_TMP/c_after.ids" | wc -l)
+	[ -f "$SYS_TMP/d.ids" ] && nd=$(wc -l <"$SYS_TMP/d.ids")
+	echo "  C issued $n1 IDs on worker 1 after its release, then: $out"
+	echo "  D meanwhile issued $nd, its last answer: $dout"
+	[ "$n1" -gt 0 ] && [ "$(echo "$out" | field no_lease)" = 8 ]
+}
+check "C keeps issuing on worker 1 after the release, until its lease ends" overlap
+cat "$SYS_TMP/c_after.ids" >>"$SYS_TMP/c.ids"
+d_ok() {
+	local i
+	for ((i = 0; i < 80; i++)); do
+		kill -0 "${PID[pd]}" 2>/dev/null || { echo "  D exited: $(tail -n 2 "$SYS_TMP/pd.log")"; return 1; }
+		[ "$(probe 5313 --sockets 8 | field ok)" = 8 ] && return 0
+		sleep 0.25
+	done
+	return 1
+}
+check "node D claims the released worker 1 and issues" d_ok
+for _ in 1 2 3 4; do probe 5313 --sockets 16 --worker-bits 1 --ids "$SYS_TMP/d.ids" >/dev/null; done
+release_proof() {
+	/usr/bin/python3 - "$SYS_TMP/c.ids" "$SYS_TMP/d.ids" <<'PY'
+import sys
+c = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
+d = [tuple(map(int, l.split())) for l in open(sys.argv[2])]
+ids = [i for _, i in c + d]
+dup = len(ids) - len(set(ids))
+c1 = [i for w, i in c if w == 1]
+dw = sorted({w for w, _ in d})
+print("  worker 1: %d IDs from C (max %s), %d from D (min %s); D's workers %s; %d IDs, %d duplicates" % (
+    len(c1), max(c1) if c1 else "-", len(d), min(i for _, i in d) if d else "-", dw, len(ids), dup))
+sys.exit(0 if dup == 0 and c1 and d and dw == [1] and min(i for _, i in d) > max(c1) else 1)
+PY
+}
+check "no duplicate; D holds worker 1 only, its IDs above every one C issued on it" release_proof
+kill -TERM "$PC"
+wait "$PC" 2>/dev/null
+ip -n "$SYS_NS" link set "$VZ" up
 sys_done
