@@ -21,9 +21,10 @@
 # flakesock backup on the namespace's loopback (same layout, worker 22); CMD
 # runs inside the namespace with
 #   FW_TAP FW_TAP_BACKUP  the two addresses, FW_TAP_PID  flakewire's PID (the
-#   test kills it with SIGKILL to see the client fail over: a SIGTERMed
-#   flakewire answers until its shutdown is done, which a loaded machine
-#   stretches past the test's next take; java-tap failed so in a CI run).
+#   test kills it with SIGKILL, so that nothing answers once the kill
+#   returns, and waits past the client's maximum age, so that the pool holds
+#   none of flakewire's IDs, before it asks again: java-tap failed in a CI run
+#   when a refill grown under load left the next 2,000 IDs in the pool).
 set -u
 mode=${1:?usage: live.sh loop|tap FLAKESOCK [FLAKEWIRE] CMD...}
 fsock=${2:?flakesock binary}
