@@ -299,17 +299,18 @@ until a_ended; do
 	sleep 0.2
 done
 sock pb 5310 /f3 --set id.worker_bits=1
-# until B answers, but no longer than B lives (an exited B answers nothing)
-b_ok() {
+# sock_ok NAME PORT: until node NAME answers, but no longer than it lives (an
+# exited node answers nothing)
+sock_ok() {
 	local i
 	for ((i = 0; i < 80; i++)); do
-		kill -0 "${PID[pb]}" 2>/dev/null || { echo "  B exited: $(tail -n 2 "$SYS_TMP/pb.log")"; return 1; }
-		[ "$(probe 5310 --sockets 8 | field ok)" = 8 ] && return 0
+		kill -0 "${PID[$1]}" 2>/dev/null || { echo "  $1 exited: $(tail -n 2 "$SYS_TMP/$1.log")"; return 1; }
+		[ "$(probe "$2" --sockets 8 | field ok)" = 8 ] && return 0
 		sleep 0.25
 	done
 	return 1
 }
-check "node B takes both worker IDs over" b_ok
+check "node B takes both worker IDs over" sock_ok pb 5310
 for _ in 1 2 3 4; do probe 5310 --sockets 16 --worker-bits 1 --ids "$SYS_TMP/b.ids" >/dev/null; done
 grep -q "taken over for slot .*from pa" "$SYS_TMP/pb.log"
 check "B logged the takeover from A" test $? -eq 0
@@ -381,16 +382,7 @@ overlap() {
 }
 check "C keeps issuing on worker 1 after the release, until its lease ends" overlap
 cat "$SYS_TMP/c_after.ids" >>"$SYS_TMP/c.ids"
-d_ok() {
-	local i
-	for ((i = 0; i < 80; i++)); do
-		kill -0 "${PID[pd]}" 2>/dev/null || { echo "  D exited: $(tail -n 2 "$SYS_TMP/pd.log")"; return 1; }
-		[ "$(probe 5313 --sockets 8 | field ok)" = 8 ] && return 0
-		sleep 0.25
-	done
-	return 1
-}
-check "node D claims the released worker 1 and issues" d_ok
+check "node D claims the released worker 1 and issues" sock_ok pd 5313
 for _ in 1 2 3 4; do probe 5313 --sockets 16 --worker-bits 1 --ids "$SYS_TMP/d.ids" >/dev/null; done
 release_proof() {
 	/usr/bin/python3 - "$SYS_TMP/c.ids" "$SYS_TMP/d.ids" <<'PY'
