@@ -96,13 +96,17 @@ struct fl_stats {
 	uint64_t foreign;      /* not for us: ARP, other protocols, ports, run IDs */
 	uint64_t bad;          /* a flakewire reply that does not parse */
 	uint64_t misaddressed; /* a violation: reply not addressed to the client that asked */
-	uint64_t bad_reply;    /* a violation: IDs in a reply whose status is not OK */
+	uint64_t bad_reply;    /* a violation: IDs in a reply whose status is not OK, or an
+				* OK reply with other than the count asked for (fewer
+				* only when flagged PARTIAL) */
 	uint64_t timeouts;     /* outstanding longer than timeout_ms */
 	uint64_t by_op_sent[FL_MAX_MIX];
+	uint64_t by_op_ok[FL_MAX_MIX]; /* answered with status OK */
 	uint64_t by_status[FW_WIRE_ST_COUNT];
 	uint64_t flags_borrowed;
 	uint64_t flags_partial;
 	uint64_t ids;       /* IDs in OK replies */
+	uint64_t ids_asked; /* IDs the requests answered OK asked for */
 	uint64_t first_tsc; /* first request sent */
 	uint64_t last_send_tsc;
 	uint64_t last_rx_tsc; /* last matched reply */

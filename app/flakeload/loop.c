@@ -243,8 +243,9 @@ static struct fl_slot *match(struct fl_ctx *c, uint64_t tag)
 	return &c->slot[idx];
 }
 
-static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measure,
-		     uint64_t sent_ms, uint64_t now_ms)
+/* The IDs an OK reply carries (0 for INFO), counted and verified. */
+static uint64_t reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measure,
+			 uint64_t sent_ms, uint64_t now_ms)
 {
 	uint64_t ids = 0;
 	uint8_t op = r->hdr.op & ~FW_WIRE_OP_REPLY;
@@ -255,7 +256,7 @@ static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measu
 		    !fw_layout_init(&c->o.layout, r->body.info.epoch_ms, r->body.info.dc_bits,
 				    r->body.info.worker_bits, r->body.info.seq_bits, 0))
 			c->have_layout = true;
-		return;
+		return 0;
 	}
 	if (op == FW_WIRE_OP_RANGE) {
 		for (uint16_t i = 0; i < r->hdr.count; i++) {
@@ -272,6 +273,7 @@ static void reply_ok(struct fl_ctx *c, const struct fw_wire_reply *r, bool measu
 					    r->hdr.worker, sent_ms, now_ms);
 	}
 	c->st.ids += ids;
+	return ids;
 }
 
 static double ns_per_cycle(const struct fl_ctx *c)
@@ -352,10 +354,21 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 			c->st.flags_borrowed++;
 		if (r->hdr.flags & FW_WIRE_F_PARTIAL)
 			c->st.flags_partial++;
-		if (status == FW_WIRE_ST_OK)
-			reply_ok(c, r, measure, now_ms - (now - s->tsc) * 1000 / c->hz, now_ms);
-		else if (r->hdr.count)
+		if (status == FW_WIRE_ST_OK) {
+			uint64_t got = reply_ok(c, r, measure,
+						now_ms - (now - s->tsc) * 1000 / c->hz, now_ms);
+			uint64_t asked = s->op == FW_WIRE_OP_INFO ? 0 : s->count;
+			bool partial = (r->hdr.flags & FW_WIRE_F_PARTIAL) != 0;
+			for (int k = 0; k < FL_MAX_MIX; k++)
+				if (mix_ops[k] == s->op)
+					c->st.by_op_ok[k]++;
+			c->st.ids_asked += asked;
+			/* all it asked for, or fewer flagged PARTIAL */
+			if (partial ? got >= asked : got != asked)
+				c->st.bad_reply++;
+		} else if (r->hdr.count) {
 			c->st.bad_reply++;
+		}
 	}
 	if (measure) {
 		fw_hist_add(&c->hist, (uint64_t)((double)(now - s->tsc) * ns_per_cycle(c)));

@@ -130,8 +130,11 @@ int fl_report_json(const struct fl_ctx *c, const char *path)
 		(unsigned long)s->sent);
 	for (int i = 0; i < FL_MAX_MIX; i++)
 		fprintf(f, "  \"sent_%s\": %lu,\n", op_names[i], (unsigned long)s->by_op_sent[i]);
+	for (int i = 0; i < FL_MAX_MIX; i++)
+		fprintf(f, "  \"ok_%s\": %lu,\n", op_names[i], (unsigned long)s->by_op_ok[i]);
 	fprintf(f, "  \"replies\": %lu,\n  \"echoes\": %lu,\n  \"replies_per_s\": %.1f,\n",
 		(unsigned long)s->replies, (unsigned long)s->echoes, per_s(c, s->replies));
+	fprintf(f, "  \"ids_asked\": %lu,\n", (unsigned long)s->ids_asked);
 	fprintf(f, "  \"ids\": %lu,\n  \"ids_per_s\": %.1f,\n", (unsigned long)s->ids,
 		per_s(c, s->ids));
 	fprintf(f, "  \"status\": {");

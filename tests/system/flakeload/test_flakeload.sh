@@ -5,10 +5,19 @@
 # scripts/bench/performance.sh runs them, with every kind of request (ID,
 # LIST, RANGE, INFO) at a fixed rate for 2 s. From flakeload's exit status and
 # JSON summary: no violation (every ID unique, increasing per worker, within
-# the time bound of the clock), every request answered OK and in time, and
-# exactly the IDs asked for: one per ID request, --count (10) per LIST and
-# RANGE, so a LIST or RANGE reply flakeload's verifier skipped or miscounted
-# fails the test.
+# the time bound of the clock, and every reply carrying the count asked for,
+# fewer only when flagged PARTIAL), every request answered in time, every
+# kind answered OK, and exactly the IDs asked for: one per ID request,
+# --count (10) per LIST and RANGE answered OK, so a LIST or RANGE reply
+# flakeload's verifier skipped or miscounted fails the test.
+#
+# What a loaded machine may change, and what it may not: a stalled flakeload
+# catches up on its rate in one burst, which can ask one millisecond for more
+# IDs than it has; flakewire then answers RETRY_AFTER (no IDs) or fewer IDs
+# with PARTIAL, as the protocol says, so those are allowed. No request may go
+# unanswered: the window (512 outstanding) is below memif's ring (1024
+# slots), so flakewire's replies always fit the ring flakeload reads, however
+# long flakeload is stalled (with 4096 outstanding, CI lost 45 of 100,000).
 # usage: test_flakeload.sh FLAKEWIRE FLAKELOAD
 set -u
 FLAKEWIRE=${1:?flakewire binary}
@@ -33,10 +42,10 @@ mkdir -p "$TMP/locks"
 
 sock=$TMP/r1.sock
 json=$TMP/load.json
-# a rate far below one core's (no PARTIAL, no timeout on a loaded machine),
+# a rate far below one core's, a window below the memif ring (see above),
 # timeouts at 1 s
 run_pair "$(load_cmd flakewire "$sock" 1 "$json" \
-	"--mix id:4,list:3,range:2,info:1 --count 10 --rate 50000 --timeout-ms 1000 --duration $DURATION")" \
+	"--mix id:4,list:3,range:2,info:1 --count 10 --rate 50000 --window 512 --timeout-ms 1000 --duration $DURATION")" \
 	"$(sut_cmd flakewire "$sock" 1 "")" "$TMP/r1" "$sock"
 fail() {
 	echo "FAIL: $*"
@@ -53,20 +62,28 @@ case $STOP_RC in 0 | 143) ;; *) fail "flakewire stopped with status $STOP_RC" ;;
 import json, sys
 s = json.load(open(sys.argv[1]))
 v = s["verify"]
-want = s["sent_id"] + 10 * (s["sent_list"] + s["sent_range"])
-print("sent %d (id %d, list %d, range %d, info %d), replies %d, status ok %d, timeouts %d, late %d,"
-      " partial %d; IDs %d (want %d), verified %d from %d worker(s), violations %d" % (
+ok = {k: s["ok_" + k] for k in ("id", "list", "range", "info")}
+want = ok["id"] + 10 * (ok["list"] + ok["range"])
+print("sent %d (id %d, list %d, range %d, info %d), replies %d, status %s, timeouts %d, late %d,"
+      " partial %d; OK (id %d, list %d, range %d, info %d) asked %d IDs (want %d), got %d,"
+      " verified %d from %d worker(s), violations %d" % (
           s["sent"], s["sent_id"], s["sent_list"], s["sent_range"], s["sent_info"], s["replies"],
-          s["status"]["ok"], s["timeouts"], s["late"], s["partial"], s["ids"], want, v["ids"],
+          {k: n for k, n in s["status"].items() if n}, s["timeouts"], s["late"], s["partial"],
+          ok["id"], ok["list"], ok["range"], ok["info"], s["ids_asked"], want, s["ids"], v["ids"],
           v["workers"], s["violations"]))
 checks = [
-    ("every kind of request sent", min(s["sent_id"], s["sent_list"], s["sent_range"], s["sent_info"]) > 0),
-    ("every request answered OK, none late or lost",
-     s["replies"] == s["sent"] == s["status"]["ok"] and s["timeouts"] == 0 and s["late"] == 0),
-    ("no PARTIAL reply", s["partial"] == 0),
-    ("exactly the IDs asked for: 1 per ID, 10 per LIST and RANGE", s["ids"] == want),
+    ("every kind of request sent, and answered OK", min(ok.values()) > 0 and
+     min(s["sent_id"], s["sent_list"], s["sent_range"], s["sent_info"]) > 0),
+    ("every request answered, none late or lost",
+     s["replies"] == s["sent"] and s["timeouts"] == 0 and s["late"] == 0),
+    ("every answer OK, or RETRY_AFTER to a burst",
+     s["status"]["ok"] + s["status"]["retry-after"] == s["replies"] and
+     sum(ok.values()) == s["status"]["ok"]),
+    ("exactly the IDs asked for: 1 per ID, 10 per LIST and RANGE answered OK",
+     s["ids_asked"] == want and (s["ids"] == want if s["partial"] == 0 else s["ids"] < want)),
     ("every ID verified (unique, increasing per worker, in time)", v["ids"] == s["ids"] and v["ids_unchecked"] == 0),
-    ("no violation", s["violations"] == 0 and all(v[k] == 0 for k in (
+    ("no violation (bad_reply: a count other than asked without PARTIAL)",
+     s["violations"] == 0 and all(v[k] == 0 for k in (
         "duplicate", "not_increasing", "time_out_of_bound", "worker_mismatch", "negative",
         "misaddressed", "bad_reply"))),
 ]
