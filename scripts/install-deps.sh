@@ -21,6 +21,7 @@ BUILD_PKGS=(
 	libcurl4-openssl-dev libjson-c-dev # issue 25: the etcd registry (lib/fleet/store_etcd.c)
 	postgresql-server-dev-15 # issue 26: the PostgreSQL extension (clients/postgres, PGXS)
 	libmariadb-dev # issue 36: the MariaDB UDF plugin (clients/mariadb: mariadb_com.h)
+	ccache # issue 34: meson compiles through it when installed; the test command's second tree reuses the first's objects
 )
 RUN_PKGS=(
 	iproute2 iputils-ping ethtool tcpdump gnuplot-nox
@@ -49,14 +50,16 @@ case ${1:-} in
 *) echo "usage: $0 [--build | --run]" >&2; exit 2 ;;
 esac
 
-missing=()
-for p in "${PKGS[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-		missing+=("$p")
-	fi
-done
-
-if [ ${#missing[@]} -eq 0 ]; then
+# missing NAME...: those of NAME... that dpkg does not have installed
+missing() {
+	local p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			echo "$p"
+	done
+}
+mapfile -t missing_pkgs < <(missing "${PKGS[@]}")
+if [ ${#missing_pkgs[@]} -eq 0 ]; then
 	exit 0
 fi
 
@@ -65,7 +68,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	SUDO="sudo"
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
+echo "install-deps: installing ${missing_pkgs[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq >/dev/null
 # Under CI=true (a machine used once) dpkg skips its fsync per file
@@ -73,4 +76,26 @@ $SUDO apt-get update -qq >/dev/null
 # unpacking, measured by reinstalling Go, Java, LLVM, podman and MariaDB.
 unsafe=()
 [ "${CI:-}" != true ] || unsafe=(-o Dpkg::Options::=--force-unsafe-io)
-$SUDO apt-get install -y -qq --no-install-recommends "${unsafe[@]}" "${missing[@]}" >/dev/null
+apt_install() { # PACKAGE...: apt-get install, quiet, no recommends
+	$SUDO apt-get install -y -qq --no-install-recommends "${unsafe[@]}" "$@" >/dev/null
+}
+
+# Both sets missing (a new machine): the run-time set's archives download
+# (network only: apt-get --download-only takes no dpkg lock) into a directory
+# of their own while the build set downloads and unpacks; the run-time set
+# then unpacks from there. Only the download overlaps: dpkg runs one at a time.
+mapfile -t missing_run < <([ "${1:-}" = --build ] || missing "${RUN_PKGS[@]}")
+mapfile -t missing_build < <([ "${1:-}" = --run ] || missing "${BUILD_PKGS[@]}")
+if [ ${#missing_run[@]} -eq 0 ] || [ ${#missing_build[@]} -eq 0 ]; then
+	apt_install "${missing_pkgs[@]}"
+	exit 0
+fi
+archives=/var/cache/apt/archives/flakewire-run
+$SUDO mkdir -p "$archives/partial"
+$SUDO apt-get install -y -qq --no-install-recommends --download-only \
+	-o Dir::Cache::Archives="$archives/" "${missing_run[@]}" >/dev/null &
+download=$!
+apt_install "${missing_build[@]}" || { wait "$download"; exit 1; }
+wait "$download" || echo "install-deps: the run-time set's download failed; apt-get fetches it now" >&2
+apt_install -o Dir::Cache::Archives="$archives/" "${missing_run[@]}"
+$SUDO rm -rf "$archives"
