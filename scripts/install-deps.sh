@@ -4,10 +4,16 @@
 # when something is missing.
 set -euo pipefail
 
-# BUILD_PKGS: what `meson setup` probes and `ninja` compiles with (headers,
-# pkg-config files, and the programs and files meson looks for: go, javac,
-# junit5's jar, mvn, node, pg_config, scdoc, pytest); RUN_PKGS: what only the tests, the benchmarks and
-# the responders at run time need (servers, podman, debootstrap, tools).
+# Three sets:
+#  - BUILD_PKGS: what `meson setup` probes and `ninja` compiles with (headers,
+#    pkg-config files, and the programs and files meson looks for: go, javac,
+#    junit5's jar, mvn, node, pg_config, scdoc, pytest);
+#  - RUN_PKGS: what the responders and the tests of scripts/test.sh's first
+#    lane need at run time (servers, network tools, the clients' ecosystems);
+#  - OPS_PKGS: what only the tests of suite 'beside' (containers, packages,
+#    MariaDB) and the benchmarks need. scripts/test.sh installs them in the
+#    background while it compiles and runs the first lane; no test outside
+#    suite 'beside' may need one (tests/ops/meson.build, tests/mariadb/).
 BUILD_PKGS=(
 	build-essential pkg-config meson ninja-build clang llvm python3
 	dpdk dpdk-dev libdpdk-dev
@@ -26,29 +32,37 @@ BUILD_PKGS=(
 RUN_PKGS=(
 	iproute2 iputils-ping ethtool tcpdump gnuplot-nox
 	zookeeper default-jre-headless # issue 10: lib/fleet's tests
-	redis-server redis-tools valgrind # issue 16: bench/performance.sh Redis peer rows (4d-4h), callgrind row P
-	# issue 15 (scripts/bench/keys.sh, tests/dbbench): the databases it starts, their Python drivers
-	postgresql-15 postgresql-contrib mariadb-server python3-psycopg2 python3-mysqldb
-	prometheus lintian dpkg-dev fakeroot curl man-db # ops (issue 17)
+	postgresql-15 postgresql-contrib # issue 26: tests/postgres (the extension on a real server)
+	prometheus dpkg-dev curl man-db # ops (issue 17)
 	etcd-server etcd-client openssl # issue 25: the etcd registry's tests
 	mkdocs # issue 23: the manual (doc/, mkdocs.yml) built with --strict by meson test docs
 	# issue 22 (tests/clients/consumer.sh): the clients installed as their ecosystems do, offline
 	libsurefire-java libmaven-compiler-plugin-java libmaven-jar-plugin-java
 	libmaven-install-plugin-java libmaven-resources-plugin-java
 	python3-venv python3-setuptools python3-wheel python3-build python3-pip
+)
+OPS_PKGS=(
+	redis-server redis-tools valgrind # issue 16: bench/performance.sh Redis peer rows (4d-4h), callgrind row P
+	# issue 15 (scripts/bench/keys.sh, tests/dbbench) and issue 36 (tests/mariadb): the
+	# databases they start besides PostgreSQL, the Python drivers
+	mariadb-server python3-psycopg2 python3-mysqldb
+	lintian fakeroot # ops (issue 17): scripts/package.sh
 	debootstrap systemd-container # issue 21: tests/ops/test_nspawn.sh boots the packages under systemd
 	# issue 35: scripts/image.sh (OCI images: mmdebstrap base, buildah layers) and
 	# tests/ops/test_podman.sh (pods under podman: runc, not crun; catatonit for kube play)
 	podman buildah runc catatonit mmdebstrap
 )
 
-# usage: scripts/install-deps.sh [--build | --run]   (default: both sets)
-case ${1:-} in
---build) PKGS=("${BUILD_PKGS[@]}") ;;
---run) PKGS=("${RUN_PKGS[@]}") ;;
-'') PKGS=("${BUILD_PKGS[@]}" "${RUN_PKGS[@]}") ;;
-*) echo "usage: $0 [--build | --run]" >&2; exit 2 ;;
-esac
+# usage: scripts/install-deps.sh [--build] [--run] [--ops]   (default: all three sets)
+sets=()
+for a in "$@"; do
+	case $a in
+	--build | --run | --ops) sets+=("${a#--}") ;;
+	*) echo "usage: $0 [--build] [--run] [--ops]" >&2; exit 2 ;;
+	esac
+done
+[ ${#sets[@]} -gt 0 ] || sets=(build run ops)
+want() { [[ " ${sets[*]} " == *" $1 "* ]]; }
 
 # missing NAME...: those of NAME... that dpkg does not have installed
 missing() {
@@ -58,8 +72,9 @@ missing() {
 			echo "$p"
 	done
 }
-mapfile -t missing_pkgs < <(missing "${PKGS[@]}")
-if [ ${#missing_pkgs[@]} -eq 0 ]; then
+mapfile -t missing_build < <(! want build || missing "${BUILD_PKGS[@]}")
+mapfile -t missing_rest < <(! want run || missing "${RUN_PKGS[@]}"; ! want ops || missing "${OPS_PKGS[@]}")
+if [ ${#missing_build[@]} -eq 0 ] && [ ${#missing_rest[@]} -eq 0 ]; then
 	exit 0
 fi
 
@@ -68,8 +83,11 @@ if [ "$(id -u)" -ne 0 ]; then
 	SUDO="sudo"
 fi
 
-echo "install-deps: installing ${missing_pkgs[*]}" >&2
+echo "install-deps: installing ${missing_build[*]} ${missing_rest[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# a dpkg run cut short (scripts/test.sh stopped during its background install
+# of the ops set) is finished first, or apt-get refuses to install
+$SUDO dpkg --configure -a
 $SUDO apt-get update -qq >/dev/null
 # Under CI=true (a machine used once) dpkg skips its fsync per file
 # (--force-unsafe-io, as Debian's own container images do): 10-20 % off the
@@ -80,22 +98,20 @@ apt_install() { # PACKAGE...: apt-get install, quiet, no recommends
 	$SUDO apt-get install -y -qq --no-install-recommends "${unsafe[@]}" "$@" >/dev/null
 }
 
-# Both sets missing (a new machine): the run-time set's archives download
-# (network only: apt-get --download-only takes no dpkg lock) into a directory
-# of their own while the build set downloads and unpacks; the run-time set
-# then unpacks from there. Only the download overlaps: dpkg runs one at a time.
-mapfile -t missing_run < <([ "${1:-}" = --build ] || missing "${RUN_PKGS[@]}")
-mapfile -t missing_build < <([ "${1:-}" = --run ] || missing "${BUILD_PKGS[@]}")
-if [ ${#missing_run[@]} -eq 0 ] || [ ${#missing_build[@]} -eq 0 ]; then
-	apt_install "${missing_pkgs[@]}"
+# The build set and others missing (a new machine): the others' archives
+# download (network only: apt-get --download-only takes no dpkg lock) into a
+# directory of their own while the build set downloads and unpacks; they then
+# unpack from there. Only the download overlaps: dpkg runs one at a time.
+if [ ${#missing_build[@]} -eq 0 ] || [ ${#missing_rest[@]} -eq 0 ]; then
+	apt_install "${missing_build[@]}" "${missing_rest[@]}"
 	exit 0
 fi
-archives=/var/cache/apt/archives/flakewire-run
+archives=/var/cache/apt/archives/flakewire-rest
 $SUDO mkdir -p "$archives/partial"
 $SUDO apt-get install -y -qq --no-install-recommends --download-only \
-	-o Dir::Cache::Archives="$archives/" "${missing_run[@]}" >/dev/null &
+	-o Dir::Cache::Archives="$archives/" "${missing_rest[@]}" >/dev/null &
 download=$!
 apt_install "${missing_build[@]}" || { wait "$download"; exit 1; }
-wait "$download" || echo "install-deps: the run-time set's download failed; apt-get fetches it now" >&2
-apt_install -o Dir::Cache::Archives="$archives/" "${missing_run[@]}"
+wait "$download" || echo "install-deps: the download beside the build set failed; apt-get fetches again" >&2
+apt_install -o Dir::Cache::Archives="$archives/" "${missing_rest[@]}"
 $SUDO rm -rf "$archives"

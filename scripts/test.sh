@@ -43,25 +43,42 @@ phase() {
 	phase_t0=$SECONDS
 }
 
-# One install: installing the run-time packages (install-deps.sh --run)
-# while the tree compiled saved nothing on a 2-core machine (dpkg's unpacking
-# and the compiler each took twice as long side by side: 281 s to the first
-# test either way). install-deps.sh overlaps only the run-time packages'
-# download with the build packages' unpacking.
-scripts/install-deps.sh || summary_fail "install-deps failed"
+# The install. Installing the run-time packages while the tree compiled
+# saved nothing on a 2-core machine (dpkg's unpacking and the compiler each
+# took twice as long side by side: 281 s to the first test either way). What
+# only suite 'beside' and the benchmarks need (install-deps.sh's ops set:
+# containers, MariaDB, lintian) is different: no test needs it before the
+# second lane has built the DPDK-free tree, fuzzed and run ThreadSanitizer's
+# tests, so on a full run as root it installs in the background at nice 10
+# (below), and the second lane waits for it before suite 'beside'.
+OPS_BESIDE=""
+if [ "$(id -u)" -eq 0 ] && [ -z "${SUITES:-}" ]; then
+	OPS_BESIDE=1
+	scripts/install-deps.sh --build --run || summary_fail "install-deps failed"
+else
+	scripts/install-deps.sh || summary_fail "install-deps failed"
+fi
 phase install
 
 # The two Debian roots the ops tests boot (the nspawn root, the images' base)
 # come from the mirror: on a new machine they take minutes of network, not
-# CPU, so they are made in the background while the trees compile. Each
-# script locks its cache, so a test that needs one waits for it to finish.
+# CPU, so they are made in the background while the trees compile, after the
+# ops set (debootstrap, mmdebstrap, podman). Each script locks its cache, so
+# a test that needs one waits for it to finish.
 if [ "$(id -u)" -eq 0 ] && { [ -z "${SUITES:-}" ] || [[ " ${SUITES} " == *" ops "* ]] || [[ " ${SUITES} " == *" system "* ]]; }; then
 	# its own process group (setsid), so an early exit stops all of it; each
-	# step bounded (a stalled mirror must not hold the test command)
+	# step bounded (a stalled mirror must not hold the test command);
+	# $LOGS/ops.done tells the second lane the ops set is in, or failed
 	setsid bash -c '
+		if [ -n "$1" ]; then
+			nice -n 10 timeout 1200 scripts/install-deps.sh --ops
+			rc=$?
+			echo "warm-up: install-deps.sh --ops: status $rc after $SECONDS s"
+		fi
+		touch "$2/ops.done"
 		timeout 900 bash tests/ops/nspawn_root.sh >/dev/null || echo "warm-up: tests/ops/nspawn_root.sh failed (deploy-nspawn will say why)"
 		timeout 900 scripts/image.sh --base-only --quiet || echo "warm-up: scripts/image.sh --base-only failed (podman-pods will say why)"
-		echo "warm-up: the Debian roots ready after $SECONDS s"' >"$LOGS/warm.log" 2>&1 </dev/null &
+		echo "warm-up: the Debian roots ready after $SECONDS s"' warm-up "$OPS_BESIDE" "$LOGS" >"$LOGS/warm.log" 2>&1 </dev/null &
 	WARM_PID=$!
 fi
 
@@ -143,13 +160,22 @@ lane_beside() {
 		TSAN_MESON_ARGS="--timeout-multiplier 3" step tsan scripts/tsan.sh
 	fi
 	if [ -z "${SUITES:-}" ]; then
+		# the ops set, installing in the background since the start (bounded)
+		if [ -n "$OPS_BESIDE" ]; then
+			local i
+			for ((i = 0; i < 1300; i++)); do
+				[ -f "$LOGS/ops.done" ] && break
+				sleep 1
+			done
+			echo "== beside lane: the ops set in after $SECONDS s"
+		fi
 		step beside meson test -C "$BUILD" --no-rebuild --print-errorlogs --num-processes 1 \
 			--timeout-multiplier 3 --logbase beside --suite beside
 	fi
 	return 0
 }
 : >"$LOGS/beside.status"
-setsid nice -n 10 bash -c "$(declare -f setup lane_beside); $(declare -p LOGS BUILD BUILD_NODPDK FUZZ_SECONDS nodpdk_suites); SUITES='${SUITES:-}' TSAN='${TSAN:-1}' lane_beside" \
+setsid nice -n 10 bash -c "$(declare -f setup lane_beside); $(declare -p LOGS BUILD BUILD_NODPDK FUZZ_SECONDS nodpdk_suites OPS_BESIDE); SUITES='${SUITES:-}' TSAN='${TSAN:-1}' lane_beside" \
 	>"$LOGS/beside.log" 2>&1 &
 BESIDE_PID=$!
 
