@@ -99,16 +99,19 @@ apt_install() { # PACKAGE...: apt-get install, quiet, no recommends
 }
 
 # The build set and others missing (a new machine): the others' archives
-# download (network only: apt-get --download-only takes no dpkg lock) into a
-# directory of their own while the build set downloads and unpacks; they then
-# unpack from there. Only the download overlaps: dpkg runs one at a time.
+# download (network only) into a directory of their own while the build set
+# downloads and unpacks; they then unpack from there. Only the download
+# overlaps: dpkg runs one at a time. apt-get --download-only still takes
+# dpkg's frontend lock, which the build set's apt-get holds, so it runs
+# without apt's locks (Debug::NoLocking): it reads dpkg's status once and
+# writes only its own directory.
 if [ ${#missing_build[@]} -eq 0 ] || [ ${#missing_rest[@]} -eq 0 ]; then
 	apt_install "${missing_build[@]}" "${missing_rest[@]}"
 	exit 0
 fi
 archives=/var/cache/apt/archives/flakewire-rest
 $SUDO mkdir -p "$archives/partial"
-$SUDO apt-get install -y -qq --no-install-recommends --download-only \
+$SUDO apt-get install -y -qq --no-install-recommends --download-only -o Debug::NoLocking=1 \
 	-o Dir::Cache::Archives="$archives/" "${missing_rest[@]}" >/dev/null &
 download=$!
 apt_install "${missing_build[@]}" || { wait "$download"; exit 1; }
