@@ -67,11 +67,13 @@ phase install
 # a test that needs one waits for it to finish.
 if [ "$(id -u)" -eq 0 ] && { [ -z "${SUITES:-}" ] || [[ " ${SUITES} " == *" ops "* ]] || [[ " ${SUITES} " == *" system "* ]]; }; then
 	# its own process group (setsid), so an early exit stops all of it; each
-	# step bounded (a stalled mirror must not hold the test command);
+	# step bounded (a stalled mirror must not hold the test command); all of
+	# it at nice 10: nothing needs it before the second lane's suite 'beside',
+	# and the compile of build/ waits for the CPU it takes;
 	# $LOGS/ops.done tells the second lane the ops set is in, or failed
-	setsid bash -c '
+	setsid nice -n 10 bash -c '
 		if [ -n "$1" ]; then
-			nice -n 10 timeout 1200 scripts/install-deps.sh --ops
+			timeout 1200 scripts/install-deps.sh --ops
 			rc=$?
 			echo "warm-up: install-deps.sh --ops: status $rc after $SECONDS s"
 		fi
