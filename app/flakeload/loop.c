@@ -32,6 +32,15 @@
 static const uint8_t mix_ops[FL_MAX_MIX] = {FW_WIRE_OP_ID, FW_WIRE_OP_LIST, FW_WIRE_OP_RANGE,
 					    FW_WIRE_OP_INFO};
 
+/* Counts a request of @op in @by_op (indexed like mix_ops); a probe's op outside
+ * the mix is not counted. */
+static void count_op(uint64_t by_op[FL_MAX_MIX], uint8_t op)
+{
+	for (int k = 0; k < FL_MAX_MIX; k++)
+		if (mix_ops[k] == op)
+			by_op[k]++;
+}
+
 static inline uint64_t xorshift(uint64_t *s)
 {
 	uint64_t x = *s;
@@ -208,9 +217,7 @@ static uint16_t send_burst(struct fl_ctx *c, uint64_t now, uint16_t want, uint8_
 	for (uint16_t i = 0; i < sent; i++) {
 		struct fl_slot *s = &c->slot[idx[i]];
 		s->tsc = tsc;
-		for (int k = 0; k < FL_MAX_MIX; k++)
-			if (mix_ops[k] == s->op)
-				c->st.by_op_sent[k]++;
+		count_op(c->st.by_op_sent, s->op);
 	}
 	/* slots of what the queue did not take stay free */
 	if (sent < n) {
@@ -359,9 +366,7 @@ static int handle(struct fl_ctx *c, struct rte_mbuf *m, uint64_t now, uint64_t n
 						now_ms - (now - s->tsc) * 1000 / c->hz, now_ms);
 			uint64_t asked = s->op == FW_WIRE_OP_INFO ? 0 : s->count;
 			bool partial = (r->hdr.flags & FW_WIRE_F_PARTIAL) != 0;
-			for (int k = 0; k < FL_MAX_MIX; k++)
-				if (mix_ops[k] == s->op)
-					c->st.by_op_ok[k]++;
+			count_op(c->st.by_op_ok, s->op);
 			c->st.ids_asked += asked;
 			/* all it asked for, or fewer flagged PARTIAL */
 			if (partial ? got >= asked : got != asked)
