@@ -306,7 +306,9 @@ struct fw_keeper_status {
  * Any thread, any time, while the keeper driver runs: the keeper publishes
  * the status under a seqlock of its own (fw_seqlock.h), so a reader (the
  * telemetry, /metrics, the stats line) gets one consistent copy, never
- * fields of two updates. All 0 before fw_keeper_start().
+ * fields of two updates. All 0 before fw_keeper_start(). The keeper
+ * publishes the status before the slots' snapshots: read a slot first, then
+ * the status, and the status is at least as new as the slot.
  */
 FW_API void fw_keeper_status(const struct fw_keeper *k, struct fw_keeper_status *st);
 

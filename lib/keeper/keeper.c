@@ -192,8 +192,16 @@ static void publish_slot(struct fw_keeper *k, uint32_t i)
 	atomic_store_explicit(&sl->seq, seq + 2, memory_order_release);
 }
 
+static void status_publish(struct fw_keeper *k);
+
+/*
+ * Publishes the status, then every slot: a reader that reads a slot and then
+ * the status (the telemetry, /metrics) never sees a status older than the
+ * slot, such as a BACK_STEP calibration beside a clock_events without it.
+ */
 static void publish(struct fw_keeper *k)
 {
+	status_publish(k);
 	for (uint32_t i = 0; i < k->cfg.n_workers; i++)
 		publish_slot(k, i);
 }

@@ -381,6 +381,50 @@ static void test_back_step_1h_keeps_issuing(void **state)
 }
 
 /* A small backward step (3 ms) is slewed away, and the BACK_STEP edge never fires. */
+/*
+ * Readers read a slot's snapshot, then the status (the telemetry's clock
+ * command, /metrics): the status must never be older than the slot. The
+ * keeper logs its step-back line after publishing the slots and before its
+ * call returns, so a log callback sees what such a reader would.
+ */
+static unsigned torn_checks, torn;
+
+static void read_slot_then_status(void *arg, enum fw_log_level level, const char *line)
+{
+	struct fw_keeper *k = *(struct fw_keeper **)arg;
+	struct fw_keeper_snap snap;
+	struct fw_keeper_status st;
+
+	capture(NULL, level, line);
+	if (!k || !fw_keeper_slots(k, NULL))
+		return;
+	fw_keeper_read(&fw_keeper_slots(k, NULL)[0], &snap);
+	fw_keeper_status(k, &st);
+	if (!(snap.state & FW_KEEPER_S_BACK_STEP))
+		return;
+	torn_checks++;
+	if (!st.back_step || st.back_steps == 0 || st.clock_events == 0 ||
+	    st.cal.generation < snap.cal.generation)
+		torn++;
+}
+
+static void test_status_not_older_than_slots(void **state)
+{
+	struct script s;
+
+	(void)state;
+	setup_cfg(&s);
+	s.cfg.log = (struct fw_log){read_slot_then_status, &s.k};
+	torn_checks = torn = 0;
+	assert_int_equal(start(&s, NULL), 0);
+	run(&s, 2000);
+	s.off = -3600000 * (int64_t)NS_PER_MS;
+	assert_true(run(&s, 1500) & FW_KEEPER_EV_BACK_STEP);
+	assert_true(torn_checks > 0);
+	assert_int_equal(torn, 0);
+	teardown(&s);
+}
+
 static void test_small_back_step_slews(void **state)
 {
 	(void)state;
@@ -827,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_refuses),
 		cmocka_unit_test(test_back_step_1s_keeps_issuing),
 		cmocka_unit_test(test_back_step_1h_keeps_issuing),
+		cmocka_unit_test(test_status_not_older_than_slots),
 		cmocka_unit_test(test_small_back_step_slews),
 		cmocka_unit_test(test_forward_step),
 		cmocka_unit_test(test_mark_failure),
