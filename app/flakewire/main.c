@@ -91,6 +91,7 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = fwire_responder_start_control(app);
 	if (rc) {
+		fwire_telemetry_close();
 		if (app->core) {
 			fw_responder_metrics_stop(app->core);
 			/* the keeper started: lower its reservation to the final mark */
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
 	fw_responder_metrics_stop(app->core);
 	if (fwire_responder_stop_control(app))
 		rc = 1; /* the final mark failed: the next start waits for the reservation */
+	/* before the first free: no telemetry command reads what follows frees */
+	fwire_telemetry_close();
 	fw_responder_fleet_stop(app->core);
 	fw_state_lock_free(app->lock); /* after the final mark */
 	struct fwire_stats_line totals = {0};

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "responder.h"
 #include "stats.h"
+#include "telemetry.h"
 #ifdef FW_HAVE_FLEET
 #include "fw_fleet_app.h"
 #include "fw_time.h"
@@ -288,10 +289,8 @@ int fwire_responder_create(struct fwire_app *app)
 		return -1; /* logged */
 #ifdef FW_HAVE_FLEET
 	fleet_app = app;
-	if (rte_telemetry_register_cmd("/flakewire/fleet", cmd_fleet, FLEET_TEL_HELP)) {
-		FW_LOG(ERR, "cannot register /flakewire/fleet");
-		return -1;
-	}
+	if (fwire_telemetry_register_cmd("/flakewire/fleet", cmd_fleet, FLEET_TEL_HELP))
+		return -1; /* logged */
 #endif
 	return 0;
 }

@@ -12,8 +12,17 @@
  *   /flakewire/clock   calibration, offset, slew, generation, mark
  * DPDK 22.11 telemetry callbacks take no user argument, hence the one
  * file-scope pointer below (set once before the callbacks are registered).
+ *
+ * DPDK 22.11 cannot unregister a command, and rte_eal_cleanup() leaves the
+ * telemetry threads running while it unmaps DPDK's memory: a request during
+ * a stop read freed lcores (a SIGSEGV at exit). Every /flakewire command
+ * therefore runs through one gate (tel_dispatch) that fwire_telemetry_close()
+ * shuts, waiting for the commands already inside.
  */
+#include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <rte_telemetry.h>
 
@@ -24,6 +33,17 @@
 #include "fw_wire.h"
 
 static struct fwire_app *tel_app;
+
+/* the gate: commands inside, and whether it is shut (both seq_cst: see enter) */
+static atomic_int tel_inside;
+static atomic_bool tel_shut;
+
+#define TEL_MAX_CMDS 8
+static struct {
+	const char *name;
+	telemetry_cb fn;
+} tel_cmds[TEL_MAX_CMDS];
+static unsigned tel_n_cmds;
 
 static const char *const op_names[6] = {"op_unknown", "op_id",   "op_list",
 					"op_range",   "op_info", "op_uuid7"};
@@ -172,17 +192,77 @@ static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
+bool fwire_telemetry_enter(void)
+{
+	/*
+	 * Dekker's pattern: a command counts itself in, then looks at the gate;
+	 * close() shuts the gate, then waits for the count. With seq_cst on
+	 * both sides, either the command sees the gate shut or close() sees
+	 * the command inside.
+	 */
+	atomic_fetch_add(&tel_inside, 1);
+	if (atomic_load(&tel_shut)) {
+		atomic_fetch_sub(&tel_inside, 1);
+		return false;
+	}
+	return true;
+}
+
+void fwire_telemetry_leave(void)
+{
+	atomic_fetch_sub(&tel_inside, 1);
+}
+
+void fwire_telemetry_close(void)
+{
+	atomic_store(&tel_shut, true);
+	while (atomic_load(&tel_inside) > 0)
+		usleep(100);
+}
+
+/* The one callback DPDK calls for every /flakewire command: the gate, then the command. */
+static int tel_dispatch(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	int rc = -1;
+
+	if (!fwire_telemetry_enter())
+		return -1; /* stopping: the client reads null */
+	for (unsigned i = 0; i < tel_n_cmds; i++) {
+		if (strcmp(cmd, tel_cmds[i].name) == 0) {
+			rc = tel_cmds[i].fn(cmd, params, d);
+			break;
+		}
+	}
+	fwire_telemetry_leave();
+	return rc;
+}
+
+int fwire_telemetry_register_cmd(const char *name, telemetry_cb fn, const char *help)
+{
+	if (tel_n_cmds == TEL_MAX_CMDS) {
+		FW_LOG(ERR, "telemetry: no room for %s (TEL_MAX_CMDS %d)", name, TEL_MAX_CMDS);
+		return -1;
+	}
+	tel_cmds[tel_n_cmds].name = name;
+	tel_cmds[tel_n_cmds].fn = fn;
+	tel_n_cmds++;
+	if (rte_telemetry_register_cmd(name, tel_dispatch, help)) {
+		tel_n_cmds--;
+		FW_LOG(ERR, "cannot register the telemetry command %s", name);
+		return -1;
+	}
+	return 0;
+}
+
 int fwire_telemetry_register(struct fwire_app *app)
 {
 	tel_app = app;
-	if (rte_telemetry_register_cmd("/flakewire/stats", cmd_stats,
-				       "flakewire totals over all lcores. No parameters") ||
-	    rte_telemetry_register_cmd("/flakewire/lcores", cmd_lcores,
-				       "flakewire counters per lcore. No parameters") ||
-	    rte_telemetry_register_cmd("/flakewire/clock", cmd_clock,
-				       "flakewire clock calibration and mark. No parameters")) {
-		FW_LOG(ERR, "cannot register the telemetry commands");
-		return -1;
-	}
+	if (fwire_telemetry_register_cmd("/flakewire/stats", cmd_stats,
+					 "flakewire totals over all lcores. No parameters") ||
+	    fwire_telemetry_register_cmd("/flakewire/lcores", cmd_lcores,
+					 "flakewire counters per lcore. No parameters") ||
+	    fwire_telemetry_register_cmd("/flakewire/clock", cmd_clock,
+					 "flakewire clock calibration and mark. No parameters"))
+		return -1; /* logged */
 	return 0;
 }

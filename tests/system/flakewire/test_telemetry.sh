@@ -45,4 +45,48 @@ mark=$(fw_json "$c" '["/flakewire/clock"]["mark_unix_ms"]')
 now=$(date +%s%3N)
 [ "$mark" -gt "$now" ] || fail "mark $mark is not ahead of now $now"
 fw_stop TERM || fail "exit status $?"
+
+# A stop while telemetry is read (an exporter polling): DPDK 22.11's
+# telemetry threads outlive rte_eal_cleanup(), so a command answered during
+# the stop read freed lcores and flakewire died of SIGSEGV at exit. Each
+# round: a client sends commands back to back through the stop; flakewire
+# must exit 0, and the client must have been answered up to the stop.
+hammer() { # out file: answers counted; ends when the socket goes, or after 20 s
+	"$PY" - "/var/run/dpdk/$NS/dpdk_telemetry.v2" "$1" <<'PY' &
+import socket, sys, time
+path, out = sys.argv[1], sys.argv[2]
+n, end = 0, time.monotonic() + 20
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+s.recv(4096)
+cmds = [b"/flakewire/lcores", b"/flakewire/stats", b"/flakewire/clock"]
+try:
+    while time.monotonic() < end:
+        s.send(cmds[n % 3])
+        if not s.recv(65536):
+            break
+        n += 1
+        if n % 200 == 0:
+            open(out, "w").write("%d\n" % n)
+except OSError:
+    pass
+open(out, "w").write("%d\n" % n)
+PY
+	HAMMER_PID=$!
+}
+for round in 1 2 3 4 5 6; do
+	fw_start 0 --set id.worker_base=5
+	: >"$TMP/hammer"
+	hammer "$TMP/hammer"
+	for _ in $(seq 100); do
+		[ "$(cat "$TMP/hammer" 2>/dev/null || echo 0)" -ge 200 ] && break
+		sleep 0.05
+	done
+	[ "$(cat "$TMP/hammer")" -ge 200 ] || fail "round $round: telemetry did not answer 200 commands"
+	fw_stop TERM
+	rc=$?
+	wait "$HAMMER_PID"
+	echo "round $round: $(cat "$TMP/hammer") telemetry answers up to the stop, exit status $rc"
+	[ "$rc" -eq 0 ] || fail "round $round: flakewire exited $rc when stopped while telemetry was read"
+done
 echo PASS
