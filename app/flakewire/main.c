@@ -62,6 +62,8 @@ int main(int argc, char **argv)
 	/* Before EAL init, so a stop request during start-up is a clean stop. */
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* before any thread exists: only the lcores take net_tap's signal (poll.h) */
+	fwire_lcore_signals(true);
 	app->quit = &force_quit;
 
 	if (rte_eal_init(eal_argc, argv) < 0) {

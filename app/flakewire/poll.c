@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Every EAL lcore as a worker, and the burst loop (the contract is in poll.h). */
+#include <pthread.h>
+#include <signal.h>
 #include <net/if.h>
 
 #include <rte_cycles.h>
@@ -141,11 +143,23 @@ void fwire_lcore_link_watch(struct fwire_app *app, struct fwire_lcore *lc)
 	}
 }
 
+void fwire_lcore_signals(bool on)
+{
+	sigset_t rt;
+
+	sigemptyset(&rt);
+	for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+		sigaddset(&rt, s);
+	pthread_sigmask(on ? SIG_BLOCK : SIG_UNBLOCK, &rt, NULL);
+}
+
 int fwire_lcore_main(void *arg)
 {
 	struct fwire_app *app = arg;
 	struct fwire_lcore *lc = NULL;
 	struct rte_mbuf *pkts[FW_BURST];
+
+	fwire_lcore_signals(false); /* this thread reads queues: net_tap's signal is for it */
 
 	for (uint32_t i = 0; i < app->n_lcores; i++)
 		if (app->lcore[i].lcore_id == rte_lcore_id())

@@ -2,6 +2,8 @@
 /* poll.c: every EAL lcore as a worker, and the burst loop each one runs. */
 #pragma once
 
+#include <stdbool.h>
+
 struct fwire_app;
 struct fwire_lcore;
 
@@ -15,6 +17,19 @@ int fwire_lcores_init(struct fwire_app *app);
 
 /* The burst loop, launched on every lcore (@arg: the struct fwire_app). */
 int fwire_lcore_main(void *arg);
+
+/*
+ * Blocks (@on) or unblocks the realtime signals in the calling thread.
+ * net_tap learns of a received frame by a realtime signal (its rx reads
+ * nothing until the signal's handler moved a trigger), and the kernel hands
+ * a process-directed signal to any thread that does not block it: to a
+ * thread inside a slow system call (the keeper's fsync of the mark on a busy
+ * disk) the handler runs only once the call returns, and requests on a TAP
+ * port waited a second. main() blocks them before any thread exists, so
+ * every thread inherits that; fwire_lcore_main() unblocks them on each
+ * lcore, the threads that read the queues.
+ */
+void fwire_lcore_signals(bool on);
 
 /*
  * Reads each port's link state (rte_eth_link_get_nowait, no wait) into

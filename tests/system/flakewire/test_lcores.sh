@@ -7,6 +7,33 @@ fw_setup lcores
 fw_start 0,1 --set id.workers=7,9
 grep -q "2 queue(s)" "$TMP/fw.log" || fail "port not set up with 2 queues"
 
+# net_tap learns of a frame by a realtime signal, handled by whichever thread
+# the kernel picks among those not blocking it: one inside a slow system call
+# (the keeper's fsync on a busy disk) handled it late, and requests waited a
+# second. Only the lcores (the main thread and rte-worker-N) may take it.
+"$PY" - "$FW_PID" <<'PY' || fail "a thread other than the lcores can take net_tap's signal"
+import os, signal, sys
+pid = sys.argv[1]
+def mask(path, key):
+    for line in open(path):
+        if line.startswith(key + ":"):
+            return int(line.split()[1], 16)
+caught = mask(f"/proc/{pid}/status", "SigCgt")
+rt = [s for s in range(signal.SIGRTMIN + 1, signal.SIGRTMAX + 1) if caught >> (s - 1) & 1]
+if not rt:
+    sys.exit(f"no realtime signal handler in {pid}: is the port not net_tap?")
+bad = []
+for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+    comm = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+    blk = mask(f"/proc/{pid}/task/{tid}/status", "SigBlk")
+    lcore = tid == pid or comm.startswith(("rte-worker-", "lcore-worker-"))
+    blocked = all(blk >> (s - 1) & 1 for s in rt)
+    print(f"thread {tid} {comm}: {'lcore' if lcore else 'other'}, signal {rt} {'blocked' if blocked else 'open'}")
+    if lcore == blocked:
+        bad.append(comm)
+sys.exit(f"wrong mask in: {bad}" if bad else 0)
+PY
+
 sports=$(seq -s, 40001 40032)
 fw_client get --op list --count 20 --repeat 128 --sports "$sports" --workers >"$TMP/ids" ||
 	fail "get"
