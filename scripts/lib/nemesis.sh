@@ -228,7 +228,7 @@ resp_cmd_for() {
 	[ "$i" = "${LONG_NODE:-}" ] && set+=(--set "fleet.lease_ms=$LONG_LEASE")
 	if [ "${KIND[$i]}" = wire ]; then
 		RESP_CMD=(ip netns exec "${NS[$i]}" env FLAKEWIRE_TEST_CLOCK="${DIR[$i]}/clock"
-			"$FLAKEWIRE" -l 0,1 --no-huge --no-pci -m 256 --file-prefix "nm${RID}w$i" --
+			"$FLAKEWIRE" --lcores "$(proc_lcores 0,1)" --no-huge --no-pci -m 256 --file-prefix "nm${RID}w$i" --
 			--set "port0.device=net_tap0,iface=nm${RID}t$i" --set port0.address=10.77.0.2
 			--set power.idle=sleep "${set[@]}")
 	else

@@ -20,6 +20,14 @@
 #       prints a port on 127.0.0.1 nothing uses (the kernel's pick; tcp by
 #       default). Another process may take it before the caller binds it: a
 #       test that fails to bind should say so.
+#   proc_lcores LIST
+#       EAL's --lcores value for an -l LIST ("0", "0,1", "0-1") with each
+#       lcore free to run on any CPU: what tests and the nemesis give
+#       flakewire. Tests run side by side, and two of them with lcores pinned
+#       to the same CPU 0 shared it: the scheduler left one runnable lcore
+#       off the CPU for up to 1.25 s (perf sched timehist, faults-clock-back-1h
+#       beside faults-crash-loop), a stall no responder on a core of its own
+#       sees. Production pins lcores (-l); benchmarks pin them with taskset.
 #
 # Safe under `set -e`: nothing here fails but the status a function returns
 # (a caller with set -e writes `proc_stop PID || true` where it does not care).
@@ -67,4 +75,13 @@ proc_free_port() {
 	[ "${1:-tcp}" = udp ] && type=DGRAM
 	/usr/bin/python3 -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_$type)
 s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+}
+
+proc_lcores() {
+	local cpus="0-$(($(nproc) - 1))" out="" l x
+	for l in $(tr ',' ' ' <<<"$1"); do
+		[[ "$l" == *-* ]] && l=$(seq -s' ' "${l%-*}" "${l#*-}")
+		for x in $l; do out="$out${out:+,}$x@($cpus)"; done
+	done
+	echo "$out"
 }

@@ -101,7 +101,7 @@ log() { cat "$SYS_TMP/fw.log"; }
 fw_run() {
 	local out=$1 lcores=$2
 	shift 2
-	timeout 60 ip netns exec "$SYS_NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256 \
+	timeout 60 ip netns exec "$SYS_NS" "$FLAKEWIRE" --lcores "$(proc_lcores "$lcores")" --no-huge --no-pci -m 256 \
 		--file-prefix "$PREFIX-x" -- \
 		--set port0.mode=af_xdp --set port0.iface="$SRV" \
 		--set state.file="$SYS_TMP/mark-x" --set clock.calibrate_ms=200 \
@@ -114,7 +114,7 @@ fw_start() {
 	local port_args=("$@")
 	[ $# -gt 0 ] || port_args=(--set port0.mode=af_xdp --set port0.iface="$SRV")
 	: >"$SYS_TMP/fw.log"
-	ip netns exec "$SYS_NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 \
+	ip netns exec "$SYS_NS" "$FLAKEWIRE" --lcores "$(proc_lcores 0)" --no-huge --no-pci -m 256 \
 		--file-prefix "$PREFIX" -- "${port_args[@]}" \
 		--set state.file="$SYS_TMP/mark" --set state.mark_ahead_ms=2000 \
 		--set clock.calibrate_ms=200 --set stats.interval_s=0 >>"$SYS_TMP/fw.log" 2>&1 &

@@ -88,7 +88,7 @@ resp_cmd() {
 			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
 			--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@")
 	else
-		RESP_CMD=(ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256
+		RESP_CMD=(ip netns exec "$NS" "$FLAKEWIRE" --lcores "$(proc_lcores "$lcores")" --no-huge --no-pci -m 256
 			--file-prefix "$NS" --
 			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
 			--set clock.calibrate_ms=200 --set stats.interval_s=0 \

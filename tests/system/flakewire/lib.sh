@@ -7,6 +7,9 @@
 # Environment (set by meson): FLAKEWIRE (binary), WIRE_CLIENT (python client),
 # FW_SRC (source root).
 
+# shellcheck source=../../../scripts/lib/proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/lib/proc.sh" # proc_lcores
+
 PY=/usr/bin/python3
 FW_PID=""
 NS=""
@@ -77,7 +80,7 @@ fw_start() {
 	local lcores=$1
 	shift
 	: >"$TMP/fw.log"
-	ip netns exec "$NS" "$FLAKEWIRE" -l "$lcores" --no-huge --no-pci -m 256 \
+	ip netns exec "$NS" "$FLAKEWIRE" --lcores "$(proc_lcores "$lcores")" --no-huge --no-pci -m 256 \
 		--file-prefix "$NS" -- \
 		--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" \
 		--set clock.calibrate_ms=200 --set stats.interval_s=0 \

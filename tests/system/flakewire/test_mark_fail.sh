@@ -47,7 +47,7 @@ mount -o remount,rw "$ST" || fail "remount rw after the stop"
 # still writes the final mark: the next start is not held back 10 min.
 : >"$TMP/fw.log"
 rc=0
-ip netns exec "$NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
+ip netns exec "$NS" "$FLAKEWIRE" --lcores "$(proc_lcores 0)" --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
 	--set state.file="$ST/mark" --set clock.calibrate_ms=200 --set stats.interval_s=0 \
 	--set state.mark_ahead_ms=600000 --set state.lock_dir="$TMP/lock" \
 	--set port0.device=net_nosuchdriver0 \
@@ -65,7 +65,7 @@ mark=$("$FLAKECTL" mark "$ST/mark" | awk '{print $3}')
 ahead=$(($(date +%s%3N) + 120000))
 "$FLAKECTL" mark "$ST/mark" --set "$ahead" >/dev/null || fail "flakectl mark --set $ahead"
 rc=0
-ip netns exec "$NS" "$FLAKEWIRE" -l 0 --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
+ip netns exec "$NS" "$FLAKEWIRE" --lcores "$(proc_lcores 0)" --no-huge --no-pci -m 256 --file-prefix "$NS" -- \
 	--set state.file="$ST/mark" --set clock.calibrate_ms=200 --set stats.interval_s=0 \
 	--set state.lock_dir="$TMP/lock" --set port0.device=net_nosuchdriver0 \
 	>>"$TMP/fw.log" 2>&1 || rc=$?

@@ -33,7 +33,7 @@ FLEET=(--set "$REG_SET" --set fleet.root=/mix
 declare -A PID
 # wire NAME TAPINDEX NET: flakewire NAME on net_tapN (iface NAME$$), address 10.NET.0.2
 wire() {
-	sys_start "$SYS_TMP/$1.log" "$FLAKEWIRE" -l 0,1 --no-huge --no-pci -m 256 \
+	sys_start "$SYS_TMP/$1.log" "$FLAKEWIRE" --lcores "$(proc_lcores 0,1)" --no-huge --no-pci -m 256 \
 		--file-prefix "$1$$" -- --set "port0.device=net_tap$2,iface=$1$$" \
 		--set "port0.address=10.$3.0.2" --set "state.file=$SYS_TMP/$1.mark" \
 		--set clock.calibrate_ms=200 --set fleet.identity="$1" \
