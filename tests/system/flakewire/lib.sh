@@ -75,12 +75,19 @@ fw_setup() {
 # fw0 10.77.0.1/24 and waits until it answers ping. Its lcores sleep when
 # idle ([power] idle = $FW_TEST_IDLE, default sleep: a test that waits holds
 # no core, so tests run side by side); the tests of the datapath itself set
-# FW_TEST_IDLE=busy, the production default.
+# FW_TEST_IDLE=busy, the production default. Its lcores may run on any CPU
+# (proc_lcores: tests run side by side); FW_TEST_PIN=1 pins them as
+# production does (-l), for a test of what pinning implies.
 fw_start() {
-	local lcores=$1
+	local lcores=$1 eal
 	shift
 	: >"$TMP/fw.log"
-	ip netns exec "$NS" "$FLAKEWIRE" --lcores "$(proc_lcores "$lcores")" --no-huge --no-pci -m 256 \
+	if [ -n "${FW_TEST_PIN:-}" ]; then
+		eal=(-l "$lcores")
+	else
+		eal=(--lcores "$(proc_lcores "$lcores")")
+	fi
+	ip netns exec "$NS" "$FLAKEWIRE" "${eal[@]}" --no-huge --no-pci -m 256 \
 		--file-prefix "$NS" -- \
 		--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks" \
 		--set clock.calibrate_ms=200 --set stats.interval_s=0 \

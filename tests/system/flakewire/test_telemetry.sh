@@ -51,42 +51,56 @@ fw_stop TERM || fail "exit status $?"
 # the stop read freed lcores and flakewire died of SIGSEGV at exit. Each
 # round: a client sends commands back to back through the stop; flakewire
 # must exit 0, and the client must have been answered up to the stop.
-hammer() { # out file: answers counted; ends when the socket goes, or after 20 s
-	"$PY" - "/var/run/dpdk/$NS/dpdk_telemetry.v2" "$1" <<'PY' &
-import socket, sys, time
+hammer() { # OUT: answers counted (written atomically); ends when the socket goes, or after 20 s
+	"$PY" - "/var/run/dpdk/$NS/dpdk_telemetry.v2" "$1" 2>"$1.err" <<'PY' &
+import os, socket, sys, time
 path, out = sys.argv[1], sys.argv[2]
 n, end = 0, time.monotonic() + 20
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-s.recv(4096)
+def put():
+    with open(out + ".tmp", "w") as f:
+        f.write("%d\n" % n)
+    os.replace(out + ".tmp", out)
 cmds = [b"/flakewire/lcores", b"/flakewire/stats", b"/flakewire/clock"]
-try:
-    while time.monotonic() < end:
+s = None
+while time.monotonic() < end:
+    try:
+        if s is None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(path)
+            s.recv(4096)
         s.send(cmds[n % 3])
         if not s.recv(65536):
-            break
+            raise OSError("closed")
         n += 1
-        if n % 200 == 0:
-            open(out, "w").write("%d\n" % n)
-except OSError:
-    pass
-open(out, "w").write("%d\n" % n)
+        if n % 50 == 0:
+            put()
+    except OSError as e:
+        # before 200 answers flakewire is up (a refused first connect is a
+        # socket not listening yet): connect again; after, this is the stop
+        if n >= 200:
+            break
+        print("telemetry: %s (after %d answers)" % (e, n), file=sys.stderr)
+        s = None
+        time.sleep(0.05)
+put()
 PY
 	HAMMER_PID=$!
 }
+answers() { cat "$TMP/hammer" 2>/dev/null || echo 0; }
 for round in 1 2 3 4 5 6; do
 	fw_start 0 --set id.worker_base=5
-	: >"$TMP/hammer"
+	echo 0 >"$TMP/hammer"
 	hammer "$TMP/hammer"
-	for _ in $(seq 100); do
-		[ "$(cat "$TMP/hammer" 2>/dev/null || echo 0)" -ge 200 ] && break
+	for _ in $(seq 200); do
+		[ "$(answers)" -ge 200 ] && break
 		sleep 0.05
 	done
-	[ "$(cat "$TMP/hammer")" -ge 200 ] || fail "round $round: telemetry did not answer 200 commands"
+	[ "$(answers)" -ge 200 ] ||
+		fail "round $round: telemetry did not answer 200 commands in 10 s: $(tail -n 3 "$TMP/hammer.err")"
 	fw_stop TERM
 	rc=$?
 	wait "$HAMMER_PID"
-	echo "round $round: $(cat "$TMP/hammer") telemetry answers up to the stop, exit status $rc"
+	echo "round $round: $(answers) telemetry answers up to the stop ($(wc -l <"$TMP/hammer.err") connects retried), exit status $rc"
 	[ "$rc" -eq 0 ] || fail "round $round: flakewire exited $rc when stopped while telemetry was read"
 done
 echo PASS

@@ -12,7 +12,8 @@ fw_setup metrics
 out=$("$FLAKEWIRE" -- --set metrics.listen=localhost:80 --check-config 2>&1) &&
 	fail "--check-config accepts [metrics] listen = localhost:80"
 grep -q "\[metrics\] listen = localhost:80: not ADDR:PORT" <<<"$out" || fail "bad listen: $out"
-fw_start 0 --set id.worker_base=5 --set metrics.listen=127.0.0.1:9842
+# pinned as in production: the test checks the metrics thread keeps off the lcore's CPU
+FW_TEST_PIN=1 fw_start 0 --set id.worker_base=5 --set metrics.listen=127.0.0.1:9842
 ip -n "$NS" neigh replace 10.77.0.2 lladdr "$FW_MAC" dev fw0 nud permanent
 URL=http://127.0.0.1:9842/metrics
 
