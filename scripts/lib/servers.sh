@@ -27,6 +27,12 @@
 #   ZK_BIND (default 127.0.0.1): the client port's address; 0.0.0.0 inside a
 #   test's own namespace lets nodes in other namespaces reach it over a veth.
 #   ZK_JVM_ARGS: more java options (e.g. -Dzookeeper.enforceQuota=true).
+#   The servers write their transaction log without fsync (forceSync=no):
+#   a test's data is thrown away and a killed server's writes stay in the
+#   page cache, so only a crash of the machine could lose them. It removes
+#   the server's one wait on the disk per write: on a purged machine, with
+#   packages unpacking beside the tests, fleet-lib's ZooKeeper operations
+#   timed out.
 #
 # ---- etcd (etcd-server) ----
 #   etcd_start DIR N [PREFIX]  start N members (1 or 3) under DIR/etcdI; sets
@@ -180,6 +186,7 @@ clientPort=${ZK_CPORT[$i]}
 clientPortAddress=$ZK_BIND
 admin.enableServer=false
 4lw.commands.whitelist=srvr,stat,ruok
+forceSync=no
 minSessionTimeout=1000
 maxSessionTimeout=60000
 $servers
