@@ -20,6 +20,7 @@
  * shuts, waiting for the commands already inside.
  */
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,7 +193,8 @@ static int cmd_clock(const char *cmd, const char *params, struct rte_tel_data *d
 	return 0;
 }
 
-bool fwire_telemetry_enter(void)
+/* The gate: true when a command may read the app; then tel_leave(). */
+static bool tel_enter(void)
 {
 	/*
 	 * Dekker's pattern: a command counts itself in, then looks at the gate;
@@ -208,7 +210,7 @@ bool fwire_telemetry_enter(void)
 	return true;
 }
 
-void fwire_telemetry_leave(void)
+static void tel_leave(void)
 {
 	atomic_fetch_sub(&tel_inside, 1);
 }
@@ -225,7 +227,7 @@ static int tel_dispatch(const char *cmd, const char *params, struct rte_tel_data
 {
 	int rc = -1;
 
-	if (!fwire_telemetry_enter())
+	if (!tel_enter())
 		return -1; /* stopping: the client reads null */
 	for (unsigned i = 0; i < tel_n_cmds; i++) {
 		if (strcmp(cmd, tel_cmds[i].name) == 0) {
@@ -233,7 +235,7 @@ static int tel_dispatch(const char *cmd, const char *params, struct rte_tel_data
 			break;
 		}
 	}
-	fwire_telemetry_leave();
+	tel_leave();
 	return rc;
 }
 

@@ -2,8 +2,6 @@
 /* telemetry.c: the /flakewire/... commands of DPDK telemetry. */
 #pragma once
 
-#include <stdbool.h>
-
 #include <rte_telemetry.h>
 
 struct fwire_app;
@@ -29,6 +27,3 @@ int fwire_telemetry_register_cmd(const char *name, telemetry_cb fn, const char *
  */
 void fwire_telemetry_close(void);
 
-/* The gate itself: true when a command may read the app; then leave(). */
-bool fwire_telemetry_enter(void);
-void fwire_telemetry_leave(void);
