@@ -207,7 +207,28 @@ static void test_takeover(void **state)
 	assert_null(start("node-c", 2, "", FW_EFLEET_FULL, err, sizeof(err), NULL));
 	while (layout_now() <= FW_MAX(b_lease[0], b_lease[1]) + 300)
 		usleep(100 * 1000);
-	struct fw_fleet *C = start("node-c", 2, "", 0, err, sizeof(err), NULL);
+	/*
+	 * b_lease is B's own view, read before the free: a renewal B had in
+	 * flight then can still have reached the store (CI saw node-c refused
+	 * 300 ms past it, the store holding B's lease 3 s later). Such a lease
+	 * is at most one renewal later: node-c retries within LEASE_MS, and
+	 * every check below still holds against b_lease.
+	 */
+	struct fw_fleet *C = NULL;
+	uint64_t give_up = layout_now() + LEASE_MS + 1000;
+	for (;;) {
+		struct fw_fleet_config c;
+		cfg_for(&c, "node-c", "");
+		assert_int_equal(fw_fleet_create(&c, 2, &C, err, sizeof(err)), 0);
+		int rc = fw_fleet_start(C, NULL, err, sizeof(err));
+		if (rc == 0)
+			break;
+		fw_fleet_free(C);
+		C = NULL;
+		if (rc != FW_EFLEET_FULL || layout_now() > give_up)
+			fail_msg("start node-c after B's lease: %d (%s): %s", rc, fw_strerror(rc), err);
+		usleep(200 * 1000);
+	}
 	for (uint32_t i = 0; i < 2; i++) {
 		struct fw_fleet_slot s = slot(C, i);
 		int k = s.worker == b_w[0] ? 0 : 1;
