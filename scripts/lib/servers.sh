@@ -49,6 +49,13 @@
 #   https://.
 #   ETCD_TOKEN (default fwtest-PID): the cluster token; ETCD_ARGS: more etcd
 #   options (word-split: e.g. --quota-backend-bytes N).
+#   ETCD_TMPFS=1 (as root): etcd_start mounts a tmpfs of its own on each
+#   member's directory (DIR/etcdI), so its data survives the member's and the
+#   cluster's restarts but its fsyncs never wait on the disk. etcd 3.4 has no
+#   switch to write without fsync (ZooKeeper's forceSync=no above), and on a
+#   machine installing packages beside the tests a member's write waited
+#   behind dpkg's (fleet-sock-etcd missed a lease). The caller unmounts them
+#   (tests/system/lib.sh's sys_cleanup unmounts everything under SYS_TMP).
 #
 # ---- MariaDB (mariadb-server) ----
 #   mariadb_start DIR [MARIADBD_OPTION...]
@@ -303,7 +310,14 @@ etcd_start() {
 		ETCD_PPORT[$i]=$(proc_free_port)
 		ETCD_ENDPOINTS+="${ETCD_ENDPOINTS:+,}$ETCD_SCHEME://127.0.0.1:${ETCD_CPORT[$i]}"
 	done
-	for ((i = 1; i <= ETCD_N; i++)); do etcd_start_one "$i"; done
+	for ((i = 1; i <= ETCD_N; i++)); do
+		if [ "${ETCD_TMPFS:-}" = 1 ] && [ "$(id -u)" -eq 0 ]; then
+			mkdir -p "$ETCD_DIR/etcd$i" &&
+				mount -t tmpfs -o size=256m tmpfs "$ETCD_DIR/etcd$i" ||
+				{ echo "servers.sh: cannot mount a tmpfs on $ETCD_DIR/etcd$i" >&2; return 1; }
+		fi
+		etcd_start_one "$i"
+	done
 	etcd_wait_ready 30 ||
 		{ echo "servers.sh: etcd ($ETCD_N members) has no leader within 30 s (logs: $ETCD_DIR/etcd*/server.log)" >&2; return 1; }
 }

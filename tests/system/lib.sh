@@ -36,7 +36,13 @@ sys_cleanup() {
 		kill -0 "$pid" 2>/dev/null && sys_kill_wait "$pid" TERM 5
 	done
 	[ -n "$SYS_NS" ] && ip netns del "$SYS_NS" 2>/dev/null
-	[ -n "$SYS_TMP" ] && rm -rf "$SYS_TMP"
+	if [ -n "$SYS_TMP" ]; then
+		# what a test mounted under its directory (a store's tmpfs), deepest first
+		findmnt -rn -o TARGET | grep -F "$SYS_TMP/" | sort -r | while read -r m; do
+			umount -l "$m" 2>/dev/null
+		done
+		rm -rf "$SYS_TMP"
+	fi
 	return 0
 }
 

@@ -36,6 +36,7 @@ zookeeper)
 	;;
 etcd)
 	REG_NAME=etcd
+	ETCD_TMPFS=1 # each member on a tmpfs (scripts/lib/servers.sh): no fsync waits on the disk
 	reg_start() { ETCD_BIND=$REG_BIND; etcd_start "$@" || return 1; REG_CONNECT=$ETCD_ENDPOINTS; REG_SET="fleet.etcd=$REG_CONNECT"; }
 	REG_KEY=fleet.etcd
 	reg_stop_one() { etcd_stop_one "$@"; }
