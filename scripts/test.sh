@@ -11,9 +11,9 @@
 #  - $BUILD_NODPDK (build-nodpdk/): -Ddpdk=disabled, what a host without
 #    DPDK builds (flakesock, flakectl, the client library); its unit, cli
 #    and flakesock suites, counted in the totals as "nodpdk/NAME".
-#  - the second lane, beside the tests of $BUILD: the DPDK-free tree's build
-#    and suites, the fuzz run, ThreadSanitizer's build and tests, then
-#    $BUILD's suite 'beside' one test at a time.
+#  - the second lane, beside the tests of $BUILD: the DPDK-free tree's build,
+#    the fuzz run, ThreadSanitizer's build and tests, then $BUILD's suite
+#    'beside' one test at a time.
 #
 # Under CI=true a test never skips: one that skips (exit 77) is counted as
 # failed, with its reason (the tests' own skip helpers fail under CI=true).
@@ -116,12 +116,13 @@ phase build
 # other processes (a booted container, pods, databases, dpkg-deb), share no
 # port, lock or namespace with any other test, and have no timing window;
 # they run one at a time in a second lane beside the first, after the
-# DPDK-free tree's build and suites, the fuzz run and ThreadSanitizer's. The
+# DPDK-free tree's build, the fuzz run and ThreadSanitizer's. The
 # second lane runs at nice 10, so a test of the first that a machine's
 # stalls could push past a window keeps its core; its meson timeouts are
 # tripled for the same reason. Suite 'quiet' (timing windows a loaded
 # machine stretches: alerts' clock causes, clock-pause-2s,
-# restart-behind-mark, fleet-backstep) runs after both lanes, alone.
+# restart-behind-mark, fleet-backstep) runs after both lanes, alone, and
+# then the DPDK-free tree's suites.
 # SUITES=...: one lane, the suites given.
 nodpdk_suites=()
 for s in ${SUITES:-unit cli flakesock}; do
@@ -148,16 +149,9 @@ lane_beside() {
 		# the compile in the idle scheduling class: it takes only what the
 		# tests leave (it held the parallel tests' CPU at nice 10, and a fleet
 		# test's 1 s ZooKeeper session timed out)
+		# its tests run after both lanes, alone (client_cmds' duplicate
+		# check found none beside the first lane)
 		step nodpdk-build chrt --idle 0 bash -c "$(declare -f setup); setup $BUILD_NODPDK -Ddpdk=disabled"
-		# then its suites, four at a time (their unit tests wait: fleet_recipe's
-		# leases, 18 s), timeouts tripled as for every step of this lane. They
-		# ran after both lanes, alone, since client_cmds' duplicate check found
-		# none beside the first lane; that check's two responders now take one
-		# sequence bit and issue the same IDs under any load (77406eb).
-		if grep -q "^nodpdk-build 0" "$LOGS/beside.status"; then
-			step nodpdk meson test -C "$BUILD_NODPDK" --no-rebuild --print-errorlogs \
-				--num-processes 4 --timeout-multiplier 3 --logbase nodpdk "${nodpdk_suites[@]}"
-		fi
 	fi
 	if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
 		echo "== fuzz: each harness for ${FUZZ_SECONDS}s"
@@ -212,28 +206,24 @@ cat "$LOGS/beside.log"
 phase "beside-lane-after-tests"
 [ ! -f "$BUILD/meson-logs/beside.json" ] || cp "$BUILD/meson-logs/beside.json" "$LOGS/beside.json"
 if [ -z "${SUITES:-}" ]; then
-	# alone, one at a time. Two halves side by side (balanced on their
-	# timeouts) took 78-101 s against 105-115 s, but alerts took 44-65 s
-	# instead of 26 s and failed one round in three (a restart alert that
-	# did not fire): side by side they slow each other past their windows.
 	echo "== suite quiet, after both lanes"
 	meson test -C "$BUILD" --no-rebuild --print-errorlogs --logbase quiet --suite quiet
 	cp "$BUILD/meson-logs/quiet.json" "$LOGS/quiet.json"
 	phase quiet
 fi
 
-# the DPDK-free tree's suites ran in the second lane
+# the DPDK-free tree's suites, after both lanes, alone
 nodpdk_build_fail=0
 if grep -q "^nodpdk-build [1-9]" "$LOGS/beside.status"; then
 	echo "FAIL: build failed ($BUILD_NODPDK, -Ddpdk=disabled)"
 	nodpdk_build_fail=1
-elif grep -q "^nodpdk " "$LOGS/beside.status"; then
-	if [ -f "$BUILD_NODPDK/meson-logs/nodpdk.json" ]; then
-		cp "$BUILD_NODPDK/meson-logs/nodpdk.json" "$LOGS/nodpdk.json"
-	else
-		echo "FAIL: $BUILD_NODPDK's suites left no log (meson-logs/nodpdk.json)"
-		nodpdk_build_fail=1
-	fi
+elif grep -q "^nodpdk-build 0" "$LOGS/beside.status"; then
+	echo "== $BUILD_NODPDK: ${nodpdk_suites[*]}"
+	# four at a time: their unit tests wait (fleet_recipe's leases, 18 s)
+	meson test -C "$BUILD_NODPDK" --no-rebuild --print-errorlogs --num-processes 4 \
+		--logbase nodpdk "${nodpdk_suites[@]}"
+	cp "$BUILD_NODPDK/meson-logs/nodpdk.json" "$LOGS/nodpdk.json"
+	phase nodpdk
 fi
 extra_pass=0
 extra_fail=$nodpdk_build_fail
