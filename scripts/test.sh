@@ -149,8 +149,10 @@ lane_beside() {
 		# the compile in the idle scheduling class: it takes only what the
 		# tests leave (it held the parallel tests' CPU at nice 10, and a fleet
 		# test's 1 s ZooKeeper session timed out)
-		# its tests run after both lanes, alone (client_cmds' duplicate
-		# check found none beside the first lane)
+		# its tests run after both lanes, alone: in this lane after its build
+		# (four at a time at nice 10) they took 104 s instead of 45 s, the
+		# first lane 1,017 s instead of 890 s after a purge, and fleet-lib's
+		# ZooKeeper timed out (the machine's two cores were already busy)
 		step nodpdk-build chrt --idle 0 bash -c "$(declare -f setup); setup $BUILD_NODPDK -Ddpdk=disabled"
 	fi
 	if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
@@ -206,6 +208,10 @@ cat "$LOGS/beside.log"
 phase "beside-lane-after-tests"
 [ ! -f "$BUILD/meson-logs/beside.json" ] || cp "$BUILD/meson-logs/beside.json" "$LOGS/beside.json"
 if [ -z "${SUITES:-}" ]; then
+	# alone, one at a time: its tests in two halves side by side (balanced
+	# on their timeouts) took 78-101 s against 105-115 s, but alerts took
+	# 44-65 s instead of 26 s and failed one round in three (a restart alert
+	# that did not fire): side by side they slow each other past their windows
 	echo "== suite quiet, after both lanes"
 	meson test -C "$BUILD" --no-rebuild --print-errorlogs --logbase quiet --suite quiet
 	cp "$BUILD/meson-logs/quiet.json" "$LOGS/quiet.json"
