@@ -150,9 +150,10 @@ lane_beside() {
 		# tests leave (it held the parallel tests' CPU at nice 10, and a fleet
 		# test's 1 s ZooKeeper session timed out)
 		# its tests run after both lanes, alone: in this lane after its build
-		# (four at a time at nice 10) they took 104 s instead of 45 s, the
-		# first lane 1,017 s instead of 890 s after a purge, and fleet-lib's
-		# ZooKeeper timed out (the machine's two cores were already busy)
+		# (four at a time at nice 10), after a purge, they took 104 s (46-49 s
+		# alone), the first lane 1,017 s (887 s in the other purged run of the
+		# same day) and fleet-lib's ZooKeeper timed out: the two cores were
+		# already busy
 		step nodpdk-build chrt --idle 0 bash -c "$(declare -f setup); setup $BUILD_NODPDK -Ddpdk=disabled"
 	fi
 	if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
@@ -191,7 +192,8 @@ done
 [ -n "${SUITES:-}" ] || suite_args=(--no-suite beside --no-suite quiet)
 # two at a time (meson's default on 2 cores; TEST_JOBS=N for another).
 # Three at a time passed (162 of 162 after a purge) but saved nothing there:
-# the first lane took 887 s against 890 s, each test slower, since the
+# the first lane took 887 s (890 s two at a time in the purged run before
+# it, scripts/README.md), each test slower, since the
 # machine's two cores were busy either way (the purge's installs and the
 # Debian roots beside the tests). Its first failures on a purged machine are
 # mended: faults-clock-back-1h's 2.2 s stall was two tests' lcores pinned to
@@ -209,8 +211,8 @@ phase "beside-lane-after-tests"
 [ ! -f "$BUILD/meson-logs/beside.json" ] || cp "$BUILD/meson-logs/beside.json" "$LOGS/beside.json"
 if [ -z "${SUITES:-}" ]; then
 	# alone, one at a time: its tests in two halves side by side (balanced
-	# on their timeouts) took 78-101 s against 105-115 s, but alerts took
-	# 44-65 s instead of 26 s and failed one round in three (a restart alert
+	# on their timeouts) took 78-101 s against 108-118 s, but alerts took
+	# 44-65 s instead of 27-31 s and failed one round in three (a restart alert
 	# that did not fire): side by side they slow each other past their windows
 	echo "== suite quiet, after both lanes"
 	meson test -C "$BUILD" --no-rebuild --print-errorlogs --logbase quiet --suite quiet

@@ -26,4 +26,3 @@ int fwire_telemetry_register_cmd(const char *name, telemetry_cb fn, const char *
  * of them: DPDK 22.11's telemetry threads outlive rte_eal_cleanup().
  */
 void fwire_telemetry_close(void);
-

@@ -56,21 +56,30 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	c->log = (struct fw_log){log_cb, (void *)identity};
 }
 
-static struct fw_fleet *start(const char *identity, uint32_t n, const char *cache, int want_rc,
-			      char *err, size_t errlen, bool *cached)
+/* Creates and starts a fleet; its start's status in *rc, NULL unless 0. */
+static struct fw_fleet *try_start(const char *identity, uint32_t n, const char *cache, int *rc,
+				  char *err, size_t errlen, bool *cached)
 {
 	struct fw_fleet_config c;
 	struct fw_fleet *f = NULL;
 	cfg_for(&c, identity, cache);
 	assert_int_equal(fw_fleet_create(&c, n, &f, err, errlen), 0);
-	int rc = fw_fleet_start(f, cached, err, errlen);
-	if (rc != want_rc)
-		fprintf(stderr, "start %s: %d (%s): %s\n", identity, rc, fw_strerror(rc), err);
-	assert_int_equal(rc, want_rc);
-	if (rc != 0) {
+	*rc = fw_fleet_start(f, cached, err, errlen);
+	if (*rc != 0) {
 		fw_fleet_free(f);
 		return NULL;
 	}
+	return f;
+}
+
+static struct fw_fleet *start(const char *identity, uint32_t n, const char *cache, int want_rc,
+			      char *err, size_t errlen, bool *cached)
+{
+	int rc;
+	struct fw_fleet *f = try_start(identity, n, cache, &rc, err, errlen, cached);
+	if (rc != want_rc)
+		fprintf(stderr, "start %s: %d (%s): %s\n", identity, rc, fw_strerror(rc), err);
+	assert_int_equal(rc, want_rc);
 	return f;
 }
 
@@ -214,19 +223,13 @@ static void test_takeover(void **state)
 	 * is at most one renewal later: node-c retries within LEASE_MS, and
 	 * every check below still holds against b_lease.
 	 */
-	struct fw_fleet *C = NULL;
 	uint64_t give_up = layout_now() + LEASE_MS + 1000;
-	for (;;) {
-		struct fw_fleet_config c;
-		cfg_for(&c, "node-c", "");
-		assert_int_equal(fw_fleet_create(&c, 2, &C, err, sizeof(err)), 0);
-		int rc = fw_fleet_start(C, NULL, err, sizeof(err));
-		if (rc == 0)
-			break;
-		fw_fleet_free(C);
-		C = NULL;
+	struct fw_fleet *C;
+	int rc;
+	while (!(C = try_start("node-c", 2, "", &rc, err, sizeof(err), NULL))) {
 		if (rc != FW_EFLEET_FULL || layout_now() > give_up)
-			fail_msg("start node-c after B's lease: %d (%s): %s", rc, fw_strerror(rc), err);
+			fail_msg("start node-c after B's lease: %d (%s): %s", rc, fw_strerror(rc),
+				 err);
 		usleep(200 * 1000);
 	}
 	for (uint32_t i = 0; i < 2; i++) {
