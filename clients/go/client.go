@@ -371,10 +371,17 @@ func (c *Client) await(ctx context.Context, s *server, op uint8, tag uint64, dea
 		deadline = d
 	}
 	if ctx.Done() != nil {
-		// Cancellation wakes the read by moving its deadline to now.
-		stop := make(chan struct{})
-		defer close(stop)
+		// Cancellation wakes the read by moving its deadline to now. await
+		// returns only once this goroutine has ended: run late, it would move
+		// the deadline of the next read on this socket (another call's, or a
+		// refill's) and fail it at once as a timeout.
+		stop, ended := make(chan struct{}), make(chan struct{})
+		defer func() {
+			close(stop)
+			<-ended
+		}()
 		go func() {
+			defer close(ended)
 			select {
 			case <-ctx.Done():
 				s.conn.SetReadDeadline(time.Now())

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -283,6 +284,33 @@ func TestContextEndsTheWait(t *testing.T) {
 	cancel2()
 }
 
+// A call ended by its context leaves nothing behind that cuts a later
+// call's wait short. Before the fix, the goroutine that wakes a cancelled
+// read could still move the socket's read deadline to "now" after its call
+// had returned, and the next call (or a refill) on that server then failed
+// at once with "no reply in 2s" (TestContextEndsTheWait failed so, 1 run in
+// 80 on a loaded machine). On one P the late goroutine runs exactly when
+// the next call parks on its read: each round ends a call by a context
+// cancelled before it, then needs the next call to wait for its reply.
+func TestEndedContextLeavesNextCallAlone(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	o := opts()
+	o.Timeout = 2 * time.Second
+	g := &idSource{l: DefaultLayout, worker: 7}
+	c, _ := New([]string{fakeReq(t, func(req []byte) [][]byte { return [][]byte{g.answer(req)} })}, o)
+	defer c.Close()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 50; i++ {
+		if _, err := c.GetContext(cancelled); !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d, the cancelled call: %v", i, err)
+		}
+		if _, err := c.Get(); err != nil {
+			t.Fatalf("round %d, the call after it: %v (%d timeouts)", i, err, c.Stats.Timeouts.Load())
+		}
+	}
+}
+
 func TestLayoutBeforeAnyID(t *testing.T) {
 	c, _ := New([]string{fake(t, answering)}, opts())
 	defer c.Close()
@@ -368,13 +396,16 @@ func (g *idSource) take(n uint64) Range {
 	return r
 }
 
-// answer is g's reply to a LIST or RANGE request (INFO: g's layout).
+// answer is g's reply to an ID, LIST or RANGE request (INFO: g's layout).
 func (g *idSource) answer(req []byte) []byte {
 	op, tag, count := req[3], binary.BigEndian.Uint64(req[8:]), uint64(binary.BigEndian.Uint16(req[6:]))
 	b := mkReply(op, tag, 0, uint16(g.worker))
 	switch op {
 	case OpInfo:
 		b[24+8], b[24+9], b[24+10], b[24+11] = g.l.TimeBits, g.l.DcBits, g.l.WorkerBits, g.l.SeqBits
+	case OpID:
+		count = 1
+		fallthrough
 	case OpList:
 		for i := uint64(0); i < count; i++ {
 			b = binary.BigEndian.AppendUint64(b, g.take(1).First)
