@@ -16,22 +16,26 @@
 #    back where they were after warm-up, no RX mbuf allocation failure
 #    (/ethdev/stats rx_nombuf), VmRSS within 4 MiB of its post-warm-up value.
 #
-#   tests/system/faults/soak.sh [--minutes N | --seconds N]   (default 2 minutes; needs root)
+#   tests/system/faults/soak.sh [--minutes N | --seconds N] [--chunk N]
+#     default 2 minutes in chunks of 20 s; needs root
 #
 # Binaries: FLAKEWIRE and FLAKECTL, else BUILD (default build)/app/... .
 # Exits 0 when every check holds, 1 otherwise, 77 when root or TAP is missing.
 set -u
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 SECONDS_TOTAL=120
+CHUNK=20
 while [ $# -gt 0 ]; do
 	case $1 in
 	--minutes) SECONDS_TOTAL=$(($2 * 60)); shift 2 ;;
 	--seconds) SECONDS_TOTAL=$2; shift 2 ;;
-	-h | --help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "soak.sh: unknown argument $1 (--minutes N, --seconds N)" >&2; exit 2 ;;
+	--chunk) CHUNK=$2; shift 2 ;;
+	-h | --help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "soak.sh: unknown argument $1 (--minutes N, --seconds N, --chunk N)" >&2; exit 2 ;;
 	esac
 done
-[ "$SECONDS_TOTAL" -ge 10 ] 2>/dev/null || { echo "soak.sh: at least 10 seconds" >&2; exit 2; }
+[ "$SECONDS_TOTAL" -ge 10 ] 2>/dev/null || { echo "soak.sh: --seconds $SECONDS_TOTAL: at least 10" >&2; exit 2; }
+[ "$CHUNK" -ge 5 ] 2>/dev/null || { echo "soak.sh: --chunk $CHUNK: at least 5" >&2; exit 2; }
 BUILD=${BUILD:-$ROOT/build}
 export FLAKEWIRE=${FLAKEWIRE:-$BUILD/app/flakewire/flakewire}
 export FLAKECTL=${FLAKECTL:-$BUILD/app/flakectl/flakectl}
@@ -39,7 +43,6 @@ export WIRE_CLIENT=${WIRE_CLIENT:-$ROOT/tests/system/flakewire/wire_client.py}
 export FW_SRC=$ROOT
 . "$(dirname "$0")/lib.sh"
 
-CHUNK=20
 MEM_SLACK_KB=4096
 faults_setup soak
 # the production default: its lcores busy-poll (it runs alone, at full rate)
