@@ -24,6 +24,7 @@
 #define BENCH_DURATION_MAX 600
 #define BENCH_REQUESTS_MAX 1000000000000ull
 #define BENCH_THREADS_MAX  256
+#define BENCH_RATE_MAX     100000000ull
 /* Ranges kept for the uniqueness check, all threads together (512 MiB). */
 #define BENCH_STORE_MAX    (1u << 25)
 /* The longest single wait, so a stop (SIGINT, store full) is noticed soon. */
@@ -37,6 +38,7 @@ struct bench_cfg {
 	uint64_t requests; /* 0: bounded by the duration only */
 	uint64_t count;
 	uint64_t threads;
+	uint64_t rate; /* requests a second in all; 0: as fast as the replies come */
 	bool range;
 	bool json;
 	const char *out;
@@ -54,6 +56,7 @@ struct bench_thread {
 	size_t server;
 	uint64_t budget; /* requests this thread may send */
 	uint64_t deadline_ns;
+	uint64_t interval_ns; /* --rate: at least this long between sends; 0: none */
 
 	uint64_t sent, answered, timeouts, abandoned, errors, stale, malformed, invalid;
 	uint64_t status[FW_WIRE_ST_COUNT];
@@ -195,7 +198,7 @@ static void *bench_thread(void *arg)
 {
 	struct bench_thread *t = arg;
 	const struct bench_cfg *cfg = t->cfg;
-	uint64_t tag;
+	uint64_t tag, next = 0;
 
 	if (getrandom(&tag, sizeof(tag), 0) != sizeof(tag))
 		tag = fw_mono_ns() ^ (uint64_t)(uintptr_t)t;
@@ -205,6 +208,15 @@ static void *bench_thread(void *arg)
 
 		if (t0 >= t->deadline_ns)
 			break;
+		if (t->interval_ns) {
+			/* paced: a send slot every interval; one missed (a slow reply)
+			 * is not made up with a burst */
+			if (t0 < next) {
+				fw_sleep_ns(FW_MIN(next, t->deadline_ns) - t0);
+				continue; /* the deadline and the stop, checked again */
+			}
+			next = t0 + t->interval_ns;
+		}
 		tag++;
 		len = fw_wire_write_request(t->tx, sizeof(t->tx), cfg->op, (uint16_t)cfg->count,
 					    tag, !cfg->ca.trusted);
@@ -413,7 +425,7 @@ static void bench_help(FILE *f)
 	fprintf(f,
 		"usage: flakectl bench [--server HOST:PORT]... [--duration S] [--requests N]\n"
 		"                      [--count N] [--range] [--concurrency K] [--out FILE]\n"
-		"                      [--json] [--timeout MS] [--trusted]\n"
+		"                      [--rate R] [--json] [--timeout MS] [--trusted]\n"
 		"\n"
 		"Loads responders over kernel UDP sockets: K threads, each with its own socket,\n"
 		"send a request and wait for its reply, until the duration or the request\n"
@@ -429,11 +441,14 @@ static void bench_help(FILE *f)
 		"  --range               RANGE requests\n"
 		"  --concurrency K       threads, 1-%d (default 1); thread k uses server k mod\n"
 		"                        the number of servers\n"
+		"  --rate R              at most R requests a second in all (each thread R/K,\n"
+		"                        evenly spaced), 1-%llu (default: each thread sends\n"
+		"                        its next request as soon as the last is answered)\n"
 		"  --out FILE            write every ID received, decimal, one per line, in\n"
 		"                        increasing order (duplicates included)\n"
 		"  --json                the results as one JSON object\n",
 		BENCH_DURATION_MAX, BENCH_DURATION_DEF, BENCH_REQUESTS_MAX, FW_WIRE_LIST_MAX,
-		FW_WIRE_RANGE_IDS_MAX, BENCH_THREADS_MAX);
+		FW_WIRE_RANGE_IDS_MAX, BENCH_THREADS_MAX, BENCH_RATE_MAX);
 	client_args_help(f, CLIENT_ARGS_BENCH);
 }
 
@@ -460,6 +475,8 @@ static int bench_parse(struct bench_cfg *cfg, int argc, char **argv)
 		if (r == 0)
 			r = fc_opt_u64(argc, argv, &i, "--concurrency", 1, BENCH_THREADS_MAX,
 				       &cfg->threads);
+		if (r == 0)
+			r = fc_opt_u64(argc, argv, &i, "--rate", 1, BENCH_RATE_MAX, &cfg->rate);
 		if (r == 0)
 			r = fc_opt_value(argc, argv, &i, "--out", &cfg->out);
 		if (r < 0)
@@ -563,6 +580,7 @@ static int bench_run(const struct bench_cfg *cfg, const char *cmd, struct bench_
 						    (k < cfg->requests % cfg->threads)
 					  : UINT64_MAX;
 		t->deadline_ns = start + cfg->duration_s * 1000 * NS_PER_MS;
+		t->interval_ns = cfg->rate ? cfg->threads * 1000 * NS_PER_MS / cfg->rate : 0;
 		fw_hist_init(&t->hist);
 		chk.max_runs = BENCH_STORE_MAX / cfg->threads;
 		if (fw_idcheck_init(&t->chk, &chk) < 0) {

@@ -62,5 +62,6 @@ for op in fw_gen_next "fw_gen_list 100" "fw_gen_range 1" "fw_gen_range 100" \
 done
 expect_usage "bench-core --runs 0" "--runs 0" bench-core --runs 0
 expect_usage "bench-core --iterations x" "--iterations x" bench-core --iterations x
+expect_usage "bench --rate 0" "--rate 0: out of range (allowed 1-100000000)" bench --rate 0
 
 finish

@@ -209,6 +209,14 @@ expect_run "bench --requests 200 --count 50 --json" bench "${srv[@]}" --requests
 	--count 50 --concurrency 2 --json
 expect_match "bench LIST: every reply's IDs" "$out" '"ids":10000,'
 expect_match "bench LIST: no duplicates" "$out" '"duplicates":0,"order_violations":0\}$'
+# --rate caps the requests a second in all: 2 s at 100 a second from 2
+# threads is at most 202 requests (a send slot every 20 ms per thread; a
+# thread's first send at once), however fast the replies come
+expect_run "bench --rate 100 --duration 2 --concurrency 2 --json" bench "${srv[@]}" \
+	--rate 100 --duration 2 --concurrency 2 --json
+[[ $out =~ \"sent\":([0-9]+), ]] && sent=${BASH_REMATCH[1]} || sent=-1
+expect_eq "bench --rate 100 for 2 s: 1-202 requests (sent $sent)" "$((sent >= 1 && sent <= 202))" 1
+expect_match "bench --rate: no duplicates" "$out" '"duplicates":0,"order_violations":0\}$'
 
 # Nothing listening: exit 1, one clear line, within the timeout.
 dead=$(free_port)

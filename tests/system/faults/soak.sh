@@ -41,6 +41,7 @@ export FLAKEWIRE=${FLAKEWIRE:-$BUILD/app/flakewire/flakewire}
 export FLAKECTL=${FLAKECTL:-$BUILD/app/flakectl/flakectl}
 export WIRE_CLIENT=${WIRE_CLIENT:-$ROOT/tests/system/flakewire/wire_client.py}
 export FW_SRC=$ROOT
+BENCH_RATE=0 # the soak's clients: as fast as the replies come
 . "$(dirname "$0")/lib.sh"
 
 MEM_SLACK_KB=4096
