@@ -4,7 +4,7 @@
 # when something is missing.
 set -euo pipefail
 
-# Three sets:
+# Five sets:
 #  - BUILD_PKGS: what `meson setup` probes and `ninja` compiles with (headers,
 #    pkg-config files, and the programs and files meson looks for: go, javac,
 #    junit5's jar, mvn, node, pg_config, scdoc, pytest);
@@ -13,7 +13,12 @@ set -euo pipefail
 #  - OPS_PKGS: what only the tests of suite 'beside' (containers, packages,
 #    MariaDB) and the benchmarks need. scripts/test.sh installs them in the
 #    background while it compiles and runs the first lane; no test outside
-#    suite 'beside' may need one (tests/ops/meson.build, tests/mariadb/).
+#    suite 'beside' may need one (tests/ops/meson.build, tests/mariadb/);
+#  - ROOTS_PKGS: what tests/ops/nspawn_root.sh builds deploy-nspawn's Debian
+#    root with (in the ops set too). scripts/test.sh installs it first and
+#    builds the root while the other sets install: dpkg's unpacking keeps
+#    one core busy, not two (55-64 % of 2 cores, sampled every 10 s);
+#  - BENCH_PKGS: what only the benchmarks (scripts/bench/) need; no test.
 BUILD_PKGS=(
 	build-essential pkg-config meson ninja-build clang llvm python3
 	dpdk dpdk-dev libdpdk-dev
@@ -42,7 +47,6 @@ RUN_PKGS=(
 	python3-venv python3-setuptools python3-wheel python3-build python3-pip
 )
 OPS_PKGS=(
-	redis-server redis-tools valgrind # issue 16: bench/performance.sh Redis peer rows (4d-4h), callgrind row P
 	# issue 15 (scripts/bench/keys.sh, tests/dbbench) and issue 36 (tests/mariadb): the
 	# databases they start besides PostgreSQL, the Python drivers
 	mariadb-server python3-psycopg2 python3-mysqldb
@@ -52,16 +56,21 @@ OPS_PKGS=(
 	# tests/ops/test_podman.sh (pods under podman: runc, not crun; catatonit for kube play)
 	podman buildah runc catatonit mmdebstrap
 )
+ROOTS_PKGS=(debootstrap)
+BENCH_PKGS=(
+	redis-server redis-tools valgrind # issue 16: bench/performance.sh Redis peer rows (4d-4h), callgrind row P
+)
 
-# usage: scripts/install-deps.sh [--build] [--run] [--ops]   (default: all three sets)
+# usage: scripts/install-deps.sh [--build] [--run] [--ops] [--roots] [--bench]
+#   (default: all five sets)
 sets=()
 for a in "$@"; do
 	case $a in
-	--build | --run | --ops) sets+=("${a#--}") ;;
-	*) echo "usage: $0 [--build] [--run] [--ops]" >&2; exit 2 ;;
+	--build | --run | --ops | --roots | --bench) sets+=("${a#--}") ;;
+	*) echo "usage: $0 [--build] [--run] [--ops] [--roots] [--bench]" >&2; exit 2 ;;
 	esac
 done
-[ ${#sets[@]} -gt 0 ] || sets=(build run ops)
+[ ${#sets[@]} -gt 0 ] || sets=(build run ops roots bench)
 want() { [[ " ${sets[*]} " == *" $1 "* ]]; }
 
 # missing NAME...: those of NAME... that dpkg does not have installed
@@ -73,7 +82,8 @@ missing() {
 	done
 }
 mapfile -t missing_build < <(! want build || missing "${BUILD_PKGS[@]}")
-mapfile -t missing_rest < <(! want run || missing "${RUN_PKGS[@]}"; ! want ops || missing "${OPS_PKGS[@]}")
+mapfile -t missing_rest < <(! want run || missing "${RUN_PKGS[@]}"; ! want ops || missing "${OPS_PKGS[@]}"
+	! want roots || missing "${ROOTS_PKGS[@]}"; ! want bench || missing "${BENCH_PKGS[@]}")
 if [ ${#missing_build[@]} -eq 0 ] && [ ${#missing_rest[@]} -eq 0 ]; then
 	exit 0
 fi

@@ -18,7 +18,12 @@ come between). The session:
     top-level entry of SRC linked there, `build` linked to BUILD (so the
     pages' `scripts/try-fleet.sh` and `build/app/flakesock/flakesock` work);
   - has the built flakewire, flakesock and flakectl first on PATH, TMPDIR in
-    that directory (a page's `mktemp -d` is removed with it);
+    that directory (a page's `mktemp -d` is removed with it); as root, TMPDIR
+    is a tmpfs of its own (unmounted at the end), so a page's registry writes
+    its data to memory, not to a disk the test command's other lane keeps
+    busy: etcd 3.4 fsyncs every write and has no switch to stop, and on a
+    machine unpacking packages beside this test its cluster in doc/fleet.md
+    elected no leader within 30 s;
   - runs with `set -eE`: the first command that fails ends the page, and the
     test names the page, the line and the command;
   - runs in its own process group: whatever is left running when the page
@@ -259,6 +264,9 @@ def run_page(src, build, rel, blocks, timeout):
             os.symlink(os.path.join(src, e), os.path.join(work, e))
         os.symlink(os.path.abspath(build), os.path.join(work, "build"))
         os.mkdir(os.path.join(work, ".tmp"))
+        if os.geteuid() == 0:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "fw-docs-run",
+                            os.path.join(work, ".tmp")], check=True)
         failed = os.path.join(work, ".failed")
         env = dict(os.environ)
         env["PATH"] = ":".join([os.path.join(build, "app", p) for p in
@@ -317,6 +325,8 @@ def run_page(src, build, rel, blocks, timeout):
             tail = out.rstrip().split("\n")[-30 if fails else 0:]
             report += "    " + "\n    ".join(tail) + "\n"
     finally:
+        if os.path.ismount(os.path.join(work, ".tmp")):
+            subprocess.run(["umount", "-l", os.path.join(work, ".tmp")])
         shutil.rmtree(work, ignore_errors=True)
     return fails, report
 
