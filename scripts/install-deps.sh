@@ -17,7 +17,7 @@ set -euo pipefail
 #  - ROOTS_PKGS: what tests/ops/nspawn_root.sh builds deploy-nspawn's Debian
 #    root with (in the ops set too). scripts/test.sh installs it first and
 #    builds the root while the other sets install: dpkg's unpacking keeps
-#    one core busy, not two (55-64 % of 2 cores, sampled every 10 s);
+#    one core busy, not two (51-68 % of 2 cores, sampled every 10 s);
 #  - BENCH_PKGS: what only the benchmarks (scripts/bench/) need; no test.
 BUILD_PKGS=(
 	build-essential pkg-config meson ninja-build clang llvm python3

@@ -54,10 +54,13 @@ phase() {
 # (below), and the second lane waits for it before suite 'beside'.
 # deploy-nspawn's Debian root (debootstrap: its own dpkg in its own tree,
 # not the host's) is built while the build and run sets install, at nice 10:
-# dpkg's unpacking kept 55-64 % of the 2 cores busy (sampled every 10 s
+# dpkg's unpacking kept 51-68 % of the 2 cores busy (sampled every 10 s
 # after a purge), and the root alone took 70.7 s (44.7 s user, 37.0 s
-# system). The benchmarks' set (install-deps.sh --bench: Redis, valgrind)
-# is not installed: no test needs it.
+# system; 2026-12-02). After a purge with it (2026-12-03): the root ready
+# after 112 s, the install 188 s (149 s the run before, without it), the
+# first lane 911 s (1,017 s), 1,296 s in all (1,377 s). The benchmarks' set
+# (install-deps.sh --bench: Redis, valgrind) is not installed: no test
+# needs it.
 OPS_BESIDE="" ROOT_PID=""
 if [ "$(id -u)" -eq 0 ] && [ -z "${SUITES:-}" ]; then
 	OPS_BESIDE=1

@@ -212,7 +212,9 @@ static void *bench_thread(void *arg)
 			/* paced: a send slot every interval; one missed (a slow reply)
 			 * is not made up with a burst */
 			if (t0 < next) {
-				fw_sleep_ns(FW_MIN(next, t->deadline_ns) - t0);
+				/* at most a poll slice, so a stop is noticed soon */
+				fw_sleep_ns(FW_MIN(FW_MIN(next, t->deadline_ns) - t0,
+						   POLL_SLICE_MS * NS_PER_MS));
 				continue; /* the deadline and the stop, checked again */
 			}
 			next = t0 + t->interval_ns;

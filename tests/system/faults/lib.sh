@@ -139,8 +139,8 @@ now_ms() { date +%s%3N; }
 # Paced at BENCH_RATE requests a second in all (default 4000; 0: as fast as
 # the replies come, the soak's load): a fault test needs IDs every
 # millisecond or so around its fault, not a responder and a client each
-# busy on a core. Unpaced, the fault tests took about 200 CPU-seconds of
-# the test command's 2 cores (issue 34).
+# busy on a core. Unpaced, the fault tests but the soak took about 236
+# CPU-seconds of the test command's 2 cores, paced 139 (issue 34).
 BENCH_RATE=${BENCH_RATE:-4000}
 bench_start() {
 	local n=$1 pace=()
