@@ -21,8 +21,7 @@
 #    increasing per worker; then the failover figures (a request to
 #    [dead port, B] and to [silent host, B], printed, never asserted) and
 #    close() ending hand-outs with the "closed" error.
-# Everything started here is stopped by PID on exit, also on failure. Hold
-# /tmp/fw-root-tests.lock while it runs (it starts responders).
+# Everything started here is stopped by PID on exit, also on failure.
 set -u
 lang=${1:?usage: consumer.sh LANG SRCROOT FLAKESOCK [CONSUMER_C]}
 root=$(cd "${2:?source root}" && pwd)
@@ -95,8 +94,11 @@ FW_DEAD=127.0.0.1:$(free_port)
 FLAKEWIRE_SERVERS=$FW_A,$FW_B
 export FW_A FW_A_PID FW_B FW_SILENT FW_DEAD FLAKEWIRE_SERVERS
 # Isolated caches: nothing of this run lands in the user's ~/.m2 or Go cache.
+# Maven's JVM compiles with C1 only and collects serially: a build this size
+# ends before C2 pays off (consumer-java: 24-27 CPU-seconds against 36-37,
+# two runs each, the same steps).
 export GOCACHE=$tmp/go-cache GOPATH=$tmp/go-path GOPROXY=off GOTOOLCHAIN=local \
-	CGO_ENABLED=0 MAVEN_OPTS="-Dmaven.repo.local=$tmp/m2" PYTHONDONTWRITEBYTECODE=1 \
+	CGO_ENABLED=0 MAVEN_OPTS="-Dmaven.repo.local=$tmp/m2 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" PYTHONDONTWRITEBYTECODE=1 \
 	npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 ln -s "$root" "$tmp/flakewire"
