@@ -63,6 +63,8 @@ BENCH_PKGS=(
 
 # usage: scripts/install-deps.sh [--build] [--run] [--ops] [--roots] [--bench]
 #   (default: all five sets)
+# INSTALL_DEPS_BUILD_DONE=FILE: FILE is created once the build set is in,
+# before the others install (scripts/test.sh compiles from then on).
 sets=()
 for a in "$@"; do
 	case $a in
@@ -84,6 +86,8 @@ missing() {
 mapfile -t missing_build < <(! want build || missing "${BUILD_PKGS[@]}")
 mapfile -t missing_rest < <(! want run || missing "${RUN_PKGS[@]}"; ! want ops || missing "${OPS_PKGS[@]}"
 	! want roots || missing "${ROOTS_PKGS[@]}"; ! want bench || missing "${BENCH_PKGS[@]}")
+build_done() { [ -z "${INSTALL_DEPS_BUILD_DONE:-}" ] || touch "$INSTALL_DEPS_BUILD_DONE"; }
+[ ${#missing_build[@]} -gt 0 ] || build_done
 if [ ${#missing_build[@]} -eq 0 ] && [ ${#missing_rest[@]} -eq 0 ]; then
 	exit 0
 fi
@@ -117,6 +121,7 @@ apt_install() { # PACKAGE...: apt-get install, quiet, no recommends
 # writes only its own directory.
 if [ ${#missing_build[@]} -eq 0 ] || [ ${#missing_rest[@]} -eq 0 ]; then
 	apt_install "${missing_build[@]}" "${missing_rest[@]}"
+	build_done
 	exit 0
 fi
 archives=/var/cache/apt/archives/flakewire-rest
@@ -125,6 +130,7 @@ $SUDO apt-get install -y -qq --no-install-recommends --download-only -o Debug::N
 	-o Dir::Cache::Archives="$archives/" "${missing_rest[@]}" >/dev/null &
 download=$!
 apt_install "${missing_build[@]}" || { wait "$download"; exit 1; }
+build_done
 wait "$download" || echo "install-deps: the download beside the build set failed; apt-get fetches again" >&2
 apt_install -o Dir::Cache::Archives="$archives/" "${missing_rest[@]}"
 $SUDO rm -rf "$archives"

@@ -36,7 +36,7 @@ summary_fail() { # reason: the last line for a failure before any test ran
 
 LOGS=$(mktemp -d)
 WARM_PID="" BESIDE_PID="" FUZZ_PID=""
-trap 'for p in $WARM_PID $BESIDE_PID ${ROOT_PID:-} $FUZZ_PID; do kill -- "-$p" 2>/dev/null; done; [ -z "${NODPDK_PID:-}" ] || kill "$NODPDK_PID" 2>/dev/null; rm -rf "$LOGS"' EXIT
+trap 'for p in $WARM_PID $BESIDE_PID ${ROOT_PID:-} ${BUILD_PID:-} $FUZZ_PID; do kill -- "-$p" 2>/dev/null; done; [ -z "${NODPDK_PID:-}" ] || kill "$NODPDK_PID" 2>/dev/null; rm -rf "$LOGS"' EXIT
 
 # phase NAME: the seconds since the last phase ends up in the last lines.
 PHASES=""
@@ -46,14 +46,33 @@ phase() {
 	phase_t0=$SECONDS
 }
 
-# The install. Installing the run-time packages while the tree compiled
-# saved nothing on a 2-core machine (dpkg's unpacking and the compiler each
-# took twice as long side by side: 281 s to the first test either way). What
-# only suite 'beside' and the benchmarks need (install-deps.sh's ops set:
-# containers, MariaDB, lintian) is different: no test needs it before the
-# second lane has built the DPDK-free tree, fuzzed and run ThreadSanitizer's
-# tests, so on a full run as root it installs in the background at nice 10
-# (below), and the second lane waits for it before suite 'beside'.
+BUILD=${BUILD:-build}
+BUILD_NODPDK=${BUILD_NODPDK:-build-nodpdk}
+# meson compiles through ccache (install-deps.sh installs it). 101 of the
+# DPDK-free tree's 103 compile commands are the first tree's, word for word;
+# without the build directory in ccache's hash (it is there for -g's
+# DW_AT_comp_dir) the second tree takes them from the cache: its build took
+# 123-203 s of the second lane's time before, nearly all of it compiling.
+export CCACHE_NOHASHDIR=true
+
+# setup DIR OPTIONS...: configures DIR (new or existing) with OPTIONS, then builds it.
+setup() {
+	local dir=$1
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson configure "$dir" -Dwerror=true "$@" >/dev/null || return 1
+	else
+		meson setup "$dir" -Dwerror=true "$@" >/dev/null || return 1
+	fi
+	ninja -C "$dir"
+}
+
+# The install. What only suite 'beside' and the benchmarks need
+# (install-deps.sh's ops set: containers, MariaDB, lintian): no test needs it
+# before the second lane has built the DPDK-free tree and run
+# ThreadSanitizer's tests, so on a full run as root it installs in the
+# background at nice 10 (below), and the second lane waits for it before
+# suite 'beside'.
 # deploy-nspawn's Debian root (debootstrap: its own dpkg in its own tree,
 # not the host's) is built while the build and run sets install, at nice 10:
 # dpkg's unpacking kept 51-68 % of the 2 cores busy (sampled every 10 s
@@ -63,7 +82,15 @@ phase() {
 # first lane 911 s (1,017 s), 1,296 s in all (1,377 s). The benchmarks' set
 # (install-deps.sh --bench: Redis, valgrind) is not installed: no test
 # needs it.
-OPS_BESIDE="" ROOT_PID=""
+# The compile of $BUILD starts once the build set is in, at nice 10 while
+# the run set installs (install-deps.sh's INSTALL_DEPS_BUILD_DONE), then at
+# full priority: after a purge, with the nspawn root ready, dpkg kept only
+# 51-65 % of the 2 cores busy for the last 60-70 s of the install (sampled
+# every 10 s in the three purged runs of 2026-12-03's fourth session). An
+# earlier try compiled at full priority beside the whole run set, the ops
+# set's containers and databases among it: 281 s to the first test, as
+# without it.
+OPS_BESIDE="" ROOT_PID="" BUILD_PID=""
 if [ "$(id -u)" -eq 0 ] && [ -z "${SUITES:-}" ]; then
 	OPS_BESIDE=1
 	if scripts/install-deps.sh --roots; then
@@ -73,7 +100,13 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${SUITES:-}" ]; then
 			echo "early: the nspawn root ready after $SECONDS s"' >"$LOGS/root.log" 2>&1 </dev/null &
 		ROOT_PID=$!
 	fi
-	scripts/install-deps.sh --build --run || summary_fail "install-deps failed"
+	setsid nice -n 10 bash -c "$(declare -f setup)
+		for ((i = 0; i < 1800; i++)); do [ -f '$LOGS/build-set.done' ] && break; sleep 1; done
+		[ -f '$LOGS/build-set.done' ] && setup '$BUILD' -Ddpdk=enabled" >"$LOGS/build.log" 2>&1 </dev/null &
+	BUILD_PID=$!
+	INSTALL_DEPS_BUILD_DONE=$LOGS/build-set.done scripts/install-deps.sh --build --run ||
+		summary_fail "install-deps failed"
+	renice -n 0 -g "$BUILD_PID" >/dev/null 2>&1 # the compile, all of its process group
 else
 	scripts/install-deps.sh --build --run --ops --roots || summary_fail "install-deps failed"
 fi
@@ -105,28 +138,15 @@ if [ "$(id -u)" -eq 0 ] && { [ -z "${SUITES:-}" ] || [[ " ${SUITES} " == *" ops 
 	WARM_PID=$!
 fi
 
-BUILD=${BUILD:-build}
-BUILD_NODPDK=${BUILD_NODPDK:-build-nodpdk}
-# meson compiles through ccache (install-deps.sh installs it). 101 of the
-# DPDK-free tree's 103 compile commands are the first tree's, word for word;
-# without the build directory in ccache's hash (it is there for -g's
-# DW_AT_comp_dir) the second tree takes them from the cache: its build took
-# 123-203 s of the second lane's time before, nearly all of it compiling.
-export CCACHE_NOHASHDIR=true
-
-# setup DIR OPTIONS...: configures DIR (new or existing) with OPTIONS, then builds it.
-setup() {
-	local dir=$1
-	shift
-	if [ -f "$dir/build.ninja" ]; then
-		meson configure "$dir" -Dwerror=true "$@" >/dev/null || return 1
-	else
-		meson setup "$dir" -Dwerror=true "$@" >/dev/null || return 1
-	fi
-	ninja -C "$dir"
-}
-
-setup "$BUILD" -Ddpdk=enabled || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
+if [ -n "$BUILD_PID" ]; then
+	wait "$BUILD_PID"
+	rc=$?
+	BUILD_PID=""
+	cat "$LOGS/build.log"
+	[ "$rc" -eq 0 ] || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
+else
+	setup "$BUILD" -Ddpdk=enabled || summary_fail "build failed ($BUILD, -Ddpdk=enabled)"
+fi
 phase build
 
 
