@@ -85,8 +85,8 @@ setup() {
 # The compile of $BUILD starts once the build set is in, at nice 10 while
 # the run set installs (install-deps.sh's INSTALL_DEPS_BUILD_DONE), then at
 # full priority: after a purge, with the nspawn root ready, dpkg kept only
-# 51-65 % of the 2 cores busy for the last 60-70 s of the install (sampled
-# every 10 s in the three purged runs of 2026-12-03's fourth session). An
+# 51-70 % of the 2 cores busy for the last 60-70 s of the install (sampled
+# every 10 s in three purged runs of 2026-12-03: ci-N, ci-R, ci-S). An
 # earlier try compiled at full priority beside the whole run set, the ops
 # set's containers and databases among it: 281 s to the first test, as
 # without it.
@@ -273,10 +273,12 @@ elif grep -q "^nodpdk-build 0" "$LOGS/beside.status"; then
 fi
 # The fuzz run (each harness for FUZZ_SECONDS, side by side, after building
 # them): beside suite quiet in the idle scheduling class too, on a full run.
-# Each harness is bounded by its time, not its inputs, so it takes only the
-# CPU quiet leaves, and never lengthens the run by more than its build. In
-# the second lane, at nice 10, it took 84-152 s of that lane for 15 s of
-# fuzzing, waiting for the cores the tests held (issue 34).
+# Each harness is bounded by its time, not its inputs, so it takes the CPU
+# quiet leaves for FUZZ_SECONDS. In the second lane, at nice 10, it took
+# 84-152 s of that lane for 15 s of fuzzing (five full runs of 2026-12-03),
+# waiting for the cores the tests held (issue 34). Beside quiet's ZooKeeper
+# and etcd tests its build stretched them (fleet-backstep 30 s against 20 s,
+# one run); quiet starts with its fault tests, and took 110-122 s so.
 if [ -z "${SUITES:-}" ] && [ "$FUZZ_SECONDS" -gt 0 ] && [ -x scripts/fuzz.sh ]; then
 	setsid bash -c 't0=$SECONDS; chrt --idle 0 scripts/fuzz.sh "$1"; rc=$?
 		echo "fuzz $rc $((SECONDS - t0))" >"$2/fuzz.status"' fuzz "$FUZZ_SECONDS" "$LOGS" \

@@ -98,7 +98,8 @@ export FW_A FW_A_PID FW_B FW_SILENT FW_DEAD FLAKEWIRE_SERVERS
 # ends before C2 pays off (consumer-java: 24-27 CPU-seconds against 36-37,
 # two runs each, the same steps).
 export GOCACHE=$tmp/go-cache GOPATH=$tmp/go-path GOPROXY=off GOTOOLCHAIN=local \
-	CGO_ENABLED=0 MAVEN_OPTS="-Dmaven.repo.local=$tmp/m2 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" PYTHONDONTWRITEBYTECODE=1 \
+	CGO_ENABLED=0 PYTHONDONTWRITEBYTECODE=1 \
+	MAVEN_OPTS="-Dmaven.repo.local=$tmp/m2 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" \
 	npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 ln -s "$root" "$tmp/flakewire"
