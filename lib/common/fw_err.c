@@ -23,6 +23,8 @@ static const struct fw_err_desc fw_err_table[] = {
 	{FW_ECAL, "clock calibration samples unusable"},
 	{FW_ESTATE_CORRUPT, "state file is corrupt or truncated"},
 	{FW_EMARK_AHEAD, "system clock is behind the persisted mark by more than mark_ahead_ms"},
+	{FW_EMARK_LAYOUT, "the mark fences another ID layout or epoch"},
+	{FW_EMARK_LOST, "a mark was written to this state and is missing"},
 	{FW_EWIRE_SHORT, "datagram truncated"},
 	{FW_EWIRE_MAGIC, "not a flakewire datagram"},
 	{FW_EWIRE_VERSION, "unsupported protocol version"},

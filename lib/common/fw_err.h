@@ -36,6 +36,8 @@ enum fw_err {
 	/* State file */
 	FW_ESTATE_CORRUPT = -(FW_ERR_BASE + 40), /* state file garbled or truncated */
 	FW_EMARK_AHEAD = -(FW_ERR_BASE + 41),    /* clock far behind the mark (start_policy fail) */
+	FW_EMARK_LAYOUT = -(FW_ERR_BASE + 42),   /* the mark fences another ID layout or epoch */
+	FW_EMARK_LOST = -(FW_ERR_BASE + 43),     /* a mark was written here and is gone */
 
 	/* Wire protocol */
 	FW_EWIRE_SHORT = -(FW_ERR_BASE + 50),   /* datagram shorter than its header says */

@@ -45,6 +45,7 @@
 #include "fw_common.h"
 #include "fw_gen.h"
 #include "fw_log.h"
+#include "fw_mark.h"
 
 /* "No limit" for a lease limit (layout ms). */
 #define FW_KEEPER_NO_LIMIT UINT64_MAX
@@ -86,9 +87,12 @@ FW_API void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, v
 
 /*
  * Persistence of the mark. NULL members (or a NULL io in the config) mean
- * fw_mark_read()/fw_mark_write() on cfg.state_file. Return codes are theirs:
- * read: 0, -ENOENT (no file: first start), FW_ESTATE_CORRUPT, -errno;
- * write: 0 or -errno.
+ * the files: fw_mark_open() of cfg.state_file against cfg.layout (at
+ * cfg.epoch_ms) and fw_mark_write() with it. Return codes are theirs:
+ * read: 0, -ENOENT (no mark and none ever written: first start),
+ * FW_EMARK_LOST (one was written and is gone), FW_EMARK_LAYOUT (it fences
+ * another layout), FW_ESTATE_CORRUPT, -errno; write: 0 or -errno. A double
+ * stores unix ms only: the layout check is the files'.
  */
 struct fw_keeper_io {
 	int (*read_mark)(void *arg, uint64_t *unix_ms);
@@ -105,6 +109,13 @@ struct fw_keeper_config {
 	const char *state_file;        /* the mark file (used when io is NULL) */
 	const struct fw_keeper_io *io; /* NULL: files */
 	uint64_t epoch_ms;             /* the layout's epoch, unix ms */
+	/*
+	 * The layout the mark fences ([id] datacenter_bits, worker_bits,
+	 * sequence_bits, datacenter; its epoch_ms is ignored: epoch_ms above is
+	 * the epoch). Default: 0/10/12, datacenter 0. A mark of another layout
+	 * refuses the start (FW_EMARK_LAYOUT).
+	 */
+	struct fw_mark_layout layout;
 	uint32_t n_workers;            /* worker slots, 1..FW_KEEPER_WORKERS_MAX */
 	const uint32_t *worker_ids;    /* n_workers worker IDs (slot i starts with worker_ids[i]) */
 	const char *name;              /* the responder's name in log lines ("flakewire") */
@@ -174,7 +185,8 @@ FW_API void fw_keeper_free(struct fw_keeper *k);
 
 /* What fw_keeper_start() found, for the owner's log lines. */
 struct fw_keeper_start_info {
-	int read_rc;            /* fw_mark read: 0, -ENOENT (first start) */
+	int read_rc;            /* the mark's read: 0, -ENOENT (first start), or the error */
+	uint64_t advice_unix;   /* a lost or unreadable mark: the mark the log line advises */
 	uint64_t mark_unix;     /* mark read (0: none) */
 	uint64_t now_unix;      /* keeper time at start */
 	uint64_t behind_ms;     /* mark - now when the clock is behind the mark, else 0 */
@@ -191,7 +203,11 @@ struct fw_keeper_start_info {
  * filled in even on error.
  * Returns 0 (a failed first reservation is not an error: workers wait at
  * the old mark and fw_keeper_tick() retries); FW_ECAL (bad samples);
- * FW_ESTATE_CORRUPT or -errno (the mark cannot be read: refuse to start);
+ * FW_ESTATE_CORRUPT, FW_EMARK_LOST or -errno (the mark cannot be read:
+ * refuse to start; the log line advises a mark to write, info->advice_unix:
+ * the highest of a leftover FILE.tmp and the clock plus mark_ahead_ms plus
+ * the clock policy's step); FW_EMARK_LAYOUT (the mark fences another layout:
+ * the log line names both);
  * FW_EMARK_AHEAD (start_policy fail and the clock is more than
  * mark_ahead_ms behind the mark).
  */

@@ -30,6 +30,8 @@ struct slot_state {
 struct fw_keeper {
 	struct fw_keeper_config cfg;
 	struct fw_keeper_io io;
+	struct fw_mark_layout layout; /* what the mark fences: cfg.layout at cfg.epoch_ms */
+	struct fw_mark found;         /* the file's mark as read at start (files only) */
 	struct fw_clock_cal cal;
 	uint64_t anchor_ns;   /* keeper time (ns) of the last anchor */
 	uint64_t now_unix_ms; /* keeper time at the last call */
@@ -81,14 +83,22 @@ void fw_keeper_sample(fw_keeper_ticks_fn ticks, fw_keeper_wall_fn wall, void *wa
 	}
 }
 
+/* The files: the mark must fence this keeper's layout (fw_mark_open). */
 static int file_read(void *arg, uint64_t *unix_ms)
 {
-	return fw_mark_read(arg, unix_ms);
+	struct fw_keeper *k = arg;
+	int rc = fw_mark_open(k->cfg.state_file, &k->layout, &k->found);
+
+	if (rc == 0)
+		*unix_ms = k->found.unix_ms;
+	return rc;
 }
 
 static int file_write(void *arg, uint64_t unix_ms)
 {
-	return fw_mark_write(arg, unix_ms);
+	struct fw_keeper *k = arg;
+
+	return fw_mark_write(k->cfg.state_file, unix_ms, &k->layout);
 }
 
 void fw_keeper_config_default(struct fw_keeper_config *cfg)
@@ -100,6 +110,9 @@ void fw_keeper_config_default(struct fw_keeper_config *cfg)
 	cfg->mark_retry_ms = DEFAULT_RETRY;
 	cfg->start_policy = FW_KEEPER_START_WAIT;
 	cfg->epoch_ms = FW_DEFAULT_EPOCH_MS;
+	cfg->layout = (struct fw_mark_layout){.epoch_ms = FW_DEFAULT_EPOCH_MS,
+					      .worker_bits = 10,
+					      .sequence_bits = 12};
 }
 
 int fw_keeper_create(const struct fw_keeper_config *cfg, struct fw_keeper **out)
@@ -118,7 +131,9 @@ int fw_keeper_create(const struct fw_keeper_config *cfg, struct fw_keeper **out)
 		k->cfg.mark_retry_ms = DEFAULT_RETRY;
 	k->io.read_mark = cfg->io && cfg->io->read_mark ? cfg->io->read_mark : file_read;
 	k->io.write_mark = cfg->io && cfg->io->write_mark ? cfg->io->write_mark : file_write;
-	k->io.arg = cfg->io && cfg->io->read_mark ? cfg->io->arg : (void *)cfg->state_file;
+	k->io.arg = cfg->io && cfg->io->read_mark ? cfg->io->arg : (void *)k;
+	k->layout = cfg->layout;
+	k->layout.epoch_ms = cfg->epoch_ms;
 	k->cfg.io = &k->io;
 	k->st = calloc(cfg->n_workers, sizeof(*k->st));
 	k->slots = aligned_alloc(FW_CACHE_LINE, sizeof(*k->slots) * cfg->n_workers);
@@ -265,15 +280,44 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 		fw_log(&k->cfg.log, FW_LOG_INFO, "mark: %s does not exist: first start",
 		       file_name(k));
 		mark = 0;
+	} else if (rc == FW_EMARK_LAYOUT) {
+		char had[FW_MARK_LAYOUT_LEN], want[FW_MARK_LAYOUT_LEN];
+		fw_log(&k->cfg.log, FW_LOG_ERR,
+		       "mark: %s fences the ID layout %s, this start has %s; refusing to start: "
+		       "its IDs could equal IDs issued under the mark's layout. Fix: stop, then "
+		       "convert the mark to the new layout with 'flakectl mark %s --convert "
+		       "--config NEW.conf' (or --set id.KEY=VALUE), or start with the old [id] "
+		       "settings",
+		       file_name(k), fw_mark_layout_format(&k->found.layout, had),
+		       fw_mark_layout_format(&k->layout, want), file_name(k));
+		return rc;
 	} else if (rc) {
+		uint64_t tmp = 0, margin = k->cfg.mark_ahead_ms + k->cfg.clock.step_ns / NS_PER_MS;
+		uint64_t advice = k->cfg.state_file
+					  ? fw_mark_advice(k->cfg.state_file, now, margin, &tmp)
+					  : now + margin;
+		info->advice_unix = advice;
 		fw_log(&k->cfg.log, FW_LOG_ERR,
 		       "mark: cannot read %s: %s; refusing to start: the IDs issued before are "
-		       "unknown. Fix: restore the file, or write a mark at or above the last "
-		       "time this node may have issued IDs (its last run's end plus "
-		       "[state] mark_ahead_ms) with 'flakectl mark %s --set UNIX_MS --force', "
-		       "then start again",
-		       file_name(k), fw_strerror(rc), file_name(k));
+		       "unknown. Fix: restore the file, or write a mark at or above the newest "
+		       "one this node logged ('mark: reserved up to M' or 'persisted M') with "
+		       "'flakectl mark %s --set UNIX_MS --force', then start again. Without "
+		       "that, use at least %llu (%s: a node whose system clock was stepped back "
+		       "issued ahead of it; a step beyond [clock] step_ms is logged as 'clock: "
+		       "system clock is N ms behind': add N)",
+		       file_name(k), fw_strerror(rc), file_name(k), (unsigned long long)advice,
+		       tmp && tmp >= now + margin
+			       ? "the leftover mark in FILE.tmp"
+			       : "the clock plus [state] mark_ahead_ms plus [clock] step_ms");
 		return rc;
+	}
+	if (rc == 0 && k->cfg.state_file && k->io.read_mark == file_read &&
+	    k->found.format == 1) {
+		char want[FW_MARK_LAYOUT_LEN];
+		fw_log(&k->cfg.log, FW_LOG_INFO,
+		       "mark: %s records no layout (format 1): read as this start's %s, rewritten "
+		       "with it at the first reservation",
+		       file_name(k), fw_mark_layout_format(&k->layout, want));
 	}
 	info->mark_unix = mark;
 	if (mark > now) {

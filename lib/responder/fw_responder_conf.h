@@ -28,8 +28,9 @@
 /*
  * Fills *kc with the keeper defaults, then [clock] max_slew_ppm, reanchor_ms
  * (also the rate horizon), step_ms and [state] mark_ahead_ms, start_policy,
- * file from @c, and @epoch_ms. The caller sets n_workers, worker_ids, name
- * and log.
+ * file from @c, and @epoch_ms; the layout the mark fences ([id]
+ * datacenter_bits, worker_bits, sequence_bits, datacenter at @epoch_ms). The
+ * caller sets n_workers, worker_ids, name and log.
  */
 FW_API void fw_responder_keeper_config(struct fw_keeper_config *kc, const struct fw_conf *c,
 				       uint64_t epoch_ms);

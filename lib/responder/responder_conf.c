@@ -22,6 +22,11 @@ FW_API void fw_responder_keeper_config(struct fw_keeper_config *kc, const struct
 								       : FW_KEEPER_START_WAIT;
 	kc->state_file = c->state.file;
 	kc->epoch_ms = epoch_ms;
+	kc->layout = (struct fw_mark_layout){.epoch_ms = epoch_ms,
+					     .datacenter_bits = c->id.datacenter_bits,
+					     .worker_bits = c->id.worker_bits,
+					     .sequence_bits = c->id.sequence_bits,
+					     .datacenter = c->id.datacenter};
 }
 
 FW_API int fw_responder_driver_config(struct fw_keeper_driver_config *dc, const struct fw_conf *c,

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -58,8 +59,9 @@ struct script {
 	struct fw_keeper_worker w[2];
 };
 
-/* The last WARNING line and the number of lines logged. */
+/* The last WARNING and ERR lines and the number of lines logged. */
 static char last_warning[512];
+static char last_error[FW_LOG_LINE_MAX];
 static unsigned lines;
 
 static void capture(void *arg, enum fw_log_level level, const char *line)
@@ -68,6 +70,8 @@ static void capture(void *arg, enum fw_log_level level, const char *line)
 	lines++;
 	if (level == FW_LOG_WARNING)
 		snprintf(last_warning, sizeof(last_warning), "%s", line);
+	if (level == FW_LOG_ERR)
+		snprintf(last_error, sizeof(last_error), "%s", line);
 }
 
 static int st_read(void *arg, uint64_t *ms)
@@ -844,6 +848,160 @@ static void test_seqlock_reader_waits(void **state)
 	teardown(&s);
 }
 
+
+/* ---- the mark file itself (io NULL): its layout and its record ---- */
+
+struct fdir {
+	char dir[64];
+	char mark[96];
+};
+
+static void fdir_make(struct fdir *f)
+{
+	strcpy(f->dir, "/tmp/fw_keeper_XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->mark, sizeof(f->mark), "%s/mark", f->dir);
+}
+
+static void fdir_rm(struct fdir *f)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void file_cfg(struct script *s, const struct fdir *f)
+{
+	setup_cfg(s);
+	s->cfg.io = NULL;
+	s->cfg.state_file = f->mark;
+}
+
+/* One run on the file: start (expecting @want), 1 s of ticks, stop. */
+static void file_run(struct script *s, int want)
+{
+	struct fw_keeper_start_info info;
+	int rc = start(s, &info);
+	assert_int_equal(rc, want);
+	if (rc == 0) {
+		run(s, 1000);
+		assert_int_equal(fw_keeper_stop(s->k, 0, NULL), 0);
+	}
+	teardown(s);
+}
+
+/* A start with another epoch or widths than the mark fences refuses, naming both. */
+static void test_file_layout_refuses(void **state)
+{
+	(void)state;
+	struct fdir f;
+	struct script s;
+	char want[FW_MARK_LAYOUT_LEN];
+	fdir_make(&f);
+	file_cfg(&s, &f);
+	file_run(&s, 0); /* a first start writes the mark in its layout */
+
+	file_cfg(&s, &f);
+	s.cfg.epoch_ms = EPOCH_MS + 5000; /* the probe: the epoch 5 s later */
+	last_error[0] = '\0';
+	file_run(&s, FW_EMARK_LAYOUT);
+	assert_non_null(strstr(last_error, f.mark));
+	assert_non_null(strstr(last_error, "fences the ID layout epoch_ms 1767225600000 "));
+	struct fw_mark_layout l = s.cfg.layout;
+	l.epoch_ms = EPOCH_MS + 5000;
+	assert_non_null(strstr(last_error, fw_mark_layout_format(&l, want)));
+	assert_non_null(strstr(last_error, "flakectl mark"));
+	assert_non_null(strstr(last_error, "--convert"));
+
+	file_cfg(&s, &f);
+	s.cfg.layout.sequence_bits = 10; /* a narrower sequence */
+	file_run(&s, FW_EMARK_LAYOUT);
+	file_cfg(&s, &f);
+	s.cfg.layout.datacenter_bits = 2;
+	s.cfg.layout.datacenter = 1;
+	file_run(&s, FW_EMARK_LAYOUT);
+	/* the layout it was written in still starts */
+	file_cfg(&s, &f);
+	file_run(&s, 0);
+	fdir_rm(&f);
+}
+
+/* A mark deleted once written refuses the start, naming the file and a safe mark. */
+static void test_file_lost_mark_refuses(void **state)
+{
+	(void)state;
+	struct fdir f;
+	struct script s;
+	struct fw_keeper_start_info info;
+	char rec[128];
+	fdir_make(&f);
+	file_cfg(&s, &f);
+	file_run(&s, 0);
+	assert_int_equal(unlink(f.mark), 0);
+
+	file_cfg(&s, &f);
+	last_error[0] = '\0';
+	assert_int_equal(start(&s, &info), FW_EMARK_LOST);
+	assert_int_equal(info.read_rc, FW_EMARK_LOST);
+	assert_non_null(strstr(last_error, f.mark));
+	assert_non_null(strstr(last_error, "refusing to start"));
+	/* the advice covers a node that issued ahead of a clock stepped back by step_ms */
+	uint64_t margin = s.cfg.mark_ahead_ms + s.cfg.clock.step_ns / NS_PER_MS;
+	assert_true(info.advice_unix >= info.now_unix + margin);
+	char adv[32];
+	snprintf(adv, sizeof(adv), "%llu", (unsigned long long)info.advice_unix);
+	assert_non_null(strstr(last_error, adv));
+	teardown(&s);
+
+	/* a state without the record starts (a first start, or one whose first write failed) */
+	snprintf(rec, sizeof(rec), "%s.written", f.mark);
+	assert_int_equal(unlink(rec), 0);
+	file_cfg(&s, &f);
+	file_run(&s, 0);
+	fdir_rm(&f);
+}
+
+/* A format 1 mark is read as the configured layout and rewritten with it at the first reservation. */
+static void test_file_v1_rewritten(void **state)
+{
+	(void)state;
+	struct fdir f;
+	struct script s;
+	struct fw_keeper_start_info info;
+	struct fw_mark m;
+	fdir_make(&f);
+	file_cfg(&s, &f);
+	s.cfg.layout.worker_bits = 8;
+	s.cfg.layout.sequence_bits = 14;
+	uint64_t old = true_ms(&s) + 2000;
+	char head[64], text[128];
+	int n = snprintf(head, sizeof(head), "flakewire-mark 1\nunix_ms %llu\n",
+			 (unsigned long long)old);
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (int i = 0; i < n; i++) {
+		h ^= (unsigned char)head[i];
+		h *= 0x100000001b3ULL;
+	}
+	n = snprintf(text, sizeof(text), "%scheck %016llx\n", head, (unsigned long long)h);
+	FILE *fp = fopen(f.mark, "w");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(text, 1, (size_t)n, fp), (size_t)n);
+	assert_int_equal(fclose(fp), 0);
+
+	assert_int_equal(start(&s, &info), 0);
+	assert_int_equal(info.mark_unix, old);
+	assert_int_equal(fw_keeper_worker_last(s.k, 0), 0);
+	assert_int_equal(fw_mark_read_full(f.mark, &m), 0);
+	assert_int_equal(m.format, 2);
+	struct fw_mark_layout want = s.cfg.layout;
+	want.epoch_ms = EPOCH_MS;
+	assert_true(fw_mark_layout_equal(&m.layout, &want));
+	assert_true(m.unix_ms >= old);
+	assert_int_equal(fw_mark_recorded(f.mark), 1);
+	teardown(&s);
+	fdir_rm(&f);
+}
+
 static uint64_t real_wall(void *arg)
 {
 	(void)arg;
@@ -885,6 +1043,9 @@ int main(void)
 		cmocka_unit_test(test_seqlock_no_torn_reads),
 		cmocka_unit_test(test_seqlock_reader_waits),
 		cmocka_unit_test(test_sources),
+		cmocka_unit_test(test_file_layout_refuses),
+		cmocka_unit_test(test_file_lost_mark_refuses),
+		cmocka_unit_test(test_file_v1_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
