@@ -53,23 +53,15 @@ static void mark_help(FILE *f)
 		MARK_MS_MAX);
 }
 
-static void print_layout(const struct fw_mark *m)
-{
-	char l[FW_MARK_LAYOUT_LEN];
-
-	if (m->format == 1)
-		printf("  layout: not recorded (format 1): read as the responder's [id] settings, "
-		       "rewritten at its next start\n");
-	else
-		printf("  layout: %s\n", fw_mark_layout_format(&m->layout, l));
-}
-
+/* One line: scripts read the third word (the unix ms). */
 static void print_mark(const char *path, const struct fw_mark *m)
 {
-	char iso[FW_ISO8601_LEN];
+	char iso[FW_ISO8601_LEN], l[FW_MARK_LAYOUT_LEN];
 
-	printf("%s: unix_ms %" PRIu64 "  %s\n", path, m->unix_ms, fw_format_iso8601(m->unix_ms, iso));
-	print_layout(m);
+	printf("%s: unix_ms %" PRIu64 "  %s  (%s)\n", path, m->unix_ms,
+	       fw_format_iso8601(m->unix_ms, iso),
+	       m->format == 1 ? "format 1: no layout recorded, read as the responder's [id]"
+			      : fw_mark_layout_format(&m->layout, l));
 }
 
 static int mark_read(const char *cmd, const char *path)

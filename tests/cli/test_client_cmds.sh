@@ -237,7 +237,7 @@ expect_match "get -n 0: names the argument" "$err" "^flakectl get: -n 0: out of 
 # mark: the live responder's state file, then a scratch one.
 crun mark "$tmp/main.mark"
 expect_eq "mark reads the responder's state file" "$rc" 0
-if [[ $out =~ unix_ms\ ([0-9]+)\ +([^ ]+)$ ]]; then
+if [[ $out =~ unix_ms\ ([0-9]+)\ +([^ ]+)\ +\(epoch_ms\ $default_epoch\ datacenter_bits\ 0\ worker_bits\ 10\ sequence_bits\ 12\ datacenter\ 0\)$ ]]; then
 	expect_eq "mark prints unix ms and ISO time" "${BASH_REMATCH[2]}" \
 		"$(iso_ms "${BASH_REMATCH[1]}")"
 	expect_eq "mark is not behind the IDs issued" \
@@ -248,10 +248,16 @@ fi
 m="$tmp/scratch-mark"
 crun mark "$m"
 expect_eq "mark of a missing file: exit 1" "$rc" 1
-expect_run "mark --set" mark "$m" --set "$((default_epoch + 5000))"
+# issue 48: a missing or corrupt mark is written over only with --force
+crun mark "$m" --set "$((default_epoch + 5000))"
+expect_eq "mark --set over a missing file without --force: exit 2" "$rc" 2
+expect_match "mark --set over a missing file: says why and advises" "$err" \
+	"^flakectl mark: --set $((default_epoch + 5000)): $m is missing: the IDs issued under it are unknown.* or else at least [0-9]+ .*with --force$"
+[ ! -e "$m" ] || fail "mark --set without --force wrote the missing file"
+expect_run "mark --set --force" mark "$m" --set "$((default_epoch + 5000))" --force
 crun mark "$m"
-expect_match "mark reads back what --set wrote" "$out" \
-	"unix_ms $((default_epoch + 5000))  2026-01-01T00:00:05.000Z$"
+expect_match "mark reads back what --set wrote, in the default layout" "$out" \
+	"unix_ms $((default_epoch + 5000))  2026-01-01T00:00:05.000Z  \\(epoch_ms $default_epoch datacenter_bits 0 worker_bits 10 sequence_bits 12 datacenter 0\\)$"
 crun mark "$m" --set "$default_epoch"
 expect_eq "mark --set refuses to lower a mark" "$rc" 2
 expect_match "mark --set lowering: names the argument" "$err" "^flakectl mark: --set $default_epoch: below"
@@ -262,9 +268,31 @@ printf 'flakewire-mark 1\nunix_ms 12\ncheck 0000000000000000\n' >"$m"
 crun mark "$m"
 expect_eq "mark of a corrupt file: exit 1" "$rc" 1
 expect_match "mark of a corrupt file says so" "$err" "corrupt"
-expect_run "mark --set over a corrupt file" mark "$m" --set "$default_epoch"
+crun mark "$m" --set "$default_epoch"
+expect_eq "mark --set over a corrupt file without --force: exit 2" "$rc" 2
+expect_match "mark --set over a corrupt file: says so" "$err" "is corrupt: the IDs issued under it are unknown"
+expect_run "mark --set --force over a corrupt file" mark "$m" --set "$default_epoch" --force
 crun mark "$m"
 expect_match "mark after recovery" "$out" "unix_ms $default_epoch "
+# --convert: the epoch 5 s later waits 5 s more; a narrower sequence 16 ms per old ms
+expect_run "mark --set a mark to convert" mark "$m" --set "$((default_epoch + 1000))"
+crun mark "$m" --set "$((default_epoch + 2000))" --set id.epoch_ms=$((default_epoch + 5000))
+expect_eq "mark --set in another layout than the mark's: exit 2" "$rc" 2
+expect_match "mark --set in another layout: points at --convert" "$err" "--convert rewrites"
+crun mark "$m" --convert
+expect_eq "mark --convert without a layout: exit 2" "$rc" 2
+expect_run "mark --convert to an epoch 5 s later" mark "$m" --convert \
+	--set id.epoch_ms=$((default_epoch + 5000))
+crun mark "$m"
+expect_match "the converted mark waits 5 s more, in the new layout" "$out" \
+	"unix_ms $((default_epoch + 6000)) .*\\(epoch_ms $((default_epoch + 5000)) datacenter_bits 0 worker_bits 10 sequence_bits 12 datacenter 0\\)$"
+printf '[id]\nepoch_ms = %s\nsequence_bits = 8\n' "$((default_epoch + 5000))" >"$tmp/seq8.conf"
+expect_run "mark --convert --config" mark "$m" --convert --config "$tmp/seq8.conf"
+crun mark "$m"
+expect_match "a sequence 4 bits narrower: 16 ms per old ms" "$out" \
+	"unix_ms $((default_epoch + 5000 + 1001 * 16 - 1)) .*sequence_bits 8 datacenter 0\\)$"
+crun mark "$m" --convert --config "$tmp/seq8.conf"
+expect_match "mark --convert to the same layout changes nothing" "$out" "unchanged$"
 
 if ! kill -0 "$sock_pid" 2>/dev/null; then
 	fail "flakesock still running at the end" "$(cat "$tmp/main.log")"

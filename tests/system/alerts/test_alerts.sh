@@ -250,7 +250,7 @@ done
 STATE=$T/full.st sock full 4304 9904 --set id.workers=5 --set state.mark_ahead_ms=200
 STATE=$T/ro.st sock ro 4305 9905 --set id.workers=6 --set state.mark_ahead_ms=200
 mkdir -p "$T/behind"
-"$FLAKECTL" mark "$T/behind/mark" --set "$(($(date +%s%3N) + 120000))" >/dev/null
+"$FLAKECTL" mark "$T/behind/mark" --set "$(($(date +%s%3N) + 120000))" --force >/dev/null
 sock behind 4306 9906 --set id.workers=7
 sock seq 4307 9907 --set id.workers=8 --set id.sequence_bits=1 --set id.max_borrow_ms=0
 BIN=$FLAKESOCK_TESTCLOCK sock clock 4308 9908 --set id.workers=9

@@ -28,7 +28,7 @@ refuses() { # variant
 	echo "$1: exit status $rc"
 }
 
-"$FLAKECTL" mark "$MARK" --set now >/dev/null || fail "flakectl mark"
+"$FLAKECTL" mark "$MARK" --set now --force >/dev/null || fail "flakectl mark"
 sed -i 's/^check .*/check 0123456789abcdef/' "$MARK"
 refuses "bad check"
 grep "refusing to start" "$TMP/fw.log"

@@ -54,7 +54,7 @@ check "under a flood /readyz stays 200 (15 polls)" [ "$(grep -o 200 <<<"$codes" 
 
 # waiting: the mark 20 s ahead of the clock (a restart after the clock stepped back)
 mkdir -p "$SYS_TMP/wait"
-"$FLAKECTL" mark "$SYS_TMP/wait/mark" --set "$(($(date +%s%3N) + 20000))" >/dev/null
+"$FLAKECTL" mark "$SYS_TMP/wait/mark" --set "$(($(date +%s%3N) + 20000))" --force >/dev/null
 check "a node behind its mark starts (start_policy wait)" sock wait 9852 4252 --set id.worker_base=20
 r=$(http http://127.0.0.1:9852/readyz)
 echo "readyz: $r"

@@ -105,7 +105,7 @@ stop
 # issue 38: a node that can issue nothing is not OK, with or without traffic:
 # restarted with the mark 120 s ahead (RETRY_AFTER to everything), no traffic
 mkdir -p "$TMP/state"
-"$FLAKECTL" mark "$TMP/state/mark" --set "$(($(date +%s%3N) + 120000))" >/dev/null
+"$FLAKECTL" mark "$TMP/state/mark" --set "$(($(date +%s%3N) + 120000))" --force >/dev/null
 start
 status 2 --interval 0
 grep -q '^states *7 waiting 8 waiting' "$TMP/out" || fail "the worker's state is not waiting"
