@@ -16,9 +16,6 @@
 #define MARK_AHEAD_MAX_MS (24ull * 3600 * 1000)
 /* Year 9999: beyond it ISO 8601 needs more digits and no layout reaches it. */
 #define MARK_MS_MAX       253402300799999ull
-/* The advice for a lost mark without a configuration: the defaults of [clock] step_ms
- * (1 h) and [state] mark_ahead_ms (3 s), as the responders' own refusal computes it. */
-#define ADVICE_MARGIN_MS  (3600000ull + 3000ull)
 #define OVERRIDES_MAX     16
 
 static void mark_help(FILE *f)
@@ -97,8 +94,14 @@ struct layout_opts {
 	unsigned n_set;
 };
 
-/* Builds the layout the options give. Returns 0 or an FC_EXIT_* (reported). */
-static int layout_of(const char *cmd, const struct layout_opts *o, struct fw_mark_layout *out)
+/*
+ * Builds the layout the options give, and the margin a lost mark's advice adds
+ * to the clock: [state] mark_ahead_ms plus [clock] step_ms, as the responders'
+ * own refusal computes it (their defaults without --config). Returns 0 or an
+ * FC_EXIT_* (reported).
+ */
+static int layout_of(const char *cmd, const struct layout_opts *o, struct fw_mark_layout *out,
+		     uint64_t *margin_ms)
 {
 	struct fw_conf *c = malloc(sizeof(*c));
 	char err[512];
@@ -124,6 +127,7 @@ static int layout_of(const char *cmd, const struct layout_opts *o, struct fw_mar
 					       .worker_bits = c->id.worker_bits,
 					       .sequence_bits = c->id.sequence_bits,
 					       .datacenter = c->id.datacenter};
+		*margin_ms = (uint64_t)c->state.mark_ahead_ms + c->clock.step_ms;
 	}
 	free(c);
 	return rc;
@@ -136,6 +140,7 @@ struct mark_req {
 	bool force;
 	bool layout_given;
 	struct fw_mark_layout layout; /* the options', or the default */
+	uint64_t margin_ms;           /* a lost mark's advice: the clock plus this */
 };
 
 static int mark_set_locked(const char *cmd, const struct mark_req *q)
@@ -150,7 +155,7 @@ static int mark_set_locked(const char *cmd, const struct mark_req *q)
 		return FC_EXIT_FAIL;
 	}
 	if (rc != 0 && !q->force) {
-		uint64_t tmp = 0, advice = fw_mark_advice(q->path, now, ADVICE_MARGIN_MS, &tmp);
+		uint64_t tmp = 0, advice = fw_mark_advice(q->path, now, q->margin_ms, &tmp);
 		bool lost = rc == -ENOENT && fw_mark_recorded(q->path) == 1;
 		fc_err(cmd,
 		       "--set %" PRIu64 ": %s is %s: the IDs issued under it are unknown. Write "
@@ -162,10 +167,10 @@ static int mark_set_locked(const char *cmd, const struct mark_req *q)
 				"written"
 			      : "missing",
 		       advice,
-		       tmp && tmp >= now + ADVICE_MARGIN_MS
+		       tmp && tmp >= now + q->margin_ms
 			       ? "the leftover FILE.tmp"
-			       : "the clock plus [clock] step_ms and [state] mark_ahead_ms, their "
-				 "defaults");
+			       : "the clock plus [state] mark_ahead_ms plus [clock] step_ms: add N "
+				 "if the node logged 'clock: system clock is N ms behind'");
 		return FC_EXIT_USAGE;
 	}
 	struct fw_mark_layout layout = q->layout;
@@ -355,7 +360,7 @@ int cmd_mark(int argc, char **argv)
 		}
 		return mark_read(cmd, q.path);
 	}
-	int lrc = layout_of(cmd, &lo, &q.layout);
+	int lrc = layout_of(cmd, &lo, &q.layout, &q.margin_ms);
 	if (lrc)
 		return lrc;
 	if (q.convert)

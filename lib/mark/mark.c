@@ -255,7 +255,7 @@ static int record(const char *path)
 {
 	static const char text[] =
 		"flakewire: a mark was written beside this file. Keep it: while it exists, a "
-		"missing mark refuses to start (doc/runbook.md#a-lost-mark).\n";
+		"missing mark refuses to start (doc/runbook.md#a-lost-or-unreadable-mark).\n";
 	char rec[PATH_MAX];
 	int rc = fw_mark_recorded(path);
 
