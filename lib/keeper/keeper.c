@@ -286,8 +286,7 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 		       "mark: %s fences the ID layout %s, this start has %s; refusing to start: "
 		       "its IDs could equal IDs issued under the mark's layout. Fix: stop, then "
 		       "convert the mark to the new layout with 'flakectl mark %s --convert "
-		       "--config NEW.conf' (or --set id.KEY=VALUE), or start with the old [id] "
-		       "settings",
+		       "--config NEW.conf' (or --set id.KEY=VALUE), or start in the mark's layout",
 		       file_name(k), fw_mark_layout_format(&k->found.layout, had),
 		       fw_mark_layout_format(&k->layout, want), file_name(k));
 		return rc;
