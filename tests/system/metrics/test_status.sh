@@ -79,6 +79,8 @@ status 0 --interval 1
 grep -q '^drops *none (over 1\.[0-9] s); 25 since start$' "$TMP/out" || fail "drops since start not shown"
 stop
 
+# another layout: a state of its own (the mark fences the layout it was written in, issue 48)
+rm -rf "$TMP/state"
 start --set id.sequence_bits=1 --set id.max_borrow_ms=0
 load --op list --count 50
 status 1 --interval 1
@@ -86,6 +88,7 @@ wait "$LOAD"
 grep -q '^status *WARNING: over 10 % RETRY_AFTER' "$TMP/out" || fail "no RETRY_AFTER warning"
 stop
 
+rm -rf "$TMP/state" # back to the default layout: a fresh state again
 start --set state.mark_ahead_ms=200
 # the keeper writes mark.tmp every ~100 ms: an rm racing it finds the
 # directory not empty (CI), so retry until the directory is gone
