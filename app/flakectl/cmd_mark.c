@@ -135,8 +135,8 @@ static int layout_of(const char *cmd, const struct layout_opts *o, struct fw_mar
 
 struct mark_req {
 	const char *path;
-	uint64_t ms;    /* --set */
-	bool convert;   /* --convert */
+	uint64_t ms;  /* --set */
+	bool convert; /* --convert */
 	bool force;
 	bool layout_given;
 	struct fw_mark_layout layout; /* the options', or the default */
@@ -355,7 +355,9 @@ int cmd_mark(int argc, char **argv)
 	if (!set && !q.convert) {
 		if (q.force || q.layout_given) {
 			fc_err(cmd, "%s: only with --set or --convert",
-			       q.force ? "--force" : lo.config ? "--config" : "--set id.KEY=VALUE");
+			       q.force     ? "--force"
+			       : lo.config ? "--config"
+					   : "--set id.KEY=VALUE");
 			return FC_EXIT_USAGE;
 		}
 		return mark_read(cmd, q.path);

@@ -116,9 +116,9 @@ struct fw_keeper_config {
 	 * refuses the start (FW_EMARK_LAYOUT).
 	 */
 	struct fw_mark_layout layout;
-	uint32_t n_workers;            /* worker slots, 1..FW_KEEPER_WORKERS_MAX */
-	const uint32_t *worker_ids;    /* n_workers worker IDs (slot i starts with worker_ids[i]) */
-	const char *name;              /* the responder's name in log lines ("flakewire") */
+	uint32_t n_workers;         /* worker slots, 1..FW_KEEPER_WORKERS_MAX */
+	const uint32_t *worker_ids; /* n_workers worker IDs (slot i starts with worker_ids[i]) */
+	const char *name;           /* the responder's name in log lines ("flakewire") */
 	/*
 	 * The owner's sink (lib/common/fw_log.h; {NULL, NULL}: silent). The
 	 * keeper writes the same words for both responders, so operators and

@@ -110,9 +110,8 @@ void fw_keeper_config_default(struct fw_keeper_config *cfg)
 	cfg->mark_retry_ms = DEFAULT_RETRY;
 	cfg->start_policy = FW_KEEPER_START_WAIT;
 	cfg->epoch_ms = FW_DEFAULT_EPOCH_MS;
-	cfg->layout = (struct fw_mark_layout){.epoch_ms = FW_DEFAULT_EPOCH_MS,
-					      .worker_bits = 10,
-					      .sequence_bits = 12};
+	cfg->layout = (struct fw_mark_layout){
+		.epoch_ms = FW_DEFAULT_EPOCH_MS, .worker_bits = 10, .sequence_bits = 12};
 }
 
 int fw_keeper_create(const struct fw_keeper_config *cfg, struct fw_keeper **out)
@@ -310,8 +309,7 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 			       : "the clock plus [state] mark_ahead_ms plus [clock] step_ms");
 		return rc;
 	}
-	if (rc == 0 && k->cfg.state_file && k->io.read_mark == file_read &&
-	    k->found.format == 1) {
+	if (rc == 0 && k->cfg.state_file && k->io.read_mark == file_read && k->found.format == 1) {
 		char want[FW_MARK_LAYOUT_LEN];
 		fw_log(&k->cfg.log, FW_LOG_INFO,
 		       "mark: %s records no layout (format 1): read as this start's %s, rewritten "

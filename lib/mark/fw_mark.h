@@ -51,7 +51,7 @@
 
 /* What a mark fences: the ID layout and the datacenter value it was issued in. */
 struct fw_mark_layout {
-	uint64_t epoch_ms;       /* [id] epoch_ms, unix ms */
+	uint64_t epoch_ms;        /* [id] epoch_ms, unix ms */
 	uint32_t datacenter_bits; /* [id] datacenter_bits */
 	uint32_t worker_bits;     /* [id] worker_bits */
 	uint32_t sequence_bits;   /* [id] sequence_bits */
@@ -126,8 +126,7 @@ FW_API int fw_mark_recorded(const char *path);
  *  - FW_ESTATE_CORRUPT, or another negated errno (the mark or the record
  *    cannot be read).
  */
-FW_API int fw_mark_open(const char *path, const struct fw_mark_layout *want,
-			struct fw_mark *found);
+FW_API int fw_mark_open(const char *path, const struct fw_mark_layout *want, struct fw_mark *found);
 
 /*
  * The conversion: the mark, in layout @to, that fences every ID the mark

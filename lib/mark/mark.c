@@ -15,8 +15,8 @@
 
 #define MARK_MAGIC1 "flakewire-mark 1\n"
 #define MARK_MAGIC2 "flakewire-mark 2\n"
-#define MARK_MS    "unix_ms "
-#define MARK_CHECK "check "
+#define MARK_MS     "unix_ms "
+#define MARK_CHECK  "check "
 
 /* The longest valid file is under 200 bytes; anything that fills this is not ours. */
 #define MARK_MAX 320
@@ -286,7 +286,7 @@ static void unrecord(const char *path)
 	char rec[PATH_MAX];
 
 	if (record_path(path, rec, sizeof(rec)) == 0 && unlink(rec) == 0 && fw_fsync_dir(rec)) {
-		/* the record may come back after a crash: the start then refuses, on the safe side */
+		/* it may come back after a crash: the start then refuses, the safe side */
 	}
 }
 
@@ -358,7 +358,7 @@ int fw_mark_write(const char *path, uint64_t unix_ms, const struct fw_mark_layou
 		return -ENAMETOOLONG;
 	head = snprintf(text, sizeof(text),
 			MARK_MAGIC2 MARK_MS "%llu\nepoch_ms %llu\ndatacenter_bits %u\n"
-					"worker_bits %u\nsequence_bits %u\ndatacenter %u\n",
+					    "worker_bits %u\nsequence_bits %u\ndatacenter %u\n",
 			(unsigned long long)unix_ms, (unsigned long long)layout->epoch_ms,
 			layout->datacenter_bits, layout->worker_bits, layout->sequence_bits,
 			layout->datacenter);

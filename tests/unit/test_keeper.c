@@ -848,7 +848,6 @@ static void test_seqlock_reader_waits(void **state)
 	teardown(&s);
 }
 
-
 /* ---- the mark file itself (io NULL): its layout and its record ---- */
 
 struct fdir {
@@ -961,7 +960,8 @@ static void test_file_lost_mark_refuses(void **state)
 	fdir_rm(&f);
 }
 
-/* A format 1 mark is read as the configured layout and rewritten with it at the first reservation. */
+/* A format 1 mark is read as the configured layout and rewritten with it at the first reservation.
+ */
 static void test_file_v1_rewritten(void **state)
 {
 	(void)state;

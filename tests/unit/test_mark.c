@@ -388,13 +388,14 @@ static void test_relative_path(void **state)
 	assert_false(exists(d->tmp));
 }
 
-
 /* A mark written before this change (format 1) reads, as whatever layout the reader has. */
 static void test_v1_compat(void **state)
 {
-	static const struct fw_mark_layout other = {
-		.epoch_ms = 1288834974657ULL, .datacenter_bits = 5, .worker_bits = 5,
-		.sequence_bits = 12, .datacenter = 3};
+	static const struct fw_mark_layout other = {.epoch_ms = 1288834974657ULL,
+						    .datacenter_bits = 5,
+						    .worker_bits = 5,
+						    .sequence_bits = 12,
+						    .datacenter = 3};
 	struct dir *d = *state;
 	struct fw_mark m;
 	char text[128];
@@ -431,11 +432,21 @@ static void test_layout_mismatch(void **state)
 	for (int f = 0; f < 5; f++) {
 		struct fw_mark_layout l = L0;
 		switch (f) {
-		case 0: l.epoch_ms += 5000; break;
-		case 1: l.datacenter_bits = 2; break;
-		case 2: l.worker_bits = 8; break;
-		case 3: l.sequence_bits = 10; break;
-		default: l.datacenter = 1; break;
+		case 0:
+			l.epoch_ms += 5000;
+			break;
+		case 1:
+			l.datacenter_bits = 2;
+			break;
+		case 2:
+			l.worker_bits = 8;
+			break;
+		case 3:
+			l.sequence_bits = 10;
+			break;
+		default:
+			l.datacenter = 1;
+			break;
 		}
 		memset(&m, 0, sizeof(m));
 		if (fw_mark_open(d->mark, &l, &m) != FW_EMARK_LAYOUT)
