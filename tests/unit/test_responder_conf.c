@@ -50,6 +50,10 @@ static void keeper_from_conf(void **state)
 	set(&c, "state.start_policy=fail");
 	set(&c, "state.file=/tmp/x.mark");
 	set(&c, "stats.interval_s=5");
+	set(&c, "id.datacenter_bits=3");
+	set(&c, "id.datacenter=5");
+	set(&c, "id.worker_bits=7");
+	set(&c, "id.sequence_bits=11");
 	assert_int_equal(
 		fw_responder_driver_config(&dc, &c, 1234, 2, ids, "flakesock", err, sizeof(err)),
 		0);
@@ -61,6 +65,12 @@ static void keeper_from_conf(void **state)
 	assert_int_equal(dc.keeper.start_policy, FW_KEEPER_START_FAIL);
 	assert_string_equal(dc.keeper.state_file, "/tmp/x.mark");
 	assert_int_equal(dc.keeper.epoch_ms, 1234);
+	/* the layout the mark fences (issue 48): the [id] widths and datacenter at that epoch */
+	assert_int_equal(dc.keeper.layout.epoch_ms, 1234);
+	assert_int_equal(dc.keeper.layout.datacenter_bits, 3);
+	assert_int_equal(dc.keeper.layout.datacenter, 5);
+	assert_int_equal(dc.keeper.layout.worker_bits, 7);
+	assert_int_equal(dc.keeper.layout.sequence_bits, 11);
 	assert_int_equal(dc.keeper.n_workers, 2);
 	assert_ptr_equal(dc.keeper.worker_ids, ids);
 	assert_string_equal(dc.keeper.name, "flakesock");
