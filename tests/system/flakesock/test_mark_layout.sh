@@ -47,6 +47,7 @@ refuses() {
 			echo "$name: it serves"
 			return 1
 		fi
+		sleep 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
 		sys_stop "$pid" TERM
