@@ -229,6 +229,7 @@ FW_API int fw_responder_fleet_config(struct fw_responder_fleet_config *f, const 
 	}
 	f->fc.cache_file = c->fleet.cache_file;
 	f->fc.state_stamp = state_stamp;
+	f->fc.mark_file = c->state.file;
 	f->fc.layout = *layout;
 	f->fc.lease_ms = c->fleet.lease_ms;
 	f->fc.renew_ms = c->fleet.renew_ms;
