@@ -41,7 +41,7 @@ rc=$?
 cat "$SYS_TMP/c.log"
 check "the same static worker ID on another state refuses to start (exit 1)" [ "$rc" -eq 1 ]
 check "naming the worker ID, its lock file and the holder's PID" \
-	grep -q "static worker ID 5 (datacenter 0) is locked by PID $A ($SYS_TMP/locks/dc0-worker5.lock)" \
+	grep -q "static worker ID 5 (datacenter 0: node field 5, 12 sequence bits) is locked by PID $A ($SYS_TMP/locks/node5-seq12.lock)" \
 	"$SYS_TMP/c.log"
 
 # another worker ID on another state serves beside it
