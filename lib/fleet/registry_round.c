@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -169,11 +170,14 @@ static int retire_pending(struct fw_fleet *f)
 	 * cache cannot be written the ID stays leased to this process and
 	 * retiring (issue 48, case 5: released, claimed by another node, then
 	 * served again by a restart from the stale cache while the store is
-	 * unreachable). */
+	 * unreachable). No cache file at all (its directory missing, say) offers
+	 * nothing: a file of ours is only ever renamed into place, so one that is
+	 * not there now was never durable either. */
 	bool durable = !f->cache[0];
 	if (!durable) {
+		struct stat st;
 		fleet_cache_save(f);
-		durable = !f->cache_dirty;
+		durable = !f->cache_dirty || (lstat(f->cache, &st) != 0 && errno == ENOENT);
 	}
 	for (uint32_t j = 0; j < f->n_retiring; j++) {
 		struct retiring *t = &f->retiring[j];
