@@ -53,6 +53,17 @@ check "another worker ID on its own state serves beside it" \
 	sys_wait_for 10 ctl info --server 127.0.0.1:4244 --timeout 100
 sys_stop "$D" TERM
 
+# outside the container images ([state] lock_dir_mount = no, the default) the
+# default [id] still serves worker 0, its lock in a plain directory (issue 48)
+sys_start "$SYS_TMP/z.log" "$FLAKESOCK" --threads 1 --set stats.interval_s=0 \
+	--set "state.lock_dir=$SYS_TMP/locks" --set "state.file=$SYS_TMP/mark0" --set net.udp_port=4245
+Z=$SYS_LAST_PID
+check "the default [id] outside the images serves" \
+	sys_wait_for 10 ctl info --server 127.0.0.1:4245 --timeout 100
+check "as worker 0" eval 'ctl info --server 127.0.0.1:4245 | grep -q "datacenter 0, worker 0$"'
+check "locked as node0-seq12.lock" test -e "$SYS_TMP/locks/node0-seq12.lock"
+sys_stop "$Z" TERM
+
 # flakectl mark --set while the state is held. The holder is stopped
 # (SIGSTOP keeps its lock) so that its own mark extensions cannot change the
 # file between the two reads: only flakectl could.
