@@ -20,7 +20,12 @@
 # state directory (a volume) and the entry point:
 #   flakesock --config /etc/flakewire/flakewire.ini --listen 0.0.0.0
 #             --set state.file=/var/lib/flakewire/mark
-#             --set fleet.cache_file=/var/lib/flakewire/fleet  [ARGS: more --set]
+#             --set fleet.cache_file=/var/lib/flakewire/fleet
+#             --set state.lock_dir_mount=yes  [ARGS: more --set]
+# state.lock_dir_mount=yes (issue 48): a static worker ID (no fleet) needs
+# [state] lock_dir to be a host directory mounted into every container of
+# the host; the image's default configuration (static worker 0, no such
+# mount) refuses to start instead of serving worker 0 beside another one.
 # Configuration: mount a file over /etc/flakewire/flakewire.ini (a ConfigMap)
 # and add --set arguments. Logs go to the standard streams; SIGTERM writes the
 # mark and exits (PID 1 is the responder itself: it handles SIGTERM).
@@ -199,8 +204,8 @@ build_sock() {
 	CTR=$(buildah from --quiet --pull-never "$BASE")
 	apt_install "$CTR" "${SOCK_DEBS[@]}"
 	# a fixed numeric user (runAsNonRoot checks a numeric one); the state
-	# directory its own; the lock directory of static worker IDs writable
-	# (it matters only without a fleet and without a read-only root)
+	# directory its own; the mount point of the lock directory of static
+	# worker IDs (a host volume goes there: state.lock_dir_mount=yes)
 	buildah run "$CTR" sh -c 'groupadd --gid 10001 flakesock &&
 		useradd --uid 10001 --gid 10001 --no-create-home \
 			--home-dir /var/lib/flakewire --shell /usr/sbin/nologin flakesock &&
@@ -209,7 +214,7 @@ build_sock() {
 		rm -f /etc/default/flakesock /lib/systemd/system/flakesock.service'
 	common_config "$CTR" flakesock
 	buildah config --user 10001:10001 --workingdir /var/lib/flakewire \
-		--entrypoint '["/usr/sbin/flakesock","--config","/etc/flakewire/flakewire.ini","--listen","0.0.0.0","--set","state.file=/var/lib/flakewire/mark","--set","fleet.cache_file=/var/lib/flakewire/fleet"]' \
+		--entrypoint '["/usr/sbin/flakesock","--config","/etc/flakewire/flakewire.ini","--listen","0.0.0.0","--set","state.file=/var/lib/flakewire/mark","--set","fleet.cache_file=/var/lib/flakewire/fleet","--set","state.lock_dir_mount=yes"]' \
 		--cmd '[]' "$CTR"
 	buildah commit --quiet --rm "$CTR" "$name:build-$key" >/dev/null
 	CTR=""
@@ -241,7 +246,7 @@ build_wire() {
 	# ARGS name (--set port0.iface=eth0).
 	buildah config --user 0:0 --env RUNTIME_DIRECTORY=/run/flakewire \
 		--entrypoint '["/usr/sbin/flakewire"]' \
-		--cmd '["-l","0","--no-huge","--no-pci","-m","256","--file-prefix","flakewire","--","--config","/etc/flakewire/flakewire.ini","--set","port0.mode=af_xdp","--set","state.file=/var/lib/flakewire/mark","--set","fleet.cache_file=/var/lib/flakewire/fleet"]' \
+		--cmd '["-l","0","--no-huge","--no-pci","-m","256","--file-prefix","flakewire","--","--config","/etc/flakewire/flakewire.ini","--set","port0.mode=af_xdp","--set","state.file=/var/lib/flakewire/mark","--set","fleet.cache_file=/var/lib/flakewire/fleet","--set","state.lock_dir_mount=yes"]' \
 		"$CTR"
 	buildah commit --quiet --rm "$CTR" "$name:build-$key" >/dev/null
 	CTR=""

@@ -58,6 +58,7 @@ static const struct {
 	{"backstep", backsteps, FW_ARRAY_SIZE(backsteps)},
 	{"idle", power_idles, FW_ARRAY_SIZE(power_idles)},
 	{"etcd_plain_password", no_yes, FW_ARRAY_SIZE(no_yes)},
+	{"lock_dir_mount", no_yes, FW_ARRAY_SIZE(no_yes)},
 };
 
 static const char *const *enum_names(const struct conf_key *k, size_t *n)
@@ -145,6 +146,12 @@ static const struct conf_key keys[] = {
 	 "responders on this host cannot serve the same one (the state file is locked beside "
 	 "it, as FILE.lock)",
 	 C(state.lock_dir)},
+	{"state", "lock_dir_mount", T_ENUM, 0, FW_ARRAY_SIZE(no_yes) - 1, "no",
+	 "yes (the container images set it): static worker IDs (no fleet) need lock_dir to be "
+	 "a mount point of its own, a host directory every container on the host mounts there "
+	 "(checked in /proc/self/mountinfo), or the responder refuses to start: a directory "
+	 "inside one container locks nothing for another",
+	 C(state.lock_dir_mount)},
 	{"state", "mark_ahead_ms", T_U32, 100, 600000, "3000",
 	 "reserve (persist) this far ahead of the clock; extended when half is used",
 	 C(state.mark_ahead_ms)},

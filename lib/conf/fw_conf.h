@@ -138,6 +138,7 @@ struct fw_conf {
 	struct {
 		char file[FW_CONF_STR_LEN];
 		char lock_dir[FW_CONF_STR_LEN]; /* static worker IDs' host-wide locks */
+		uint32_t lock_dir_mount;        /* 1: lock_dir must be a mount point */
 		uint32_t mark_ahead_ms;
 		uint32_t start_policy; /* enum fw_conf_start_policy */
 	} state;

@@ -67,6 +67,11 @@ struct fw_fleet_config {
 	 * "": none). Without it no cache is this process's own: nothing is
 	 * taken back and a start while the store is down has no worker ID. */
 	const char *state_stamp;
+	/* The state's mark file (fw_mark.h; NULL or "": none). Each cache write
+	 * records the mark it holds then, and a start takes back (or starts from)
+	 * a cache that recorded one only when this file holds a mark at or above
+	 * it: a deleted or lowered mark proves nothing. */
+	const char *mark_file;
 	struct fw_layout layout;
 	uint64_t lease_ms;           /* lease length (default 24 h) */
 	uint64_t renew_ms;           /* renew this often (default 60 s) */

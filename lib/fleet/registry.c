@@ -73,6 +73,10 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		snprintf(err, errlen, "fleet: cache file name too long");
 		goto fail;
 	}
+	if (cfg->mark_file && strlen(cfg->mark_file) >= PATH_MAX) {
+		snprintf(err, errlen, "fleet: mark file name too long");
+		goto fail;
+	}
 	if (store == NULL)
 		goto fail;
 	rc = -ENOMEM;
@@ -85,11 +89,13 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 	snprintf(f->identity, sizeof(f->identity), "%s", cfg->identity);
 	snprintf(f->cache, sizeof(f->cache), "%s", cfg->cache_file ? cfg->cache_file : "");
 	snprintf(f->stamp, sizeof(f->stamp), "%s", cfg->state_stamp ? cfg->state_stamp : "");
+	snprintf(f->mark, sizeof(f->mark), "%s", cfg->mark_file ? cfg->mark_file : "");
 	f->cfg.connect = NULL; /* the store's */
 	f->cfg.root = f->root;
 	f->cfg.identity = f->identity;
 	f->cfg.cache_file = f->cache;
 	f->cfg.state_stamp = f->stamp;
+	f->cfg.mark_file = f->mark;
 	f->cfg.zk_auth = NULL; /* the store's copy only */
 	f->r = (struct fw_fleet_recipe){
 		store,         cfg->layout,
@@ -128,22 +134,44 @@ fail:
 /*
  * The previous run's cache on this state: what may be taken back (the
  * proof), and what a start with the store down may issue under. Returns
- * fw_fleet_cache_read's code; f->proven holds every record it names.
+ * fw_fleet_cache_read's code, or FW_FLEET_CACHE_MARK_BELOW when the cache
+ * recorded a mark and the state's mark is missing or below it (the mark
+ * does not fence what that run issued: nothing is proven); f->proven holds
+ * every record a proving cache names.
  */
 static int load_proof(struct fw_fleet *f)
 {
 	struct fw_fleet_held all[FW_FLEET_SLOTS_MAX];
+	uint64_t recorded = FW_FLEET_CACHE_NO_MARK, mark = 0;
 	for (uint32_t i = 0; i < FW_FLEET_SLOTS_MAX; i++)
 		all[i].worker = FW_FLEET_WORKER_NONE;
 	f->n_proven = 0;
-	int n = f->cache[0] ? fw_fleet_cache_read(f->cache, &f->cache_of, all, FW_FLEET_SLOTS_MAX)
+	int n = f->cache[0] ? fw_fleet_cache_read(f->cache, &f->cache_of, &recorded, all,
+						  FW_FLEET_SLOTS_MAX)
 			    : -ENOENT;
+	int mrc = fleet_mark(f, &mark);
+	if (mrc == 0)
+		f->cache_mark = mark; /* what this run's first cache write records */
+	if (n > 0 && f->mark[0] && recorded != FW_FLEET_CACHE_NO_MARK &&
+	    (mrc != 0 || mark < recorded)) {
+		char now[64];
+		if (mrc == 0)
+			snprintf(now, sizeof(now), "holds %" PRIu64, mark);
+		else
+			snprintf(now, sizeof(now), "%s", fw_strerror(mrc));
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: %s recorded the mark %" PRIu64 " and the mark %s %s: the cache "
+		       "proves nothing (the mark does not fence what its run issued); worker IDs "
+		       "this identity held before are taken over only once their leases end",
+		       f->cache, recorded, f->mark, now);
+		n = FW_FLEET_CACHE_MARK_BELOW;
+	}
 	for (uint32_t i = 0; n > 0 && i < FW_FLEET_SLOTS_MAX; i++)
 		if (all[i].worker != FW_FLEET_WORKER_NONE)
 			f->proven[f->n_proven++] = all[i];
 	f->r.proven = f->proven;
 	f->r.n_proven = f->n_proven;
-	if (n < 0 && n != -ENOENT)
+	if (n < 0 && n != -ENOENT && n != FW_FLEET_CACHE_MARK_BELOW)
 		fw_log(&f->cfg.log, FW_LOG_INFO,
 		       "fleet: %s: %s: worker IDs this identity held before are taken over "
 		       "only once their leases end",
@@ -306,6 +334,11 @@ void fw_fleet_stop(struct fw_fleet *f)
 		pthread_mutex_unlock(&f->mu);
 		pthread_join(f->thread, NULL);
 		f->thread_on = false;
+		/* once more, with the mark as it is now: a responder writes its
+		 * final mark (below its last reservation) before it stops the
+		 * fleet, and the next start needs a mark at or above the one
+		 * recorded (fw_fleet_cache.h) */
+		f->cache_dirty = true;
 	}
 	fleet_cache_save(f);
 	fw_fleet_session_drop(&f->ss);

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fw_err.h"
+#include "fw_mark.h"
 #include "fleet_registry.h"
 #include "fw_time.h"
 
@@ -71,11 +73,23 @@ void fleet_count_kinds(struct fw_fleet *f, const enum fw_fleet_kind *k, uint32_t
 	pthread_mutex_unlock(&f->mu);
 }
 
+int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms)
+{
+	*unix_ms = 0;
+	return f->mark[0] ? fw_mark_read(f->mark, unix_ms) : -ENOENT;
+}
+
 void fleet_cache_save(struct fw_fleet *f)
 {
 	if (!f->cache_dirty || !f->cache[0])
 		return;
-	int rc = fw_fleet_cache_write(f->cache, &f->cache_of, f->slot, f->n);
+	/* the mark now (the final one at a stop is lower than the reservations
+	 * before it: recorded as it is); unreadable, the last one recorded (0
+	 * before the first mark) */
+	uint64_t mark;
+	if (fleet_mark(f, &mark) == 0)
+		f->cache_mark = mark;
+	int rc = fw_fleet_cache_write(f->cache, &f->cache_of, f->cache_mark, f->slot, f->n);
 	if (rc == 0)
 		f->cache_dirty = false;
 	if (rc != 0 && rc != f->cache_rc)
@@ -150,11 +164,37 @@ static int retire_pending(struct fw_fleet *f)
 			break;
 		}
 	}
+	/* A release goes to the store only once the cache no longer offers the ID
+	 * to a start from the cache, durably: the swap that made it retiring
+	 * changed the slots, so a clean cache is one written since. While the
+	 * cache cannot be written the ID stays leased to this process and
+	 * retiring (issue 48, case 5: released, claimed by another node, then
+	 * served again by a restart from the stale cache while the store is
+	 * unreachable). No cache file at all (its directory missing, say) offers
+	 * nothing: a file of ours is only ever renamed into place, so one that is
+	 * not there now was never durable either. */
+	bool durable = !f->cache[0];
+	if (!durable) {
+		struct stat st;
+		fleet_cache_save(f);
+		durable = !f->cache_dirty || (lstat(f->cache, &st) != 0 && errno == ENOENT);
+	}
 	for (uint32_t j = 0; j < f->n_retiring; j++) {
 		struct retiring *t = &f->retiring[j];
 		int src = 0;
 		if (!t->asked)
 			continue;
+		if (!durable) {
+			if (!t->warned_cache)
+				fw_log(&f->cfg.log, FW_LOG_WARNING,
+				       "fleet: worker %d: its release waits until the cache %s is "
+				       "written (%s): the cache on disk still offers it to a start "
+				       "while the registry is down; it stays leased to this process "
+				       "and retiring, never issued again",
+				       t->h.worker, f->cache, fw_strerror(f->cache_rc));
+			t->warned_cache = true;
+			continue;
+		}
 		enum fw_fleet_retired how = fw_fleet_retire_held(&f->r, &t->h, t->last, &src);
 		if (how == FW_FLEET_RETIRE_AGAIN) {
 			if (src == -ENOTCONN)

@@ -12,11 +12,17 @@
  *    process ends, however it ends (SIGKILL included); the file keeps the
  *    holder's PID as text, for the refusal's message.
  *  - Static worker IDs (no fleet) are locked host-wide too, whatever the
- *    state files: one "dcD-workerW.lock" per worker ID in a directory every
+ *    state files: one "nodeV-seqS.lock" per worker ID in a directory every
  *    responder on the host can write ([state] lock_dir, /run/lock/flakewire
  *    by default, made by the packages' tmpfiles.d entry or here, mode 1777).
- *    Two responders with the same static worker ID on one host cannot both
- *    serve.
+ *    V is the node field's value as the ID space sees it (datacenter <<
+ *    worker_bits | worker) and S the sequence width: two layouts whose IDs
+ *    can be equal (the same node value below the same number of sequence
+ *    bits) take the same lock, whatever their datacenter/worker split, and
+ *    different node values do not. Two responders with the same static
+ *    worker ID on one host cannot both serve. The lock holds only among
+ *    processes that see the same directory: in containers, lock_dir must be
+ *    a host directory mounted into each (fw_state_lock_dir_mounted).
  *  - The stamp, "DEV:INO:BOOT_ID" (the state lock file's device and inode,
  *    the kernel's boot ID): what a fleet cache written under this lock
  *    records, so that a later run can prove from its own state that it
@@ -49,17 +55,35 @@ FW_API int fw_state_lock_take(const char *state_file, struct fw_state_lock **out
 			      size_t errlen);
 
 /*
- * Also locks the @n static worker IDs @values (worker field values: the
- * datacenter in the bits above @worker_bits) in @lock_dir, creating it
- * (mode 1777) when missing. All or none: on error the ones taken here are
- * released.
- * Returns 0; -EWOULDBLOCK (@err names the worker ID, the lock file and the
- * holder's PID); another negated errno (@err names the file and [state]
- * lock_dir); -EINVAL (@n above 1024).
+ * Also locks the @n static worker IDs @values (node field values: the
+ * datacenter in the bits above @worker_bits, the worker below) of a layout
+ * with @seq_bits sequence bits in @lock_dir, creating it (mode 1777) when
+ * missing; the files are named by fw_state_lock_worker_name. All or none:
+ * on error the ones taken here are released.
+ * Returns 0; -EWOULDBLOCK (@err names the worker ID, datacenter, node value,
+ * the lock file and the holder's PID); another negated errno (@err names
+ * the file and [state] lock_dir); -EINVAL (@n above 1024, @worker_bits
+ * above 16, @seq_bits above 63, or called twice).
  */
 FW_API int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir,
 				 const uint32_t *values, uint32_t n, uint32_t worker_bits,
-				 char *err, size_t errlen);
+				 uint32_t seq_bits, char *err, size_t errlen);
+
+/*
+ * The lock file's name for node field value @node under @seq_bits sequence
+ * bits ("node33-seq12.lock") into @buf. Returns 0, -ENAMETOOLONG (@cap).
+ */
+FW_API int fw_state_lock_worker_name(char *buf, size_t cap, uint32_t node, uint32_t seq_bits);
+
+/*
+ * Whether directory @dir is itself a mount point (its own line in
+ * @mountinfo, NULL: /proc/self/mountinfo), and not "/": in a container, a
+ * volume mounted there (a host directory shared by every container on the
+ * host) rather than a directory of the container's own file system.
+ * Returns 1, 0, or a negated errno (@dir cannot be resolved: -ENOENT...;
+ * @mountinfo unreadable).
+ */
+FW_API int fw_state_lock_dir_mounted(const char *dir, const char *mountinfo);
 
 /* The stamp of @l ("DEV:INO:BOOT_ID"), valid until fw_state_lock_free. */
 FW_API const char *fw_state_lock_stamp(const struct fw_state_lock *l);

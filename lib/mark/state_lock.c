@@ -162,11 +162,18 @@ int fw_state_lock_take(const char *state_file, struct fw_state_lock **out, char 
 	return 0;
 }
 
-int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const uint32_t *values,
-			  uint32_t n, uint32_t worker_bits, char *err, size_t errlen)
+int fw_state_lock_worker_name(char *buf, size_t cap, uint32_t node, uint32_t seq_bits)
 {
-	char path[PATH_MAX];
-	if (n > WORKER_LOCKS_MAX || l->n_workers) {
+	int n = snprintf(buf, cap, "node%u-seq%u.lock", node, seq_bits);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const uint32_t *values,
+			  uint32_t n, uint32_t worker_bits, uint32_t seq_bits, char *err,
+			  size_t errlen)
+{
+	char path[PATH_MAX], name[64];
+	if (n > WORKER_LOCKS_MAX || l->n_workers || worker_bits > 16 || seq_bits > 63) {
 		snprintf(err, errlen, "state lock: %u worker IDs: at most %u, taken once", n,
 			 WORKER_LOCKS_MAX);
 		return -EINVAL;
@@ -176,8 +183,10 @@ int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const u
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t dc = values[i] >> worker_bits, w = values[i] & ((1u << worker_bits) - 1);
 		long holder = 0;
-		snprintf(path, sizeof(path), "%s/dc%u-worker%u.lock", lock_dir, dc, w);
-		int fd = lock_file(path, &holder);
+		fw_state_lock_worker_name(name, sizeof(name), values[i], seq_bits);
+		int fd = snprintf(path, sizeof(path), "%s/%s", lock_dir, name) >= (int)sizeof(path)
+				 ? -ENAMETOOLONG
+				 : lock_file(path, &holder);
 		if (fd < 0) {
 			char pid[32] = "an unknown PID";
 			if (holder > 0)
@@ -185,10 +194,11 @@ int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const u
 			if (fd == -EWOULDBLOCK)
 				snprintf(
 					err, errlen,
-					"static worker ID %u (datacenter %u) is locked by %s (%s): "
-					"another responder on this host issues under it; give each "
-					"its own [id] worker_base / workers, or use a fleet",
-					w, dc, pid, path);
+					"static worker ID %u (datacenter %u: node field %u, %u "
+					"sequence bits) is locked by %s (%s): another responder on "
+					"this host issues IDs that can equal these; give each its own "
+					"[id] worker_base / workers, or use a fleet",
+					w, dc, values[i], seq_bits, pid, path);
 			else
 				snprintf(err, errlen,
 					 "worker lock %s: %s ([state] lock_dir = %s must be a "
@@ -202,6 +212,46 @@ int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const u
 		l->worker_fd[l->n_workers++] = fd;
 	}
 	return 0;
+}
+
+/* One field of a mountinfo line, its octal escapes (\040 for a space) decoded. */
+static void unescape(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; o++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*o = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
+			p += 4;
+		} else {
+			*o = *p++;
+		}
+	}
+	*o = '\0';
+}
+
+int fw_state_lock_dir_mounted(const char *dir, const char *mountinfo)
+{
+	char real[PATH_MAX], line[4096];
+	if (realpath(dir, real) == NULL)
+		return -errno;
+	FILE *f = fopen(mountinfo ? mountinfo : "/proc/self/mountinfo", "re");
+	if (f == NULL)
+		return -errno;
+	int found = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNT_POINT ... (proc(5)) */
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int k = 0; tok && k < 4; k++)
+			tok = strtok_r(NULL, " ", &save);
+		if (tok == NULL)
+			continue;
+		unescape(tok);
+		found = !strcmp(tok, real) && strcmp(real, "/");
+	}
+	int rc = ferror(f) ? -EIO : found;
+	fclose(f);
+	return rc;
 }
 
 const char *fw_state_lock_stamp(const struct fw_state_lock *l)

@@ -50,7 +50,11 @@ FW_API int fw_responder_driver_config(struct fw_keeper_driver_config *dc, const 
 /*
  * One state, one process (fw_state_lock.h), for both responders: locks
  * [state] file and, without a fleet, the @n_workers static worker IDs of
- * [id] in [state] lock_dir. Call before reading the mark or claiming.
+ * [id] (their node field values: [id] datacenter above the worker) in
+ * [state] lock_dir. Call before reading the mark or claiming.
+ * With [state] lock_dir_mount = yes (the container images) and no fleet,
+ * lock_dir must be a mount point of its own (fw_state_lock_dir_mounted), else
+ * -EPERM (-ENOENT: missing) with @err naming both keys.
  * Returns 0 with *out set (free it after the keeper's final mark), or a
  * negated errno with one line in @err (the caller refuses to start).
  */

@@ -56,10 +56,32 @@ FW_API int fw_responder_state_lock(const struct fw_conf *c, uint32_t n_workers,
 		return rc;
 	if (n_workers > FW_KEEPER_WORKERS_MAX)
 		n_workers = FW_KEEPER_WORKERS_MAX;
+	/* the node field as the ID space sees it: IDs collide on it, not on the worker alone */
 	for (uint32_t i = 0; i < n_workers; i++)
-		ids[i] = (uint32_t)fw_conf_worker(c, i);
-	rc = fw_state_lock_workers(*out, c->state.lock_dir, ids, n_workers, c->id.worker_bits, err,
-				   errlen);
+		ids[i] = c->id.datacenter << c->id.worker_bits | (uint32_t)fw_conf_worker(c, i);
+	if (c->state.lock_dir_mount) {
+		/* in a container: a lock in the container's own file system holds for
+		 * nobody else; only a host directory mounted in every one does */
+		int m = fw_state_lock_dir_mounted(c->state.lock_dir, NULL);
+		if (m != 1) {
+			snprintf(err, errlen,
+				 "[state] lock_dir = %s is %s, and [state] lock_dir_mount = yes (set "
+				 "by the container image): static worker IDs (no [fleet]) need a "
+				 "host directory mounted there, the same one in every container on "
+				 "the host (e.g. a hostPath volume of /run/lock/flakewire), so that "
+				 "two containers cannot both serve worker ID %u; or use a fleet "
+				 "([fleet] zookeeper or etcd)",
+				 c->state.lock_dir,
+				 m == 0 ? "not a mount point of its own"
+					: m == -ENOENT ? "missing"
+						       : "unreadable",
+				 (uint32_t)fw_conf_worker(c, 0));
+			rc = m == 0 ? -EPERM : m;
+		}
+	}
+	if (rc == 0)
+		rc = fw_state_lock_workers(*out, c->state.lock_dir, ids, n_workers,
+					   c->id.worker_bits, c->id.sequence_bits, err, errlen);
 	if (rc != 0) {
 		fw_state_lock_free(*out);
 		*out = NULL;
@@ -234,6 +256,7 @@ FW_API int fw_responder_fleet_config(struct fw_responder_fleet_config *f, const 
 	}
 	f->fc.cache_file = c->fleet.cache_file;
 	f->fc.state_stamp = state_stamp;
+	f->fc.mark_file = c->state.file;
 	f->fc.layout = *layout;
 	f->fc.lease_ms = c->fleet.lease_ms;
 	f->fc.renew_ms = c->fleet.renew_ms;

@@ -177,10 +177,10 @@ static void test_cache_round_trip(void **state)
 				     {FW_FLEET_WORKER_NONE, 0, 0, 0, false, false, 0},
 				     {15, 0, 2000, 0, true, false, 7}},
 			     back[3];
-	assert_int_equal(fw_fleet_cache_write(cache_path, cache_of(), s, 3), 0);
+	assert_int_equal(fw_fleet_cache_write(cache_path, cache_of(), 1767225600123ull, s, 3), 0);
 	for (int i = 0; i < 3; i++)
 		back[i].worker = FW_FLEET_WORKER_NONE;
-	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), back, 3), 2);
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, back, 3), 2);
 	assert_int_equal(back[0].worker, 5);
 	assert_int_equal(back[0].version, 123456789012ll);
 	assert_int_equal(back[0].lease, 1000);
@@ -190,8 +190,13 @@ static void test_cache_round_trip(void **state)
 	assert_int_equal(back[1].worker, FW_FLEET_WORKER_NONE);
 	assert_int_equal(back[2].worker, 15);
 	assert_false(back[2].lost); /* a lost ID's limit is in its lease: no flag kept */
+	uint64_t mark = 0;
+	for (int i = 0; i < 3; i++)
+		back[i].worker = FW_FLEET_WORKER_NONE;
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), &mark, back, 3), 2);
+	assert_true(mark == 1767225600123ull); /* the mark the state held when written */
 	/* fewer slots now: the others are ignored */
-	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), back, 1), 1);
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, back, 1), 1);
 	/* no temp file left behind */
 	char tmp[300];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", cache_path);
@@ -203,7 +208,7 @@ static void test_cache_refused(void **state)
 	(void)state;
 	struct fw_fleet_held s[2];
 	unlink(cache_path);
-	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), -ENOENT);
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, s, 2), -ENOENT);
 	assert_non_null(strstr(fw_fleet_cache_why(-ENOENT), "does not exist"));
 
 	const char *head = "flakewire-fleet-cache v2\nroot=/r\nidentity=node-a\n"
@@ -231,7 +236,7 @@ static void test_cache_refused(void **state)
 			 other[i]);
 		write_file(text);
 		s[0].worker = FW_FLEET_WORKER_NONE;
-		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), -ESTALE);
+		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, s, 2), -ESTALE);
 		assert_int_equal(s[0].worker, FW_FLEET_WORKER_NONE);
 	}
 	assert_non_null(
@@ -242,7 +247,7 @@ static void test_cache_refused(void **state)
 	write_file(text);
 	struct fw_fleet_cache_of none = *cache_of();
 	none.stamp = "";
-	assert_int_equal(fw_fleet_cache_read(cache_path, &none, s, 2), -ESTALE);
+	assert_int_equal(fw_fleet_cache_read(cache_path, &none, NULL, s, 2), -ESTALE);
 	/* garbled: every slot cleared, with its reason */
 	static const char *const lines[] = {
 		"slot=0 worker=1 version=1 lease_until=9\n",                  /* truncated */
@@ -257,14 +262,62 @@ static void test_cache_refused(void **state)
 			 "%sslot=1 worker=2 version=1 lease_until=9 floor=0 token=1\n%s", head,
 			 lines[i]);
 		write_file(text);
-		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2),
+		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, s, 2),
 				 FW_ESTATE_CORRUPT);
 		assert_int_equal(s[0].worker, FW_FLEET_WORKER_NONE);
 		assert_int_equal(s[1].worker, FW_FLEET_WORKER_NONE);
 	}
 	write_file("not a cache\n");
-	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), s, 2), FW_ESTATE_CORRUPT);
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, s, 2), FW_ESTATE_CORRUPT);
 	assert_non_null(strstr(fw_fleet_cache_why(FW_ESTATE_CORRUPT), "garbled"));
+	unlink(cache_path);
+}
+
+/*
+ * The mark line (issue 48): v3 records the mark; a v2 file, written before
+ * the line existed, is read as before with no mark (FW_FLEET_CACHE_NO_MARK);
+ * a v3 file without its mark line, or with a bad one, is garbled.
+ */
+static void test_cache_mark_line(void **state)
+{
+	(void)state;
+	struct fw_fleet_held s[2];
+	uint64_t mark = 0;
+	const char *who = "root=/r\nidentity=node-a\nlayout=1767225600000/0/4/12\n"
+			  "state=8:1234:boot-a\n";
+	const char *slot = "slot=0 worker=3 version=1 lease_until=9 floor=0 token=07\n";
+	char text[1024];
+	snprintf(text, sizeof(text), "flakewire-fleet-cache v2\n%s%s", who, slot);
+	write_file(text);
+	s[0].worker = FW_FLEET_WORKER_NONE;
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), &mark, s, 2), 1);
+	assert_int_equal(s[0].worker, 3);
+	assert_true(mark == FW_FLEET_CACHE_NO_MARK);
+	snprintf(text, sizeof(text), "flakewire-fleet-cache v3\n%smark=42\n%s", who, slot);
+	write_file(text);
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), &mark, s, 2), 1);
+	assert_true(mark == 42);
+	static const char *const bad[] = {"", "mark=\n", "mark=x\n", "mark=12 \n",
+					  "mark=18446744073709551615\n"};
+	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++) {
+		snprintf(text, sizeof(text), "flakewire-fleet-cache v3\n%s%s%s", who, bad[i],
+			 slot);
+		write_file(text);
+		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), &mark, s, 2),
+				 FW_ESTATE_CORRUPT);
+		assert_true(mark == FW_FLEET_CACHE_NO_MARK);
+	}
+	/* a write records the mark and the v3 magic */
+	struct fw_fleet_held h = {3, 1, 9, 0, false, false, 7};
+	assert_int_equal(fw_fleet_cache_write(cache_path, cache_of(), 77, &h, 1), 0);
+	FILE *f = fopen(cache_path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(text, sizeof(text), f));
+	fclose(f);
+	assert_string_equal(text, "flakewire-fleet-cache v3\n");
+	assert_int_equal(fw_fleet_cache_write(cache_path, cache_of(), FW_FLEET_CACHE_NO_MARK, &h, 1),
+			 -EINVAL);
+	assert_non_null(strstr(fw_fleet_cache_why(FW_FLEET_CACHE_MARK_BELOW), "below the mark"));
 	unlink(cache_path);
 }
 
@@ -300,7 +353,7 @@ int main(void)
 		cmocka_unit_test(test_rec_round_trip),   cmocka_unit_test(test_rec_garbled),
 		cmocka_unit_test(test_layout),           cmocka_unit_test(test_keys_identity),
 		cmocka_unit_test(test_cache_round_trip), cmocka_unit_test(test_cache_refused),
-		cmocka_unit_test(test_backoff_bounds),
+		cmocka_unit_test(test_cache_mark_line), cmocka_unit_test(test_backoff_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

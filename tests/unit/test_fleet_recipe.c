@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@
 #include "fw_fleet_cache.h"
 #include "fw_fleet_admin.h"
 #include "fw_fleet_registry.h"
+#include "fw_mark.h"
 
 #define EPOCH    1767225600000ull
 #define LEASE_MS 3000
@@ -167,7 +169,7 @@ static void prove(const char *cache, const char *identity, const char *stamp, co
 		h[i] = (struct fw_fleet_held){
 			.worker = w[i], .version = 1, .lease = 1, .token = tok[i]};
 	struct fw_fleet_cache_of of = {"/t", identity, c.layout, stamp};
-	assert_int_equal(fw_fleet_cache_write(cache, &of, h, n), 0);
+	assert_int_equal(fw_fleet_cache_write(cache, &of, 0, h, n), 0);
 }
 
 static const char *cache_path(void)
@@ -992,6 +994,189 @@ static void test_wall_step_does_not_delay_renewal(void **state)
 	fw_fleet_free(a);
 }
 
+/*
+ * Issue 48, case 5: a release goes to the store only once the cache that no
+ * longer offers the ID is durable. With the cache unwritable (its temp
+ * file's name taken by a directory), a backstep swap retires worker 0: the
+ * store keeps it leased to "a" (so another node cannot claim it while the
+ * stale cache on disk still offers it to a restart from the cache), until
+ * the cache is written; then it is released, and a restart from the cache
+ * with the store down serves only the new ID.
+ */
+static void test_release_waits_for_cache(void **state)
+{
+	(void)state;
+	char tmp[160], err[2048];
+	const char *cache = cache_path();
+	snprintf(tmp, sizeof(tmp), "%s.tmp", cache);
+	put(2, "x", layout_now() + 100 * LEASE_MS, 0);
+	put(3, "y", layout_now() + 100 * LEASE_MS, 0);
+	struct fw_fleet *a = start_state("a", 1, 0, cache, "S");
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(mkdir(tmp, 0700), 0); /* every cache write fails from now on */
+	assert_int_equal(fw_fleet_replace_all(a), 0);
+	WAIT_FOR(slot(a, 0).worker == 1, 2000);
+	assert_int_equal(slot(a, 0).worker, 1);
+	assert_int_equal(fw_fleet_retire(a, 0, layout_now()), 0);
+	ms_sleep(5 * RENEW_MS);
+	/* the stale cache on disk still names worker 0 for a start from the cache */
+	struct fw_fleet_held on_disk[2] = {{.worker = FW_FLEET_WORKER_NONE},
+					   {.worker = FW_FLEET_WORKER_NONE}};
+	struct fw_fleet_cache_of of = {"/t", "a", {0}, "S"};
+	struct fw_fleet_config c;
+	cfg_for(&c, "a", cache);
+	of.layout = c.layout;
+	assert_int_equal(fw_fleet_cache_read(cache, &of, NULL, on_disk, 2), 1);
+	assert_int_equal(on_disk[0].worker, 0);
+	if (status(a).releases != 0 || strcmp(rec(0).owner, "a") != 0)
+		fail_msg("worker 0 released (owner '%s') while the cache that offers it could "
+			 "not be rewritten",
+			 rec(0).owner);
+	/* so another node cannot claim it meanwhile */
+	struct fw_fleet *b = NULL;
+	cfg_for(&c, "b", "");
+	assert_int_equal(fw_fleet_create_store(&c, 1, memsrv_client(M), &b, err, sizeof(err)), 0);
+	int rc = fw_fleet_start(b, NULL, err, sizeof(err));
+	if (rc == 0)
+		assert_int_not_equal(slot(b, 0).worker, 0);
+	else
+		assert_int_equal(rc, FW_EFLEET_FULL);
+	fw_fleet_free(b);
+	/* the cache writable again: written, then released */
+	assert_int_equal(rmdir(tmp), 0);
+	WAIT_FOR(status(a).releases == 1, 3000);
+	assert_int_equal(status(a).releases, 1);
+	assert_string_equal(rec(0).owner, "");
+	on_disk[0].worker = on_disk[1].worker = FW_FLEET_WORKER_NONE;
+	assert_int_equal(fw_fleet_cache_read(cache, &of, NULL, on_disk, 2), 1);
+	assert_int_equal(on_disk[0].worker, 1);
+	fw_fleet_free(a);
+	/* a restart from the cache with the store down serves the new ID only */
+	memsrv_down(M, true);
+	bool cached = false;
+	cfg_for(&c, "a", cache);
+	c.state_stamp = "S";
+	assert_int_equal(fw_fleet_create_store(&c, 1, memsrv_client(M), &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_start(a, &cached, err, sizeof(err)), 0);
+	assert_true(cached);
+	assert_int_equal(slot(a, 0).worker, 1);
+	fw_fleet_free(a);
+}
+
+static const char *mark_path(void)
+{
+	static char p[128];
+	snprintf(p, sizeof(p), "/tmp/fwt-fleet-recipe-mark.%d", (int)getpid());
+	return p;
+}
+
+/* A start of "a" on state "S" with the cache and the mark file; its take-backs. */
+static uint64_t takebacks_with_mark(bool *cached)
+{
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL;
+	char err[2048];
+	cfg_for(&c, "a", cache_path());
+	c.state_stamp = "S";
+	c.mark_file = mark_path();
+	assert_int_equal(fw_fleet_create_store(&c, 2, memsrv_client(M), &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_start(a, cached, err, sizeof(err)), 0);
+	uint64_t n = status(a).takebacks;
+	if (*cached)
+		n = slot(a, 0).worker == 2 || slot(a, 1).worker == 2 ? 1 : 0;
+	fw_fleet_free(a);
+	return n;
+}
+
+/* The cache a previous run left beside mark @mark (FW_FLEET_CACHE_NO_MARK: a v2 file). */
+static void prove_at_mark(uint64_t mark)
+{
+	struct fw_fleet_config c;
+	struct fw_fleet_held h[2] = {
+		{.worker = 2, .version = 1, .lease = layout_now() + 10 * LEASE_MS, .token = 7},
+		{.worker = 3, .version = 1, .lease = layout_now() + 10 * LEASE_MS, .token = 7}};
+	cfg_for(&c, "a", cache_path());
+	if (mark != FW_FLEET_CACHE_NO_MARK) {
+		struct fw_fleet_cache_of of = {"/t", "a", c.layout, "S"};
+		assert_int_equal(fw_fleet_cache_write(cache_path(), &of, mark, h, 2), 0);
+		return;
+	}
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "flakewire-fleet-cache v2\nroot=/t\nidentity=a\nlayout=%llu/0/2/12\nstate=S\n"
+		 "slot=0 worker=2 version=1 lease_until=%llu floor=5 token=0000000000000007\n"
+		 "slot=1 worker=3 version=1 lease_until=%llu floor=6 token=0000000000000007\n",
+		 (unsigned long long)c.layout.epoch_ms, (unsigned long long)h[0].lease,
+		 (unsigned long long)h[1].lease);
+	FILE *f = fopen(cache_path(), "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/*
+ * Issue 48, case 4 (the fleet's part): a take-back needs a mark at or above
+ * the one the cache recorded. The cache says mark M; a mark below M (set by
+ * hand to the wall clock), or none (deleted), proves nothing: no take-back,
+ * and no start from the cache with the store down. At or above M: taken
+ * back. A v2 cache (no mark recorded) is read as before and rewritten as v3.
+ */
+static void test_take_back_needs_mark(void **state)
+{
+	(void)state;
+	const uint64_t mk = real_ms() + 5000;
+	bool cached = false;
+	struct {
+		const char *what;
+		uint64_t mark; /* 0: no mark file */
+		uint64_t want;
+	} cases[] = {
+		{"a mark below the recorded one", mk - 1, 0},
+		{"no mark", 0, 0},
+		{"the recorded mark", mk, 2},
+		{"a mark above it", mk + 60000, 2},
+	};
+	for (size_t k = 0; k < FW_ARRAY_SIZE(cases); k++) {
+		put(2, "a", layout_now() + 10 * LEASE_MS, 5);
+		put(3, "a", layout_now() + 10 * LEASE_MS, 6);
+		put(0, "", 0, 0);
+		put(1, "", 0, 0);
+		prove_at_mark(mk);
+		unlink(mark_path());
+		if (cases[k].mark)
+			assert_int_equal(fw_mark_write(mark_path(), cases[k].mark), 0);
+		uint64_t got = takebacks_with_mark(&cached);
+		assert_false(cached);
+		if (got != cases[k].want)
+			fail_msg("%s: %llu take-backs, want %llu", cases[k].what,
+				 (unsigned long long)got, (unsigned long long)cases[k].want);
+	}
+	/* the store down: a mark below the recorded one starts from nothing */
+	put(2, "a", layout_now() + 10 * LEASE_MS, 5);
+	put(3, "a", layout_now() + 10 * LEASE_MS, 6);
+	memsrv_down(M, true);
+	prove_at_mark(mk);
+	assert_int_equal(fw_mark_write(mark_path(), mk - 1), 0);
+	assert_int_equal(takebacks_with_mark(&cached), 0);
+	assert_false(cached);
+	prove_at_mark(mk);
+	assert_int_equal(fw_mark_write(mark_path(), mk), 0);
+	assert_int_equal(takebacks_with_mark(&cached), 1);
+	assert_true(cached);
+	memsrv_down(M, false);
+	/* a v2 cache: taken back as before (no mark to compare), rewritten as v3 */
+	prove_at_mark(FW_FLEET_CACHE_NO_MARK);
+	unlink(mark_path());
+	assert_int_equal(takebacks_with_mark(&cached), 2);
+	char line[64] = "";
+	FILE *f = fopen(cache_path(), "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_string_equal(line, "flakewire-fleet-cache v3\n");
+	unlink(mark_path());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1026,6 +1211,8 @@ int main(void)
 		T(test_store_down),
 		T(test_cache_start),
 		T(test_wall_step_does_not_delay_renewal),
+		T(test_release_waits_for_cache),
+		T(test_take_back_needs_mark),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

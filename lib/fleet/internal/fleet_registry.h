@@ -34,11 +34,13 @@ struct retiring {
 	uint64_t last; /* layout ms: the retirement point (valid once asked) */
 	bool asked;    /* fw_fleet_retire came: the slot's worker swapped */
 	int warned_rc; /* the last failure logged (0: none) */
+	bool warned_cache; /* "waits for the cache" logged */
 };
 
 struct fw_fleet {
 	struct fw_fleet_config cfg;
 	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX], stamp[128];
+	char mark[PATH_MAX]; /* cfg.mark_file ("": none) */
 	uint32_t n;
 	struct fw_fleet_store *store;
 	struct fw_fleet_recipe r;
@@ -68,6 +70,7 @@ struct fw_fleet {
 	struct fw_fleet_held proven[FW_FLEET_SLOTS_MAX];
 	uint32_t n_proven;
 	int cache_rc; /* the last cache write's code (logged once per change) */
+	uint64_t cache_mark; /* the mark the last cache write recorded */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
 	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
@@ -82,8 +85,20 @@ void fleet_publish_locked(struct fw_fleet *f, uint32_t i, enum fw_fleet_source s
 void fleet_publish(struct fw_fleet *f, uint32_t i, enum fw_fleet_source src);
 void fleet_count(struct fw_fleet *f, uint64_t *c, uint64_t by);
 void fleet_count_kinds(struct fw_fleet *f, const enum fw_fleet_kind *k, uint32_t n);
-/* Writes the cache when it changed; a failure is logged once per change of its code. */
+/*
+ * Writes the cache when it changed (cache_dirty), with the mark the state
+ * holds now (fleet_mark; the last one recorded when it cannot be read);
+ * cache_dirty stays set until a write is durable. A failure is logged once
+ * per change of its code.
+ */
 void fleet_cache_save(struct fw_fleet *f);
+
+/*
+ * The state's mark (cfg.mark_file) into *unix_ms: fw_mark_read's code
+ * (-ENOENT also when no mark file is configured). The registry's one read
+ * of the mark.
+ */
+int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms);
 
 /*
  * Claims for slots without a usable ID, then (when due) the replacements.

@@ -41,7 +41,7 @@ rc=$?
 cat "$SYS_TMP/c.log"
 check "the same static worker ID on another state refuses to start (exit 1)" [ "$rc" -eq 1 ]
 check "naming the worker ID, its lock file and the holder's PID" \
-	grep -q "static worker ID 5 (datacenter 0) is locked by PID $A ($SYS_TMP/locks/dc0-worker5.lock)" \
+	grep -q "static worker ID 5 (datacenter 0: node field 5, 12 sequence bits) is locked by PID $A ($SYS_TMP/locks/node5-seq12.lock)" \
 	"$SYS_TMP/c.log"
 
 # another worker ID on another state serves beside it
@@ -52,6 +52,17 @@ D=$SYS_LAST_PID
 check "another worker ID on its own state serves beside it" \
 	sys_wait_for 10 ctl info --server 127.0.0.1:4244 --timeout 100
 sys_stop "$D" TERM
+
+# outside the container images ([state] lock_dir_mount = no, the default) the
+# default [id] still serves worker 0, its lock in a plain directory (issue 48)
+sys_start "$SYS_TMP/z.log" "$FLAKESOCK" --threads 1 --set stats.interval_s=0 \
+	--set "state.lock_dir=$SYS_TMP/locks" --set "state.file=$SYS_TMP/mark0" --set net.udp_port=4245
+Z=$SYS_LAST_PID
+check "the default [id] outside the images serves" \
+	sys_wait_for 10 ctl info --server 127.0.0.1:4245 --timeout 100
+check "as worker 0" eval 'ctl info --server 127.0.0.1:4245 | grep -q "datacenter 0, worker 0$"'
+check "locked as node0-seq12.lock" test -e "$SYS_TMP/locks/node0-seq12.lock"
+sys_stop "$Z" TERM
 
 # flakectl mark --set while the state is held. The holder is stopped
 # (SIGSTOP keeps its lock) so that its own mark extensions cannot change the
