@@ -1063,6 +1063,10 @@ static void test_release_waits_for_cache(void **state)
 	fw_fleet_free(a);
 }
 
+/* the default [id] layout, as a responder's mark records it */
+static const struct fw_mark_layout test_mark_layout = {
+	.epoch_ms = 1767225600000ULL, .worker_bits = 10, .sequence_bits = 12};
+
 static const char *mark_path(void)
 {
 	static char p[128];
@@ -1144,7 +1148,7 @@ static void test_take_back_needs_mark(void **state)
 		prove_at_mark(mk);
 		unlink(mark_path());
 		if (cases[k].mark)
-			assert_int_equal(fw_mark_write(mark_path(), cases[k].mark), 0);
+			assert_int_equal(fw_mark_write(mark_path(), cases[k].mark, &test_mark_layout), 0);
 		uint64_t got = takebacks_with_mark(&cached);
 		assert_false(cached);
 		if (got != cases[k].want)
@@ -1156,11 +1160,11 @@ static void test_take_back_needs_mark(void **state)
 	put(3, "a", layout_now() + 10 * LEASE_MS, 6);
 	memsrv_down(M, true);
 	prove_at_mark(mk);
-	assert_int_equal(fw_mark_write(mark_path(), mk - 1), 0);
+	assert_int_equal(fw_mark_write(mark_path(), mk - 1, &test_mark_layout), 0);
 	assert_int_equal(takebacks_with_mark(&cached), 0);
 	assert_false(cached);
 	prove_at_mark(mk);
-	assert_int_equal(fw_mark_write(mark_path(), mk), 0);
+	assert_int_equal(fw_mark_write(mark_path(), mk, &test_mark_layout), 0);
 	assert_int_equal(takebacks_with_mark(&cached), 1);
 	assert_true(cached);
 	memsrv_down(M, false);
