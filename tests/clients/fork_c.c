@@ -249,6 +249,7 @@ static void probe(const char *server)
 	pthread_t t[2];
 	uint64_t own[PER_PROC];
 	int ok = 0, rc = 0;
+	size_t dups;
 	char what[160];
 
 	nall = 0;
@@ -268,9 +269,10 @@ static void probe(const char *server)
 	snprintf(what, sizeof(what),
 		 "3 children forked under load each hand out their 300 IDs (%d did)", ok);
 	check(ok == 3, what);
-	snprintf(what, sizeof(what), "no ID twice among %zu (children, parent, load threads)",
-		 nall);
-	check(duplicates() == 0, what);
+	dups = duplicates();
+	snprintf(what, sizeof(what), "no ID twice among %zu (children, parent, load threads): %zu",
+		 nall, dups);
+	check(dups == 0, what);
 	fw_client_close(c);
 }
 
@@ -281,6 +283,7 @@ static void fork_loop(const char *server)
 	pthread_t t;
 	uint64_t first;
 	int ok = 0;
+	size_t dups;
 	char what[160];
 
 	nall = 0;
@@ -298,8 +301,10 @@ static void fork_loop(const char *server)
 		"%d children forked while refills ran (prefetch 16) each hand out 300 IDs (%d did)",
 		LOOP_KIDS, ok);
 	check(ok == LOOP_KIDS, what);
-	snprintf(what, sizeof(what), "no ID twice among %zu (children, parent's load)", nall);
-	check(duplicates() == 0, what);
+	dups = duplicates();
+	snprintf(what, sizeof(what), "no ID twice among %zu (children, parent's load): %zu", nall,
+		 dups);
+	check(dups == 0, what);
 	fw_client_close(c);
 }
 
