@@ -58,6 +58,11 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 
 	if (!servers || !n || !out)
 		return -EINVAL;
+	/* A forked child must not hand out its parent's buffered IDs: without
+	 * the fork handlers there is no client. */
+	rc = fwc_fork_register();
+	if (rc < 0)
+		return rc;
 	/* sizeof(*c) is a multiple of its 64-byte alignment */
 	c = aligned_alloc(alignof(struct fw_client), sizeof(*c));
 	if (!c)
@@ -149,7 +154,8 @@ void fw_client_close(struct fw_client *c)
 		pthread_join(c->refiller, NULL);
 	fwc_slots_free(c);
 	for (size_t i = 0; i < c->nsrv; i++)
-		close(c->srv[i].fd);
+		if (c->srv[i].fd >= 0)
+			close(c->srv[i].fd);
 	fwc_pf_free(&c->pf, c->nsrv);
 	fwc_pf_free(&c->upf, c->nsrv);
 	pthread_cond_destroy(&c->refiller_cond);

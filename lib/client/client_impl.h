@@ -8,7 +8,9 @@
  * the name must not clash with a program's own. Not installed.
  *
  * The files and who calls whom (no cycle):
- *   client.c    options, open, shutdown, close -> addr.c, prefetch.c
+ *   client.c    options, open, shutdown, close -> addr.c, fork.c, prefetch.c
+ *   fork.c      a forked child's clients start afresh (pthread_atfork)
+ *                                               -> prefetch.c
  *   prefetch.c  fw_client_next(), fw_client_next_uuid7(): slots, pool,
  *               refiller, maximum age           -> exchange.c
  *   exchange.c  request/reply, retries, failover, INFO layout, the
@@ -302,5 +304,32 @@ void fwc_slots_add(struct fw_client *c);
  * call may be in flight; the key is deleted, so no destructor runs).
  */
 void fwc_slots_free(struct fw_client *c);
+
+/*
+ * Takes the client list's lock, then every live client's lock (in that
+ * order, the one every path takes them in): before a fork, so that the
+ * child copies no half-done update. fwc_clients_unlock() releases them.
+ */
+void fwc_clients_lock(void);
+void fwc_clients_unlock(void);
+
+/* The first live client (->next_client for the next); under fwc_clients_lock(). */
+struct fw_client *fwc_clients_live(void);
+
+/*
+ * In a forked child, under fwc_clients_lock(): drops @c's pool, UUID buffer
+ * and every thread's share (the forking thread keeps its slot, emptied),
+ * forgets the parent's refiller, closes the prefetch channels' sockets
+ * (opened again on first use) and initialises their conditions again.
+ */
+void fwc_pf_forked(struct fw_client *c);
+
+/* ---- fork.c ---- */
+
+/*
+ * Registers, once per process, the fork handlers that start a child's
+ * clients afresh. Returns 0 or -ENOMEM (pthread_atfork() failed).
+ */
+int fwc_fork_register(void);
 
 #endif /* FW_CLIENT_IMPL_H */

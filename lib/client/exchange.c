@@ -50,21 +50,21 @@ static int new_tag(uint64_t *tag)
 	return 0;
 }
 
-/* The channel's socket to server @s, opened on first use (under c->lock,
+/* The channel's socket to server @s (the server's own for the one-shot
+ * channel), opened on first use and again in a forked child (under c->lock,
  * which fw_client_shutdown() reads them under). Returns it or -errno. */
 static int io_fd(struct fw_client *c, struct fw_client_io *io, size_t s)
 {
+	int *slot = io->fds ? &io->fds[s] : &c->srv[s].fd;
 	int fd;
 
-	if (!io->fds)
-		return c->srv[s].fd;
 	pthread_mutex_lock(&c->lock);
-	if (io->fds[s] < 0) {
+	fd = *slot;
+	if (fd < 0) {
 		fd = fwc_server_socket(&c->srv[s]);
 		if (fd >= 0)
-			io->fds[s] = fd;
+			*slot = fd;
 	}
-	fd = io->fds[s] >= 0 ? io->fds[s] : fd;
 	pthread_mutex_unlock(&c->lock);
 	return fd;
 }

@@ -41,6 +41,20 @@
  * cross-reply check below holds per channel (one-shot, ID prefetch, UUID
  * prefetch). fw_client_close() must not race with any other call.
  *
+ * Fork: a process may fork() with clients open, from any thread, even
+ * while other threads are in calls or a refill is in flight. The child's
+ * clients start afresh, as if just opened: every ID and UUID buffered
+ * before the fork (the pool and every thread's share) stays the parent's
+ * alone and is never handed out in the child; the child gets its own
+ * sockets (opened on first use), locks and refiller thread (started by its
+ * first fw_client_next()), and the layout learnt from INFO is kept. So a
+ * parent and its children (pre-fork servers, multiprocessing) never hand
+ * out one ID twice. The handlers (pthread_atfork(), registered by the
+ * first fw_client_open()) take each client's lock for the fork itself;
+ * they run for fork(), not for vfork(), posix_spawn() or a raw clone(),
+ * whose child must exec (or _exit) without calling the client. A fork
+ * from opts.cancel, which may run with the client's lock held, deadlocks.
+ *
  * Errors: 0 on success or a negative code (fw_err.h; fw_strerror()).
  * Common to the request functions:
  *   FW_ETIMEOUT  no responder answered within its attempts;
@@ -138,7 +152,8 @@ FW_API void fw_client_opts_init(struct fw_client_opts *o);
  * Returns 0; -EINVAL (NULL @servers or @out, @n 0, opts->size below
  * sizeof(size_t), an option out of range); -E2BIG (non-zero bytes beyond
  * the fields this library knows); FW_ERESOLVE (an address or port that
- * cannot be parsed or resolved); -ENOMEM; -errno from socket().
+ * cannot be parsed or resolved); -ENOMEM (also: the fork handlers could
+ * not be registered); -errno from socket().
  */
 FW_API int fw_client_open(const char *const *servers, size_t n, const struct fw_client_opts *opts,
 			  struct fw_client **out);

@@ -151,6 +151,82 @@ void fwc_slots_free(struct fw_client *c)
 	pthread_mutex_unlock(&slots_lock);
 }
 
+void fwc_clients_lock(void)
+{
+	pthread_mutex_lock(&slots_lock);
+	for (struct fw_client *c = live_clients; c; c = c->next_client)
+		pthread_mutex_lock(&c->lock);
+}
+
+void fwc_clients_unlock(void)
+{
+	for (struct fw_client *c = live_clients; c; c = c->next_client)
+		pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&slots_lock);
+}
+
+struct fw_client *fwc_clients_live(void)
+{
+	return live_clients;
+}
+
+/* A channel as a new client's: no socket yet, nothing seen. */
+static void io_forked(struct fw_client_io *io, size_t nsrv)
+{
+	for (size_t i = 0; io->fds && i < nsrv; i++) {
+		if (io->fds[i] >= 0)
+			close(io->fds[i]);
+		io->fds[i] = -1;
+	}
+	memset(io->seen, 0, sizeof(io->seen));
+	io->seen_next = 0;
+}
+
+/* A prefetch buffer as a new client's, its memory kept. */
+static void pf_forked(struct fw_client_pf *p)
+{
+	p->busy = false;
+	p->last_rc = 0;
+	p->gen = 0;
+	p->hold_until_ns = 0;
+	p->avail = p->head = p->len = 0;
+	pthread_cond_init(&p->cond, NULL);
+}
+
+void fwc_pf_forked(struct fw_client *c)
+{
+	pf_forked(&c->pf);
+	pf_forked(&c->upf);
+	io_forked(&c->pf_io, c->nsrv);
+	io_forked(&c->upf_io, c->nsrv);
+	/* The refiller is a thread of the parent: the next fw_client_next() starts one. */
+	c->refiller_started = false;
+	fw_cond_init_mono(&c->refiller_cond);
+	c->ticking = false;
+	c->next_tick_ns = 0;
+	c->idle_ticks = 0;
+	c->takes = c->takes_seen = 0;
+	c->asks = c->asks_served = 0;
+	c->waiters = 0;
+	c->starved = false;
+	c->last_refill_ns = 0;
+	c->pf_want = c->opts.prefetch;
+	c->pf_low = c->opts.low_water;
+	/* The parent's other threads are not in the child: their slots go; the
+	 * forking thread's own is emptied (its IDs are the parent's). */
+	for (struct fw_client_slot **pp = &c->slots; *pp;) {
+		struct fw_client_slot *s = *pp;
+
+		if (pthread_equal(s->owner, pthread_self())) {
+			s->head = s->len = 0;
+			pp = &s->next;
+		} else {
+			*pp = s->next;
+			free(s);
+		}
+	}
+}
+
 /* The UUID counterpart of refill_ids(). */
 static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 {

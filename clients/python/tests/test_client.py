@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from forkkids import assert_unique, collect, fork_kid
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "src"))
 
@@ -48,6 +49,7 @@ class Fake:
             except socket.timeout:
                 continue
             _, _, op, _, _, count, tag, _, _, _ = struct.unpack_from(">HBBBBHQHHI", buf)
+            self.frm = frm  # the request's source, for a handler that answers later
             for d in self.handler(op, count, tag):
                 self.sock.sendto(d, frm)
 
@@ -403,5 +405,52 @@ def test_threads_each_increasing_and_unique():
         for o in out:
             assert len(o) == 300 and all(x < y for x, y in zip(o, o[1:]))
         assert len({x for o in out for x in o}) == 1200
+    finally:
+        f.close()
+
+
+def test_fork_while_refill_holds_the_network_lock():
+    """A fork while the refill thread waits for its reply, holding the
+    client's network lock (the fake holds that one reply and answers every
+    other request, the child's too): the child must not wait on the
+    parent's lock or refill, nor hand out the parent's IDs; it takes 300
+    IDs of its own. Before the fix the child hung (killed after 10 s)."""
+    g = IdSource()
+    hold, held, stash = threading.Event(), threading.Event(), []
+
+    def handler(op, count, tag):
+        if op == wire.OP_RANGE and hold.is_set() and not stash:
+            stash.append((g.answer(op, count, tag), f.frm))
+            held.set()
+            return []
+        return g.answer(op, count, tag)
+
+    f = Fake(handler)
+    ids, errs, stop = [], [], threading.Event()
+    try:
+        with Client([f.addr], timeout=5, retries=0, prefetch=64, low_water=32) as c:
+            ids.append(c.next())
+            hold.set()
+
+            def load():
+                try:
+                    while not stop.is_set():
+                        ids.append(c.next())
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errs.append(e)
+            t = threading.Thread(target=load)
+            t.start()
+            assert held.wait(5), "the refill was not held"
+            kid = fork_kid(c)
+            for d, frm in stash:
+                for x in d:
+                    f.sock.sendto(x, frm)
+            try:
+                ids += collect(*kid)
+            finally:
+                stop.set()
+                t.join(10)
+            assert errs == []
+        assert_unique(ids)
     finally:
         f.close()

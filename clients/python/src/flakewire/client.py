@@ -19,6 +19,15 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   host's clock. A reply that fails a check raises InvalidReplyError and none
   of its IDs are used.
 
+Fork: a process may fork with clients open (os.fork(), multiprocessing's
+fork and forkserver start methods, pre-fork servers such as gunicorn
+--preload, Celery prefork, uWSGI). The child's clients start afresh
+(os.register_at_fork): the IDs and UUIDs buffered before the fork stay the
+parent's and are never handed out in the child, which gets its own sockets,
+locks and refill threads, even when it forked while a refill held a lock.
+A fork from C code that bypasses os.fork() (PyOS_AfterFork_Child not
+called) is not seen: the child must then not use the client.
+
 Errors, the same six in every flakewire client (doc/clients.md), all
 FlakewireError: AddressError (also ValueError), ResolveError (also OSError),
 NoResponseError (also TimeoutError; .tried names each server and what it
@@ -37,6 +46,7 @@ import threading
 import time
 import types
 import uuid
+import weakref
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import wire
@@ -135,13 +145,28 @@ class _Server:
         self.spec = spec
         self.addr = addr
         self.key = (addr[0], addr[1])
-        self.sock = socket.socket(family, socket.SOCK_DGRAM)
+        self.family = family
+        self.sock = self._connected()
+
+    def _connected(self) -> socket.socket:
+        sock = socket.socket(self.family, socket.SOCK_DGRAM)
         # Connected: the kernel reports ICMP port unreachable as ECONNREFUSED.
         try:
-            self.sock.connect(addr)
+            sock.connect(self.addr)
         except BaseException:
-            self.sock.close()
+            sock.close()
             raise
+        return sock
+
+    def reopen(self) -> None:
+        """In a forked child: a socket of its own (the parent's copy would
+        read the parent's replies). If none can be made, the closed one
+        stays and calls fail over as on any socket error."""
+        self.sock.close()
+        try:
+            self.sock = self._connected()
+        except OSError:
+            pass
 
 
 class Client:
@@ -214,6 +239,32 @@ class Client:
         self._error: Optional[BaseException] = None
         self._hold_until = 0.0
         self._uuids: Deque[uuid.UUID] = collections.deque()
+        _live.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child (os.register_at_fork): the state of a new
+        client. The parent's threads are not in the child, so their locks
+        may be held for ever there and their buffers are the parent's: new
+        locks, new (empty) buffers and thread shares, own sockets; the
+        layout learnt from INFO is kept."""
+        self._net = threading.Lock()
+        self._buf = threading.Condition(threading.Lock())
+        self._local = threading.local()
+        self._runs = collections.deque()
+        self._uuids = collections.deque()
+        self._count = 0
+        self._want, self._low = self.prefetch, self.low_water
+        self._starved = False
+        self._last_refill = 0.0
+        self._refilling = False
+        self._gen = 0
+        self._error = None
+        self._hold_until = 0.0
+        self._seen = {}
+        self.stats = collections.Counter()
+        if not self._closed:
+            for s in self._srv:
+                s.reopen()
 
     # -- lifecycle
     def close(self) -> None:
@@ -623,6 +674,19 @@ class Client:
         # share of its own (newer than any share handed out before).
         return await asyncio.get_running_loop().run_in_executor(None, self._next_slow,
                                                                 types.SimpleNamespace())
+
+
+# Every open client, so that a forked child starts each afresh.
+_live: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for c in list(_live):
+        c._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _check(name: str, v, lo, hi) -> None:
