@@ -737,8 +737,10 @@ public final class Client implements AutoCloseable {
      * One ID from this thread's share of the prefetch buffer (no lock); an empty or expired share takes the next one
      * (an eighth of a refill) from the pool under a lock. Below lowWater a refill of prefetch IDs (grown while callers
      * drain the pool faster) starts on a daemon thread; callers wait only when the pool is empty, and then get the
-     * refill's error if it fails. A thread's own IDs increase (per responder worker); IDs of different threads are not
-     * ordered within the maxAgeMs window, since each holds its own share. They are unique in any case.
+     * refill's error if it fails, waiting at most timeoutMs. A thread's own IDs increase while its refills are answered
+     * by one responder worker (a hedged refill may come from another worker: a hedge or failover can step down); IDs of
+     * different threads are not ordered within the maxAgeMs window, since each holds its own share. They are unique in
+     * any case.
      */
     public long next() throws IOException {
         Slot s = slots.get();

@@ -380,7 +380,8 @@ final class Responders implements AutoCloseable {
             synchronized (c) {
                 c.bad = new StatusException(r);
             }
-            failed(c, p, Wire.statusName(r.status()));
+            String name = Wire.statusName(r.status()).toUpperCase(java.util.Locale.ROOT).replace('-', '_');
+            failed(c, p, "answered " + name);
         }
         return null;
     }
