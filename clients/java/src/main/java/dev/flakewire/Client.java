@@ -332,14 +332,24 @@ public final class Client implements AutoCloseable {
         return System.nanoTime() + o.timeoutMs * 1_000_000L;
     }
 
-    /** Takes net, one call at a time, waiting at most until deadline (then the no-response error). */
+    /**
+     * Takes net, one call at a time, waiting at most until deadline (then the no-response error); not interruptible,
+     * as a call is not (the interrupt status is set again).
+     */
     private void lockNet(long deadline) throws IOException {
         if (closed) throw new ClosedException();
+        boolean interrupted = false;
         try {
-            if (net.tryLock(deadline - System.nanoTime(), java.util.concurrent.TimeUnit.NANOSECONDS)) return;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted while waiting for another call of this client");
+            for (;;) {
+                try {
+                    if (net.tryLock(deadline - System.nanoTime(), java.util.concurrent.TimeUnit.NANOSECONDS)) return;
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
         if (closed) throw new ClosedException();
         throw resp.waited("another call of this client held it until this call's deadline");

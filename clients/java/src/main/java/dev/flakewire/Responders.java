@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.PortUnreachableException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.DatagramChannel;
@@ -25,7 +26,9 @@ import java.util.Map;
  * <p>
  * Threading: calls are serialised by the client (one call at a time reads the call sockets; the RTT window and the
  * budget are touched by calls only). The health fields are shared with the probe thread and guarded by this object's
- * monitor, held briefly. The probe thread has sockets of its own, so a probe never blocks a call.
+ * monitor, held briefly. The probe thread has sockets of its own, so a probe never blocks a call. A call is not
+ * interruptible (as with the blocking sockets before): an interrupt neither ends it nor is lost (the caller's interrupt
+ * status is set again when the call returns), and a socket an interrupt closed is opened again.
  */
 final class Responders implements AutoCloseable {
     private static final long MS = 1_000_000L;
@@ -47,7 +50,7 @@ final class Responders implements AutoCloseable {
     static final class Peer {
         final String spec;
         final InetSocketAddress addr;
-        final DatagramChannel ch;
+        volatile DatagramChannel ch; // reopened by the call thread when an interrupt closed it
         final int index;
         // guarded by the Responders' monitor
         boolean healthy = true;
@@ -98,6 +101,7 @@ final class Responders implements AutoCloseable {
     private final ByteBuffer rx = ByteBuffer.allocate(2048);
     private volatile boolean closed;
     private volatile Call current;
+    private boolean interrupted; // the call thread's interrupt, set again when the call returns
     private boolean probing; // guarded by this
     private volatile Selector probeSel;
 
@@ -144,6 +148,21 @@ final class Responders implements AutoCloseable {
         } catch (Exception e) {
             // closing: nothing to report
         }
+    }
+
+    /* Opens p's call socket again after an interrupt closed it (NIO channels close on interrupt). Call thread. */
+    private void reopen(Peer p) throws IOException {
+        DatagramChannel ch = DatagramChannel.open();
+        try {
+            ch.configureBlocking(false);
+            ch.connect(p.addr);
+            ch.register(sel, SelectionKey.OP_READ, p);
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(ch);
+            throw e;
+        }
+        p.ch = ch;
+        if (closed) closeQuietly(ch);
     }
 
     /** Closes the sockets and ends the probe thread; a call in progress throws {@link ClosedException}. */
@@ -292,6 +311,12 @@ final class Responders implements AutoCloseable {
         } catch (PortUnreachableException e) {
             refused(c, p, now);
             return false;
+        } catch (ClosedByInterruptException e) {
+            if (closed) throw new ClosedException();
+            interrupted = true;
+            Thread.interrupted();
+            reopen(p); // this send is lost: the call's timers resend
+            return true;
         } catch (IOException e) {
             if (closed) throw new ClosedException();
             failed(c, p, e.toString());
@@ -332,6 +357,12 @@ final class Responders implements AutoCloseable {
             } catch (PortUnreachableException e) {
                 refused(c, p, System.nanoTime());
                 continue;
+            } catch (ClosedByInterruptException e) {
+                if (closed) throw new ClosedException();
+                interrupted = true;
+                Thread.interrupted();
+                reopen(p); // a reply queued on the closed socket is lost: the call's timers resend
+                return null;
             } catch (IOException e) {
                 if (closed) throw new ClosedException();
                 failed(c, p, e.toString());
@@ -414,9 +445,11 @@ final class Responders implements AutoCloseable {
         if (tokensPerCall > 0) tokens = Math.min(TOKENS_MAX, tokens + tokensPerCall);
         long d = hedgeDelayNs(), t = Math.max(4 * d, RESEND_MIN_NS), lastSend = System.nanoTime();
         boolean hedgeArmed = false;
+        interrupted = Thread.interrupted();
         try {
             for (;;) {
                 if (closed) throw new ClosedException();
+                if (Thread.interrupted()) interrupted = true; // else select returns at once and I/O closes sockets
                 long now = System.nanoTime();
                 if (now - deadlineNs >= 0) {
                     stats.timeouts.incrementAndGet();
@@ -501,6 +534,7 @@ final class Responders implements AutoCloseable {
             throw e;
         } finally {
             if (!c.ended) end(c, System.nanoTime());
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 

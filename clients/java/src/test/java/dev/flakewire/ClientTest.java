@@ -435,6 +435,25 @@ class ClientTest {
         assertTrue(e instanceof IOException && e.getCause() != null);
     }
 
+    /**
+     * A call is not interruptible (as with the blocking sockets before issue 49): an interrupted caller still gets its
+     * ID, keeps its interrupt status, and the client's sockets stay open (NIO closes a channel on interrupt).
+     */
+    @Test
+    void interruptedCallerKeepsTheClient() throws Exception {
+        try (Fake f = new Fake(ClientTest::answering); Client c = new Client(List.of(f.addr), opts())) {
+            for (int i = 0; i < 3; i++) {
+                Thread.currentThread().interrupt();
+                try {
+                    assertEquals(7, c.info().worker());
+                } finally {
+                    assertTrue(Thread.interrupted(), "the interrupt status was lost");
+                }
+            }
+            assertEquals(7, c.info().worker(), "the client's socket did not survive the interrupts");
+        }
+    }
+
     @Test
     void layoutBeforeAnyId() throws Exception {
         try (Fake f = new Fake(ClientTest::answering); Client c = new Client(List.of(f.addr), opts())) {
