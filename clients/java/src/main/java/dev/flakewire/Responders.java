@@ -435,7 +435,8 @@ final class Responders implements AutoCloseable {
      *
      * @return the OK reply (tag, op and source checked)
      * @throws NoResponseException at the deadline, naming what each responder did
-     * @throws StatusException every responder answered an error status (not RETRY_AFTER) in this call
+     * @throws StatusException every responder answered an error status (not RETRY_AFTER) or failed in this call, and
+     *         one answered a status (NoResponseException when none did)
      * @throws ClosedException the client was closed
      */
     Wire.Reply call(int op, byte[] req, long tag, long deadlineNs) throws IOException {
@@ -463,9 +464,10 @@ final class Responders implements AutoCloseable {
                 }
                 if (owed != 0) {
                     Pick p = pick(c, now);
-                    if (p == null) {
+                    if (p == null) { // every responder answered an error status or its socket failed
                         end(c, now);
-                        throw c.bad;
+                        if (c.bad != null) throw c.bad;
+                        throw new NoResponseException(describe(c, now));
                     }
                     if (p.atNs - now > 0) {
                         wake = p.atNs - wake < 0 ? p.atNs : wake;
