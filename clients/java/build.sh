@@ -3,7 +3,7 @@
 # Builds and tests the Java client with the JDK alone (javac, jar) and JUnit 5
 # from Debian (junit5: /usr/share/java/junit-platform-console-standalone.jar).
 # usage: build.sh [-o OUT] jar        OUT/flakewire-client.jar (default OUT: ./build)
-#        build.sh [-o OUT] test [TAG] unit tests (vectors, fake responder), or
+#        build.sh [-o OUT] test [TAG] unit tests (vectors, fake responders), or
 #                                     the live tests tagged TAG (loop, tap)
 # The compile is serialised by a lock in OUT, so parallel runs compile once.
 set -eu
@@ -42,7 +42,7 @@ test)
 	if [ $# -ge 2 ]; then
 		sel="--select-class dev.flakewire.LiveTest --include-tag $2"
 	else
-		sel="--select-class dev.flakewire.VectorsTest --select-class dev.flakewire.ClientTest"
+		sel="--select-class dev.flakewire.VectorsTest --select-class dev.flakewire.ClientTest --select-class dev.flakewire.AvailabilityTest"
 	fi
 	# shellcheck disable=SC2086
 	exec java -jar "$junit" -cp "$out/classes:$out/test-classes" $sel --fail-if-no-tests \

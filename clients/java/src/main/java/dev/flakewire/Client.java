@@ -2,11 +2,8 @@
 package dev.flakewire;
 
 import java.io.IOException;
-import java.net.DatagramPacket;
-import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.security.SecureRandom;
@@ -27,11 +24,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * match, so stale, foreign and garbled datagrams are ignored and the wait goes on;</li>
  * <li>requests are padded as PROTOCOL.md section 6 says (unless {@link Options#trusted}), so a responder that does
  * not trust this host still answers in full;</li>
- * <li>each responder has a connected UDP socket, so a closed port (ICMP port unreachable) moves to the next responder
- * at once;</li>
- * <li>a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the defaults), then the next one, round
- * robin; CLOCK_UNSAFE and NO_LEASE move to the next responder at once; RETRY_AFTER waits as told (at most 1 s) and
- * counts as an attempt;</li>
+ * <li>a call (one get, one refill of next(), one INFO) has a deadline, {@link Options#timeoutMs} after it started,
+ * not an attempt count; it follows the availability contract of doc/clients.md, section "Availability: deadlines,
+ * hedging, health" (the class Responders): a closed port (ICMP port unreachable on the responder's connected socket),
+ * an error status (CLOCK_UNSAFE, NO_LEASE, REFUSED, ...) and RETRY_AFTER move the call to the next responder at once;
+ * a hedged request goes to the next responder after a delay learnt from this client's round trips, under a budget;
+ * a responder that refused, answered an error status or stayed silent is remembered as unhealthy, skipped while
+ * others are healthy, and probed with INFO every 100 ms until it answers; RETRY_AFTER holds a responder off for its
+ * hint; with one responder, refusals and RETRY_AFTER are retried until the deadline;</li>
  * <li>every ID is checked before it is handed out: positive, strictly increasing within a reply and above the last
  * one seen from that worker, no more than asked, carrying the datacenter and worker the reply names (the layout is
  * learnt with an INFO request first) and a time within {@link Options#maxSkewMs} of this host's clock.</li>
@@ -44,23 +44,30 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link ClosedException}, buffered IDs included.
  */
 public final class Client implements AutoCloseable {
-    /** Longest RETRY_AFTER wait honoured, microseconds. */
+    /** Longest hold-off a RETRY_AFTER hint sets on a responder, microseconds (a larger hint counts as this). */
     public static final long RETRY_AFTER_MAX_US = 1_000_000;
     private static final int WORKERS_TRACKED = 64;
     private static final SecureRandom RANDOM = new SecureRandom();
 
     /** Client options; the defaults are set on construction. */
     public static final class Options {
-        /** First attempt's wait in ms (1..60000), doubled per retry. */
-        public int timeoutMs = 200;
+        /**
+         * A call's deadline in ms (1..60000): a call (one get, one refill of next(), one INFO) returns or fails at most
+         * this long after it started, whatever the responders do.
+         */
+        public int timeoutMs = 1000;
 
         /** Sets timeoutMs from a Duration (whole milliseconds). */
         public Options timeout(java.time.Duration d) {
             timeoutMs = (int) Math.min(Integer.MAX_VALUE, d.toMillis());
             return this;
         }
-        /** Resends per responder (0..10). */
+        /** No longer used: the deadline ({@link #timeoutMs}) bounds a call. Accepted and ignored. */
         public int retries = 3;
+        /** The hedge delay's floor in microseconds (0..100000): a hedge never goes out sooner after a send. */
+        public int hedgeMinUs = 2000;
+        /** Share of calls that may send a hedged request, percent (0..100); 0 turns hedging off. */
+        public int hedgeBudgetPct = 5;
         /** IDs fetched per refill by next() (1..2^20). */
         public int prefetch = 1024;
         /** next() refills in the background below this many (0..2^20). */
@@ -82,29 +89,17 @@ public final class Client implements AutoCloseable {
     public static final class Stats {
         public final AtomicLong requests = new AtomicLong(), timeouts = new AtomicLong(),
                 retryAfter = new AtomicLong(), failovers = new AtomicLong(), stray = new AtomicLong(),
-                refused = new AtomicLong(); // ICMP port unreachable: failed over at once
-    }
-
-    private static final class Server {
-        final String spec;
-        final InetSocketAddress addr;
-        final DatagramSocket sock;
-
-        Server(String spec, InetSocketAddress addr) throws IOException {
-            this.spec = spec;
-            this.addr = addr;
-            this.sock = new DatagramSocket();
-        }
+                refused = new AtomicLong(), // ICMP port unreachable: failed over at once
+                hedges = new AtomicLong(), // hedged requests sent (each took a budget token)
+                probes = new AtomicLong(); // background INFO requests to unhealthy responders
     }
 
     public final Stats stats = new Stats();
     private final Options o;
-    private final List<Server> srv = new ArrayList<>();
-    private final byte[] rx = new byte[2048];
+    private Responders resp;
 
     private volatile boolean closed;
-    private final ReentrantLock net = new ReentrantLock(); // one exchange at a time; guards the fields below
-    private int cur;
+    private final ReentrantLock net = new ReentrantLock(); // one call at a time; guards the fields below
     private volatile Layout layout;
     private boolean infoDone;
     private final LinkedHashMap<Integer, Long> seen = new LinkedHashMap<>();
@@ -171,7 +166,6 @@ public final class Client implements AutoCloseable {
     private final Condition refillAsked = buf.newCondition();
     private long gen;
     private IOException refillErr;
-    private long holdUntilNs = System.nanoTime();
     private final ArrayDeque<UUID> uuids = new ArrayDeque<>();
 
     /** A host and port parsed from "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare IPv6 address. */
@@ -216,31 +210,31 @@ public final class Client implements AutoCloseable {
         o = opts != null ? opts : new Options();
         if (servers.isEmpty()) throw new IllegalArgumentException("servers: at least one responder is needed");
         check("timeoutMs", o.timeoutMs, 1, 60000);
-        check("retries", o.retries, 0, 10);
+        check("hedgeMinUs", o.hedgeMinUs, 0, 100_000);
+        check("hedgeBudgetPct", o.hedgeBudgetPct, 0, 100);
         check("prefetch", o.prefetch, 1, 1 << 20);
         check("lowWater", o.lowWater, 0, 1 << 20);
         check("maxSkewMs", o.maxSkewMs, 0, 1L << 40);
         check("maxAgeMs", o.maxAgeMs, 10, 3_600_000);
         want = o.prefetch;
         low = o.lowWater;
-        try {
-            for (String s : servers) {
-                HostPort hp = parseServer(s);
-                InetAddress a;
-                try {
-                    a = InetAddress.getByName(hp.host());
-                } catch (UnknownHostException e) {
-                    throw new ResolveException("flakewire: server \"" + s + "\" does not resolve: " + hp.host(), e);
-                }
-                Server sv = new Server(s, new InetSocketAddress(a, hp.port()));
-                srv.add(sv);
-                // Connected: the kernel reports ICMP port unreachable (PortUnreachableException).
-                sv.sock.connect(sv.addr);
+        List<InetSocketAddress> addrs = new ArrayList<>();
+        for (String s : servers) {
+            HostPort hp = parseServer(s);
+            InetAddress a;
+            try {
+                a = InetAddress.getByName(hp.host());
+            } catch (UnknownHostException e) {
+                throw new ResolveException("flakewire: server \"" + s + "\" does not resolve: " + hp.host(), e);
             }
-        } catch (IOException | RuntimeException e) {
-            close();
-            throw e;
+            addrs.add(new InetSocketAddress(a, hp.port()));
         }
+        resp = new Responders(servers, addrs, o.hedgeMinUs, o.hedgeBudgetPct, !o.trusted, stats);
+    }
+
+    /** Responder state for the package's tests. */
+    Responders responders() {
+        return resp;
     }
 
     /** Closes the sockets: every later call throws {@link ClosedException}, buffered IDs included. */
@@ -248,7 +242,7 @@ public final class Client implements AutoCloseable {
     public void close() {
         closed = true;
         hot.closed = true;
-        for (Server s : srv) s.sock.close();
+        if (resp != null) resp.close();
         buf.lock();
         try {
             runs.clear();
@@ -266,9 +260,10 @@ public final class Client implements AutoCloseable {
      * request has learnt it yet; {@link Layout#DEFAULT} when the responder's INFO carries none. Never null.
      */
     public Layout layout() throws IOException {
-        net.lock();
+        long deadline = deadline();
+        lockNet(deadline);
         try {
-            ensureLayout();
+            ensureLayout(deadline);
             Layout l = layout;
             return l != null ? l : Layout.DEFAULT;
         } finally {
@@ -311,7 +306,7 @@ public final class Client implements AutoCloseable {
             if (!closed) dropExpired(System.nanoTime());
             if (!closed && count > 0) {
                 fill(s);
-                if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+                if (count < low && !refilling) startRefill();
                 return java.util.concurrent.CompletableFuture.completedFuture(s.take());
             }
         } finally {
@@ -332,114 +327,48 @@ public final class Client implements AutoCloseable {
         return lastReply;
     }
 
-    private Wire.Reply await(Server s, int op, long tag, long deadlineNs) throws IOException {
-        DatagramPacket p = new DatagramPacket(rx, rx.length);
-        for (;;) {
-            long left = (deadlineNs - System.nanoTime()) / 1_000_000;
-            if (left <= 0) return null;
-            try {
-                s.sock.setSoTimeout((int) left);
-                s.sock.receive(p);
-            } catch (SocketTimeoutException e) {
-                return null;
-            } catch (java.net.PortUnreachableException e) {
-                throw e;
-            } catch (IOException e) {
-                if (closed) throw new ClosedException();
-                throw e;
-            }
-            if (!s.addr.equals(p.getSocketAddress())) {
-                stats.stray.incrementAndGet();
-                continue;
-            }
-            Wire.Reply r;
-            try {
-                r = Wire.parseReply(rx, p.getLength());
-            } catch (Wire.WireException e) {
-                if (e.reason.equals("version") && e.tag == tag) {
-                    return new Wire.Reply(op | Wire.OP_REPLY, Wire.ST_BAD_VERSION, 0, 0, tag, 0, 0, 0, List.of(),
-                            List.of(), null, List.of());
-                }
-                stats.stray.incrementAndGet();
-                continue;
-            }
-            if (r.tag() != tag || r.requestOp() != op) {
-                stats.stray.incrementAndGet();
-                continue;
-            }
-            return r;
-        }
+    /** The deadline of a call starting now (System.nanoTime). */
+    private long deadline() {
+        return System.nanoTime() + o.timeoutMs * 1_000_000L;
     }
 
-    /** One request with retries, RETRY_AFTER and failover; holds net. */
-    private Wire.Reply exchange(int op, int count) throws IOException {
+    /**
+     * Takes net, one call at a time, waiting at most until deadline (then the no-response error); not interruptible,
+     * as a call is not (the interrupt status is set again).
+     */
+    private void lockNet(long deadline) throws IOException {
+        if (closed) throw new ClosedException();
+        boolean interrupted = false;
+        try {
+            for (;;) {
+                try {
+                    if (net.tryLock(deadline - System.nanoTime(), java.util.concurrent.TimeUnit.NANOSECONDS)) return;
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
+        }
+        if (closed) throw new ClosedException();
+        throw resp.waited("another call of this client held it until this call's deadline");
+    }
+
+    /** One request as one call of the availability contract (Responders.call); holds net. */
+    private Wire.Reply exchange(int op, int count, long deadline) throws IOException {
         if (closed) throw new ClosedException();
         long tag = RANDOM.nextLong();
         // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
         Layout l = layout;
         byte[] req = Wire.encodeRequest(op, count, tag, !o.trusted, l != null ? l.seqBits() : 12);
-        Wire.Reply retryAfter = null, moved = null;
-        List<String> tried = new java.util.ArrayList<>();
-        for (int i = 0; i < srv.size(); i++) {
-            Server s = srv.get(cur);
-            String what = "";
-            long waited = 0;
-            attempts:
-            for (int a = 0; a <= o.retries; a++) {
-                Wire.Reply r;
-                try {
-                    s.sock.send(new DatagramPacket(req, req.length, s.addr));
-                    stats.requests.incrementAndGet();
-                    r = await(s, op, tag, System.nanoTime() + ((long) o.timeoutMs << a) * 1_000_000);
-                } catch (java.net.PortUnreachableException e) {
-                    stats.refused.incrementAndGet();
-                    what = "refused (ICMP port unreachable)";
-                    break;
-                } catch (ClosedException e) {
-                    throw e;
-                } catch (IOException e) {
-                    if (closed) throw new ClosedException();
-                    what = e.toString();
-                    break;
-                }
-                if (r == null) {
-                    stats.timeouts.incrementAndGet();
-                    waited += (long) o.timeoutMs << a;
-                    what = "no reply in " + waited + " ms";
-                    continue;
-                }
-                lastReply = r;
-                switch (r.status()) {
-                    case Wire.ST_OK:
-                        return r;
-                    case Wire.ST_RETRY_AFTER:
-                        stats.retryAfter.incrementAndGet();
-                        retryAfter = r;
-                        sleepUs(Math.min(r.retryAfterUs(), RETRY_AFTER_MAX_US));
-                        break;
-                    case Wire.ST_CLOCK_UNSAFE:
-                    case Wire.ST_NO_LEASE:
-                        moved = r;
-                        break attempts;
-                    default:
-                        throw new StatusException(r);
-                }
-            }
-            tried.add(s.spec + ": " + what);
-            cur = (cur + 1) % srv.size();
-            stats.failovers.incrementAndGet();
-        }
-        if (moved != null) throw new StatusException(moved);
-        if (retryAfter != null) throw new StatusException(retryAfter);
-        throw new NoResponseException(tried);
-    }
-
-    private static void sleepUs(long us) throws IOException {
         try {
-            Thread.sleep(us / 1000, (int) (us % 1000) * 1000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted while waiting for RETRY_AFTER");
+            Wire.Reply r = resp.call(op, req, tag, deadline);
+            lastReply = r;
+            return r;
+        } catch (StatusException e) {
+            lastReply = e.reply;
+            throw e;
         }
     }
 
@@ -455,12 +384,13 @@ public final class Client implements AutoCloseable {
         infoDone = true;
     }
 
-    private void ensureLayout() throws IOException {
+    /* INFO first (the call's deadline covers it); an error status leaves the IDs unchecked against a layout. */
+    private void ensureLayout(long deadline) throws IOException {
         if (infoDone) return;
         try {
-            adoptInfo(exchange(Wire.OP_INFO, 0));
+            adoptInfo(exchange(Wire.OP_INFO, 0, deadline));
         } catch (StatusException e) {
-            if (e.status == Wire.ST_RETRY_AFTER) throw e;
+            // every responder answered an error status: the ID request says what follows
         }
         infoDone = true;
     }
@@ -505,9 +435,9 @@ public final class Client implements AutoCloseable {
         if (seen.size() > WORKERS_TRACKED) seen.remove(seen.keySet().iterator().next());
     }
 
-    private List<Wire.Range> fetch(boolean useRange, int want) throws IOException {
-        ensureLayout();
-        Wire.Reply r = exchange(useRange ? Wire.OP_RANGE : Wire.OP_LIST, want);
+    private List<Wire.Range> fetch(boolean useRange, int want, long deadline) throws IOException {
+        ensureLayout(deadline);
+        Wire.Reply r = exchange(useRange ? Wire.OP_RANGE : Wire.OP_LIST, want, deadline);
         List<Wire.Range> rs = r.ranges();
         if (!useRange) {
             rs = new ArrayList<>(r.ids().size());
@@ -519,10 +449,11 @@ public final class Client implements AutoCloseable {
 
     /** One ID with one ID request (one round trip). */
     public long get() throws IOException {
-        net.lock();
+        long deadline = deadline();
+        lockNet(deadline);
         try {
-            ensureLayout();
-            Wire.Reply r = exchange(Wire.OP_ID, 1);
+            ensureLayout(deadline);
+            Wire.Reply r = exchange(Wire.OP_ID, 1, deadline);
             validate(r, List.of(new Wire.Range(r.ids().get(0), 1)), 1);
             return r.ids().get(0);
         } finally {
@@ -530,15 +461,19 @@ public final class Client implements AutoCloseable {
         }
     }
 
-    /** n IDs with LIST requests of at most 181 each, asking again while a responder answers PARTIAL. */
+    /**
+     * n IDs with LIST requests of at most 181 each, asking again while a responder answers PARTIAL; each request is a
+     * call with a deadline of its own.
+     */
     public long[] getN(int n) throws IOException {
         check("n", n, 0, 1 << 30);
         long[] out = new long[n];
         int got = 0;
-        net.lock();
+        long deadline = deadline();
+        lockNet(deadline);
         try {
-            while (got < n) {
-                for (Wire.Range x : fetch(false, Math.min(n - got, Wire.LIST_MAX))) out[got++] = x.first();
+            for (; got < n; deadline = deadline()) {
+                for (Wire.Range x : fetch(false, Math.min(n - got, Wire.LIST_MAX), deadline)) out[got++] = x.first();
             }
         } finally {
             net.unlock();
@@ -549,9 +484,10 @@ public final class Client implements AutoCloseable {
     /** Up to want (1..65535) IDs as runs of consecutive IDs, one RANGE request; the responder may give fewer. */
     public List<Wire.Range> getRange(int want) throws IOException {
         check("want", want, 1, Wire.RANGE_IDS_MAX);
-        net.lock();
+        long deadline = deadline();
+        lockNet(deadline);
         try {
-            return fetch(true, want);
+            return fetch(true, want, deadline);
         } finally {
             net.unlock();
         }
@@ -559,9 +495,10 @@ public final class Client implements AutoCloseable {
 
     /** The current responder's INFO reply (info() holds the record); its layout is adopted if none was known. */
     public Wire.Reply info() throws IOException {
-        net.lock();
+        long deadline = deadline();
+        lockNet(deadline);
         try {
-            Wire.Reply r = exchange(Wire.OP_INFO, 0);
+            Wire.Reply r = exchange(Wire.OP_INFO, 0, deadline);
             adoptInfo(r);
             return r;
         } finally {
@@ -576,10 +513,11 @@ public final class Client implements AutoCloseable {
      */
     public List<UUID> uuid7(int n) throws IOException {
         check("n", n, 1, Wire.UUID7_MAX);
-        net.lock();
+        long deadline = deadline();
+        lockNet(deadline);
         try {
-            ensureLayout();
-            Wire.Reply r = exchange(Wire.OP_UUID7, n);
+            ensureLayout(deadline);
+            Wire.Reply r = exchange(Wire.OP_UUID7, n, deadline);
             if (r.uuids().isEmpty() || r.uuids().size() > n) {
                 throw new InvalidReplyException(r.uuids().size() + " UUIDs for " + n + " asked");
             }
@@ -646,9 +584,10 @@ public final class Client implements AutoCloseable {
         try {
             for (long fetched = 0; fetched < want;) {
                 List<Wire.Range> got;
-                net.lock();
+                long deadline = deadline(); // each request of a refill is a call
+                lockNet(deadline);
                 try {
-                    got = fetch(o.useRange, (int) Math.min(want - fetched, per));
+                    got = fetch(o.useRange, (int) Math.min(want - fetched, per), deadline);
                 } finally {
                     net.unlock();
                 }
@@ -675,7 +614,7 @@ public final class Client implements AutoCloseable {
         }
         buf.lock();
         try {
-            if (err != null) holdUntilNs = System.nanoTime() + ((long) o.timeoutMs << o.retries) * 1_000_000;
+            // after a failed refill the next may start at once: the responders' health makes it fast
             refillErr = err;
             refilling = false;
             gen++;
@@ -797,7 +736,7 @@ public final class Client implements AutoCloseable {
                     ticking = false;
                     return;
                 }
-                if (count < low && !refilling && now - holdUntilNs >= 0) startRefill();
+                if (count < low && !refilling) startRefill();
             } finally {
                 buf.unlock();
             }
@@ -808,8 +747,10 @@ public final class Client implements AutoCloseable {
      * One ID from this thread's share of the prefetch buffer (no lock); an empty or expired share takes the next one
      * (an eighth of a refill) from the pool under a lock. Below lowWater a refill of prefetch IDs (grown while callers
      * drain the pool faster) starts on a daemon thread; callers wait only when the pool is empty, and then get the
-     * refill's error if it fails. A thread's own IDs increase (per responder worker); IDs of different threads are not
-     * ordered within the maxAgeMs window, since each holds its own share. They are unique in any case.
+     * refill's error if it fails, waiting at most timeoutMs. A thread's own IDs increase while its refills are answered
+     * by one responder worker (a hedged refill may come from another worker: a hedge or failover can step down); IDs of
+     * different threads are not ordered within the maxAgeMs window, since each holds its own share. They are unique in
+     * any case.
      */
     public long next() throws IOException {
         Slot s = slots.get();
@@ -819,6 +760,8 @@ public final class Client implements AutoCloseable {
 
     private long nextSlow(Slot s) throws IOException {
         s.len = 0; // empty or expired: these IDs are wasted, never reused
+        long deadline = deadline();
+        boolean interrupted = false;
         buf.lock();
         try {
             takes++;
@@ -834,7 +777,7 @@ public final class Client implements AutoCloseable {
                     ensureTicking();
                     fill(s);
                     long id = s.take();
-                    if (count < low && !refilling && System.nanoTime() - holdUntilNs >= 0) startRefill();
+                    if (count < low && !refilling) startRefill();
                     return id;
                 }
                 if (waited && gen != g && refillErr != null) throw refillErr;
@@ -842,10 +785,17 @@ public final class Client implements AutoCloseable {
                 if (!refilling) startRefill();
                 g = gen;
                 waited = true;
-                changed.awaitUninterruptibly();
+                long left = deadline - System.nanoTime();
+                if (left <= 0) throw resp.waited("no refill brought IDs within this call's deadline");
+                try {
+                    changed.awaitNanos(left);
+                } catch (InterruptedException e) {
+                    interrupted = true; // as before: a caller of next() waits on; the flag is kept
+                }
             }
         } finally {
             buf.unlock();
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 

@@ -3,11 +3,16 @@ package dev.flakewire;
 
 import java.util.List;
 
-/** No responder answered within its attempts; {@link #tried} says, per server, what happened. */
+/** A call's deadline passed without an OK reply; {@link #tried} says what each server did in that call. */
 public class NoResponseException extends FlakewireException {
     private static final long serialVersionUID = 1L;
 
-    /** "SERVER: no reply in 3000 ms" or "SERVER: refused (ICMP port unreachable)", in the order tried. */
+    /**
+     * One entry per server, in configured order: "SERVER: no reply in 80 ms", "SERVER: RETRY_AFTER 900 ms",
+     * "SERVER: refused", "SERVER: answered NO_LEASE" (an error status), or "SERVER: not tried (why)"; a caller
+     * that waited for another call (a refill, or this client's other call) gets that call's entries and a last
+     * one in parentheses.
+     */
     public final List<String> tried;
 
     public NoResponseException(List<String> tried) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 package dev.flakewire;
 
-/** A responder answered with an error status, or every responder kept answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE. */
+/** Every responder answered an error status (not RETRY_AFTER) in one call; the last one's reply. */
 public class StatusException extends FlakewireException {
     private static final long serialVersionUID = 1L;
     public final int status;

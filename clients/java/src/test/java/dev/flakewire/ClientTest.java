@@ -24,6 +24,11 @@ import org.junit.jupiter.api.Test;
 class ClientTest {
     /** Answers each request with handler(op, tag) datagrams. */
     static final class Fake implements AutoCloseable {
+        /** Handles one request (its bytes, 24 at least); send answers it, now or later from any thread. */
+        interface Handler {
+            void handle(byte[] req, java.util.function.Consumer<byte[]> send);
+        }
+
         final DatagramSocket sock;
         final String addr;
 
@@ -33,7 +38,12 @@ class ClientTest {
 
         /** Answers each request (its bytes, 24 at least) with handler(request) datagrams. */
         Fake(Function<byte[], List<byte[]>> handler) throws IOException {
-            sock = new DatagramSocket(0, InetAddress.getLoopbackAddress());
+            this(0, (req, send) -> handler.apply(req).forEach(send));
+        }
+
+        /** A responder on loopback port port (0: any free one) answering through h. */
+        Fake(int port, Handler h) throws IOException {
+            sock = new DatagramSocket(port, InetAddress.getLoopbackAddress());
             addr = "127.0.0.1:" + sock.getLocalPort();
             Thread t = new Thread(() -> {
                 byte[] b = new byte[2048];
@@ -42,9 +52,14 @@ class ClientTest {
                     try {
                         sock.receive(p);
                         if (p.getLength() < 24) continue;
-                        for (byte[] d : handler.apply(java.util.Arrays.copyOf(b, p.getLength()))) {
-                            sock.send(new DatagramPacket(d, d.length, p.getSocketAddress()));
-                        }
+                        java.net.SocketAddress from = p.getSocketAddress();
+                        h.handle(java.util.Arrays.copyOf(b, p.getLength()), d -> {
+                            try {
+                                sock.send(new DatagramPacket(d, d.length, from));
+                            } catch (IOException e) {
+                                // closed or unreachable: the client sees silence
+                            }
+                        });
                     } catch (SocketException e) {
                         return;
                     } catch (IOException e) {
@@ -403,7 +418,11 @@ class ClientTest {
             Client.Options o = opts().timeout(java.time.Duration.ofMillis(20));
             try (Client c = new Client(List.of(f.addr, dead), o)) {
                 NoResponseException e = assertThrows(NoResponseException.class, c::get);
-                assertEquals(List.of(f.addr + ": no reply in 20 ms", dead + ": refused (ICMP port unreachable)"), e.tried);
+                // issue 49: what each responder did in the call, as doc/clients.md spells it
+                assertEquals(2, e.tried.size(), e.tried.toString());
+                assertTrue(e.tried.get(0).matches(java.util.regex.Pattern.quote(f.addr) + ": no reply in [0-9]+ ms"),
+                        e.tried.get(0));
+                assertEquals(dead + ": refused", e.tried.get(1));
             }
         }
     }
@@ -414,6 +433,25 @@ class ClientTest {
         ResolveException e = assertThrows(ResolveException.class,
                 () -> new Client(List.of("no-such-host.invalid:4242"), null));
         assertTrue(e instanceof IOException && e.getCause() != null);
+    }
+
+    /**
+     * A call is not interruptible (as with the blocking sockets before issue 49): an interrupted caller still gets its
+     * ID, keeps its interrupt status, and the client's sockets stay open (NIO closes a channel on interrupt).
+     */
+    @Test
+    void interruptedCallerKeepsTheClient() throws Exception {
+        try (Fake f = new Fake(ClientTest::answering); Client c = new Client(List.of(f.addr), opts())) {
+            for (int i = 0; i < 3; i++) {
+                Thread.currentThread().interrupt();
+                try {
+                    assertEquals(7, c.info().worker());
+                } finally {
+                    assertTrue(Thread.interrupted(), "the interrupt status was lost");
+                }
+            }
+            assertEquals(7, c.info().worker(), "the client's socket did not survive the interrupts");
+        }
     }
 
     @Test

@@ -116,9 +116,8 @@ class LiveTest {
     @Tag("loop")
     void loopPartialAndRetryAfterWithOneSequenceBit() throws Exception {
         // First, before any background refill competes for the 2 IDs per ms.
-        Client.Options p = new Client.Options();
-        p.retries = 10;
-        try (Client c = new Client(List.of(env("FW_FEWSEQ")), p)) {
+        // RETRY_AFTER is retried until the call's deadline (issue 49; before, retries = 10 was needed).
+        try (Client c = new Client(List.of(env("FW_FEWSEQ")), null)) {
             c.getRange(4096);
             assertNotEquals(0, c.lastReply().flags() & Wire.F_PARTIAL);
         }
@@ -170,10 +169,8 @@ class LiveTest {
     @Test
     @Tag("loop")
     void loopFailoverFromADeadResponder() throws Exception {
-        Client.Options o = new Client.Options();
-        o.timeoutMs = 50;
-        o.retries = 1;
-        try (Client c = new Client(List.of(env("FW_DEAD"), env("FW_TRUSTED")), o)) {
+        // The default deadline (issue 49: the timeout bounds a call; retries are no longer used).
+        try (Client c = new Client(List.of(env("FW_DEAD"), env("FW_TRUSTED")), null)) {
             Set<Long> seen = new HashSet<>();
             workers(c, take(c, 1, 10), seen);
             assertEquals(10, seen.size());
@@ -185,21 +182,22 @@ class LiveTest {
     @Test
     @Tag("tap")
     void tapConcurrentUniqueRetryAfterThenFailover() throws Exception {
+        // The default deadline (1 s; issue 49: before, 50 ms per attempt, 3 retries).
         Client.Options o = opts(256, 64);
-        o.timeoutMs = 50;
-        o.retries = 3;
         // maxAgeMs 200: after the kill, the IDs the pool still holds from flakewire (a refill
         // grows while callers drain it) expire, so the next ones must come from the backup.
         o.maxAgeMs = 200;
         try (Client c = new Client(List.of(env("FW_TAP"), env("FW_TAP_BACKUP")), o)) {
+            // Issue 49: RETRY_AFTER from flakewire (4 sequence bits) moves a call to the backup at once,
+            // so IDs and UUIDs come from either worker (before, only from 21 until the kill).
             Set<java.util.UUID> us = new HashSet<>();
             for (int i = 0; i < 300; i++) {
                 java.util.UUID u = c.nextUuid7();
                 assertTrue(us.add(u));
-                assertEquals(21, c.layout().readUuid(u).worker());
+                assertTrue(Set.of(21, 22).contains(c.layout().readUuid(u).worker()));
             }
             Set<Long> seen = new HashSet<>();
-            assertEquals(Set.of(21), workers(c, take(c, 8, 500), seen));
+            assertTrue(Set.of(21, 22).containsAll(workers(c, take(c, 8, 500), seen)));
             assertEquals(4000, seen.size());
             assertEquals(4, c.layout().seqBits());
             assertTrue(c.stats.retryAfter.get() > 0);
