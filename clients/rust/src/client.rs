@@ -646,7 +646,6 @@ impl Shared {
         }
         Error::NoResponse { tried }
     }
-
 }
 
 /// One call: the request to the responders in health order, with hedges,
@@ -714,7 +713,9 @@ pub(crate) fn exchange(
                     let target = {
                         let mut h = lock(&s.health);
                         let order = h.order(now);
-                        let t = order.into_iter().find(|&i| sent[i].first.is_none() && s.ready_at(&h, &sent[i], i, now) <= now);
+                        let t = order
+                            .into_iter()
+                            .find(|&i| sent[i].first.is_none() && s.ready_at(&h, &sent[i], i, now) <= now);
                         match t {
                             Some(t) if h.take_token() => Some(t),
                             _ => None,
@@ -774,7 +775,10 @@ pub(crate) fn exchange(
                         h.mark_healthy(i);
                         for &j in &asked {
                             if j != i && sent[j].pending {
-                                let what = format!("no reply in {} (lost a hedge race)", fmt_ms(now - sent[j].first.unwrap_or(now)));
+                                let what = format!(
+                                    "no reply in {} (lost a hedge race)",
+                                    fmt_ms(now - sent[j].first.unwrap_or(now))
+                                );
                                 h.mark_unhealthy(j, &what);
                             }
                         }
@@ -1004,7 +1008,7 @@ impl Client {
     /// # Ok::<(), flakewire::Error>(())
     /// ```
     pub fn get_range(&self, want: usize) -> Result<Vec<Range>, Error> {
-        if want < 1 || want > RANGE_IDS_MAX {
+        if !(1..=RANGE_IDS_MAX).contains(&want) {
             return Err(Error::Option { name: "want".into(), value: want.to_string(), range: "1..65535".into() });
         }
         fetch(&self.s, true, want as u16)
@@ -1058,7 +1062,7 @@ impl Client {
     /// # Ok::<(), flakewire::Error>(())
     /// ```
     pub fn uuid7(&self, n: usize) -> Result<Vec<Uuid>, Error> {
-        if n < 1 || n > UUID7_MAX {
+        if !(1..=UUID7_MAX).contains(&n) {
             return Err(Error::Option { name: "n".into(), value: n.to_string(), range: "1..90".into() });
         }
         let deadline = self.begin()?;
@@ -1154,7 +1158,13 @@ impl Client {
 
 pub(crate) fn adopt_info(s: &Shared, net: &mut Net, r: &Reply) {
     if let Some(i) = r.info {
-        let l = Layout { epoch_ms: i.epoch_ms, time_bits: i.time_bits, dc_bits: i.dc_bits, worker_bits: i.worker_bits, seq_bits: i.seq_bits };
+        let l = Layout {
+            epoch_ms: i.epoch_ms,
+            time_bits: i.time_bits,
+            dc_bits: i.dc_bits,
+            worker_bits: i.worker_bits,
+            seq_bits: i.seq_bits,
+        };
         if net.layout.is_none() && l.validate().is_ok() {
             net.layout = Some(l);
             s.seq_bits.store(u32::from(l.seq_bits), Ordering::Release);
@@ -1294,7 +1304,8 @@ pub(crate) fn fetch(s: &Arc<Shared>, use_range: bool, want: u16) -> Result<Vec<R
     ensure_layout(s, &mut net, deadline)?;
     let op = if use_range { OP_RANGE } else { OP_LIST };
     let (r, _) = exchange(s, &mut net, op, want, deadline)?;
-    let runs: Vec<Range> = if use_range { r.ranges.clone() } else { r.ids.iter().map(|&id| Range { first: id, n: 1 }).collect() };
+    let runs: Vec<Range> =
+        if use_range { r.ranges.clone() } else { r.ids.iter().map(|&id| Range { first: id, n: 1 }).collect() };
     validate(s, &mut net, &r, &runs, u64::from(want))?;
     Ok(runs)
 }

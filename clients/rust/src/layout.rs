@@ -120,9 +120,8 @@ impl Layout {
     /// assert!(l.validate().unwrap_err().to_string().contains("seq_bits 0"));
     /// ```
     pub fn validate(&self) -> Result<(), Error> {
-        let bad = |key: &str, value: String, range: &str| {
-            Err(Error::Option { name: key.into(), value, range: range.into() })
-        };
+        let bad =
+            |key: &str, value: String, range: &str| Err(Error::Option { name: key.into(), value, range: range.into() });
         if !(1..=22).contains(&self.seq_bits) {
             return bad("seq_bits", self.seq_bits.to_string(), "1..22");
         }
@@ -135,7 +134,10 @@ impl Layout {
         if self.time_bits < 32 {
             return bad("time_bits", self.time_bits.to_string(), "32..62");
         }
-        let sum = u32::from(self.time_bits) + u32::from(self.dc_bits) + u32::from(self.worker_bits) + u32::from(self.seq_bits);
+        let sum = u32::from(self.time_bits)
+            + u32::from(self.dc_bits)
+            + u32::from(self.worker_bits)
+            + u32::from(self.seq_bits);
         if sum != 63 {
             return bad("field widths", sum.to_string(), "a sum of 63");
         }
@@ -198,7 +200,13 @@ impl Layout {
         let field = |off: u32, width: u32| {
             let mut v = 0u64;
             for i in off..off + width {
-                let bit = if i < 12 { (rand_a >> (11 - i)) & 1 } else if i < 74 { (rand_b >> (73 - i)) & 1 } else { 0 };
+                let bit = if i < 12 {
+                    (rand_a >> (11 - i)) & 1
+                } else if i < 74 {
+                    (rand_b >> (73 - i)) & 1
+                } else {
+                    0
+                };
                 v = (v << 1) | bit;
             }
             v

@@ -117,7 +117,14 @@ fn with_share<R>(id: u64, f: impl FnOnce(&mut Share) -> R) -> R {
                 if v.len() >= SHARES_PER_THREAD {
                     v.remove(0);
                 }
-                v.push(Share { client: id, gen: u64::MAX, epoch: 0, runs: [Range::default(); SHARE_RUNS], head: 0, n: 0 });
+                v.push(Share {
+                    client: id,
+                    gen: u64::MAX,
+                    epoch: 0,
+                    runs: [Range::default(); SHARE_RUNS],
+                    head: 0,
+                    n: 0,
+                });
                 v.len() - 1
             }
         };
@@ -210,7 +217,8 @@ fn start_refill(s: &Arc<Shared>, p: &mut Pool) {
     if thread::Builder::new().name("flakewire-refill".into()).spawn(move || refiller(s2, pid)).is_err() {
         p.refiller = false;
         p.refilling = false;
-        p.refill_err = Some(Error::Io(std::io::Error::new(std::io::ErrorKind::Other, "cannot start the refill thread")));
+        p.refill_err =
+            Some(Error::Io(std::io::Error::new(std::io::ErrorKind::Other, "cannot start the refill thread")));
         p.refill_gen += 1;
     }
 }
@@ -258,7 +266,11 @@ fn refiller(s: Arc<Shared>, pid: u32) {
                     let now = Instant::now();
                     for x in runs {
                         let merged = match p.runs.back_mut() {
-                            Some(b) if b.epoch == e && b.r.first + u64::from(b.r.n) == x.first && b.r.n <= u32::MAX - x.n => {
+                            Some(b)
+                                if b.epoch == e
+                                    && b.r.first + u64::from(b.r.n) == x.first
+                                    && b.r.n <= u32::MAX - x.n =>
+                            {
                                 b.r.n += x.n;
                                 true
                             }

@@ -64,15 +64,8 @@ pub const RANGE_IDS_MAX: usize = 65535;
 /// Most UUIDs in one UUID7 reply: (1472 - 24) / 16.
 pub const UUID7_MAX: usize = 90;
 
-const STATUS_NAMES: [&str; 7] = [
-    "ok",
-    "bad-request",
-    "bad-version",
-    "retry-after",
-    "refused",
-    "clock-unsafe",
-    "no-lease",
-];
+const STATUS_NAMES: [&str; 7] =
+    ["ok", "bad-request", "bad-version", "retry-after", "refused", "clock-unsafe", "no-lease"];
 
 /// Names a status code (`"retry-after"`), `"unknown"` when it is not one.
 ///

@@ -108,8 +108,7 @@ fn retry_after_moves_on_at_once() {
 /// the call succeeds.
 #[test]
 fn lone_responder_retry_after_is_waited_out() {
-    let n = Arc::new(AtomicU64::new(0));
-    let n2 = n.clone();
+    let n2 = Arc::new(AtomicU64::new(0));
     let f = Fake::new(
         5,
         Box::new(move |r, ids| {
@@ -135,7 +134,7 @@ fn lone_responder_retry_after_is_waited_out() {
 fn refused_lone_responder_that_starts_is_reached() {
     let addr = dead_port();
     let c = Client::new(&[addr.as_str()]).unwrap();
-    let a2 = addr.clone();
+    let a2 = addr;
     let starter = thread::spawn(move || {
         thread::sleep(Duration::from_millis(200));
         Fake::on(&a2, 6, ok_script()).expect("bind the late responder")
