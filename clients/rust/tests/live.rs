@@ -29,8 +29,10 @@ fn env(keys: &[&str]) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// threads callers of next, each calls; every caller's IDs increase.
-fn take(c: &Arc<Client>, threads: usize, each: usize) -> Vec<Vec<u64>> {
+/// threads callers of next, each calls; a caller's own IDs increase while one
+/// worker serves its refills, so per worker (RETRY_AFTER or a failover moves a
+/// refill to another worker).
+fn take(c: &Arc<Client>, l: &Layout, threads: usize, each: usize) -> Vec<Vec<u64>> {
     // every thread started before the first join
     #[allow(clippy::needless_collect)]
     let hs: Vec<_> = (0..threads)
@@ -41,7 +43,12 @@ fn take(c: &Arc<Client>, threads: usize, each: usize) -> Vec<Vec<u64>> {
         .collect();
     let all: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
     for v in &all {
-        assert!(v.windows(2).all(|w| w[0] < w[1]), "one caller's IDs not increasing");
+        let mut last: HashMap<u32, u64> = HashMap::new();
+        for &id in v {
+            let prev = last.entry(l.decode(id).unwrap().worker).or_insert(0);
+            assert!(id > *prev, "one caller's IDs of one worker not increasing: {} after {}", id, prev);
+            *prev = id;
+        }
     }
     all
 }
@@ -94,7 +101,7 @@ fn live_loop() {
     // concurrent next: unique, valid, increasing per thread
     let c = Arc::new(Client::builder().prefetch(512).low_water(128).build(&[trusted.as_str()]).unwrap());
     let mut seen = HashSet::new();
-    let w = workers(&c.layout().unwrap(), &take(&c, 8, 1250), &mut seen);
+    let w = workers(&c.layout().unwrap(), &take(&c, &c.layout().unwrap(), 8, 1250), &mut seen);
     assert_eq!(seen.len(), 10000);
     assert_eq!(w.keys().copied().collect::<Vec<_>>(), vec![11]);
 
@@ -104,7 +111,7 @@ fn live_loop() {
     assert!(!runs.is_empty() && c.last_reply().unwrap().flags & FLAG_PARTIAL != 0);
     let c = Arc::new(Client::builder().prefetch(200).low_water(50).build(&[fewseq.as_str()]).unwrap());
     let mut seen = HashSet::new();
-    workers(&c.layout().unwrap(), &take(&c, 3, 100), &mut seen);
+    workers(&c.layout().unwrap(), &take(&c, &c.layout().unwrap(), 3, 100), &mut seen);
     assert_eq!(seen.len(), 300);
     assert_eq!(c.layout().unwrap().seq_bits, 1);
     eprintln!("fewseq: {:?}", c.stats());
@@ -170,7 +177,7 @@ fn live_tap() {
         assert!(us.insert(u), "duplicate UUID7 over TAP");
     }
     let mut seen = HashSet::new();
-    let w = workers(&l, &take(&c, 8, 500), &mut seen);
+    let w = workers(&l, &take(&c, &l, 8, 500), &mut seen);
     assert_eq!(seen.len(), 4000);
     // RETRY_AFTER from a saturated millisecond moves a refill to the backup (worker 22).
     assert!(w.contains_key(&21) && w.keys().all(|k| *k == 21 || *k == 22), "{:?}", w);
@@ -178,7 +185,7 @@ fn live_tap() {
     let st = std::process::Command::new("kill").args(["-KILL", &e[2]]).status().unwrap();
     assert!(st.success(), "kill -9 {}", e[2]);
     thread::sleep(Duration::from_millis(600));
-    let w = workers(&l, &take(&c, 8, 250), &mut seen);
+    let w = workers(&l, &take(&c, &l, 8, 250), &mut seen);
     assert_eq!(seen.len(), 6000);
     assert!(w.contains_key(&22), "{:?}", w);
     eprintln!("tap after the kill: workers {:?}, {:?}", w, c.stats());
