@@ -1073,6 +1073,14 @@ impl Client {
         Ok(r.uuids.into_iter().map(Uuid::from_bytes).collect())
     }
 
+    /// For tests of the fork path only: the next call sees another PID, as
+    /// in a forked child (buffers, shares and health dropped, sockets reopened).
+    #[doc(hidden)]
+    pub fn pretend_forked(&self) {
+        self.s.pid.store(0, Ordering::Release);
+        lock(&self.s.net).pid = 0;
+    }
+
     /// What the client did so far.
     ///
     /// ```no_run

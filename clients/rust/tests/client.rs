@@ -254,3 +254,21 @@ fn get_range_and_get_n() {
     assert!(c.last_reply().unwrap().flags & FLAG_PARTIAL != 0);
     assert!(runs[0].first > ids[399]);
 }
+
+/// After a fork (a PID change, seen at the next call) nothing buffered in the
+/// parent is handed out, and the health memory is gone.
+#[test]
+fn fork_drops_buffers_and_health() {
+    let silent = Fake::silent();
+    let live = Fake::answering(4);
+    let c = quick().prefetch(1000).low_water(0).build(&[silent.addr, live.addr]).unwrap();
+    let first = c.next().unwrap(); // a share of 125 and a pool of 875 buffered
+    assert!(!c.health()[0].healthy);
+    let ranges = live.count(OP_RANGE);
+    c.pretend_forked();
+    assert!(c.health().iter().all(|r| r.healthy), "health memory kept across the fork: {:?}", c.health());
+    let after = c.next().unwrap();
+    let (a, b) = (Layout::DEFAULT.decode(first).unwrap(), Layout::DEFAULT.decode(after).unwrap());
+    assert!(b.ms > a.ms, "ID {} after the fork is from the parent's buffer (first {})", after, first);
+    assert!(live.count(OP_RANGE) > ranges, "no new refill after the fork");
+}
