@@ -11,5 +11,5 @@ export PATH="/usr/bin:/bin:$PATH" RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc 
 cargo=/usr/bin/cargo
 $cargo fmt --check
 $cargo clippy --offline --all-targets -q -- -D warnings
-$cargo test --offline -q --lib --test vectors --test client --test contract
+$cargo test --offline -q --lib --test unit
 $cargo test --offline -q --doc

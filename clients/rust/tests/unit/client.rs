@@ -2,8 +2,7 @@
 //! Unit tests of the client against the scripted fake responder: what every
 //! flakewire client does (doc/clients.md, "Tests").
 
-mod common;
-use common::*;
+use crate::common::*;
 use flakewire::wire::*;
 use flakewire::{Client, Error, Layout};
 use std::collections::HashSet;

@@ -4,8 +4,7 @@
 //! timing is asserted as speed: only what the contract promises (a hint
 //! not slept, a deadline kept).
 
-mod common;
-use common::*;
+use crate::common::*;
 use flakewire::wire::*;
 use flakewire::{Client, Error};
 use std::sync::atomic::{AtomicU64, Ordering};
