@@ -27,6 +27,7 @@ BUILD_PKGS=(
 	libinih-dev # issue 11: lib/conf parses the INI file with libinih (no DPDK)
 	libzookeeper-mt-dev # issue 10: lib/fleet
 	python3-pytest golang-go default-jdk-headless junit5 maven nodejs # issue 14: the language clients (meson looks for junit5's jar)
+	cargo rustfmt rust-clippy # issue 51: the Rust client (clients/rust: /usr/bin/cargo, rustc 1.63, offline)
 	libsodium-dev # issue 12: ChaCha20 keystream for the random bits of UUIDv7 (lib/rng)
 	libmicrohttpd-dev scdoc # ops (issue 17): /metrics, the man pages
 	libcurl4-openssl-dev libjson-c-dev # issue 25: the etcd registry (lib/fleet/store_etcd.c)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # IDs/s through each client's prefetching next() (C fw_client_next, Go
 # Client.Next and a Sequence per goroutine, Java Client.next, Python
-# Client.next, TypeScript Client.next) with 1, 2, 4 and 8 callers of ONE
+# Client.next, TypeScript Client.next, Rust Client::next) with 1, 2, 4 and 8 callers of ONE
 # client object, against one flakesock on loopback, printed as one Markdown
 # table: a row per client and options, and per language a baseline row:
 #   defaults  the client's default options, what a new user gets: untrusted
@@ -13,11 +13,12 @@
 #   baseline  no client: the same callers take numbers from an in-process
 #             atomic counter of the language's standard library (C
 #             atomic_fetch_add, Go sync/atomic, Java AtomicLong, Python
-#             itertools.count, TypeScript a counter behind the same await):
+#             itertools.count, TypeScript a counter behind the same await,
+#             Rust AtomicU64::fetch_add):
 #             the ceiling of any client-side hand-out.
-# Callers are threads (C, Java, Python), goroutines (Go) or concurrent
+# Callers are threads (C, Java, Python, Rust), goroutines (Go) or concurrent
 # async callers on one event loop (TypeScript). Each program warms up with
-# the same callers before it measures (C, Go, Python, TypeScript 0.3 s; Java
+# the same callers before it measures (C, Go, Python, TypeScript, Rust 0.3 s; Java
 # JMH-style: 5 warm-up iterations of 0.2 s, then the measured one).
 # The responder has 20 sequence bits and 2 worker bits (about 10^9 IDs/s)
 # so its ID space is not the limit, and it trusts loopback (its default).
@@ -76,6 +77,12 @@ if command -v node >/dev/null &&
 	sh "$root/tests/clients/ts.sh" "$root/clients/ts" "$build/tests/clients/ts" true; then
 	cmd[TypeScript]="node $build/tests/clients/ts/examples/bench.js"
 fi
+# Rust: Debian's cargo (/usr/bin), offline, optimized.
+if [ -x /usr/bin/cargo ] && (cd "$root/clients/rust" && PATH=/usr/bin:$PATH RUSTC=/usr/bin/rustc \
+	CARGO_HOME=$build/tests/clients/cargo-home CARGO_TARGET_DIR=$build/tests/clients/rust-target \
+	/usr/bin/cargo build --offline -q --release --example bench); then
+	cmd[Rust]="$build/tests/clients/rust-target/release/examples/bench"
+fi
 
 port=""
 for _ in $(seq 20); do
@@ -101,17 +108,20 @@ rows=(
 	"Java|defaults||Java|defaults: untrusted (padded), prefetch 1024, low water 256"
 	"Python|defaults||Python|defaults: untrusted (padded), prefetch 1024, low water 256"
 	"TypeScript|defaults||TypeScript|defaults: untrusted (padded), prefetch 1024, low water 256"
+	"Rust|defaults||Rust|defaults: untrusted (padded), prefetch 1024, low water 256"
 	"C|tuned||C|tuned: trusted, prefetch 4096, low water 1024"
 	"Go|tuned|next|Go (Next)|tuned: trusted, prefetch 4096, low water 1024"
 	"Go|tuned|sequence|Go (a Sequence per goroutine)|tuned: trusted, prefetch 4096, low water 1024"
 	"Java|tuned||Java|tuned: trusted, prefetch 4096, low water 1024"
 	"Python|tuned||Python|tuned: trusted, prefetch 4096, low water 1024"
 	"TypeScript|tuned||TypeScript|tuned: trusted, prefetch 4096, low water 1024"
+	"Rust|tuned||Rust|tuned: trusted, prefetch 4096, low water 1024"
 	"C|baseline||C|baseline: atomic_fetch_add on one counter"
 	"Go|baseline||Go|baseline: atomic.Uint64.Add on one counter"
 	"Java|baseline||Java|baseline: AtomicLong.incrementAndGet on one counter"
 	"Python|baseline||Python|baseline: next(itertools.count())"
 	"TypeScript|baseline||TypeScript|baseline: await of an async counter++"
+	"Rust|baseline||Rust|baseline: AtomicU64::fetch_add on one counter"
 )
 callers=(1 2 4 8)
 

@@ -5,7 +5,7 @@
 # "flakewire" to the checkout (the READMEs' commands say ../flakewire/...).
 #
 # usage: consumer.sh LANG SRCROOT FLAKESOCK [CONSUMER_C]
-#   LANG  go | java | python | ts | c (c: the C client's program CONSUMER_C,
+#   LANG  go | java | python | ts | rust | c (c: the C client's program CONSUMER_C,
 #         built by meson: no README install step)
 #
 # 1. starts flakesock A (worker 31) and B (worker 32) on loopback, a third
@@ -101,6 +101,8 @@ export GOCACHE=$tmp/go-cache GOPATH=$tmp/go-path GOPROXY=off GOTOOLCHAIN=local \
 	CGO_ENABLED=0 PYTHONDONTWRITEBYTECODE=1 \
 	MAVEN_OPTS="-Dmaven.repo.local=$tmp/m2 -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" \
 	npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+# Rust: Debian's cargo (a rustup toolchain may come first on PATH), no registry.
+[ "$lang" = rust ] && export PATH=/usr/bin:$PATH CARGO_HOME=$tmp/cargo-home CARGO_NET_OFFLINE=true
 
 ln -s "$root" "$tmp/flakewire"
 mkdir -p "$app"
@@ -175,6 +177,8 @@ run_one()
 		mvn -q -s "$tmp/flakewire/clients/java/debian-settings.xml" package >"$tmp/mvn.log" 2>&1 ||
 			{ cat "$tmp/mvn.log" >&2; return 1; }
 		java -cp "target/classes:$(ls "$tmp"/m2/dev/flakewire/flakewire-client/*/flakewire-client-*.jar)" "$cls" ;;
+	rust) name=$kind; mkdir -p src/bin; cp "$file" "src/bin/$name.rs"
+		cargo build --offline -q --bin "$name" && "target/debug/$name" ;;
 	c) "$consumer_c" ;;
 	esac
 }
@@ -206,6 +210,7 @@ go) prog=$here/consumer/main.go ;;
 python) prog=$here/consumer/consumer.py ;;
 ts) prog=$here/consumer/consumer.ts ;;
 java) prog=$here/consumer/Consumer.java ;;
+rust) prog=$here/consumer/consumer.rs ;;
 esac
 run_one consumer "$prog" >"$tmp/consumer.log" 2>&1
 rc=$?

@@ -5,7 +5,8 @@
 usage: version.py check|write VERSION CLIENTS_DIR
 
 The version is defined once, in meson.build; this writes it into
-ts/package.json, ts/package-lock.json, java/pom.xml, python/pyproject.toml and the Python package's __version__
+ts/package.json, ts/package-lock.json, java/pom.xml, python/pyproject.toml, the Python package's __version__
+and rust/Cargo.toml
 (`ninja -C build update-client-versions`), or checks that they agree with it
 (test `client-versions`), naming each file that does not. Go modules take
 their version from the repository's tags, so clients/go has none.
@@ -21,6 +22,7 @@ FIELDS = [
     ("java/pom.xml", r'(<artifactId>flakewire-client</artifactId>\s*<version>)([^<]*)(</version>)'),
     ("python/pyproject.toml", r'(\[project\]\nname = "flakewire"\nversion = ")([^"]*)(")'),
     ("python/src/flakewire/__init__.py", r'(__version__ = ")([^"]*)(")'),
+    ("rust/Cargo.toml", r'(\[package\]\nname = "flakewire"\nversion = ")([^"]*)(")'),
 ]
 
 

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSD-3-Clause
+//! A client for the flakewire Snowflake ID responders (UDP, protocol
+//! version 1), standard library only, no `unsafe`. It behaves as every
+//! flakewire client does (doc/clients.md):
+//!
+//! - every request carries a fresh random 64-bit tag; a reply is accepted
+//!   only when its tag, op and source address match, so stale, foreign and
+//!   garbled datagrams are ignored and the wait goes on;
+//! - requests are padded as PROTOCOL.md section 6 says (unless
+//!   [`Builder::trusted`]), so a responder that does not trust this host
+//!   still answers in full;
+//! - every ID is checked before it is handed out: positive, increasing
+//!   within a reply and above the last one from that worker, no more than
+//!   asked, naming the datacenter and worker of the reply (the layout is
+//!   learnt with an INFO request first) and near this host's clock;
+//! - availability (doc/clients.md, "Availability: deadlines, hedging,
+//!   health"): a call has a deadline ([`Builder::timeout`], 1 s), not an
+//!   attempt count; a connected UDP socket per responder, so a closed port
+//!   (ICMP port unreachable) moves the call on at once; RETRY_AFTER holds
+//!   that responder off for its hint and moves on at once (with one
+//!   responder, the call waits for the hint and asks again until the
+//!   deadline); a hedged request goes to the next responder after the 99th
+//!   percentile of this client's recent round trips (at least
+//!   [`Builder::hedge_min`]), under a budget ([`Builder::hedge_budget_pct`]);
+//!   a responder that refused, answered an error status or missed a reply
+//!   another answered is unhealthy, skipped, and probed with INFO every
+//!   100 ms by a background thread until it answers;
+//! - [`Client::next`] hands out prefetched IDs in per-thread shares,
+//!   refilled in the background, never older than [`Builder::max_age`].
+//!
+//! A [`Client`] is `Send + Sync`. After a `fork` (caught by a PID check at
+//! each call) the child's client starts as a new one: no buffered IDs, no
+//! health memory, new sockets; the parent's are untouched.
+//!
+//! ```no_run
+//! let c = flakewire::Client::new(&["10.0.0.5:4242", "10.0.0.6:4242"])?;
+//! let id = c.next()?;
+//! let p = c.layout()?.decode(id)?;
+//! println!("{} issued at {} ms by worker {}; {}", id, p.unix_ms, p.worker, c.next_uuid7()?);
+//! # Ok::<(), flakewire::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod client;
+mod error;
+mod health;
+mod layout;
+mod prefetch;
+pub mod wire;
+
+pub use client::{Builder, Client, ResponderHealth, Stats};
+pub use error::Error;
+pub use layout::{Layout, Parts, Uuid, UuidParts, DEFAULT_EPOCH_MS, UUID7_TAG};
+pub use wire::{Range, Reply};
+
+/// Takes `id` apart under `layout` (any layout whose widths add up to 63).
+///
+/// ```
+/// let p = flakewire::decode(&flakewire::Layout::DEFAULT, (5 << 22) | (3 << 12) | 1)?;
+/// assert_eq!((p.ms, p.worker, p.sequence), (5, 3, 1));
+/// # Ok::<(), flakewire::Error>(())
+/// ```
+pub fn decode(layout: &Layout, id: u64) -> Result<Parts, Error> {
+    layout.decode(id)
+}

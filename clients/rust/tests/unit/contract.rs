@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: BSD-3-Clause
+//! The availability contract's seven tests (doc/clients.md, "Availability:
+//! deadlines, hedging, health"), against the scripted fake responder. No
+//! timing is asserted as speed: only what the contract promises (a hint
+//! not slept, a deadline kept).
+
+use crate::common::*;
+use flakewire::wire::*;
+use flakewire::{Client, Error};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn wait_for(what: &str, limit: Duration, f: impl Fn() -> bool) {
+    let end = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < end, "{} within {:?}", what, limit);
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// 1. A silent first responder, a live second: a new client's first get
+/// (INFO included) succeeds, the first is marked unhealthy, and later calls
+/// go straight to the second (the silent one sees at most the probes).
+#[test]
+fn silent_first_responder_is_skipped() {
+    let silent = Fake::silent();
+    let live = Fake::answering(9);
+    let c = Client::new(&[silent.addr, live.addr]).unwrap();
+    let id = c.get().expect("first get over [silent, live]");
+    assert_eq!(worker_of(id), 9);
+    assert!(!c.health()[0].healthy, "silent responder still healthy: {:?}", c.health());
+    assert!(c.health()[1].healthy);
+    let calls_before = silent.calls();
+    assert!(calls_before <= 1, "{} ID requests reached the silent responder", calls_before);
+    let started = Instant::now();
+    for _ in 0..20 {
+        assert_eq!(worker_of(c.get().unwrap()), 9);
+    }
+    let probes_bound = 2 + (started.elapsed().as_millis() / 100) as u64 + 1;
+    assert_eq!(silent.calls(), calls_before, "later calls reached the silent responder");
+    assert!(silent.count(OP_INFO) <= probes_bound, "{} INFO to the silent responder", silent.count(OP_INFO));
+    assert!(c.stats().probes >= 1 || started.elapsed() < Duration::from_millis(100));
+}
+
+/// 2. The silent responder starts answering: a probe marks it healthy and
+/// calls return to it.
+#[test]
+fn probe_brings_a_responder_back() {
+    let first = Fake::silent();
+    let second = Fake::answering(9);
+    let c = Client::new(&[first.addr, second.addr]).unwrap();
+    c.get().unwrap();
+    assert!(!c.health()[0].healthy);
+    first.set_script(ok_script());
+    wait_for("a probe marking the first responder healthy", Duration::from_secs(2), || c.health()[0].healthy);
+    assert!(c.stats().probes >= 1);
+    let before = first.count(OP_ID);
+    let id = c.get().unwrap();
+    assert_eq!(worker_of(id), 0, "the call did not return to the first responder");
+    assert_eq!(first.count(OP_ID), before + 1);
+}
+
+/// 3. RETRY_AFTER from the first: the call is answered by the second at
+/// once (one round trip, no sleep of the hint); the first is not used
+/// until its hint passes.
+#[test]
+fn retry_after_moves_on_at_once() {
+    let hint = Duration::from_millis(400);
+    let until = Arc::new(Mutex::new(Instant::now() + Duration::from_secs(3600)));
+    let u2 = until.clone();
+    let first = Fake::new(
+        1,
+        Box::new(move |r, ids| {
+            if r.op == OP_INFO || Instant::now() >= *u2.lock().unwrap() {
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            } else {
+                vec![Out(Duration::ZERO, status(r, ST_RETRY_AFTER, hint.as_micros() as u32))]
+            }
+        }),
+    );
+    let second = Fake::answering(2);
+    let c = Client::new(&[first.addr, second.addr]).unwrap();
+    c.layout().unwrap(); // INFO from the first, so the next call is one request
+    *until.lock().unwrap() = Instant::now() + hint;
+    let t = Instant::now();
+    let id = c.get().unwrap();
+    let took = t.elapsed();
+    assert_eq!(worker_of(id), 2);
+    assert!(took < hint, "the call took {:?}: it slept the hint of {:?}", took, hint);
+    assert_eq!(first.count(OP_ID), 1);
+    assert_eq!(second.count(OP_ID), 1);
+    assert!(c.health()[0].held_for.is_some(), "{:?}", c.health());
+    // Within the hint: straight to the second.
+    for _ in 0..5 {
+        assert_eq!(worker_of(c.get().unwrap()), 2);
+    }
+    assert_eq!(first.count(OP_ID), 1, "the held-off responder was asked within its hint");
+    // After the hint: back to the first.
+    thread::sleep(hint.saturating_sub(t.elapsed()) + Duration::from_millis(20));
+    assert_eq!(worker_of(c.get().unwrap()), 1, "not back on the first responder after its hint");
+    assert_eq!(c.stats().retry_after, 1);
+}
+
+/// 4. One responder answering RETRY_AFTER (50 ms) three times, then OK:
+/// the call succeeds.
+#[test]
+fn lone_responder_retry_after_is_waited_out() {
+    let n2 = Arc::new(AtomicU64::new(0));
+    let f = Fake::new(
+        5,
+        Box::new(move |r, ids| {
+            if r.op != OP_INFO && n2.fetch_add(1, Ordering::AcqRel) < 3 {
+                vec![Out(Duration::ZERO, status(r, ST_RETRY_AFTER, 50_000))]
+            } else {
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            }
+        }),
+    );
+    let c = Client::new(&[f.addr]).unwrap();
+    let t = Instant::now();
+    let id = c.get().expect("a lone responder's RETRY_AFTER is waited out within the deadline");
+    assert_eq!(worker_of(id), 5);
+    assert_eq!(f.count(OP_ID), 4);
+    assert_eq!(c.stats().retry_after, 3);
+    assert!(t.elapsed() >= Duration::from_millis(150), "the hints were not waited: {:?}", t.elapsed());
+}
+
+/// 5. One responder refused (nothing bound) that starts listening 200 ms
+/// later: a call with the default deadline succeeds.
+#[test]
+fn refused_lone_responder_that_starts_is_reached() {
+    let addr = dead_port();
+    let c = Client::new(&[addr.as_str()]).unwrap();
+    let a2 = addr;
+    let starter = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        Fake::on(&a2, 6, ok_script()).expect("bind the late responder")
+    });
+    let t = Instant::now();
+    let got = c.get();
+    let f = starter.join().unwrap();
+    let id = got.expect("a call with the default deadline reaches the responder once it binds");
+    assert_eq!(worker_of(id), 6);
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    assert!(c.stats().refused >= 1);
+    drop(f);
+}
+
+/// 6. All silent: the call fails with the no-response error no earlier than
+/// the deadline and not much later, naming each responder.
+#[test]
+fn all_silent_fails_at_the_deadline_naming_each() {
+    let a = Fake::silent();
+    let b = Fake::silent();
+    let deadline = Duration::from_millis(400);
+    let c = Client::builder().timeout(deadline).build(&[a.addr, b.addr]).unwrap();
+    let t = Instant::now();
+    let e = c.get().unwrap_err();
+    let took = t.elapsed();
+    assert!(took >= deadline, "failed after {:?}, before the deadline", took);
+    assert!(took <= deadline + Duration::from_millis(100), "failed after {:?}", took);
+    match &e {
+        Error::NoResponse { tried } => {
+            assert_eq!(tried.len(), 2, "{:?}", tried);
+            assert!(tried[0].starts_with(&format!("{}: no reply in ", a.addr)), "{:?}", tried);
+            assert!(tried[1].starts_with(&format!("{}: no reply in ", b.addr)), "{:?}", tried);
+        }
+        other => panic!("not the no-response error: {:?}", other),
+    }
+    assert!(e.to_string().contains("no reply in"), "{}", e);
+    assert!(e.is_timeout());
+}
+
+/// 7. The hedge budget: every call's first request is slower (30 ms) than
+/// the hedge delay, its hedge fast; over 200 calls the hedges are at most
+/// 10 + 5 % of 200 (+1), and the bucket's 10 were used.
+#[test]
+fn hedges_stay_within_the_budget() {
+    let seen = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let hedged = Arc::new(AtomicU64::new(0));
+    let script = |seen: Arc<Mutex<std::collections::HashSet<u64>>>, hedged: Arc<AtomicU64>| -> Script {
+        Box::new(move |r, ids| {
+            let first = seen.lock().unwrap().insert(r.tag);
+            if first {
+                vec![Out(Duration::from_millis(30), ids.ok(r))]
+            } else {
+                hedged.fetch_add(1, Ordering::AcqRel);
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            }
+        })
+    };
+    let a = Fake::new(1, script(seen.clone(), hedged.clone()));
+    let b = Fake::new(2, script(seen, hedged.clone()));
+    let c = Client::new(&[a.addr, b.addr]).unwrap();
+    for _ in 0..200 {
+        c.get().unwrap();
+    }
+    let st = c.stats();
+    let bound = 10 + 200 * 5 / 100 + 1 + 1; // + the INFO call's share
+    assert!(st.hedges <= bound, "{} hedges over 200 calls, budget {}", st.hedges, bound);
+    assert!(st.hedges >= 10, "only {} hedges: the full bucket was not used", st.hedges);
+    let second_sends = hedged.load(Ordering::Acquire);
+    assert!(second_sends <= bound, "{} second requests of a call reached the fakes", second_sends);
+}
