@@ -39,8 +39,11 @@ for t in "${tests[@]}"; do
 	targets+=("${t#* }")
 done
 ninja -C "$build" "${targets[@]}"
-# halt_on_error: the first race fails the test (its report is in the log)
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/scripts/config/tsan.supp"
+# halt_on_error: the first race fails the test (its report is in the log).
+# die_after_fork=0: client_fork forks a process with threads, and its children
+# start a refiller, as a pre-fork server's do; TSan otherwise kills every such
+# child ("starting new threads after multi-threaded fork is not supported").
+export TSAN_OPTIONS="halt_on_error=1 die_after_fork=0 second_deadlock_stack=1 suppressions=$root/scripts/config/tsan.supp"
 # TSAN_MESON_ARGS: more options to meson test (scripts/test.sh's second lane: --timeout-multiplier)
 # shellcheck disable=SC2086
 meson test -C "$build" --no-rebuild --print-errorlogs ${TSAN_MESON_ARGS:-} "${names[@]}"
