@@ -603,11 +603,14 @@ func (c *Client) noResponse(st []callSrv, tried []int, deadline time.Time) error
 	for _, i := range tried {
 		s := &st[i]
 		what := s.what
-		if !s.waiting.IsZero() {
-			what = fmt.Sprintf("no reply in %d ms", (deadline.Sub(s.waiting)+time.Millisecond/2)/time.Millisecond)
-			if !s.answered {
-				c.markSick(i)
-			}
+		// Silence is what it did unless it answered, refused or failed a send
+		// and was asked again less than resendMin ago (a lone responder's
+		// NO_LEASE, resent every 10 ms, stays "NO_LEASE").
+		if quiet := deadline.Sub(s.waiting); !s.waiting.IsZero() && (what == "" || quiet >= resendMin) {
+			what = fmt.Sprintf("no reply in %d ms", (quiet+time.Millisecond/2)/time.Millisecond)
+		}
+		if !s.waiting.IsZero() && !s.answered {
+			c.markSick(i)
 		}
 		out = append(out, c.srv[i].spec+": "+what)
 	}

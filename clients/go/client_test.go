@@ -111,8 +111,11 @@ func TestStraysIgnored(t *testing.T) {
 	}
 	defer c.Close()
 	id, err := c.Get()
-	if p, _ := DefaultLayout.Decode(id); err != nil || p.Worker != 7 || c.Stats.Stray.Load() != 3 {
-		t.Fatalf("id %d err %v stray %d", id, err, c.Stats.Stray.Load())
+	// 3 strays; more only when a reply came after T (50 ms) and the request
+	// went again: its datagrams are strays too.
+	stray := c.Stats.Stray.Load()
+	if p, _ := DefaultLayout.Decode(id); err != nil || p.Worker != 7 || stray < 3 || stray > 3 && c.Stats.Timeouts.Load() == 0 {
+		t.Fatalf("id %d err %v stray %d", id, err, stray)
 	}
 }
 
@@ -233,9 +236,10 @@ func TestRefusedFailsOverAtOnce(t *testing.T) {
 	if _, err := c.Get(); err != nil {
 		t.Fatal(err)
 	}
-	// A timeout would cost 2 s; ICMP port unreachable costs a round trip.
-	if c.Stats.Refused.Load() < 1 || c.Stats.Timeouts.Load() != 0 || time.Since(start) > time.Second {
-		t.Fatalf("refused %d timeouts %d in %v", c.Stats.Refused.Load(), c.Stats.Timeouts.Load(), time.Since(start))
+	// ICMP port unreachable moves the call on at once (a failover; a resend
+	// after T is not one).
+	if c.Stats.Refused.Load() < 1 || c.Stats.Failovers.Load() < 1 || time.Since(start) > time.Second {
+		t.Fatalf("refused %d failovers %d in %v", c.Stats.Refused.Load(), c.Stats.Failovers.Load(), time.Since(start))
 	}
 }
 
@@ -243,15 +247,15 @@ func TestNoResponseNamesServers(t *testing.T) {
 	silent := fake(t, func(uint8, uint64) [][]byte { return nil })
 	dead := deadPort(t)
 	o := opts()
-	o.Timeout = 20 * time.Millisecond
+	o.Timeout = 200 * time.Millisecond
 	c, _ := New([]string{silent, dead}, o)
 	defer c.Close()
 	_, err := c.Get()
 	var ne *NoResponseError
-	// The text of issue 49: "no reply in N ms" (since its first send, 20 ms
-	// less the send's delay), "refused".
+	// The text of issue 49: "no reply in N ms" (since its first unanswered
+	// send), "refused".
 	if !errors.As(err, &ne) || !errors.Is(err, ErrTimeout) || len(ne.Tried) != 2 ||
-		!regexp.MustCompile(`^`+regexp.QuoteMeta(silent)+`: no reply in (1[0-9]|20) ms$`).MatchString(ne.Tried[0]) ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(silent)+`: no reply in [0-9]+ ms$`).MatchString(ne.Tried[0]) ||
 		ne.Tried[1] != dead+": refused" {
 		t.Fatalf("%v", err)
 	}
@@ -331,12 +335,15 @@ func TestLayoutBeforeAnyID(t *testing.T) {
 // next ID comes from a later request, not from the 2 IDs left of the first
 // reply (before issue 37 Next handed those out however old).
 func TestMaxAge(t *testing.T) {
-	var seq, lists atomic.Uint64
+	var seq, lists atomic.Uint64 // lists: LIST requests, resends after T apart
+	var tags sync.Map
 	addr := fake(t, func(op uint8, tag uint64) [][]byte {
 		if op == OpInfo {
 			return [][]byte{mkReply(op, tag, 0, 7)}
 		}
-		lists.Add(1)
+		if _, again := tags.LoadOrStore(tag, true); !again {
+			lists.Add(1)
+		}
 		s := seq.Add(3) - 3
 		return [][]byte{mkReply(op, tag, 0, 7, mkID(7, s), mkID(7, s+1), mkID(7, s+2))}
 	})

@@ -604,10 +604,12 @@ export class Client {
     return new NoResponseError(tried.map((i) => {
       const s = st[i];
       let what = s.what;
-      if (s.waiting >= 0) {
-        what = `no reply in ${Math.round(deadline - s.waiting)} ms`;
-        if (!s.answered) this.markSick(i);
-      }
+      // Silence is what it did unless it answered, refused or failed a send and
+      // was asked again less than RESEND_MIN_MS ago (a lone responder's
+      // NO_LEASE, resent every 10 ms, stays "NO_LEASE").
+      const quiet = deadline - s.waiting;
+      if (s.waiting >= 0 && (what === "" || quiet >= RESEND_MIN_MS)) what = `no reply in ${Math.round(quiet)} ms`;
+      if (s.waiting >= 0 && !s.answered) this.markSick(i);
       return `${this.srv[i].spec}: ${what}`;
     }));
   }
