@@ -487,6 +487,10 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 			continue
 		}
 		if !now.Before(deadline) {
+			if plan >= 0 && st[plan].sends == 0 { // held off past the deadline, never asked
+				tried = append(tried, plan)
+				st[plan].what = "held off by RETRY_AFTER past the deadline"
+			}
 			return nil, c.noResponse(st, tried, deadline)
 		}
 		wake := deadline

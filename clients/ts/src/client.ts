@@ -525,7 +525,13 @@ export class Client {
           plan = -1;
           continue;
         }
-        if (now >= deadline) throw this.noResponse(st, tried, deadline);
+        if (now >= deadline) {
+          if (plan >= 0 && st[plan].sends === 0) { // held off past the deadline, never asked
+            tried.push(plan);
+            st[plan].what = "held off by RETRY_AFTER past the deadline";
+          }
+          throw this.noResponse(st, tried, deadline);
+        }
         let wake = deadline;
         if (plan >= 0) {
           wake = Math.min(wake, planAt);
