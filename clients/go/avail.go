@@ -225,8 +225,8 @@ func (c *Client) hold(i int, until time.Time) {
 	c.hmu.Unlock()
 }
 
-// Healthy reports whether the client holds responder i (in the order given
-// to New) healthy: not refused, not silent while another answered, no bad
+// Healthy reports whether the client holds responder i (0..len(servers)-1,
+// in the order given to New) healthy: not refused, not silent while another answered, no bad
 // status since its last valid INFO reply to a probe.
 func (c *Client) Healthy(i int) bool {
 	c.hmu.Lock()

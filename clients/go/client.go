@@ -304,7 +304,9 @@ func ParseServer(s string) (string, int, error) {
 }
 
 // New creates a client for responders tried in the order given; opts nil
-// means DefaultOptions().
+// means DefaultOptions(). It starts one goroutine per responder that reads
+// its replies (and probes for unhealthy ones): they run until Close, so
+// close a client you no longer use.
 func New(servers []string, opts *Options) (*Client, error) {
 	o := DefaultOptions()
 	if opts != nil {
