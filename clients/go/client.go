@@ -10,12 +10,20 @@
 //   - requests are padded as PROTOCOL.md section 6 says (unless
 //     Options.Trusted), so a responder that does not trust this host still
 //     answers in full;
-//   - each responder has a connected UDP socket, so a closed port (ICMP
-//     port unreachable: ECONNREFUSED) moves to the next responder at once;
-//   - a silent responder is asked again (Timeout, 2x, 4x, ...: 3 s with the
-//     defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE
-//     move to the next responder at once; RETRY_AFTER waits as told (at
-//     most 1 s) and counts as an attempt;
+//   - a call (one Get, one refill of Next, one INFO) ends at most Timeout
+//     (1 s) after it started, with IDs or an error, whatever the
+//     responders do (doc/clients.md, "Availability: deadlines, hedging,
+//     health"; avail.go): it asks the first responder of the order
+//     (healthy ones in the order given, then those holding off after
+//     RETRY_AFTER, then unhealthy ones); a refusal (ICMP port unreachable
+//     on the connected socket), CLOCK_UNSAFE, NO_LEASE or RETRY_AFTER move
+//     it to the next one at once; after a delay learnt from the client's
+//     round trips it hedges to the next healthy one, under a budget
+//     (HedgeBudgetPct of calls); with no answer it asks again (50 ms,
+//     doubling); a lone responder is asked until the deadline;
+//   - the client remembers refused, silent and bad-status responders as
+//     unhealthy, skips them while others answer and probes them with INFO
+//     every 100 ms in a goroutine until they answer again;
 //   - every ID is checked before it is handed out: positive, strictly
 //     increasing within a reply and above the last one seen from that
 //     worker, no more than asked, carrying the datacenter and worker the
@@ -38,8 +46,6 @@ package flakewire
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -47,17 +53,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
-// RetryAfterMax is the longest RETRY_AFTER wait honoured.
+// RetryAfterMax is the longest RETRY_AFTER hold-off honoured: a responder
+// is not asked again before its hint passes (at most this), unless no
+// other one is eligible.
 const RetryAfterMax = time.Second
 
 const workersTracked = 64
 
-// ErrTimeout: no responder answered within its attempts (errors.Is on a
-// *NoResponseError, which says which servers were tried).
+// ErrTimeout: no responder answered by the call's deadline (errors.Is on a
+// *NoResponseError, which says what each server did).
 var ErrTimeout = errors.New("flakewire: no responder answered")
 
 // ErrClosed: the client was closed; buffered IDs are no longer handed out.
@@ -85,18 +92,25 @@ func (e *ResolveError) Error() string {
 
 func (e *ResolveError) Unwrap() error { return e.Err }
 
-// NoResponseError: no responder answered; Tried names each server and what
-// it did ("no reply in 3s", "refused (ICMP port unreachable)").
+// NoResponseError: no responder answered by the call's deadline; Tried
+// names each server asked, in the order first asked, and what it did last
+// ("127.0.0.1:4243: no reply in 80 ms", "127.0.0.1:4244: RETRY_AFTER 900
+// ms", "127.0.0.1:4245: refused", "...: NO_LEASE"). Empty: the call waited
+// its whole deadline for another call of this client.
 type NoResponseError struct{ Tried []string }
 
 func (e *NoResponseError) Error() string {
+	if len(e.Tried) == 0 {
+		return "flakewire: no responder answered: the deadline passed behind another call"
+	}
 	return "flakewire: no responder answered: " + strings.Join(e.Tried, "; ")
 }
 
 func (e *NoResponseError) Is(target error) bool { return target == ErrTimeout }
 
-// StatusError: a responder answered with an error status, or every
-// responder kept answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE.
+// StatusError: a responder answered REFUSED, BAD_REQUEST or BAD_VERSION
+// (the call ends at once). RETRY_AFTER, CLOCK_UNSAFE and NO_LEASE move the
+// call on; at the deadline they are named in a *NoResponseError.
 type StatusError struct {
 	Status uint8
 	Reply  *Reply
@@ -113,8 +127,20 @@ func (e *InvalidReplyError) Error() string { return "flakewire: invalid reply: "
 
 // Options of a Client. Start from DefaultOptions().
 type Options struct {
-	Timeout  time.Duration // first attempt's wait (1 ms..60 s), doubled per retry; 200 ms
-	Retries  int           // resends per responder, 0..10; 3
+	// Timeout: a call's deadline (1 ms..60 s); 1 s. A call (one Get, one
+	// refill of Next, one INFO, one request of GetN) returns or fails at
+	// most Timeout after it started.
+	Timeout time.Duration
+	// HedgeMin: the floor of the hedge delay (0..100 ms); 2 ms. A call asks
+	// the next responder too when the first has not answered within the
+	// 99th percentile of the client's last 256 round trips (10 ms before
+	// 16 of them), at least HedgeMin, at most 100 ms.
+	HedgeMin time.Duration
+	// HedgeBudgetPct: hedges allowed, in % of calls (0..100; 0: no
+	// hedging); 5. A bucket of 10 hedges, full at New.
+	HedgeBudgetPct int
+	// Retries: no longer used: the deadline bounds a call. Accepted, ignored.
+	Retries  int
 	Prefetch int           // IDs fetched per refill by Next, 1..2^20; 1024
 	LowWater int           // Next refills in the background below this, 0..2^20; 256
 	Trusted  bool          // do not pad requests (a source the responder trusts); false
@@ -128,14 +154,19 @@ type Options struct {
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
-	return Options{Timeout: 200 * time.Millisecond, Retries: 3, Prefetch: 1024, LowWater: 256,
-		UseRange: true, MaxSkew: 5 * time.Minute, MaxAge: time.Second}
+	return Options{Timeout: time.Second, HedgeMin: 2 * time.Millisecond, HedgeBudgetPct: 5,
+		Retries: 3, Prefetch: 1024, LowWater: 256, UseRange: true, MaxSkew: 5 * time.Minute,
+		MaxAge: time.Second}
 }
 
-// Stats counts what a client did.
+// Stats counts what a client did: requests sent (hedges and resends
+// included), resends after a timeout (T), RETRY_AFTER replies, moves to
+// the next responder after a refusal or a status, ignored datagrams,
+// refusals (ICMP port unreachable), hedges, and probes of unhealthy
+// responders.
 type Stats struct {
 	Requests, Timeouts, RetryAfter, Failovers, Stray atomic.Uint64
-	Refused                                          atomic.Uint64 // ICMP port unreachable
+	Refused, Hedges, Probes                          atomic.Uint64
 }
 
 type server struct {
@@ -149,16 +180,22 @@ type Client struct {
 	opts  Options
 	srv   []*server
 	Stats Stats
+	done  chan struct{} // closed by Close
 
-	net       sync.Mutex // one exchange at a time; guards the fields below
-	cur       int
+	pmu   sync.Mutex // guards pends
+	pends map[uint64]*pending
+	hmu   sync.Mutex // guards health
+	// per responder, shared by every call (avail.go)
+	health []health
+
+	call      chan struct{} // the call lock: one call at a time; guards the fields below
+	av        avail
 	layout    *Layout
 	infoDone  bool
 	seen      map[uint32]uint64
 	seenOrder []uint32
 	lastUUID  map[uint32][16]byte
 	lastReply *Reply
-	rx        []byte
 
 	// Read by every Next, written rarely: cache lines of their own.
 	_      [64]byte
@@ -176,7 +213,6 @@ type Client struct {
 	refilling  bool
 	gen        uint64
 	refillErr  error
-	holdUntil  time.Time
 	ticking    bool
 	idleTicks  int
 	takes      uint64 // takes from the pool
@@ -268,7 +304,9 @@ func ParseServer(s string) (string, int, error) {
 }
 
 // New creates a client for responders tried in the order given; opts nil
-// means DefaultOptions().
+// means DefaultOptions(). It starts one goroutine per responder that reads
+// its replies (and probes for unhealthy ones): they run until Close, so
+// close a client you no longer use.
 func New(servers []string, opts *Options) (*Client, error) {
 	o := DefaultOptions()
 	if opts != nil {
@@ -279,8 +317,10 @@ func New(servers []string, opts *Options) (*Client, error) {
 		return nil, &AddressError{"", "at least one responder is needed"}
 	case o.Timeout < time.Millisecond || o.Timeout > time.Minute:
 		return nil, fmt.Errorf("flakewire: Timeout %v not in 1ms..1m", o.Timeout)
-	case o.Retries < 0 || o.Retries > 10:
-		return nil, fmt.Errorf("flakewire: Retries %d not in 0..10", o.Retries)
+	case o.HedgeMin < 0 || o.HedgeMin > hedgeMax:
+		return nil, fmt.Errorf("flakewire: HedgeMin %v not in 0s..100ms", o.HedgeMin)
+	case o.HedgeBudgetPct < 0 || o.HedgeBudgetPct > 100:
+		return nil, fmt.Errorf("flakewire: HedgeBudgetPct %d not in 0..100", o.HedgeBudgetPct)
 	case o.Prefetch < 1 || o.Prefetch > 1<<20:
 		return nil, fmt.Errorf("flakewire: Prefetch %d not in 1..%d", o.Prefetch, 1<<20)
 	case o.LowWater < 0 || o.LowWater > 1<<20:
@@ -290,8 +330,10 @@ func New(servers []string, opts *Options) (*Client, error) {
 	case o.MaxAge < 10*time.Millisecond || o.MaxAge > time.Hour:
 		return nil, fmt.Errorf("flakewire: MaxAge %v not in 10ms..1h", o.MaxAge)
 	}
-	c := &Client{opts: o, seen: map[uint32]uint64{}, lastUUID: map[uint32][16]byte{}, rx: make([]byte, 2048),
-		want: o.Prefetch, low: o.LowWater}
+	c := &Client{opts: o, seen: map[uint32]uint64{}, lastUUID: map[uint32][16]byte{},
+		want: o.Prefetch, low: o.LowWater, done: make(chan struct{}), call: make(chan struct{}, 1),
+		pends: map[uint64]*pending{}}
+	c.av.tokens = budgetCap
 	c.cond = sync.NewCond(&c.buf)
 	for _, s := range servers {
 		host, port, err := ParseServer(s)
@@ -316,6 +358,10 @@ func New(servers []string, opts *Options) (*Client, error) {
 		}
 		c.srv = append(c.srv, &server{spec: s, addr: addr, conn: conn})
 	}
+	c.health = make([]health, len(c.srv))
+	for i := range c.srv {
+		go c.read(i)
+	}
 	return c, nil
 }
 
@@ -325,6 +371,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	close(c.done)
 	for _, s := range c.srv {
 		s.conn.Close()
 	}
@@ -336,16 +383,19 @@ func (c *Client) Close() error {
 }
 
 // Layout returns the responders' layout (for Layout.Decode and ReadUUID),
-// asking the current responder with an INFO request if no request has
-// learnt it yet; never nil. A responder whose INFO carries no valid layout
-// gives DefaultLayout.
+// asking the first responder of the order with an INFO request if no
+// request has learnt it yet; never nil. A responder whose INFO carries no
+// valid layout gives DefaultLayout.
 func (c *Client) Layout() (Layout, error) { return c.LayoutContext(context.Background()) }
 
 // LayoutContext is Layout with a context for the INFO request.
 func (c *Client) LayoutContext(ctx context.Context) (Layout, error) {
-	c.net.Lock()
-	defer c.net.Unlock()
-	if err := c.ensureLayout(ctx); err != nil {
+	deadline := time.Now().Add(c.opts.Timeout)
+	if err := c.lockCall(ctx, deadline); err != nil {
+		return Layout{}, err
+	}
+	defer c.unlockCall()
+	if err := c.ensureLayout(ctx, deadline); err != nil {
 		return Layout{}, err
 	}
 	if c.layout == nil {
@@ -356,170 +406,9 @@ func (c *Client) LayoutContext(ctx context.Context) (Layout, error) {
 
 // LastReply is the header (and body) of the last reply accepted.
 func (c *Client) LastReply() *Reply {
-	c.net.Lock()
-	defer c.net.Unlock()
+	c.call <- struct{}{}
+	defer c.unlockCall()
 	return c.lastReply
-}
-
-// errRefused: the responder's port is closed (ICMP port unreachable).
-var errRefused = errors.New("refused (ICMP port unreachable)")
-
-// await waits for the reply to tag until deadline: nil, errRefused, or the
-// context's error.
-func (c *Client) await(ctx context.Context, s *server, op uint8, tag uint64, deadline time.Time) (*Reply, error) {
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	if ctx.Done() != nil {
-		// Cancellation wakes the read by moving its deadline to now. await
-		// returns only once this goroutine has ended: run late, it would move
-		// the deadline of the next read on this socket (another call's, or a
-		// refill's) and fail it at once as a timeout.
-		stop, ended := make(chan struct{}), make(chan struct{})
-		defer func() {
-			close(stop)
-			<-ended
-		}()
-		go func() {
-			defer close(ended)
-			select {
-			case <-ctx.Done():
-				s.conn.SetReadDeadline(time.Now())
-			case <-stop:
-			}
-		}()
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := s.conn.SetReadDeadline(deadline); err != nil {
-			return nil, ErrClosed
-		}
-		n, from, err := s.conn.ReadFromUDP(c.rx)
-		if err != nil {
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				return nil, errRefused
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return nil, ErrClosed
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || time.Now().After(deadline) {
-				if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-					return nil, context.DeadlineExceeded // ctx's timer may not have fired yet
-				}
-				return nil, nil
-			}
-			continue
-		}
-		if !from.IP.Equal(s.addr.IP) || from.Port != s.addr.Port {
-			c.Stats.Stray.Add(1)
-			continue
-		}
-		r, err := ParseReply(c.rx[:n])
-		if err != nil {
-			var we *WireError
-			if errors.As(err, &we) && we.Reason == "version" && we.Tag == tag {
-				return &Reply{Op: op | OpReply, Status: StBadVersion, Tag: tag}, nil
-			}
-			c.Stats.Stray.Add(1)
-			continue
-		}
-		if r.Tag != tag || r.Op&^OpReply != op {
-			c.Stats.Stray.Add(1)
-			continue
-		}
-		return r, nil
-	}
-}
-
-// exchange: one request with retries, RETRY_AFTER and failover; holds c.net.
-func (c *Client) exchange(ctx context.Context, op uint8, count uint16) (*Reply, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	var tb [8]byte
-	if _, err := rand.Read(tb[:]); err != nil {
-		return nil, err
-	}
-	tag := binary.BigEndian.Uint64(tb[:])
-	// RANGE pads for 2^seq_bits IDs per range once INFO gave the layout.
-	seq := 12
-	if c.layout != nil {
-		seq = int(c.layout.SeqBits)
-	}
-	req := EncodeRequest(op, count, tag, !c.opts.Trusted, seq)
-	var retryAfter, moved *Reply
-	var tried []string
-	for range c.srv {
-		s := c.srv[c.cur]
-		what := ""
-		var waited time.Duration
-	attempts:
-		for a := 0; a <= c.opts.Retries; a++ {
-			if _, err := s.conn.Write(req); err != nil {
-				if c.closed.Load() {
-					return nil, ErrClosed
-				}
-				if errors.Is(err, syscall.ECONNREFUSED) {
-					c.Stats.Refused.Add(1)
-					what = errRefused.Error()
-				} else {
-					what = err.Error()
-				}
-				break
-			}
-			c.Stats.Requests.Add(1)
-			wait := c.opts.Timeout << a
-			r, err := c.await(ctx, s, op, tag, time.Now().Add(wait))
-			if err == errRefused {
-				c.Stats.Refused.Add(1)
-				what = err.Error()
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			if r == nil {
-				c.Stats.Timeouts.Add(1)
-				waited += wait
-				what = fmt.Sprintf("no reply in %v", waited)
-				continue
-			}
-			c.lastReply = r
-			switch r.Status {
-			case StOK:
-				return r, nil
-			case StRetryAfter:
-				c.Stats.RetryAfter.Add(1)
-				retryAfter = r
-				d := time.Duration(r.RetryAfterUs) * time.Microsecond
-				if d > RetryAfterMax {
-					d = RetryAfterMax
-				}
-				time.Sleep(d)
-			case StClockUnsafe, StNoLease:
-				moved = r
-				break attempts
-			default:
-				return nil, &StatusError{r.Status, r}
-			}
-		}
-		tried = append(tried, s.spec+": "+what)
-		c.cur = (c.cur + 1) % len(c.srv)
-		c.Stats.Failovers.Add(1)
-	}
-	if moved != nil {
-		return nil, &StatusError{moved.Status, moved}
-	}
-	if retryAfter != nil {
-		return nil, &StatusError{retryAfter.Status, retryAfter}
-	}
-	return nil, &NoResponseError{tried}
 }
 
 func (c *Client) adoptInfo(r *Reply) {
@@ -532,11 +421,13 @@ func (c *Client) adoptInfo(r *Reply) {
 	c.infoDone = true
 }
 
-func (c *Client) ensureLayout(ctx context.Context) error {
+// ensureLayout learns the layout with an INFO request (once), within the
+// caller's deadline. Under the call lock.
+func (c *Client) ensureLayout(ctx context.Context, deadline time.Time) error {
 	if c.infoDone {
 		return nil
 	}
-	r, err := c.exchange(ctx, OpInfo, 0)
+	r, err := c.exchange(ctx, deadline, OpInfo, 0)
 	var se *StatusError
 	if errors.As(err, &se) && se.Status != StRetryAfter {
 		c.infoDone = true
@@ -611,16 +502,16 @@ func (c *Client) validate(r *Reply, runs []Range, asked uint64) error {
 	return nil
 }
 
-// fetch: one LIST or RANGE request, validated; holds c.net.
-func (c *Client) fetch(ctx context.Context, useRange bool, want uint16) ([]Range, error) {
-	if err := c.ensureLayout(ctx); err != nil {
+// fetch: one LIST or RANGE request, validated; under the call lock.
+func (c *Client) fetch(ctx context.Context, deadline time.Time, useRange bool, want uint16) ([]Range, error) {
+	if err := c.ensureLayout(ctx, deadline); err != nil {
 		return nil, err
 	}
 	op := uint8(OpList)
 	if useRange {
 		op = OpRange
 	}
-	r, err := c.exchange(ctx, op, want)
+	r, err := c.exchange(ctx, deadline, op, want)
 	if err != nil {
 		return nil, err
 	}
@@ -641,14 +532,17 @@ func (c *Client) fetch(ctx context.Context, useRange bool, want uint16) ([]Range
 func (c *Client) Get() (uint64, error) { return c.GetContext(context.Background()) }
 
 // GetContext is Get ending early with ctx.Err() when ctx is cancelled or
-// its deadline passes (the deadline also bounds each attempt's wait).
+// its deadline passes (before Timeout's).
 func (c *Client) GetContext(ctx context.Context) (uint64, error) {
-	c.net.Lock()
-	defer c.net.Unlock()
-	if err := c.ensureLayout(ctx); err != nil {
+	deadline := time.Now().Add(c.opts.Timeout)
+	if err := c.lockCall(ctx, deadline); err != nil {
 		return 0, err
 	}
-	r, err := c.exchange(ctx, OpID, 1)
+	defer c.unlockCall()
+	if err := c.ensureLayout(ctx, deadline); err != nil {
+		return 0, err
+	}
+	r, err := c.exchange(ctx, deadline, OpID, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -659,21 +553,24 @@ func (c *Client) GetContext(ctx context.Context) (uint64, error) {
 }
 
 // GetN returns n IDs with LIST requests of at most 181 each, asking again
-// while a responder answers PARTIAL. On error the IDs got so far are
-// returned with it.
+// while a responder answers PARTIAL; each request has its own deadline
+// (Timeout). On error the IDs got so far are returned with it.
 func (c *Client) GetN(n int) ([]uint64, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("flakewire: n %d is negative", n)
 	}
 	out := make([]uint64, 0, n)
-	c.net.Lock()
-	defer c.net.Unlock()
+	ctx := context.Background()
+	if err := c.lockCall(ctx, time.Now().Add(c.opts.Timeout)); err != nil {
+		return nil, err
+	}
+	defer c.unlockCall()
 	for len(out) < n {
 		want := n - len(out)
 		if want > ListMax {
 			want = ListMax
 		}
-		runs, err := c.fetch(context.Background(), false, uint16(want))
+		runs, err := c.fetch(ctx, time.Now().Add(c.opts.Timeout), false, uint16(want))
 		if err != nil {
 			return out, err
 		}
@@ -690,17 +587,24 @@ func (c *Client) GetRange(want int) ([]Range, error) {
 	if want < 1 || want > RangeIDsMax {
 		return nil, fmt.Errorf("flakewire: want %d not in 1..%d", want, RangeIDsMax)
 	}
-	c.net.Lock()
-	defer c.net.Unlock()
-	return c.fetch(context.Background(), true, uint16(want))
+	deadline := time.Now().Add(c.opts.Timeout)
+	if err := c.lockCall(context.Background(), deadline); err != nil {
+		return nil, err
+	}
+	defer c.unlockCall()
+	return c.fetch(context.Background(), deadline, true, uint16(want))
 }
 
-// Info asks the current responder for its INFO reply (Reply.Info holds the
-// record); its layout is adopted for the ID checks if none was known.
+// Info asks the first responder of the order for its INFO reply
+// (Reply.Info holds the record); its layout is adopted for the ID checks
+// if none was known.
 func (c *Client) Info() (*Reply, error) {
-	c.net.Lock()
-	defer c.net.Unlock()
-	r, err := c.exchange(context.Background(), OpInfo, 0)
+	deadline := time.Now().Add(c.opts.Timeout)
+	if err := c.lockCall(context.Background(), deadline); err != nil {
+		return nil, err
+	}
+	defer c.unlockCall()
+	r, err := c.exchange(context.Background(), deadline, OpInfo, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -717,12 +621,15 @@ func (c *Client) UUID7(n int) ([][16]byte, error) {
 	if n < 1 || n > UUID7Max {
 		return nil, fmt.Errorf("flakewire: n %d not in 1..%d", n, UUID7Max)
 	}
-	c.net.Lock()
-	defer c.net.Unlock()
-	if err := c.ensureLayout(context.Background()); err != nil {
+	deadline := time.Now().Add(c.opts.Timeout)
+	if err := c.lockCall(context.Background(), deadline); err != nil {
 		return nil, err
 	}
-	r, err := c.exchange(context.Background(), OpUUID7, uint16(n))
+	defer c.unlockCall()
+	if err := c.ensureLayout(context.Background(), deadline); err != nil {
+		return nil, err
+	}
+	r, err := c.exchange(context.Background(), deadline, OpUUID7, uint16(n))
 	if err != nil {
 		return nil, err
 	}
@@ -784,22 +691,26 @@ func (c *Client) NextUUID7() ([16]byte, error) {
 	return got[0], nil
 }
 
-// refill fetches want IDs into the pool, each reply's as it arrives.
+// refill fetches want IDs into the pool, each reply's as it arrives: one
+// call, all its requests within one deadline.
 func (c *Client) refill(want int) {
 	per := RangeIDsMax
 	if !c.opts.UseRange {
 		per = ListMax
 	}
 	var err error
+	deadline := time.Now().Add(c.opts.Timeout)
 	for fetched := 0; fetched < want; {
 		n := want - fetched
 		if n > per {
 			n = per
 		}
 		var runs []Range
-		c.net.Lock()
-		runs, err = c.fetch(context.Background(), c.opts.UseRange, uint16(n))
-		c.net.Unlock()
+		if err = c.lockCall(context.Background(), deadline); err != nil {
+			break
+		}
+		runs, err = c.fetch(context.Background(), deadline, c.opts.UseRange, uint16(n))
+		c.unlockCall()
 		if err != nil {
 			break
 		}
@@ -824,9 +735,8 @@ func (c *Client) refill(want int) {
 		c.buf.Unlock()
 	}
 	c.buf.Lock()
-	if err != nil {
-		c.holdUntil = time.Now().Add(c.opts.Timeout << c.opts.Retries)
-	}
+	// After a failed refill the next may start at once: the health memory
+	// makes it fast (no hold-off).
 	c.refillErr = err
 	c.refilling = false
 	c.gen++
@@ -924,7 +834,7 @@ func (c *Client) tick() {
 			c.buf.Unlock()
 			return
 		}
-		if c.count < uint64(c.low) && !c.refilling && !now.Before(c.holdUntil) {
+		if c.count < uint64(c.low) && !c.refilling {
 			c.startRefill()
 		}
 		c.buf.Unlock()
@@ -1000,7 +910,7 @@ func (c *Client) takePool() uint64 {
 	}
 	c.count--
 	c.takes++
-	if c.count < uint64(c.low) && !c.refilling && !time.Now().Before(c.holdUntil) {
+	if c.count < uint64(c.low) && !c.refilling {
 		c.startRefill()
 	}
 	return id
@@ -1076,7 +986,7 @@ func (c *Client) nextSlow(ctx context.Context, s *stripe) (uint64, error) {
 			// refill: without it the epoch stands still and the share never expires
 			c.ensureTicking()
 			c.fill(s)
-			if c.count < uint64(c.low) && !c.refilling && !time.Now().Before(c.holdUntil) {
+			if c.count < uint64(c.low) && !c.refilling {
 				c.startRefill()
 			}
 			return s.take(), nil

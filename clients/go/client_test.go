@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -110,8 +111,11 @@ func TestStraysIgnored(t *testing.T) {
 	}
 	defer c.Close()
 	id, err := c.Get()
-	if p, _ := DefaultLayout.Decode(id); err != nil || p.Worker != 7 || c.Stats.Stray.Load() != 3 {
-		t.Fatalf("id %d err %v stray %d", id, err, c.Stats.Stray.Load())
+	// 3 strays; more only when a reply came after T (50 ms) and the request
+	// went again: its datagrams are strays too.
+	stray := c.Stats.Stray.Load()
+	if p, _ := DefaultLayout.Decode(id); err != nil || p.Worker != 7 || stray < 3 || stray > 3 && c.Stats.Timeouts.Load() == 0 {
+		t.Fatalf("id %d err %v stray %d", id, err, stray)
 	}
 }
 
@@ -150,10 +154,13 @@ func TestFailoverOnStatus(t *testing.T) {
 			t.Errorf("status %d: id %d err %v", st, id, err)
 		}
 		c.Close()
+		// Alone, the responder is asked again (every 10 ms) until the
+		// deadline, whose error names what it answered (before issue 49: a
+		// *StatusError at once).
 		c, _ = New([]string{a}, opts())
 		_, err = c.Get()
-		var se *StatusError
-		if !errors.As(err, &se) || se.Status != st {
+		var ne *NoResponseError
+		if !errors.As(err, &ne) || len(ne.Tried) != 1 || ne.Tried[0] != a+": "+statusWord(st) {
 			t.Errorf("status %d alone: %v", st, err)
 		}
 		c.Close()
@@ -229,9 +236,10 @@ func TestRefusedFailsOverAtOnce(t *testing.T) {
 	if _, err := c.Get(); err != nil {
 		t.Fatal(err)
 	}
-	// A timeout would cost 2 s; ICMP port unreachable costs a round trip.
-	if c.Stats.Refused.Load() < 1 || c.Stats.Timeouts.Load() != 0 || time.Since(start) > time.Second {
-		t.Fatalf("refused %d timeouts %d in %v", c.Stats.Refused.Load(), c.Stats.Timeouts.Load(), time.Since(start))
+	// ICMP port unreachable moves the call on at once (a failover; a resend
+	// after T is not one).
+	if c.Stats.Refused.Load() < 1 || c.Stats.Failovers.Load() < 1 || time.Since(start) > time.Second {
+		t.Fatalf("refused %d failovers %d in %v", c.Stats.Refused.Load(), c.Stats.Failovers.Load(), time.Since(start))
 	}
 }
 
@@ -239,13 +247,16 @@ func TestNoResponseNamesServers(t *testing.T) {
 	silent := fake(t, func(uint8, uint64) [][]byte { return nil })
 	dead := deadPort(t)
 	o := opts()
-	o.Timeout = 20 * time.Millisecond
+	o.Timeout = 200 * time.Millisecond
 	c, _ := New([]string{silent, dead}, o)
 	defer c.Close()
 	_, err := c.Get()
 	var ne *NoResponseError
+	// The text of issue 49: "no reply in N ms" (since its first unanswered
+	// send), "refused".
 	if !errors.As(err, &ne) || !errors.Is(err, ErrTimeout) || len(ne.Tried) != 2 ||
-		ne.Tried[0] != silent+": no reply in 20ms" || ne.Tried[1] != dead+": refused (ICMP port unreachable)" {
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(silent)+`: no reply in [0-9]+ ms$`).MatchString(ne.Tried[0]) ||
+		ne.Tried[1] != dead+": refused" {
 		t.Fatalf("%v", err)
 	}
 }
@@ -324,12 +335,15 @@ func TestLayoutBeforeAnyID(t *testing.T) {
 // next ID comes from a later request, not from the 2 IDs left of the first
 // reply (before issue 37 Next handed those out however old).
 func TestMaxAge(t *testing.T) {
-	var seq, lists atomic.Uint64
+	var seq, lists atomic.Uint64 // lists: LIST requests, resends after T apart
+	var tags sync.Map
 	addr := fake(t, func(op uint8, tag uint64) [][]byte {
 		if op == OpInfo {
 			return [][]byte{mkReply(op, tag, 0, 7)}
 		}
-		lists.Add(1)
+		if _, again := tags.LoadOrStore(tag, true); !again {
+			lists.Add(1)
+		}
 		s := seq.Add(3) - 3
 		return [][]byte{mkReply(op, tag, 0, 7, mkID(7, s), mkID(7, s+1), mkID(7, s+2))}
 	})
@@ -442,7 +456,7 @@ func TestMaxAgeShares(t *testing.T) {
 		return [][]byte{g.answer(req)}
 	})
 	o := opts()
-	o.Timeout = 5 * time.Second // the held reply is waited for, never asked again
+	o.Timeout = 5 * time.Second // the held reply is waited for (resends queue behind it)
 	o.UseRange, o.Prefetch, o.LowWater, o.MaxAge = false, 800, 0, maxAge
 	c, err := New([]string{addr}, o)
 	if err != nil {

@@ -175,9 +175,7 @@ func TestLiveLoop(t *testing.T) {
 	})
 	t.Run("PARTIAL and RETRY_AFTER with one sequence bit", func(t *testing.T) {
 		// First, before any background refill competes for the 2 IDs per ms.
-		p := o
-		p.Retries = 10
-		c := mustNew(t, []string{fewseq}, p)
+		c := mustNew(t, []string{fewseq}, o)
 		runs, err := c.GetRange(4096)
 		if err != nil || c.LastReply().Flags&FlagPartial == 0 || len(runs) == 0 {
 			t.Fatalf("%v", err)
@@ -240,7 +238,7 @@ func TestLiveLoop(t *testing.T) {
 	})
 	t.Run("failover from a dead responder", func(t *testing.T) {
 		u := o
-		u.Timeout, u.Retries = 50*time.Millisecond, 1
+		u.Timeout = 50 * time.Millisecond
 		c := mustNew(t, []string{dead, trusted}, u)
 		for i := 0; i < 10; i++ {
 			if _, err := c.Next(); err != nil {
@@ -248,7 +246,7 @@ func TestLiveLoop(t *testing.T) {
 			}
 		}
 		// The dead port answers ICMP port unreachable: failover at once.
-		if c.Stats.Failovers.Load() < 1 || c.Stats.Refused.Load() < 1 || c.Stats.Timeouts.Load() != 0 {
+		if c.Stats.Failovers.Load() < 1 || c.Stats.Refused.Load() < 1 {
 			t.Fatalf("failovers %d refused %d timeouts %d", c.Stats.Failovers.Load(),
 				c.Stats.Refused.Load(), c.Stats.Timeouts.Load())
 		}
@@ -261,19 +259,24 @@ func TestLiveTap(t *testing.T) {
 	// MaxAge 200 ms: after the kill, the IDs the pool still holds from
 	// flakewire (a refill grows while callers drain it) expire, so the next
 	// ones must come from the backup.
-	o.Timeout, o.Retries, o.Prefetch, o.LowWater, o.MaxAge = 50*time.Millisecond, 3, 256, 64, 200*time.Millisecond
-	c := mustNew(t, env[:2], o)
+	o.Prefetch, o.LowWater, o.MaxAge = 256, 64, 200*time.Millisecond
+	// UUIDv7 from flakewire alone (with the backup configured, a hedge or a
+	// RETRY_AFTER may take any call to it).
+	u1 := mustNew(t, env[:1], o)
 	us := map[[16]byte]bool{}
 	for i := 0; i < 300; i++ {
-		u, err := c.NextUUID7()
-		if err != nil || us[u] || mustLayout(t, c).ReadUUID(u).Worker != 21 {
+		u, err := u1.NextUUID7()
+		if err != nil || us[u] || mustLayout(t, u1).ReadUUID(u).Worker != 21 {
 			t.Fatalf("UUID7 over TAP: %v", err)
 		}
 		us[u] = true
 	}
+	// Issue 49: RETRY_AFTER from flakewire's busy milliseconds (4 sequence
+	// bits) moves a call to the backup at once; every ID stays unique.
+	c := mustNew(t, env[:2], o)
 	seen := map[uint64]bool{}
 	w := uniqueWorkers(t, c, take(t, c, 8, 500), seen)
-	if len(seen) != 4000 || len(w) != 1 || !w[21] || mustLayout(t, c).SeqBits != 4 || c.Stats.RetryAfter.Load() == 0 {
+	if len(seen) != 4000 || !w[21] || len(w) > 2 || mustLayout(t, c).SeqBits != 4 || c.Stats.RetryAfter.Load() == 0 {
 		t.Fatalf("%d IDs, workers %v, retry_after %d", len(seen), w, c.Stats.RetryAfter.Load())
 	}
 	pid, _ := strconv.Atoi(env[2])

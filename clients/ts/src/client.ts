@@ -7,18 +7,27 @@
 //   garbled datagrams are ignored and the wait goes on;
 // - requests are padded as PROTOCOL.md section 6 says (unless trusted), so a
 //   responder that does not trust this host still answers in full;
-// - each responder has a connected UDP socket, so a closed port (ICMP port
-//   unreachable: ECONNREFUSED) moves to the next responder at once;
-// - a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the
-//   defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE
-//   move to the next responder at once; RETRY_AFTER waits as told (at most
-//   1 s) and counts as an attempt;
+// - a call (one get(), one refill of next(), one INFO) ends at most
+//   timeoutMs (1 s) after it started, with IDs or an error, whatever the
+//   responders do (doc/clients.md, "Availability: deadlines, hedging,
+//   health"; avail.ts): it asks the first responder of the order (healthy
+//   ones in the order given, then those holding off after RETRY_AFTER, then
+//   unhealthy ones); a refusal (ICMP port unreachable on the connected
+//   socket), CLOCK_UNSAFE, NO_LEASE or RETRY_AFTER move it to the next one
+//   at once; after a delay learnt from the client's round trips it hedges
+//   to the next healthy one, under a budget (hedgeBudgetPct of calls); with
+//   no answer it asks again (50 ms, doubling); a lone responder is asked
+//   until the deadline;
+// - the client remembers refused, silent and bad-status responders as
+//   unhealthy, skips them while others answer and probes them with INFO
+//   every 100 ms (an unref'd timer) until they answer again;
 // - every ID is checked before it is handed out: positive, strictly
 //   increasing within a reply and above the last one seen from that worker,
 //   no more than asked, carrying the datacenter and worker the reply names
 //   (the layout is learnt with an INFO request first) and a time within
 //   maxSkewMs of this host's clock.
-// Exchanges run one at a time (a promise queue); next() resolves at once
+// Calls run one at a time (a promise queue; a call waiting behind another
+// waits at most its own deadline); next() resolves at once
 // from the prefetch buffer while a refill is in flight. Errors are the six
 // FlakewireError subclasses (a code each: doc/clients.md); after close()
 // every call rejects with ClosedError, buffered IDs included.
@@ -28,9 +37,15 @@ import dgram from "node:dgram";
 import dns from "node:dns/promises";
 import net from "node:net";
 
+import {
+  Budget, Event, PROBE_EVERY_MS, Pending, RESEND_MIN_MS, RETRY_AFTER_MIN_MS, RttWindow,
+  SICK_RESEND_GAP_MS, statusWord,
+} from "./avail.js";
 import { DEFAULT_LAYOUT, INT64_MAX, Layout, readUUID } from "./layout.js";
 import * as wire from "./wire.js";
 
+/** The longest RETRY_AFTER hold-off honoured: a responder is not asked
+ * again before its hint passes (at most this), unless no other one is eligible. */
 export const RETRY_AFTER_MAX_US = 1_000_000;
 const WORKERS_TRACKED = 64;
 
@@ -54,11 +69,15 @@ export class ResolveError extends FlakewireError {
   constructor(msg: string, cause: unknown) { super(msg, "RESOLVE", { cause }); }
 }
 
-/** No responder answered within its attempts; `tried` says, per server,
- * what happened ("no reply in 3000 ms", "refused (ICMP port unreachable)"). */
+/** No responder answered by the call's deadline; `tried` names each server
+ * asked, in the order first asked, and what it did last ("127.0.0.1:4243:
+ * no reply in 80 ms", "127.0.0.1:4244: RETRY_AFTER 900 ms",
+ * "127.0.0.1:4245: refused", "...: NO_LEASE"). Empty: the call waited its
+ * whole deadline behind another call of this client. */
 export class NoResponseError extends FlakewireError {
   constructor(readonly tried: string[]) {
-    super(`flakewire: no responder answered: ${tried.join("; ")}`, "NO_RESPONSE");
+    super(tried.length ? `flakewire: no responder answered: ${tried.join("; ")}`
+      : "flakewire: no responder answered: the deadline passed behind another call", "NO_RESPONSE");
   }
 }
 
@@ -67,8 +86,9 @@ export class ClosedError extends FlakewireError {
   constructor() { super("flakewire: client closed", "CLOSED"); }
 }
 
-/** A responder answered with an error status, or every responder kept
- * answering RETRY_AFTER, CLOCK_UNSAFE or NO_LEASE. */
+/** A responder answered REFUSED, BAD_REQUEST or BAD_VERSION (the call ends
+ * at once). RETRY_AFTER, CLOCK_UNSAFE and NO_LEASE move the call on; at the
+ * deadline they are named in a NoResponseError. */
 export class StatusError extends FlakewireError {
   readonly status: number;
   readonly statusName: string;
@@ -85,9 +105,19 @@ export class InvalidReplyError extends FlakewireError {
 }
 
 export interface Options {
-  /** First attempt's wait in ms (1..60000), doubled per retry. Default 200. */
+  /** A call's deadline in ms (1..60000): a call (one get(), one refill of
+   * next(), one INFO, one request of getN()) resolves or rejects at most
+   * this long after it started. Default 1000. */
   timeoutMs?: number;
-  /** Resends per responder (0..10). Default 3. */
+  /** The floor of the hedge delay in µs (0..100000): a call asks the next
+   * responder too when the first has not answered within the 99th
+   * percentile of the client's last 256 round trips (10 ms before 16 of
+   * them), at least this, at most 100 ms. Default 2000. */
+  hedgeMinUs?: number;
+  /** Hedges allowed, in % of calls (0..100; 0: no hedging); a bucket of 10
+   * hedges, full at create(). Default 5. */
+  hedgeBudgetPct?: number;
+  /** No longer used: the deadline bounds a call. Accepted, ignored. */
   retries?: number;
   /** IDs fetched per refill by next() (1..2^20). Default 1024. */
   prefetch?: number;
@@ -113,13 +143,20 @@ const IDLE_TICKS = 2 * AGE_TICKS;
 const GROW_MAX = 64;
 
 export interface Stats {
+  /** Requests sent, hedges and resends included. */
   requests: number;
+  /** Resends after a timeout (T). */
   timeouts: number;
   retryAfter: number;
+  /** Moves to the next responder after a refusal or a status. */
   failovers: number;
   stray: number;
   /** ICMP port unreachable (ECONNREFUSED): failed over at once. */
   refused: number;
+  /** The same request sent to another responder after the hedge delay. */
+  hedges: number;
+  /** INFO requests to unhealthy responders. */
+  probes: number;
 }
 
 /** Splits "HOST:PORT", "HOST", "[V6]:PORT", "[V6]" or a bare IPv6 address. */
@@ -147,36 +184,46 @@ export function parseServer(s: string): { host: string; port: number } {
   return { host, port };
 }
 
-interface Waiter {
-  op: number;
-  tag: bigint;
-  resolve: (r: wire.Reply | null | "refused") => void;
-}
-
 interface Server {
   spec: string;
   address: string;
   port: number;
   sock: dgram.Socket;
-  waiter?: Waiter;
+  // Shared by every call (doc/clients.md, "Availability"):
+  sick: boolean; // refused, a bad status, or silent while another answered (or to the deadline)
+  holdUntil: number; // RETRY_AFTER: not asked before (performance.now()), unless nothing else is eligible
+  probeTag?: bigint; // the probe in flight
+}
+
+/** What one call did with one responder. */
+interface CallSrv {
+  sends: number;
+  first: number; // its first send in this call
+  waiting: number; // its first send since its last answer; -1: none outstanding
+  answered: boolean; // any valid reply in this call
+  lastSent: number;
+  what: string; // the last thing it did ("refused", "RETRY_AFTER 900 ms", "NO_LEASE")
 }
 
 function check(name: string, v: number, lo: number, hi: number): void {
   if (!Number.isInteger(v) || v < lo || v > hi) throw new RangeError(`${name} = ${v} not in ${lo}..${hi}`);
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 export class Client {
-  readonly stats: Stats = { requests: 0, timeouts: 0, retryAfter: 0, failovers: 0, stray: 0, refused: 0 };
+  readonly stats: Stats = {
+    requests: 0, timeouts: 0, retryAfter: 0, failovers: 0, stray: 0, refused: 0, hedges: 0, probes: 0,
+  };
   /** The layout learnt from INFO, undefined before; getLayout() never is. */
   layout?: Layout;
   /** The last reply accepted. */
   lastReply?: wire.Reply;
 
   private readonly o: Required<Options>;
-  private cur = 0;
   private closed = false;
+  private readonly pends = new Map<bigint, Pending>();
+  private readonly rtt: RttWindow;
+  private readonly budget: Budget;
+  private prober: NodeJS.Timeout | null = null;
   private infoDone = false;
   private seen = new Map<number, bigint>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -194,17 +241,18 @@ export class Client {
   private gen = 0;
   private refilling: Promise<void> | null = null;
   private refillErr: unknown = null;
-  private holdUntil = 0;
   private uuidBuf: string[] = [];
   private lastUUID = new Map<number, string>();
 
   private constructor(private readonly srv: Server[], o: Options) {
     this.o = {
-      timeoutMs: 200, retries: 3, prefetch: 1024, lowWater: 256, trusted: false, useRange: true,
-      maxSkewMs: 300_000, maxAgeMs: 1000, ...o,
+      timeoutMs: 1000, hedgeMinUs: 2000, hedgeBudgetPct: 5, retries: 3, prefetch: 1024, lowWater: 256,
+      trusted: false, useRange: true, maxSkewMs: 300_000, maxAgeMs: 1000, ...o,
     };
     this.want = this.o.prefetch;
     this.low = this.o.lowWater;
+    this.rtt = new RttWindow(this.o.hedgeMinUs / 1000);
+    this.budget = new Budget(this.o.hedgeBudgetPct);
   }
 
   /** Resolves the responders (tried in the order given) and opens one
@@ -212,8 +260,9 @@ export class Client {
   static async create(servers: string[], opts: Options = {}): Promise<Client> {
     if (!servers.length) throw new AddressError("servers: at least one responder is needed");
     const o = opts;
-    check("timeoutMs", o.timeoutMs ?? 200, 1, 60000);
-    check("retries", o.retries ?? 3, 0, 10);
+    check("timeoutMs", o.timeoutMs ?? 1000, 1, 60000);
+    check("hedgeMinUs", o.hedgeMinUs ?? 2000, 0, 100_000);
+    check("hedgeBudgetPct", o.hedgeBudgetPct ?? 5, 0, 100);
     check("prefetch", o.prefetch ?? 1024, 1, 1 << 20);
     check("lowWater", o.lowWater ?? 256, 0, 1 << 20);
     check("maxSkewMs", o.maxSkewMs ?? 300000, 0, 2 ** 40);
@@ -238,19 +287,15 @@ export class Client {
       });
       // An idle client does not keep the process alive; a wait's timer does.
       sock.unref();
-      list.push({ spec, address, port, sock });
+      list.push({ spec, address, port, sock, sick: false, holdUntil: 0 });
     }
     const c = new Client(list, o);
-    for (const s of list) {
-      s.sock.on("message", (b, rinfo) => c.onMessage(s, b, rinfo));
+    list.forEach((s, i) => {
+      s.sock.on("message", (b, rinfo) => c.onMessage(i, b, rinfo));
       s.sock.on("error", (e: NodeJS.ErrnoException) => {
-        if (e.code === "ECONNREFUSED" && s.waiter) {
-          const w = s.waiter;
-          s.waiter = undefined;
-          w.resolve("refused");
-        }
+        if (e.code === "ECONNREFUSED") c.refused(i);
       });
-    }
+    });
     return c;
   }
 
@@ -261,27 +306,36 @@ export class Client {
     this.runs = [];
     this.count = 0;
     this.uuidBuf = [];
+    if (this.prober) clearInterval(this.prober);
+    this.prober = null;
+    for (const p of this.pends.values()) p.interrupt();
     for (const s of this.srv) {
-      const w = s.waiter;
-      s.waiter = undefined;
-      w?.resolve(null);
       try { s.sock.close(); } catch { /* already closed */ }
     }
+  }
+
+  /** Whether the client holds responder i (in the order given to create())
+   * healthy: not refused, not silent while another answered, no bad status
+   * since its last valid INFO reply to a probe. */
+  healthy(i: number): boolean {
+    return !this.srv[i].sick;
   }
 
   /** The responders' layout (for decode and readUUID), asked with an INFO
    * request if no request has learnt it yet; DEFAULT_LAYOUT when the
    * responder's INFO carries none. */
   getLayout(): Promise<Layout> {
-    return this.serial(async () => {
-      await this.ensureLayout();
+    const deadline = performance.now() + this.o.timeoutMs;
+    return this.serial(deadline, async () => {
+      await this.ensureLayout(deadline);
       return this.layout ?? DEFAULT_LAYOUT;
     });
   }
 
-  private onMessage(s: Server, b: Buffer, rinfo: dgram.RemoteInfo): void {
-    const w = s.waiter;
-    if (rinfo.address !== s.address || rinfo.port !== s.port || !w) {
+  private onMessage(i: number, b: Buffer, rinfo: dgram.RemoteInfo): void {
+    const s = this.srv[i];
+    const at = performance.now();
+    if (rinfo.address !== s.address || rinfo.port !== s.port) {
       this.stats.stray++;
       return;
     }
@@ -289,116 +343,281 @@ export class Client {
     try {
       r = wire.parseReply(b);
     } catch (e) {
-      if (e instanceof wire.WireError && e.reason === "version" && e.tag === w.tag) {
-        s.waiter = undefined;
-        w.resolve({
-          op: w.op | wire.OP_REPLY, status: wire.ST_BAD_VERSION, flags: 0, count: 0, tag: w.tag,
-          datacenter: 0, worker: 0, retryAfterUs: 0, ids: [], ranges: [], uuids: [],
+      const p = e instanceof wire.WireError && e.reason === "version" ? this.pends.get(e.tag!) : undefined;
+      if (p?.sent[i]) {
+        p.push({
+          srv: i, at, reply: {
+            op: p.op | wire.OP_REPLY, status: wire.ST_BAD_VERSION, flags: 0, count: 0, tag: (e as wire.WireError).tag!,
+            datacenter: 0, worker: 0, retryAfterUs: 0, ids: [], ranges: [], uuids: [],
+          },
         });
         return;
       }
       this.stats.stray++;
       return;
     }
-    if (r.tag !== w.tag || (r.op & 0x7f) !== w.op) {
+    const p = this.pends.get(r.tag);
+    if (!p || !p.sent[i] || (r.op & 0x7f) !== p.op) {
       this.stats.stray++;
       return;
     }
-    s.waiter = undefined;
-    w.resolve(r);
+    p.push({ srv: i, reply: r, at });
   }
 
-  private wait(s: Server, op: number, tag: bigint, ms: number): Promise<wire.Reply | null | "refused"> {
-    return new Promise((resolve) => {
-      // Timers run before I/O in an event loop turn: a reply that arrived
-      // while callers kept the loop busy is read before the wait expires.
-      const w: Waiter = {
-        op, tag, resolve: (r) => {
-          clearTimeout(t);
-          resolve(r);
-        },
-      };
-      const t = setTimeout(() => setImmediate(() => {
-        if (s.waiter !== w) return;
-        s.waiter = undefined;
-        resolve(null);
-      }), ms);
-      s.waiter = w;
+  /** Responder i's socket reported ICMP port unreachable: every request sent there hears it. */
+  private refused(i: number): void {
+    const at = performance.now();
+    for (const p of this.pends.values()) if (p.sent[i]) p.push({ srv: i, reply: null, at });
+  }
+
+  /** Sends req to responder i for p; a failed send is an event of p. */
+  private sendTo(i: number, p: Pending, req: Uint8Array): void {
+    p.sent[i] = true;
+    const ev = (e: NodeJS.ErrnoException) => p.push({
+      srv: i, reply: null, at: performance.now(), err: e.code === "ECONNREFUSED" ? undefined : e.message,
     });
+    try {
+      this.srv[i].sock.send(req, (e) => { if (e) ev(e); });
+    } catch (e) {
+      if (!this.closed) ev(e as NodeJS.ErrnoException);
+    }
   }
 
-  private send(s: Server, b: Uint8Array): Promise<boolean> {
-    return new Promise((resolve) => {
+  /** Eligible responders (healthy, no hold-off) in configured order, then
+   * held-off ones (earliest hold_until first), then unhealthy ones. */
+  private order(now: number): number[] {
+    const idx = this.srv.map((_, i) => i);
+    const held = idx.filter((i) => !this.srv[i].sick && this.srv[i].holdUntil > now);
+    held.sort((a, b) => this.srv[a].holdUntil - this.srv[b].holdUntil);
+    return [
+      ...idx.filter((i) => !this.srv[i].sick && this.srv[i].holdUntil <= now), ...held,
+      ...idx.filter((i) => this.srv[i].sick),
+    ];
+  }
+
+  private eligible(i: number, now: number): boolean {
+    return !this.srv[i].sick && this.srv[i].holdUntil <= now;
+  }
+
+  /** Notes responder i unhealthy; the probe timer runs while one is. */
+  private markSick(i: number): void {
+    this.srv[i].sick = true;
+    if (!this.prober && !this.closed) {
+      this.prober = setInterval(() => this.probe(), PROBE_EVERY_MS);
+      this.prober.unref();
+    }
+  }
+
+  /** Asks each unhealthy responder INFO (the last probe's reply no longer
+   * counts); a valid reply marks it healthy. Never waits for a call. */
+  private probe(): void {
+    let any = false;
+    this.srv.forEach((s, i) => {
+      if (s.probeTag !== undefined) this.pends.delete(s.probeTag);
+      s.probeTag = undefined;
+      if (!s.sick || this.closed) return;
+      any = true;
+      const tag = randomBytes(8).readBigUInt64BE();
+      const p = new Pending(wire.OP_INFO, this.srv.length, (ev) => {
+        if (ev.reply?.status === wire.ST_OK && ev.reply.info) s.sick = false;
+      });
+      this.pends.set(tag, p);
+      s.probeTag = tag;
+      this.stats.probes++;
+      this.sendTo(i, p, wire.encodeRequest(wire.OP_INFO, 0, tag, !this.o.trusted));
+    });
+    if (!any && this.prober) {
+      clearInterval(this.prober);
+      this.prober = null;
+    }
+  }
+
+  /** Runs fn after every call queued before it (one at a time); rejects with
+   * a NoResponseError naming no responder when deadline passes first. */
+  private serial<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+    const prev = this.queue;
+    let release!: () => void;
+    const mine = new Promise<void>((r) => { release = r; });
+    this.queue = prev.then(() => mine);
+    return (async () => {
       try {
-        s.sock.send(b, (err) => resolve(!err));
-      } catch {
-        resolve(false); // closed
+        let t: NodeJS.Timeout | undefined;
+        const late = new Promise<boolean>((r) => { t = setTimeout(() => r(false), Math.max(0, deadline - performance.now())); });
+        const turn = await Promise.race([prev.then(() => true), late]);
+        clearTimeout(t);
+        if (!turn) throw new NoResponseError([]);
+        return await fn();
+      } finally {
+        release();
       }
-    });
+    })();
   }
 
-  /** Runs fn after every exchange queued before it (one at a time). */
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.queue.then(fn, fn);
-    this.queue = p.catch(() => undefined);
-    return p;
-  }
-
-  private async exchange(op: number, count: number): Promise<wire.Reply> {
+  /** One call's request (the contract's "One call"): the first responder in
+   * the order, a failover at once on a refusal, a bad status or
+   * RETRY_AFTER, a hedge after d under the budget, a resend after T; an error
+   * at the deadline naming what each responder did. */
+  private async exchange(op: number, count: number, deadline: number): Promise<wire.Reply> {
     if (this.closed) throw new ClosedError();
     const tag = randomBytes(8).readBigUInt64BE();
     // RANGE pads for 2^seqBits IDs per range once INFO gave the layout.
     const req = wire.encodeRequest(op, count, tag, !this.o.trusted, this.layout?.seqBits ?? 12);
-    let retryAfter: wire.Reply | undefined;
-    let moved: wire.Reply | undefined;
-    const tried: string[] = [];
-    for (let i = 0; i < this.srv.length; i++) {
-      const s = this.srv[this.cur];
-      let what = "", waited = 0;
-      for (let a = 0; a <= this.o.retries; a++) {
-        const waiting = this.wait(s, op, tag, this.o.timeoutMs * 2 ** a);
-        if (!(await this.send(s, req))) {
-          s.waiter?.resolve(null);
-          await waiting;
-          if (this.closed) throw new ClosedError();
-          what = "send failed";
-          break;
+    const n = this.srv.length;
+    const p = new Pending(op, n);
+    this.pends.set(tag, p);
+    try {
+      this.budget.call();
+      const d = this.rtt.delayMs();
+      let T = Math.max(4 * d, RESEND_MIN_MS);
+      const st: CallSrv[] = Array.from({ length: n }, () => ({
+        sends: 0, first: 0, waiting: -1, answered: false, lastSent: 0, what: "",
+      }));
+      const tried: number[] = []; // in the order of their first send
+      const cycle = new Array<boolean>(n).fill(false); // sent in the current round of the order
+      let last = 0; // the last send
+      let plan = -1, planAt = 0;
+      // The next responder of the order (recomputed) not yet sent in this round;
+      // a new round when every one was.
+      const next = (now: number): number => {
+        const o = this.order(now);
+        const i = o.find((k) => !cycle[k]);
+        if (i !== undefined) return i;
+        cycle.fill(false);
+        return o[0];
+      };
+      const hedgeTo = (now: number): number =>
+        this.order(now).find((k) => !cycle[k] && this.eligible(k, now)) ?? -1;
+      // Sends to i now, or when its hold-off ends (nothing else is eligible), or
+      // SICK_RESEND_GAP_MS after the call's last send to it when it is unhealthy.
+      const schedule = (i: number, now: number) => {
+        const s = this.srv[i];
+        let at = Math.max(now, s.holdUntil);
+        if (s.sick && st[i].sends > 0) at = Math.max(at, st[i].lastSent + SICK_RESEND_GAP_MS);
+        cycle[i] = true;
+        plan = i;
+        planAt = at;
+      };
+      const send = (i: number, now: number) => {
+        const s = st[i];
+        if (s.sends === 0) {
+          s.first = now;
+          tried.push(i);
         }
+        s.sends++;
+        s.lastSent = last = now;
+        if (s.waiting < 0) s.waiting = now;
+        cycle[i] = true;
         this.stats.requests++;
-        const r = await waiting;
+        this.sendTo(i, p, req);
+      };
+      const failover = (now: number) => {
+        this.stats.failovers++;
+        schedule(next(now), now);
+        if (T < this.o.timeoutMs) T *= 2;
+      };
+
+      schedule(this.order(performance.now())[0], performance.now());
+      for (;;) {
         if (this.closed) throw new ClosedError();
-        if (r === "refused") {
-          this.stats.refused++;
-          what = "refused (ICMP port unreachable)";
-          break;
-        }
-        if (!r) {
-          this.stats.timeouts++;
-          waited += this.o.timeoutMs * 2 ** a;
-          what = `no reply in ${waited} ms`;
+        const now = performance.now();
+        if (plan >= 0 && now >= planAt && now < deadline) {
+          send(plan, now);
+          plan = -1;
           continue;
         }
+        if (now >= deadline) {
+          if (plan >= 0 && st[plan].sends === 0) { // held off past the deadline, never asked
+            tried.push(plan);
+            st[plan].what = "held off by RETRY_AFTER past the deadline";
+          }
+          throw this.noResponse(st, tried, deadline);
+        }
+        let wake = deadline;
+        if (plan >= 0) {
+          wake = Math.min(wake, planAt);
+        } else {
+          if (this.budget.has()) {
+            if (now >= last + d) {
+              const i = hedgeTo(now);
+              if (i >= 0) {
+                this.budget.take();
+                this.stats.hedges++;
+                send(i, now);
+                continue;
+              }
+            } else if (hedgeTo(now) >= 0) {
+              wake = Math.min(wake, last + d);
+            }
+          }
+          if (now >= last + T) {
+            this.stats.timeouts++;
+            schedule(next(now), now);
+            if (T < this.o.timeoutMs) T *= 2;
+            continue;
+          }
+          wake = Math.min(wake, last + T);
+        }
+        const ev: Event | null = await p.next(wake - now);
+        if (this.closed) throw new ClosedError();
+        if (!ev) continue;
+        const s = st[ev.srv];
+        s.waiting = -1;
+        const r = ev.reply;
+        if (!r) {
+          if (ev.err !== undefined) {
+            s.what = `send failed: ${ev.err}`;
+          } else {
+            this.stats.refused++;
+            s.what = "refused";
+          }
+          this.markSick(ev.srv);
+          if (plan < 0) failover(ev.at);
+          continue;
+        }
+        s.answered = true;
         this.lastReply = r;
-        if (r.status === wire.ST_OK) return r;
+        if (r.status === wire.ST_OK) {
+          this.srv[ev.srv].sick = false;
+          if (s.sends === 1) this.rtt.note(ev.at - s.first); // Karn: only when the send it answers is known
+          st.forEach((x, i) => { if (x.sends > 0 && !x.answered && i !== ev.srv) this.markSick(i); });
+          return r;
+        }
         if (r.status === wire.ST_RETRY_AFTER) {
           this.stats.retryAfter++;
-          retryAfter = r;
-          await sleep(Math.min(r.retryAfterUs, RETRY_AFTER_MAX_US) / 1000);
+          this.srv[ev.srv].sick = false;
+          const h = Math.min(Math.max(r.retryAfterUs / 1000, RETRY_AFTER_MIN_MS), RETRY_AFTER_MAX_US / 1000);
+          this.srv[ev.srv].holdUntil = ev.at + h;
+          s.what = `RETRY_AFTER ${Math.round(r.retryAfterUs / 1000)} ms`;
+          if (plan < 0 || plan === ev.srv) failover(ev.at);
           continue;
         }
         if (r.status === wire.ST_CLOCK_UNSAFE || r.status === wire.ST_NO_LEASE) {
-          moved = r;
-          break;
+          this.markSick(ev.srv);
+          s.what = statusWord(r.status);
+          if (plan < 0 || plan === ev.srv) failover(ev.at);
+          continue;
         }
         throw new StatusError(r);
       }
-      tried.push(`${s.spec}: ${what}`);
-      this.cur = (this.cur + 1) % this.srv.length;
-      this.stats.failovers++;
+    } finally {
+      this.pends.delete(tag);
     }
-    if (moved) throw new StatusError(moved);
-    if (retryAfter) throw new StatusError(retryAfter);
-    throw new NoResponseError(tried);
+  }
+
+  /** The deadline's error: what each responder did, in the order first
+   * asked; those still silent are marked unhealthy. */
+  private noResponse(st: CallSrv[], tried: number[], deadline: number): NoResponseError {
+    return new NoResponseError(tried.map((i) => {
+      const s = st[i];
+      let what = s.what;
+      // Silence is what it did unless it answered, refused or failed a send and
+      // was asked again less than RESEND_MIN_MS ago (a lone responder's
+      // NO_LEASE, resent every 10 ms, stays "NO_LEASE").
+      const quiet = deadline - s.waiting;
+      if (s.waiting >= 0 && (what === "" || quiet >= RESEND_MIN_MS)) what = `no reply in ${Math.round(quiet)} ms`;
+      if (s.waiting >= 0 && !s.answered) this.markSick(i);
+      return `${this.srv[i].spec}: ${what}`;
+    }));
   }
 
   private adoptInfo(r: wire.Reply): void {
@@ -411,10 +630,11 @@ export class Client {
     this.infoDone = true;
   }
 
-  private async ensureLayout(): Promise<void> {
+  /** Learns the layout with an INFO request (once), within the caller's deadline. */
+  private async ensureLayout(deadline: number): Promise<void> {
     if (this.infoDone) return;
     try {
-      this.adoptInfo(await this.exchange(wire.OP_INFO, 0));
+      this.adoptInfo(await this.exchange(wire.OP_INFO, 0, deadline));
     } catch (e) {
       if (!(e instanceof StatusError) || e.status === wire.ST_RETRY_AFTER) throw e;
     }
@@ -462,9 +682,9 @@ export class Client {
     if (this.seen.size > WORKERS_TRACKED) this.seen.delete(this.seen.keys().next().value!);
   }
 
-  private async fetch(useRange: boolean, want: number): Promise<wire.Range[]> {
-    await this.ensureLayout();
-    const r = await this.exchange(useRange ? wire.OP_RANGE : wire.OP_LIST, want);
+  private async fetch(useRange: boolean, want: number, deadline: number): Promise<wire.Range[]> {
+    await this.ensureLayout(deadline);
+    const r = await this.exchange(useRange ? wire.OP_RANGE : wire.OP_LIST, want, deadline);
     const runs = useRange ? r.ranges : r.ids.map((first) => ({ first, n: 1 }));
     this.validate(r, runs, want);
     return runs;
@@ -472,22 +692,24 @@ export class Client {
 
   /** One ID with one ID request (one round trip). */
   get(): Promise<bigint> {
-    return this.serial(async () => {
-      await this.ensureLayout();
-      const r = await this.exchange(wire.OP_ID, 1);
+    const deadline = performance.now() + this.o.timeoutMs;
+    return this.serial(deadline, async () => {
+      await this.ensureLayout(deadline);
+      const r = await this.exchange(wire.OP_ID, 1, deadline);
       this.validate(r, [{ first: r.ids[0], n: 1 }], 1);
       return r.ids[0];
     });
   }
 
   /** n IDs with LIST requests of at most 181 each, asking again while a
-   * responder answers PARTIAL. */
+   * responder answers PARTIAL; each request has its own deadline (timeoutMs). */
   getN(n: number): Promise<bigint[]> {
     check("n", n, 0, 2 ** 30);
-    return this.serial(async () => {
+    return this.serial(performance.now() + this.o.timeoutMs, async () => {
       const out: bigint[] = [];
       while (out.length < n) {
-        for (const x of await this.fetch(false, Math.min(n - out.length, wire.LIST_MAX))) out.push(x.first);
+        const want = Math.min(n - out.length, wire.LIST_MAX);
+        for (const x of await this.fetch(false, want, performance.now() + this.o.timeoutMs)) out.push(x.first);
       }
       return out;
     });
@@ -497,14 +719,16 @@ export class Client {
    * request; the responder may give fewer (PARTIAL). */
   getRange(want: number): Promise<wire.Range[]> {
     check("want", want, 1, wire.RANGE_IDS_MAX);
-    return this.serial(() => this.fetch(true, want));
+    const deadline = performance.now() + this.o.timeoutMs;
+    return this.serial(deadline, () => this.fetch(true, want, deadline));
   }
 
-  /** The current responder's INFO reply (.info holds the record); its
-   * layout is adopted for the ID checks if none was known. */
+  /** The INFO reply of the first responder of the order (.info holds the
+   * record); its layout is adopted for the ID checks if none was known. */
   info(): Promise<wire.Reply> {
-    return this.serial(async () => {
-      const r = await this.exchange(wire.OP_INFO, 0);
+    const deadline = performance.now() + this.o.timeoutMs;
+    return this.serial(deadline, async () => {
+      const r = await this.exchange(wire.OP_INFO, 0, deadline);
       this.adoptInfo(r);
       return r;
     });
@@ -517,9 +741,10 @@ export class Client {
    * flakewire's tag and the datacenter and worker the reply names. */
   uuid7(n = 1): Promise<string[]> {
     check("n", n, 1, wire.UUID7_MAX);
-    return this.serial(async () => {
-      await this.ensureLayout();
-      const r = await this.exchange(wire.OP_UUID7, n);
+    const deadline = performance.now() + this.o.timeoutMs;
+    return this.serial(deadline, async () => {
+      await this.ensureLayout(deadline);
+      const r = await this.exchange(wire.OP_UUID7, n, deadline);
       if (!r.uuids.length || r.uuids.length > n) throw new InvalidReplyError(`${r.uuids.length} UUIDs for ${n} asked`);
       const now = BigInt(Date.now());
       const max = BigInt(this.o.maxSkewMs);
@@ -551,13 +776,15 @@ export class Client {
     return this.uuidBuf.shift()!;
   }
 
+  /** One call: all its requests within one deadline. */
   private async refill(want: number): Promise<void> {
     const per = this.o.useRange ? wire.RANGE_IDS_MAX : wire.LIST_MAX;
+    const deadline = performance.now() + this.o.timeoutMs;
     let fetched = 0;
     try {
       while (fetched < want) {
         const n = Math.min(want - fetched, per);
-        const runs = await this.serial(() => this.fetch(this.o.useRange, n));
+        const runs = await this.serial(deadline, () => this.fetch(this.o.useRange, n, deadline));
         if (this.closed) throw new ClosedError();
         for (const x of runs) {
           const tail = this.runs[this.runs.length - 1];
@@ -569,8 +796,8 @@ export class Client {
       }
       this.refillErr = null;
     } catch (e) {
+      // The next refill may start at once: the health memory makes it fast.
       this.refillErr = e;
-      this.holdUntil = Date.now() + this.o.timeoutMs * 2 ** this.o.retries;
     }
     this.gen++;
   }
@@ -609,7 +836,7 @@ export class Client {
       this.ticking = false;
       return;
     }
-    if (this.count < this.low && !this.refilling && Date.now() >= this.holdUntil) void this.startRefill();
+    if (this.count < this.low && !this.refilling) void this.startRefill();
     setTimeout(() => this.tick(), this.o.maxAgeMs / AGE_TICKS).unref();
   }
 
@@ -627,9 +854,7 @@ export class Client {
     if (--h.n === 0) this.runs.shift();
     this.count--;
     this.takes++;
-    if (this.count < this.low && !this.refilling && Date.now() >= this.holdUntil) {
-      void this.startRefill();
-    }
+    if (this.count < this.low && !this.refilling) void this.startRefill();
     return id;
   }
 

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import test from "node:test";
 
-import { AddressError, ClosedError, ResolveError, Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, InvalidReplyError, NoResponseError, StatusError, parseServer, wire } from "../src/index.js";
+import { AddressError, ClosedError, ResolveError, Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, InvalidReplyError, NoResponseError, parseServer, wire } from "../src/index.js";
 
 type Handler = (op: number, tag: bigint) => Uint8Array[];
 
@@ -17,7 +17,10 @@ async function fakeReq(h: (req: Buffer) => Uint8Array[] | Promise<Uint8Array[]>)
   const s = dgram.createSocket("udp4");
   s.on("message", (b, r) => {
     if (b.length < 24) return;
-    void Promise.resolve(h(b)).then((ds) => { for (const d of ds) s.send(d, r.port, r.address); });
+    void Promise.resolve(h(b)).then((ds) => {
+      // A reply held past the test's end finds the socket closed: dropped.
+      try { for (const d of ds) s.send(d, r.port, r.address); } catch { /* closed */ }
+    });
   });
   await new Promise<void>((res) => s.bind(0, "127.0.0.1", res));
   return { addr: `127.0.0.1:${s.address().port}`, close: () => s.close() };
@@ -60,7 +63,9 @@ test("strays ignored, the matching reply taken", async () => {
   const c = await Client.create([f.addr], { timeoutMs: 300, retries: 0 });
   const id = await c.get();
   assert.equal(DEFAULT_LAYOUT.decode(id).worker, 7);
-  assert.equal(c.stats.stray, 3);
+  // 3 strays; more only when a reply came after T (50 ms) and the request went
+  // again: its datagrams are strays too.
+  assert.ok(c.stats.stray === 3 || (c.stats.stray > 3 && c.stats.timeouts > 0), JSON.stringify(c.stats));
   c.close();
   f.close();
 });
@@ -83,8 +88,11 @@ test("failover on NO_LEASE and CLOCK_UNSAFE", async () => {
     assert.equal(DEFAULT_LAYOUT.decode(await c.get()).worker, 9);
     assert.ok(c.stats.failovers >= 1);
     c.close();
+    // Alone, the responder is asked again (every 10 ms) until the deadline,
+    // whose error names what it answered (before issue 49: a StatusError at once).
     c = await Client.create([a.addr], { timeoutMs: 300, retries: 0 });
-    await assert.rejects(c.get(), (e: unknown) => e instanceof StatusError && e.status === st);
+    await assert.rejects(c.get(), (e: unknown) => e instanceof NoResponseError &&
+      e.tried.length === 1 && e.tried[0] === `${a.addr}: ${wire.statusName(st).toUpperCase().replace("-", "_")}`);
     c.close();
     a.close();
     b.close();
@@ -113,11 +121,14 @@ function deadPort(): Promise<string> {
 test("refused port: failover at once; NoResponseError names each server", async () => {
   const silent = await fake(() => []);
   const dead = await deadPort();
-  const c = await Client.create([silent.addr, dead], { timeoutMs: 20, retries: 0 });
+  const c = await Client.create([silent.addr, dead], { timeoutMs: 200, retries: 0 });
   const e = await c.get().then(() => null, (x) => x);
   assert.ok(e instanceof NoResponseError && e.code === "NO_RESPONSE", String(e));
-  assert.deepEqual(e.tried, [`${silent.addr}: no reply in 20 ms`, `${dead}: refused (ICMP port unreachable)`]);
-  assert.equal(c.stats.refused, 1);
+  // The text of issue 49: "no reply in N ms" (since its first send), "refused".
+  assert.equal(e.tried.length, 2, String(e));
+  assert.match(e.tried[0], new RegExp(`^${silent.addr}: no reply in [0-9]+ ms$`));
+  assert.equal(e.tried[1], `${dead}: refused`);
+  assert.ok(c.stats.refused >= 1 && c.stats.failovers >= 1, JSON.stringify(c.stats));
   c.close();
   silent.close();
 });
@@ -140,10 +151,12 @@ test("close() ends hand-outs with ClosedError", async () => {
 
 test("an ID older than maxAgeMs is not handed out", async () => {
   // Before issue 37, next() handed out the 2 IDs left of the first reply however old.
-  let seq = 0, lists = 0;
+  let seq = 0, lists = 0; // lists: LIST requests, resends after T apart
+  const tags = new Set<bigint>();
   const f = await fake((op, tag) => {
     if (op === wire.OP_INFO) return [reply(op, tag, 0, 7)];
-    lists++;
+    if (!tags.has(tag)) lists++;
+    tags.add(tag);
     seq += 3;
     return [reply(op, tag, 0, 7, [mkId(7, seq - 3), mkId(7, seq - 2), mkId(7, seq - 1)])];
   });
@@ -212,10 +225,10 @@ test("IDs buffered through a long refill are not handed out past maxAgeMs", asyn
   // left kept their epoch, and the next calls handed them out however old.
   const maxAge = 100, wait = 4 * maxAge;
   const g = new IdSource();
-  let held = false;
+  let held: bigint | undefined; // the first LIST's tag: it and its resends are held
   const f = await fakeReq(async (req) => {
-    if (req[3] === wire.OP_LIST && !held) {
-      held = true;
+    if (req[3] === wire.OP_LIST && (held ?? req.readBigUInt64BE(8)) === req.readBigUInt64BE(8)) {
+      held = req.readBigUInt64BE(8);
       await sleep(6 * maxAge);
     }
     return [g.answer(req)];

@@ -72,7 +72,7 @@ test("loop: concurrent next() unique and valid", { skip: loop }, async () => {
 
 test("loop: PARTIAL and RETRY_AFTER with one sequence bit", { skip: loop }, async () => {
   // First, before any background refill competes for the 2 IDs per ms.
-  const d = await Client.create([env.FW_FEWSEQ!], { retries: 10 });
+  const d = await Client.create([env.FW_FEWSEQ!]);
   await d.getRange(4096);
   assert.ok(d.lastReply!.flags & wire.F_PARTIAL);
   d.close();
@@ -112,26 +112,33 @@ test("loop: IPv6 loopback", { skip: loop || (!env.FW_V6 && "no IPv6 loopback") }
 });
 
 test("loop: failover from a dead responder", { skip: loop }, async () => {
-  const c = await Client.create([env.FW_DEAD!, env.FW_TRUSTED!], { timeoutMs: 50, retries: 1 });
+  const c = await Client.create([env.FW_DEAD!, env.FW_TRUSTED!], { timeoutMs: 50 });
   const seen = new Set<bigint>();
   workers(c, await take(c, 1, 10), seen);
   assert.equal(seen.size, 10);
   // The dead port answers ICMP port unreachable: failover at once.
-  assert.ok(c.stats.failovers >= 1 && c.stats.refused >= 1 && c.stats.timeouts === 0, JSON.stringify(c.stats));
+  assert.ok(c.stats.failovers >= 1 && c.stats.refused >= 1, JSON.stringify(c.stats));
   c.close();
 });
 
 test("tap: concurrent callers unique, RETRY_AFTER, failover when flakewire stops", { skip: tap }, async () => {
   // maxAgeMs 200: after the kill, the IDs the pool still holds from flakewire (a refill
   // grows while callers drain it) expire, so the next ones must come from the backup
-  const c = await Client.create([env.FW_TAP!, env.FW_TAP_BACKUP!],
-    { timeoutMs: 50, retries: 3, prefetch: 256, lowWater: 64, maxAgeMs: 200 });
+  const o = { prefetch: 256, lowWater: 64, maxAgeMs: 200 };
+  // UUIDv7 from flakewire alone (with the backup configured, a hedge or a
+  // RETRY_AFTER may take any call to it).
+  const u1 = await Client.create([env.FW_TAP!], o);
   const us = new Set<string>();
-  for (let i = 0; i < 300; i++) us.add(await c.nextUUID7());
+  for (let i = 0; i < 300; i++) us.add(await u1.nextUUID7());
   assert.equal(us.size, 300);
-  for (const u of us) assert.equal(readUUID(u, c.layout).worker, 21);
+  for (const u of us) assert.equal(readUUID(u, u1.layout).worker, 21);
+  u1.close();
+  // Issue 49: RETRY_AFTER from flakewire's busy milliseconds (4 sequence
+  // bits) moves a call to the backup at once; every ID stays unique.
+  const c = await Client.create([env.FW_TAP!, env.FW_TAP_BACKUP!], o);
   const seen = new Set<bigint>();
-  assert.deepEqual([...workers(c, await take(c, 8, 500), seen)], [21], JSON.stringify(c.stats));
+  const before = workers(c, await take(c, 8, 500), seen);
+  assert.ok(before.has(21) && before.size <= 2, JSON.stringify([...before]) + JSON.stringify(c.stats));
   assert.equal(seen.size, 4000);
   assert.equal(c.layout!.seqBits, 4);
   assert.ok(c.stats.retryAfter > 0, JSON.stringify(c.stats));
