@@ -282,9 +282,9 @@ func TestAvailRefusedAloneUntilBound(t *testing.T) {
 }
 
 // 6. All silent: the call fails with the no-response error no earlier than
-// its deadline and within deadline + 2 s (a loaded machine, its text naming each
-// schedules late), its text naming each responder ("no reply in ..."). Before issue 49 a call took Timeout x 15
-// per responder.
+// its deadline and within deadline + 2 s (a loaded machine schedules late),
+// its text naming each responder ("no reply in ..."). Before issue 49 a call
+// took Timeout x 15 per responder.
 func TestAvailAllSilentDeadline(t *testing.T) {
 	silent := func(*ctlFake, []byte) ([]byte, time.Duration) { return nil, 0 }
 	a, b := newCtlFake(t, 8, silent), newCtlFake(t, 9, silent)
