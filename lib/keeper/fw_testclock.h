@@ -11,7 +11,8 @@
  *                stepped back 3 ms, 3600000 stepped forward an hour
  *   tsc_ppm=P    (or tick_ppm) from when it is read, the tick source runs P
  *                ppm fast against the system clock (samples advance
- *                1 / (1 + P/1e6) as fast)
+ *                1 / (1 + P/1e6) as fast); -900000 < P < 900000 (500000:
+ *                50 % fast, -300000: 30 % slow)
  *   pause_ms=N   once each time the file's content changes: the owner holds
  *                its workers for N ms while the clocks go on (a VM pause)
  *   tick_back_ms=N  from when it is read, the tick source itself reads N ms

@@ -14,7 +14,7 @@
 __extension__ typedef __int128 s128;
 
 #define FILE_MAX 4096
-#define PPM_MAX  100000 /* 10%: beyond that it is not a rate error but a broken clock */
+#define PPM_MAX  900000 /* 90 %: a tick source 10 times slow (or 90 % fast), the most tested */
 #define BACK_MAX (366LL * 24 * 3600 * 1000) /* a year of ticks back, at most */
 
 static struct {
