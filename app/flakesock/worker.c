@@ -157,8 +157,8 @@ void *fsock_worker_run(void *arg)
 
 		/* One clock read and one keeper snapshot per batch. */
 		struct fw_keeper_snap snap;
-		uint64_t now = fw_keeper_serve_burst(&w->kw, &w->serve,
-						     fw_responder_monoraw_ticks(), &snap);
+		uint64_t now = fw_keeper_serve_burst(&w->kw, &w->serve, fw_responder_worker_ticks(),
+						     &snap);
 
 		int k = 0;
 		for (int i = 0; i < n; i++) {

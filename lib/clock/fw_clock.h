@@ -31,7 +31,11 @@
  * nominal rate predicts since the last anchor, that is a step (or a rate
  * change), not noise: the window restarts at this sample, so a step never
  * leaks into the rate estimate; the next anchor measures the rate afresh
- * over the new, short window.
+ * over the new, short window. A jump larger than step_ns in that short
+ * window is a step again, unless the interval before it moved the system
+ * clock at the same rate: two intervals in a row at one rate are the tick
+ * rate (a step happens once), so any tick rate is learnt within about three
+ * re-anchors of a change, however far it is off.
  *
  * Sharing: a calibration is a plain value; the responder publishes it to its
  * lcores with a sequence lock (see the responder's clock publisher).
@@ -103,6 +107,20 @@ FW_API int fw_clock_from_hz(struct fw_clock_cal *cal, uint64_t hz, uint64_t tsc,
  */
 FW_API int fw_clock_reanchor(const struct fw_clock_cal *old, const struct fw_clock_policy *p,
 			     uint64_t tsc, uint64_t wall_ns, struct fw_clock_cal *out);
+
+/*
+ * Re-anchors after the tick source went back (a TSC reset by a resume or by
+ * firmware) or was replaced: *out maps @tsc to @cont_ns, the time the owner
+ * has reached so far (never go below it: IDs were issued up to it), keeps
+ * the nominal rate, restarts the rate window at (@tsc, @wall_ns) (the ticks
+ * before it count from another origin) and treats @wall_ns - @cont_ns as an
+ * offset like fw_clock_reanchor: slewed, flagged FW_CLOCK_F_BACK_STEP beyond
+ * step_ns backwards, stepped to @wall_ns beyond step_ns forwards.
+ * *out may alias *old. Returns 0.
+ */
+FW_API int fw_clock_rebase(const struct fw_clock_cal *old, const struct fw_clock_policy *p,
+			   uint64_t tsc, uint64_t wall_ns, uint64_t cont_ns,
+			   struct fw_clock_cal *out);
 
 /* Unix nanoseconds at @tsc (tsc before base_tsc extrapolates backwards). */
 static inline uint64_t fw_clock_ns(const struct fw_clock_cal *cal, uint64_t tsc)

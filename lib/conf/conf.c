@@ -129,7 +129,9 @@ static const struct conf_key keys[] = {
 	{"id", "retry_us", T_U32, 1, 10000000, "1000",
 	 "retry_after_us sent while the mark is not yet reserved", C(id.retry_us)},
 
-	{"clock", "calibrate_ms", T_U32, 200, 60000, "500", "TSC calibration window at start",
+	{"clock", "calibrate_ms", T_U32, 20, 60000, "100",
+	 "calibration window of the tick source at start (refined at every re-anchor, so a "
+	 "short one serves sooner after a restart at no lasting cost)",
 	 C(clock.calibrate_ms)},
 	{"clock", "reanchor_ms", T_U32, 10, 600000, "1000",
 	 "re-anchor the calibration against the system clock this often", C(clock.reanchor_ms)},
@@ -152,8 +154,10 @@ static const struct conf_key keys[] = {
 	 "(checked in /proc/self/mountinfo), or the responder refuses to start: a directory "
 	 "inside one container locks nothing for another",
 	 C(state.lock_dir_mount)},
-	{"state", "mark_ahead_ms", T_U32, 100, 600000, "3000",
-	 "reserve (persist) this far ahead of the clock; extended when half is used",
+	{"state", "mark_ahead_ms", T_U32, 100, 600000, "300",
+	 "reserve (persist) this far ahead of the clock; extended when half is used (a "
+	 "mark write every mark_ahead_ms / 2, two fsyncs each); a restart after a crash "
+	 "waits at most this long. Raise it where an fsync may take half of it",
 	 C(state.mark_ahead_ms)},
 	{"state", "start_policy", T_ENUM, 0, FW_ARRAY_SIZE(start_policies) - 1, "wait",
 	 "system clock behind the persisted mark at start: wait = start and answer "

@@ -215,14 +215,15 @@ FW_API int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint6
 			   uint64_t ns1, struct fw_keeper_start_info *info);
 
 /* FW_KEEPER_EV_* bits returned by fw_keeper_tick(). */
-#define FW_KEEPER_EV_ANCHOR     0x01u /* re-anchored (offset, slew in fw_keeper_status) */
-#define FW_KEEPER_EV_FWD_STEP   0x02u /* system clock jumped ahead: stepped forward */
-#define FW_KEEPER_EV_BACK_STEP  0x04u /* system clock now behind by more than step_ms (edge) */
-#define FW_KEEPER_EV_BACK_CLEAR 0x08u /* back within step_ms again (edge) */
-#define FW_KEEPER_EV_OFFSET     0x10u /* |offset| crossed 1 ms (either way) */
-#define FW_KEEPER_EV_MARK       0x20u /* a new mark was persisted and published */
-#define FW_KEEPER_EV_MARK_FAIL  0x40u /* persisting failed (first failure of a run of them) */
-#define FW_KEEPER_EV_MARK_OK    0x80u /* persisting works again after failures */
+#define FW_KEEPER_EV_ANCHOR     0x01u  /* re-anchored (offset, slew in fw_keeper_status) */
+#define FW_KEEPER_EV_FWD_STEP   0x02u  /* system clock jumped ahead: stepped forward */
+#define FW_KEEPER_EV_BACK_STEP  0x04u  /* system clock now behind by more than step_ms (edge) */
+#define FW_KEEPER_EV_BACK_CLEAR 0x08u  /* back within step_ms again (edge) */
+#define FW_KEEPER_EV_OFFSET     0x10u  /* |offset| crossed 1 ms (either way) */
+#define FW_KEEPER_EV_MARK       0x20u  /* a new mark was persisted and published */
+#define FW_KEEPER_EV_MARK_FAIL  0x40u  /* persisting failed (first failure of a run of them) */
+#define FW_KEEPER_EV_MARK_OK    0x80u  /* persisting works again after failures */
+#define FW_KEEPER_EV_TICKS_BACK 0x100u /* the tick source went back: re-anchored on it */
 
 /*
  * Drives the keeper: call every few ms (flakewire 10 ms, flakesock 50 ms)
@@ -230,7 +231,13 @@ FW_API int fw_keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint6
  * of keeper time passed since the last anchor it re-anchors on that sample
  * (slewing; stepping only forward); it extends the mark
  * when it is less than mark_ahead_ms / 2 ahead (retrying a failed persist
- * every mark_retry_ms). Publishes whatever changed.
+ * every mark_retry_ms). When @tick maps to more than 1 ms before the
+ * highest keeper time a sample reached (the tick source went back: a TSC
+ * reset), it re-anchors @tick on that time, or just above the highest ms
+ * any worker reported issued when that is later (fw_clock_rebase): the
+ * workers' time goes on from there at their next burst, never below what
+ * they issued, instead of refusing CLOCK_UNSAFE until the ticks come back
+ * (EV_TICKS_BACK). Publishes whatever changed.
  * Returns the FW_KEEPER_EV_* bits of what happened (0: nothing).
  */
 FW_API uint32_t fw_keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns);
@@ -313,7 +320,9 @@ struct fw_keeper_status {
 	uint64_t mark_writes;
 	uint64_t mark_failures;
 	uint64_t back_steps;   /* times a backward step beyond step_ms began */
-	uint64_t clock_events; /* steps and offset changes (EV_FWD_STEP, BACK_*, OFFSET) */
+	uint64_t clock_events; /* steps and offset changes (EV_FWD_STEP, BACK_*, OFFSET,
+				* TICKS_BACK) */
+	uint64_t ticks_backs;  /* times the tick source went back (EV_TICKS_BACK) */
 };
 
 /*

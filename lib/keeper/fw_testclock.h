@@ -11,7 +11,8 @@
  *                stepped back 3 ms, 3600000 stepped forward an hour
  *   tsc_ppm=P    (or tick_ppm) from when it is read, the tick source runs P
  *                ppm fast against the system clock (samples advance
- *                1 / (1 + P/1e6) as fast)
+ *                1 / (1 + P/1e6) as fast); -900000 < P < 900000 (500000:
+ *                50 % fast, -300000: 30 % slow)
  *   pause_ms=N   once each time the file's content changes: the owner holds
  *                its workers for N ms while the clocks go on (a VM pause)
  *   tick_back_ms=N  from when it is read, the tick source itself reads N ms
@@ -22,6 +23,11 @@
  *                ticks goes through fw_testclock_ticks (the @ticks_per_ms
  *                of fw_testclock_open is not 0: flakesock-testclock); else
  *                the line is refused.
+ *   worker_back_ms=N  the same for the workers' tick readings only
+ *                (fw_testclock_worker_ticks), not the keeper's: a worker
+ *                whose time is not the keeper's, what lasting CLOCK_UNSAFE
+ *                replies mean now that the keeper re-anchors ticks that
+ *                went back (the alerts test's ClockUnsafe). Same builds.
  * The other faults change only the keeper's system-clock samples: workers
  * see them through the published calibration, the production path.
  */
@@ -37,6 +43,7 @@ struct fw_testclock_faults {
 	int64_t ppm;
 	int64_t pause_ms;
 	int64_t tick_back_ms;
+	int64_t worker_back_ms;
 };
 
 /*
@@ -70,3 +77,6 @@ uint64_t fw_testclock_apply(uint64_t real_ns);
  * none). Any thread: the keeper's and the workers' (a relaxed atomic load).
  */
 uint64_t fw_testclock_ticks(uint64_t ticks);
+
+/* A worker's tick-source reading: tick_back_ms and worker_back_ms applied. Any thread. */
+uint64_t fw_testclock_worker_ticks(uint64_t ticks);

@@ -16,9 +16,11 @@
 
 #define NS_PER_MS     1000000ull
 #define OFFSET_BIG_NS 1000000 /* offsets from 1 ms on are flagged SLEWING and logged */
-#define DEFAULT_AHEAD 3000
+#define DEFAULT_AHEAD 300 /* [state] mark_ahead_ms, lib/conf */
 #define DEFAULT_RETRY 100
 #define CLOCK_LOG_MS  30000 /* while an offset lasts, a clock line this often */
+/* The tick source going back less than this is noise (a TSC read on another core): ignored. */
+#define TICKS_BACK_NS 1000000
 
 struct slot_state {
 	uint32_t worker_id;
@@ -43,7 +45,8 @@ struct fw_keeper {
 	bool back_step;
 	bool held;
 	bool started;
-	bool ticks_back;         /* the tick source is behind the last anchor (logged once) */
+	uint64_t last_ns;        /* the highest keeper time (ns) a sample reached */
+	uint64_t ticks_backs;    /* times the tick source went back and was re-anchored */
 	uint64_t next_clock_log; /* keeper unix ms */
 	int last_write_rc;
 	uint64_t mark_writes, mark_failures, back_steps, clock_events;
@@ -269,6 +272,7 @@ static int keeper_start(struct fw_keeper *k, uint64_t t0, uint64_t ns0, uint64_t
 	if (rc)
 		return rc;
 	k->anchor_ns = fw_clock_ns(&k->cal, t1);
+	k->last_ns = k->anchor_ns;
 	uint64_t now = k->anchor_ns / NS_PER_MS;
 	k->now_unix_ms = now;
 	info->now_unix = now;
@@ -440,6 +444,7 @@ static int keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall
 	c.generation++;
 	k->cal = c;
 	k->anchor_ns = wall_ns;
+	k->last_ns = wall_ns; /* stepped back on purpose: not the tick source going back */
 	k->now_unix_ms = wall_ns / NS_PER_MS;
 	k->back_step = false;
 	k->big_offset = false;
@@ -451,6 +456,40 @@ static int keeper_step_to_wall(struct fw_keeper *k, uint64_t tick, uint64_t wall
 	return 0;
 }
 
+/*
+ * The tick source went back (a TSC reset by a resume from suspend, by
+ * firmware or by a hypervisor that does not restore it; CLOCK_MONOTONIC_RAW
+ * never does): the workers' time follows the ticks, so under the old
+ * calibration it went back too and they would refuse (CLOCK_UNSAFE) until
+ * the ticks came back where they were, maybe never. Re-anchor the ticks
+ * where they are now on the highest time reached so far: the keeper's last
+ * sample or any worker's last issued ms, whichever is later. Time goes on
+ * from there, never below what was issued; the rate is learnt again.
+ */
+static uint32_t ticks_back(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns, uint64_t now_ns)
+{
+	uint64_t cont = k->last_ns, issued = 0;
+
+	for (uint32_t i = 0; i < k->cfg.n_workers; i++)
+		issued = FW_MAX(issued, atomic_load(&k->slots[i].last_ms));
+	if (issued && (issued + 1 + k->cfg.epoch_ms) * NS_PER_MS > cont)
+		cont = (issued + 1 + k->cfg.epoch_ms) * NS_PER_MS;
+	fw_clock_rebase(&k->cal, &k->cfg.clock, tick, wall_ns, cont, &k->cal);
+	k->anchor_ns = fw_clock_ns(&k->cal, tick);
+	k->now_unix_ms = k->anchor_ns / NS_PER_MS;
+	k->back_step = (k->cal.flags & FW_CLOCK_F_BACK_STEP) != 0;
+	k->ticks_backs++;
+	k->clock_events++;
+	publish(k);
+	fw_log(&k->cfg.log, FW_LOG_WARNING,
+	       "clock: the tick source went back %.3f ms: re-anchored, %s time goes on from "
+	       "%.3f ms (its last, or above every ID issued), never below (a TSC reset; "
+	       "system clock %+.3f ms from it)",
+	       (double)(k->last_ns - now_ns) / 1e6, k->cfg.name, (double)k->anchor_ns / 1e6,
+	       (double)k->cal.offset_ns / 1e6);
+	return FW_KEEPER_EV_ANCHOR | FW_KEEPER_EV_TICKS_BACK;
+}
+
 static uint32_t keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns)
 {
 	uint32_t ev = 0;
@@ -458,21 +497,9 @@ static uint32_t keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 	if (!k->started)
 		return 0;
 	uint64_t now_ns = fw_clock_ns(&k->cal, tick);
-	/* The tick source went back past the last anchor (a TSC reset by a resume from
-	 * suspend or by firmware; CLOCK_MONOTONIC_RAW never does): the workers' time
-	 * follows the ticks, so they refuse with CLOCK_UNSAFE until the ticks are back
-	 * where they were. Said once each time, for the journal the runbook points at. */
-	if (now_ns < k->anchor_ns && !k->ticks_back) {
-		k->ticks_back = true;
-		fw_log(&k->cfg.log, FW_LOG_WARNING,
-		       "clock: the tick source went back %.3f ms, behind the keeper's last anchor: "
-		       "workers answer CLOCK_UNSAFE until it is back where it was (a TSC reset or "
-		       "a bug; a restart waits for the mark, so no ID repeats)",
-		       (double)(k->anchor_ns - now_ns) / 1e6);
-	} else if (now_ns >= k->anchor_ns && k->ticks_back) {
-		k->ticks_back = false;
-		fw_log(&k->cfg.log, FW_LOG_INFO,
-		       "clock: the tick source is past its last anchor again");
+	if (now_ns + TICKS_BACK_NS < k->last_ns) {
+		ev |= ticks_back(k, tick, wall_ns, now_ns);
+		now_ns = fw_clock_ns(&k->cal, tick);
 	}
 	if (now_ns >= k->anchor_ns + (uint64_t)k->cfg.reanchor_ms * NS_PER_MS) {
 		ev |= keeper_reanchor(k, tick, wall_ns);
@@ -480,6 +507,7 @@ static uint32_t keeper_tick(struct fw_keeper *k, uint64_t tick, uint64_t wall_ns
 	}
 	uint64_t now = now_ns / NS_PER_MS;
 	k->now_unix_ms = now;
+	k->last_ns = FW_MAX(k->last_ns, now_ns);
 	if (now_ns >= k->next_try_ns && k->mark_unix < now + k->cfg.mark_ahead_ms / 2)
 		ev |= extend_mark(k, now + k->cfg.mark_ahead_ms, now_ns);
 	return ev;
@@ -569,6 +597,7 @@ static void status_fill(const struct fw_keeper *k, struct fw_keeper_status *st)
 	st->mark_failures = k->mark_failures;
 	st->back_steps = k->back_steps;
 	st->clock_events = k->clock_events;
+	st->ticks_backs = k->ticks_backs;
 }
 
 /* Publishes the status for fw_keeper_status() in other threads. */

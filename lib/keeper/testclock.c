@@ -14,7 +14,7 @@
 __extension__ typedef __int128 s128;
 
 #define FILE_MAX 4096
-#define PPM_MAX  100000 /* 10%: beyond that it is not a rate error but a broken clock */
+#define PPM_MAX  900000 /* 90 %: a tick source 10 times slow (or 90 % fast), the most tested */
 #define BACK_MAX (366LL * 24 * 3600 * 1000) /* a year of ticks back, at most */
 
 static struct {
@@ -24,10 +24,11 @@ static struct {
 	bool have_hash;
 	int64_t offset_ns;
 	int64_t ppm;
-	uint64_t anchor_real;       /* real sample where the current ppm took effect */
-	uint64_t anchor_fake;       /* its scaled value (offset not included) */
-	uint64_t ticks_per_ms;      /* 0: tick faults refused */
-	_Atomic uint64_t tick_back; /* ticks subtracted from every tick reading */
+	uint64_t anchor_real;         /* real sample where the current ppm took effect */
+	uint64_t anchor_fake;         /* its scaled value (offset not included) */
+	uint64_t ticks_per_ms;        /* 0: tick faults refused */
+	_Atomic uint64_t tick_back;   /* ticks subtracted from every tick reading */
+	_Atomic uint64_t worker_back; /* more ticks subtracted from the workers' readings */
 } tc;
 
 static uint64_t fnv1a(const char *s, size_t n)
@@ -56,6 +57,12 @@ uint64_t fw_testclock_apply(uint64_t real_ns)
 uint64_t fw_testclock_ticks(uint64_t ticks)
 {
 	return ticks - atomic_load_explicit(&tc.tick_back, memory_order_relaxed);
+}
+
+uint64_t fw_testclock_worker_ticks(uint64_t ticks)
+{
+	return fw_testclock_ticks(ticks) -
+	       atomic_load_explicit(&tc.worker_back, memory_order_relaxed);
 }
 
 int fw_testclock_open(const char *path, uint64_t ticks_per_ms)
@@ -113,6 +120,9 @@ static int parse(char *text, struct fw_testclock_faults *f, char *msg, size_t le
 		else if (!strcmp(line, "tick_back_ms") && tc.ticks_per_ms && v >= 0 &&
 			 v <= BACK_MAX)
 			f->tick_back_ms = v;
+		else if (!strcmp(line, "worker_back_ms") && tc.ticks_per_ms && v >= 0 &&
+			 v <= BACK_MAX)
+			f->worker_back_ms = v;
 		else
 			goto bad;
 		continue;
@@ -120,7 +130,8 @@ static int parse(char *text, struct fw_testclock_faults *f, char *msg, size_t le
 		snprintf(msg, len,
 			 "test clock: %s: bad line \"%s\" (keys offset_ms, tsc_ppm, pause_ms%s)",
 			 tc.path, line,
-			 tc.ticks_per_ms ? ", tick_back_ms" : "; tick_back_ms: not in this build");
+			 tc.ticks_per_ms ? ", tick_back_ms, worker_back_ms"
+					 : "; tick_back_ms: not in this build, nor worker_back_ms");
 		return -1;
 	}
 	return 0;
@@ -156,6 +167,8 @@ int fw_testclock_reload(struct fw_testclock_faults *f, char *msg, size_t len)
 	}
 	tc.offset_ns = f->offset_ms * 1000000;
 	atomic_store_explicit(&tc.tick_back, (uint64_t)f->tick_back_ms * tc.ticks_per_ms,
+			      memory_order_relaxed);
+	atomic_store_explicit(&tc.worker_back, (uint64_t)f->worker_back_ms * tc.ticks_per_ms,
 			      memory_order_relaxed);
 	return 1;
 }

@@ -117,8 +117,10 @@ struct fw_responder_config {
 	const char *pause_holds;
 	/*
 	 * test clock: ticks per ms when the keeper (ops.ticks) and every worker
-	 * read the ticks through fw_responder_monoraw_ticks (flakesock): the
-	 * fault file's tick_back_ms then moves them all back; 0: refused
+	 * read the ticks through fw_responder_monoraw_ticks (flakesock; the
+	 * workers through fw_responder_worker_ticks): the fault file's
+	 * tick_back_ms then moves them all back, worker_back_ms only the
+	 * workers'; 0: both refused
 	 */
 	uint64_t fault_ticks_per_ms;
 	/* test clock: the environment variable naming a status file (NULL: none) */
@@ -190,3 +192,11 @@ FW_API void fw_responder_free(struct fw_responder *r);
  * tick source going back for all its readers at once. Any thread.
  */
 FW_API uint64_t fw_responder_monoraw_ticks(void);
+
+/*
+ * The same for a worker's burst (flakesock's worker threads): in the
+ * installed build exactly fw_responder_monoraw_ticks(); the test-clock build
+ * also applies worker_back_ms, which moves the workers' ticks back but not
+ * the keeper's (a worker whose time is not the keeper's). Any thread.
+ */
+FW_API uint64_t fw_responder_worker_ticks(void);

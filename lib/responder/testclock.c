@@ -36,6 +36,11 @@ FW_API uint64_t fw_responder_monoraw_ticks(void)
 	return fw_testclock_ticks(fw_keeper_monoraw_ticks());
 }
 
+FW_API uint64_t fw_responder_worker_ticks(void)
+{
+	return fw_testclock_worker_ticks(fw_keeper_monoraw_ticks());
+}
+
 static void write_status(struct fw_responder *r)
 {
 	struct fw_keeper_status st;
@@ -86,8 +91,9 @@ static void poll_file(struct fw_responder *r, bool may_pause)
 		return;
 	fw_log(log, FW_LOG_WARNING,
 	       "test clock: system clock offset %+" PRId64 " ms, %s %+" PRId64
-	       " ppm, %s back %" PRId64 " ms",
-	       f.offset_ms, r->cfg.ticks_name, f.ppm, r->cfg.ticks_name, f.tick_back_ms);
+	       " ppm, %s back %" PRId64 " ms, the workers' %" PRId64 " ms more",
+	       f.offset_ms, r->cfg.ticks_name, f.ppm, r->cfg.ticks_name, f.tick_back_ms,
+	       f.worker_back_ms);
 	if (f.pause_ms && may_pause && r->keeper) {
 		fw_log(log, FW_LOG_WARNING, "test clock: pause %" PRId64 " ms (%s stop)",
 		       f.pause_ms, r->cfg.pause_holds);

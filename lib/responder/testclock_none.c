@@ -27,3 +27,8 @@ FW_API uint64_t fw_responder_monoraw_ticks(void)
 {
 	return fw_keeper_monoraw_ticks();
 }
+
+FW_API uint64_t fw_responder_worker_ticks(void)
+{
+	return fw_keeper_monoraw_ticks();
+}

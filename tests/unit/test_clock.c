@@ -535,6 +535,79 @@ static void test_rate_change_after_long_uptime(void **state)
 	assert_true(followed > 0 && followed * 10 <= 25 * 60);
 }
 
+/* From true time @t on, the TSC runs at @hz (continuous at @t). */
+static void sim_set_hz(struct sim *s, uint64_t t, uint64_t hz)
+{
+	uint64_t tsc_now = sim_tsc(s, t);
+
+	s->hz = hz;
+	s->tsc0 = tsc_now - (uint64_t)((u128)t * s->hz / NS_PER_S);
+}
+
+/*
+ * The TSC rate changes by @ppm (50 % fast, 30 % slow: more than step_ms per
+ * re-anchor): two intervals in a row at the new rate teach it within a few
+ * re-anchors, and no reading ever goes back meanwhile (step_anchor sweeps).
+ */
+static void check_rate_change(int64_t ppm)
+{
+	struct sim s = {.hz = 2096028000ULL, .tsc0 = 77ULL, .rng = 17};
+	struct fw_clock_policy p;
+	struct fw_clock_cal cal;
+	struct reader r = {0};
+	uint64_t t = 0;
+	unsigned learnt = 0;
+
+	fw_clock_policy_default(&p);
+	settle(&s, &cal, &p, &r, &t, 10);
+	sim_set_hz(&s, t, (uint64_t)((int64_t)s.hz + (int64_t)s.hz / 1000000 * ppm));
+	for (unsigned k = 1; k <= 30; k++, t += NS_PER_S) {
+		s.off = sim_noise(&s, 1000);
+		step_anchor(&s, &cal, &p, &r, t, t + NS_PER_S);
+		if (!learnt && fabs(ppm_off(nominal_hz(&cal), (double)s.hz)) < 10.0)
+			learnt = k;
+		if (learnt)
+			assert_true(fabs(ppm_off(nominal_hz(&cal), (double)s.hz)) < 10.0);
+	}
+	print_message("TSC %+lld ppm: nominal within 10 ppm after %u re-anchors\n", (long long)ppm,
+		      learnt);
+	assert_true(learnt > 0 && learnt <= 3);
+}
+
+static void test_rate_change_any_size(void **state)
+{
+	(void)state;
+	check_rate_change(500000);
+	check_rate_change(-300000);
+	check_rate_change(120000); /* just past what one re-anchor's step_ms allows */
+}
+
+/*
+ * A step followed by an interval at the old rate is a step: the rate is
+ * kept, even right after a window restart (the candidate interval is the
+ * step's, the next one disagrees with it).
+ */
+static void test_steps_not_taken_for_rate(void **state)
+{
+	struct sim s = {.hz = 2096028000ULL, .tsc0 = 5ULL, .rng = 19};
+	struct fw_clock_policy p;
+	struct fw_clock_cal cal;
+	struct reader r = {0};
+	uint64_t t = 0;
+
+	(void)state;
+	fw_clock_policy_default(&p);
+	settle(&s, &cal, &p, &r, &t, 10);
+	int64_t steps[] = {-300, +500, -300, +200}; /* ms, one re-anchor apart, then none */
+	for (unsigned k = 0; k < 40; k++, t += NS_PER_S) {
+		if (k < 4)
+			s.off += steps[k] * (int64_t)NS_PER_MS;
+		step_anchor(&s, &cal, &p, &r, t, t + NS_PER_S);
+		if (k >= 5)
+			assert_true(fabs(ppm_off(nominal_hz(&cal), (double)s.hz)) < 10.0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +622,8 @@ int main(void)
 		cmocka_unit_test(test_off_nominal_corrected),
 		cmocka_unit_test(test_small_early_step_spares_rate),
 		cmocka_unit_test(test_rate_change_after_long_uptime),
+		cmocka_unit_test(test_rate_change_any_size),
+		cmocka_unit_test(test_steps_not_taken_for_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

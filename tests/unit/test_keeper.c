@@ -7,6 +7,7 @@
  * responders' burst loops drive theirs.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,6 +50,9 @@ struct store {
 struct script {
 	uint64_t t;  /* true ns since T0 */
 	int64_t off; /* system clock - true, ns */
+	/* the tick source: HZ from true time 0, or hz from true time rate_t on
+	 * (ticks rate_tick there), minus back ticks (gone back) */
+	uint64_t hz, rate_t, rate_tick, back;
 	struct store st;
 	struct fw_keeper_io io;
 	struct fw_keeper_config cfg;
@@ -98,7 +102,18 @@ static int st_write(void *arg, uint64_t ms)
 
 static uint64_t ticks(const struct script *s)
 {
-	return 1000 + (uint64_t)((u128)s->t * HZ / NS_PER_S);
+	if (s->hz)
+		return s->rate_tick + (uint64_t)((u128)(s->t - s->rate_t) * s->hz / NS_PER_S) -
+		       s->back;
+	return 1000 + (uint64_t)((u128)s->t * HZ / NS_PER_S) - s->back;
+}
+
+/* From now on the tick source runs at @hz (continuous). */
+static void set_rate(struct script *s, uint64_t hz)
+{
+	s->rate_tick = ticks(s) + s->back;
+	s->rate_t = s->t;
+	s->hz = hz;
 }
 
 static uint64_t wall(const struct script *s)
@@ -504,24 +519,128 @@ static void test_mark_failure(void **state)
 	teardown(&s);
 }
 
-/* Ticks that go back past the last anchor are logged once, with what follows. */
-static void test_ticks_back_logged(void **state)
+/*
+ * Workers 0 and 1 issue one ID each per 10 ms keeper tick for @ms: every ID
+ * above the worker's previous one (*last), none refused after the first
+ * @grace_ms. Returns the number refused.
+ */
+static unsigned issue_for(struct script *s, uint64_t ms, uint64_t grace_ms, uint64_t last[2])
 {
-	(void)state;
+	unsigned refused = 0;
+
+	for (uint64_t i = 0; i < ms / 10; i++) {
+		for (int w = 0; w < 2; w++) {
+			uint64_t id;
+			int rc = burst(s, w, &id, NULL);
+			if (rc) {
+				assert_true(i * 10 < grace_ms);
+				refused++;
+				continue;
+			}
+			assert_true(id > last[w]);
+			last[w] = id;
+		}
+		run(s, 10);
+	}
+	return refused;
+}
+
+/*
+ * The tick source goes back @back_ms (0: to 0, a TSC reset): at its next tick the
+ * keeper re-anchors the ticks on the time reached, and the workers issue
+ * again at once, above every ID they issued. (Before: CLOCK_UNSAFE until
+ * the ticks were back where they were.)
+ */
+static void check_ticks_back(uint64_t back_ms)
+{
 	struct script s;
+	uint64_t last[2] = {0, 0};
+	struct fw_keeper_status st;
 
 	setup_cfg(&s);
 	assert_int_equal(start(&s, NULL), 0);
-	run(&s, 3000); /* re-anchored every second: the last anchor at most 1 s back */
+	assert_int_equal(issue_for(&s, 3000, 0, last), 0);
+	uint64_t before_ms = id_ms(&s, FW_MAX(last[0], last[1]));
 	last_warning[0] = '\0';
-	uint64_t back = ticks(&s) - 3 * HZ / 2; /* the tick source 1.5 s back */
-	fw_keeper_tick(s.k, back, wall(&s));
+	s.back = back_ms ? back_ms * (HZ / 1000) : ticks(&s) - 5; /* 0: a reset to 0 */
+	/* the workers' first bursts may come before the keeper's tick: refused or not, never
+	 * below; within one keeper tick they issue again, and for the next 10 s */
+	unsigned refused = issue_for(&s, 10000, 20, last);
+	assert_true(refused <= 2);
 	assert_non_null(strstr(last_warning, "tick source went back"));
-	assert_non_null(strstr(last_warning, "CLOCK_UNSAFE"));
-	last_warning[0] = '\0';
-	fw_keeper_tick(s.k, back + HZ / 100, wall(&s));
-	assert_string_equal(last_warning, ""); /* once */
+	assert_non_null(strstr(last_warning, "re-anchored"));
+	fw_keeper_status(s.k, &st);
+	assert_int_equal(st.ticks_backs, 1);
+	/* time went on from where it was: the IDs' times are 10 s on, not 10 s - back */
+	uint64_t after_ms = id_ms(&s, FW_MAX(last[0], last[1]));
+	assert_in_range(after_ms - before_ms, 9900, 10100);
+	/* the rate is learnt again, and the mark stays ahead of the time issued */
+	assert_true(s.st.mark >= after_ms);
+	print_message("ticks back %llu ms: %u refused, %llu ms issued over 10 s\n",
+		      (unsigned long long)back_ms, refused,
+		      (unsigned long long)(after_ms - before_ms));
 	teardown(&s);
+}
+
+static void test_ticks_back_reanchors(void **state)
+{
+	(void)state;
+	check_ticks_back(1500);
+	check_ticks_back(30); /* under max_backstep_ms: it would have waited 30 ms */
+	check_ticks_back(0);  /* the tick source reset to 0 */
+}
+
+/*
+ * From 2 s after start the tick source runs @ppm off its calibrated rate (a
+ * TSC rate change, or a test clock's rate fault): the keeper learns the new
+ * rate within a few seconds, whatever it is, and the workers never refuse.
+ */
+static void check_rate(int64_t ppm)
+{
+	struct script s;
+	uint64_t last[2] = {0, 0};
+	struct fw_keeper_status st;
+
+	setup_cfg(&s);
+	assert_int_equal(start(&s, NULL), 0);
+	assert_int_equal(issue_for(&s, 2000, 0, last), 0);
+	uint64_t hz = (uint64_t)((int64_t)HZ + (int64_t)HZ / 1000000 * ppm);
+	set_rate(&s, hz);
+	unsigned learnt = 0;
+	for (unsigned sec = 1; sec <= 20; sec++) {
+		assert_int_equal(issue_for(&s, 1000, 0, last), 0);
+		fw_keeper_status(s.k, &st);
+		double nominal = (double)NS_PER_S * 4294967296.0 / (double)st.cal.nominal_mult;
+		double off = (nominal - (double)hz) / (double)hz * 1e6;
+		if (!learnt && off > -100 && off < 100)
+			learnt = sec;
+	}
+	print_message("ticks %+lld ppm: nominal rate within 100 ppm after %u s\n", (long long)ppm,
+		      learnt);
+	assert_true(learnt > 0 && learnt <= 5);
+	/* learnt, it stays learnt: within 100 ppm at the end too */
+	fw_keeper_status(s.k, &st);
+	double nominal = (double)NS_PER_S * 4294967296.0 / (double)st.cal.nominal_mult;
+	assert_true(fabs((nominal - (double)hz) / (double)hz * 1e6) < 100);
+	teardown(&s);
+}
+
+static void test_rate_50pct_fast_learnt(void **state)
+{
+	(void)state;
+	check_rate(500000);
+}
+
+static void test_rate_30pct_slow_learnt(void **state)
+{
+	(void)state;
+	check_rate(-300000);
+}
+
+static void test_rate_2000ppm_learnt(void **state)
+{
+	(void)state;
+	check_rate(2000);
 }
 
 /* A lease below the mark stops the worker at the lease and says so (NO_LEASE). */
@@ -1033,7 +1152,10 @@ int main(void)
 		cmocka_unit_test(test_small_back_step_slews),
 		cmocka_unit_test(test_forward_step),
 		cmocka_unit_test(test_mark_failure),
-		cmocka_unit_test(test_ticks_back_logged),
+		cmocka_unit_test(test_ticks_back_reanchors),
+		cmocka_unit_test(test_rate_50pct_fast_learnt),
+		cmocka_unit_test(test_rate_30pct_slow_learnt),
+		cmocka_unit_test(test_rate_2000ppm_learnt),
 		cmocka_unit_test(test_lease_limit),
 		cmocka_unit_test(test_worker_swap),
 		cmocka_unit_test(test_retired_max_covers_every_swap),

@@ -66,6 +66,12 @@ static void test_tick_back_moves_the_ticks_back(void **state)
 	assert_int_equal(fw_testclock_reload(&f, msg, sizeof(msg)), 1);
 	assert_int_equal(fw_testclock_ticks(7000000000ull), 7000000000ull); /* the fault gone */
 	assert_int_equal(fw_testclock_apply(wall), wall - 3000000);
+	/* worker_back_ms: the workers' readings only, on top of tick_back_ms */
+	put("tick_back_ms=1000\nworker_back_ms=500\n");
+	assert_int_equal(fw_testclock_reload(&f, msg, sizeof(msg)), 1);
+	assert_int_equal(f.worker_back_ms, 500);
+	assert_int_equal(fw_testclock_ticks(7000000000ull), 6000000000ull);
+	assert_int_equal(fw_testclock_worker_ticks(7000000000ull), 5500000000ull);
 }
 
 int main(void)

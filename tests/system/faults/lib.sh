@@ -71,14 +71,16 @@ tc_use() {
 
 # resp_cmd LCORES [options...]: sets the array RESP_CMD to the responder's
 # command line in $NS with the tests' settings (state in $TMP/mark, worker-ID
-# locks in $TMP/locks as fw_start's, 200 ms calibration, no stats line, and
+# locks in $TMP/locks as fw_start's, 200 ms calibration (RESP_DEFAULTS=1:
+# the defaults of lib/conf instead), no stats line, and
 # flakewire's lcores asleep when idle as tests/system/flakewire/lib.sh's,
 # FW_TEST_IDLE=busy for the production default); run it as "${RESP_CMD[@]}" >>"$TMP/fw.log"
 # 2>&1 (in the background, $! is the responder's PID). LCORES: an EAL lcore
 # list for flakewire; for flakesock "0" is one worker thread, "0-1" two.
 resp_cmd() {
-	local lcores=$1
+	local lcores=$1 cal=(--set clock.calibrate_ms=200)
 	shift
+	[ -n "${RESP_DEFAULTS:-}" ] && cal=()
 	if [ "$RESPONDER" = flakesock ]; then
 		local threads=1
 		[[ "$lcores" == *-* ]] && threads=$((${lcores#*-} - ${lcores%-*} + 1))
@@ -86,12 +88,12 @@ resp_cmd() {
 		RESP_CMD=(ip netns exec "$NS" env FLAKESOCK_TEST_STATUS="$TMP/status" "$FLAKESOCK"
 			--listen 10.77.0.2 --threads "$threads"
 			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
-			--set clock.calibrate_ms=200 --set stats.interval_s=0 "$@")
+			"${cal[@]}" --set stats.interval_s=0 "$@")
 	else
 		RESP_CMD=(ip netns exec "$NS" "$FLAKEWIRE" --lcores "$(proc_lcores "$lcores")" --no-huge --no-pci -m 256
 			--file-prefix "$NS" --
 			--set state.file="$TMP/mark" --set state.lock_dir="$TMP/locks"
-			--set clock.calibrate_ms=200 --set stats.interval_s=0 \
+			"${cal[@]}" --set stats.interval_s=0 \
 			--set "power.idle=${FW_TEST_IDLE:-sleep}" "$@")
 	fi
 }

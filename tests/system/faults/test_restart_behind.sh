@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Restart with the system clock behind the persisted mark (written with
 # flakectl mark, as a run whose clock was ahead would have left it), by a
-# little (2.5 s, under mark_ahead_ms 3000) and by hours. Policy ([state]
+# little (2.5 s, under mark_ahead_ms, set to 3000 here) and by hours. Policy ([state]
 # start_policy, lib/keeper, driven by lib/responder): "wait" starts and answers
 # RETRY_AFTER until the clock passes the mark; "fail" exits at start when
 # the clock is behind by more than mark_ahead_ms, and otherwise waits too.
@@ -20,7 +20,7 @@ set_mark() { "$FLAKECTL" mark "$MARK" --set "$1" --force >/dev/null || fail "fla
 small() {
 	local m=$(($(now_ms) + $2))
 	set_mark "$m"
-	fw_start 0 --set state.start_policy="$1"
+	fw_start 0 --set state.start_policy="$1" --set state.mark_ahead_ms=3000
 	# the clock at the start: the reservation less mark_ahead_ms (a loaded
 	# machine can take longer than the 2.5 s to start, and then it is not behind)
 	local r clk
@@ -54,7 +54,7 @@ cat "$TMP"/small_*.ids >"$TMP/before.ids"
 m=$(($(now_ms) + HOURS3))
 set_mark "$m"
 : >"$TMP/fw.log"
-resp_cmd 0 --set state.file="$MARK" --set state.start_policy=fail
+resp_cmd 0 --set state.file="$MARK" --set state.start_policy=fail --set state.mark_ahead_ms=3000
 timeout 30 "${RESP_CMD[@]}" >>"$TMP/fw.log" 2>&1
 rc=$?
 echo "start_policy = fail, mark 3 h ahead: exit status $rc"
@@ -65,7 +65,7 @@ grep "start_policy = fail" "$TMP/fw.log"
 [ "$("$FLAKECTL" mark "$MARK" | awk '{print $3}')" = "$m" ] || fail "the mark changed"
 
 # hours behind, start_policy = wait: starts, issues nothing, says when to retry
-fw_start 0 --set state.start_policy=wait
+fw_start 0 --set state.start_policy=wait --set state.mark_ahead_ms=3000
 grep -q "mark: reserved up to $m " "$TMP/fw.log" || fail "the start reserved past the mark"
 bench_start wait_hours --duration 2
 out=$(fw_client raw "464b0101000000010000000000000007000000000000000000000000000000000000000000000000")
