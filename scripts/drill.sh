@@ -28,8 +28,9 @@
 #   alone       kill9 with the target as the callers' only responder (the
 #               issue's "one responder: 0 failed calls through a crash and restart")
 #   stop        SIGSTOP for STOP seconds (10; --short 3), then SIGCONT
-#   partition   every packet to the target dropped for STOP seconds (an
-#               iptables DROP rule in the namespace's OUTPUT chain)
+#   partition   the target's packets dropped silently for STOP seconds
+#               (iptables DROP rules in the namespace's INPUT chain: replies
+#               from the target, and requests to a flakesock target)
 #   graceful    SIGTERM, wait for the exit, start again
 #   rolling     a graceful restart of a, fw, b in turn (each once it answers
 #               again, 1 s apart); the order a,fw,b
@@ -45,8 +46,8 @@
 #
 # Prints one Markdown table (event x client x mode: calls, errors, p50, p99,
 # p99.9, max latency in ms) and writes OUT/drill.png (gnuplot: each client's
-# latency over the drill's time, events shaded), OUT/table.md and the raw
-# per-call logs OUT/EVENT/LANG.out.
+# latency over the drill's time, events shaded), OUT/table.md, the responders'
+# logs OUT/responder-NAME.log and the raw per-call logs OUT/N-EVENT/LANG.out.
 #
 # usage: scripts/drill.sh [-b BUILD] [-o OUT] [--short] [--clients c,go,java,python,ts]
 #                         [--events kill9:a,stop:a,...] [--rate N] [--timeout MS]
@@ -104,7 +105,8 @@ flakectl=$build/app/flakectl/flakectl
 py=/usr/bin/python3
 ns="fwdrill-$$"
 work=$(mktemp -d /tmp/drill-work.XXXXXX)
-[ -n "$out" ] || out=$(mktemp -d /tmp/drill.XXXXXX)
+# --check without -o (the test): the logs go with the work dir
+[ -n "$out" ] || { [ -n "$check" ] && out=$work/out; } || out=$(mktemp -d /tmp/drill.XXXXXX)
 mkdir -p "$out"
 declare -A PID=()    # responder -> PID
 declare -A CALLER=() # client -> command (SERVERS RATE SECONDS TIMEOUT_MS appended)
@@ -134,7 +136,7 @@ trap 'exit 1' INT TERM HUP
 fail()
 {
 	echo "drill: FAIL: $*" >&2
-	for f in "$work"/*.log; do
+	for f in "$work"/*.log "$out"/responder-*.log; do
 		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 15 "$f" >&2; }
 	done
 	exit 1
@@ -247,7 +249,7 @@ answers() { ip netns exec "$ns" "$flakectl" info --server "${ADDR[$1]}" --timeou
 # and returns once it answers INFO.
 start()
 {
-	local n=$1 log="$work/$1.log" p up=""
+	local n=$1 log="$out/responder-$1.log" p up=""
 	: >"$work/$n.clock"
 	echo "---- start $(date +%T.%N)" >>"$log"
 	if [ "$n" = fw ]; then
@@ -310,14 +312,23 @@ ev_stop()
 	stopped=""
 }
 
-partition_rule() { echo OUTPUT -p udp -d "${ADDR[$1]%:*}" --dport "${ADDR[$1]##*:}" -j DROP; }
+# The partition drops silently: a DROP in OUTPUT would fail the sender's
+# sendto() with EPERM at once (a fast failover no partition gives), so the
+# rules sit in INPUT, where the sender has already been told "sent": requests
+# to a flakesock target and every reply from the target (flakewire's
+# requests leave through TAP, never INPUT: they reach it, their replies are
+# dropped). No netem on these kernels (sch_netem is missing).
+partition_rules()
+{
+	local ip=${ADDR[$2]%:*} port=${ADDR[$2]##*:}
+	ip netns exec "$ns" iptables "$1" INPUT -p udp -s "$ip" --sport "$port" -j DROP || return 1
+	[ "$2" = fw ] || ip netns exec "$ns" iptables "$1" INPUT -p udp -d "$ip" --dport "$port" -j DROP
+}
 ev_partition()
 {
-	# shellcheck disable=SC2046
-	ip netns exec "$ns" iptables -A $(partition_rule "$1") || fail "iptables in $ns"
+	partition_rules -A "$1" || fail "iptables in $ns"
 	sleep "$stop_s"
-	# shellcheck disable=SC2046
-	ip netns exec "$ns" iptables -D $(partition_rule "$1")
+	partition_rules -D "$1"
 }
 
 ev_graceful()
@@ -355,7 +366,7 @@ ev_ticksback()
 restore()
 {
 	local n
-	ip netns exec "$ns" iptables -F OUTPUT 2>/dev/null
+	ip netns exec "$ns" iptables -F INPUT 2>/dev/null
 	for n in a fw b; do
 		if [ -s "$work/$n.clock" ] || ! kill -0 "${PID[$n]:-0}" 2>/dev/null; then
 			[ -n "${PID[$n]:-}" ] && stop_graceful "$n"
@@ -371,12 +382,12 @@ restore()
 for n in a fw b; do start "$n"; done
 log "responders up: a ${ADDR[a]} (pid ${PID[a]}), fw ${ADDR[fw]} (pid ${PID[fw]}), b ${ADDR[b]} (pid ${PID[b]})"
 
-# run_event NAME TARGET: callers of every client for the event's length,
-# the event WARM seconds in; logs to OUT/NAME/LANG.out, the event's span
-# (wall seconds) to OUT/events.
+# run_event NAME TARGET DIR: callers of every client for the event's length,
+# the event WARM seconds in; logs to OUT/DIR/LANG.out, the event's span
+# (wall seconds) to OUT/events; DIR is N-NAME (the Nth event).
 run_event()
 {
-	local name=$1 target=$2 order secs l t0 t1 ev_len
+	local name=$1 target=$2 dir=$3 order secs l t0 t1 ev_len
 	case $name in
 	stop | partition) ev_len=$stop_s ;;
 	rolling) ev_len=12 ;;
@@ -392,22 +403,22 @@ run_event()
 		for n in a fw b; do [ "$n" = "$target" ] || order="$order,${ADDR[$n]}"; done
 	fi
 	secs=$((warm_s + ev_len + tail_s))
-	mkdir -p "$out/$name"
+	mkdir -p "$out/$dir"
 	callers=()
 	for l in "${ready[@]}"; do
 		# shellcheck disable=SC2086
 		ip netns exec "$ns" timeout $((secs + 60)) ${CALLER[$l]} "$order" "$rate" "$secs" \
-			"$timeout_ms" >"$out/$name/$l.out" 2>"$out/$name/$l.err" &
+			"$timeout_ms" >"$out/$dir/$l.out" 2>"$out/$dir/$l.err" &
 		callers+=($!)
 	done
 	sleep "$warm_s"
 	t0=$(date +%s.%N)
 	"ev_$name" "$target"
 	t1=$(date +%s.%N)
-	echo "$name ${target:-all} $t0 $t1" >>"$out/events"
+	echo "$dir $name ${target:-all} $t0 $t1" >>"$out/events"
 	log "event $name ${target:-all}: $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s; order $order"
 	for p in "${callers[@]}"; do
-		wait "$p" || log "event $name: a caller exited $? (see $out/$name/*.err)"
+		wait "$p" || log "event $name: a caller exited $? (see $out/$dir/*.err)"
 	done
 	callers=()
 	restore
@@ -416,7 +427,9 @@ run_event()
 : >"$out/events"
 date +%s.%N >"$out/start"
 IFS=, read -r -a evs <<<"$events"
+i=0
 for e in "${evs[@]}"; do
+	i=$((i + 1))
 	name=${e%%:*}
 	target=""
 	[ "$e" != "$name" ] && target=${e#*:}
@@ -428,7 +441,7 @@ for e in "${evs[@]}"; do
 		ev_registry
 		continue
 	fi
-	run_event "$name" "$target"
+	run_event "$name" "$target" "$(printf '%02d-%s' "$i" "$name")"
 done
 
 # ---- table, picture, check ----------------------------------------------------
@@ -438,9 +451,11 @@ for l in "${ready[@]}"; do rargs+=("$l=${LABEL[$l]}"); done
 $py "$drill_src/report.py" "${rargs[@]}" >"$out/table.md"
 rc=$?
 cat "$out/table.md"
-if command -v gnuplot >/dev/null && [ -s "$out/plot.gp" ]; then
+if [ "$out" = "$work/out" ]; then
+	: # --check without -o: nothing kept
+elif command -v gnuplot >/dev/null && [ -s "$out/plot.gp" ]; then
 	(cd "$out" && gnuplot plot.gp) 2>"$work/gnuplot.log" && echo && echo "picture: $out/drill.png" ||
 		log "gnuplot failed: $(head -n 3 "$work/gnuplot.log")"
 fi
-echo "logs: $out (events: $out/events; per call: $out/EVENT/CLIENT.out)"
+[ "$out" = "$work/out" ] || echo "logs: $out (events: $out/events; per call: $out/N-EVENT/CLIENT.out)"
 exit $rc

@@ -4,7 +4,7 @@
 usage: report.py OUT WARM_S BOUND_MS [check] LANG=LABEL...
 
 Reads OUT/start (the drill's start, Unix seconds), OUT/events (one line per
-event: NAME TARGET START END) and OUT/EVENT/LANG.out (one line per call:
+event: DIR NAME TARGET START END) and OUT/DIR/LANG.out (one line per call:
 WALL_S MODE LATENCY_US ok|err [MESSAGE]). Prints one Markdown table on
 stdout: a row per event, client and mode with calls, errors, p50, p99,
 p99.9 and max latency in ms (latency over the calls after the first second
@@ -45,9 +45,9 @@ def main():
     problems = []
     dat = {lang: [] for lang, _ in langs}
     first_err = {}
-    for name, target, _t0, _t1 in events:
+    for d, name, target, _t0, _t1 in events:
         for lang, label in langs:
-            path = os.path.join(out, name, lang + ".out")
+            path = os.path.join(out, d, lang + ".out")
             rows = []
             if os.path.exists(path):
                 for line in open(path, errors="replace"):
@@ -56,7 +56,7 @@ def main():
                         rows.append((float(f[0]), f[1], float(f[2]) / 1000, f[3] == "ok",
                                      f[4].strip() if len(f) > 4 else ""))
             if not rows:
-                problems.append(f"{name}: {label} made no calls (see {out}/{name}/{lang}.err)")
+                problems.append(f"{name} ({target}): {label} made no calls (see {out}/{d}/{lang}.err)")
                 continue
             t_first = min(r[0] for r in rows)
             for mode in ("next", "get"):
@@ -67,13 +67,13 @@ def main():
                       f"{ms(pct(lat, 50))} | {ms(pct(lat, 99))} | {ms(pct(lat, 99.9))} | "
                       f"{ms(lat[-1] if lat else float('nan'))} |")
                 if errs:
-                    first_err.setdefault((name, label, mode), errs[0][4])
-                    problems.append(f"{name}: {label} {mode}: {len(errs)} failed calls "
+                    first_err.setdefault((f"{name} ({target})", label, mode), errs[0][4])
+                    problems.append(f"{name} ({target}): {label} {mode}: {len(errs)} failed calls "
                                     f"(first: {errs[0][4]})")
                 slow = [r for r in mine if r[2] > bound]
                 if slow:
                     worst = max(r[2] for r in slow)
-                    problems.append(f"{name}: {label} {mode}: {len(slow)} calls over {bound:.0f} ms "
+                    problems.append(f"{name} ({target}): {label} {mode}: {len(slow)} calls over {bound:.0f} ms "
                                     f"(worst {worst:.0f} ms)")
             dat[lang] += rows
     if first_err:
@@ -96,7 +96,7 @@ def main():
           "next() blue, get() green, failed red; events shaded'",
           "set logscale y", "set yrange [0.001:10000]", "set grid ytics",
           "set ylabel 'ms'", "set key off", "set style fill transparent solid 0.2 noborder"]
-    for i, (name, target, t0, t1) in enumerate(events):
+    for i, (_d, name, target, t0, t1) in enumerate(events):
         a, b = float(t0) - start, max(float(t1), float(t0) + 0.3) - start
         gp.append(f"set object {i + 1} rect from {a:.2f},graph 0 to {b:.2f},graph 1 "
                   "fc rgb 'orange' fs transparent solid 0.3 noborder behind")
