@@ -64,8 +64,8 @@ static const char FW_PG_SERVERS_FORM[] =
 
 /* Settings (GUCs) */
 static char *fw_pg_servers;
-static int fw_pg_timeout_ms = 1000; /* each call's deadline */
-static int fw_pg_retries = 2;       /* no longer used (issue 49) */
+static int fw_pg_timeout_ms = 1000;  /* each call's deadline */
+static int fw_pg_retries = 2;        /* no longer used (issue 49) */
 static int fw_pg_max_wait_ms = 2000; /* a non-superuser's bound on the deadline */
 static int fw_pg_prefetch = 1024;
 static char *fw_pg_epoch_ms;
@@ -268,9 +268,9 @@ void _PG_init(void)
 		&fw_pg_timeout_ms, 1000, 1, (int)FW_CLIENT_TIMEOUT_MS_MAX, PGC_USERSET, GUC_UNIT_MS,
 		check_timeout, assign_int_stale, NULL);
 	DefineCustomIntVariable("flakewire.retries",
-				"No longer used: flakewire.timeout, the deadline, bounds a call.", NULL,
-				&fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET, 0, NULL,
-				NULL, NULL);
+				"No longer used: flakewire.timeout, the deadline, bounds a call.",
+				NULL, &fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET,
+				0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 		"flakewire.max_wait", "Longest deadline an ordinary user may set.",
 		"Checked when a user who is not a superuser sets flakewire.timeout. Superuser "

@@ -185,8 +185,9 @@ struct fw_client {
 	unsigned waiters;     /* callers waiting for an empty pool */
 	bool starved;         /* a caller found the pool empty since the last refill */
 	uint64_t last_refill_ns;
-	uint64_t pf_want; /* IDs per refill now: opts.prefetch, grown while drained */
-	uint64_t pf_low;  /* refill below this many: pf_want scaled like low_water */
+	uint64_t refill_deadline_ns; /* the deadline of the refill in flight, or the last */
+	uint64_t pf_want;            /* IDs per refill now: opts.prefetch, grown while drained */
+	uint64_t pf_low;             /* refill below this many: pf_want scaled like low_water */
 	/* Every per-thread slot (under slots_lock). */
 	struct fw_client_slot *slots;
 	struct fw_client *next_client; /* in fw_client_live */

@@ -461,12 +461,12 @@ static inline uint64_t slot_take(struct fw_client_slot *s)
  * c->lock: each reply's IDs join the pool (and waiters are woken) as it
  * arrives, and stay there if a later request of the refill fails.
  */
-static int refill_ids(struct fw_client *c, uint64_t want)
+static int refill_ids(struct fw_client *c, uint64_t want, uint64_t deadline)
 {
 	struct fw_wire_range r[FW_WIRE_LIST_MAX];
 	bool use_range = c->opts.use_range;
 	uint32_t per_req = use_range ? FW_WIRE_RANGE_IDS_MAX : FW_WIRE_LIST_MAX;
-	uint64_t fetched = 0, deadline = fwc_deadline(c);
+	uint64_t fetched = 0;
 
 	while (fetched < want) {
 		size_t n;
@@ -506,7 +506,7 @@ static void refill_once(struct fw_client *c)
 	struct fw_client_pf *p = &c->pf;
 	uint64_t start = fw_mono_ns();
 	uint64_t cap = (uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX;
-	uint64_t want;
+	uint64_t want, deadline;
 	int rc;
 
 	if (c->opts.use_range && c->have_layout)
@@ -533,8 +533,10 @@ static void refill_once(struct fw_client *c)
 	want = c->pf_want;
 	if (c->opts.use_range && want > FW_WIRE_RANGE_IDS_MAX)
 		want -= want % FW_WIRE_RANGE_IDS_MAX;
+	c->refill_deadline_ns = fwc_deadline(c); /* a refill is one call */
+	deadline = c->refill_deadline_ns;
 	pthread_mutex_unlock(&c->lock);
-	rc = refill_ids(c, want);
+	rc = refill_ids(c, want, deadline);
 	pthread_mutex_lock(&c->lock);
 	p->busy = false;
 	p->gen++;
@@ -672,7 +674,7 @@ static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_cl
 					       uint64_t *id)
 {
 	bool waited = false;
-	uint64_t gen0 = 0, deadline = fwc_deadline(c);
+	uint64_t gen0 = 0, deadline = fwc_deadline(c), until;
 	int rc;
 
 	if (atomic_load(&c->hot.closed))
@@ -733,7 +735,14 @@ static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_cl
 		c->starved = true;
 		c->waiters++;
 		pthread_cond_signal(&c->refiller_cond);
-		rc = pool_wait(c, deadline);
+		/* The refill this caller asked for started just after it and ends
+		 * at its own deadline, a hair later: wait for it (at most a slice
+		 * more), so the caller gets its error and fw_client_last_error(). */
+		until = deadline;
+		if (c->pf.busy && c->refill_deadline_ns > deadline &&
+		    c->refill_deadline_ns - deadline <= FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS)
+			until = c->refill_deadline_ns;
+		rc = pool_wait(c, until);
 		c->waiters--;
 	}
 	pthread_mutex_unlock(&c->lock);
