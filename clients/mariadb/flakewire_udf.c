@@ -241,6 +241,23 @@ static void handle_free(struct handle *h)
 	free(h);
 }
 
+/*
+ * The module is unloaded (DROP FUNCTION, server shutdown): the client's
+ * threads (the refiller, and the probe thread that a silent responder keeps
+ * running) run this module's code, so the client is closed first.
+ */
+__attribute__((destructor)) static void udf_unload(void)
+{
+	pthread_mutex_lock(&mu);
+	if (cur != NULL && cur->refs == 0) {
+		handle_free(cur);
+		cur = NULL;
+	} else if (cur != NULL) {
+		fw_client_shutdown(cur->client);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 /* The current client, reloaded when the file changed; NULL with @msg set. */
 static struct handle *acquire(char *msg)
 {
