@@ -235,11 +235,12 @@ void client_args_report(const struct client_args *ca, const char *cmd, struct fw
 		return;
 	}
 	fw_client_last_error(c, what, sizeof(what));
-	fc_err(cmd,
-	       "no usable reply within %" PRIu64 " ms: %s (is a responder running there, and does "
-	       "its [net] allow admit this host? A dropped source is counted as "
-	       "flakewire_drops_total{reason=\"source\"})",
-	       ca->timeout_ms, what);
+	/* The advice only where a responder stayed silent. */
+	fc_err(cmd, "no usable reply within %" PRIu64 " ms: %s%s", ca->timeout_ms, what,
+	       strstr(what, "no reply") ? " (is a responder running there, and does its [net] "
+					  "allow admit this host? A dropped source is counted as "
+					  "flakewire_drops_total{reason=\"source\"})"
+					: "");
 }
 
 int client_args_layout(const struct fw_wire_info *info, struct fw_layout *l)

@@ -227,7 +227,7 @@ took=$((($(date +%s%N) - start) / 1000000))
 expect_eq "get without a responder exits 1" "$rc" 1
 expect_eq "get without a responder: one line on stderr" "$(printf '%s\n' "$err" | wc -l)" 1
 expect_match "get without a responder says so" "$err" \
-	"^flakectl get: no usable reply within 300 ms: 127.0.0.1:$dead: refused "
+	"^flakectl get: no usable reply within 300 ms: 127.0.0.1:$dead: refused$"
 expect_eq "get without a responder gives up in time (took ${took} ms)" "$((took < 2000))" 1
 crun bench --server "127.0.0.1:$dead" --timeout 100 --duration 1
 expect_eq "bench without a responder exits 1" "$rc" 1
