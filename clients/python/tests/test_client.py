@@ -559,7 +559,8 @@ def test_avail_retry_after_lone():
     call succeeds (the old client failed after counting them)."""
     a = Counting(mode=("retry_after", 50_000, 3))
     try:
-        with Client([a.addr]) as c:
+        # retries=0: no longer an attempt count (the old client gave up after one)
+        with Client([a.addr], retries=0) as c:
             c.info()
             t0 = time.monotonic()
             c.get()
