@@ -68,6 +68,8 @@ struct fw_fleet_config {
 	 * taken back and a start while the store is down has no worker ID. */
 	const char *state_stamp;
 	struct fw_layout layout;
+	/* [id] datacenter: the root must serve this value (fw_fleet_start refuses otherwise) */
+	uint32_t datacenter;
 	uint64_t lease_ms;           /* lease length (default 24 h) */
 	uint64_t renew_ms;           /* renew this often (default 60 s) */
 	uint32_t session_timeout_ms; /* ZooKeeper session timeout (default 10 s) */
@@ -150,7 +152,9 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * thread keeps trying; both return 0 and log why once.
  * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
- * another layout); FW_EFLEET_IDENTITY (another live process holds this
+ * another layout); FW_EFLEET_ROOT (no root at cfg.root, or one that serves
+ * another datacenter value or was made before `flakectl fleet init`
+ * recorded one: a node never creates a root); FW_EFLEET_IDENTITY (another live process holds this
  * identity); FW_EFLEET_STORE (a store error other than unreachable: @err names the store);
  * -errno. On error nothing is published and the IDs this call newly claimed
  * (new, free, taken over) are released again with their own floor; IDs it
@@ -269,3 +273,42 @@ FW_API void fw_fleet_admin_zk_auth(const char *auth);
  */
 FW_API int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, char *err,
 			   size_t errlen);
+
+/* fw_fleet_init's results (>= 0) */
+#define FW_FLEET_INIT_CREATED 0 /* a new root */
+#define FW_FLEET_INIT_SAME    1 /* the root exists with this layout, value, reservation: unchanged */
+#define FW_FLEET_INIT_ADOPTED 2 /* a root made before this version now records its value */
+
+/*
+ * Makes the fleet root @root in the store @connect names (as
+ * fw_fleet_list_read) for layout @l and datacenter value @datacenter,
+ * keeping worker IDs @reserve ("0-3,7"; NULL or "": none) for static nodes
+ * (no claim ever takes them). The only way a root comes to exist: nodes
+ * never create one. Every root of one store shares one layout and has its
+ * own datacenter value (recorded store-wide under FW_FLEET_IDS, created
+ * once, so of two concurrent inits of one value only one succeeds).
+ * Returns FW_FLEET_INIT_CREATED, _SAME (nothing written) or _ADOPTED (a
+ * root made before roots recorded their value: its records are kept;
+ * a reserved ID must have none); -EINVAL (@root at or under FW_FLEET_IDS,
+ * @datacenter beyond the width, a bad @reserve); FW_EFLEET_LAYOUT (the store's
+ * roots or @root use another layout); FW_EFLEET_ROOT (@datacenter is another
+ * root's; @root exists with another value or reservation); FW_EFLEET_AUTH;
+ * FW_EFLEET_STORE. @err gets one line naming both sides of a conflict.
+ */
+FW_API int fw_fleet_init(const char *connect, const char *root, const struct fw_layout *l,
+			 uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
+			 size_t errlen);
+
+/*
+ * A static node (worker IDs from [id], no claims) whose configuration names a
+ * store: checks that cfg->root is a root made for cfg->layout and
+ * cfg->datacenter (as fw_fleet_start does) and that it reserves each of
+ * @workers (@n of them), so no claim of its fleet can take them. Waits up to
+ * cfg->start_wait_ms for the store. Reads only.
+ * Returns 0; FW_EFLEET_ROOT (no such root, another datacenter value, or a
+ * worker ID it does not reserve: @err names it and the reservation);
+ * FW_EFLEET_LAYOUT; FW_EFLEET_AUTH; FW_EFLEET_STORE (unreachable: a static node
+ * that cannot check does not start); -EINVAL; -ENOTSUP.
+ */
+FW_API int fw_fleet_static_check(const struct fw_fleet_config *cfg, const uint32_t *workers,
+				 uint32_t n, char *err, size_t errlen);

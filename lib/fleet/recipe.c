@@ -86,7 +86,7 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		owners[0] = '\0';
 	rc = s->ops->list(s, exists, total);
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
-		if (skip[w])
+		if (skip[w] || fw_fleet_reserved(r->reserved, w))
 			continue;
 		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW};
 		if (!exists[w]) {

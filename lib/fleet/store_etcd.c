@@ -268,46 +268,51 @@ static int range(struct etcd *e, const char *key, struct json_object **out, stru
 
 /* ---- the operations ---- */
 
-static int es_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
-		      char *have, int *have_len)
+static int es_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int *len,
+		       struct fw_fleet_ver *v)
 {
 	struct etcd *e = E(s);
-	for (int tries = 0; tries < 5; tries++) {
-		struct json_object *out = NULL, *kv = NULL;
-		bool ok = false;
-		int rc = create ? txn_put(e, e->root, "CREATE", 0, layout, len, 0, &ok, &out, &kv)
-				: range(e, e->root, &out, &kv);
-		if (rc != 0)
-			return rc;
-		if (ok) { /* written by this call */
-			memcpy(have, layout, (size_t)len);
-			*have_len = len;
-			json_object_put(out);
-			return 0;
-		}
-		if (kv == NULL) {
-			json_object_put(out);
-			if (!create)
-				return -ENOENT;
-			continue; /* deleted between the compare and the read: again */
-		}
-		*have_len = etcd_unb64(kv, "value", have, FW_FLEET_REC_MAX);
-		int64_t mod = etcd_i64(kv, "mod_revision");
+	struct json_object *out = NULL, *kv;
+	int rc = range(e, key, &out, &kv);
+	if (rc != 0)
+		return rc;
+	if (kv == NULL) {
 		json_object_put(out);
-		if (*have_len < 0) {
-			snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", e->root);
-			return -EIO;
-		}
-		if (*have_len > 0 || !create)
-			return 0;
-		/* an empty root (made by hand): write the layout over it, once */
-		rc = txn_put(e, e->root, "MOD", mod, layout, len, 0, &ok, &out, &kv);
-		json_object_put(out);
-		if (rc != 0)
-			return rc;
+		return -ENOENT;
 	}
-	snprintf(e->err, sizeof(e->err), "%s keeps changing", e->root);
-	return -EIO;
+	*len = etcd_unb64(kv, "value", buf, FW_FLEET_REC_MAX);
+	*v = (struct fw_fleet_ver){etcd_i64(kv, "mod_revision"), 0};
+	json_object_put(out);
+	if (*len < 0) {
+		snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", key);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int es_meta_put(struct etcd *e, const char *key, const char *target, int64_t rev,
+		       const char *buf, int len, int lost)
+{
+	struct json_object *out = NULL, *kv;
+	bool ok = false;
+	int rc = txn_put(e, key, target, rev, buf, len, 0, &ok, &out, &kv);
+	if (rc != 0)
+		return rc;
+	if (!ok && kv == NULL && lost == -ESTALE)
+		lost = -ENOENT;
+	json_object_put(out);
+	return ok ? 0 : lost;
+}
+
+static int es_meta_create(struct fw_fleet_store *s, const char *key, const char *buf, int len)
+{
+	return es_meta_put(E(s), key, "CREATE", 0, buf, len, -EEXIST);
+}
+
+static int es_meta_cas(struct fw_fleet_store *s, const char *key, const char *buf, int len,
+		       int64_t version)
+{
+	return es_meta_put(E(s), key, "MOD", version, buf, len, -ESTALE);
 }
 
 static int es_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
@@ -479,7 +484,9 @@ static const struct fw_fleet_store_ops etcd_ops = {
 	.connect = es_connect,
 	.state = es_state,
 	.close = es_close,
-	.prepare = es_prepare,
+	.meta_get = es_meta_get,
+	.meta_create = es_meta_create,
+	.meta_cas = es_meta_cas,
 	.list = es_list,
 	.get = es_get,
 	.create = es_create,

@@ -69,6 +69,8 @@ struct fw_fleet_recipe {
 	 * cache, on the same locked state): worker and token of each. */
 	const struct fw_fleet_held *proven;
 	uint32_t n_proven;
+	/* Worker IDs the root keeps for static nodes (NULL: none): never claimed. */
+	const struct fw_fleet_reserve *reserved;
 };
 
 /* True when worker @w's record with @token is this process's to take back. */
