@@ -218,6 +218,11 @@ ip netns add "$HUB" || missing "cannot create a network namespace"
 NM_NETNS+=("$HUB")
 ip -n "$HUB" link set lo up
 store_start || { echo "FAIL: the $STORE ensemble did not start"; exit 1; }
+# the fleet's root, made once as an operator does (nodes never make one)
+[ "$STORE" = etcd ] && INIT_FLAG=--etcd || INIT_FLAG=--zk
+ip netns exec "$HUB" "$FLAKECTL" fleet init "$INIT_FLAG" "$STORE_LOCAL" --root "$FLEET_ROOT" \
+	--set "id.worker_bits=$WB" --timeout 30000 >>"$RUN/events.log" 2>&1 ||
+	{ echo "FAIL: flakectl fleet init $FLEET_ROOT"; exit 1; }
 for ((i = 1; i <= N; i++)); do
 	kind=sock
 	[ "$i" -gt "$N_SOCK" ] && kind=wire

@@ -201,6 +201,8 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 		n_c = k;
 	}
 	if (n_c < n_need) {
+		for (uint32_t w = 0, t = total; w < t; w++) /* reserved: never the fleet's */
+			total -= fw_fleet_reserved(r->reserved, w);
 		snprintf(err, errlen,
 			 "fleet: %s needs %u worker ID(s) and only %u can be claimed%s: %u of %u "
 			 "worker IDs in the fleet are held by other live leases: %s",

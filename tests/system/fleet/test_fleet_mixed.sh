@@ -26,6 +26,7 @@ mix_cleanup() {
 }
 trap mix_cleanup EXIT
 reg_start "$SYS_TMP" 3 "ip netns exec $SYS_NS" || { echo "FAIL: ensemble did not start"; exit 1; }
+reg_init "$FLAKECTL" /mix || { echo "FAIL: fleet init /mix"; exit 1; }
 
 FLEET=(--set "$REG_SET" --set fleet.root=/mix
 	--set fleet.session_timeout_ms=4000 --set fleet.start_wait_ms=15000
