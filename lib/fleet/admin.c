@@ -266,9 +266,21 @@ static int ids_dc(struct fw_fleet_store *s, const char *root, uint32_t dc, char 
 	return FW_EFLEET_ROOT;
 }
 
+static int init_root(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+		     uint32_t datacenter, const char *reserve, uint32_t timeout_ms, bool fencing,
+		     char *err, size_t errlen);
+
 int fw_fleet_init_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
 			uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
 			size_t errlen)
+{
+	return init_root(s, root, l, datacenter, reserve, timeout_ms, false, err, errlen);
+}
+
+/* @fencing: a root that is gone though its value's record names it (wiped) is made again */
+static int init_root(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+		     uint32_t datacenter, const char *reserve, uint32_t timeout_ms, bool fencing,
+		     char *err, size_t errlen)
 {
 	char buf[FW_FLEET_REC_MAX], res[FW_FLEET_RESERVE_MAX * 12 + 1], have_res[sizeof(res)];
 	uint32_t total = 1u << l->worker_bits;
@@ -335,6 +347,22 @@ int fw_fleet_init_store(struct fw_fleet_store *s, const char *root, const struct
 			/* the same root: make sure its value's record is there, change nothing */
 			rc = ids_dc(s, root, datacenter, err, errlen);
 			return rc != 0 ? rc : FW_FLEET_INIT_SAME;
+		}
+		if (!exists && !fencing) {
+			/* the value's record naming this root: the root was made and is gone */
+			char k[64], other[256], b2[FW_FLEET_REC_MAX];
+			int l2 = 0;
+			struct fw_fleet_ver v2;
+			fw_fleet_key_ids_dc(k, sizeof(k), datacenter);
+			if (s->ops->meta_get(s, k, b2, &l2, &v2) == 0 &&
+			    fw_fleet_dc_parse(b2, l2, other, sizeof(other)) == 0 && !strcmp(other, root)) {
+				snprintf(err, errlen,
+					 "fleet: %s was made before (%s names it) and is gone: its "
+					 "nodes may still issue under leases it confirmed; make it "
+					 "again with 'flakectl fleet fence', never init",
+					 root, k);
+				return FW_EFLEET_ROOT;
+			}
 		}
 		rc = ids_dc(s, root, datacenter, err, errlen);
 		if (rc != 0)
@@ -411,4 +439,45 @@ int fw_fleet_static_store(struct fw_fleet_store *s, const char *root, const stru
 			return FW_EFLEET_ROOT;
 		}
 	return 0;
+}
+
+int fw_fleet_fence_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			 uint32_t datacenter, const char *reserve, uint64_t lease_ms,
+			 uint32_t timeout_ms, uint64_t *fence_unix, char *err, size_t errlen)
+{
+	char buf[FW_FLEET_REC_MAX];
+	int rc = init_root(s, root, l, datacenter, reserve, timeout_ms, true, err, errlen);
+	if (rc < 0)
+		return rc;
+	for (int tries = 0; tries < 5; tries++) {
+		struct fw_fleet_root r;
+		struct fw_fleet_ver v;
+		uint64_t server = 0;
+		int len = 0;
+		rc = s->ops->meta_get(s, root, buf, &len, &v);
+		if (rc != 0)
+			return admin_rc(s, rc, "reading the root", root, err, errlen);
+		if (fw_fleet_root_parse(buf, len, &r) != 0) {
+			snprintf(err, errlen, "fleet: %s holds no flakewire fleet layout", root);
+			return FW_EFLEET_LAYOUT;
+		}
+		rc = s->ops->now(s, NULL, NULL, &server, NULL);
+		if (rc != 0)
+			return admin_rc(s, rc, "the store's time at", root, err, errlen);
+		/* above anything an owner may issue under a lease confirmed before now */
+		uint64_t at = FW_MAX(server, fw_wall_ms()) + lease_ms;
+		uint64_t fl = at > l->epoch_ms ? at - l->epoch_ms : 0;
+		r.fence = FW_MAX(r.fence + 1, fl);
+		r.generation = admin_rand64();
+		len = fw_fleet_root_format(buf, sizeof(buf), &r);
+		rc = s->ops->meta_cas(s, root, buf, len, v.version);
+		if (rc == -ESTALE)
+			continue;
+		if (rc != 0)
+			return admin_rc(s, rc, "writing the root", root, err, errlen);
+		if (fence_unix)
+			*fence_unix = r.fence + l->epoch_ms;
+		return 0;
+	}
+	return admin_rc(s, -EIO, "the root keeps changing:", root, err, errlen);
 }

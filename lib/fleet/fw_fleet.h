@@ -106,6 +106,11 @@ struct fw_fleet_slot {
 /* Counters and the clock check. */
 struct fw_fleet_status {
 	bool connected; /* the ZooKeeper session is up */
+	/* false while the root is missing, of another generation without a newer
+	 * fence, or the store went back (a restore): no claim, takeover or renewal
+	 * until an operator's `flakectl fleet fence` (issuing goes on within the
+	 * confirmed leases) */
+	bool root_ok;
 	bool started_from_cache;
 	uint64_t last_renew_unix; /* local unix ms of the last successful renewal round */
 	int64_t offset_ms;        /* local clock minus ZooKeeper's (mtime), last renewal */
@@ -312,3 +317,19 @@ FW_API int fw_fleet_init(const char *connect, const char *root, const struct fw_
  */
 FW_API int fw_fleet_static_check(const struct fw_fleet_config *cfg, const uint32_t *workers,
 				 uint32_t n, char *err, size_t errlen);
+
+/*
+ * Fences @root after its store was wiped or restored from a snapshot: makes
+ * the root again if it is gone (as fw_fleet_init, the same terms), then
+ * writes into it a fence, the store's time now (or this host's, whichever is
+ * later) plus @lease_ms (at least every node's [fleet] lease_ms), and a new
+ * generation. No claim's floor is ever below the fence: every ID any owner
+ * may have issued under a lease confirmed before it is below. Nodes stopped
+ * by the wipe or restore (a missing root, another generation, a record of
+ * theirs gone back) accept the newer fence and continue: live owners re-prove
+ * their own records by their token. *fence_unix (may be NULL) gets the fence
+ * in unix ms. Returns 0 or fw_fleet_init's error codes.
+ */
+FW_API int fw_fleet_fence(const char *connect, const char *root, const struct fw_layout *l,
+			  uint32_t datacenter, const char *reserve, uint64_t lease_ms,
+			  uint32_t timeout_ms, uint64_t *fence_unix, char *err, size_t errlen);

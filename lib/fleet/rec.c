@@ -164,8 +164,8 @@ int fw_fleet_root_format(char *buf, size_t cap, const struct fw_fleet_root *r)
 	if (n < 0 || fw_fleet_reserve_format(res, sizeof(res), &r->reserved) < 0)
 		return -ENOSPC;
 	int k = snprintf(buf + n, cap - (size_t)n,
-			 "datacenter=%u\nreserved=%s\ngeneration=%016" PRIx64 "\n", r->datacenter,
-			 res, r->generation);
+			 "datacenter=%u\nreserved=%s\ngeneration=%016" PRIx64 "\nfence=%" PRIu64 "\n",
+			 r->datacenter, res, r->generation, r->fence);
 	return k < 0 || (size_t)k >= cap - (size_t)n ? -ENOSPC : n + k;
 }
 
@@ -190,6 +190,11 @@ int fw_fleet_root_parse(const char *buf, int len, struct fw_fleet_root *r)
 		} else if (!strncmp(line, "reserved=", 9)) {
 			if (fw_fleet_reserve_parse(line + 9, 1u << r->layout.worker_bits,
 						   &r->reserved) != 0)
+				return -EINVAL;
+		} else if (!strncmp(line, "fence=", 6)) {
+			errno = 0;
+			r->fence = strtoull(line + 6, &end, 10);
+			if (errno || end == line + 6 || *end || line[6] == '-')
 				return -EINVAL;
 		} else if (!strncmp(line, "generation=", 11)) {
 			errno = 0;

@@ -98,7 +98,7 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		cfg->now_arg,  cfg->log};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
 	f->ss.datacenter = cfg->datacenter;
-	f->r.reserved = &f->ss.rec.reserved; /* read with the root (session.c) */
+	f->r.root = &f->ss.rec; /* read with the root every round (session.c) */
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
 	f->pub = calloc(n_slots, sizeof(*f->pub));
@@ -177,6 +177,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		f->next_renew = fw_mono_ms() + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);
 		f->st.connected = true;
+		f->st.root_ok = true;
 		pthread_mutex_unlock(&f->mu);
 		f->cache_dirty = true;
 		fleet_cache_save(f);

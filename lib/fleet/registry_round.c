@@ -322,6 +322,16 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 			if (mtime)
 				offset_update(f, mid, mtime);
 			fleet_count(f, &f->st.renewals, 1);
+		} else if (rc == FW_FLEET_BACK) {
+			f->ss.back = true; /* stopped until a newer fence (session.c) */
+			snprintf(err, errlen,
+				 "fleet: %s: worker %d's record went back to an older version "
+				 "than this node wrote: the store was restored from a snapshot; "
+				 "claims, takeovers and renewals stop (issuing goes on within the "
+				 "confirmed leases) until an operator runs 'flakectl fleet fence "
+				 "--root %s'",
+				 f->root, h->worker, f->root);
+			return FW_EFLEET_ROOT;
 		} else if (rc == FW_FLEET_LOST) {
 			fw_log(&f->cfg.log, FW_LOG_WARNING,
 			       "fleet: worker %d was taken over by %s: slot %u stops at its "
@@ -341,6 +351,8 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.session_timeout_ms, 0, err, errlen);
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = rc == 0;
+	if (rc == 0 || rc == FW_EFLEET_ROOT || rc == FW_EFLEET_LAYOUT)
+		f->st.root_ok = rc == 0;
 	pthread_mutex_unlock(&f->mu);
 	if (rc != 0)
 		return rc;
@@ -356,6 +368,11 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 		return 0;
 	bool lost = false;
 	rc = renew_all(f, &lost, err, errlen);
+	if (rc == FW_EFLEET_ROOT) {
+		pthread_mutex_lock(&f->mu);
+		f->st.root_ok = false;
+		pthread_mutex_unlock(&f->mu);
+	}
 	if (lost) /* the replacement in this round, not a renew_ms later */
 		fleet_claim_round(f, mono, false, err, errlen);
 	if (rc == 0) {

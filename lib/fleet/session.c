@@ -85,8 +85,40 @@ int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct
 
 static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 {
-	return fw_fleet_root_check(ss->store, ss->root, &ss->layout, ss->datacenter, &ss->rec, err,
-				   errlen);
+	struct fw_fleet_root r;
+	int rc = fw_fleet_root_check(ss->store, ss->root, &ss->layout, ss->datacenter, &r, err,
+				     errlen);
+	if (rc == FW_EFLEET_ROOT && ss->gen_set)
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 "; it was there (generation %016" PRIx64 "): wiped? claims, takeovers and "
+			 "renewals stop (issuing goes on within the confirmed leases) until an "
+			 "operator runs 'flakectl fleet fence --root %s'",
+			 ss->gen, ss->root);
+	if (rc != 0)
+		return rc;
+	if (!ss->gen_set) {
+		ss->gen_set = true;
+		ss->gen = r.generation;
+		ss->fence = r.fence;
+	} else if (r.generation != ss->gen && r.fence > ss->fence) {
+		ss->gen = r.generation; /* fenced: floors above anything issued before */
+		ss->fence = r.fence;
+		ss->back = false;
+	} else if (r.generation != ss->gen || ss->back) {
+		snprintf(err, errlen,
+			 "fleet: %s: %s: claims, takeovers and renewals stop (issuing goes on "
+			 "within the confirmed leases) until an operator runs 'flakectl fleet "
+			 "fence --root %s'",
+			 ss->root,
+			 ss->back ? "a record of this node went back to an older version: the "
+				    "store was restored from a snapshot"
+				  : "the root is of another generation than this node started on "
+				    "(made again, or restored) and not fenced since",
+			 ss->root);
+		return FW_EFLEET_ROOT;
+	}
+	ss->rec = r;
+	return 0;
 }
 
 int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint32_t alive_wait_ms,
@@ -100,12 +132,10 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 		snprintf(err, errlen, "fleet: %s %s", s->name, s->ops->last_error(s));
 		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	}
-	if (!ss->root_ok) {
-		int rc = root_check(ss, err, errlen);
-		if (rc != 0)
-			return rc;
-		ss->root_ok = true;
-	}
+	int rrc = root_check(ss, err, errlen); /* every call: a wiped or restored root stops */
+	if (rrc != 0)
+		return rrc;
+	ss->root_ok = true;
 	if (ss->alive_ok)
 		return 0;
 	char data[64], p[512];

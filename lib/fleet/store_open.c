@@ -226,3 +226,17 @@ int fw_fleet_static_check(const struct fw_fleet_config *cfg, const uint32_t *wor
 	s->ops->free(s);
 	return rc;
 }
+
+int fw_fleet_fence(const char *connect, const char *root, const struct fw_layout *l,
+		   uint32_t datacenter, const char *reserve, uint64_t lease_ms, uint32_t timeout_ms,
+		   uint64_t *fence_unix, char *err, size_t errlen)
+{
+	struct fw_fleet_store *s;
+	int rc = admin_store(connect, root, timeout_ms, &s, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = fw_fleet_fence_store(s, root, l, datacenter, reserve, lease_ms, timeout_ms,
+				  fence_unix, err, errlen);
+	s->ops->free(s);
+	return rc;
+}

@@ -469,6 +469,29 @@ void memsrv_put(struct memsrv *m, uint32_t w, const struct fw_fleet_rec *r)
 	memsrv_put_text(m, w, buf);
 }
 
+void memsrv_put_version(struct memsrv *m, uint32_t w, const char *text, int64_t version)
+{
+	LOCKED(m, {
+		struct rec *r = &m->w[w];
+		r->exists = true;
+		r->len = snprintf(r->text, sizeof(r->text), "%s", text);
+		r->version = version;
+	});
+}
+
+void memsrv_wipe(struct memsrv *m, const char *root)
+{
+	LOCKED(m, {
+		size_t n = strlen(root);
+		for (uint32_t w = 0; w < WORKERS; w++)
+			m->w[w].exists = false;
+		for (int i = 0; i < META; i++)
+			if (!strncmp(m->meta[i].key, root, n) &&
+			    (!m->meta[i].key[n] || m->meta[i].key[n] == '/'))
+				m->meta[i].r.exists = false;
+	});
+}
+
 void memsrv_set_meta(struct memsrv *m, const char *key, const char *text)
 {
 	LOCKED(m, {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -312,6 +313,154 @@ static void test_root_record(void **state)
 	assert_string_equal(root, "/bars/one");
 }
 
+static struct fw_fleet_status status(struct fw_fleet *f)
+{
+	struct fw_fleet_status st;
+	fw_fleet_status(f, &st);
+	return st;
+}
+
+/* Waits up to @ms for @cond. */
+#define WAIT_FOR(cond, ms)                                             \
+	do {                                                           \
+		for (unsigned _t = 0; _t < (ms) / 10 && !(cond); _t++) \
+			usleep(10 * 1000);                             \
+	} while (0)
+
+static int fence(const char *root, struct fw_layout l, uint32_t dc, uint64_t lease_ms,
+		 uint64_t *at, char *err, size_t errlen)
+{
+	struct fw_fleet_store *s = memsrv_client(M);
+	int rc = fw_fleet_fence_store(s, root, &l, dc, NULL, lease_ms, 100, at, err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+/*
+ * Case 7: the root's records wiped under a running node. It never makes the
+ * root again; it stops claiming, taking over and renewing (issuing on within
+ * its confirmed lease: its slot keeps its worker and lease); a root made again
+ * by init is refused (init names fence), and a fresh node finds none; after
+ * `fleet fence` it goes on, and every later claim's floor is at or above the
+ * fence.
+ */
+static void test_wiped_root(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_fleet_slot s0, s1;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	c.lease_ms = 60000;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	WAIT_FOR(status(f).renewals >= 2, 2000);
+	assert_true(status(f).root_ok);
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	memsrv_wipe(M, "/a");
+	WAIT_FOR(!status(f).root_ok, 2000);
+	assert_false(status(f).root_ok);
+	uint64_t renewals = status(f).renewals, writes = memsrv_worker_writes(M);
+	usleep(300 * 1000);
+	assert_int_equal(status(f).renewals, renewals); /* stopped */
+	assert_int_equal(memsrv_worker_writes(M), writes); /* no record made again */
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker); /* issuing on within its confirmed lease */
+	assert_int_equal(s1.lease_ms, s0.lease_ms);
+	assert_false(s1.lost);
+	/* init refuses to make it again (its value's record names it) */
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "fleet fence"));
+	/* fenced: the node goes on; its record is gone, so its slot stops at its confirmed
+	 * lease and claims another ID above the fence */
+	uint64_t at = 0;
+	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
+	assert_true(at >= FW_DEFAULT_EPOCH_MS + 60000);
+	WAIT_FOR(status(f).root_ok, 2000);
+	assert_true(status(f).root_ok);
+	struct fw_fleet_slot s2;
+	WAIT_FOR(fw_fleet_slot(f, 0, &s2) == 0 && s2.worker >= 0 && s2.worker != s0.worker, 3000);
+	assert_int_equal(fw_fleet_slot(f, 0, &s2), 0);
+	assert_true(s2.floor_ms >= at - FW_DEFAULT_EPOCH_MS);
+	fw_fleet_free(f);
+	/* a fresh node claims above the fence too */
+	c.identity = "node-b";
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(f, 0, &s2), 0);
+	assert_true(s2.floor_ms >= at - FW_DEFAULT_EPOCH_MS);
+	fw_fleet_free(f);
+}
+
+/* A root made again by init after a wipe of the whole store: another generation, refused. */
+static void test_other_generation(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	memsrv_wipe(M, "/a");
+	memsrv_wipe(M, "/flakewire-roots");
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	usleep(300 * 1000);
+	assert_false(status(f).root_ok);
+	uint64_t renewals = status(f).renewals;
+	usleep(200 * 1000);
+	assert_int_equal(status(f).renewals, renewals);
+	fw_fleet_free(f);
+}
+
+/*
+ * Case 7: the store restored from a snapshot under a running node: its record
+ * is back at an older version. The node's renewal sees it, stops claiming and
+ * renewing (its slot keeps its lease); after a fence it re-proves its own
+ * record by its token and renews on, keeping its worker ID.
+ */
+static void test_restored_store(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_layout l = layout(1, 2);
+	struct fw_fleet_rec old;
+	int64_t old_v = 0;
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	struct fw_fleet_slot s0, s1;
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	assert_true(memsrv_get(M, (uint32_t)s0.worker, &old, &old_v)); /* the snapshot */
+	WAIT_FOR(status(f).renewals >= 3, 2000);
+	char text[FW_FLEET_REC_MAX];
+	fw_fleet_rec_format(text, sizeof(text), &old);
+	memsrv_put_version(M, (uint32_t)s0.worker, text, old_v); /* restored */
+	WAIT_FOR(!status(f).root_ok, 2000);
+	assert_false(status(f).root_ok);
+	uint64_t renewals = status(f).renewals;
+	usleep(200 * 1000);
+	assert_int_equal(status(f).renewals, renewals);
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker);
+	assert_false(s1.lost);
+	uint64_t at;
+	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
+	WAIT_FOR(status(f).root_ok && status(f).renewals > renewals + 1, 2000);
+	assert_true(status(f).renewals > renewals + 1);
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker); /* its own record, re-proven by its token */
+	assert_false(s1.lost);
+	fw_fleet_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +475,9 @@ int main(void)
 		T(test_reserved_never_claimed),
 		T(test_static_node),
 		T(test_root_record),
+		T(test_wiped_root),
+		T(test_other_generation),
+		T(test_restored_store),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

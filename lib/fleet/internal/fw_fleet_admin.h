@@ -41,3 +41,8 @@ int fw_fleet_init_store(struct fw_fleet_store *s, const char *root, const struct
 int fw_fleet_static_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
 			  uint32_t datacenter, const uint32_t *workers, uint32_t n,
 			  uint32_t timeout_ms, char *err, size_t errlen);
+
+/* As fw_fleet_fence, over @s (not freed); the same codes. */
+int fw_fleet_fence_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			 uint32_t datacenter, const char *reserve, uint64_t lease_ms,
+			 uint32_t timeout_ms, uint64_t *fence_unix, char *err, size_t errlen);

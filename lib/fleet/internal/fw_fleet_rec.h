@@ -8,10 +8,13 @@
  *                   worker_bits=W\nsequence_bits=S\n": the layout every member
  *                   of the fleet shares (a mismatch refuses to start)
  *   root record    the layout record's lines, then "datacenter=N\n
- *                   reserved=LIST\ngeneration=HEX16\n": what `flakectl fleet
- *                   init` wrote at ROOT (nodes never write it): the datacenter
+ *                   reserved=LIST\ngeneration=HEX16\nfence=MS\n": what
+ *                   `flakectl fleet init` (and `fence`) wrote at ROOT (nodes
+ *                   never write it): the datacenter
  *                   value the root serves, the worker IDs kept for static
- *                   nodes ("0-3,7"; empty: none), a random generation. A
+ *                   nodes ("0-3,7"; empty: none), a random generation (new
+ *                   at every init or fence), the floor of every claim after
+ *                   a fence (layout ms, 0: none). A
  *                   root written before these lines existed has none of them
  *                   (has_dc false): nodes refuse it until `fleet init` adopts it
  *   store-wide     FW_FLEET_IDS/layout: the layout every root of the store
@@ -82,7 +85,8 @@ struct fw_fleet_root {
 	bool has_dc;         /* false: written before `fleet init` (no datacenter line) */
 	uint32_t datacenter; /* < 2^layout.dc_bits */
 	struct fw_fleet_reserve reserved;
-	uint64_t generation; /* random per init (0 on a root without one) */
+	uint64_t generation; /* random per init or fence (0 on a root without one) */
+	uint64_t fence;      /* layout ms (0: never fenced): no claim's floor is below it */
 };
 
 /* Writes the root record's text; returns its length or -ENOSPC. */

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A usable session with the store: connected, the root holding this
- * node's layout, and this identity's liveness record held by the session.
+ * node's layout and datacenter value under the generation it started on (or
+ * a newer fence), and this identity's liveness record held by the session.
+ * The root is read at every call: a missing root, one of another generation
+ * without a newer fence, or a store that went back stops every claim,
+ * takeover and renewal (the node keeps issuing within its confirmed leases).
  * What a lost session costs: the liveness record (re-claimed here on the
  * next round); the leases stay, they are records, not session state.
  */
@@ -25,6 +29,12 @@ struct fw_fleet_session {
 	bool alive_ok; /* the liveness record is held */
 	uint32_t datacenter;     /* this node's [id] datacenter: the root must serve it */
 	struct fw_fleet_root rec; /* the root record as last checked (its reservation) */
+	/* The root's generation this process works under (set at the first
+	 * check) and its fence: a root of another generation is accepted only
+	 * with a newer fence (an operator's `flakectl fleet fence`) */
+	bool gen_set;
+	uint64_t gen, fence;
+	bool back; /* the store went back (a restore): stopped until a newer fence */
 };
 
 /*
@@ -46,7 +56,8 @@ int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct
  * waited for up to @alive_wait_ms (this node's previous process, less than
  * a session timeout ago) and then refused; running (0), a holder is left
  * and retried at the next call (renewals, being CAS, stay safe meanwhile).
- * Returns 0; FW_EFLEET_ROOT and FW_EFLEET_LAYOUT (fw_fleet_root_check);
+ * Returns 0; FW_EFLEET_ROOT and FW_EFLEET_LAYOUT (fw_fleet_root_check; also a
+ * root of another generation without a newer fence, or ss->back);
  * FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
  * ACL refuses this session); FW_EFLEET_STORE (unreachable or failed). @err gets one line on error.
  */
