@@ -408,11 +408,13 @@ void *fleet_thread_main(void *arg)
 			f->renew_fails = 0;
 			f->logged_down = false;
 		} else {
-			if (!f->logged_down)
+			if (!f->logged_down || (rc == FW_EFLEET_ROOT && f->logged_rc != rc)) {
 				fw_log(&f->cfg.log, FW_LOG_WARNING,
 				       "%s; retrying with backoff, issuing continues within the "
 				       "confirmed leases",
 				       err);
+				f->logged_rc = rc;
+			}
 			f->logged_down = true;
 			fleet_count(f, &f->st.renew_failures, 1);
 			f->renew_fails++;

@@ -31,6 +31,7 @@ struct zk {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	int zstate;        /* the last session state event */
+	uint64_t down_since; /* monotonic ms the handle was first seen not connected (0: up) */
 };
 
 static struct zk *Z(struct fw_fleet_store *s)
@@ -183,7 +184,20 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct zk *z = Z(s);
 	pthread_once(&once, zk_quiet_init);
+	/* A handle that cannot reconnect for two session timeouts is replaced: its
+	 * session is gone anyway, and a server restored from an older copy refuses
+	 * a client that has seen a later zxid for as long as it lives. */
+	if (zs_state(s) == FW_FLEET_SESSION_DOWN) {
+		uint64_t now = fw_mono_ms();
+		if (z->down_since == 0)
+			z->down_since = now;
+		else if (now - z->down_since > 2ull * z->session_ms)
+			zs_close(s);
+	} else {
+		z->down_since = 0;
+	}
 	if (zs_state(s) == FW_FLEET_SESSION_LOST) {
+		z->down_since = 0;
 		zs_close(s);
 		z->zh = zookeeper_init(z->connect, watcher, (int)z->session_ms, NULL, z, 0);
 		if (z->zh == NULL) {
