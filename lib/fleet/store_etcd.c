@@ -18,6 +18,11 @@ struct etcd {
 	struct etcd_shared sh;
 	struct etcd_conn c; /* the caller's */
 	char root[256];
+	/* the root key's create_revision as last read (meta_get of the root), 0:
+	 * unknown: every worker write compares it, so none lands under a root that
+	 * was deleted (or deleted and made again) after it was read */
+	int64_t root_crev;
+	bool guard; /* the next txn_put compares root_crev (worker writes) */
 	uint32_t ttl_s;
 	char err[1100];
 	/* the session, shared with the keep-alive thread */
@@ -233,6 +238,15 @@ static int txn_put(struct etcd *e, const char *key, const char *target, int64_t 
 	json_object_object_add(fop, "request_range", range_req(key, false, false));
 	json_object_object_add(req, "compare", json_object_new_array());
 	json_object_array_add(json_object_object_get(req, "compare"), cmp);
+	if (e->guard && e->root_crev) {
+		struct json_object *rc2 = json_object_new_object();
+		json_object_object_add(rc2, "key", key_obj(e->root));
+		json_object_object_add(rc2, "target", json_object_new_string("CREATE"));
+		json_object_object_add(rc2, "result", json_object_new_string("EQUAL"));
+		json_object_object_add(rc2, "create_revision", etcd_i64s(e->root_crev));
+		json_object_array_add(json_object_object_get(req, "compare"), rc2);
+	}
+	e->guard = false;
 	json_object_object_add(req, "success", json_object_new_array());
 	json_object_array_add(json_object_object_get(req, "success"), op);
 	json_object_object_add(req, "failure", json_object_new_array());
@@ -282,6 +296,8 @@ static int es_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int
 	}
 	*len = etcd_unb64(kv, "value", buf, FW_FLEET_REC_MAX);
 	*v = (struct fw_fleet_ver){etcd_i64(kv, "mod_revision"), 0};
+	if (!strcmp(key, e->root))
+		e->root_crev = etcd_i64(kv, "create_revision");
 	json_object_put(out);
 	if (*len < 0) {
 		snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", key);
@@ -373,9 +389,12 @@ static int put_if(struct etcd *e, uint32_t w, const char *target, int64_t rev, c
 	struct json_object *out = NULL, *kv;
 	bool ok = false;
 	fw_fleet_key_worker(k, sizeof(k), e->root, w);
+	e->guard = true;
 	int rc = txn_put(e, k, target, rev, buf, len, 0, &ok, &out, &kv);
 	if (rc != 0)
 		return rc;
+	if (!ok && kv == NULL && lost == -EEXIST)
+		lost = -ENOENT; /* a create refused though the record is absent: the root is gone */
 	if (ok)
 		*v = (struct fw_fleet_ver){txn_revision(out), 0};
 	else if (kv == NULL && lost == -ESTALE)
