@@ -21,7 +21,8 @@ static void fleet_help(FILE *f)
 		"usage: flakectl fleet init    (--zk HOSTS | --etcd URLS) --root PATH\n"
 		"                      [--config FILE] [--set id.KEY=VALUE]... [--reserve LIST]\n"
 		"                      [--timeout MS]\n"
-		"       flakectl fleet fence   (--zk HOSTS | --etcd URLS) --root PATH [init's options]\n"
+		"       flakectl fleet fence   (--zk HOSTS | --etcd URLS) --root PATH [init's "
+		"options]\n"
 		"                      [--lease-ms MS]\n"
 		"       flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout "
 		"MS]\n"
@@ -206,7 +207,8 @@ static int fleet_init(const char *cmd, const char *connect, const char *root, co
 			fc_err(cmd, "%s", msg(err));
 			return rc == -EINVAL ? FC_EXIT_USAGE : FC_EXIT_FAIL;
 		}
-		printf("%s: fenced: no claim issues below %s (unix ms %" PRIu64 "), new generation\n",
+		printf("%s: fenced: no claim issues below %s (unix ms %" PRIu64
+		       "), new generation\n",
 		       root, fw_format_iso8601(at, ts), at);
 		return FC_EXIT_OK;
 	}
@@ -249,8 +251,8 @@ int cmd_fleet(int argc, char **argv)
 		    (r = fc_opt_value(argc, argv, &i, "--config", &config)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--reserve", &reserve)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--timeout", 100, 600000, &timeout)) != 0 ||
-		    (r = fc_opt_u64(argc, argv, &i, "--lease-ms", 1000, UINT64_C(1) << 40, &lease)) !=
-			    0 ||
+		    (r = fc_opt_u64(argc, argv, &i, "--lease-ms", 1000, UINT64_C(1) << 40,
+				    &lease)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) !=
 			    0) {
 			if (r < 0)

@@ -946,9 +946,10 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 			    "/flakewire/dc1)",
 			    c->fleet.root);
 	if (c->fleet.static_node && !fw_conf_fleet_store(c))
-		return errf(err, errlen,
-			    "[fleet] static = yes: needs [fleet] zookeeper or etcd (the store whose "
-			    "root reserves this node's worker IDs)");
+		return errf(
+			err, errlen,
+			"[fleet] static = yes: needs [fleet] zookeeper or etcd (the store whose "
+			"root reserves this node's worker IDs)");
 	if (fw_conf_fleet_on(c) && c->id.workers.n)
 		return errf(
 			err, errlen,

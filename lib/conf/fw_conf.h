@@ -176,7 +176,7 @@ struct fw_conf {
 		uint32_t etcd_plain_password;              /* 1: a password over http:// allowed */
 		char etcd_proxy[FW_CONF_STR_LEN];
 		char root[FW_CONF_STR_LEN]; /* "": none (required with a store) */
-		uint32_t static_node;       /* [fleet] static: 1 = static IDs checked against root */
+		uint32_t static_node; /* [fleet] static: 1 = static IDs checked against root */
 		char identity[FW_CONF_STR_LEN]; /* "": the host name */
 		uint32_t lease_ms;
 		uint32_t renew_ms;

@@ -183,8 +183,8 @@ static uint64_t admin_rand64(void)
 	return v | 1; /* 0 reads as "no generation" */
 }
 
-static int admin_rc(struct fw_fleet_store *s, int rc, const char *what, const char *key,
-		    char *err, size_t errlen)
+static int admin_rc(struct fw_fleet_store *s, int rc, const char *what, const char *key, char *err,
+		    size_t errlen)
 {
 	snprintf(err, errlen, "fleet: %s: %s %s: %s", s->name, what, key,
 		 rc == -ENOTCONN || rc == -EIO || rc == -EACCES ? s->ops->last_error(s)
@@ -218,8 +218,9 @@ static int ids_layout(struct fw_fleet_store *s, const struct fw_layout *l, char 
 		if (rc != 0)
 			return admin_rc(s, rc, "the store's layout", key, err, errlen);
 		if (fw_fleet_layout_parse(buf, len, &have) != 0) {
-			snprintf(err, errlen, "fleet: %s: %s holds no flakewire layout; not touched",
-				 s->name, key);
+			snprintf(err, errlen,
+				 "fleet: %s: %s holds no flakewire layout; not touched", s->name,
+				 key);
 			return FW_EFLEET_LAYOUT;
 		}
 		if (fw_fleet_layout_same(&have, l))
@@ -237,8 +238,7 @@ static int ids_layout(struct fw_fleet_store *s, const struct fw_layout *l, char 
 }
 
 /* Takes datacenter value @dc for @root in the store (S1: one root per value). */
-static int ids_dc(struct fw_fleet_store *s, const char *root, uint32_t dc, char *err,
-		  size_t errlen)
+static int ids_dc(struct fw_fleet_store *s, const char *root, uint32_t dc, char *err, size_t errlen)
 {
 	char key[64], buf[FW_FLEET_REC_MAX], other[256];
 	int len = fw_fleet_dc_format(buf, sizeof(buf), root);
@@ -286,13 +286,15 @@ static int init_root(struct fw_fleet_store *s, const char *root, const struct fw
 	uint32_t total = 1u << l->worker_bits;
 	struct fw_fleet_root want = {.layout = *l, .has_dc = true, .datacenter = datacenter};
 	size_t il = strlen(FW_FLEET_IDS);
-	if (root[0] != '/' || (!strncmp(root, FW_FLEET_IDS, il) && (!root[il] || root[il] == '/'))) {
+	if (root[0] != '/' ||
+	    (!strncmp(root, FW_FLEET_IDS, il) && (!root[il] || root[il] == '/'))) {
 		snprintf(err, errlen, "fleet: root %s: %s holds the store's own records", root,
 			 FW_FLEET_IDS);
 		return -EINVAL;
 	}
 	if (datacenter >> l->dc_bits) {
-		snprintf(err, errlen, "fleet: datacenter %u: out of range (0-%u) for datacenter_bits %u",
+		snprintf(err, errlen,
+			 "fleet: datacenter %u: out of range (0-%u) for datacenter_bits %u",
 			 datacenter, (1u << l->dc_bits) - 1, l->dc_bits);
 		return -EINVAL;
 	}
@@ -319,16 +321,17 @@ static int init_root(struct fw_fleet_store *s, const char *root, const struct fw
 			return admin_rc(s, rc, "reading the root", root, err, errlen);
 		bool exists = rc == 0, empty = exists && len == 0;
 		if (exists && !empty && fw_fleet_root_parse(buf, len, &have) != 0) {
-			snprintf(err, errlen, "fleet: %s holds no flakewire fleet layout; not touched",
-				 root);
+			snprintf(err, errlen,
+				 "fleet: %s holds no flakewire fleet layout; not touched", root);
 			return FW_EFLEET_LAYOUT;
 		}
 		if (exists && !empty && !fw_fleet_layout_same(&have.layout, l)) {
 			char a[128], b[128];
 			layout_text(a, sizeof(a), &have.layout);
 			layout_text(b, sizeof(b), l);
-			snprintf(err, errlen, "fleet: %s is a fleet with layout %s; this init asks "
-					      "for %s: not changed",
+			snprintf(err, errlen,
+				 "fleet: %s is a fleet with layout %s; this init asks "
+				 "for %s: not changed",
 				 root, a, b);
 			return FW_EFLEET_LAYOUT;
 		}
@@ -355,7 +358,8 @@ static int init_root(struct fw_fleet_store *s, const char *root, const struct fw
 			struct fw_fleet_ver v2;
 			fw_fleet_key_ids_dc(k, sizeof(k), datacenter);
 			if (s->ops->meta_get(s, k, b2, &l2, &v2) == 0 &&
-			    fw_fleet_dc_parse(b2, l2, other, sizeof(other)) == 0 && !strcmp(other, root)) {
+			    fw_fleet_dc_parse(b2, l2, other, sizeof(other)) == 0 &&
+			    !strcmp(other, root)) {
 				snprintf(err, errlen,
 					 "fleet: %s was made before (%s names it) and is gone: its "
 					 "nodes may still issue under leases it confirmed; make it "
@@ -375,10 +379,11 @@ static int init_root(struct fw_fleet_store *s, const char *root, const struct fw
 			rc = s->ops->list(s, ex, total);
 			for (uint32_t w = 0; rc == 0 && w < total; w++)
 				if (ex[w] && fw_fleet_reserved(&want.reserved, w)) {
-					snprintf(err, errlen,
-						 "fleet: %s: worker %u has been claimed already: it "
-						 "cannot be reserved for static nodes",
-						 root, w);
+					snprintf(
+						err, errlen,
+						"fleet: %s: worker %u has been claimed already: it "
+						"cannot be reserved for static nodes",
+						root, w);
 					free(ex);
 					return FW_EFLEET_ROOT;
 				}

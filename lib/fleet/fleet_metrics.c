@@ -71,7 +71,7 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 			  "0 while the fleet's root is missing, of another generation, or the "
 			  "registry went back (restored): claims, takeovers and renewals stop "
 			  "until 'flakectl fleet fence'");
-	fw_metrics_u64(w, NULL, 0, st.root_ok ? 1 : 0);
+	fw_metrics_u64(w, NULL, 0, st.root_stopped ? 0 : 1);
 	fw_metrics_family(
 		w, "flakewire_fleet_started_from_cache", FW_METRICS_GAUGE,
 		"1 when the leases came from the cache file (the registry down at start)");

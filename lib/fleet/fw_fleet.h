@@ -106,11 +106,11 @@ struct fw_fleet_slot {
 /* Counters and the clock check. */
 struct fw_fleet_status {
 	bool connected; /* the ZooKeeper session is up */
-	/* false while the root is missing, of another generation without a newer
+	/* true while the root is missing, of another generation without a newer
 	 * fence, or the store went back (a restore): no claim, takeover or renewal
 	 * until an operator's `flakectl fleet fence` (issuing goes on within the
-	 * confirmed leases) */
-	bool root_ok;
+	 * confirmed leases); false too while the store was never reached */
+	bool root_stopped;
 	bool started_from_cache;
 	uint64_t last_renew_unix; /* local unix ms of the last successful renewal round */
 	int64_t offset_ms;        /* local clock minus ZooKeeper's (mtime), last renewal */

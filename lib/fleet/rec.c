@@ -164,7 +164,8 @@ int fw_fleet_root_format(char *buf, size_t cap, const struct fw_fleet_root *r)
 	if (n < 0 || fw_fleet_reserve_format(res, sizeof(res), &r->reserved) < 0)
 		return -ENOSPC;
 	int k = snprintf(buf + n, cap - (size_t)n,
-			 "datacenter=%u\nreserved=%s\ngeneration=%016" PRIx64 "\nfence=%" PRIu64 "\n",
+			 "datacenter=%u\nreserved=%s\ngeneration=%016" PRIx64 "\nfence=%" PRIu64
+			 "\n",
 			 r->datacenter, res, r->generation, r->fence);
 	return k < 0 || (size_t)k >= cap - (size_t)n ? -ENOSPC : n + k;
 }

@@ -62,7 +62,7 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
 		break;
 	}
 	if (c->kind != FW_FLEET_TAKEBACK && r->root) /* above what any owner before a fence
-						     * may have issued */
+						      * may have issued */
 		out->floor = FW_MAX(out->floor, r->root->fence);
 	out->lease = FW_MAX(now_l, out->floor) + r->lease_ms;
 	if (c->kind == FW_FLEET_TAKEBACK)
@@ -163,8 +163,9 @@ int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_ca
 		rc = s->ops->cas(s, (uint32_t)c->worker, buf, len, c->version, &v);
 	if (rc != 0)
 		return rc;
-	*h = (struct fw_fleet_held){c->worker, v.version, d.lease, d.floor, false, false, r->token,
-				    r->root ? r->root->generation : 0};
+	*h = (struct fw_fleet_held){
+		c->worker, v.version, d.lease,  d.floor,
+		false,     false,     r->token, r->root ? r->root->generation : 0};
 	return 0;
 }
 
@@ -308,8 +309,8 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	/* ... or, for a claim from the cache, a write of this identity's previous
 	 * run that the cache missed (a crash between the write and the cache):
 	 * the same owner, as a take-back at start would be */
-	if (parsed && !h->cached && now.token == r->token && v.version < h->version && h->root_gen &&
-	    r->root && h->root_gen == r->root->generation)
+	if (parsed && !h->cached && now.token == r->token && v.version < h->version &&
+	    h->root_gen && r->root && h->root_gen == r->root->generation)
 		return FW_FLEET_BACK; /* our own record, older than our last write: restored */
 	if (parsed && !strcmp(now.owner, r->identity) &&
 	    (now.token == r->token || (h->cached && now.token == h->token))) {

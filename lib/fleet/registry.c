@@ -177,7 +177,6 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		f->next_renew = fw_mono_ms() + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);
 		f->st.connected = true;
-		f->st.root_ok = true;
 		pthread_mutex_unlock(&f->mu);
 		f->cache_dirty = true;
 		fleet_cache_save(f);

@@ -352,7 +352,7 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = rc == 0;
 	if (rc == 0 || rc == FW_EFLEET_ROOT || rc == FW_EFLEET_LAYOUT)
-		f->st.root_ok = rc == 0;
+		f->st.root_stopped = rc != 0;
 	pthread_mutex_unlock(&f->mu);
 	if (rc != 0)
 		return rc;
@@ -370,7 +370,7 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	rc = renew_all(f, &lost, err, errlen);
 	if (rc == FW_EFLEET_ROOT) {
 		pthread_mutex_lock(&f->mu);
-		f->st.root_ok = false;
+		f->st.root_stopped = true;
 		pthread_mutex_unlock(&f->mu);
 	}
 	if (lost) /* the replacement in this round, not a renew_ms later */

@@ -52,18 +52,20 @@ int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct
 		return FW_EFLEET_LAYOUT;
 	}
 	if (!h->has_dc) {
-		snprintf(err, errlen,
-			 "fleet: %s was made before roots recorded their datacenter value: adopt it "
-			 "with 'flakectl fleet init --root %s' and the fleet's [id] layout and "
-			 "datacenter (its records are kept)",
-			 root, root);
+		snprintf(
+			err, errlen,
+			"fleet: %s was made before roots recorded their datacenter value: adopt it "
+			"with 'flakectl fleet init --root %s' and the fleet's [id] layout and "
+			"datacenter (its records are kept)",
+			root, root);
 		return FW_EFLEET_ROOT;
 	}
 	if (h->datacenter != datacenter) {
-		snprintf(err, errlen,
-			 "fleet: %s serves datacenter value %u; this node has [id] datacenter = %u: "
-			 "a root serves the one datacenter value it was initialised with",
-			 root, h->datacenter, datacenter);
+		snprintf(
+			err, errlen,
+			"fleet: %s serves datacenter value %u; this node has [id] datacenter = %u: "
+			"a root serves the one datacenter value it was initialised with",
+			root, h->datacenter, datacenter);
 		return FW_EFLEET_ROOT;
 	}
 	/* the store-wide record of the value names this root: no other root serves it */

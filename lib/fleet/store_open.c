@@ -235,8 +235,8 @@ int fw_fleet_fence(const char *connect, const char *root, const struct fw_layout
 	int rc = admin_store(connect, root, timeout_ms, &s, err, errlen);
 	if (rc != 0)
 		return rc;
-	rc = fw_fleet_fence_store(s, root, l, datacenter, reserve, lease_ms, timeout_ms,
-				  fence_unix, err, errlen);
+	rc = fw_fleet_fence_store(s, root, l, datacenter, reserve, lease_ms, timeout_ms, fence_unix,
+				  err, errlen);
 	s->ops->free(s);
 	return rc;
 }

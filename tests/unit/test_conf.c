@@ -142,9 +142,9 @@ static void test_fleet_registry(void **state)
 	contains(check("[fleet]\nzookeeper = z:2181\nroot = x/y\n"),
 		 "[fleet] root = x/y: not an absolute path");
 	/* a static node beside a fleet: a store, no claims */
-	assert_string_equal(load(&c, "[fleet]\nzookeeper = z:1\nroot = /r\nstatic = yes\n",
-				 FW_CONF_F_NO_PORTS),
-			    "");
+	assert_string_equal(
+		load(&c, "[fleet]\nzookeeper = z:1\nroot = /r\nstatic = yes\n", FW_CONF_F_NO_PORTS),
+		"");
 	assert_false(fw_conf_fleet_on(&c));
 	assert_true(fw_conf_fleet_store(&c));
 	assert_string_equal(check("[fleet]\nzookeeper = z:1\nroot = /r\nstatic = yes\n[id]\n"
@@ -172,7 +172,8 @@ static void test_fleet_registry(void **state)
 	contains(check("[fleet]\netcd = http://a:1\nroot = /r\n[id]\nworkers = 1\n"),
 		 "not with a fleet ([fleet] zookeeper or etcd)");
 	assert_string_equal(
-		check("[fleet]\netcd = http://a:1\nroot = /r\n[clock]\nbackstep = new_worker\n"), "");
+		check("[fleet]\netcd = http://a:1\nroot = /r\n[clock]\nbackstep = new_worker\n"),
+		"");
 }
 
 static void test_missing_file(void **state)

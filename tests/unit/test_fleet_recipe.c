@@ -212,9 +212,9 @@ static int setup(void **state)
 		char err[512];
 		struct fw_fleet_store *s = memsrv_client(M);
 		cfg_for(&c, "init", "");
-		assert_int_equal(fw_fleet_init_store(s, "/t", &c.layout, 0, NULL, 100, err,
-						     sizeof(err)),
-				 FW_FLEET_INIT_CREATED);
+		assert_int_equal(
+			fw_fleet_init_store(s, "/t", &c.layout, 0, NULL, 100, err, sizeof(err)),
+			FW_FLEET_INIT_CREATED);
 		s->ops->free(s);
 	}
 	local_off = 0;

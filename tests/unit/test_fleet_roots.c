@@ -153,8 +153,7 @@ static void test_init_again(void **state)
 {
 	(void)state;
 	char err[1024];
-	assert_int_equal(init("/a", layout(1, 2), 1, "0", err, sizeof(err)),
-			 FW_FLEET_INIT_CREATED);
+	assert_int_equal(init("/a", layout(1, 2), 1, "0", err, sizeof(err)), FW_FLEET_INIT_CREATED);
 	uint64_t w = memsrv_writes(M);
 	assert_int_equal(init("/a", layout(1, 2), 1, "0-0", err, sizeof(err)), FW_FLEET_INIT_SAME);
 	assert_int_equal(memsrv_writes(M), w);
@@ -280,8 +279,11 @@ static void test_root_record(void **state)
 {
 	(void)state;
 	char buf[FW_FLEET_REC_MAX];
-	struct fw_fleet_root r = {.layout = layout(2, 4), .has_dc = true, .datacenter = 3,
-				  .generation = 0xabc}, back;
+	struct fw_fleet_root r = {.layout = layout(2, 4),
+				  .has_dc = true,
+				  .datacenter = 3,
+				  .generation = 0xabc},
+			     back;
 	assert_int_equal(fw_fleet_reserve_parse("0-3,9,12-13", 16, &r.reserved), 0);
 	int n = fw_fleet_root_format(buf, sizeof(buf), &r);
 	assert_true(n > 0);
@@ -327,8 +329,8 @@ static struct fw_fleet_status status(struct fw_fleet *f)
 			usleep(10 * 1000);                             \
 	} while (0)
 
-static int fence(const char *root, struct fw_layout l, uint32_t dc, uint64_t lease_ms,
-		 uint64_t *at, char *err, size_t errlen)
+static int fence(const char *root, struct fw_layout l, uint32_t dc, uint64_t lease_ms, uint64_t *at,
+		 char *err, size_t errlen)
 {
 	struct fw_fleet_store *s = memsrv_client(M);
 	int rc = fw_fleet_fence_store(s, root, &l, dc, NULL, lease_ms, 100, at, err, errlen);
@@ -358,14 +360,14 @@ static void test_wiped_root(void **state)
 	c.lease_ms = 60000;
 	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
 	WAIT_FOR(status(f).renewals >= 2, 2000);
-	assert_true(status(f).root_ok);
+	assert_false(status(f).root_stopped);
 	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
 	memsrv_wipe(M, "/a");
-	WAIT_FOR(!status(f).root_ok, 2000);
-	assert_false(status(f).root_ok);
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
 	uint64_t renewals = status(f).renewals, writes = memsrv_worker_writes(M);
 	usleep(300 * 1000);
-	assert_int_equal(status(f).renewals, renewals); /* stopped */
+	assert_int_equal(status(f).renewals, renewals);    /* stopped */
 	assert_int_equal(memsrv_worker_writes(M), writes); /* no record made again */
 	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
 	assert_int_equal(s1.worker, s0.worker); /* issuing on within its confirmed lease */
@@ -379,8 +381,8 @@ static void test_wiped_root(void **state)
 	uint64_t at = 0;
 	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
 	assert_true(at >= FW_DEFAULT_EPOCH_MS + 60000);
-	WAIT_FOR(status(f).root_ok, 2000);
-	assert_true(status(f).root_ok);
+	WAIT_FOR(!status(f).root_stopped, 2000);
+	assert_false(status(f).root_stopped);
 	struct fw_fleet_slot s2;
 	WAIT_FOR(fw_fleet_slot(f, 0, &s2) == 0 && s2.worker >= 0 && s2.worker != s0.worker, 3000);
 	assert_int_equal(fw_fleet_slot(f, 0, &s2), 0);
@@ -410,7 +412,7 @@ static void test_other_generation(void **state)
 	memsrv_wipe(M, "/flakewire-roots");
 	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
 	usleep(300 * 1000);
-	assert_false(status(f).root_ok);
+	assert_true(status(f).root_stopped);
 	uint64_t renewals = status(f).renewals;
 	usleep(200 * 1000);
 	assert_int_equal(status(f).renewals, renewals);
@@ -443,8 +445,8 @@ static void test_restored_store(void **state)
 	char text[FW_FLEET_REC_MAX];
 	fw_fleet_rec_format(text, sizeof(text), &old);
 	memsrv_put_version(M, (uint32_t)s0.worker, text, old_v); /* restored */
-	WAIT_FOR(!status(f).root_ok, 2000);
-	assert_false(status(f).root_ok);
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
 	uint64_t renewals = status(f).renewals;
 	usleep(200 * 1000);
 	assert_int_equal(status(f).renewals, renewals);
@@ -453,7 +455,7 @@ static void test_restored_store(void **state)
 	assert_false(s1.lost);
 	uint64_t at;
 	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
-	WAIT_FOR(status(f).root_ok && status(f).renewals > renewals + 1, 2000);
+	WAIT_FOR(!status(f).root_stopped && status(f).renewals > renewals + 1, 2000);
 	assert_true(status(f).renewals > renewals + 1);
 	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
 	assert_int_equal(s1.worker, s0.worker); /* its own record, re-proven by its token */

@@ -69,7 +69,7 @@ int fw_fleet_layout_parse(const char *buf, int len, struct fw_layout *l);
 bool fw_fleet_layout_same(const struct fw_layout *a, const struct fw_layout *b);
 
 /* The store-wide records' place, beside every fleet root (no root at or under it). */
-#define FW_FLEET_IDS "/flakewire-roots"
+#define FW_FLEET_IDS         "/flakewire-roots"
 /* Most ranges in a root's reservation. */
 #define FW_FLEET_RESERVE_MAX 16
 

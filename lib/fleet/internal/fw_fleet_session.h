@@ -27,7 +27,7 @@ struct fw_fleet_session {
 	struct fw_layout layout;
 	bool root_ok;  /* the layout was checked in this session */
 	bool alive_ok; /* the liveness record is held */
-	uint32_t datacenter;     /* this node's [id] datacenter: the root must serve it */
+	uint32_t datacenter;      /* this node's [id] datacenter: the root must serve it */
 	struct fw_fleet_root rec; /* the root record as last checked (its reservation) */
 	/* The root's generation this process works under (set at the first
 	 * check) and its fence: a root of another generation is accepted only

@@ -104,6 +104,13 @@ R0=$(renewals); sleep 2; collect; R1=$(renewals)
 check "  no renewal meanwhile ($R0, then $R1)" test "$R0" = "$R1"
 check "  and the root is not made again by a node" no_root
 check "  both keep answering within their confirmed leases" until_ok 2 5601
+status_says() { # flakectl status of a: WARNING (or worse), naming the stopped root
+	sys_in_ns "$FLAKECTL" status --metrics "127.0.0.1:${MP[a]}" --interval 0 >"$SYS_TMP/status" 2>&1
+	local rc=$?
+	grep -E "^root|^status" "$SYS_TMP/status" | sed 's/^/  /'
+	[ "$rc" -ge 1 ] && grep -q "^root .*stopped" "$SYS_TMP/status"
+}
+check "  flakectl status says the root stopped the claims" status_says
 check "  each says so once" bash -c 'for n in a b; do [ "$(grep -c "no fleet root /r" "$1/$n.log")" = 1 ] || exit 1; done' _ "$SYS_TMP"
 grep -m1 "no fleet root /r" "$SYS_TMP/a.log" | cut -c1-300 | sed 's/^/  /'
 init_refused() {

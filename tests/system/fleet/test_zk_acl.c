@@ -221,7 +221,8 @@ int main(void)
 		char err[1024];
 		cfg_for(&c, "/fwt-acl/a", "init", NULL);
 		fw_fleet_admin_zk_auth("fleet:s3cret");
-		int a = fw_fleet_init(ZK, "/fwt-acl/a", &c.layout, 0, NULL, 10000, err, sizeof(err));
+		int a = fw_fleet_init(ZK, "/fwt-acl/a", &c.layout, 0, NULL, 10000, err,
+				      sizeof(err));
 		fw_fleet_admin_zk_auth(NULL); /* the open fleet: made with open ACLs */
 		int b = a < 0 ? a
 			      : fw_fleet_init(ZK, "/fwt-acl/open", &c.layout, 1, NULL, 10000, err,
