@@ -126,6 +126,9 @@ struct fw_fleet_store_ops {
 	 * The store's time now (unix ms). ZooKeeper writes a clock record and
 	 * returns its mtime; *local_mid (may be NULL) gets @local's reading
 	 * halfway through (for the offset check; 0 when the store has no clock).
+	 * -ESTALE: the store's write counter (ZooKeeper: the clock record's
+	 * mzxid; etcd: the reply's revision) is below one this store object saw
+	 * before: the store went back (restored from a snapshot).
 	 */
 	int (*now)(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
 		   uint64_t *local_mid);
@@ -148,6 +151,9 @@ struct fw_fleet_store_ops {
 struct fw_fleet_store {
 	const struct fw_fleet_store_ops *ops;
 	const char *name; /* "ZooKeeper", for messages */
+	/* the highest write counter now() saw (0: none): now() answers -ESTALE
+	 * below it; the registry sets it to 0 when it accepts a fence */
+	int64_t wc_high;
 };
 
 /* The codes above by name ("version moved", "store unreachable", ...). */

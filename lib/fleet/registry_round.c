@@ -214,6 +214,19 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_need + n_repl == 0)
 		return 0;
 	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
+	if (rc == -ESTALE) { /* the store's write counter went back: restored */
+		f->ss.back = true; /* stopped until a newer fence (session.c) */
+		pthread_mutex_lock(&f->mu);
+		f->st.root_stopped = true;
+		pthread_mutex_unlock(&f->mu);
+		snprintf(err, errlen,
+			 "fleet: %s: %s: the store's writes went back to before some this node "
+			 "saw: it was restored from a snapshot; claims, takeovers and renewals "
+			 "stop (issuing goes on within the confirmed leases) until an operator "
+			 "runs 'flakectl fleet fence --root %s'",
+			 f->store->name, f->root, f->root);
+		return FW_EFLEET_ROOT;
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
@@ -362,7 +375,7 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 		return FW_EFLEET_STORE;
 	}
 	rc = fleet_claim_round(f, mono, false, err, errlen);
-	if (rc == FW_EFLEET_STORE)
+	if (rc == FW_EFLEET_STORE || rc == FW_EFLEET_ROOT)
 		return rc;
 	if (mono < f->next_renew)
 		return 0;

@@ -437,9 +437,16 @@ static int es_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	uint64_t a = local(arg);
 	int rc = range(e, e->root, &out, &kv);
 	uint64_t b = local(arg);
+	int64_t rev = rc == 0 ? txn_revision(out) : 0;
 	json_object_put(out);
 	if (rc != 0)
 		return rc;
+	if (rev < s->wc_high) {
+		snprintf(e->err, sizeof(e->err), "revision %lld after %lld: the cluster went back",
+			 (long long)rev, (long long)s->wc_high);
+		return -ESTALE;
+	}
+	s->wc_high = rev;
 	if (e->c.date_ms == 0) {
 		snprintf(e->err, sizeof(e->err), "etcd's reply has no Date header");
 		return -EIO;

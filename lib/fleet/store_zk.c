@@ -341,6 +341,12 @@ static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	}
 	if (rc != ZOK)
 		return rc_of(z, rc);
+	if (st.mzxid < s->wc_high) {
+		snprintf(z->err, sizeof(z->err), "zxid 0x%llx after 0x%llx: the ensemble went back",
+			 (unsigned long long)st.mzxid, (unsigned long long)s->wc_high);
+		return -ESTALE;
+	}
+	s->wc_high = st.mzxid;
 	*server = (uint64_t)st.mtime;
 	if (local_mid)
 		*local_mid = a + (b - a) / 2;

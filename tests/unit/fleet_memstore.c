@@ -279,7 +279,13 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 		return -ENOTCONN;
 	*server = (uint64_t)((int64_t)real_ms() + c->m->offset);
 	c->m->writes++; /* as ZooKeeper's ROOT/clock */
+	int64_t wc = ++c->m->rev; /* its mzxid */
 	leave(c);
+	if (wc < s->wc_high) {
+		snprintf(c->err, sizeof(c->err), "went back");
+		return -ESTALE;
+	}
+	s->wc_high = wc;
 	if (local_mid)
 		*local_mid = a;
 	return 0;
@@ -490,6 +496,11 @@ void memsrv_wipe(struct memsrv *m, const char *root)
 			    (!m->meta[i].key[n] || m->meta[i].key[n] == '/'))
 				m->meta[i].r.exists = false;
 	});
+}
+
+void memsrv_rev_set(struct memsrv *m, int64_t rev)
+{
+	LOCKED(m, m->rev = rev);
 }
 
 void memsrv_set_meta(struct memsrv *m, const char *key, const char *text)

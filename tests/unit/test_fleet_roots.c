@@ -463,6 +463,42 @@ static void test_restored_store(void **state)
 	fw_fleet_free(f);
 }
 
+/*
+ * A restore seen by the store's write counter: a claim round (here a
+ * replacement asked for) reads the store's time, whose write counter is below
+ * one it saw: the node stops before it claims or takes anything over.
+ */
+static void test_store_counter_went_back(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	struct fw_fleet_slot s0, s1;
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	memsrv_rev_set(M, 101); /* below every write counter the node saw, above 0 */
+	uint64_t writes = memsrv_worker_writes(M);
+	assert_int_equal(fw_fleet_replace(f, 0), 0);
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
+	usleep(200 * 1000);
+	assert_int_equal(memsrv_worker_writes(M), writes); /* nothing claimed, nothing renewed */
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker);
+	uint64_t at;
+	int frc = fence("/a", l, 0, 60000, &at, err, sizeof(err));
+	if (frc != 0)
+		fail_msg("fence: %d %s", frc, err);
+	WAIT_FOR(!status(f).root_stopped, 2000);
+	assert_false(status(f).root_stopped);
+	fw_fleet_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -480,6 +516,7 @@ int main(void)
 		T(test_wiped_root),
 		T(test_other_generation),
 		T(test_restored_store),
+		T(test_store_counter_went_back),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
