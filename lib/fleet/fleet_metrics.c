@@ -67,6 +67,11 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_family(w, "flakewire_fleet_connected", FW_METRICS_GAUGE,
 			  "1 while the registry session (ZooKeeper or etcd) is up");
 	fw_metrics_u64(w, NULL, 0, st.connected ? 1 : 0);
+	fw_metrics_family(w, "flakewire_fleet_root_ok", FW_METRICS_GAUGE,
+			  "0 while the fleet's root is missing, of another generation, or the "
+			  "registry went back (restored): claims, takeovers and renewals stop "
+			  "until 'flakectl fleet fence'");
+	fw_metrics_u64(w, NULL, 0, st.root_stopped ? 0 : 1);
 	fw_metrics_family(
 		w, "flakewire_fleet_started_from_cache", FW_METRICS_GAUGE,
 		"1 when the leases came from the cache file (the registry down at start)");

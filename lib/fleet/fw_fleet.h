@@ -73,6 +73,8 @@ struct fw_fleet_config {
 	 * it: a deleted or lowered mark proves nothing. */
 	const char *mark_file;
 	struct fw_layout layout;
+	/* [id] datacenter: the root must serve this value (fw_fleet_start refuses otherwise) */
+	uint32_t datacenter;
 	uint64_t lease_ms;           /* lease length (default 24 h) */
 	uint64_t renew_ms;           /* renew this often (default 60 s) */
 	uint32_t session_timeout_ms; /* ZooKeeper session timeout (default 10 s) */
@@ -109,6 +111,11 @@ struct fw_fleet_slot {
 /* Counters and the clock check. */
 struct fw_fleet_status {
 	bool connected; /* the ZooKeeper session is up */
+	/* true while the root is missing, of another generation without a newer
+	 * fence, or the store went back (a restore): no claim, takeover or renewal
+	 * until an operator's `flakectl fleet fence` (issuing goes on within the
+	 * confirmed leases); false too while the store was never reached */
+	bool root_stopped;
 	bool started_from_cache;
 	uint64_t last_renew_unix; /* local unix ms of the last successful renewal round */
 	int64_t offset_ms;        /* local clock minus ZooKeeper's (mtime), last renewal */
@@ -155,7 +162,9 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * thread keeps trying; both return 0 and log why once.
  * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
- * another layout); FW_EFLEET_IDENTITY (another live process holds this
+ * another layout); FW_EFLEET_ROOT (no root at cfg.root, or one that serves
+ * another datacenter value or was made before `flakectl fleet init`
+ * recorded one: a node never creates a root); FW_EFLEET_IDENTITY (another live process holds this
  * identity); FW_EFLEET_STORE (a store error other than unreachable: @err names the store);
  * -errno. On error nothing is published and the IDs this call newly claimed
  * (new, free, taken over) are released again with their own floor; IDs it
@@ -274,3 +283,58 @@ FW_API void fw_fleet_admin_zk_auth(const char *auth);
  */
 FW_API int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, char *err,
 			   size_t errlen);
+
+/* fw_fleet_init's results (>= 0) */
+#define FW_FLEET_INIT_CREATED 0 /* a new root */
+#define FW_FLEET_INIT_SAME    1 /* the root exists with this layout, value, reservation: unchanged */
+#define FW_FLEET_INIT_ADOPTED 2 /* a root made before this version now records its value */
+
+/*
+ * Makes the fleet root @root in the store @connect names (as
+ * fw_fleet_list_read) for layout @l and datacenter value @datacenter,
+ * keeping worker IDs @reserve ("0-3,7"; NULL or "": none) for static nodes
+ * (no claim ever takes them). The only way a root comes to exist: nodes
+ * never create one. Every root of one store shares one layout and has its
+ * own datacenter value (recorded store-wide under FW_FLEET_IDS, created
+ * once, so of two concurrent inits of one value only one succeeds).
+ * Returns FW_FLEET_INIT_CREATED, _SAME (nothing written) or _ADOPTED (a
+ * root made before roots recorded their value: its records are kept;
+ * a reserved ID must have none); -EINVAL (@root at or under FW_FLEET_IDS,
+ * @datacenter beyond the width, a bad @reserve); FW_EFLEET_LAYOUT (the store's
+ * roots or @root use another layout); FW_EFLEET_ROOT (@datacenter is another
+ * root's; @root exists with another value or reservation); FW_EFLEET_AUTH;
+ * FW_EFLEET_STORE. @err gets one line naming both sides of a conflict.
+ */
+FW_API int fw_fleet_init(const char *connect, const char *root, const struct fw_layout *l,
+			 uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
+			 size_t errlen);
+
+/*
+ * A static node (worker IDs from [id], no claims) whose configuration names a
+ * store: checks that cfg->root is a root made for cfg->layout and
+ * cfg->datacenter (as fw_fleet_start does) and that it reserves each of
+ * @workers (@n of them), so no claim of its fleet can take them. Waits up to
+ * cfg->start_wait_ms for the store. Reads only.
+ * Returns 0; FW_EFLEET_ROOT (no such root, another datacenter value, or a
+ * worker ID it does not reserve: @err names it and the reservation);
+ * FW_EFLEET_LAYOUT; FW_EFLEET_AUTH; FW_EFLEET_STORE (unreachable: a static node
+ * that cannot check does not start); -EINVAL; -ENOTSUP.
+ */
+FW_API int fw_fleet_static_check(const struct fw_fleet_config *cfg, const uint32_t *workers,
+				 uint32_t n, char *err, size_t errlen);
+
+/*
+ * Fences @root after its store was wiped or restored from a snapshot: makes
+ * the root again if it is gone (as fw_fleet_init, the same terms), then
+ * writes into it a fence, the store's time now (or this host's, whichever is
+ * later) plus @lease_ms (at least every node's [fleet] lease_ms), and a new
+ * generation. No claim's floor is ever below the fence: every ID any owner
+ * may have issued under a lease confirmed before it is below. Nodes stopped
+ * by the wipe or restore (a missing root, another generation, a record of
+ * theirs gone back) accept the newer fence and continue: live owners re-prove
+ * their own records by their token. *fence_unix (may be NULL) gets the fence
+ * in unix ms. Returns 0 or fw_fleet_init's error codes.
+ */
+FW_API int fw_fleet_fence(const char *connect, const char *root, const struct fw_layout *l,
+			  uint32_t datacenter, const char *reserve, uint64_t lease_ms,
+			  uint32_t timeout_ms, uint64_t *fence_unix, char *err, size_t errlen);

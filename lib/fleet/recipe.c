@@ -61,6 +61,9 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
 		out->floor = FW_MAX(c->rec.floor, c->rec.lease);
 		break;
 	}
+	if (c->kind != FW_FLEET_TAKEBACK && r->root) /* above what any owner before a fence
+						      * may have issued */
+		out->floor = FW_MAX(out->floor, r->root->fence);
 	out->lease = FW_MAX(now_l, out->floor) + r->lease_ms;
 	if (c->kind == FW_FLEET_TAKEBACK)
 		out->lease = FW_MAX(out->lease, c->rec.lease);
@@ -86,7 +89,7 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		owners[0] = '\0';
 	rc = s->ops->list(s, exists, total);
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
-		if (skip[w])
+		if (skip[w] || fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w))
 			continue;
 		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW};
 		if (!exists[w]) {
@@ -160,7 +163,9 @@ int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_ca
 		rc = s->ops->cas(s, (uint32_t)c->worker, buf, len, c->version, &v);
 	if (rc != 0)
 		return rc;
-	*h = (struct fw_fleet_held){c->worker, v.version, d.lease, d.floor, false, false, r->token};
+	*h = (struct fw_fleet_held){
+		c->worker, v.version, d.lease,  d.floor,
+		false,     false,     r->token, r->root ? r->root->generation : 0};
 	return 0;
 }
 
@@ -201,6 +206,8 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 		n_c = k;
 	}
 	if (n_c < n_need) {
+		for (uint32_t w = 0, t = total; w < t; w++) /* reserved: never the fleet's */
+			total -= fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w);
 		snprintf(err, errlen,
 			 "fleet: %s needs %u worker ID(s) and only %u can be claimed%s: %u of %u "
 			 "worker IDs in the fleet are held by other live leases: %s",
@@ -286,6 +293,7 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 		h->lease = d.lease;
 		h->cached = false;
 		h->token = r->token;
+		h->root_gen = r->root ? r->root->generation : 0;
 		*local_mid = a + (b - a) / 2;
 		*mtime = v.mtime;
 		return FW_FLEET_RENEWED;
@@ -301,11 +309,15 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	/* ... or, for a claim from the cache, a write of this identity's previous
 	 * run that the cache missed (a crash between the write and the cache):
 	 * the same owner, as a take-back at start would be */
+	if (parsed && !h->cached && now.token == r->token && v.version < h->version &&
+	    h->root_gen && r->root && h->root_gen == r->root->generation)
+		return FW_FLEET_BACK; /* our own record, older than our last write: restored */
 	if (parsed && !strcmp(now.owner, r->identity) &&
 	    (now.token == r->token || (h->cached && now.token == h->token))) {
 		h->version = v.version;
 		h->lease = now.lease; /* what the store holds: confirmed by this read */
 		h->token = now.token;
+		h->root_gen = r->root ? r->root->generation : 0;
 		return FW_FLEET_ADOPTED; /* still cached when its run's: the next CAS writes ours */
 	}
 	if (owner && owner_len)

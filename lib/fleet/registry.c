@@ -103,6 +103,8 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		cfg->lease_ms, cfg->now_ms ? cfg->now_ms : fleet_realtime_ms,
 		cfg->now_arg,  cfg->log};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
+	f->ss.datacenter = cfg->datacenter;
+	f->r.root = &f->ss.rec; /* read with the root every round (session.c) */
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
 	f->pub = calloc(n_slots, sizeof(*f->pub));
@@ -193,7 +195,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	if (rc == 0)
 		rc = fleet_claim_round(f, fw_mono_ms(), true, e, sizeof(e));
 	if (rc == FW_EFLEET_LAYOUT || rc == FW_EFLEET_IDENTITY || rc == FW_EFLEET_FULL ||
-	    rc == FW_EFLEET_AUTH) {
+	    rc == FW_EFLEET_AUTH || rc == FW_EFLEET_ROOT) {
 		snprintf(err, errlen, "%s", e);
 		fw_fleet_session_drop(&f->ss);
 		return rc;

@@ -254,6 +254,19 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_need + n_repl == 0)
 		return 0;
 	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
+	if (rc == -ESTALE) { /* the store's write counter went back: restored */
+		f->ss.back = true; /* stopped until a newer fence (session.c) */
+		pthread_mutex_lock(&f->mu);
+		f->st.root_stopped = true;
+		pthread_mutex_unlock(&f->mu);
+		snprintf(err, errlen,
+			 "fleet: %s: %s: the store's writes went back to before some this node "
+			 "saw: it was restored from a snapshot; claims, takeovers and renewals "
+			 "stop (issuing goes on within the confirmed leases) until an operator "
+			 "runs 'flakectl fleet fence --root %s'",
+			 f->store->name, f->root, f->root);
+		return FW_EFLEET_ROOT;
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
@@ -362,6 +375,16 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 			if (mtime)
 				offset_update(f, mid, mtime);
 			fleet_count(f, &f->st.renewals, 1);
+		} else if (rc == FW_FLEET_BACK) {
+			f->ss.back = true; /* stopped until a newer fence (session.c) */
+			snprintf(err, errlen,
+				 "fleet: %s: worker %d's record went back to an older version "
+				 "than this node wrote: the store was restored from a snapshot; "
+				 "claims, takeovers and renewals stop (issuing goes on within the "
+				 "confirmed leases) until an operator runs 'flakectl fleet fence "
+				 "--root %s'",
+				 f->root, h->worker, f->root);
+			return FW_EFLEET_ROOT;
 		} else if (rc == FW_FLEET_LOST) {
 			fw_log(&f->cfg.log, FW_LOG_WARNING,
 			       "fleet: worker %d was taken over by %s: slot %u stops at its "
@@ -381,6 +404,8 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.session_timeout_ms, 0, err, errlen);
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = rc == 0;
+	if (rc == 0 || rc == FW_EFLEET_ROOT || rc == FW_EFLEET_LAYOUT)
+		f->st.root_stopped = rc != 0;
 	pthread_mutex_unlock(&f->mu);
 	if (rc != 0)
 		return rc;
@@ -390,12 +415,17 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 		return FW_EFLEET_STORE;
 	}
 	rc = fleet_claim_round(f, mono, false, err, errlen);
-	if (rc == FW_EFLEET_STORE)
+	if (rc == FW_EFLEET_STORE || rc == FW_EFLEET_ROOT)
 		return rc;
 	if (mono < f->next_renew)
 		return 0;
 	bool lost = false;
 	rc = renew_all(f, &lost, err, errlen);
+	if (rc == FW_EFLEET_ROOT) {
+		pthread_mutex_lock(&f->mu);
+		f->st.root_stopped = true;
+		pthread_mutex_unlock(&f->mu);
+	}
 	if (lost) /* the replacement in this round, not a renew_ms later */
 		fleet_claim_round(f, mono, false, err, errlen);
 	if (rc == 0) {
@@ -431,11 +461,13 @@ void *fleet_thread_main(void *arg)
 			f->renew_fails = 0;
 			f->logged_down = false;
 		} else {
-			if (!f->logged_down)
+			if (!f->logged_down || (rc == FW_EFLEET_ROOT && f->logged_rc != rc)) {
 				fw_log(&f->cfg.log, FW_LOG_WARNING,
 				       "%s; retrying with backoff, issuing continues within the "
 				       "confirmed leases",
 				       err);
+				f->logged_rc = rc;
+			}
 			f->logged_down = true;
 			fleet_count(f, &f->st.renew_failures, 1);
 			f->renew_fails++;

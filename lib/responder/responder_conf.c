@@ -258,6 +258,7 @@ FW_API int fw_responder_fleet_config(struct fw_responder_fleet_config *f, const 
 	f->fc.state_stamp = state_stamp;
 	f->fc.mark_file = c->state.file;
 	f->fc.layout = *layout;
+	f->fc.datacenter = c->id.datacenter;
 	f->fc.lease_ms = c->fleet.lease_ms;
 	f->fc.renew_ms = c->fleet.renew_ms;
 	f->fc.session_timeout_ms = c->fleet.session_timeout_ms;

@@ -94,6 +94,23 @@ store_ls() { # the registry, as flakectl fleet ls prints it (from the hub)
 		--timeout 1000 2>&1
 }
 
+# store_wipe_root: the fleet root's keys deleted, as a wiped registry (from the hub).
+store_wipe_root() {
+	case "$STORE" in
+	zookeeper)
+		ip netns exec "$HUB" /usr/share/zookeeper/bin/zkCli.sh -server "$STORE_LOCAL" \
+			deleteall "$FLEET_ROOT" >/dev/null 2>&1
+		;;
+	etcd) ip netns exec "$HUB" etcdctl --endpoints "$STORE_LOCAL" del --prefix "$FLEET_ROOT" >/dev/null ;;
+	esac
+}
+
+# fleet_fence: the operator's `flakectl fleet fence` after a wipe, from the hub.
+fleet_fence() {
+	ip netns exec "$HUB" "$FLAKECTL" fleet fence "$(store_flag)" "$STORE_LOCAL" \
+		--root "$FLEET_ROOT" --set "id.worker_bits=$WB" --lease-ms "$LONG_LEASE" --timeout 10000
+}
+
 # fleet_release WORKER [--force]: flakectl fleet release, from the hub.
 fleet_release() {
 	ip netns exec "$HUB" "$FLAKECTL" fleet release "$1" "$(store_flag)" "$STORE_LOCAL" \

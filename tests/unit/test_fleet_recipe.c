@@ -209,6 +209,16 @@ static int setup(void **state)
 {
 	(void)state;
 	M = memsrv_new();
+	{ /* the root an operator made (flakectl fleet init): nodes never make one */
+		struct fw_fleet_config c;
+		char err[512];
+		struct fw_fleet_store *s = memsrv_client(M);
+		cfg_for(&c, "init", "");
+		assert_int_equal(
+			fw_fleet_init_store(s, "/t", &c.layout, 0, NULL, 100, err, sizeof(err)),
+			FW_FLEET_INIT_CREATED);
+		s->ops->free(s);
+	}
 	local_off = 0;
 	warn_full = 0;
 	warn_retiring = 0;
@@ -492,12 +502,13 @@ static void test_layout_mismatch(void **state)
 	(void)state;
 	char err[2048];
 	struct fw_fleet_config c;
-	memsrv_set_layout(M, "flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
-			     "worker_bits=3\nsequence_bits=12\n");
+	memsrv_set_meta(M, "/t",
+			"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
+			"worker_bits=3\nsequence_bits=12\ndatacenter=0\n");
 	cfg_for(&c, "a", "");
 	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
 	assert_non_null(strstr(err, "worker_bits 3"));
-	memsrv_set_layout(M, "something else");
+	memsrv_set_meta(M, "/t", "something else");
 	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
 	assert_non_null(strstr(err, "no flakewire fleet layout"));
 }
@@ -782,6 +793,9 @@ static void test_retiring_table_full_blocks(void **state)
 	c.layout.worker_bits = 10;
 	c.layout.time_bits = 63 - 10 - 12;
 	c.log.fn = count_retiring;
+	memsrv_set_meta(M, "/t", /* the root made for this layout (the setup's has 2 bits) */
+			"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
+			"worker_bits=10\nsequence_bits=12\ndatacenter=0\nreserved=\n");
 	struct fw_fleet *a = start_cfg(&c, N, 0, err, sizeof(err));
 	for (uint32_t w = 0; w < N; w++)
 		memsrv_fail_worker(M, w, -EIO);

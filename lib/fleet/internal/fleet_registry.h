@@ -75,6 +75,8 @@ struct fw_fleet {
 	uint64_t next_renew, next_repl; /* monotonic ms */
 	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
 	bool cache_dirty, logged_down;
+	int logged_rc; /* the code of the failure logged (a root stop after a store error: logged
+			  too) */
 };
 
 /* fw_wall_ms as a fw_fleet_config.now_ms (@arg unused): the default local clock */

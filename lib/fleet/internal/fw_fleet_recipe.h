@@ -53,6 +53,7 @@ struct fw_fleet_held {
 	bool lost;       /* taken over by another: lease is the final limit */
 	bool cached;     /* from the cache file: not yet written by this process */
 	uint64_t token;  /* the record's token as last confirmed (a cached one: its run's) */
+	uint64_t root_gen; /* the root's generation when this process last wrote it (0: none) */
 };
 
 /* What the recipe needs besides the store. */
@@ -69,6 +70,11 @@ struct fw_fleet_recipe {
 	 * cache, on the same locked state): worker and token of each. */
 	const struct fw_fleet_held *proven;
 	uint32_t n_proven;
+	/* The root record as last checked (NULL: none): its reserved worker IDs are
+	 * never claimed, no claim's floor is below its fence, and its generation
+	 * tells a restored store (a record of ours whose version went back) from a
+	 * fenced one. */
+	const struct fw_fleet_root *root;
 };
 
 /* True when worker @w's record with @token is this process's to take back. */
@@ -135,13 +141,16 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 		     uint32_t *n_mine, char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
-enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };
+enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST, FW_FLEET_BACK };
 
 /*
  * Renews @h (not lost): CAS with lease = max(h->lease, now + lease_ms).
  * When the CAS fails the record is read: this run's token (a write whose
  * reply was lost), or for a slot from the cache the token the cache holds
  * (its run's write the cache missed), is adopted; anything else is lost.
+ * FW_FLEET_BACK: the record holds this run's token at a version below the
+ * last one confirmed, under the same root generation: the store went back
+ * (restored from a snapshot) and nothing was written (h unchanged).
  * Returns an enum fw_fleet_renewed (h updated: version and lease, or lost);
  * -ENOTCONN or -EIO (h unchanged: the write may have landed, the next
  * renewal adopts it). *local_mid and *mtime (server, 0: none) are set for
