@@ -62,7 +62,16 @@ struct fw_fleet_config {
 	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
 	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
-	const char *cache_file; /* "" or NULL: no cache */
+	/* "" or NULL: no cache. A cache belongs to one state: fw_fleet_start
+	 * locks "CACHE_FILE.lock" (fw_state_lock_file) for the process's life,
+	 * and a second process on the same cache file refuses to start. */
+	const char *cache_file;
+	/* An older default cache (the upgrade from /var/lib/flakewire/fleet;
+	 * NULL or "": none): read, only when cache_file does not exist, as the
+	 * previous run's proof. Its stamp must be this state's
+	 * (fw_fleet_cache_read's -ESTALE otherwise), so a cache another state
+	 * wrote there proves nothing. Never written nor locked. */
+	const char *legacy_cache_file;
 	/* fw_state_lock_stamp of the state this process holds locked (NULL or
 	 * "": none). Without it no cache is this process's own: nothing is
 	 * taken back and a start while the store is down has no worker ID. */
@@ -153,7 +162,9 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * time: the slots come from the cache file (its confirmed leases; *from_cache
  * true) or, with no usable cache, stay without a worker (NO_LEASE) while the
  * thread keeps trying; both return 0 and log why once.
- * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
+ * Returns 0; -EWOULDBLOCK (another process holds the cache file's lock:
+ * @err names it, the holder's PID and [fleet] cache_file);
+ * FW_EFLEET_FULL (not enough worker IDs: @err names how many are
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
  * another layout); FW_EFLEET_IDENTITY (another live process holds this
  * identity); FW_EFLEET_STORE (a store error other than unreachable: @err names the store);

@@ -96,5 +96,17 @@ FW_API const char *fw_state_lock_stamp(const struct fw_state_lock *l);
  */
 FW_API int fw_state_lock_holder(const char *state_file, long *pid);
 
+/*
+ * Locks one more file of a state, @path (created when missing, never
+ * removed; it keeps the holder's PID as text), the way the state lock is
+ * taken: flock(LOCK_EX | LOCK_NB), dropped by the kernel when the process
+ * ends. For a file two states must not share (a fleet's cache:
+ * "CACHE_FILE.lock"). Returns the descriptor holding the lock (the caller
+ * closes it to release); -EWOULDBLOCK with *holder the holder's PID (0:
+ * unknown) when another process (or another descriptor of this one) holds
+ * it; another negated errno when it cannot be opened or locked.
+ */
+FW_API int fw_state_lock_file(const char *path, long *holder);
+
 /* Releases every lock of @l and frees it (the files stay). NULL is fine. */
 FW_API void fw_state_lock_free(struct fw_state_lock *l);

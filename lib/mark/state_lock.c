@@ -90,6 +90,12 @@ static int lock_file(const char *path, long *holder)
 	return fd;
 }
 
+int fw_state_lock_file(const char *path, long *holder)
+{
+	*holder = 0;
+	return lock_file(path, holder);
+}
+
 static void boot_id(char *buf, size_t cap)
 {
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");

@@ -41,6 +41,8 @@ struct fw_fleet {
 	struct fw_fleet_config cfg;
 	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX], stamp[128];
 	char mark[PATH_MAX]; /* cfg.mark_file ("": none) */
+	char legacy[PATH_MAX]; /* cfg.legacy_cache_file ("": none) */
+	int cache_lock;        /* fd holding "CACHE.lock" (-1: none) */
 	uint32_t n;
 	struct fw_fleet_store *store;
 	struct fw_fleet_recipe r;
