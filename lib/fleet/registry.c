@@ -232,6 +232,13 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		}
 		f->cache_lock = fd;
 	}
+	if (f->cache[0] && strstr(f->stamp, ":unknown-") != NULL)
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: this state's boot ID is unknown (/proc/sys/kernel/random/boot_id "
+		       "unreadable, no FLAKEWIRE_BOOT_ID in the environment: systemd's "
+		       "ProcSubset=pid hides /proc/sys, set Environment=FLAKEWIRE_BOOT_ID=%%b): "
+		       "this run's cache proves nothing to the next start, whose worker IDs "
+		       "stay leased until their leases end");
 	int n_prev = load_proof(f);
 
 	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.start_wait_ms,

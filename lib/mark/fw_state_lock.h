@@ -28,7 +28,14 @@
  *    records, so that a later run can prove from its own state that it
  *    continues the run that wrote it. A copied or restored state directory
  *    has another inode; a cloned VM or disk image boots with another boot
- *    ID: neither proves anything (doc/design/fleet-safety.md).
+ *    ID: neither proves anything (doc/design/fleet-safety.md). The boot ID
+ *    is /proc/sys/kernel/random/boot_id; where /proc/sys is hidden (systemd's
+ *    ProcSubset=pid mounts /proc with subset=pid), the environment variable
+ *    FW_STATE_BOOT_ID_ENV, which the packaged units set to systemd's %b (the
+ *    same ID, expanded by the service manager outside the sandbox: 32 hex
+ *    digits, with or without dashes). With neither, the boot is unknown:
+ *    the stamp's boot part is "unknown-" and 16 random hex digits, so the
+ *    state proves nothing to a later run.
  *
  * Not thread-safe: one owner thread takes and frees. No logging: errors
  * come back as one line in @err.
@@ -41,6 +48,8 @@
 #include "fw_common.h"
 
 #define FW_STATE_STAMP_LEN 96
+/* The boot ID when /proc/sys/kernel/random/boot_id cannot be read (see above). */
+#define FW_STATE_BOOT_ID_ENV "FLAKEWIRE_BOOT_ID"
 
 struct fw_state_lock;
 
