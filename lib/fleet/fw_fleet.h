@@ -215,6 +215,33 @@ FW_API int fw_fleet_retire(struct fw_fleet *f, int32_t worker, uint64_t last_ms)
 FW_API void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st);
 
 /*
+ * A graceful stop that gives this process's worker IDs back. Call it only
+ * once every worker has stopped and the final mark is persisted in
+ * cfg.mark_file (it is read here: everything this process and the runs it
+ * took IDs back from issued is at or below it). Stops the thread, then,
+ * when the store's session is up: writes the cache without the held IDs
+ * (durably: a start from the cache no longer offers them), and releases
+ * each (the held slots' and the retiring ones') by compare-and-set with
+ * owner "" and lease_until = floor = max(floor, final mark) (layout ms), as
+ * fw_fleet_retire does: done only when the store confirms it (or shows
+ * another owner above that point). Then as fw_fleet_stop.
+ * A release not confirmed by @timeout_ms after the call (the store down,
+ * a reply lost, refused) leaves that ID leased to this identity until its
+ * lease ends, logged with that time; the cache no longer names it, so no
+ * start serves it again (a reply lost after the store applied it would
+ * otherwise let a restart from the cache serve an ID another node claimed).
+ * When the store is unreachable before anything is sent, nothing changes:
+ * the IDs stay leased and in the cache, so the next start on this state
+ * takes them back. Bounded by @timeout_ms plus one store call in flight.
+ * Returns the number of IDs released (0 when none was held); -ENOTCONN
+ * (the store unreachable: nothing sent); -ENOENT and other fw_mark_read
+ * codes (no final mark: nothing released); a cache write's -errno (the
+ * cache could not drop them: nothing released); FW_EFLEET_STORE (some
+ * release not confirmed: those stay leased, the others are released).
+ */
+FW_API int fw_fleet_stop_release(struct fw_fleet *f, uint32_t timeout_ms);
+
+/*
  * Stops the thread and closes the session (the ephemeral node goes; leases
  * stay, so a restart takes its IDs back). Bounded by one session timeout.
  */

@@ -215,22 +215,24 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		long holder = 0;
 		snprintf(lp, sizeof(lp), "%s.lock", f->cache);
 		int fd = fw_state_lock_file(lp, &holder);
-		if (fd < 0) {
+		if (fd < 0 && fd != -EWOULDBLOCK) {
+			/* the cache's directory missing or not writable: its writes fail
+			 * too (logged), so it offers nothing another state could share */
+			fw_log(&f->cfg.log, FW_LOG_WARNING, "fleet: cache lock %s: %s", lp,
+			       strerror(-fd));
+		} else if (fd < 0) {
 			char pid[32] = "an unknown PID";
 			if (holder > 0)
 				snprintf(pid, sizeof(pid), "PID %ld", holder);
-			if (fd == -EWOULDBLOCK)
-				snprintf(err, errlen,
-					 "fleet: the cache %s is locked by %s (%s): another "
-					 "responder's state uses this [fleet] cache_file; give each "
-					 "state its own (the default, auto, is beside [state] file)",
-					 f->cache, pid, lp);
-			else
-				snprintf(err, errlen, "fleet: cache lock %s: %s ([fleet] cache_file = %s)",
-					 lp, strerror(-fd), f->cache);
+			snprintf(err, errlen,
+				 "fleet: the cache %s is locked by %s (%s): another responder's "
+				 "state uses this [fleet] cache_file; give each state its own (the "
+				 "default, auto, is beside [state] file)",
+				 f->cache, pid, lp);
 			return fd;
+		} else {
+			f->cache_lock = fd;
 		}
-		f->cache_lock = fd;
 	}
 	if (f->cache[0] && strstr(f->stamp, ":unknown-") != NULL)
 		fw_log(&f->cfg.log, FW_LOG_WARNING,
@@ -374,6 +376,26 @@ void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st)
 	pthread_mutex_lock(&f->mu);
 	*st = f->st;
 	pthread_mutex_unlock(&f->mu);
+}
+
+int fw_fleet_stop_release(struct fw_fleet *f, uint32_t timeout_ms)
+{
+	if (f == NULL)
+		return -EINVAL;
+	uint64_t deadline = fw_mono_ms() + timeout_ms;
+	if (f->thread_on) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = true;
+		f->keep_session = true;
+		pthread_cond_signal(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(f->thread, NULL);
+		f->thread_on = false;
+	}
+	int rc = fleet_release_all(f, deadline);
+	f->cache_dirty = true; /* the last write, with the final mark */
+	fw_fleet_stop(f);
+	return rc;
 }
 
 void fw_fleet_stop(struct fw_fleet *f)

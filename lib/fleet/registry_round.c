@@ -376,9 +376,37 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 	return 0;
 }
 
+static bool stopping(struct fw_fleet *f)
+{
+	pthread_mutex_lock(&f->mu);
+	bool s = f->stop;
+	pthread_mutex_unlock(&f->mu);
+	return s;
+}
+
+/*
+ * The session, waited for up to a session timeout as before, in slices of
+ * at most 500 ms so that a stop is not held for a whole session timeout
+ * while the store is down (a graceful stop ends within 10 s).
+ */
+static int session_wait(struct fw_fleet *f, char *err, size_t errlen)
+{
+	uint64_t until = fw_mono_ms() + f->cfg.session_timeout_ms;
+	for (;;) {
+		uint64_t now = fw_mono_ms();
+		uint32_t slice = (uint32_t)FW_MIN(500u, until > now ? until - now : 0);
+		int rc = fw_fleet_session_ensure(&f->ss, slice, 0, err, errlen);
+		/* again only after a wait that ran out (a store that refuses at once
+		 * is not waited for, as before) */
+		if (rc != FW_EFLEET_STORE || f->store->ops->state(f->store) == FW_FLEET_SESSION_UP ||
+		    fw_mono_ms() < now + slice || fw_mono_ms() >= until || stopping(f))
+			return rc;
+	}
+}
+
 static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errlen)
 {
-	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.session_timeout_ms, 0, err, errlen);
+	int rc = session_wait(f, err, errlen);
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = rc == 0;
 	pthread_mutex_unlock(&f->mu);
@@ -456,7 +484,101 @@ void *fleet_thread_main(void *arg)
 			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 		f->wake = false;
 	}
+	bool keep = f->keep_session;
 	pthread_mutex_unlock(&f->mu);
-	fw_fleet_session_drop(&f->ss);
+	if (!keep)
+		fw_fleet_session_drop(&f->ss);
 	return NULL;
+}
+
+int fleet_release_all(struct fw_fleet *f, uint64_t deadline)
+{
+	struct fw_fleet_held rel[2 * FW_FLEET_SLOTS_MAX], keep[FW_FLEET_SLOTS_MAX];
+	char ts[FW_ISO8601_LEN];
+	uint32_t n_rel = 0;
+	uint64_t mark_unix = 0;
+	int rc = fleet_mark(f, &mark_unix);
+	for (uint32_t i = 0; i < f->n; i++) {
+		keep[i] = f->slot[i];
+		if (f->slot[i].worker != FW_FLEET_WORKER_NONE && !f->slot[i].lost) {
+			rel[n_rel++] = f->slot[i];
+			keep[i].worker = FW_FLEET_WORKER_NONE;
+		}
+	}
+	for (uint32_t j = 0; j < f->n_retiring; j++)
+		rel[n_rel++] = f->retiring[j].h;
+	if (n_rel == 0)
+		return 0;
+	if (rc != 0) {
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: no final mark in %s (%s): %u worker ID(s) stay leased (the next "
+		       "start on this state takes them back)",
+		       f->mark[0] ? f->mark : "(no [state] file)", fw_strerror(rc), n_rel);
+		return rc;
+	}
+	uint64_t last =
+		mark_unix > f->cfg.layout.epoch_ms ? mark_unix - f->cfg.layout.epoch_ms : 0;
+	/* Reachable now? One read (a session can look up for a while after the
+	 * store went away: etcd's keep-alive, a ZooKeeper socket not yet closed);
+	 * unreachable, nothing is sent and the cache keeps the IDs. */
+	struct fw_fleet_rec probe;
+	struct fw_fleet_ver pv;
+	int prc = f->store->ops->state(f->store) == FW_FLEET_SESSION_UP && f->ss.alive_ok
+			  ? fw_fleet_read(f->store, (uint32_t)rel[0].worker, &probe, &pv)
+			  : -ENOTCONN;
+	if (prc == -ENOTCONN || prc == -EIO || prc == -ETIMEDOUT) {
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: %s is not reachable at the stop: %u worker ID(s) stay leased to %s "
+		       "(their leases run on), nothing was sent; the cache keeps them, so the "
+		       "next start on this state takes them back",
+		       f->store->name, n_rel, f->identity);
+		return -ENOTCONN;
+	}
+	/* The cache first: once a release is sent, no start from the cache may
+	 * offer the ID again (another node may claim it the moment it is free). */
+	if (f->cache[0]) {
+		int wrc = fw_fleet_cache_write(f->cache, &f->cache_of, mark_unix, keep, f->n);
+		if (wrc != 0) {
+			fw_log(&f->cfg.log, FW_LOG_WARNING,
+			       "fleet: cannot write the cache %s without the worker IDs (%s): %u "
+			       "stay leased (the next start on this state takes them back)",
+			       f->cache, fw_strerror(wrc), n_rel);
+			return wrc;
+		}
+	}
+	for (uint32_t i = 0; i < f->n; i++)
+		f->slot[i] = keep[i];
+	f->n_retiring = 0;
+	f->cache_mark = mark_unix;
+	int done = 0, failed = 0;
+	for (uint32_t k = 0; k < n_rel; k++) {
+		struct fw_fleet_held *h = &rel[k];
+		enum fw_fleet_retired how = FW_FLEET_RETIRE_AGAIN;
+		int src = -ETIMEDOUT;
+		if (fw_mono_ms() < deadline)
+			how = fw_fleet_retire_held(&f->r, h, last, &src);
+		if (how != FW_FLEET_RETIRE_AGAIN) {
+			fw_log(&f->cfg.log, FW_LOG_INFO,
+			       how == FW_FLEET_RETIRE_DONE
+				       ? "fleet: worker %d released at the stop, floor %" PRIu64
+				       : "fleet: worker %d: its record is another owner's now, above "
+					 "%" PRIu64,
+			       h->worker, FW_MAX(h->floor, last));
+			done++;
+			continue;
+		}
+		failed++;
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: worker %d: release at the stop not confirmed (%s): it stays leased "
+		       "to %s until %s; the cache no longer names it, so no start serves it "
+		       "again before then",
+		       h->worker,
+		       src == -ETIMEDOUT ? "no time left"
+		       : src		 ? f->store->ops->last_error(f->store)
+					 : "the record is no longer ours and its floor is below "
+					   "the final mark",
+		       f->identity, fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+	}
+	fleet_count(f, &f->st.releases, (uint64_t)done);
+	return failed ? FW_EFLEET_STORE : done;
 }

@@ -55,6 +55,7 @@ struct fw_fleet {
 	bool thread_on;
 	/* under mu */
 	bool stop;
+	bool keep_session; /* the thread leaves the session open (a release follows) */
 	bool wake; /* a request arrived: run a round now */
 	struct fw_fleet_slot *pub;
 	struct fw_fleet_status st;
@@ -107,6 +108,13 @@ int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms);
  * At start, all or nothing. 0, FW_EFLEET_FULL (@err says why), FW_EFLEET_STORE.
  */
 int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *err, size_t errlen);
+
+/*
+ * fw_fleet_stop_release's work, with the thread stopped: releases every
+ * held and retiring ID above the final mark once the cache no longer names
+ * them, until @deadline (monotonic ms). Its return codes.
+ */
+int fleet_release_all(struct fw_fleet *f, uint64_t deadline);
 
 /* The registry thread (pthread_create's start routine; @arg the registry). */
 void *fleet_thread_main(void *arg);
