@@ -149,9 +149,10 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
 /*
  * Claims a worker ID for every slot and starts the registry thread. Order:
  * IDs this process proves it held (its cache, written under the same
- * state_stamp, holds the record's token: a restart keeps its IDs), then free ones
- * (created atomically, or released; those with a floor below ZooKeeper's
- * time first), then expired ones (lease_until before ZooKeeper's time, read
+ * state_stamp, holds the record's token: a restart keeps its IDs), then released
+ * ones whose floor is below the store's time (lowest worker ID first), then
+ * never-claimed ones (created atomically), then released ones with a floor
+ * ahead, then expired ones (lease_until before ZooKeeper's time, read
  * from a znode's mtime): taken over with floor = old lease_until. A live
  * record with this identity that the cache does not prove is another
  * owner's (a twin behind a partition, a clone): when only such records
@@ -243,7 +244,8 @@ FW_API int fw_fleet_stop_release(struct fw_fleet *f, uint32_t timeout_ms);
 
 /*
  * Stops the thread and closes the session (the ephemeral node goes; leases
- * stay, so a restart takes its IDs back). Bounded by one session timeout.
+ * stay, so a restart takes its IDs back; fw_fleet_stop_release gives them
+ * back instead). Bounded by one store call in flight plus 500 ms.
  */
 FW_API void fw_fleet_stop(struct fw_fleet *f);
 

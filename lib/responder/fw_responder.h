@@ -16,7 +16,8 @@
  * slots exist after it), fw_responder_metrics_start (before or after the
  * keeper), fw_responder_run on the keeper's thread until ops.should_stop,
  * then, the workers stopped: fw_responder_metrics_stop,
- * fw_responder_keeper_stop (the exact final mark), fw_responder_fleet_stop,
+ * fw_responder_keeper_stop (the exact final mark), when it returned 0
+ * fw_responder_fleet_release (the worker IDs go back), fw_responder_fleet_stop,
  * fw_responder_free.
  *
  * Threads: fw_responder_run is the keeper's thread; /metrics runs on the
