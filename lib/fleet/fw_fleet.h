@@ -130,6 +130,14 @@ struct fw_fleet_status {
 	uint64_t takeovers;      /* expired ones taken over */
 	uint64_t lost;           /* taken over by another node while we held them */
 	uint64_t releases;       /* retired/released by this process */
+	/* The root's census (issue 50), from this node's first claim on and at
+	 * each renewal round at most once a minute: one list of the worker
+	 * records, a read of each, a liveness read per distinct owner. */
+	bool census_valid;           /* a census was taken */
+	uint32_t free_ids;           /* claimable now: never claimed, released or expired */
+	uint32_t stranded_ids;       /* leased to an owner with no live session, lease running */
+	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */
+	uint64_t census_unix;        /* local unix ms of the census */
 };
 
 struct fw_fleet;

@@ -261,6 +261,8 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		pthread_mutex_unlock(&f->mu);
 		f->cache_dirty = true;
 		fleet_cache_save(f);
+		if (fleet_census(f) == 0) /* the gauges from the first claim on */
+			f->next_census = fw_mono_ms() + FW_MAX(f->cfg.renew_ms, 60000u);
 	} else {
 		/* The store is unreachable: the cache (its slots below f->n), or nothing. */
 		int n = 0;

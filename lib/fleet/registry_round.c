@@ -103,6 +103,97 @@ void fleet_cache_save(struct fw_fleet *f)
 	f->cache_rc = rc;
 }
 
+/* ---- the census ---- */
+
+int fleet_census(struct fw_fleet *f)
+{
+	uint32_t total = 1u << f->cfg.layout.worker_bits, n_free = 0, n_str = 0, n_memo = 0;
+	uint64_t now_l = fw_fleet_recipe_now(&f->r), next = UINT64_MAX;
+	struct {
+		char owner[FW_FLEET_IDENTITY_MAX];
+		bool alive;
+	} memo[32];
+	bool *exists = calloc(total, 1);
+	if (exists == NULL)
+		return -ENOMEM;
+	int rc = f->store->ops->list(f->store, exists, total);
+	for (uint32_t w = 0; rc == 0 && w < total; w++) {
+		struct fw_fleet_rec r;
+		struct fw_fleet_ver v;
+		if (!exists[w]) {
+			n_free++;
+			continue;
+		}
+		int g = fw_fleet_read(f->store, w, &r, &v);
+		if (g == -ENOENT) {
+			n_free++;
+			continue;
+		}
+		if (g == -EINVAL)
+			continue; /* garbled: never claimed, never counted free */
+		if (g != 0) {
+			rc = g;
+			break;
+		}
+		if (!r.owner[0] || r.lease < now_l) {
+			n_free++;
+			continue;
+		}
+		bool alive = false, known = false;
+		for (uint32_t k = 0; k < n_memo && !known; k++)
+			if (!strcmp(memo[k].owner, r.owner)) {
+				alive = memo[k].alive;
+				known = true;
+			}
+		if (!known && !strcmp(r.owner, f->identity) && r.token == f->r.token)
+			alive = known = true; /* ours */
+		if (!known) {
+			rc = f->store->ops->alive_of(f->store, r.owner, &alive);
+			if (rc != 0)
+				break;
+			if (n_memo < FW_ARRAY_SIZE(memo)) {
+				snprintf(memo[n_memo].owner, sizeof(memo[n_memo].owner), "%s", r.owner);
+				memo[n_memo++].alive = alive;
+			}
+		}
+		if (!alive) {
+			n_str++;
+			next = FW_MIN(next, r.lease);
+		}
+	}
+	free(exists);
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&f->mu);
+	f->st.census_valid = true;
+	f->st.free_ids = n_free;
+	f->st.stranded_ids = n_str;
+	f->st.next_stranded_unix = n_str ? next + f->cfg.layout.epoch_ms : 0;
+	f->st.census_unix = f->r.now_ms(f->r.now_arg);
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+/* Appends the census to a "no worker ID free" line: how many are stranded, when the first is back. */
+static void full_census(struct fw_fleet *f, char *err, size_t errlen)
+{
+	char ts[FW_ISO8601_LEN];
+	size_t l = strlen(err);
+	if (fleet_census(f) != 0 || l + 1 >= errlen)
+		return;
+	pthread_mutex_lock(&f->mu);
+	struct fw_fleet_status st = f->st;
+	pthread_mutex_unlock(&f->mu);
+	if (st.stranded_ids)
+		snprintf(err + l, errlen - l,
+			 "; %u free, %u stranded (leased to owners with no live session), the "
+			 "first back at %s",
+			 st.free_ids, st.stranded_ids,
+			 fw_format_iso8601(st.next_stranded_unix, ts));
+	else
+		snprintf(err + l, errlen - l, "; %u free, none stranded", st.free_ids);
+}
+
 /* ---- one round ---- */
 
 static void skip_held(const struct fw_fleet *f, bool *skip)
@@ -286,6 +377,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			f->slot[need[k]] = got[k];
 			fleet_publish(f, need[k], FW_FLEET_SRC_STORE);
 		}
+		if (crc == FW_EFLEET_FULL)
+			full_census(f, err, errlen);
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
@@ -426,6 +519,11 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 	rc = renew_all(f, &lost, err, errlen);
 	if (lost) /* the replacement in this round, not a renew_ms later */
 		fleet_claim_round(f, mono, false, err, errlen);
+	if (rc == 0 && mono >= f->next_census) {
+		/* at most once a minute, and never more than once a renewal */
+		if (fleet_census(f) == 0)
+			f->next_census = mono + FW_MAX(f->cfg.renew_ms, 60000u);
+	}
 	if (rc == 0) {
 		f->next_renew = mono + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);

@@ -76,6 +76,7 @@ struct fw_fleet {
 	uint64_t cache_mark; /* the mark the last cache write recorded */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
+	uint64_t next_census;           /* monotonic ms */
 	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
 	bool cache_dirty, logged_down;
 };
@@ -115,6 +116,13 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
  * them, until @deadline (monotonic ms). Its return codes.
  */
 int fleet_release_all(struct fw_fleet *f, uint64_t deadline);
+
+/*
+ * The root's census into f->st (free_ids, stranded_ids, next_stranded_unix):
+ * one list, a read per record, a liveness read per distinct owner whose
+ * lease runs. Returns 0 or the store's code (the last census stays).
+ */
+int fleet_census(struct fw_fleet *f);
 
 /* The registry thread (pthread_create's start routine; @arg the registry). */
 void *fleet_thread_main(void *arg);
