@@ -78,6 +78,9 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 		fw_metrics_f64(w, NULL, 0, (double)st.offset_ms / 1000.0);
 	}
 	if (st.census_valid) {
+		fw_metrics_family(w, "flakewire_fleet_worker_ids", FW_METRICS_GAUGE,
+				  "Worker IDs of the fleet's root (2^worker_bits)");
+		fw_metrics_u64(w, NULL, 0, st.total_ids);
 		fw_metrics_family(w, "flakewire_fleet_free_worker_ids", FW_METRICS_GAUGE,
 				  "Worker IDs of the fleet's root a claim can take now (never "
 				  "claimed, released or expired), at the last census");

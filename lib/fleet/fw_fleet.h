@@ -134,6 +134,7 @@ struct fw_fleet_status {
 	 * each renewal round at most once a minute: one list of the worker
 	 * records, a read of each, a liveness read per distinct owner. */
 	bool census_valid;           /* a census was taken */
+	uint32_t total_ids;          /* the root's worker IDs (2^worker_bits) */
 	uint32_t free_ids;           /* claimable now: never claimed, released or expired */
 	uint32_t stranded_ids;       /* leased to an owner with no live session, lease running */
 	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */

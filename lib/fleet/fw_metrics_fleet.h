@@ -16,6 +16,7 @@
  *   flakewire_fleet_clock_offset_seconds       local clock minus ZooKeeper's at
  *                             the last renewal (absent until measured; etcd
  *                             gives no clock to measure)
+ *   flakewire_fleet_worker_ids                 the root's worker IDs (2^worker_bits)
  *   flakewire_fleet_free_worker_ids            the root's worker IDs a claim can
  *                             take now (never claimed, released, expired)
  *   flakewire_fleet_stranded_worker_ids        leased to owners with no live

@@ -166,6 +166,7 @@ int fleet_census(struct fw_fleet *f)
 		return rc;
 	pthread_mutex_lock(&f->mu);
 	f->st.census_valid = true;
+	f->st.total_ids = total;
 	f->st.free_ids = n_free;
 	f->st.stranded_ids = n_str;
 	f->st.next_stranded_unix = n_str ? next + f->cfg.layout.epoch_ms : 0;
