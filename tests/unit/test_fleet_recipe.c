@@ -1203,6 +1203,36 @@ static void test_free_used_before_new(void **state)
 	fw_fleet_free(b);
 }
 
+/*
+ * The root's census from the first claim (issue 50): free = never claimed,
+ * released or expired; stranded = leased to an owner with no live session.
+ */
+static void test_census(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(0, "x", now + 10 * LEASE_MS, 0); /* x has no session: stranded */
+	put(1, "y", now + 20 * LEASE_MS, 0); /* y is alive */
+	memsrv_alive_other(M, "y");
+	put(2, "", now - 500, now - 500); /* released */
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(slot(a, 0).worker, 2);
+	struct fw_fleet_status st = status(a);
+	assert_true(st.census_valid);
+	assert_int_equal(st.total_ids, 4);
+	assert_int_equal(st.free_ids, 1); /* 3, never claimed */
+	assert_int_equal(st.stranded_ids, 1);
+	assert_int_equal(st.next_stranded_unix, now + 10 * LEASE_MS + EPOCH);
+	fw_fleet_free(a);
+	/* too few (a stopped without releasing: its ID is stranded too): the refusal says how
+	 * many are stranded and when the first is back */
+	char err[2048];
+	struct fw_fleet_config c;
+	cfg_for(&c, "b", "");
+	assert_null(start_cfg(&c, 2, FW_EFLEET_FULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "1 free, 2 stranded (leased to owners with no live session), the first back at"));
+}
+
 /* "a" with 2 slots on state "S", its cache and a final mark @mark (unix ms). */
 static struct fw_fleet *start_marked(uint64_t mark)
 {
@@ -1393,6 +1423,7 @@ int main(void)
 		T(test_release_waits_for_cache),
 		T(test_take_back_needs_mark),
 		T(test_free_used_before_new),
+		T(test_census),
 		T(test_stop_release),
 		T(test_stop_release_lost_reply),
 		T(test_stop_release_refused),
