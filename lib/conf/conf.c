@@ -331,9 +331,12 @@ static const struct conf_key keys[] = {
 	 "at start, wait this long for ZooKeeper before starting from the cache file (or with "
 	 "no worker ID: NO_LEASE)",
 	 C(fleet.start_wait_ms)},
-	{"fleet", "cache_file", T_STR, 0, FW_CONF_STR_LEN - 1, "/var/lib/flakewire/fleet",
+	{"fleet", "cache_file", T_STR, 0, FW_CONF_STR_LEN - 1, "auto",
 	 "the claims and confirmed leases this node holds, rewritten at every change: a start "
-	 "while ZooKeeper is down issues within them; empty: no cache",
+	 "while ZooKeeper is down issues within them, a restart takes its worker IDs back "
+	 "with them. One cache per state (a second process on it refuses to start); auto: "
+	 "[state] file with .fleet appended (a first start without it reads the former default "
+	 "/var/lib/flakewire/fleet if this state wrote it); empty: no cache",
 	 C(fleet.cache_file)},
 	{"fleet", "max_offset_ms", T_U32, 1, 3600000, "1000",
 	 "clock offset to ZooKeeper's server time (checked at every renewal) above which it is "

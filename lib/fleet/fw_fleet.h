@@ -62,7 +62,16 @@ struct fw_fleet_config {
 	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
 	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
-	const char *cache_file; /* "" or NULL: no cache */
+	/* "" or NULL: no cache. A cache belongs to one state: fw_fleet_start
+	 * locks "CACHE_FILE.lock" (fw_state_lock_file) for the process's life,
+	 * and a second process on the same cache file refuses to start. */
+	const char *cache_file;
+	/* An older default cache (the upgrade from /var/lib/flakewire/fleet;
+	 * NULL or "": none): read, only when cache_file does not exist, as the
+	 * previous run's proof. Its stamp must be this state's
+	 * (fw_fleet_cache_read's -ESTALE otherwise), so a cache another state
+	 * wrote there proves nothing. Never written nor locked. */
+	const char *legacy_cache_file;
 	/* fw_state_lock_stamp of the state this process holds locked (NULL or
 	 * "": none). Without it no cache is this process's own: nothing is
 	 * taken back and a start while the store is down has no worker ID. */
@@ -128,6 +137,15 @@ struct fw_fleet_status {
 	uint64_t takeovers;      /* expired ones taken over */
 	uint64_t lost;           /* taken over by another node while we held them */
 	uint64_t releases;       /* retired/released by this process */
+	/* The root's census (issue 50), from this node's first claim on and at
+	 * each renewal round at most once a minute: one list of the worker
+	 * records, a read of each, a liveness read per distinct owner. */
+	bool census_valid;           /* a census was taken */
+	uint32_t total_ids;          /* the root's worker IDs (2^worker_bits) */
+	uint32_t free_ids;           /* claimable now: never claimed, released or expired */
+	uint32_t stranded_ids;       /* leased to an owner with no live session, lease running */
+	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */
+	uint64_t census_unix;        /* local unix ms of the census */
 };
 
 struct fw_fleet;
@@ -147,9 +165,10 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
 /*
  * Claims a worker ID for every slot and starts the registry thread. Order:
  * IDs this process proves it held (its cache, written under the same
- * state_stamp, holds the record's token: a restart keeps its IDs), then free ones
- * (created atomically, or released; those with a floor below ZooKeeper's
- * time first), then expired ones (lease_until before ZooKeeper's time, read
+ * state_stamp, holds the record's token: a restart keeps its IDs), then released
+ * ones whose floor is below the store's time (lowest worker ID first), then
+ * never-claimed ones (created atomically), then released ones with a floor
+ * ahead, then expired ones (lease_until before ZooKeeper's time, read
  * from a znode's mtime): taken over with floor = old lease_until. A live
  * record with this identity that the cache does not prove is another
  * owner's (a twin behind a partition, a clone): when only such records
@@ -160,7 +179,9 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * time: the slots come from the cache file (its confirmed leases; *from_cache
  * true) or, with no usable cache, stay without a worker (NO_LEASE) while the
  * thread keeps trying; both return 0 and log why once.
- * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
+ * Returns 0; -EWOULDBLOCK (another process holds the cache file's lock:
+ * @err names it, the holder's PID and [fleet] cache_file);
+ * FW_EFLEET_FULL (not enough worker IDs: @err names how many are
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
  * another layout); FW_EFLEET_ROOT (no root at cfg.root, or one that serves
  * another datacenter value or was made before `flakectl fleet init`
@@ -213,8 +234,36 @@ FW_API int fw_fleet_retire(struct fw_fleet *f, int32_t worker, uint64_t last_ms)
 FW_API void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st);
 
 /*
+ * A graceful stop that gives this process's worker IDs back. Call it only
+ * once every worker has stopped and the final mark is persisted in
+ * cfg.mark_file (it is read here: everything this process and the runs it
+ * took IDs back from issued is at or below it). Stops the thread, then,
+ * when the store's session is up: writes the cache without the held IDs
+ * (durably: a start from the cache no longer offers them), and releases
+ * each (the held slots' and the retiring ones') by compare-and-set with
+ * owner "" and lease_until = floor = max(floor, final mark) (layout ms), as
+ * fw_fleet_retire does: done only when the store confirms it (or shows
+ * another owner above that point). Then as fw_fleet_stop.
+ * A release not confirmed by @timeout_ms after the call (the store down,
+ * a reply lost, refused) leaves that ID leased to this identity until its
+ * lease ends, logged with that time; the cache no longer names it, so no
+ * start serves it again (a reply lost after the store applied it would
+ * otherwise let a restart from the cache serve an ID another node claimed).
+ * When the store is unreachable before anything is sent, nothing changes:
+ * the IDs stay leased and in the cache, so the next start on this state
+ * takes them back. Bounded by @timeout_ms plus one store call in flight.
+ * Returns the number of IDs released (0 when none was held); -ENOTCONN
+ * (the store unreachable: nothing sent); -ENOENT and other fw_mark_read
+ * codes (no final mark: nothing released); a cache write's -errno (the
+ * cache could not drop them: nothing released); FW_EFLEET_STORE (some
+ * release not confirmed: those stay leased, the others are released).
+ */
+FW_API int fw_fleet_stop_release(struct fw_fleet *f, uint32_t timeout_ms);
+
+/*
  * Stops the thread and closes the session (the ephemeral node goes; leases
- * stay, so a restart takes its IDs back). Bounded by one session timeout.
+ * stay, so a restart takes its IDs back; fw_fleet_stop_release gives them
+ * back instead). Bounded by one store call in flight plus 500 ms.
  */
 FW_API void fw_fleet_stop(struct fw_fleet *f);
 

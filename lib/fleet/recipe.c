@@ -29,7 +29,32 @@ bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token)
 	return false;
 }
 
+/* fw_fleet_cand.rank */
+enum { CAND_TAKEBACK, CAND_FREE_NOW, CAND_NEW, CAND_FREE_LATER, CAND_EXPIRED };
+
 int fw_fleet_cand_cmp(const void *a, const void *b)
+{
+	const struct fw_fleet_cand *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	/* released ahead: lowest floor; expired: lowest lease; else lowest worker ID */
+	uint64_t vx = x->kind == FW_FLEET_EXPIRED ? x->rec.lease
+		      : x->rank == CAND_FREE_LATER  ? x->rec.floor
+						    : 0;
+	uint64_t vy = y->kind == FW_FLEET_EXPIRED ? y->rec.lease
+		      : y->rank == CAND_FREE_LATER  ? y->rec.floor
+						    : 0;
+	if (vx != vy)
+		return vx < vy ? -1 : 1;
+	return x->worker - y->worker;
+}
+
+/*
+ * A replacement's order (FW_FLEET_CLAIM_FRESH, after the clock stepped
+ * back): free and never-claimed ones by lowest floor (the furthest below
+ * the stepped clock), then expired ones by lowest lease.
+ */
+static int cand_cmp_floor(const void *a, const void *b)
 {
 	const struct fw_fleet_cand *x = a, *y = b;
 	int kx = x->kind == FW_FLEET_NEW ? FW_FLEET_FREE : (int)x->kind;
@@ -91,7 +116,7 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
 		if (skip[w] || fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w))
 			continue;
-		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW};
+		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW, .rank = CAND_NEW};
 		if (!exists[w]) {
 			c[n++] = x;
 			continue;
@@ -106,13 +131,17 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 			break;
 		x.version = v.version;
 		bool same_name = !strcmp(x.rec.owner, r->identity);
-		if (same_name && fw_fleet_proven(r, (int32_t)w, x.rec.token))
+		if (same_name && fw_fleet_proven(r, (int32_t)w, x.rec.token)) {
 			x.kind = FW_FLEET_TAKEBACK;
-		else if (!x.rec.owner[0])
+			x.rank = CAND_TAKEBACK;
+		} else if (!x.rec.owner[0]) {
 			x.kind = FW_FLEET_FREE;
-		else if (x.rec.lease < server_l)
+			x.rank = FW_MAX(x.rec.floor, x.rec.lease) <= server_l ? CAND_FREE_NOW
+									     : CAND_FREE_LATER;
+		} else if (x.rec.lease < server_l) {
 			x.kind = FW_FLEET_EXPIRED;
-		else {
+			x.rank = CAND_EXPIRED;
+		} else {
 			/* a live lease; this identity's too when no state of ours proves it */
 			char ts[FW_ISO8601_LEN];
 			owned++;
@@ -204,6 +233,7 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 			if (fresh(r, &c[j], now_l))
 				c[k++] = c[j];
 		n_c = k;
+		qsort(c, n_c, sizeof(*c), cand_cmp_floor);
 	}
 	if (n_c < n_need) {
 		for (uint32_t w = 0, t = total; w < t; w++) /* reserved: never the fleet's */

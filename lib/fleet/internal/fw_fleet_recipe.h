@@ -4,10 +4,15 @@
  * registry interface (fw_fleet_store.h); the proof is
  * doc/design/fleet-safety.md, whose steps name these functions.
  *
- * Claim order (fw_fleet_cand_cmp): IDs this process proves it held (take
- * back: a restart keeps its IDs), then free ones (never claimed: created
- * with S1; or released), lowest floor first, then expired ones (lease_until
- * before the store's time), lowest lease first.
+ * Claim order (fw_fleet_cand_cmp, by fw_fleet_cand.rank): IDs this process
+ * proves it held (take back: a restart keeps its IDs), then released ones
+ * that can issue at once (floor at or below the store's time), lowest worker
+ * ID first, so a graceful stop's IDs are claimed again before any other;
+ * then never-claimed ones (created with S1), lowest worker ID first; then
+ * released ones whose floor is still ahead, lowest floor first; then
+ * expired ones (lease_until before the store's time), lowest lease first.
+ * A replacement after the clock stepped back (FW_FLEET_CLAIM_FRESH) takes,
+ * among those that can issue at the local clock, the lowest floor first.
  *
  * Proof, not names: a record is taken back (its floor kept) only when its
  * token is this process's own (a claim whose reply was lost) or one the
@@ -88,6 +93,7 @@ struct fw_fleet_cand {
 	int64_t version; /* read (not for FW_FLEET_NEW) */
 	enum fw_fleet_kind kind;
 	struct fw_fleet_rec rec; /* as read (zero for FW_FLEET_NEW) */
+	uint32_t rank;           /* claim order (set by fw_fleet_scan): see above */
 };
 
 /* qsort order of candidates (claim order above). */

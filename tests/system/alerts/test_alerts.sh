@@ -27,6 +27,7 @@
 #   Restarting: killed (-9) and restarted three times [restart]
 #   LeaseEnding: the registry unreachable from the node [cut]; the worker
 #     ID taken over by another node [P]
+#   FleetWorkerIdsLow: the root (2 worker IDs) has none free [P]
 #
 # Time scale: every target is scraped together once per 0.25 s
 # (alertseries.py scrape, one round); promtool reads round k at k minutes
@@ -584,7 +585,7 @@ CW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "
 g cut && fire "$(at cut)" FlakewireLeaseEnding "worker=$CW" && fire "$(at cut)" FlakewireNotIssuing &&
 	quiet "$(at cut)"
 g P && fire "$(at P)" FlakewireWorkersNotIssuing && fire "$(at P)" FlakewireLeaseEnding "worker=$PW" &&
-	quiet "$(at P)"
+	fire "$(at P)" FlakewireFleetWorkerIdsLow && quiet "$(at P)"
 # ---- [clockmark] healthy before round 4, then each cause's alerts (and the ones it fires too) ----
 for n in eio rate unsafe; do group "$n" 0 3 && quiet 3; done
 g eio && fire "$(at eio)" FlakewireMarkFailing && fire "$(at eio)" FlakewireNotIssuing &&
