@@ -205,20 +205,25 @@ static void ms_sleep(unsigned ms)
 			ms_sleep(10);                                  \
 	} while (0)
 
+/* A new store M holding the root an operator made (flakectl fleet init): nodes never make one. */
+static void new_store_with_root(void)
+{
+	struct fw_fleet_config c;
+	char err[512];
+	struct fw_fleet_store *s;
+
+	M = memsrv_new();
+	s = memsrv_client(M);
+	cfg_for(&c, "init", "");
+	assert_int_equal(fw_fleet_init_store(s, "/t", &c.layout, 0, NULL, 100, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	s->ops->free(s);
+}
+
 static int setup(void **state)
 {
 	(void)state;
-	M = memsrv_new();
-	{ /* the root an operator made (flakectl fleet init): nodes never make one */
-		struct fw_fleet_config c;
-		char err[512];
-		struct fw_fleet_store *s = memsrv_client(M);
-		cfg_for(&c, "init", "");
-		assert_int_equal(
-			fw_fleet_init_store(s, "/t", &c.layout, 0, NULL, 100, err, sizeof(err)),
-			FW_FLEET_INIT_CREATED);
-		s->ops->free(s);
-	}
+	new_store_with_root();
 	local_off = 0;
 	warn_full = 0;
 	warn_retiring = 0;
@@ -1210,7 +1215,7 @@ static void test_free_used_before_new(void **state)
 	assert_int_equal(slot(b, 0).worker, 2); /* used before, lowest worker ID */
 	fw_fleet_free(b);
 	memsrv_free(M);
-	M = memsrv_new();
+	new_store_with_root();
 	put(3, "", now + 60000, now + 60000); /* released with a floor a minute ahead */
 	b = start("b", 1, 0);
 	assert_int_equal(slot(b, 0).worker, 0); /* a new one issues at once */

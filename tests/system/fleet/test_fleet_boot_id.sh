@@ -42,6 +42,8 @@ hidden=$(unshare -m -p -f --propagation private sh -c \
 check "under subset=pid the boot_id file is hidden (read '$hidden')" test -z "$hidden"
 
 reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+# the root, made by an operator (issue 48): nodes never create one
+reg_init "$FLAKECTL" /bid --set id.worker_bits=4 >/dev/null || { echo "FAIL: fleet init /bid"; exit 1; }
 COMMON=(--listen 127.0.0.1 --threads 2 --set id.worker_bits=4 --set fleet.root=/bid
 	--set clock.calibrate_ms=200 --set stats.interval_s=0 --set "$REG_SET"
 	--set fleet.lease_ms=600000 --set fleet.renew_ms=1000 --set fleet.session_timeout_ms=4000)

@@ -29,6 +29,8 @@ cen_cleanup() {
 }
 trap cen_cleanup EXIT
 reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+# the root, made by an operator (issue 48): nodes never create one
+reg_init "$FLAKECTL" /cen --set id.worker_bits=3 >/dev/null || { echo "FAIL: fleet init /cen"; exit 1; }
 
 COMMON=(--listen 127.0.0.1 --set id.worker_bits=3 --set fleet.root=/cen
 	--set clock.calibrate_ms=200 --set stats.interval_s=0 --set "$REG_SET"

@@ -30,6 +30,8 @@ oc_cleanup() {
 }
 trap oc_cleanup EXIT
 reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+# the root, made by an operator (issue 48): nodes never create one
+reg_init "$FLAKECTL" /oc --set id.worker_bits=4 >/dev/null || { echo "FAIL: fleet init /oc"; exit 1; }
 
 VARLIB=$SYS_TMP/varlib
 mkdir -p "$VARLIB/flakewire"

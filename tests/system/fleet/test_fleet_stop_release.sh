@@ -25,6 +25,8 @@ sr_cleanup() {
 }
 trap sr_cleanup EXIT
 reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+# the root, made by an operator (issue 48): nodes never create one
+reg_init "$FLAKECTL" /sr --set id.worker_bits=4 >/dev/null || { echo "FAIL: fleet init /sr"; exit 1; }
 
 COMMON=(--listen 127.0.0.1 --threads 2 --set id.worker_bits=4 --set fleet.root=/sr
 	--set clock.calibrate_ms=200 --set stats.interval_s=0 --set "$REG_SET"
