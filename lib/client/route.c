@@ -2,6 +2,7 @@
 /* The responder choice: health, hold-offs, hedging, the deadline, the RTT
  * window, the budget and the probe thread. The contract is route.h's. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -414,8 +415,11 @@ static void error_text(struct fwc_route *r, const struct att *a, uint64_t now)
 			snprintf(what, sizeof(what), "RETRY_AFTER %u ms", a[i].retry_us / 1000u);
 			break;
 		default:
-			snprintf(what, sizeof(what), "answered %s",
-				 fw_wire_status_name(a[i].status));
+			/* The protocol's spelling, as RETRY_AFTER's: "answered NO_LEASE". */
+			w = snprintf(what, sizeof(what), "answered %s",
+				     fw_wire_status_name(a[i].status));
+			for (int j = (int)sizeof("answered"); j < w && what[j]; j++)
+				what[j] = what[j] == '-' ? '_' : (char)toupper((unsigned char)what[j]);
 			break;
 		}
 		w = snprintf(r->last_err + used, sizeof(r->last_err) - used, "%s%s: %s",
