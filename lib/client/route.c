@@ -21,13 +21,13 @@
 enum att_what { ATT_NONE, ATT_SENT, ATT_REFUSED, ATT_RETRY_AFTER, ATT_STATUS };
 
 struct att {
-	uint64_t first_ns;   /* first send in this call; 0: never asked */
-	uint64_t last_ns;    /* last send */
-	uint32_t retry_us;   /* RETRY_AFTER's hint */
-	uint8_t what;        /* enum att_what: the last thing it did */
-	uint8_t status;      /* ATT_STATUS's status */
-	bool in_round;       /* asked in the current round */
-	bool refused_st;     /* answered FW_WIRE_ST_REFUSED in this call */
+	uint64_t first_ns; /* first send in this call; 0: never asked */
+	uint64_t last_ns;  /* last send */
+	uint32_t retry_us; /* RETRY_AFTER's hint */
+	uint8_t what;      /* enum att_what: the last thing it did */
+	uint8_t status;    /* ATT_STATUS's status */
+	bool in_round;     /* asked in the current round */
+	bool refused_st;   /* answered FW_WIRE_ST_REFUSED in this call */
 };
 
 /* Servers a call keeps its records for on the stack; more take malloc(). */
@@ -419,7 +419,8 @@ static void error_text(struct fwc_route *r, const struct att *a, uint64_t now)
 			w = snprintf(what, sizeof(what), "answered %s",
 				     fw_wire_status_name(a[i].status));
 			for (int j = (int)sizeof("answered"); j < w && what[j]; j++)
-				what[j] = what[j] == '-' ? '_' : (char)toupper((unsigned char)what[j]);
+				what[j] = what[j] == '-' ? '_'
+							 : (char)toupper((unsigned char)what[j]);
 			break;
 		}
 		w = snprintf(r->last_err + used, sizeof(r->last_err) - used, "%s%s: %s",
