@@ -66,12 +66,6 @@ static int exchange(struct fw_client *c, struct fw_client_io *io, uint8_t op, ui
 	return fwc_route_call(c, io, (size_t)len, op, tag, deadline);
 }
 
-/* A status that says "this responder cannot issue now; another may". */
-static bool ask_another(uint8_t status)
-{
-	return status == FW_WIRE_ST_CLOCK_UNSAFE || status == FW_WIRE_ST_NO_LEASE;
-}
-
 /* Adopts the layout and features of an INFO body if the client has none. Under c->lock. */
 static void adopt_info(struct fw_client *c, const struct fw_wire_info *in)
 {
@@ -94,7 +88,8 @@ static void adopt_info(struct fw_client *c, const struct fw_wire_info *in)
 /*
  * Learns the layout before the first ID request so IDs can be checked
  * against the worker the header names. A responder that cannot answer
- * INFO only costs that check; one that is silent fails the caller too.
+ * INFO (BAD_REQUEST, BAD_VERSION) only costs that check; the call's other
+ * failures (the deadline, REFUSED from every responder) fail the caller.
  */
 static int ensure_layout(struct fw_client *c, struct fw_client_io *io, uint64_t deadline)
 {
@@ -107,9 +102,8 @@ static int ensure_layout(struct fw_client *c, struct fw_client_io *io, uint64_t 
 	if (done)
 		return 0;
 	rc = exchange(c, io, FW_WIRE_OP_INFO, 0, deadline);
-	/* Busy or unable to issue everywhere: the layout may still come later. */
-	if (rc < 0 && (rc != FW_ESTATUS || io->reply.hdr.status == FW_WIRE_ST_RETRY_AFTER ||
-		       ask_another(io->reply.hdr.status)))
+	/* Refused everywhere, or no reply: the layout may still come later. */
+	if (rc < 0 && (rc != FW_ESTATUS || io->reply.hdr.status == FW_WIRE_ST_REFUSED))
 		return rc;
 	pthread_mutex_lock(&c->lock);
 	if (rc == 0)

@@ -21,18 +21,25 @@
  * hedge budget (10 tokens, opts.hedge_budget_pct % of a token per call)
  * allows; after max(4 x that delay, 50 ms), doubling, it is resent to the
  * next in the order (cycling, so a lone responder is asked again). A closed
- * port (ECONNREFUSED), FW_WIRE_ST_CLOCK_UNSAFE or FW_WIRE_ST_NO_LEASE send
- * it to the next at once and make that responder unhealthy, as does losing
- * a hedge race or staying silent until the deadline; FW_WIRE_ST_RETRY_AFTER
- * holds the responder off for its hint (at most
- * FW_CLIENT_RETRY_AFTER_MAX_US) and sends to the next at once, waiting for
- * the hint only when no other responder is left. So a lone responder that
- * refuses (asked again every 10 ms) or answers RETRY_AFTER is retried until
- * the deadline. An unhealthy responder is probed with INFO every 100 ms by a
- * thread of the client's own (every signal blocked; started on demand, ended
- * when none is unhealthy and at close) and used first again as soon as it
- * answers. FW_WIRE_ST_BAD_REQUEST, BAD_VERSION and REFUSED end the call with
- * FW_ESTATUS. All of this holds for the one-shot calls and the refills alike.
+ * port (ECONNREFUSED) or the statuses FW_WIRE_ST_NO_LEASE,
+ * FW_WIRE_ST_CLOCK_UNSAFE and FW_WIRE_ST_REFUSED send it to the next at once
+ * and make that responder unhealthy, as does losing a hedge race or staying
+ * silent until the deadline; such a responder is asked again in the same
+ * call only 10 ms later, so a lone one (or every one) that is refused or
+ * answers NO_LEASE or CLOCK_UNSAFE is asked every 10 ms until the deadline,
+ * whose FW_ETIMEOUT names what it did ("answered NO_LEASE", "refused").
+ * FW_WIRE_ST_REFUSED ends the call at once with FW_ESTATUS only when every
+ * responder of the client answered it in this call; FW_WIRE_ST_BAD_REQUEST
+ * and FW_WIRE_ST_BAD_VERSION end it at once with FW_ESTATUS (another
+ * responder would say the same) without making that responder unhealthy.
+ * FW_WIRE_ST_RETRY_AFTER holds the responder off for its hint (1 ms to
+ * FW_CLIENT_RETRY_AFTER_MAX_US), not unhealthy, and sends to the next at
+ * once, waiting for the hint only when no other responder is left: a lone
+ * responder answering RETRY_AFTER is retried until the deadline. An
+ * unhealthy responder is probed with INFO every 100 ms by a thread of the
+ * client's own (every signal blocked; started on demand, ended when none is
+ * unhealthy and at close) and used first again as soon as it answers. All
+ * of this holds for the one-shot calls and the refills alike.
  *
  * Every ID handed out has been validated: status OK, count no larger than
  * asked, IDs positive and strictly increasing within the reply, strictly
@@ -73,11 +80,13 @@
  *
  * Errors: 0 on success or a negative code (fw_err.h; fw_strerror()).
  * Common to the request functions:
- *   FW_ETIMEOUT  the deadline passed without a reply that could be used
- *                (fw_client_last_error() says what each responder did);
- *   FW_ESTATUS   a responder answered BAD_REQUEST, BAD_VERSION or REFUSED,
- *                or every responder answered FW_WIRE_ST_CLOCK_UNSAFE or
- *                FW_WIRE_ST_NO_LEASE (see fw_client_last_status());
+ *   FW_ETIMEOUT  the deadline passed without a reply that could be used,
+ *                also when the responders only answered NO_LEASE,
+ *                CLOCK_UNSAFE or RETRY_AFTER (fw_client_last_error() says
+ *                what each responder did, fw_client_last_status() the
+ *                last status received);
+ *   FW_ESTATUS   a responder answered BAD_REQUEST or BAD_VERSION, or every
+ *                responder answered REFUSED (see fw_client_last_status());
  *   FW_EINVALID  a reply failed validation (its IDs are discarded);
  *   FW_ECLOSED   fw_client_shutdown() was called;
  *   -EOPNOTSUPP  (UUID calls) the responder's INFO says it has no UUID7;
@@ -153,7 +162,7 @@ struct fw_client_opts {
 	/* Floor of the hedge delay, 0..FW_CLIENT_HEDGE_MIN_US_MAX µs; default 2000. */
 	uint32_t hedge_min_us;
 	/* Hedges allowed, in % of calls (plus 10 at the start), 0..100; 0: no
-	 * hedging; default 5. */
+	 * hedging at all (not even at the start); default 5. */
 	uint32_t hedge_budget_pct;
 };
 
@@ -302,8 +311,9 @@ FW_API int fw_client_next_uuid7(struct fw_client *c, uint8_t uuid[FW_UUID_LEN]);
  * Copies into @buf (@cap bytes, NUL-terminated, truncated) what each
  * responder did in the last call that failed with FW_ETIMEOUT, in configured
  * order, e.g. "127.0.0.1:4243: no reply in 80 ms; 127.0.0.1:4244:
- * RETRY_AFTER 900 ms; 127.0.0.1:4245: refused" ("not asked" for one the
- * call never reached). Shared by all threads using @c. Returns the text's
+ * RETRY_AFTER 900 ms; 127.0.0.1:4245: refused; 127.0.0.1:4246: answered
+ * NO_LEASE" ("not asked" for one the call never reached; the last thing
+ * each did). Shared by all threads using @c. Returns the text's
  * full length (0 before any timeout).
  */
 FW_API size_t fw_client_last_error(struct fw_client *c, char *buf, size_t cap);

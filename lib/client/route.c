@@ -2,6 +2,7 @@
 /* The responder choice: health, hold-offs, hedging, the deadline, the RTT
  * window, the budget and the probe thread. The contract is route.h's. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,13 +21,13 @@
 enum att_what { ATT_NONE, ATT_SENT, ATT_REFUSED, ATT_RETRY_AFTER, ATT_STATUS };
 
 struct att {
-	uint64_t first_ns;   /* first send in this call; 0: never asked */
-	uint64_t last_ns;    /* last send */
-	uint32_t retry_us;   /* RETRY_AFTER's hint */
-	uint8_t what;        /* enum att_what: the last thing it did */
-	uint8_t status;      /* ATT_STATUS's status */
-	bool in_round;       /* asked in the current round */
-	bool answered_error; /* answered a status that made it unhealthy */
+	uint64_t first_ns; /* first send in this call; 0: never asked */
+	uint64_t last_ns;  /* last send */
+	uint32_t retry_us; /* RETRY_AFTER's hint */
+	uint8_t what;      /* enum att_what: the last thing it did */
+	uint8_t status;    /* ATT_STATUS's status */
+	bool in_round;     /* asked in the current round */
+	bool refused_st;   /* answered FW_WIRE_ST_REFUSED in this call */
 };
 
 /* Servers a call keeps its records for on the stack; more take malloc(). */
@@ -40,6 +41,12 @@ static int tag_new(uint64_t *tag)
 		r = getrandom(tag, sizeof(*tag), 0);
 	} while (r < 0 && errno == EINTR);
 	return r < 0 ? -errno : 0;
+}
+
+/* A full bucket, or none when the budget is 0 (no hedging at all). */
+static uint32_t tokens_start(const struct fwc_route *r)
+{
+	return r->budget_milli ? FW_ROUTE_TOKENS_CAP : 0;
 }
 
 int fwc_route_init(struct fwc_route *r, const struct fw_client_server *srv, size_t n,
@@ -58,7 +65,7 @@ int fwc_route_init(struct fwc_route *r, const struct fw_client_server *srv, size
 	}
 	r->hedge_min_ns = (uint64_t)hedge_min_us * NS_PER_US;
 	r->budget_milli = hedge_budget_pct * 10u;
-	r->tokens = FW_ROUTE_TOKENS_CAP;
+	r->tokens = tokens_start(r);
 	r->d_ns = (uint64_t)FW_ROUTE_D_DEFAULT_US * NS_PER_US;
 	return -pthread_mutex_init(&r->lock, NULL);
 }
@@ -120,7 +127,7 @@ void fwc_route_forked(struct fwc_route *r)
 	}
 	r->rtt_count = 0;
 	r->d_ns = (uint64_t)FW_ROUTE_D_DEFAULT_US * NS_PER_US;
-	r->tokens = FW_ROUTE_TOKENS_CAP;
+	r->tokens = tokens_start(r);
 	r->hedges = 0;
 	r->last_err[0] = '\0';
 	pthread_mutex_init(&r->lock, NULL);
@@ -313,12 +320,6 @@ static int io_fd(struct fw_client *c, struct fw_client_io *io, size_t s)
 	return fd;
 }
 
-/* A status that says "this responder cannot issue now; another may". */
-static bool ask_another(uint8_t status)
-{
-	return status == FW_WIRE_ST_CLOCK_UNSAFE || status == FW_WIRE_ST_NO_LEASE;
-}
-
 /* Rank of responder @i for the order: eligible, held off, unhealthy. Under r->lock. */
 static int rank_of(const struct fwc_route *r, size_t i, uint64_t now)
 {
@@ -414,7 +415,12 @@ static void error_text(struct fwc_route *r, const struct att *a, uint64_t now)
 			snprintf(what, sizeof(what), "RETRY_AFTER %u ms", a[i].retry_us / 1000u);
 			break;
 		default:
-			snprintf(what, sizeof(what), "%s", fw_wire_status_name(a[i].status));
+			/* The protocol's spelling, as RETRY_AFTER's: "answered NO_LEASE". */
+			w = snprintf(what, sizeof(what), "answered %s",
+				     fw_wire_status_name(a[i].status));
+			for (int j = (int)sizeof("answered"); j < w && what[j]; j++)
+				what[j] = what[j] == '-' ? '_'
+							 : (char)toupper((unsigned char)what[j]);
 			break;
 		}
 		w = snprintf(r->last_err + used, sizeof(r->last_err) - used, "%s%s: %s",
@@ -523,9 +529,10 @@ static int do_send(struct call *k)
 	int rc;
 
 	k->pending = SIZE_MAX;
-	/* T doubles after each send that was not a hedge (the first excepted). */
+	/* T doubles after each send that was not a hedge (the first excepted);
+	 * capped, as a lone responder asked every 10 ms would overflow it. */
 	if (k->sends++ && !k->pending_hedge)
-		k->t_ns *= 2;
+		k->t_ns = FW_MIN(k->t_ns * 2, (uint64_t)FW_ROUTE_T_MAX_MS * NS_PER_MS);
 	rc = send_to(k->c, k->io, k->a, i, k->len);
 	k->last_send_ns = fw_mono_ns();
 	return rc == 1 ? on_refused(k, i) : rc;
@@ -538,7 +545,7 @@ static int on_reply(struct call *k, size_t i)
 	const struct fw_wire_hdr *h = &k->io->reply.hdr;
 	struct fwc_route *r = k->r;
 	uint64_t now = fw_mono_ns();
-	bool all_bad = true;
+	bool all_refused = false;
 
 	pthread_mutex_lock(&c->lock);
 	c->last_hdr = *h;
@@ -569,16 +576,29 @@ static int on_reply(struct call *k, size_t i)
 	}
 	k->a[i].what = ATT_STATUS;
 	k->a[i].status = h->status;
-	if (!ask_another(h->status)) {
+	switch (h->status) {
+	case FW_WIRE_ST_NO_LEASE:
+	case FW_WIRE_ST_CLOCK_UNSAFE:
+		break; /* it cannot issue now; another may, or it a little later */
+	case FW_WIRE_ST_REFUSED:
+		/* Its policy refuses this source; another's may not. Only when
+		 * every responder refused in this call is that the answer. */
+		k->a[i].refused_st = all_refused = true;
+		for (size_t j = 0; j < r->n; j++)
+			all_refused &= k->a[j].refused_st;
+		break;
+	default:
+		/* BAD_REQUEST, BAD_VERSION: every responder would say the same (a
+		 * client bug, a version mismatch); this one is not unhealthy. */
 		pthread_mutex_unlock(&r->lock);
-		return FW_ESTATUS; /* our request, or this client, is refused: nobody will do */
+		return FW_ESTATUS;
 	}
-	k->a[i].answered_error = true;
+	/* Unhealthy, and asked again in this call only after a pause: when it
+	 * is the last one left, every FW_ROUTE_REASK_US until the deadline. */
+	r->s[i].hold_until_ns = now + (uint64_t)FW_ROUTE_REASK_US * NS_PER_US;
 	set_unhealthy(r, i);
-	for (size_t j = 0; j < r->n; j++)
-		all_bad &= k->a[j].answered_error;
 	pthread_mutex_unlock(&r->lock);
-	if (all_bad)
+	if (all_refused)
 		return FW_ESTATUS;
 	schedule(k, false);
 	return 1;
@@ -590,7 +610,7 @@ static int on_refused(struct call *k, size_t i)
 
 	pthread_mutex_lock(&r->lock);
 	k->a[i].what = ATT_REFUSED;
-	r->s[i].hold_until_ns = fw_mono_ns() + (uint64_t)FW_ROUTE_REFUSED_US * NS_PER_US;
+	r->s[i].hold_until_ns = fw_mono_ns() + (uint64_t)FW_ROUTE_REASK_US * NS_PER_US;
 	set_unhealthy(r, i);
 	pthread_mutex_unlock(&r->lock);
 	if (k->pending == SIZE_MAX)

@@ -13,18 +13,25 @@
  *     held-off ones (earliest hold first), then unhealthy ones in configured
  *     order, recomputed at each send; "the next" is the first of that order
  *     not yet asked in this round, and a new round starts when all were.
- *   - Events: a reply (done); refused, an error status or RETRY_AFTER (sent
- *     to the next at once; a held-off next is waited for, never past the
- *     deadline); the hedge delay d since the last send with a budget token
- *     (a hedge, to a responder not yet asked in this call); T = max(4 d,
- *     50 ms) since the last send, doubled after each send that was not a
- *     hedge (a resend to the next); the deadline (FW_ETIMEOUT and a text
- *     naming what each responder did).
+ *   - Events: a reply (done); refused, NO_LEASE, CLOCK_UNSAFE, REFUSED or
+ *     RETRY_AFTER (sent to the next at once; a held-off next is waited for,
+ *     never past the deadline); the hedge delay d since the last send with
+ *     a budget token (a hedge, to a responder not yet asked in this call);
+ *     T = max(4 d, 50 ms) since the last send, doubled after each send that
+ *     was not a hedge (a resend to the next); the deadline (FW_ETIMEOUT and
+ *     a text naming what each responder did).
+ *   - Statuses (doc/clients.md, "Availability", Statuses): NO_LEASE and CLOCK_UNSAFE
+ *     move on (the responder may issue later: with none other left it is
+ *     asked every FW_ROUTE_REASK_US until the deadline, whose text says
+ *     "answered NO_LEASE"); REFUSED moves on too, and ends the call with
+ *     FW_ESTATUS once every responder of the client answered it in this
+ *     call; BAD_REQUEST and BAD_VERSION end the call with FW_ESTATUS at
+ *     once (any responder would say the same).
  * Health (shared by every call of the client):
- *   - unhealthy: refused (ECONNREFUSED; also held off 10 ms, so a lone
- *     refused responder is asked again every 10 ms), a status other than OK
- *     and RETRY_AFTER, or no answer while another answered the call or
- *     before its deadline;
+ *   - unhealthy: refused (ECONNREFUSED), NO_LEASE, CLOCK_UNSAFE or REFUSED
+ *     (each also held off FW_ROUTE_REASK_US, so a lone such responder is
+ *     asked again every 10 ms), or no answer while another answered the
+ *     call or before its deadline; never BAD_REQUEST or BAD_VERSION;
  *   - held off: RETRY_AFTER h holds the responder h µs (at most
  *     FW_CLIENT_RETRY_AFTER_MAX_US), without making it unhealthy;
  *   - healthy again: the probe thread's INFO (every FW_ROUTE_PROBE_MS to
@@ -33,7 +40,8 @@
  * successful round trips (recomputed every FW_ROUTE_RTT_EVERY samples),
  * clamped to [opts.hedge_min_us, 100 ms]; 10 ms with fewer than 16 samples.
  * The budget is a bucket of 10 tokens, full at the start, each call adding
- * opts.hedge_budget_pct / 100 token, a hedge taking one.
+ * opts.hedge_budget_pct / 100 token, a hedge taking one; a budget of 0
+ * starts empty (no hedging).
  *
  * Threading: every function may be called from any thread. The route's lock
  * is a leaf: it is never held across I/O or a wait, and nothing else is
@@ -61,7 +69,10 @@
 #define FW_ROUTE_D_MAX_US           100000u
 #define FW_ROUTE_T_MIN_US           50000u
 #define FW_ROUTE_PROBE_MS           100u
-#define FW_ROUTE_REFUSED_US         10000u /* a refused responder is asked again after this */
+#define FW_ROUTE_T_MAX_MS           60000u /* T stops doubling here (FW_CLIENT_TIMEOUT_MS_MAX) */
+/* A responder that refused (ECONNREFUSED), or answered NO_LEASE, CLOCK_UNSAFE
+ * or REFUSED, is asked again in the same call after this. */
+#define FW_ROUTE_REASK_US           10000u
 #define FW_ROUTE_RETRY_AFTER_MIN_US 1000u  /* a smaller RETRY_AFTER hint holds this long */
 #define FW_ROUTE_TOKENS_CAP         10000u /* milli-tokens: 10 hedges */
 #define FW_ROUTE_ERR_LEN            512u
@@ -112,9 +123,9 @@ void fwc_route_free(struct fwc_route *r);
  * One call: sends the @len request bytes in io->tx (op @op, tag @tag) as the
  * contract above says, until a reply or @deadline_ns (fw_mono_ns()). Runs
  * without c->lock held; the channel's sockets are opened on first use.
- * Returns 0 with a reply of status OK in io->reply; FW_ESTATUS with an error
- * status in io->reply (a status no other responder can help with, or every
- * responder answered one that made it unhealthy); FW_ETIMEOUT at the deadline
+ * Returns 0 with a reply of status OK in io->reply; FW_ESTATUS with the
+ * error status in io->reply (BAD_REQUEST or BAD_VERSION from one, or
+ * REFUSED from every responder); FW_ETIMEOUT at the deadline
  * (fwc_route_last_error() names what each responder did); FW_ECLOSED;
  * -ECANCELED (opts.cancel); -errno (a socket could not be opened).
  */

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "client_impl.h" /* test_avail_hedge_budget_zero reads the route's hedge count */
 #include "fw_client.h"
 #include "fw_err.h"
 #include "fw_layout.h"
@@ -82,6 +83,9 @@ struct fake {
 	atomic_uint range_max;    /* the largest RANGE count asked */
 	atomic_uint range_over;   /* RANGE requests asking more than range_cap */
 	atomic_uint range_cap;    /* 0: none (set after the fake's thread started) */
+	/* beh_status_n: the status param is answered to the first @times requests
+	 * of each op but INFO (0: to every one). */
+	atomic_uint times;
 	/* beh_held_later_ranges: the test opens the gate; or it expires. */
 	atomic_bool gate_open;
 	atomic_bool gate_expired;
@@ -543,6 +547,18 @@ static void beh_status(struct fake *f, const struct fw_wire_hdr *req, unsigned k
 		fake_status(f, req, (uint8_t)f->param, 0);
 }
 
+/* Status param to the first f->times requests of each op but INFO (to
+ * every one when times is 0), then answers. */
+static void beh_status_n(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	unsigned n = atomic_load(&f->times);
+
+	if (req->op != FW_WIRE_OP_INFO && (n == 0 || k < n))
+		fake_status(f, req, (uint8_t)atomic_load(&f->param), 0);
+	else
+		fake_answer(f, req);
+}
+
 static void beh_silent(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
 {
 	(void)f;
@@ -940,19 +956,30 @@ static void test_error_status(void **state)
 	size_t got;
 
 	(void)state;
+	/* REFUSED from the lone (so every) responder, BAD_REQUEST from one: the
+	 * status is the answer, not retried (one request each; the fake's delay
+	 * is longer than the first resend's 50 ms, which repeats its tag). */
 	atomic_store(&f->delay_ms, T_LATE_MS);
 	f->param = FW_WIRE_ST_REFUSED;
 	assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
 	assert_int_equal(id, 7);
 	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_REFUSED);
-	f->param = FW_WIRE_ST_CLOCK_UNSAFE;
+	f->param = FW_WIRE_ST_BAD_REQUEST;
 	assert_int_equal(fw_client_get_n(c, &id, 1, &got), FW_ESTATUS);
 	assert_int_equal(got, 0);
-	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_CLOCK_UNSAFE);
-	/* Not retried: the status is the answer (one request each; the fake's
-	 * delay is longer than the first resend's 50 ms, which repeats its tag). */
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_BAD_REQUEST);
 	assert_int_equal(atomic_load(&f->ntags[FW_WIRE_OP_ID]), 1);
 	assert_int_equal(atomic_load(&f->ntags[FW_WIRE_OP_LIST]), 1);
+	fw_client_close(c);
+	/* CLOCK_UNSAFE from the lone responder: asked again until the deadline,
+	 * then the no-response error naming the status (test_avail_status_*). */
+	atomic_store(&f->delay_ms, 0);
+	f->param = FW_WIRE_ST_CLOCK_UNSAFE;
+	c = client_with(f, false, 200);
+	assert_int_equal(fw_client_get_n(c, &id, 1, &got), FW_ETIMEOUT);
+	assert_int_equal(got, 0);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_CLOCK_UNSAFE);
+	assert_true(atomic_load(&f->nreq[FW_WIRE_OP_LIST]) > 2);
 	fw_client_close(c);
 	/* Overloaded at every send (issue 49): retried until the deadline,
 	 * then the no-response error, which says what the responder did. */
@@ -1086,13 +1113,15 @@ static struct fw_client *client_fakes(struct fake *const *fs, size_t n, uint32_t
  * does not stay there for good: the responder is unhealthy until a probe's
  * INFO (which these fakes answer) makes it healthy again, so it is asked at
  * most once per call. When
- * no responder can issue, the caller gets FW_ESTATUS and the status, each
- * responder asked once. The fakes answer at once and the timeouts are
- * generous: no assert here depends on a timeout.
+ * no responder can issue, each is asked every 10 ms until the deadline
+ * (200 ms here), then FW_ETIMEOUT names the status. The fakes answer at
+ * once and the other timeouts are generous: no assert here depends on a
+ * timeout.
  */
 static void test_failover_on_status(void **state)
 {
 	static const uint8_t statuses[] = {FW_WIRE_ST_CLOCK_UNSAFE, FW_WIRE_ST_NO_LEASE};
+	static const char *const names[] = {"CLOCK_UNSAFE", "NO_LEASE"};
 
 	(void)state;
 	for (size_t i = 0; i < FW_ARRAY_SIZE(statuses); i++) {
@@ -1103,7 +1132,7 @@ static void test_failover_on_status(void **state)
 		uint8_t u[FW_UUID_LEN], us[2][FW_UUID_LEN];
 		struct fw_client *c;
 		uint64_t id, ids[3];
-		unsigned a_uuid7;
+		unsigned a_uuid7, a_id;
 		size_t got;
 
 		atomic_store(&a->param, statuses[i]);
@@ -1146,16 +1175,27 @@ static void test_failover_on_status(void **state)
 				 1 + (1024 + FW_WIRE_UUID7_MAX - 1) / FW_WIRE_UUID7_MAX);
 		fw_client_close(c);
 
-		/* No responder can issue: the status, each asked once per call. */
-		c = client_fakes(aa, 2, T_LONG_MS, T_RETRIES);
+		/* No responder can issue: each asked again (every 10 ms) until the
+		 * deadline, whose error names the status. */
+		a_id = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
+		c = client_fakes(aa, 2, 200, T_RETRIES);
 		id = 7;
-		assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+		assert_int_equal(fw_client_get(c, &id), FW_ETIMEOUT);
 		assert_int_equal(id, 7);
 		assert_int_equal(fw_client_last_status(c), statuses[i]);
-		assert_int_equal(atomic_load(&a2->nreq[FW_WIRE_OP_ID]), 1);
-		assert_int_equal(fw_client_next(c, &id), FW_ESTATUS);
+		assert_true(atomic_load(&a->nreq[FW_WIRE_OP_ID]) > a_id);
+		assert_true(atomic_load(&a2->nreq[FW_WIRE_OP_ID]) >= 1);
+		{
+			char err[256], want[64];
+
+			fw_client_last_error(c, err, sizeof(err));
+			snprintf(want, sizeof(want), ": answered %s", names[i]);
+			if (!strstr(err, want))
+				fail_msg("'%s' does not say '%s'", err, want);
+		}
+		assert_int_equal(fw_client_next(c, &id), FW_ETIMEOUT);
 		assert_int_equal(fw_client_last_status(c), statuses[i]);
-		assert_int_equal(atomic_load(&a2->nreq[FW_WIRE_OP_RANGE]), 1);
+		assert_true(atomic_load(&a2->nreq[FW_WIRE_OP_RANGE]) >= 1);
 		fw_client_close(c);
 
 		fake_stop(a2);
@@ -2402,6 +2442,219 @@ static void test_avail_hedge_budget(void **state)
 	assert_true(hedges <= 10 + 10 + 1);
 }
 
+/* ---- Statuses (doc/clients.md "Availability", Statuses: the harmonized rule) ---- */
+
+/* A client of the fakes @fs with @timeout_ms and no hedging, so that which
+ * responder is asked depends on the statuses alone, never on a slow answer. */
+static struct fw_client *client_nohedge(struct fake *const *fs, size_t n, uint32_t timeout_ms)
+{
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[4][64];
+	const char *servers[4];
+
+	assert_true(n <= 4);
+	for (size_t i = 0; i < n; i++) {
+		fake_addr(fs[i], addr[i], sizeof(addr[i]));
+		servers[i] = addr[i];
+	}
+	fw_client_opts_init(&o);
+	o.timeout_ms = timeout_ms;
+	o.hedge_budget_pct = 0;
+	assert_int_equal(fw_client_open(servers, n, &o, &c), 0);
+	return c;
+}
+
+static const uint8_t transient_statuses[] = {FW_WIRE_ST_NO_LEASE, FW_WIRE_ST_CLOCK_UNSAFE};
+static const char *const transient_names[] = {"NO_LEASE", "CLOCK_UNSAFE"};
+
+/* A lone responder answering NO_LEASE (CLOCK_UNSAFE) twice, then OK: the call
+ * is asked again (after 10 ms each time) and succeeds. The old client ended
+ * it with FW_ESTATUS at the first. */
+static void test_avail_status_lone_then_ok(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(transient_statuses); i++) {
+		struct fake *a = fake_start(AF_INET, beh_status_n);
+		struct fw_client *c;
+		uint64_t id, t0;
+
+		atomic_store(&a->param, transient_statuses[i]);
+		atomic_store(&a->times, 2);
+		c = client_fakes(&a, 1, T_TIMEOUT_MS, 0);
+		assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+		t0 = mono_ms();
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_true(mono_ms() - t0 >= 2 * 10); /* a pause before each resend */
+		assert_true(id == atomic_load(&a->good_first));
+		/* 3, or more if a reply came later than the first resend's 50 ms */
+		assert_true(atomic_load(&a->nreq[FW_WIRE_OP_ID]) >= 3);
+		assert_int_equal(atomic_load(&a->ntags[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
+		fw_client_close(c);
+		fake_stop(a);
+	}
+}
+
+/* A lone responder answering NO_LEASE (CLOCK_UNSAFE) always: asked every
+ * 10 ms until the deadline, then the no-response error (FW_ETIMEOUT, no
+ * earlier than the deadline, within deadline + 2 s), whose text names the
+ * status. */
+static void test_avail_status_lone_deadline(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(transient_statuses); i++) {
+		struct fake *a = fake_start(AF_INET, beh_status_n);
+		struct fw_client *c;
+		char err[256], want[96];
+		uint64_t id = 7, t0, took;
+		unsigned n;
+
+		atomic_store(&a->param, transient_statuses[i]);
+		c = client_fakes(&a, 1, 300, 0);
+		assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+		t0 = mono_ms();
+		assert_int_equal(fw_client_get(c, &id), FW_ETIMEOUT);
+		took = mono_ms() - t0;
+		assert_int_equal(id, 7);
+		assert_true(took >= 300);
+		assert_true(took <= 2300);
+		assert_int_equal(fw_client_last_status(c), transient_statuses[i]);
+		fw_client_last_error(c, err, sizeof(err));
+		snprintf(want, sizeof(want), "127.0.0.1:%u: answered %s", a->port,
+			 transient_names[i]);
+		if (strcmp(err, want) != 0)
+			fail_msg("'%s' is not '%s'", err, want);
+		/* Asked again, but not in a tight loop: one per 10 ms at most (and
+		 * fewer on a loaded machine, where a reply may take long). */
+		n = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
+		printf("%s: %u requests in %llu ms\n", transient_names[i], n,
+		       (unsigned long long)took);
+		assert_true(n >= 2);
+		assert_true(n <= took / 10 + 2);
+		fw_client_close(c);
+		fake_stop(a);
+	}
+}
+
+/* Two responders both REFUSED: the status error at once (FW_ESTATUS, each
+ * asked: once, or more if a reply came later than the first resend's
+ * 50 ms), well before the deadline. The old client ended the call at the
+ * first REFUSED without asking the second. */
+static void test_avail_status_all_refused(void **state)
+{
+	struct fake *a = fake_start(AF_INET, beh_status_n);
+	struct fake *b = fake_start(AF_INET, beh_status_n);
+	struct fake *ab[] = {a, b};
+	struct fw_client *c;
+	uint64_t id = 7, t0;
+
+	(void)state;
+	atomic_store(&a->param, FW_WIRE_ST_REFUSED);
+	atomic_store(&b->param, FW_WIRE_ST_REFUSED);
+	c = client_nohedge(ab, 2, T_LONG_MS);
+	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	t0 = mono_ms();
+	assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+	assert_true(mono_ms() - t0 < T_LONG_MS / 2);
+	assert_int_equal(id, 7);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_REFUSED);
+	assert_true(atomic_load(&a->nreq[FW_WIRE_OP_ID]) >= 1);
+	assert_true(atomic_load(&b->nreq[FW_WIRE_OP_ID]) >= 1);
+	fw_client_close(c);
+	fake_stop(b);
+	fake_stop(a);
+}
+
+/* The first REFUSED, the second OK: the second's ID (the old client ended
+ * the call with FW_ESTATUS). */
+static void test_avail_status_refused_moves_on(void **state)
+{
+	struct fake *a = fake_start(AF_INET, beh_status_n);
+	struct fake *b = fake_start(AF_INET, beh_normal);
+	struct fake *ab[] = {a, b};
+	struct fw_client *c;
+	uint64_t id;
+
+	(void)state;
+	atomic_store(&a->param, FW_WIRE_ST_REFUSED);
+	c = client_nohedge(ab, 2, T_LONG_MS);
+	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	assert_int_equal(fw_client_get(c, &id), 0);
+	/* b's: a issued nothing (b may have answered a resend too: not good_first) */
+	assert_from_fake(id);
+	assert_true(id <= atomic_load(&b->last_id));
+	assert_true(atomic_load(&a->last_id) == 0);
+	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
+	assert_true(atomic_load(&a->nreq[FW_WIRE_OP_ID]) >= 1);
+	assert_true(atomic_load(&b->nreq[FW_WIRE_OP_ID]) >= 1);
+	fw_client_close(c);
+	fake_stop(b);
+	fake_stop(a);
+}
+
+/* BAD_REQUEST (BAD_VERSION) from the first: the status error at once, the
+ * second never asked; and the first is not unhealthy: the next call (which
+ * it answers) goes to it, not to the second. */
+static void test_avail_status_bad_request(void **state)
+{
+	static const uint8_t bad[] = {FW_WIRE_ST_BAD_REQUEST, FW_WIRE_ST_BAD_VERSION};
+
+	(void)state;
+	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++) {
+		struct fake *a = fake_start(AF_INET, beh_status_n);
+		struct fake *b = fake_start(AF_INET, beh_normal);
+		struct fake *ab[] = {a, b};
+		struct fw_client *c;
+		uint64_t id = 7, t0;
+
+		atomic_store(&a->param, bad[i]);
+		atomic_store(&a->times, 1);
+		c = client_nohedge(ab, 2, T_LONG_MS);
+		assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+		t0 = mono_ms();
+		assert_int_equal(fw_client_get(c, &id), FW_ESTATUS);
+		assert_true(mono_ms() - t0 < T_LONG_MS / 2);
+		assert_int_equal(id, 7);
+		assert_int_equal(fw_client_last_status(c), bad[i]);
+		assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), 1);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 0);
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_INFO]), 0);
+		assert_int_equal(fw_client_get(c, &id), 0);
+		assert_true(id == atomic_load(&a->good_first));
+		assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 0);
+		fw_client_close(c);
+		fake_stop(b);
+		fake_stop(a);
+	}
+}
+
+/* A hedge budget of 0 never hedges, not even a new client's first calls
+ * (the old client spent its 10 starting tokens anyway): answers 20 ms late,
+ * past the hedge delay (10 ms). The route's own count tells hedges from
+ * resends after 50 ms (a loaded machine), which may reach b too. */
+static void test_avail_hedge_budget_zero(void **state)
+{
+	struct fake *a = fake_start(AF_INET, beh_normal);
+	struct fake *b = fake_start(AF_INET, beh_normal);
+	struct fake *ab[] = {a, b};
+	struct fw_client *c = client_nohedge(ab, 2, T_TIMEOUT_MS);
+	uint64_t id, hedges;
+
+	(void)state;
+	atomic_store(&a->delay_ms, 20);
+	atomic_store(&b->delay_ms, 20);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(fw_client_get(c, &id), 0);
+	fwc_route_lock(&c->route);
+	hedges = c->route.hedges;
+	fwc_route_unlock(&c->route);
+	fw_client_close(c);
+	assert_int_equal(hedges, 0);
+	fake_stop(b);
+	fake_stop(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2452,6 +2705,12 @@ int main(void)
 		cmocka_unit_test(test_avail_refused_then_listens),
 		cmocka_unit_test(test_avail_all_silent),
 		cmocka_unit_test(test_avail_hedge_budget),
+		cmocka_unit_test(test_avail_status_lone_then_ok),
+		cmocka_unit_test(test_avail_status_lone_deadline),
+		cmocka_unit_test(test_avail_status_all_refused),
+		cmocka_unit_test(test_avail_status_refused_moves_on),
+		cmocka_unit_test(test_avail_status_bad_request),
+		cmocka_unit_test(test_avail_hedge_budget_zero),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

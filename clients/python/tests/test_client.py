@@ -134,10 +134,13 @@ def test_failover_on_status(status):
              else [reply(op, tag, worker=9, body=struct.pack(">Q", mk_id(9)))])
     with Client([a.addr, b.addr], timeout=0.5, retries=0) as c:
         assert DEFAULT.decode(c.get()).worker == 9 and c.stats["failovers"] >= 1
-    with Client([a.addr], timeout=0.5, retries=0) as c:
-        with pytest.raises(StatusError) as e:
+    # Alone, it is asked again until the deadline (the harmonized statuses).
+    from flakewire import NoResponseError
+    with Client([a.addr], timeout=0.2, retries=0) as c:
+        with pytest.raises(NoResponseError) as e:
             c.get()
-        assert e.value.status == status
+        assert e.value.tried == [a.addr + ": answered " + NAMES[status]]
+        assert c.last_reply.status == status
     a.close()
     b.close()
 
@@ -149,6 +152,9 @@ def test_bad_version_surfaces():
             c.info()
         assert e.value.status == wire.ST_BAD_VERSION
     f.close()
+
+
+NAMES = {wire.ST_NO_LEASE: "NO_LEASE", wire.ST_CLOCK_UNSAFE: "CLOCK_UNSAFE"}
 
 
 def answering(op, count, tag):
@@ -464,8 +470,10 @@ def test_fork_while_refill_holds_the_network_lock():
 
 class Counting(Fake):
     """A fake that counts requests per op and answers as .mode says:
-    "ok", "silent", or ("retry_after", us, n): RETRY_AFTER us to the first n ID
-    requests. IDs of worker .worker from .ms on, increasing."""
+    "ok", "silent", ("retry_after", us, n): RETRY_AFTER us to the first n ID
+    requests, or ("status", st, n): status st to the first n requests of
+    each op but INFO (n 0: to every one). IDs of worker .worker from .ms on,
+    increasing."""
 
     def __init__(self, worker=7, mode="ok", delay=0.0, ms_offset=0):
         self.counts = collections.Counter()
@@ -485,6 +493,9 @@ class Counting(Fake):
             return []
         if op == wire.OP_INFO:
             return [reply(op, tag, worker=self.worker, body=info_body())]
+        if isinstance(mode, tuple) and mode[0] == "status" and \
+                (mode[2] == 0 or self.counts[op] <= mode[2]):
+            return [reply(op, tag, status=mode[1], worker=self.worker)]
         if isinstance(mode, tuple) and mode[0] == "retry_after" and self.counts[op] <= mode[2]:
             return [struct.pack(">HBBBBHQHHI", 0x464B, 1, op | 0x80, wire.ST_RETRY_AFTER, 0, 0,
                                 tag, 0, self.worker, mode[1])]
@@ -642,6 +653,24 @@ def test_avail_hedge_budget():
         b.close()
 
 
+def test_avail_hedge_budget_zero():
+    """hedge_budget_pct=0 never hedges, not even a new client's first calls
+    (the old client spent its 10 starting tokens anyway)."""
+    a, b = Counting(worker=7, delay=0.03), Counting(worker=8, delay=0.03)
+    try:
+        with Client([a.addr, b.addr], hedge_budget_pct=0) as c:
+            for _ in range(20):
+                c.get()
+            assert c.stats["hedges"] == 0
+            resends = c.stats["timeouts"]  # a reply later than 50 ms on a loaded machine
+        time.sleep(0.1)
+        # (b's INFO count may hold probes, after a resend to it lost the race)
+        assert b.counts[wire.OP_ID] <= resends, (b.counts, resends)
+    finally:
+        a.close()
+        b.close()
+
+
 def test_avail_fork_child_starts_fresh():
     """After a fork the child's client has no probe thread, every responder
     healthy, no round trip known and a full budget: as a new client."""
@@ -668,4 +697,111 @@ def test_avail_fork_child_starts_fresh():
             assert c._route.healthy[0] is False
     finally:
         s.close()
+        b.close()
+
+
+# ---- statuses (doc/clients.md "Availability", Statuses: the harmonized rule) ----
+
+TRANSIENT = [wire.ST_NO_LEASE, wire.ST_CLOCK_UNSAFE]
+
+
+@pytest.mark.parametrize("status", TRANSIENT)
+def test_avail_status_lone_then_ok(status):
+    """A lone responder answering NO_LEASE (CLOCK_UNSAFE) twice, then OK: asked
+    again after 10 ms each time, the call succeeds (the old client raised
+    StatusError at the first)."""
+    a = Counting(mode=("status", status, 2))
+    try:
+        with Client([a.addr]) as c:
+            c.info()
+            t0 = time.monotonic()
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert time.monotonic() - t0 >= 0.02  # a pause before each resend
+            # 3, or more if a reply came later than the first resend's 50 ms
+            assert a.counts[wire.OP_ID] >= 3 and len(a.tags[wire.OP_ID]) == 1
+    finally:
+        a.close()
+
+
+@pytest.mark.parametrize("status", TRANSIENT)
+def test_avail_status_lone_deadline(status):
+    """A lone responder answering NO_LEASE (CLOCK_UNSAFE) always: asked every
+    10 ms until the deadline, then NoResponseError (no earlier than the
+    deadline, within deadline + 2 s) naming the status."""
+    from flakewire import NoResponseError
+    a = Counting(mode=("status", status, 0))
+    try:
+        with Client([a.addr], timeout=0.3) as c:
+            c.info()
+            t0 = time.monotonic()
+            with pytest.raises(NoResponseError) as e:
+                c.get()
+            took = time.monotonic() - t0
+            assert 0.3 <= took <= 2.3, took
+            assert e.value.tried == [a.addr + ": answered " + NAMES[status]]
+            time.sleep(0.05)  # the fake reads what is queued
+            n = a.counts[wire.OP_ID]
+            assert 2 <= n <= took / 0.010 + 2, (n, took)  # again, but no tight loop
+    finally:
+        a.close()
+
+
+def test_avail_status_all_refused():
+    """Two responders both REFUSED: StatusError at once, each asked once, well
+    before the deadline (the old client raised at the first, the second
+    never asked)."""
+    a = Counting(mode=("status", wire.ST_REFUSED, 0))
+    b = Counting(worker=9, mode=("status", wire.ST_REFUSED, 0))
+    try:
+        with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
+            c.info()
+            t0 = time.monotonic()
+            with pytest.raises(StatusError) as e:
+                c.get()
+            assert time.monotonic() - t0 < 2.5
+            assert e.value.status == wire.ST_REFUSED
+            # each asked (more than once only if a reply came after 50 ms)
+            assert a.counts[wire.OP_ID] >= 1 and b.counts[wire.OP_ID] >= 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_avail_status_refused_moves_on():
+    """The first REFUSED, the second OK: the second's ID (the old client raised
+    StatusError)."""
+    a = Counting(mode=("status", wire.ST_REFUSED, 0))
+    b = Counting(worker=9)
+    try:
+        with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
+            c.info()
+            assert DEFAULT.decode(c.get()).worker == 9
+            assert a.counts[wire.OP_ID] >= 1 and b.counts[wire.OP_ID] >= 1
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("status", [wire.ST_BAD_REQUEST, wire.ST_BAD_VERSION])
+def test_avail_status_bad_request(status):
+    """BAD_REQUEST (BAD_VERSION) from the first: StatusError at once, the second
+    never asked; the first stays healthy: the next call (which it answers)
+    goes to it, not to the second."""
+    a = Counting(mode=("status", status, 1))
+    b = Counting(worker=9)
+    try:
+        with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
+            c.info()
+            t0 = time.monotonic()
+            with pytest.raises(StatusError) as e:
+                c.get()
+            assert time.monotonic() - t0 < 2.5
+            assert e.value.status == status
+            assert a.counts[wire.OP_ID] == 1
+            assert b.counts[wire.OP_ID] == 0 and b.counts[wire.OP_INFO] == 0
+            assert c._route.healthy == [True, True]
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert b.counts[wire.OP_ID] == 0
+    finally:
+        a.close()
         b.close()

@@ -16,13 +16,18 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   the hedge delay (p99 of the last 256 round trips, hedge_min..100 ms, 10 ms
   before 16 are known) it goes to the next responder too while the hedge
   budget allows (10 tokens, hedge_budget_pct % of one per call), and after
-  max(4 x delay, 50 ms), doubling, it is resent; refused, CLOCK_UNSAFE and
-  NO_LEASE move on at once and make the responder unhealthy, as does losing
-  a hedge race or silence until the deadline; RETRY_AFTER holds the
-  responder off for its hint and moves on at once (a lone responder is
-  asked again after the hint, a refused lone one every 10 ms, until the
-  deadline); an unhealthy responder is probed with INFO every 100 ms by a
-  daemon thread and used again once it answers;
+  max(4 x delay, 50 ms), doubling, it is resent; refused (ECONNREFUSED),
+  NO_LEASE, CLOCK_UNSAFE and REFUSED move on at once and make the responder
+  unhealthy, as does losing a hedge race or silence until the deadline;
+  such a responder is asked again in the call only 10 ms later (a lone one
+  every 10 ms until the deadline, whose NoResponseError says "answered
+  NO_LEASE"); REFUSED from every responder in one call raises StatusError
+  at once; BAD_REQUEST and BAD_VERSION raise StatusError at once (another
+  responder would say the same) and leave the responder healthy;
+  RETRY_AFTER holds the responder off for its hint and moves on at once (a
+  lone responder is asked again after the hint, until the deadline); an
+  unhealthy responder is probed with INFO every 100 ms by a daemon thread
+  and used again once it answers;
 - every ID is checked before it is handed out: positive, strictly increasing
   within a reply and above the last one seen from that worker, no more than
   asked, carrying the datacenter and worker the reply names (the layout is
@@ -69,7 +74,9 @@ WORKERS_TRACKED = 64
 # The availability contract's constants (doc/clients.md, "Availability").
 RTT_WINDOW, RTT_EVERY, RTT_MIN_SAMPLES = 256, 64, 16
 D_DEFAULT, D_MAX, T_MIN = 0.010, 0.100, 0.050
-PROBE_EVERY, REFUSED_HOLD, RETRY_AFTER_MIN = 0.100, 0.010, 0.001
+# REASK: a responder refused, or answering NO_LEASE, CLOCK_UNSAFE or REFUSED,
+# is asked again in the same call after this.
+PROBE_EVERY, REASK, RETRY_AFTER_MIN = 0.100, 0.010, 0.001
 TOKENS_CAP = 10.0
 REFILL_PAUSE = 0.010
 
@@ -89,7 +96,7 @@ class ResolveError(FlakewireError, OSError):
 class NoResponseError(FlakewireError, TimeoutError):
     """No usable reply before the call's deadline; .tried lists
     "SERVER: what it did" for each server ("no reply in 80 ms",
-    "RETRY_AFTER 900 ms", "refused", a status name, "not asked")."""
+    "RETRY_AFTER 900 ms", "refused", "answered NO_LEASE", "not asked")."""
 
     def __init__(self, tried: List[str]):
         self.tried = tried
@@ -105,8 +112,9 @@ class ClosedError(FlakewireError):
 
 class StatusError(FlakewireError):
     """A responder answered with an error status (status, status_name,
-    reply): BAD_REQUEST, BAD_VERSION, REFUSED, or CLOCK_UNSAFE / NO_LEASE
-    from every responder."""
+    reply): BAD_REQUEST or BAD_VERSION from one, or REFUSED from every
+    responder in one call. (NO_LEASE and CLOCK_UNSAFE are asked again until
+    the deadline: NoResponseError.)"""
 
     def __init__(self, reply: wire.Reply):
         self.reply = reply
@@ -207,7 +215,7 @@ class _Route:
         self.rtt: List[float] = []
         self.rtt_count = 0
         self.d = D_DEFAULT
-        self.tokens = TOKENS_CAP
+        self.tokens = TOKENS_CAP if self.budget else 0.0  # a budget of 0: never hedge
         self.hedges = 0
         self.probe: Optional[threading.Thread] = None
         self.probe_socks: Dict[int, socket.socket] = {}
@@ -496,7 +504,7 @@ class Client:
         first = [0.0] * n       # first send to each in this call (0: never)
         last = [0.0] * n        # last send to each
         what: List[Optional[str]] = [None] * n  # what each did, for the error
-        in_round, bad = [False] * n, [False] * n
+        in_round, refused_st = [False] * n, [False] * n
         with r.lock:
             r.tokens = min(r.tokens + r.budget, TOKENS_CAP)
             d = r.d
@@ -606,14 +614,21 @@ class Client:
                     hedge = False
                     schedule(now)
                     continue
-                what[i] = wire.status_name(rep.status)
-                if rep.status not in (wire.ST_CLOCK_UNSAFE, wire.ST_NO_LEASE):
+                # the protocol's spelling, as RETRY_AFTER's: "answered NO_LEASE"
+                what[i] = "answered " + wire.status_name(rep.status).upper().replace("-", "_")
+                if rep.status not in (wire.ST_CLOCK_UNSAFE, wire.ST_NO_LEASE,
+                                      wire.ST_REFUSED):
+                    # BAD_REQUEST, BAD_VERSION: any responder would say the
+                    # same; this one is not unhealthy.
                     raise StatusError(rep)
-                bad[i] = True
+                # It may issue later (NO_LEASE, CLOCK_UNSAFE), another's policy
+                # may admit us (REFUSED): move on, ask it again after REASK.
+                refused_st[i] = refused_st[i] or rep.status == wire.ST_REFUSED
                 self.stats["failovers"] += 1
                 with r.lock:
+                    r.hold[i] = now + REASK
                     r.set_unhealthy(i)
-                if all(bad):
+                if all(refused_st):
                     raise StatusError(rep)
                 hedge = False
                 schedule(now)
@@ -624,7 +639,7 @@ class Client:
         what[i] = "refused"
         r = self._route
         with r.lock:
-            r.hold[i] = time.monotonic() + REFUSED_HOLD
+            r.hold[i] = time.monotonic() + REASK
             r.set_unhealthy(i)
 
     def _adopt_info(self, rep: wire.Reply) -> None:
@@ -646,7 +661,9 @@ class Client:
         try:
             self._adopt_info(self._exchange(wire.OP_INFO, 0, deadline))
         except StatusError as e:
-            if e.status == wire.ST_RETRY_AFTER:
+            # BAD_REQUEST, BAD_VERSION: no INFO here, only that check is lost;
+            # REFUSED everywhere fails the call (the layout may come later).
+            if e.status == wire.ST_REFUSED:
                 raise
         self._info_done = True
 
