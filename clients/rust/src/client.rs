@@ -3,6 +3,7 @@
 //! (doc/clients.md, "Availability: deadlines, hedging, health"), the
 //! background probe, and the one-round-trip calls.
 
+use crate::fork;
 use crate::health::Health;
 use crate::layout::{Layout, Uuid};
 use crate::prefetch::Pool;
@@ -261,22 +262,23 @@ impl Builder {
                 }
             }
         }
+        fork::init()?;
         let net = Net::open(&addrs)?;
         let n = addrs.len();
-        let pid = std::process::id();
+        let forks = fork::generation();
         static IDS: AtomicU64 = AtomicU64::new(1);
         let s = Shared {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             names: addrs.iter().map(|a| a.to_string()).collect(),
             addrs,
             closed: AtomicBool::new(false),
-            pid: AtomicU32::new(pid),
+            forks: AtomicU64::new(forks),
             gen: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             seq_bits: AtomicU32::new(0),
             stats: StatsCounters::default(),
             health: Mutex::new(Health::new(n)),
-            net: Mutex::new(NetSlot { net: Some(Box::new(net)), pid }),
+            net: Mutex::new(NetSlot { net: Some(Box::new(net)), forks }),
             net_cv: Condvar::new(),
             pool: Mutex::new(Pool::new(&self)),
             pool_cv: Condvar::new(),
@@ -360,7 +362,7 @@ pub struct ResponderHealth {
 
 pub(crate) struct NetSlot {
     net: Option<Box<Net>>,
-    pid: u32,
+    forks: u64,
 }
 
 /// The sockets and what the replies taught; owned by one call at a time.
@@ -405,7 +407,8 @@ pub(crate) struct Shared {
     addrs: Vec<SocketAddr>,
     names: Vec<String>,
     pub closed: AtomicBool,
-    pub pid: AtomicU32,
+    /// The fork generation (fork.rs) the client's state belongs to.
+    pub forks: AtomicU64,
     /// Bumped at close and after a fork: every thread's share is dropped.
     pub gen: AtomicU64,
     /// Advanced every max_age / 4 while `next` is used (prefetch.rs).
@@ -424,7 +427,7 @@ pub(crate) struct Shared {
 pub(crate) struct NetGuard<'a> {
     s: &'a Shared,
     net: Option<Box<Net>>,
-    pid: u32,
+    forks: u64,
 }
 
 impl std::ops::Deref for NetGuard<'_> {
@@ -441,7 +444,7 @@ impl std::ops::DerefMut for NetGuard<'_> {
 impl Drop for NetGuard<'_> {
     fn drop(&mut self) {
         let mut slot = lock(&self.s.net);
-        if slot.pid == self.pid && slot.net.is_none() {
+        if slot.forks == self.forks && slot.net.is_none() {
             slot.net = self.net.take();
         }
         drop(slot);
@@ -468,10 +471,11 @@ struct Sent {
 }
 
 impl Shared {
+    #[inline]
     pub fn check_fork(&self) {
-        let p = std::process::id();
-        if p != self.pid.load(Ordering::Acquire) {
-            self.after_fork(p);
+        let g = fork::generation();
+        if g != self.forks.load(Ordering::Relaxed) {
+            self.after_fork(g);
         }
     }
 
@@ -479,15 +483,15 @@ impl Shared {
     /// window and a full budget, as a new client (the net is reopened when
     /// next taken: the parent's sockets are shared with it).
     #[cold]
-    fn after_fork(&self, p: u32) {
+    fn after_fork(&self, g: u64) {
         let _g = lock(&self.fork);
-        if self.pid.load(Ordering::Acquire) == p {
+        if self.forks.load(Ordering::Acquire) == g {
             return;
         }
         *lock(&self.pool) = Pool::new(&self.opts);
         *lock(&self.health) = Health::new(self.addrs.len());
         self.gen.fetch_add(1, Ordering::AcqRel);
-        self.pid.store(p, Ordering::Release);
+        self.forks.store(g, Ordering::Release);
     }
 
     pub fn closed_check(&self) -> Result<(), Error> {
@@ -500,16 +504,16 @@ impl Shared {
 
     /// Takes the net for one call, waiting for another call at most until `deadline`.
     pub fn acquire(&self, deadline: Instant) -> Result<NetGuard<'_>, Error> {
-        let pid = std::process::id();
+        let forks = fork::generation();
         let mut slot = lock(&self.net);
         loop {
             self.closed_check()?;
-            if slot.pid != pid {
+            if slot.forks != forks {
                 slot.net = Some(Box::new(Net::open(&self.addrs)?));
-                slot.pid = pid;
+                slot.forks = forks;
             }
             if let Some(n) = slot.net.take() {
-                return Ok(NetGuard { s: self, net: Some(n), pid });
+                return Ok(NetGuard { s: self, net: Some(n), forks });
             }
             let now = Instant::now();
             if now >= deadline {
@@ -826,8 +830,8 @@ pub(crate) fn ensure_prober(s: &Arc<Shared>) {
     h.prober = true;
     drop(h);
     let s2 = Arc::clone(s);
-    let pid = std::process::id();
-    let spawned = thread::Builder::new().name("flakewire-probe".into()).spawn(move || probe(s2, pid));
+    let forks = fork::generation();
+    let spawned = thread::Builder::new().name("flakewire-probe".into()).spawn(move || probe(s2, forks));
     if spawned.is_err() {
         lock(&s.health).prober = false;
     }
@@ -835,13 +839,13 @@ pub(crate) fn ensure_prober(s: &Arc<Shared>) {
 
 /// Every 100 ms an INFO to each unhealthy responder, on sockets of its own
 /// (a probe never blocks a call); the first valid INFO reply marks it healthy.
-fn probe(s: Arc<Shared>, pid: u32) {
+fn probe(s: Arc<Shared>, forks: u64) {
     let mut socks: HashMap<usize, UdpSocket> = HashMap::new();
     let mut prev_tag = 0u64;
     let mut rx = [0u8; 2048];
     loop {
-        if s.closed.load(Ordering::Acquire) || std::process::id() != pid {
-            if std::process::id() == pid {
+        if s.closed.load(Ordering::Acquire) || fork::generation() != forks {
+            if fork::generation() == forks {
                 lock(&s.health).prober = false;
             }
             return;
@@ -1073,12 +1077,13 @@ impl Client {
         Ok(r.uuids.into_iter().map(Uuid::from_bytes).collect())
     }
 
-    /// For tests of the fork path only: the next call sees another PID, as
-    /// in a forked child (buffers, shares and health dropped, sockets reopened).
+    /// For tests of the fork path only: the next call sees another fork
+    /// generation, as in a forked child (buffers, shares and health dropped,
+    /// sockets reopened), for this client only.
     #[doc(hidden)]
     pub fn pretend_forked(&self) {
-        self.s.pid.store(0, Ordering::Release);
-        lock(&self.s.net).pid = 0;
+        self.s.forks.store(u64::MAX, Ordering::Release);
+        lock(&self.s.net).forks = u64::MAX;
     }
 
     /// What the client did so far.

@@ -39,11 +39,12 @@
 //! println!("{} issued at {} ms by worker {}; {}", id, p.unix_ms, p.worker, c.next_uuid7()?);
 //! # Ok::<(), flakewire::Error>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod client;
 mod error;
+mod fork;
 mod health;
 mod layout;
 mod prefetch;

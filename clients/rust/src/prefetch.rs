@@ -4,6 +4,7 @@
 //! many callers, one client"), with a maximum age.
 
 use crate::client::{fetch, fetch_uuids, lock, Builder, Client, Shared};
+use crate::fork;
 use crate::layout::Uuid;
 use crate::wire::{Range, LIST_MAX, RANGE_IDS_MAX, UUID7_MAX};
 use crate::Error;
@@ -213,8 +214,8 @@ fn start_refill(s: &Arc<Shared>, p: &mut Pool) {
     }
     p.refiller = true;
     let s2 = Arc::clone(s);
-    let pid = std::process::id();
-    if thread::Builder::new().name("flakewire-refill".into()).spawn(move || refiller(s2, pid)).is_err() {
+    let forks = fork::generation();
+    if thread::Builder::new().name("flakewire-refill".into()).spawn(move || refiller(s2, forks)).is_err() {
         p.refiller = false;
         p.refilling = false;
         p.refill_err =
@@ -225,13 +226,13 @@ fn start_refill(s: &Arc<Shared>, p: &mut Pool) {
 
 /// The refill thread: runs the refills asked for, ends after two maximum
 /// ages without one (or at close, or in a forked child).
-fn refiller(s: Arc<Shared>, pid: u32) {
+fn refiller(s: Arc<Shared>, forks: u64) {
     loop {
         let want = {
             let mut p = lock(&s.pool);
             loop {
-                if s.closed.load(Ordering::Acquire) || std::process::id() != pid {
-                    if std::process::id() == pid {
+                if s.closed.load(Ordering::Acquire) || fork::generation() != forks {
+                    if fork::generation() == forks {
                         p.refiller = false;
                         p.refilling = false;
                         s.pool_cv.notify_all();
@@ -308,19 +309,19 @@ fn ensure_ticking(s: &Arc<Shared>, p: &mut Pool) {
     p.ticking = true;
     p.idle_ticks = 0;
     let s2 = Arc::clone(s);
-    let pid = std::process::id();
-    if thread::Builder::new().name("flakewire-tick".into()).spawn(move || ticker(s2, pid)).is_err() {
+    let forks = fork::generation();
+    if thread::Builder::new().name("flakewire-tick".into()).spawn(move || ticker(s2, forks)).is_err() {
         p.ticking = false;
     }
 }
 
 /// Advances the epoch every max_age / 4 while `next` is used, drops
 /// expired IDs, keeps the pool above low water; ends when idle.
-fn ticker(s: Arc<Shared>, pid: u32) {
+fn ticker(s: Arc<Shared>, forks: u64) {
     let every = s.opts.max_age / AGE_TICKS as u32;
     loop {
         thread::sleep(every);
-        if std::process::id() != pid {
+        if fork::generation() != forks {
             return;
         }
         let mut p = lock(&s.pool);
@@ -360,9 +361,8 @@ impl Client {
     #[allow(clippy::should_implement_trait)]
     pub fn next(&self) -> Result<u64, Error> {
         let s = &*self.s;
-        if std::process::id() != s.pid.load(Ordering::Relaxed) {
-            s.check_fork();
-        }
+        // A relaxed load, not getpid (README.md, "Fork"): fork.rs.
+        s.check_fork();
         if s.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
