@@ -55,13 +55,8 @@ pub use error::Error;
 pub use layout::{Layout, Parts, Uuid, UuidParts, DEFAULT_EPOCH_MS, UUID7_TAG};
 pub use wire::{Range, Reply};
 
-/// Takes `id` apart under `layout` (any layout whose widths add up to 63).
-///
-/// ```
-/// let p = flakewire::decode(&flakewire::Layout::DEFAULT, (5 << 22) | (3 << 12) | 1)?;
-/// assert_eq!((p.ms, p.worker, p.sequence), (5, 3, 1));
-/// # Ok::<(), flakewire::Error>(())
-/// ```
+/// Takes `id` apart under `layout` (any layout whose widths add up to 63;
+/// example: [`Layout`]).
 pub fn decode(layout: &Layout, id: u64) -> Result<Parts, Error> {
     layout.decode(id)
 }

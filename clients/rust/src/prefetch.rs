@@ -352,12 +352,6 @@ impl Client {
     /// pool is empty, at most its deadline, and gets the refill's error if
     /// it fails. IDs older than the maximum age are dropped. A thread's own
     /// IDs increase while its refills are answered by one worker.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["10.0.0.5:4242"])?;
-    /// let id = c.next()?;
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     #[allow(clippy::should_implement_trait)]
     pub fn next(&self) -> Result<u64, Error> {
         let s = &*self.s;
@@ -428,13 +422,6 @@ impl Client {
     }
 
     /// One UUIDv7 from a small buffer refilled 90 at a time (one UUID7 call).
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["10.0.0.5:4242"])?;
-    /// let u = c.next_uuid7()?;
-    /// println!("{}", u); // 0190f1d4-8c2e-7f3a-b7e2-...: lowercase 8-4-4-4-12
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn next_uuid7(&self) -> Result<Uuid, Error> {
         let s = &self.s;
         s.check_fork();
