@@ -4,7 +4,7 @@
 //! load) with the generation its client was made in. The only `unsafe` of
 //! the crate, for a measured reason: the PID check it replaces
 //! (`std::process::id()`, a getpid system call of 150-220 ns) made `next()`
-//! about 20 times slower and 4 callers slower than 1 (README.md, "Fork").
+//! 20 to 40 times slower and 4 callers slower than 1 (README.md, "Fork").
 
 #![allow(unsafe_code)]
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 //! A client for the flakewire Snowflake ID responders (UDP, protocol
-//! version 1), standard library only, no `unsafe`. It behaves as every
+//! version 1), standard library only. It behaves as every
 //! flakewire client does (doc/clients.md):
 //!
 //! - every request carries a fresh random 64-bit tag; a reply is accepted
@@ -28,9 +28,17 @@
 //! - [`Client::next`] hands out prefetched IDs in per-thread shares,
 //!   refilled in the background, never older than [`Builder::max_age`].
 //!
-//! A [`Client`] is `Send + Sync`. After a `fork` (caught by a PID check at
-//! each call) the child's client starts as a new one: no buffered IDs, no
-//! health memory, new sockets; the parent's are untouched.
+//! A [`Client`] is `Send + Sync`. After a `fork` the child's client starts
+//! as a new one: no buffered IDs, no health memory, new sockets; the
+//! parent's are untouched. The fork is caught by a `pthread_atfork` child
+//! handler that bumps a fork generation, compared at each call with one
+//! relaxed atomic load: the crate's one `unsafe` (`#![deny(unsafe_code)]`,
+//! allowed in that module only), for a measured reason: the PID check it
+//! replaces (`std::process::id()`, a getpid system call of 150-220 ns) made
+//! `next()` 20 to 40 times slower and 4 callers slower than 1: 1.5 M/s with
+//! 1 thread and 1.0 M/s with 4 before, 43.9 and 48.5 M/s after (defaults,
+//! `clients/rust/bench-revs.sh -s 0.5 -r 5 76cdcd3 829c6ed` on a loaded
+//! 2-CPU machine; README.md, "Fork", has the table).
 //!
 //! ```no_run
 //! let c = flakewire::Client::new(&["10.0.0.5:4242", "10.0.0.6:4242"])?;
