@@ -11,6 +11,7 @@ use std::io;
 /// ```
 /// let e = flakewire::Client::new::<&str>(&[]).unwrap_err();
 /// assert!(matches!(e, flakewire::Error::Address { .. }));
+/// assert!(flakewire::Error::NoResponse { tried: vec![] }.is_timeout());
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -63,10 +64,6 @@ pub enum Error {
 
 impl Error {
     /// Whether this is the no-response (deadline) error.
-    ///
-    /// ```
-    /// assert!(flakewire::Error::NoResponse { tried: vec![] }.is_timeout());
-    /// ```
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::NoResponse { .. })
     }
