@@ -477,13 +477,18 @@ func TestAvailRefusedMovesOn(t *testing.T) {
 }
 
 // BAD_REQUEST (and BAD_VERSION) from the first: the *StatusError at once,
-// the second never asked, the first still healthy. No hedging here: a
-// hedge after d would ask the second before the first's reply is read on
-// a slow machine (a resend after 50 ms still could; on loopback, never seen).
+// the second never asked, the first still healthy. The first answers 20
+// calls first (a warm client; should a slow round trip lose a race to the
+// resend after 50 ms, the probe makes both healthy again before the test
+// goes on), and there is no hedging (a hedge after d would ask the second).
 func TestAvailBadRequestEndsCall(t *testing.T) {
 	for _, st := range []uint8{StBadRequest, StBadVersion} {
+		var bad atomic.Bool
 		a := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
-			return statusOf(req, st, 8), 0
+			if bad.Load() {
+				return statusOf(req, st, 8), 0
+			}
+			return ok(f, req)
 		})
 		b := newCtlFake(t, 9, ok)
 		o := DefaultOptions()
@@ -492,6 +497,18 @@ func TestAvailBadRequestEndsCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		for i := 0; i < 20; i++ {
+			if _, err := c.Get(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for w0 := time.Now(); !c.Healthy(0) || !c.Healthy(1); time.Sleep(10 * time.Millisecond) {
+			if time.Since(w0) > 3*time.Second {
+				t.Fatal("not both healthy again in 3 s")
+			}
+		}
+		bad.Store(true)
+		reqs, probes := b.all(), c.Stats.Probes.Load()
 		start := time.Now()
 		_, err = c.Get()
 		took := time.Since(start)
@@ -500,9 +517,9 @@ func TestAvailBadRequestEndsCall(t *testing.T) {
 			t.Fatalf("status %d: %v after %v", st, err, took)
 		}
 		time.Sleep(150 * time.Millisecond) // a probe would have gone by now
-		if b.all() != 0 || !c.Healthy(0) || c.Stats.Probes.Load() != 0 {
+		if b.all() != reqs || !c.Healthy(0) || c.Stats.Probes.Load() != probes {
 			t.Fatalf("status %d: %d requests to the second, healthy %v, %d probes",
-				st, b.all(), c.Healthy(0), c.Stats.Probes.Load())
+				st, b.all()-reqs, c.Healthy(0), c.Stats.Probes.Load()-probes)
 		}
 		c.Close()
 	}
