@@ -601,8 +601,11 @@ impl Shared {
         let mut tried = Vec::new();
         for &i in asked {
             let x = &mut sent[i];
-            if x.pending {
+            // A lone responder's NO_LEASE, asked again every 10 ms, stays "answered NO_LEASE".
+            if x.pending && (x.what.is_empty() || now - x.last.unwrap_or(now) >= RESEND_MIN) {
                 x.what = format!("no reply in {}", fmt_ms(now - x.first.unwrap_or(now)));
+            }
+            if x.pending {
                 h.mark_unhealthy(i, &x.what);
             }
             tried.push(format!("{}: {}", self.names[i], x.what));
@@ -753,7 +756,8 @@ pub(crate) fn exchange(
                 ST_RETRY_AFTER => {
                     inc(&s.stats.retry_after);
                     inc(&s.stats.failovers);
-                    let hint = Duration::from_micros(u64::from(r.retry_after_us)).max(Duration::from_millis(1));
+                    let hint = Duration::from_micros(u64::from(r.retry_after_us))
+                        .clamp(Duration::from_millis(1), Duration::from_secs(1));
                     let x = &mut sent[i];
                     x.pending = false;
                     x.what = format!("RETRY_AFTER {}", fmt_ms(hint));
@@ -761,15 +765,22 @@ pub(crate) fn exchange(
                     net.last_reply = Some(r);
                     need_send = true;
                 }
+                // doc/clients.md, "Statuses": BAD_REQUEST, BAD_VERSION end the call (the responder stays
+                // healthy); REFUSED once every responder answered it; NO_LEASE, CLOCK_UNSAFE, REFUSED move on,
+                // back to a lone responder every 10 ms.
                 st => {
-                    inc(&s.stats.failovers);
                     let x = &mut sent[i];
                     x.pending = false;
-                    x.bad_status = true;
-                    x.what = status_text(st);
+                    x.what = format!("answered {}", status_text(st));
+                    net.last_reply = Some(r);
+                    if st == ST_BAD_REQUEST || st == ST_BAD_VERSION {
+                        return Err(Error::Status { status: st, server: s.names[i].clone() });
+                    }
+                    inc(&s.stats.failovers);
+                    x.bad_status |= st == ST_REFUSED;
+                    x.refused_at = Some(now);
                     lock(&s.health).mark_unhealthy(i, &x.what);
                     ensure_prober(s);
-                    net.last_reply = Some(r);
                     if sent.iter().all(|x| x.bad_status) {
                         return Err(Error::Status { status: st, server: s.names[i].clone() });
                     }

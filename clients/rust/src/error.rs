@@ -38,7 +38,7 @@ pub enum Error {
         /// One entry per responder asked.
         tried: Vec<String>,
     },
-    /// Every responder asked answered an error status (the last one's).
+    /// BAD_REQUEST or BAD_VERSION, or REFUSED from every responder (doc/clients.md, "Statuses").
     Status {
         /// The status code (`wire::ST_*`).
         status: u8,
