@@ -683,7 +683,7 @@ pub(crate) fn exchange(
                             .into_iter()
                             .find(|&i| sent[i].first.is_none() && s.ready_at(&h, &sent[i], i, now) <= now);
                         match t {
-                            Some(t) if h.take_token() => Some(t),
+                            Some(t) if s.opts.hedge_budget_pct > 0 && h.take_token() => Some(t),
                             _ => None,
                         }
                     };

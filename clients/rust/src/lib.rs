@@ -22,7 +22,7 @@
 //!   deadline); a hedged request goes to the next responder after the 99th
 //!   percentile of this client's recent round trips (at least
 //!   [`Builder::hedge_min`]), under a budget ([`Builder::hedge_budget_pct`]);
-//!   a responder that refused, answered an error status or missed a reply
+//!   a responder that refused, answered NO_LEASE, CLOCK_UNSAFE or REFUSED, or missed a reply
 //!   another answered is unhealthy, skipped, and probed with INFO every
 //!   100 ms by a background thread until it answers;
 //! - [`Client::next`] hands out prefetched IDs in per-thread shares,
