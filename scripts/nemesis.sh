@@ -19,7 +19,10 @@
 # writes while a node's clock steps back (store-error: etcd's NOSPACE
 # alarm, ZooKeeper's hard quota), and an operator releasing a live node's
 # worker ID, refused, then forced (release), and the fleet's root wiped under the
-# nodes, then fenced with `flakectl fleet fence` (root-wipe, issue 48). Every run
+# nodes, then fenced with `flakectl fleet fence` (root-wipe, issue 48), and the
+# registry restored from a copy taken seconds earlier (etcd: snapshot save and
+# restore; ZooKeeper: the data directories of the stopped ensemble), then
+# fenced (snapshot-restore, issue 48). Every run
 # draws a picture (ids.png).
 # scripts/nemesis/check.py then reads the clients' logs and the registry's
 # history: no ID twice across the fleet, every (node, worker) stream
@@ -258,6 +261,7 @@ sleep "$WARM_S"
 TWINS=0
 RELEASES=0
 WIPES=0
+RESTORES=0
 node_index() { echo "${1#n}"; }
 fault() {
 	local kind=$1 target=$2 dur=$3 param=$4 i off rc
@@ -443,6 +447,42 @@ fault() {
 		ev note store "fleet fence: exit $?: $(tr -s ' \n' ' ' <"$RUN/fence$WIPES.log" | cut -c1-120)"
 		# the nodes whose records went claim others, which issue from the fence on
 		sleep "$(ms_to_s $((LONG_LEASE + 1000)))"
+		;;
+	snapshot-restore)
+		# The registry restored from a copy taken DUR earlier (etcd: `etcdctl
+		# snapshot save`, then every member rebuilt with `etcdctl snapshot
+		# restore`; ZooKeeper: the data directories of the stopped ensemble
+		# copied, then copied back): the nodes renewed in between, so each
+		# finds its own records older than it wrote, or the store's write
+		# counter below one it saw, and stops claiming, taking over and
+		# renewing, issuing on within its confirmed leases. After a few of
+		# their rounds, the operator's `flakectl fleet fence` (the longest
+		# lease): the nodes re-prove their own records and go on; one whose
+		# record is not in the copy claims another, which issues from the
+		# fence on. The fault waits until every node issues again (at most
+		# the longest lease and a second). RUN/restore/restoreK: the copy,
+		# its logs, fence.log.
+		RESTORES=$((RESTORES + 1))
+		local rd="$RUN/restore/restore$RESTORES" t0 t left
+		t0=$(now_us)
+		if store_snapshot_save "$rd"; then ev note store "snapshot saved"; else ev note store "snapshot save FAILED"; fi
+		left=$((dur - ($(now_us) - t0) / 1000))
+		[ "$left" -gt 0 ] && sleep "$(ms_to_s "$left")"
+		store_snapshot_restore "$rd"
+		rc=$?
+		ev note store "restored from the snapshot of $((($(now_us) - t0) / 1000)) ms before: exit $rc"
+		sleep "$(ms_to_s $((4 * RENEW)))"
+		fleet_fence >"$rd/fence.log" 2>&1
+		ev note store "fleet fence: exit $?: $(tr -s ' \n' ' ' <"$rd/fence.log" | cut -c1-120)"
+		t0=$(now_us)
+		for ((t = 0; t < (LONG_LEASE + 1000) / 250; t++)); do
+			rc=0
+			for ((i = 1; i <= N; i++)); do client_issuing "n$i" || { rc=1; break; }; done
+			[ "$rc" = 0 ] && break
+			sleep 0.25
+		done
+		ev note store "every node issuing again: $([ "$rc" = 0 ] && echo yes || echo NO)" \
+			"$((($(now_us) - t0) / 1000)) ms after the fence"
 		;;
 	store-error)
 		# The registry refuses writes (etcd: NOSPACE; ZooKeeper: hard quota)

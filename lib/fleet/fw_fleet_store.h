@@ -154,6 +154,12 @@ struct fw_fleet_store {
 	/* the highest write counter now() saw (0: none): now() answers -ESTALE
 	 * below it; the registry sets it to 0 when it accepts a fence */
 	int64_t wc_high;
+	/* how many sessions this client has opened: the store adds one at each
+	 * new session, also one that connect() opens in place of a handle it
+	 * gave up on (ZooKeeper: down two session timeouts), which the state
+	 * never shows LOST; the session layer makes its liveness record again
+	 * whenever it moves */
+	uint64_t sessions;
 };
 
 /* The codes above by name ("version moved", "store unreachable", ...). */

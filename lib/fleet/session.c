@@ -131,7 +131,10 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 	struct fw_fleet_store *s = ss->store;
 	if (s->ops->state(s) == FW_FLEET_SESSION_LOST)
 		ss->root_ok = ss->alive_ok = false;
+	uint64_t sessions = s->sessions;
 	int crc = s->ops->connect(s, wait_ms);
+	if (s->sessions != sessions) /* a new session: the old one's liveness record goes */
+		ss->root_ok = ss->alive_ok = false;
 	if (crc != 0) {
 		snprintf(err, errlen, "fleet: %s %s", s->name, s->ops->last_error(s));
 		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;

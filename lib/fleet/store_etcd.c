@@ -171,6 +171,7 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	} while (fw_mono_ms() < due);
 	if (rc != 0 || e->lease == 0)
 		return fail(e, rc ? rc : -EIO);
+	s->sessions++; /* also when it was DOWN as connect() began, LOST while it waited */
 	set_state(e, FW_FLEET_SESSION_UP);
 	if (pthread_create(&e->ka, NULL, keepalive_main, e) != 0) {
 		snprintf(e->err, sizeof(e->err), "no keep-alive thread");

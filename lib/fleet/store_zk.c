@@ -200,6 +200,7 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 		z->down_since = 0;
 		zs_close(s);
 		z->zh = zookeeper_init(z->connect, watcher, (int)z->session_ms, NULL, z, 0);
+		s->sessions++;
 		if (z->zh == NULL) {
 			snprintf(z->err, sizeof(z->err), "%s does not answer", z->connect);
 			return -ENOTCONN;

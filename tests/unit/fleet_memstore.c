@@ -39,6 +39,7 @@ struct memsrv {
 	} alive[ALIVE];
 	uint64_t worker_writes, writes;
 	uint64_t dropped_before; /* sessions <= this are LOST */
+	bool replace_next;       /* the next connect() of a live session opens another */
 };
 
 struct memcl {
@@ -113,9 +114,11 @@ static int ms_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	if (c->m->down) {
 		snprintf(c->err, sizeof(c->err), "does not answer");
 		rc = -ENOTCONN;
-	} else if (c->session == 0 || c->session <= c->m->dropped_before) {
+	} else if (c->session == 0 || c->session <= c->m->dropped_before || c->m->replace_next) {
+		c->m->replace_next = false;
 		drop_alive(c->m, c->session);
 		c->session = ++c->m->session_seq;
+		s->sessions++;
 	}
 	pthread_mutex_unlock(&c->m->mu);
 	return rc;
@@ -421,6 +424,13 @@ void memsrv_fail_writes(struct memsrv *m, int n)
 void memsrv_fail_worker(struct memsrv *m, uint32_t w, int rc)
 {
 	LOCKED(m, m->fail_rc[w] = rc);
+}
+
+void memsrv_replace_session(struct memsrv *m)
+{
+	pthread_mutex_lock(&m->mu);
+	m->replace_next = true;
+	pthread_mutex_unlock(&m->mu);
 }
 
 void memsrv_drop_sessions(struct memsrv *m)

@@ -39,6 +39,10 @@ void memsrv_fail_writes(struct memsrv *m, int n);
 /* Until called again with 0: writes of worker @w fail with @rc (-EIO: a
  * store error that is not unreachability, e.g. etcd's NOSPACE), not applied. */
 void memsrv_fail_worker(struct memsrv *m, uint32_t w, int rc);
+/* The next connect() of a client whose session is up opens another session
+ * in its place (its liveness record goes), never showing it LOST: as the
+ * ZooKeeper store replaces a handle down for two session timeouts. */
+void memsrv_replace_session(struct memsrv *m);
 /* Ends every session (state LOST; liveness records go). */
 void memsrv_drop_sessions(struct memsrv *m);
 

@@ -928,6 +928,37 @@ static void test_session_dropped(void **state)
 	fw_fleet_free(a);
 }
 
+/*
+ * A session replaced inside connect() without the state ever showing LOST (the
+ * ZooKeeper store gives up a handle down for two session timeouts and opens
+ * another): the old session's liveness record is gone, and the registry makes
+ * it again under the new one. Found by the nemesis (issue 48): a node renewed
+ * for 64 s with no liveness record after the ensemble restarted, so a twin of
+ * its identity started and an unforced release of its worker IDs was not
+ * refused.
+ */
+static void test_session_replaced_alive_again(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	struct fw_fleet_store *ops = memsrv_client(M);
+	struct fw_fleet_list l;
+	char err[512];
+	memsrv_replace_session(M);
+	uint64_t r = status(a).renewals;
+	WAIT_FOR(status(a).renewals >= r + 3, 3000);
+	assert_true(status(a).renewals >= r + 3);
+	assert_int_equal(fw_fleet_list_store(ops, "/t", 100, &l, err, sizeof(err)), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.v[0].owner, "a");
+	assert_true(l.v[0].alive); /* made again under the new session */
+	fw_fleet_list_free(&l);
+	/* and so an unforced release of its worker ID is refused */
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 0, 100, err, sizeof(err)), -EBUSY);
+	ops->ops->free(ops);
+	fw_fleet_free(a);
+}
+
 /* The store down: renewals fail with backoff, the confirmed lease stays, then resume. */
 static void test_store_down(void **state)
 {
@@ -1436,6 +1467,7 @@ int main(void)
 		T(test_retiring_never_claimed),
 		T(test_full_fleet_write_rate),
 		T(test_session_dropped),
+		T(test_session_replaced_alive_again),
 		T(test_store_down),
 		T(test_cache_start),
 		T(test_wall_step_does_not_delay_renewal),
