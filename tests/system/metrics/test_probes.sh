@@ -77,7 +77,7 @@ echo "readyz: $r"
 check "/readyz: 503, each worker no_lease" \
 	[ "$r" = "503 not ready: 2 of 2 workers cannot issue now|thread=0 worker=0: no_lease|thread=1 worker=0: no_lease|" ]
 ctl get --server 127.0.0.1:4253 --timeout 300 >"$SYS_TMP/get.nolease" 2>&1
-check "and the wire agrees: NO_LEASE" grep -q "answered 'no-lease'" "$SYS_TMP/get.nolease"
+check "and the wire agrees: NO_LEASE" grep -q "answered NO_LEASE" "$SYS_TMP/get.nolease"
 
 # identity = env:POD_NAME, against a real ZooKeeper
 zk_start "$SYS_TMP/zk" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
