@@ -27,22 +27,26 @@
 # median over the rounds, a ratio N/1 the median of the rounds' own ratios,
 # so the load other processes put on the machine falls on every cell alike.
 #
-# usage: scripts/bench/clients.sh [-b BUILD] [-s SECONDS] [-r ROUNDS]
+# usage: scripts/bench/clients.sh [-b BUILD] [-s SECONDS] [-r ROUNDS] [-l LANGS]
 #   -b  meson build dir with flakesock and bench_c (default: build)
 #   -s  seconds per measurement (default 1)
 #   -r  rounds, at least 5 (default 5)
+#   -l  only these languages, comma separated (e.g. C,Rust: rows side by side
+#       for a ratio; default every language)
 # A client whose toolchain is missing shows "-" in its rows.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
 secs=1
 runs=5
-while getopts b:s:r:h o; do
+langs=""
+while getopts b:s:r:l:h o; do
 	case $o in
 	b) build=$(cd "$OPTARG" && pwd) ;;
 	s) secs=$OPTARG ;;
 	r) runs=$OPTARG ;;
-	*) sed -n '2,33p' "$0"; exit 2 ;;
+	l) langs=,$OPTARG, ;;
+	*) sed -n '2,35p' "$0"; exit 2 ;;
 	esac
 done
 [ "$runs" -ge 5 ] || { echo "bench-clients: -r must be at least 5" >&2; exit 2; }
@@ -123,6 +127,13 @@ rows=(
 	"TypeScript|baseline||TypeScript|baseline: await of an async counter++"
 	"Rust|baseline||Rust|baseline: AtomicU64::fetch_add on one counter"
 )
+if [ -n "$langs" ]; then # -l: keep only those languages' rows
+	kept=()
+	for row in "${rows[@]}"; do
+		case $langs in *,"${row%%|*}",*) kept+=("$row") ;; esac
+	done
+	rows=("${kept[@]}")
+fi
 callers=(1 2 4 8)
 
 # measure ROW-INDEX CALLERS: one run, IDs/s on stdout ("" on failure)
