@@ -308,9 +308,12 @@ class _Route:
                 in_round[i] = False
         best, best_rank = -1, 3
         for i in range(len(self.srv)):
-            if in_round[i]:
-                continue
             rank = 2 if not self.healthy[i] else 1 if self.hold[i] > now else 0
+            # A healthy responder held off by RETRY_AFTER comes before the
+            # unhealthy ones even when this round asked it: it is asked again
+            # when its hint ends, not after a silent one's resend timer.
+            if in_round[i] and rank != 1:
+                continue
             if rank < best_rank or (rank == 1 and best_rank == 1
                                     and self.hold[i] < self.hold[best]):
                 best, best_rank = i, rank
