@@ -766,6 +766,16 @@ static int kid_fresh_route(struct fw_client *c, int out)
  */
 static void test_fork_fresh_health(void **state)
 {
+#ifdef __SANITIZE_THREAD__
+	/*
+	 * ThreadSanitizer's runtime cannot follow this one: the child starts its
+	 * own probe thread, which TSan reports as "dup thread with used id" (the
+	 * parent's probe thread's id, copied by fork) and dies. A runtime limit
+	 * of TSan after a fork, not a race; the plain and ASan builds run it.
+	 */
+	(void)state;
+	skip();
+#endif
 	struct fake *f = fake_start();
 	uint16_t silent_port;
 	int silent = -1;
