@@ -761,8 +761,10 @@ static int scenario_storm(uint32_t total)
 			half = true;
 			snprintf(p, sizeof(p), "%s/storm-half", O.dir);
 			FILE *fp = fopen(p, "w");
-			if (fp)
+			if (fp) {
+				fprintf(fp, "%.1f\n", (mono_ms() - scen_t0) / 1000.0);
 				fclose(fp);
+			}
 			printf("%s storm      half of the slots (%u) hold a lease at %.1f s\n",
 			       O.label, h, (mono_ms() - t0) / 1000.0);
 		}
@@ -812,16 +814,23 @@ static int scenario_storm(uint32_t total)
 		c.lease_ms = O.lease_ms;
 		c.renew_ms = O.renew_ms;
 		c.session_timeout_ms = O.session_ms;
-		int rc = fw_fleet_create(&c, O.extra, &f, err, sizeof(err));
+		/* every ID is held when nodes x slots fill the worker bits; else the
+		 * extra node asks for one more than the IDs left */
+		uint32_t want = (1u << O.worker_bits) - total + O.extra;
+		char needs[64];
+		snprintf(needs, sizeof(needs), "needs %u worker ID", want);
+		int rc = want > FW_FLEET_SLOTS_MAX ? -EINVAL
+						   : fw_fleet_create(&c, want, &f, err, sizeof(err));
 		if (rc == 0)
 			rc = fw_fleet_start(f, NULL, err, sizeof(err));
 		fw_fleet_free(f);
-		printf("%s extra      slot %u: %s\n%s   %.360s%s\n", O.label, total + 1,
+		printf("%s extra      slot %u: %s\n%s   %.360s%s\n", O.label,
+		       (1u << O.worker_bits) + 1,
 		       rc == FW_EFLEET_FULL ? "none left" : fw_strerror(rc), O.label, err,
 		       strlen(err) > 360 ? " ..." : "");
-		verdict("extra", rc == FW_EFLEET_FULL && strstr(err, "needs 1 worker ID") != NULL,
-			"slot %u refused (FW_EFLEET_FULL, naming the owners): %s", total + 1,
-			rc == FW_EFLEET_FULL ? "yes" : "no");
+		verdict("extra", rc == FW_EFLEET_FULL && strstr(err, needs) != NULL,
+			"slot %u refused (FW_EFLEET_FULL, \"%s\", naming the owners): %s",
+			(1u << O.worker_bits) + 1, needs, rc == FW_EFLEET_FULL ? "yes" : "no");
 	}
 	return 0;
 }
