@@ -147,7 +147,11 @@ for label in zk etcd; do
 done
 if [ ${#plots[@]} -gt 0 ] && command -v gnuplot >/dev/null; then
 	{
-		echo "set terminal pngcairo size 900,420 font ',10'"
+		# up to half again the slowest store's storm (the steady minutes are flat)
+		xmax=$(cat "$OUT"/*-storm/out.txt 2>/dev/null |
+			sed -n 's/.*all after \([0-9.]*\) s.*/\1/p' | sort -g | tail -1)
+		echo "set terminal pngcairo size 900,420 font ',10' noenhanced"
+		[ -z "$xmax" ] || echo "set xrange [0:$(awk -v x="$xmax" 'BEGIN { print int(x * 1.5 + 5) }')]"
 		echo "set output '$OUT/storm.png'"
 		echo "set title 'fleet_simulate storm: $NODES nodes x $SLOTS slots, batches of $BATCH every $BATCH_GAP_MS ms, leader killed at half'"
 		echo "set xlabel 'seconds since the first start'"
