@@ -926,8 +926,10 @@ static int scenario_restarts(uint32_t total, const char *kind)
 	 * back and the new run claimed free ones); else the old IDs stayed
 	 * leased until lease_ms ran out (taken over, or the root was full) */
 	const char *outcome = n_takeback == n_up * O.slots ? "same state: taken back"
-			      : !n_takeover && !n_full ? "graceful: released"
-						     : "unprovable: stranded for lease_ms";
+			      : n_takeover || n_full || reboot
+				      ? "unprovable: stranded for lease_ms"
+			      : crash ? "same state: taken back in part (the rest claimed anew)"
+				      : "graceful: released";
 	printf("%s %-10s %u restarts of %u nodes (%s) in %.0f s, lease_ms %llu: %s; slowest "
 	       "back %.1f s; min free %u, max leased by no running node %u\n",
 	       O.label, kind, rounds, crash ? (O.nodes * O.fraction + 99) / 100 : O.per_proc, how,
