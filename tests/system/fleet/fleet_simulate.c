@@ -926,7 +926,7 @@ static int scenario_restarts(uint32_t total, const char *kind)
 	 * back and the new run claimed free ones); else the old IDs stayed
 	 * leased until lease_ms ran out (taken over, or the root was full) */
 	const char *outcome = n_takeback == n_up * O.slots ? "same state: taken back"
-			      : n_takeover || n_full || reboot
+			      : n_takeover || n_full || (reboot && !SIM_STOP_RELEASES)
 				      ? "unprovable: stranded for lease_ms"
 			      : crash ? "same state: taken back in part (the rest claimed anew)"
 				      : "graceful: released";
