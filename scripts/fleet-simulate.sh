@@ -86,7 +86,8 @@ for store in $STORES; do
 	# shellcheck source=../tests/system/fleet/registry.sh
 	. "$ROOT/tests/system/fleet/registry.sh"
 	reg_dir=$(mktemp -d /tmp/fleet-simulate-reg.XXXXXX)
-	trap 'reg_stop_all; umount "$reg_dir"/etcd* 2>/dev/null; rm -rf "$reg_dir"' EXIT
+	trap '[ -z "${sim:-}" ] || { kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null; }; reg_stop_all; umount "$reg_dir"/etcd* 2>/dev/null; rm -rf "$reg_dir"' EXIT
+	trap 'exit 1' INT TERM
 	reg_start "$reg_dir" 3 || { echo "fleet-simulate: $REG_NAME did not start" >&2; exit 1; }
 	etcd=()
 	[ "$store" = etcd ] && etcd=(--etcd)

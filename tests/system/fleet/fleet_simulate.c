@@ -370,11 +370,23 @@ struct proc {
 static struct proc procs[MAX_PROCS];
 static uint32_t n_procs;
 
+/* The controller stopped (SIGTERM, SIGINT): its worker processes go with it. */
+static void on_controller_term(int sig)
+{
+	for (uint32_t p = 0; p < n_procs; p++)
+		if (procs[p].pid > 0)
+			kill(procs[p].pid, SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static void spawn(uint32_t p)
 {
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
 		close(0);
 		_exit(worker_proc(procs[p].first, procs[p].count, (int)p));
 	}
@@ -1018,6 +1030,8 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	mkdirs();
+	signal(SIGTERM, on_controller_term);
+	signal(SIGINT, on_controller_term);
 	char p[512], err[2048];
 	snprintf(p, sizeof(p), "%s/slots.log", O.dir);
 	slots_fd = open(p, O_WRONLY | O_CREAT | O_APPEND, 0644);
