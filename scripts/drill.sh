@@ -14,8 +14,8 @@
 # 2-core machine.
 #
 # For each event a fresh caller process per client (tests/clients/drill/:
-# C through libflakewire-client, Go, Java, Python, TypeScript through
-# clients/LANG's public API; Rust's slot is prepare_rust) runs one client
+# C through libflakewire-client, Go, Java, Python, TypeScript, Rust through
+# clients/LANG's public API) runs one client
 # with all three responders configured, the event's target first, the
 # client's default options (or --timeout), and calls next() and get() (one
 # round trip) at RATE calls a second each from two threads, for a bounded
@@ -49,7 +49,7 @@
 # latency over the drill's time, events shaded), OUT/table.md, the responders'
 # logs OUT/responder-NAME.log and the raw per-call logs OUT/N-EVENT/LANG.out.
 #
-# usage: scripts/drill.sh [-b BUILD] [-o OUT] [--short] [--clients c,go,java,python,ts]
+# usage: scripts/drill.sh [-b BUILD] [-o OUT] [--short] [--clients c,go,java,python,ts,rust]
 #                         [--events kill9:a,stop:a,...] [--rate N] [--timeout MS]
 #                         [--check [--deadline MS]]
 #   -b          meson build dir (default: build); the responders' test-clock
@@ -71,7 +71,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 out=""
 short=""
-clients=c,go,java,python,ts
+clients=c,go,java,python,ts,rust
 events=""
 rate=200
 timeout_ms=0
@@ -208,13 +208,29 @@ prepare_ts()
 	CALLER[ts]="node $drill_src/drill.mjs $tout/src/index.js"
 }
 
-# The Rust client (clients/rust, coming): build its drill caller here, e.g.
-#   (cd "$root/clients/rust" && /usr/bin/cargo build --offline --release --example drill) &&
-#   CALLER[rust]="$root/clients/rust/target/release/examples/drill"
-# with the same arguments and output lines as drill_c.c; then add rust to --clients.
+# Rust: a binary crate made here (drill.rs its main, clients/rust by path),
+# built offline with Debian's cargo (a rustup toolchain may come first on
+# PATH), release, its target and cargo home under the build dir.
 prepare_rust()
 {
-	return 1
+	[ -x /usr/bin/cargo ] || return 1
+	mkdir -p "$work/rust/src"
+	cat >"$work/rust/Cargo.toml" <<-EOF
+	[package]
+	name = "drill"
+	version = "0.0.0"
+	edition = "2018"
+	publish = false
+
+	[dependencies]
+	flakewire = { path = "$root/clients/rust" }
+	EOF
+	cp "$drill_src/drill.rs" "$work/rust/src/main.rs"
+	(cd "$work/rust" && PATH=/usr/bin:/bin RUSTC=/usr/bin/rustc CARGO_NET_OFFLINE=true \
+		CARGO_HOME=$build/tests/clients/cargo-home \
+		CARGO_TARGET_DIR=$build/tests/clients/drill/rust-target \
+		/usr/bin/cargo build --offline --release -q) >"$work/rust-build.log" 2>&1 || return 1
+	CALLER[rust]="$build/tests/clients/drill/rust-target/release/drill"
 }
 
 declare -A LABEL=([c]=C [go]=Go [java]=Java [python]=Python [ts]=TypeScript [rust]=Rust)

@@ -18,7 +18,12 @@
 # a node's own state file (same-state-twin), the registry refusing
 # writes while a node's clock steps back (store-error: etcd's NOSPACE
 # alarm, ZooKeeper's hard quota), and an operator releasing a live node's
-# worker ID, refused, then forced (release). Every run draws a picture (ids.png).
+# worker ID, refused, then forced (release), and the fleet's root wiped under the
+# nodes, then fenced with `flakectl fleet fence` (root-wipe, issue 48), and the
+# registry restored from a copy taken seconds earlier (etcd: snapshot save and
+# restore; ZooKeeper: the data directories of the stopped ensemble), then
+# fenced (snapshot-restore, issue 48). Every run
+# draws a picture (ids.png).
 # scripts/nemesis/check.py then reads the clients' logs and the registry's
 # history: no ID twice across the fleet, every (node, worker) stream
 # increasing, successive holders of a worker never interleaving, no
@@ -218,6 +223,11 @@ ip netns add "$HUB" || missing "cannot create a network namespace"
 NM_NETNS+=("$HUB")
 ip -n "$HUB" link set lo up
 store_start || { echo "FAIL: the $STORE ensemble did not start"; exit 1; }
+# the fleet's root, made once as an operator does (nodes never make one)
+[ "$STORE" = etcd ] && INIT_FLAG=--etcd || INIT_FLAG=--zk
+ip netns exec "$HUB" "$FLAKECTL" fleet init "$INIT_FLAG" "$STORE_LOCAL" --root "$FLEET_ROOT" \
+	--set "id.worker_bits=$WB" --timeout 30000 >"$RUN/fleet-init.log" 2>&1 ||
+	{ echo "FAIL: flakectl fleet init $FLEET_ROOT"; exit 1; }
 for ((i = 1; i <= N; i++)); do
 	kind=sock
 	[ "$i" -gt "$N_SOCK" ] && kind=wire
@@ -250,6 +260,8 @@ sleep "$WARM_S"
 # ---- the nemesis ----
 TWINS=0
 RELEASES=0
+WIPES=0
+RESTORES=0
 node_index() { echo "${1#n}"; }
 fault() {
 	local kind=$1 target=$2 dur=$3 param=$4 i off rc
@@ -420,6 +432,57 @@ fault() {
 		[ "$w" != - ] && [ "$left" -lt $((LEASE + RENEW - ($(now_us) - t_rel) / 1000)) ] &&
 			left=$((LEASE + RENEW - ($(now_us) - t_rel) / 1000))
 		[ "$left" -gt 0 ] && sleep "$(ms_to_s "$left")"
+		;;
+	root-wipe)
+		# The fleet's root wiped under the nodes (its keys deleted): no node
+		# makes it again; each stops claiming, taking over and renewing and
+		# issues on within its confirmed leases for DUR; then the operator's
+		# `flakectl fleet fence` (the longest lease): every later claim's
+		# floor is above anything issued before, the nodes go on (those
+		# whose records went claim others, issuing from the fence on).
+		WIPES=$((WIPES + 1))
+		if store_wipe_root; then ev note store "root $FLEET_ROOT wiped"; else ev note store "root wipe FAILED"; fi
+		sleep "$(ms_to_s "$dur")"
+		fleet_fence >"$RUN/fence$WIPES.log" 2>&1
+		ev note store "fleet fence: exit $?: $(tr -s ' \n' ' ' <"$RUN/fence$WIPES.log" | cut -c1-120)"
+		# the nodes whose records went claim others, which issue from the fence on
+		sleep "$(ms_to_s $((LONG_LEASE + 1000)))"
+		;;
+	snapshot-restore)
+		# The registry restored from a copy taken DUR earlier (etcd: `etcdctl
+		# snapshot save`, then every member rebuilt with `etcdctl snapshot
+		# restore`; ZooKeeper: the data directories of the stopped ensemble
+		# copied, then copied back): the nodes renewed in between, so each
+		# finds its own records older than it wrote, or the store's write
+		# counter below one it saw, and stops claiming, taking over and
+		# renewing, issuing on within its confirmed leases. After a few of
+		# their rounds, the operator's `flakectl fleet fence` (the longest
+		# lease): the nodes re-prove their own records and go on; one whose
+		# record is not in the copy claims another, which issues from the
+		# fence on. The fault waits until every node issues again (at most
+		# the longest lease and a second). RUN/restore/restoreK: the copy,
+		# its logs, fence.log.
+		RESTORES=$((RESTORES + 1))
+		local rd="$RUN/restore/restore$RESTORES" t0 t left
+		t0=$(now_us)
+		if store_snapshot_save "$rd"; then ev note store "snapshot saved"; else ev note store "snapshot save FAILED"; fi
+		left=$((dur - ($(now_us) - t0) / 1000))
+		[ "$left" -gt 0 ] && sleep "$(ms_to_s "$left")"
+		store_snapshot_restore "$rd"
+		rc=$?
+		ev note store "restored from the snapshot of $((($(now_us) - t0) / 1000)) ms before: exit $rc"
+		sleep "$(ms_to_s $((4 * RENEW)))"
+		fleet_fence >"$rd/fence.log" 2>&1
+		ev note store "fleet fence: exit $?: $(tr -s ' \n' ' ' <"$rd/fence.log" | cut -c1-120)"
+		t0=$(now_us)
+		for ((t = 0; t < (LONG_LEASE + 1000) / 250; t++)); do
+			rc=0
+			for ((i = 1; i <= N; i++)); do client_issuing "n$i" || { rc=1; break; }; done
+			[ "$rc" = 0 ] && break
+			sleep 0.25
+		done
+		ev note store "every node issuing again: $([ "$rc" = 0 ] && echo yes || echo NO)" \
+			"$((($(now_us) - t0) / 1000)) ms after the fence"
 		;;
 	store-error)
 		# The registry refuses writes (etcd: NOSPACE; ZooKeeper: hard quota)

@@ -96,11 +96,6 @@ void client_args_finish(struct client_args *ca)
 		ca->servers[ca->n++] = CLIENT_ARGS_DEFAULT;
 }
 
-uint32_t client_args_attempt_ms(const struct client_args *ca)
-{
-	return (uint32_t)(ca->timeout_ms / CLIENT_ARGS_TIMEOUT_SPLIT);
-}
-
 int client_args_open(const struct client_args *ca, size_t first, size_t n, const char *cmd,
 		     struct fw_client **out)
 {
@@ -108,8 +103,7 @@ int client_args_open(const struct client_args *ca, size_t first, size_t n, const
 	int rc;
 
 	fw_client_opts_init(&o);
-	o.timeout_ms = client_args_attempt_ms(ca);
-	o.retries = CLIENT_ARGS_RETRIES;
+	o.timeout_ms = (uint32_t)ca->timeout_ms; /* the call's deadline */
 	o.trusted = ca->trusted;
 	rc = fw_client_open(ca->servers + first, n, &o, out);
 	if (rc == 0)
@@ -211,20 +205,19 @@ void client_args_help(FILE *f, enum client_args_mode mode)
 			");\n"
 			"                        repeat it to fail over in order (IPv4 and IPv6\n"
 			"                        mixed; IPv6 in brackets: [2001:db8::5]:4242)\n"
-			"  --timeout MS          give up on a responder after MS ms, %d-%d "
-			"(default\n"
-			"                        %d); it is asked %d times, waiting MS/7, 2MS/7, "
-			"4MS/7\n",
-			CLIENT_ARGS_TIMEOUT_MIN, CLIENT_ARGS_TIMEOUT_MAX, CLIENT_ARGS_TIMEOUT_DEF,
-			CLIENT_ARGS_RETRIES + 1);
+			"  --timeout MS          the request's deadline, %d-%d (default %d): it\n"
+			"                        is answered or fails within MS ms; a silent\n"
+			"                        responder is left for the next after a few ms\n"
+			"                        (hedged), one that answers RETRY_AFTER or\n"
+			"                        refuses is asked again until then\n",
+			CLIENT_ARGS_TIMEOUT_MIN, CLIENT_ARGS_TIMEOUT_MAX, CLIENT_ARGS_TIMEOUT_DEF);
 	fprintf(f, "  --trusted             do not pad requests (only for a responder that trusts\n"
 		   "                        this host; an untrusted one answers fewer IDs)\n");
 }
 
 void client_args_report(const struct client_args *ca, const char *cmd, struct fw_client *c, int rc)
 {
-	char list[256] = "";
-	size_t used = 0;
+	char what[512];
 
 	if (rc == FW_ESTATUS) {
 		uint8_t st = fw_client_last_status(c);
@@ -241,18 +234,13 @@ void client_args_report(const struct client_args *ca, const char *cmd, struct fw
 		fc_err(cmd, "%s", fw_strerror(rc));
 		return;
 	}
-	for (size_t k = 0; k < ca->n && used < sizeof(list); k++) {
-		int w = snprintf(list + used, sizeof(list) - used, "%s%s", k ? ", " : "",
-				 ca->servers[k]);
-		if (w < 0)
-			break;
-		used += (size_t)w;
-	}
-	fc_err(cmd,
-	       "no reply from %s within %" PRIu64 " ms%s (is a responder running there, and does "
-	       "its [net] allow admit this host? A dropped source is counted as "
-	       "flakewire_drops_total{reason=\"source\"})",
-	       list, ca->timeout_ms, ca->n > 1 ? " each" : "");
+	fw_client_last_error(c, what, sizeof(what));
+	/* The advice only where a responder stayed silent. */
+	fc_err(cmd, "no usable reply within %" PRIu64 " ms: %s%s", ca->timeout_ms, what,
+	       strstr(what, "no reply") ? " (is a responder running there, and does its [net] "
+					  "allow admit this host? A dropped source is counted as "
+					  "flakewire_drops_total{reason=\"source\"})"
+					: "");
 }
 
 int client_args_layout(const struct fw_wire_info *info, struct fw_layout *l)

@@ -16,14 +16,12 @@
 #include "fw_layout.h"
 #include "fw_wire.h"
 
-#define CLIENT_ARGS_SERVERS_MAX   16
-#define CLIENT_ARGS_DEFAULT       "127.0.0.1:4242"
-#define CLIENT_ARGS_TIMEOUT_MIN   10
-#define CLIENT_ARGS_TIMEOUT_MAX   60000
-#define CLIENT_ARGS_TIMEOUT_DEF   1000
-/* Resends within one --timeout: attempts wait MS/7, 2MS/7 and 4MS/7. */
-#define CLIENT_ARGS_RETRIES       2
-#define CLIENT_ARGS_TIMEOUT_SPLIT 7
+#define CLIENT_ARGS_SERVERS_MAX 16
+#define CLIENT_ARGS_DEFAULT     "127.0.0.1:4242"
+#define CLIENT_ARGS_TIMEOUT_MIN 10
+#define CLIENT_ARGS_TIMEOUT_MAX 60000
+/* --timeout is each call's deadline (issue 49; doc/clients.md, "Availability"). */
+#define CLIENT_ARGS_TIMEOUT_DEF 1000
 
 struct client_args {
 	const char *servers[CLIENT_ARGS_SERVERS_MAX];
@@ -53,9 +51,6 @@ void client_args_finish(struct client_args *ca);
 int client_args_open(const struct client_args *ca, size_t first, size_t n, const char *cmd,
 		     struct fw_client **out);
 
-/* The wait for one attempt: --timeout split over the resends. */
-uint32_t client_args_attempt_ms(const struct client_args *ca);
-
 /*
  * Resolves a --server value as fw_client_open() does ("HOST:PORT", "HOST",
  * "[IPV6]:PORT", "[IPV6]", a bare IPv6 address; port FW_WIRE_DEFAULT_PORT),
@@ -74,8 +69,8 @@ void client_args_help(FILE *f, enum client_args_mode mode);
 
 /*
  * Reports a failed request on stderr as one line under @cmd: a timeout with
- * the servers and the time waited, an error status with its name, or the
- * error code's description.
+ * the deadline and what each responder did (fw_client_last_error()), an
+ * error status with its name, or the error code's description.
  */
 void client_args_report(const struct client_args *ca, const char *cmd, struct fw_client *c, int rc);
 

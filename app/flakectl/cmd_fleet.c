@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "flakectl.h"
+#include "fw_conf.h"
 #include "fw_err.h"
 #include "fw_fleet.h"
 #include "fw_layout.h"
@@ -17,7 +18,13 @@
 static void fleet_help(FILE *f)
 {
 	fprintf(f,
-		"usage: flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout "
+		"usage: flakectl fleet init    (--zk HOSTS | --etcd URLS) --root PATH\n"
+		"                      [--config FILE] [--set id.KEY=VALUE]... [--reserve LIST]\n"
+		"                      [--timeout MS]\n"
+		"       flakectl fleet fence   (--zk HOSTS | --etcd URLS) --root PATH [init's "
+		"options]\n"
+		"                      [--lease-ms MS]\n"
+		"       flakectl fleet ls      (--zk HOSTS | --etcd URLS) --root PATH [--timeout "
 		"MS]\n"
 		"       flakectl fleet release WORKER (--zk HOSTS | --etcd URLS) --root PATH\n"
 		"                      [--force] [--timeout MS]\n"
@@ -29,6 +36,19 @@ static void fleet_help(FILE *f)
 		"The worker-ID registry of a fleet, in ZooKeeper ([fleet] zookeeper and root) or\n"
 		"etcd ([fleet] etcd and root).\n"
 		"\n"
+		"  init      makes the fleet's root (nodes never do): records the [id] layout\n"
+		"            (from --config FILE and --set id.KEY=VALUE as the responders take\n"
+		"            them; the default layout with neither) and its datacenter value\n"
+		"            ([id] datacenter). Refused when another root of the store has that\n"
+		"            value or the store's roots use another layout; on a root that\n"
+		"            exists with the same terms it changes nothing (exit 0); a root\n"
+		"            made before roots recorded their value is adopted, its records\n"
+		"            kept\n"
+		"  fence     after the registry was wiped or restored from a snapshot: makes\n"
+		"            the root again if it is gone (as init), then raises the floor of\n"
+		"            every later claim to the registry's time now plus --lease-ms, with\n"
+		"            a new generation. Until then nodes make no claim, takeover or\n"
+		"            renewal (they issue within their confirmed leases); then they go on\n"
 		"  ls        every worker ID: owner, lease_until, floor, the owner's last\n"
 		"            renewal (ZooKeeper's time; etcd keeps none: -), whether its session\n"
 		"            is alive\n"
@@ -56,6 +76,12 @@ static void fleet_help(FILE *f)
 		"                   prefix in etcd, e.g. /flakewire/dc1\n"
 		"  --auth-file FILE ZooKeeper digest credentials USER:PASSWORD ([fleet]\n"
 		"                   zookeeper_auth_file: the same file, the same checks)\n"
+		"  --config FILE    init: the layout of this responder configuration ([id])\n"
+		"  --set id.KEY=VALUE  init: a layout override, as the responders' --set\n"
+		"  --reserve LIST   init: worker IDs kept for static nodes ([fleet] static =\n"
+		"                   yes), e.g. 0-3,7: no claim ever takes them\n"
+		"  --lease-ms MS    fence: at least every node's [fleet] lease_ms (default\n"
+		"                   86400000, 24 h)\n"
 		"  --warn-ms MS     check: warn when a live owner's lease ends within MS\n"
 		"                   (default 3600000, 1 h)\n"
 		"  --force          release: even a live owner's ID\n"
@@ -70,7 +96,8 @@ static const char *iso(const struct fw_fleet_list *l, uint64_t layout_ms, char *
 static int fleet_ls(const struct fw_fleet_list *l)
 {
 	char a[FW_ISO8601_LEN], b[FW_ISO8601_LEN], c[FW_ISO8601_LEN];
-	uint32_t owned = 0;
+	uint32_t owned = 0, stranded = 0;
+	uint64_t next = UINT64_MAX;
 	printf("%-6s %-24s %-24s %10s %-24s %-24s %-7s %s\n", "WORKER", "OWNER", "LEASE_UNTIL",
 	       "LEFT_S", "FLOOR", "RENEWED", "SESSION", "STATE");
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -79,6 +106,10 @@ static int fleet_ls(const struct fw_fleet_list *l)
 			(int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
 		const char *state = !e->owner[0] ? "free" : left < 0 ? "expired" : "owned";
 		owned += e->owner[0] && left >= 0;
+		if (e->owner[0] && left >= 0 && !e->alive) {
+			stranded++;
+			next = e->lease_ms < next ? e->lease_ms : next;
+		}
 		printf("%-6u %-24s %-24s %10.1f %-24s %-24s %-7s %s\n", e->worker,
 		       e->owner[0] ? e->owner : "-", iso(l, e->lease_ms, a), (double)left / 1000.0,
 		       iso(l, e->floor_ms, b),
@@ -90,6 +121,11 @@ static int fleet_ls(const struct fw_fleet_list *l)
 	       l->time_local ? "this host's time (the registry's needs --auth-file)"
 			     : "registry time",
 	       fw_format_iso8601(l->server_unix, a));
+	/* the same census as the nodes' flakewire_fleet_{free,stranded}_worker_ids */
+	printf("free: %u (never claimed, released or expired); stranded: %u (leased, no live "
+	       "session)%s%s\n",
+	       total - owned, stranded, stranded ? ", the next back at " : "",
+	       stranded ? iso(l, next, b) : "");
 	return FC_EXIT_OK;
 }
 
@@ -146,13 +182,71 @@ static const char *msg(const char *err)
 	return strncmp(err, "fleet: ", 7) ? err : err + 7;
 }
 
+/* flakectl fleet init: the layout as the responders take it, then fw_fleet_init. */
+/* flakectl fleet fence (@fence_lease > 0): the same, then the fence. */
+static int fleet_init(const char *cmd, const char *connect, const char *root, const char *config,
+		      const char *const *sets, int n_sets, const char *reserve, uint32_t timeout,
+		      uint64_t fence_lease)
+{
+	static struct fw_conf c; /* large */
+	char err[4096], res[256];
+	struct fw_layout l;
+	fw_conf_init(&c);
+	if (config && fw_conf_load(&c, config, FW_CONF_F_NO_PORTS, err, sizeof(err))) {
+		fc_err(cmd, "--config %s", err);
+		return FC_EXIT_USAGE;
+	}
+	for (int i = 0; i < n_sets; i++)
+		if (fw_conf_set(&c, sets[i], FW_CONF_F_NO_PORTS, err, sizeof(err))) {
+			fc_err(cmd, "--set %s", err);
+			return FC_EXIT_USAGE;
+		}
+	int rc = fw_layout_init(&l, c.id.epoch_ms, c.id.datacenter_bits, c.id.worker_bits,
+				c.id.sequence_bits, 0);
+	if (rc != 0 || (c.id.datacenter >> c.id.datacenter_bits)) {
+		fc_err(cmd, "[id] layout: %s",
+		       rc ? fw_strerror(rc) : "datacenter out of range for datacenter_bits");
+		return FC_EXIT_USAGE;
+	}
+	if (fence_lease) {
+		uint64_t at = 0;
+		char ts[FW_ISO8601_LEN];
+		rc = fw_fleet_fence(connect, root, &l, c.id.datacenter, reserve, fence_lease,
+				    timeout, &at, err, sizeof(err));
+		if (rc < 0) {
+			fc_err(cmd, "%s", msg(err));
+			return rc == -EINVAL ? FC_EXIT_USAGE : FC_EXIT_FAIL;
+		}
+		printf("%s: fenced: no claim issues below %s (unix ms %" PRIu64
+		       "), new generation\n",
+		       root, fw_format_iso8601(at, ts), at);
+		return FC_EXIT_OK;
+	}
+	rc = fw_fleet_init(connect, root, &l, c.id.datacenter, reserve, timeout, err, sizeof(err));
+	if (rc < 0) {
+		fc_err(cmd, "%s", msg(err));
+		return rc == -EINVAL ? FC_EXIT_USAGE : FC_EXIT_FAIL;
+	}
+	snprintf(res, sizeof(res), "%s", reserve && *reserve ? reserve : "none");
+	printf("%s: %s: epoch_ms %" PRIu64 " datacenter_bits %u worker_bits %u "
+	       "sequence_bits %u, datacenter %u, reserved %s\n",
+	       root,
+	       rc == FW_FLEET_INIT_CREATED ? "created"
+	       : rc == FW_FLEET_INIT_SAME  ? "exists with these terms, unchanged"
+					   : "adopted (its records kept)",
+	       l.epoch_ms, l.dc_bits, l.worker_bits, l.seq_bits, c.id.datacenter, res);
+	return FC_EXIT_OK;
+}
+
 int cmd_fleet(int argc, char **argv)
 {
 	const char *cmd = "fleet", *zk = NULL, *etcd = NULL, *root = NULL, *sub = NULL,
 		   *workers = NULL, *auth_file = NULL;
-	uint64_t timeout = 5000, warn = 3600000, worker = 0;
+	uint64_t timeout = 5000, warn = 3600000, worker = 0, lease = 86400000;
 	bool force = false;
 	char err[4096];
+	const char *config = NULL, *reserve = NULL, *sets[32];
+	int n_sets = 0;
 
 	for (int i = 1; i < argc; i++) {
 		int r;
@@ -164,11 +258,27 @@ int cmd_fleet(int argc, char **argv)
 		    (r = fc_opt_value(argc, argv, &i, "--etcd", &etcd)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--root", &root)) != 0 ||
 		    (r = fc_opt_value(argc, argv, &i, "--auth-file", &auth_file)) != 0 ||
+		    (r = fc_opt_value(argc, argv, &i, "--config", &config)) != 0 ||
+		    (r = fc_opt_value(argc, argv, &i, "--reserve", &reserve)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--timeout", 100, 600000, &timeout)) != 0 ||
+		    (r = fc_opt_u64(argc, argv, &i, "--lease-ms", 1000, UINT64_C(1) << 40,
+				    &lease)) != 0 ||
 		    (r = fc_opt_u64(argc, argv, &i, "--warn-ms", 0, UINT64_C(1) << 40, &warn)) !=
 			    0) {
 			if (r < 0)
 				return FC_EXIT_USAGE;
+			continue;
+		}
+		const char *set = NULL;
+		if ((r = fc_opt_value(argc, argv, &i, "--set", &set)) != 0) {
+			if (r < 0)
+				return FC_EXIT_USAGE;
+			if (n_sets == (int)FW_ARRAY_SIZE(sets) || strncmp(set, "id.", 3)) {
+				fc_err(cmd, "--set %s: only [id] keys (id.KEY=VALUE), at most %zu",
+				       set, FW_ARRAY_SIZE(sets));
+				return FC_EXIT_USAGE;
+			}
+			sets[n_sets++] = set;
 			continue;
 		}
 		if (!strcmp(argv[i], "--force")) {
@@ -185,9 +295,13 @@ int cmd_fleet(int argc, char **argv)
 			return fc_unknown_arg(cmd, argv[i]);
 	}
 	if (sub == NULL || (strcmp(sub, "ls") && strcmp(sub, "release") && strcmp(sub, "check") &&
-			    strcmp(sub, "secure"))) {
-		fc_err(cmd, "%s%s: expected ls, release, check or secure", sub ? sub : "subcommand",
-		       sub ? "" : " missing");
+			    strcmp(sub, "secure") && strcmp(sub, "init") && strcmp(sub, "fence"))) {
+		fc_err(cmd, "%s%s: expected init, fence, ls, release, check or secure",
+		       sub ? sub : "subcommand", sub ? "" : " missing");
+		return FC_EXIT_USAGE;
+	}
+	if (strcmp(sub, "init") && strcmp(sub, "fence") && (config || reserve || n_sets)) {
+		fc_err(cmd, "%s: --config, --set and --reserve are for init and fence", sub);
 		return FC_EXIT_USAGE;
 	}
 	if ((zk == NULL || !*zk) == (etcd == NULL || !*etcd)) {
@@ -224,6 +338,9 @@ int cmd_fleet(int argc, char **argv)
 		fw_fleet_admin_zk_auth(auth);
 		explicit_bzero(auth, sizeof(auth));
 	}
+	if (!strcmp(sub, "init") || !strcmp(sub, "fence"))
+		return fleet_init(cmd, zk, root, config, sets, n_sets, reserve, (uint32_t)timeout,
+				  !strcmp(sub, "fence") ? lease : 0);
 	if (!strcmp(sub, "secure")) {
 		if (auth_file == NULL) {
 			fc_err(cmd, "secure: --auth-file FILE: the credentials the fleet will "

@@ -465,6 +465,15 @@ int cmd_status(int argc, char **argv)
 		}
 	}
 	printf(lease ? "\n" : "%-9s none (no fleet)\n", "leases");
+	if (sum(cur, "flakewire_fleet_root_ok", NULL) == 0) {
+		printf("%-9s stopped: the fleet's root is missing, of another generation, or the "
+		       "registry was restored: no claim, takeover or renewal until 'flakectl fleet "
+		       "fence'\n",
+		       "root");
+		raise_to(&st, ST_WARNING, why, sizeof(why),
+			 "the fleet's root is wiped or restored: claims stopped until 'flakectl "
+			 "fleet fence'");
+	}
 
 	/* after the causes above, so the verdict names the cause first; workers
 	 * exported but neither their states nor the mark yet: flakesock started,

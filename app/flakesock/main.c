@@ -290,7 +290,9 @@ int main(int argc, char **argv)
 		pthread_join(ctx.workers[i].thread, NULL);
 	/* the final mark first, while the leases are still held (as flakewire); then the fleet */
 	rc = fw_responder_keeper_stop(ctx.core);
-	fw_responder_free(ctx.core);  /* the fleet stops: its leases stay */
+	if (rc == 0) /* the final mark persisted: the worker IDs go back */
+		fw_responder_fleet_release(ctx.core);
+	fw_responder_free(ctx.core); /* the fleet stops */
 	fw_state_lock_free(ctx.lock); /* after the final mark */
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		close(ctx.workers[i].fd);

@@ -121,6 +121,8 @@ int main(int argc, char **argv)
 	fw_responder_metrics_stop(app->core);
 	if (fwire_responder_stop_control(app))
 		rc = 1; /* the final mark failed: the next start waits for the reservation */
+	else
+		fw_responder_fleet_release(app->core); /* the final mark persisted: IDs go back */
 	/* before the first free: no telemetry command reads what follows frees */
 	fwire_telemetry_close();
 	fw_responder_fleet_stop(app->core);

@@ -346,7 +346,8 @@ type callSrv struct {
 	waiting  time.Time // its first send since its last answer; zero: none outstanding
 	answered bool      // any valid reply in this call
 	lastSent time.Time
-	what     string // the last thing it did ("refused", "RETRY_AFTER 900 ms", "NO_LEASE")
+	what     string // the last thing it did ("refused", "RETRY_AFTER 900 ms", "answered NO_LEASE")
+	refused  bool   // answered REFUSED in this call
 }
 
 // statusWord names a status in the error text: "NO_LEASE".
@@ -355,9 +356,11 @@ func statusWord(st uint8) string {
 }
 
 // exchange is one call's request (the contract's "One call"): the first
-// responder in the order, a failover at once on a refusal, a bad status
-// or RETRY_AFTER, a hedge after d under the budget, a resend after T; an
-// error at the deadline naming what each responder did. Holds the call lock.
+// responder in the order, a failover at once on a refusal, NO_LEASE,
+// CLOCK_UNSAFE, REFUSED or RETRY_AFTER, a hedge after d under the budget,
+// a resend after T; an error at the deadline naming what each responder
+// did. A *StatusError at once on BAD_REQUEST or BAD_VERSION, or when every
+// responder answered REFUSED (the contract's "Statuses"). Holds the call lock.
 func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, count uint16) (*Reply, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -588,16 +591,30 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 			if plan < 0 || plan == ev.srv {
 				failover(ev.at)
 			}
-		case StClockUnsafe, StNoLease:
+		case StClockUnsafe, StNoLease, StRefused:
 			c.markSick(ev.srv)
-			s.what = statusWord(r.Status)
+			s.what = "answered " + statusWord(r.Status)
+			s.refused = s.refused || r.Status == StRefused
+			if allRefused(st) {
+				return nil, &StatusError{r.Status, r}
+			}
 			if plan < 0 || plan == ev.srv {
 				failover(ev.at)
 			}
-		default:
+		default: // BAD_REQUEST, BAD_VERSION: another responder would say the same
 			return nil, &StatusError{r.Status, r}
 		}
 	}
+}
+
+// allRefused: every responder of the client answered REFUSED in this call.
+func allRefused(st []callSrv) bool {
+	for i := range st {
+		if !st[i].refused {
+			return false
+		}
+	}
+	return true
 }
 
 // noResponse is the deadline's error: what each responder did, in the
@@ -609,7 +626,7 @@ func (c *Client) noResponse(st []callSrv, tried []int, deadline time.Time) error
 		what := s.what
 		// Silence is what it did unless it answered, refused or failed a send
 		// and was asked again less than resendMin ago (a lone responder's
-		// NO_LEASE, resent every 10 ms, stays "NO_LEASE").
+		// NO_LEASE, resent every 10 ms, stays "answered NO_LEASE").
 		if quiet := deadline.Sub(s.waiting); !s.waiting.IsZero() && (what == "" || quiet >= resendMin) {
 			what = fmt.Sprintf("no reply in %d ms", (quiet+time.Millisecond/2)/time.Millisecond)
 		}

@@ -371,3 +371,156 @@ func TestAvailHedgeBudget(t *testing.T) {
 		t.Fatalf("%d hedges, %d resends after T, %d requests beyond one per call", hedges, resends, extra)
 	}
 }
+
+// The contract's "Statuses" (doc/clients.md): one test per rule.
+
+// statusOf is a reply to req with status st.
+func statusOf(req []byte, st uint8, worker uint16) []byte {
+	return mkReply(req[3], binary.BigEndian.Uint64(req[8:]), st, worker)
+}
+
+// A lone responder answering NO_LEASE twice, then OK: the call succeeds
+// (it is asked again while the deadline allows).
+func TestAvailNoLeaseAloneRetried(t *testing.T) {
+	var n atomic.Int64
+	f := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		if req[3] == OpID && n.Add(1) <= 2 {
+			return statusOf(req, StNoLease, 8), 0
+		}
+		return ok(f, req)
+	})
+	c, err := New([]string{f.addr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if id, err := c.Get(); err != nil || workerOf(t, id) != 8 {
+		t.Fatalf("Get: %v", err)
+	}
+	if f.n(OpID) != 3 {
+		t.Fatalf("%d ID requests, want 3", f.n(OpID))
+	}
+}
+
+// A lone responder answering NO_LEASE always: the no-response error at the
+// deadline (not before), naming the status; it was asked again meanwhile.
+func TestAvailNoLeaseAloneDeadline(t *testing.T) {
+	f := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		return statusOf(req, StNoLease, 8), 0
+	})
+	o := DefaultOptions()
+	o.Timeout = 300 * time.Millisecond
+	c, err := New([]string{f.addr}, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_, err = c.Get()
+	took := time.Since(start)
+	var ne *NoResponseError
+	if !errors.As(err, &ne) || took < o.Timeout || took > o.Timeout+2*time.Second {
+		t.Fatalf("%v after %v (deadline %v)", err, took, o.Timeout)
+	}
+	if len(ne.Tried) != 1 || ne.Tried[0] != f.addr+": answered NO_LEASE" || f.all() < 3 {
+		t.Fatalf("%v (%d requests)", err, f.all())
+	}
+}
+
+// Two responders both answering REFUSED: the *StatusError once both did,
+// well before the deadline (10 s), each asked.
+func TestAvailAllRefusedAtOnce(t *testing.T) {
+	refused := func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		return statusOf(req, StRefused, uint16(f.g.worker)), 0
+	}
+	a, b := newCtlFake(t, 8, refused), newCtlFake(t, 9, refused)
+	o := DefaultOptions()
+	o.Timeout = 10 * time.Second
+	c, err := New([]string{a.addr, b.addr}, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_, err = c.Get()
+	took := time.Since(start)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != StRefused || took > o.Timeout/2 {
+		t.Fatalf("%v after %v (deadline %v)", err, took, o.Timeout)
+	}
+	if a.n(OpID) < 1 || b.n(OpID) < 1 || c.Healthy(0) || c.Healthy(1) {
+		t.Fatalf("ID requests %d and %d, healthy %v %v", a.n(OpID), b.n(OpID), c.Healthy(0), c.Healthy(1))
+	}
+}
+
+// The first answering REFUSED (to ID requests; INFO it answers), the
+// second OK: the second's ID; the first is unhealthy.
+func TestAvailRefusedMovesOn(t *testing.T) {
+	a := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		if req[3] == OpInfo {
+			return ok(f, req)
+		}
+		return statusOf(req, StRefused, 8), 0
+	})
+	b := newCtlFake(t, 9, ok)
+	c, err := New([]string{a.addr, b.addr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
+		t.Fatalf("Get: %v", err)
+	}
+	if a.n(OpID) != 1 || c.Healthy(0) {
+		t.Fatalf("%d ID requests to the first, healthy %v", a.n(OpID), c.Healthy(0))
+	}
+}
+
+// BAD_REQUEST (and BAD_VERSION) from the first: the *StatusError at once,
+// the second never asked, the first still healthy. The first answers 20
+// calls first (a warm client; should a slow round trip lose a race to the
+// resend after 50 ms, the probe makes both healthy again before the test
+// goes on), and there is no hedging (a hedge after d would ask the second).
+func TestAvailBadRequestEndsCall(t *testing.T) {
+	for _, st := range []uint8{StBadRequest, StBadVersion} {
+		var bad atomic.Bool
+		a := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+			if bad.Load() {
+				return statusOf(req, st, 8), 0
+			}
+			return ok(f, req)
+		})
+		b := newCtlFake(t, 9, ok)
+		o := DefaultOptions()
+		o.Timeout, o.HedgeBudgetPct = 10*time.Second, 0
+		c, err := New([]string{a.addr, b.addr}, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			if _, err := c.Get(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for w0 := time.Now(); !c.Healthy(0) || !c.Healthy(1); time.Sleep(10 * time.Millisecond) {
+			if time.Since(w0) > 3*time.Second {
+				t.Fatal("not both healthy again in 3 s")
+			}
+		}
+		bad.Store(true)
+		reqs, probes := b.all(), c.Stats.Probes.Load()
+		start := time.Now()
+		_, err = c.Get()
+		took := time.Since(start)
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != st || took > o.Timeout/2 {
+			t.Fatalf("status %d: %v after %v", st, err, took)
+		}
+		time.Sleep(150 * time.Millisecond) // a probe would have gone by now
+		if b.all() != reqs || !c.Healthy(0) || c.Stats.Probes.Load() != probes {
+			t.Fatalf("status %d: %d requests to the second, healthy %v, %d probes",
+				st, b.all()-reqs, c.Healthy(0), c.Stats.Probes.Load()-probes)
+		}
+		c.Close()
+	}
+}

@@ -16,14 +16,18 @@
 //     health"; avail.go): it asks the first responder of the order
 //     (healthy ones in the order given, then those holding off after
 //     RETRY_AFTER, then unhealthy ones); a refusal (ICMP port unreachable
-//     on the connected socket), CLOCK_UNSAFE, NO_LEASE or RETRY_AFTER move
-//     it to the next one at once; after a delay learnt from the client's
-//     round trips it hedges to the next healthy one, under a budget
-//     (HedgeBudgetPct of calls); with no answer it asks again (50 ms,
-//     doubling); a lone responder is asked until the deadline;
-//   - the client remembers refused, silent and bad-status responders as
-//     unhealthy, skips them while others answer and probes them with INFO
-//     every 100 ms in a goroutine until they answer again;
+//     on the connected socket), CLOCK_UNSAFE, NO_LEASE, REFUSED or
+//     RETRY_AFTER move it to the next one at once; after a delay learnt
+//     from the client's round trips it hedges to the next healthy one,
+//     under a budget (HedgeBudgetPct of calls); with no answer it asks
+//     again (50 ms, doubling); a lone responder is asked until the
+//     deadline (every 10 ms while it refuses or answers NO_LEASE or
+//     CLOCK_UNSAFE); BAD_REQUEST, BAD_VERSION, and REFUSED from every
+//     responder end the call at once with a *StatusError;
+//   - the client remembers refused, silent, CLOCK_UNSAFE, NO_LEASE and
+//     REFUSED responders as unhealthy, skips them while others answer and
+//     probes them with INFO every 100 ms in a goroutine until they answer
+//     again;
 //   - every ID is checked before it is handed out: positive, strictly
 //     increasing within a reply and above the last one seen from that
 //     worker, no more than asked, carrying the datacenter and worker the
@@ -95,7 +99,7 @@ func (e *ResolveError) Unwrap() error { return e.Err }
 // NoResponseError: no responder answered by the call's deadline; Tried
 // names each server asked, in the order first asked, and what it did last
 // ("127.0.0.1:4243: no reply in 80 ms", "127.0.0.1:4244: RETRY_AFTER 900
-// ms", "127.0.0.1:4245: refused", "...: NO_LEASE"). Empty: the call waited
+// ms", "127.0.0.1:4245: refused", "...: answered NO_LEASE"). Empty: the call waited
 // its whole deadline for another call of this client.
 type NoResponseError struct{ Tried []string }
 
@@ -108,9 +112,12 @@ func (e *NoResponseError) Error() string {
 
 func (e *NoResponseError) Is(target error) bool { return target == ErrTimeout }
 
-// StatusError: a responder answered REFUSED, BAD_REQUEST or BAD_VERSION
-// (the call ends at once). RETRY_AFTER, CLOCK_UNSAFE and NO_LEASE move the
-// call on; at the deadline they are named in a *NoResponseError.
+// StatusError: a responder answered BAD_REQUEST or BAD_VERSION (another
+// responder would say the same: the call ends at once), or every responder
+// answered REFUSED in the call (at once, not at the deadline; Reply is the
+// last one's). RETRY_AFTER, CLOCK_UNSAFE, NO_LEASE and a REFUSED while
+// another responder can still be asked move the call on; at the deadline
+// they are named in a *NoResponseError ("answered NO_LEASE").
 type StatusError struct {
 	Status uint8
 	Reply  *Reply

@@ -160,7 +160,7 @@ func TestFailoverOnStatus(t *testing.T) {
 		c, _ = New([]string{a}, opts())
 		_, err = c.Get()
 		var ne *NoResponseError
-		if !errors.As(err, &ne) || len(ne.Tried) != 1 || ne.Tried[0] != a+": "+statusWord(st) {
+		if !errors.As(err, &ne) || len(ne.Tried) != 1 || ne.Tried[0] != a+": answered "+statusWord(st) {
 			t.Errorf("status %d alone: %v", st, err)
 		}
 		c.Close()

@@ -15,9 +15,11 @@
  * with a message naming it. One client (lib/client) per server process,
  * shared by every connection (it is thread-safe), prefetching in the
  * background; a replaced client is closed when its last statement ends.
- * Every call is bounded by max_wait_ms (default 1000): a UDF cannot see
- * KILL QUERY until it returns, so the client's waits ask a per-thread
- * deadline (opts.cancel) and give up at it.
+ * Every call is bounded by max_wait_ms (default 1000), the client's per-call
+ * deadline (opts.timeout_ms; issue 49, doc/clients.md "Availability"): a UDF
+ * cannot see KILL QUERY until it returns. The client's waits also ask a
+ * per-thread deadline (opts.cancel), for a caller waiting on a refill that
+ * another started. timeout_ms and retries are accepted and no longer used.
  *
  * Only the UDF entry points are exported (-fvisibility=hidden; the static
  * client's own symbols are hidden by --exclude-libs).
@@ -42,7 +44,10 @@
 
 #define CONF_DEFAULT_PATH "/etc/mysql/flakewire.cnf"
 #define SERVERS_MAX       16
-#define ERR_LEN           256
+#define ERR_LEN           512
+/* opts.cancel's deadline is this much after the client's own (max_wait_ms),
+ * a backstop: the client's comes first and says what each responder did. */
+#define BACKSTOP_MS       50
 
 struct conf {
 	char servers_text[1024];
@@ -236,6 +241,23 @@ static void handle_free(struct handle *h)
 	free(h);
 }
 
+/*
+ * The module is unloaded (DROP FUNCTION, server shutdown): the client's
+ * threads (the refiller, and the probe thread that a silent responder keeps
+ * running) run this module's code, so the client is closed first.
+ */
+__attribute__((destructor)) static void udf_unload(void)
+{
+	pthread_mutex_lock(&mu);
+	if (cur != NULL && cur->refs == 0) {
+		handle_free(cur);
+		cur = NULL;
+	} else if (cur != NULL) {
+		fw_client_shutdown(cur->client);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 /* The current client, reloaded when the file changed; NULL with @msg set. */
 static struct handle *acquire(char *msg)
 {
@@ -258,8 +280,7 @@ static struct handle *acquire(char *msg)
 		}
 		struct fw_client_opts o;
 		fw_client_opts_init(&o);
-		o.timeout_ms = h->conf.timeout_ms;
-		o.retries = h->conf.retries;
+		o.timeout_ms = h->conf.max_wait_ms; /* the deadline (timeout_ms, retries: unused) */
 		o.prefetch = h->conf.prefetch;
 		o.low_water = h->conf.prefetch / 4 ? h->conf.prefetch / 4 : 1;
 		o.trusted = h->conf.trusted != 0;
@@ -317,10 +338,14 @@ static bool init_common(UDF_INIT *initid, UDF_ARGS *args, unsigned nargs, const 
 
 static void fail(struct handle *h, const char *what, int rc)
 {
-	if (rc == -ECANCELED)
+	char did[ERR_LEN] = "";
+
+	if (rc == FW_ETIMEOUT)
+		fw_client_last_error(h->client, did, sizeof(did));
+	if (rc == FW_ETIMEOUT || rc == -ECANCELED)
 		snprintf(last_error, sizeof(last_error),
-			 "flakewire: no %s within max_wait_ms = %u ms (servers %s...)", what,
-			 h->conf.max_wait_ms, h->conf.servers[0]);
+			 "flakewire: no %s within max_wait_ms = %u ms (%s)", what,
+			 h->conf.max_wait_ms, did[0] ? did : h->conf.servers[0]);
 	else
 		snprintf(last_error, sizeof(last_error), "flakewire: no %s: %s (servers %s...)",
 			 what, fw_strerror(rc), h->conf.servers[0]);
@@ -350,7 +375,7 @@ long long flakewire_next(UDF_INIT *initid, UDF_ARGS *args, char *is_null, char *
 	(void)args;
 	struct handle *h = (struct handle *)initid->ptr;
 	uint64_t id;
-	deadline_ms = mono_ms() + h->conf.max_wait_ms;
+	deadline_ms = mono_ms() + h->conf.max_wait_ms + BACKSTOP_MS;
 	int rc = fw_client_next(h->client, &id);
 	deadline_ms = 0;
 	if (rc != 0) {
@@ -389,7 +414,7 @@ char *flakewire_next_uuid7(UDF_INIT *initid, UDF_ARGS *args, char *result, unsig
 {
 	(void)args;
 	struct handle *h = (struct handle *)initid->ptr;
-	deadline_ms = mono_ms() + h->conf.max_wait_ms;
+	deadline_ms = mono_ms() + h->conf.max_wait_ms + BACKSTOP_MS;
 	int rc = fw_client_next_uuid7(h->client, (uint8_t *)result);
 	deadline_ms = 0;
 	if (rc != 0) {

@@ -15,8 +15,8 @@ COMMENT ON FUNCTION flakewire_next() IS
 'serves it, time-ordered across sessions. Taken from the backend''s prefetch buffer '
 '(flakewire.prefetch), so most calls cost no round trip. An ID is never handed out '
 'twice, not even after the transaction that took it rolls back (like nextval). '
-'A fleet that does not answer raises SQLSTATE 08006 within the bound given by '
-'flakewire.timeout and flakewire.retries; a cancel or statement_timeout interrupts '
+'A fleet that does not answer raises SQLSTATE 08006 within flakewire.timeout, each '
+'call''s deadline; a cancel or statement_timeout interrupts '
 'the wait. Use it as a column default: id bigint PRIMARY KEY DEFAULT flakewire_next().';
 
 CREATE FUNCTION flakewire_next_uuid7() RETURNS uuid

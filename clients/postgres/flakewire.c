@@ -6,8 +6,10 @@
  *
  * Each backend keeps one fw_client (lib/client), created on the first call
  * that needs the fleet and closed at backend exit (on_proc_exit), so most
- * rows take an ID from its prefetch buffer with no round trip. Changing a
- * connection setting (servers, timeout, retries, prefetch) replaces the
+ * rows take an ID from its prefetch buffer with no round trip. flakewire.timeout
+ * is each call's deadline (issue 49; doc/clients.md, "Availability"):
+ * flakewire.retries is accepted and no longer used. Changing a
+ * connection setting (servers, timeout, prefetch) replaces the
  * client at its next use; the IDs left in the old buffer are dropped, never
  * handed out again, as are IDs taken by a transaction that rolls back.
  *
@@ -62,9 +64,9 @@ static const char FW_PG_SERVERS_FORM[] =
 
 /* Settings (GUCs) */
 static char *fw_pg_servers;
-static int fw_pg_timeout_ms = 100;
-static int fw_pg_retries = 2;
-static int fw_pg_max_wait_ms = 2000; /* a non-superuser's bound on one responder's wait */
+static int fw_pg_timeout_ms = 1000;  /* each call's deadline */
+static int fw_pg_retries = 2;        /* no longer used (issue 49) */
+static int fw_pg_max_wait_ms = 2000; /* a non-superuser's bound on the deadline */
 static int fw_pg_prefetch = 1024;
 static char *fw_pg_epoch_ms;
 static int fw_pg_dc_bits = 0;
@@ -237,33 +239,19 @@ static void assign_int_stale(int newval, void *extra)
 }
 
 /*
- * One responder's wait, timeout x (2^(retries+1) - 1): a backend in a UDF
- * cannot serve a cancel sooner than the client's next check, so an ordinary
- * user may not set it above flakewire.max_wait (a superuser may).
+ * A call's deadline, flakewire.timeout: an ordinary user may not set it
+ * above flakewire.max_wait (a superuser may), so that nobody but a superuser
+ * makes a call wait long in a statement.
  */
-static bool wait_allowed(int timeout_ms, int retries, GucSource source)
-{
-	int64 wait = (int64)timeout_ms * ((INT64CONST(2) << retries) - 1);
-	if (source < PGC_S_INTERACTIVE || wait <= fw_pg_max_wait_ms || superuser())
-		return true;
-	GUC_check_errdetail(
-		"flakewire.timeout %d ms with flakewire.retries %d waits up to " INT64_FORMAT
-		" ms for one responder, above flakewire.max_wait (%d ms), "
-		"which only a superuser may exceed.",
-		timeout_ms, retries, wait, fw_pg_max_wait_ms);
-	return false;
-}
-
 static bool check_timeout(int *newval, void **extra, GucSource source)
 {
 	(void)extra;
-	return wait_allowed(*newval, fw_pg_retries, source);
-}
-
-static bool check_retries(int *newval, void **extra, GucSource source)
-{
-	(void)extra;
-	return wait_allowed(fw_pg_timeout_ms, *newval, source);
+	if (source < PGC_S_INTERACTIVE || *newval <= fw_pg_max_wait_ms || superuser())
+		return true;
+	GUC_check_errdetail("flakewire.timeout %d ms, a call's deadline, is above "
+			    "flakewire.max_wait (%d ms), which only a superuser may exceed.",
+			    *newval, fw_pg_max_wait_ms);
+	return false;
 }
 
 void _PG_init(void)
@@ -274,18 +262,19 @@ void _PG_init(void)
 		"4242). Superuser only: it says where the backend sends datagrams.",
 		&fw_pg_servers, "", PGC_SUSET, 0, check_servers, assign_servers, NULL);
 	DefineCustomIntVariable(
-		"flakewire.timeout", "Wait for a responder's first reply.",
-		"Each resend waits twice as long as the one before; see flakewire.retries.",
-		&fw_pg_timeout_ms, 100, 1, (int)FW_CLIENT_TIMEOUT_MS_MAX, PGC_USERSET, GUC_UNIT_MS,
+		"flakewire.timeout", "Each call's deadline.",
+		"A call (one ID, one refill of the buffer) is answered or fails within it; "
+		"silent responders are left for the next (hedged), busy ones retried.",
+		&fw_pg_timeout_ms, 1000, 1, (int)FW_CLIENT_TIMEOUT_MS_MAX, PGC_USERSET, GUC_UNIT_MS,
 		check_timeout, assign_int_stale, NULL);
 	DefineCustomIntVariable("flakewire.retries",
-				"Resends to one responder before failing over to the next.", NULL,
-				&fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET, 0,
-				check_retries, assign_int_stale, NULL);
+				"No longer used: flakewire.timeout, the deadline, bounds a call.",
+				NULL, &fw_pg_retries, 2, 0, (int)FW_CLIENT_RETRIES_MAX, PGC_USERSET,
+				0, NULL, NULL, NULL);
 	DefineCustomIntVariable(
-		"flakewire.max_wait", "Longest wait for one responder an ordinary user may set.",
-		"flakewire.timeout x (2^(flakewire.retries + 1) - 1), checked when a user who is "
-		"not a superuser sets either. Superuser only.",
+		"flakewire.max_wait", "Longest deadline an ordinary user may set.",
+		"Checked when a user who is not a superuser sets flakewire.timeout. Superuser "
+		"only.",
 		&fw_pg_max_wait_ms, 2000, 1, 3600000, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable(
 		"flakewire.prefetch", "IDs (and UUIDs) fetched per refill of a backend's buffer.",
@@ -344,32 +333,24 @@ static bool fw_pg_interrupted(void *arg)
 	return INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED();
 }
 
-/* The longest one request may wait: every attempt at every responder. */
-static int64 wait_bound_ms(int nsrv)
-{
-	return (int64)nsrv * fw_pg_timeout_ms * ((INT64CONST(2) << fw_pg_retries) - 1);
-}
-
 /*
  * Raises the error for @rc from a request to the fleet. @c (may be NULL)
  * gives the last status received.
  */
 static void pg_attribute_noreturn() fleet_error(struct fw_client *c, int rc, const char *what)
 {
-	char *entries[FW_PG_SERVERS_MAX];
-	const char *bad;
-	int n = Max(split_servers(fw_pg_servers, entries, &bad), 1);
+	char did[512] = "";
 
 	switch (rc) {
 	case FW_ETIMEOUT:
+		if (c)
+			fw_client_last_error(c, did, sizeof(did));
 		ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("flakewire: no responder answered %s (flakewire.servers = '%s')",
 				what, fw_pg_servers),
-			 errdetail("Each responder was asked %d time(s), waiting %d ms first and "
-				   "twice as long each next time: " INT64_FORMAT " ms in all "
-				   "(flakewire.timeout, flakewire.retries).",
-				   fw_pg_retries + 1, fw_pg_timeout_ms, wait_bound_ms(n)),
+			 errdetail("Within the deadline of %d ms (flakewire.timeout): %s.",
+				   fw_pg_timeout_ms, did),
 			 errhint("Check that the responders run and that this host reaches "
 				 "them over UDP.")));
 		break;
@@ -447,8 +428,7 @@ static struct fw_client *get_client(void)
 				errhint("Set it to the responders, e.g. ALTER DATABASE ... SET "
 					"flakewire.servers = '10.0.0.1:4242, 10.0.0.2:4242'.")));
 	fw_client_opts_init(&o);
-	o.timeout_ms = (uint32_t)fw_pg_timeout_ms;
-	o.retries = (uint32_t)fw_pg_retries;
+	o.timeout_ms = (uint32_t)fw_pg_timeout_ms; /* the deadline; retries is gone */
 	o.prefetch = (uint32_t)fw_pg_prefetch;
 	o.low_water = (uint32_t)fw_pg_prefetch / 4;
 	o.cancel = fw_pg_interrupted;

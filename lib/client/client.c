@@ -15,13 +15,15 @@ void fw_client_opts_init(struct fw_client_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->size = sizeof(*o);
-	o->timeout_ms = 200;
-	o->retries = 3;
+	o->timeout_ms = 1000;
+	o->retries = 3; /* no longer used */
 	o->prefetch = 1024;
 	o->low_water = 256;
 	o->trusted = false;
 	o->use_range = true;
 	o->max_age_ms = 1000;
+	o->hedge_min_us = 2000;
+	o->hedge_budget_pct = 5;
 }
 
 static int opts_copy(struct fw_client_opts *dst, const struct fw_client_opts *src)
@@ -41,8 +43,10 @@ static int opts_copy(struct fw_client_opts *dst, const struct fw_client_opts *sr
 	memcpy(dst, src, FW_MIN(src->size, sizeof(*dst)));
 	dst->size = sizeof(*dst);
 
+	/* retries is accepted and ignored: the deadline bounds a call. */
 	if (dst->timeout_ms < 1 || dst->timeout_ms > FW_CLIENT_TIMEOUT_MS_MAX ||
-	    dst->retries > FW_CLIENT_RETRIES_MAX || dst->prefetch < 1 ||
+	    dst->hedge_min_us > FW_CLIENT_HEDGE_MIN_US_MAX ||
+	    dst->hedge_budget_pct > FW_CLIENT_HEDGE_BUDGET_PCT_MAX || dst->prefetch < 1 ||
 	    dst->prefetch > FW_CLIENT_PREFETCH_MAX || dst->low_water > FW_CLIENT_PREFETCH_MAX ||
 	    dst->max_age_ms < FW_CLIENT_MAX_AGE_MS_MIN ||
 	    dst->max_age_ms > FW_CLIENT_MAX_AGE_MS_MAX)
@@ -79,6 +83,9 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	for (size_t i = 0; i < n; i++)
 		c->srv[i].fd = -1;
 	c->nsrv = n;
+	rc = fwc_route_init(&c->route, c->srv, n, c->opts.hedge_min_us, c->opts.hedge_budget_pct);
+	if (rc < 0)
+		goto err_close;
 	for (size_t i = 0; i < n; i++) {
 		rc = fwc_resolve(servers[i], &c->srv[i]);
 		if (rc < 0)
@@ -130,6 +137,7 @@ int fw_client_open(const char *const *servers, size_t n, const struct fw_client_
 	return 0;
 
 err_close:
+	fwc_route_free(&c->route);
 	fwc_pf_free(&c->pf, n);
 	fwc_pf_free(&c->upf, n);
 	for (size_t i = 0; i < n; i++)
@@ -152,6 +160,7 @@ void fw_client_close(struct fw_client *c)
 	pthread_mutex_unlock(&c->lock);
 	if (c->refiller_started)
 		pthread_join(c->refiller, NULL);
+	fwc_route_free(&c->route);
 	fwc_slots_free(c);
 	for (size_t i = 0; i < c->nsrv; i++)
 		if (c->srv[i].fd >= 0)

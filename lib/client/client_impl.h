@@ -8,13 +8,17 @@
  * the name must not clash with a program's own. Not installed.
  *
  * The files and who calls whom (no cycle):
- *   client.c    options, open, shutdown, close -> addr.c, fork.c, prefetch.c
+ *   client.c    options, open, shutdown, close -> addr.c, fork.c, prefetch.c,
+ *                                                  route.c
  *   fork.c      a forked child's clients start afresh (pthread_atfork)
- *                                               -> prefetch.c
+ *                                               -> prefetch.c, route.c
  *   prefetch.c  fw_client_next(), fw_client_next_uuid7(): slots, pool,
  *               refiller, maximum age           -> exchange.c
- *   exchange.c  request/reply, retries, failover, INFO layout, the
- *               one-shot calls                  -> addr.c, validate.c
+ *   exchange.c  requests, INFO layout, the one-shot calls
+ *                                               -> route.c, validate.c
+ *   route.c     the responder choice: health, hedging, the deadline, the
+ *               RTT window, the budget, the probe thread (route.h)
+ *                                               -> addr.c
  *   validate.c  checks of an OK reply's IDs and UUIDs
  *   addr.c      address parsing, the per-server socket
  */
@@ -34,6 +38,7 @@
 #include "fw_layout.h"
 #include "fw_time.h"
 #include "fw_uuid.h"
+#include "route.h"
 
 /* Room for any valid reply (at most FW_WIRE_MTU_PAYLOAD) and some slack, so
  * an oversized datagram is recognised by MSG_TRUNC instead of misparsed. */
@@ -150,7 +155,8 @@ struct fw_client {
 
 	struct fw_client_server *srv;
 	size_t nsrv;
-	size_t cur;
+	/* Which responder each request goes to (its own lock, a leaf). */
+	struct fwc_route route;
 	/* a server is IPv6: padded requests and replies must fit 1452 bytes (LIST 178) */
 	bool ipv6;
 
@@ -179,8 +185,9 @@ struct fw_client {
 	unsigned waiters;     /* callers waiting for an empty pool */
 	bool starved;         /* a caller found the pool empty since the last refill */
 	uint64_t last_refill_ns;
-	uint64_t pf_want; /* IDs per refill now: opts.prefetch, grown while drained */
-	uint64_t pf_low;  /* refill below this many: pf_want scaled like low_water */
+	uint64_t refill_deadline_ns; /* the deadline of the refill in flight, or the last */
+	uint64_t pf_want;            /* IDs per refill now: opts.prefetch, grown while drained */
+	uint64_t pf_low;             /* refill below this many: pf_want scaled like low_water */
 	/* Every per-thread slot (under slots_lock). */
 	struct fw_client_slot *slots;
 	struct fw_client *next_client; /* in fw_client_live */
@@ -258,11 +265,18 @@ int fwc_validate_uuids(struct fw_client *c, struct fw_client_io *io, const struc
  * Fetches up to @want IDs on @io with one LIST (@use_range false, @want at
  * most FW_WIRE_LIST_MAX) or RANGE request, learning the layout first, and
  * validates them: on success they are in @r as *n ranges (LIST IDs as
- * ranges of one). Runs without c->lock held. Returns 0, FW_ESTATUS,
+ * ranges of one). @deadline_ns (fw_mono_ns()) is the call's: the INFO and
+ * the request share it. Runs without c->lock held. Returns 0, FW_ESTATUS,
  * FW_ETIMEOUT, FW_EINVALID, FW_ECLOSED, -ECANCELED or -errno.
  */
 int fwc_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint16_t want,
-	      struct fw_wire_range *r, size_t *n);
+	      struct fw_wire_range *r, size_t *n, uint64_t deadline_ns);
+
+/* The deadline of a call starting now: now + opts.timeout_ms. */
+static inline uint64_t fwc_deadline(const struct fw_client *c)
+{
+	return fw_mono_ns() + (uint64_t)c->opts.timeout_ms * NS_PER_MS;
+}
 
 /*
  * Fetches up to @want (1..FW_WIRE_UUID7_MAX) UUIDs on @io with one UUID7
@@ -270,7 +284,8 @@ int fwc_fetch(struct fw_client *c, struct fw_client_io *io, bool use_range, uint
  * *n of them. Returns as fwc_fetch(), or -EOPNOTSUPP when the responder
  * says it has no UUID7.
  */
-int fwc_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n);
+int fwc_fetch_uuids(struct fw_client *c, struct fw_client_io *io, uint16_t want, size_t *n,
+		    uint64_t deadline_ns);
 
 /* ---- prefetch.c ---- */
 

@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 	for (int i = 0; rc == 0 && i < 3; i++)
 		if ((rc = fw_client_next(c, &id)) == 0) /* prefetched, validated, thread-safe */
 			printf("%" PRIu64 "\n", id);
-	if (rc == FW_ESTATUS) /* every responder refused: say why */
+	if (rc == FW_ESTATUS) /* REFUSED by every responder, or BAD_*: say why */
 		fprintf(stderr, "fw_client: %s: %s\n", fw_strerror(rc),
 			fw_wire_status_name(fw_client_last_status(c)));
 	else if (rc != 0)

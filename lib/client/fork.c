@@ -8,7 +8,9 @@
  * on first use) and gets fresh locks and conditions. The one-shot calls'
  * lock is held across a round trip, so it is not taken before the fork: the
  * child initialises it again, as every condition a parent's thread may have
- * waited on. Calls only run one way: client.c -> fork.c -> prefetch.c.
+ * waited on. The responder choice (route.c) starts as a new client's: no
+ * probe thread, no health memory, no RTT sample, a full hedge budget.
+ * Calls only run one way: client.c -> fork.c -> prefetch.c, route.c.
  */
 #include <pthread.h>
 #include <string.h>
@@ -22,10 +24,14 @@ static int fork_rc;
 static void fork_prepare(void)
 {
 	fwc_clients_lock();
+	for (struct fw_client *c = fwc_clients_live(); c; c = c->next_client)
+		fwc_route_lock(&c->route);
 }
 
 static void fork_parent(void)
 {
+	for (struct fw_client *c = fwc_clients_live(); c; c = c->next_client)
+		fwc_route_unlock(&c->route);
 	fwc_clients_unlock();
 }
 
@@ -40,6 +46,8 @@ static void client_forked(struct fw_client *c)
 	pthread_mutex_init(&c->call_lock, NULL);
 	memset(c->call.seen, 0, sizeof(c->call.seen));
 	c->call.seen_next = 0;
+	/* No probe thread, every responder healthy, no RTT sample, a full budget. */
+	fwc_route_forked(&c->route);
 	fwc_pf_forked(c);
 }
 

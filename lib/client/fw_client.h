@@ -6,19 +6,40 @@
  * Each request carries a fresh random 64-bit tag (getrandom); a reply is
  * accepted only when its tag and its source address match, so stale,
  * duplicated, foreign and garbled datagrams are dropped and the client
- * keeps waiting until the attempt's deadline. An attempt that times out is
- * resent to the same responder, each wait twice as long as the previous
- * one (timeout_ms, 2x, 4x, ...: 3 s in all with the defaults); after
- * opts.retries retries the client fails over to the next responder, round
- * robin, and stays there. Each server has a connected socket, so a closed
- * port (ICMP port unreachable, ECONNREFUSED) fails over at once, without
- * the timeouts.
- * FW_WIRE_ST_RETRY_AFTER makes it wait retry_after_us (at most
- * FW_CLIENT_RETRY_AFTER_MAX_US) and counts as one attempt.
- * FW_WIRE_ST_CLOCK_UNSAFE and FW_WIRE_ST_NO_LEASE (this responder cannot
- * issue; another may) make it fail over at once, without resending. Each
- * request tries every responder at most once before it fails. All of this
- * holds for the one-shot calls and the prefetching refills alike.
+ * keeps waiting.
+ *
+ * Availability (doc/clients.md, "Availability: deadlines, hedging, health";
+ * the rules are route.h's): opts.timeout_ms is each call's deadline (one
+ * fw_client_get*, one fw_client_info, one refill of fw_client_next): it
+ * returns an ID or fails at most that long after it started, whatever the
+ * responders do. A request goes to the responders in order: healthy ones in
+ * configured order, then those holding off after RETRY_AFTER (earliest end
+ * first), then unhealthy ones. If no reply came after the hedge delay (the
+ * 99th percentile of the client's last 256 round trips, at least
+ * opts.hedge_min_us, at most 100 ms; 10 ms until 16 are known), the same
+ * request goes to the next responder not asked yet (a hedge), while the
+ * hedge budget (10 tokens, opts.hedge_budget_pct % of a token per call)
+ * allows; after max(4 x that delay, 50 ms), doubling, it is resent to the
+ * next in the order (cycling, so a lone responder is asked again). A closed
+ * port (ECONNREFUSED) or the statuses FW_WIRE_ST_NO_LEASE,
+ * FW_WIRE_ST_CLOCK_UNSAFE and FW_WIRE_ST_REFUSED send it to the next at once
+ * and make that responder unhealthy, as does losing a hedge race or staying
+ * silent until the deadline; such a responder is asked again in the same
+ * call only 10 ms later, so a lone one (or every one) that is refused or
+ * answers NO_LEASE or CLOCK_UNSAFE is asked every 10 ms until the deadline,
+ * whose FW_ETIMEOUT names what it did ("answered NO_LEASE", "refused").
+ * FW_WIRE_ST_REFUSED ends the call at once with FW_ESTATUS only when every
+ * responder of the client answered it in this call; FW_WIRE_ST_BAD_REQUEST
+ * and FW_WIRE_ST_BAD_VERSION end it at once with FW_ESTATUS (another
+ * responder would say the same) without making that responder unhealthy.
+ * FW_WIRE_ST_RETRY_AFTER holds the responder off for its hint (1 ms to
+ * FW_CLIENT_RETRY_AFTER_MAX_US), not unhealthy, and sends to the next at
+ * once, waiting for the hint only when no other responder is left: a lone
+ * responder answering RETRY_AFTER is retried until the deadline. An
+ * unhealthy responder is probed with INFO every 100 ms by a thread of the
+ * client's own (every signal blocked; started on demand, ended when none is
+ * unhealthy and at close) and used first again as soon as it answers. All
+ * of this holds for the one-shot calls and the refills alike.
  *
  * Every ID handed out has been validated: status OK, count no larger than
  * asked, IDs positive and strictly increasing within the reply, strictly
@@ -47,7 +68,9 @@
  * before the fork (the pool and every thread's share) stays the parent's
  * alone and is never handed out in the child; the child gets its own
  * sockets (opened on first use), locks and refiller thread (started by its
- * first fw_client_next()), and the layout learnt from INFO is kept. So a
+ * first fw_client_next()), and the layout learnt from INFO is kept; its
+ * responder choice starts as a new client's (no probe thread, every
+ * responder healthy, no round trip known, a full hedge budget). So a
  * parent and its children (pre-fork servers, multiprocessing) never hand
  * out one ID twice. The handlers (pthread_atfork(), registered by the
  * first fw_client_open()) take each client's lock for the fork itself;
@@ -57,12 +80,13 @@
  *
  * Errors: 0 on success or a negative code (fw_err.h; fw_strerror()).
  * Common to the request functions:
- *   FW_ETIMEOUT  no responder answered within its attempts;
- *   FW_ESTATUS   a responder answered with an error status (see
- *                fw_client_last_status()), or no responder could issue:
- *                each kept answering FW_WIRE_ST_RETRY_AFTER, answered
- *                FW_WIRE_ST_CLOCK_UNSAFE or FW_WIRE_ST_NO_LEASE, or timed
- *                out (the last status received is the one reported);
+ *   FW_ETIMEOUT  the deadline passed without a reply that could be used,
+ *                also when the responders only answered NO_LEASE,
+ *                CLOCK_UNSAFE or RETRY_AFTER (fw_client_last_error() says
+ *                what each responder did, fw_client_last_status() the
+ *                last status received);
+ *   FW_ESTATUS   a responder answered BAD_REQUEST or BAD_VERSION, or every
+ *                responder answered REFUSED (see fw_client_last_status());
  *   FW_EINVALID  a reply failed validation (its IDs are discarded);
  *   FW_ECLOSED   fw_client_shutdown() was called;
  *   -EOPNOTSUPP  (UUID calls) the responder's INFO says it has no UUID7;
@@ -80,19 +104,21 @@
 #include "fw_uuid.h"
 #include "fw_wire.h"
 
-/* Longest RETRY_AFTER wait honoured; a larger retry_after_us is cut to this. */
-#define FW_CLIENT_RETRY_AFTER_MAX_US 1000000u
+/* Longest RETRY_AFTER hold-off honoured; a larger retry_after_us is cut to this. */
+#define FW_CLIENT_RETRY_AFTER_MAX_US   1000000u
 /* Bounds checked by fw_client_open(). */
-#define FW_CLIENT_TIMEOUT_MS_MAX     60000u
-#define FW_CLIENT_RETRIES_MAX        10u
-#define FW_CLIENT_PREFETCH_MAX       (1u << 20)
-#define FW_CLIENT_MAX_AGE_MS_MIN     10u
-#define FW_CLIENT_MAX_AGE_MS_MAX     3600000u
+#define FW_CLIENT_TIMEOUT_MS_MAX       60000u
+#define FW_CLIENT_RETRIES_MAX          10u /* no longer checked nor used */
+#define FW_CLIENT_HEDGE_MIN_US_MAX     100000u
+#define FW_CLIENT_HEDGE_BUDGET_PCT_MAX 100u
+#define FW_CLIENT_PREFETCH_MAX         (1u << 20)
+#define FW_CLIENT_MAX_AGE_MS_MIN       10u
+#define FW_CLIENT_MAX_AGE_MS_MAX       3600000u
 /* Longest a wait sleeps between two calls of opts.cancel. */
-#define FW_CLIENT_CANCEL_SLICE_MS    10u
+#define FW_CLIENT_CANCEL_SLICE_MS      10u
 /* Distinct (datacenter, worker) pairs whose last ID is remembered; the
  * oldest entry is recycled beyond this, losing only its cross-reply check. */
-#define FW_CLIENT_WORKERS_TRACKED    64
+#define FW_CLIENT_WORKERS_TRACKED      64
 
 struct fw_client;
 
@@ -103,8 +129,8 @@ struct fw_client;
  */
 struct fw_client_opts {
 	size_t size;         /* sizeof(struct fw_client_opts), set by fw_client_opts_init() */
-	uint32_t timeout_ms; /* first attempt's wait, 1..FW_CLIENT_TIMEOUT_MS_MAX; default 200 */
-	uint32_t retries;    /* resends per responder, 0..FW_CLIENT_RETRIES_MAX; default 3 */
+	uint32_t timeout_ms; /* each call's deadline, 1..FW_CLIENT_TIMEOUT_MS_MAX; default 1000 */
+	uint32_t retries;    /* no longer used: the deadline bounds a call (accepted, ignored) */
 	uint32_t prefetch;   /* IDs fetched per refill by fw_client_next(); default 1024 */
 	uint32_t low_water;  /* fw_client_next() refills below this many; default 256 */
 	bool trusted;        /* do not pad requests (loopback, trusted source); default false */
@@ -133,6 +159,11 @@ struct fw_client_opts {
 	 * kept to within the scheduling delay of the client's refiller thread.
 	 */
 	uint32_t max_age_ms;
+	/* Floor of the hedge delay, 0..FW_CLIENT_HEDGE_MIN_US_MAX µs; default 2000. */
+	uint32_t hedge_min_us;
+	/* Hedges allowed, in % of calls (plus 10 at the start), 0..100; 0: no
+	 * hedging at all (not even at the start); default 5. */
+	uint32_t hedge_budget_pct;
 };
 
 /* Fills *o with the defaults and sets o->size. */
@@ -230,16 +261,19 @@ FW_API int fw_client_info(struct fw_client *c, struct fw_wire_info *info,
  * pool faster than one refill per round trip, and shrink back when they
  * slow down. Callers wait (on a condition, woken as each reply arrives)
  * only when the pool is empty. RANGE requests are padded for the
- * responder's 2^seq_bits IDs per range (from INFO). If a refill fails while
- * IDs remain, they are still handed out and refills are held off for
- * timeout_ms << retries, so a dead cluster does not cost every call a full
- * timeout; a caller that waited on a refill that failed and left nothing
- * gets that refill's error. The refiller never calls opts.cancel and runs
+ * responder's 2^seq_bits IDs per range (from INFO). A refill is one call
+ * (one deadline of timeout_ms, hedging and health as above). If a refill
+ * fails while IDs remain, they are still handed out and the next refill may
+ * start 10 ms later (health memory makes it fast); a caller waiting on an
+ * empty pool waits at most its own timeout_ms (then FW_ETIMEOUT), and one
+ * that waited on a refill that failed and left nothing gets that refill's
+ * error. The refiller never calls opts.cancel and runs
  * with every signal blocked; it sleeps once no ID has been taken for two
  * maximum ages.
  *
- * Order: per calling thread the IDs are increasing as long as one responder
- * worker serves them; they are unique in any case. Across threads they are
+ * Order: per calling thread the IDs are increasing while its refills are
+ * answered by one responder worker (a hedged or failed-over refill may come
+ * from another worker, and step down); they are unique in any case. Across threads they are
  * not ordered: each holds its own share, so one thread may hand out an ID
  * lower than one another thread handed out earlier (both at most
  * opts.max_age_ms old).
@@ -272,6 +306,17 @@ FW_API int fw_client_get_uuid7(struct fw_client *c, uint8_t (*uuids)[FW_UUID_LEN
  * Returns 0 with @uuid set, or a common error (-ENOMEM on the first call).
  */
 FW_API int fw_client_next_uuid7(struct fw_client *c, uint8_t uuid[FW_UUID_LEN]);
+
+/*
+ * Copies into @buf (@cap bytes, NUL-terminated, truncated) what each
+ * responder did in the last call that failed with FW_ETIMEOUT, in configured
+ * order, e.g. "127.0.0.1:4243: no reply in 80 ms; 127.0.0.1:4244:
+ * RETRY_AFTER 900 ms; 127.0.0.1:4245: refused; 127.0.0.1:4246: answered
+ * NO_LEASE" ("not asked" for one the call never reached; the last thing
+ * each did). Shared by all threads using @c. Returns the text's
+ * full length (0 before any timeout).
+ */
+FW_API size_t fw_client_last_error(struct fw_client *c, char *buf, size_t cap);
 
 /*
  * Status (FW_WIRE_ST_*) of the last reply accepted, FW_WIRE_ST_OK before

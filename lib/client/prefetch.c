@@ -14,18 +14,23 @@
 
 /* Ticks without a caller taking from the pool before the refiller stops
  * ticking (every ID buffered is expired by then). */
-#define FW_CLIENT_IDLE_TICKS     (2u * FW_CLIENT_AGE_TICKS)
+#define FW_CLIENT_IDLE_TICKS      (2u * FW_CLIENT_AGE_TICKS)
 /* The refill grows up to this many times opts.prefetch (at most
  * FW_CLIENT_PREFETCH_MAX) while callers drain it: FW_CLIENT_GROW_MAX, and
  * with RANGE requests FW_CLIENT_GROW_MAX_RANGE, so that fewer, larger
  * refills leave the CPU to callers taking hundreds of millions a second. */
-#define FW_CLIENT_GROW_MAX       64u
-#define FW_CLIENT_GROW_MAX_RANGE 1024u
+#define FW_CLIENT_GROW_MAX        64u
+#define FW_CLIENT_GROW_MAX_RANGE  1024u
 /* Beyond FW_CLIENT_GROW_MAX x opts.prefetch, a refill asks at most this many
  * milliseconds of one worker's IDs (2^seq_bits a millisecond): with the
  * default 12 sequence bits no more than before, so one client never holds a
  * worker's whole ID space for long. */
-#define FW_CLIENT_GROW_SEQ_MS    16u
+#define FW_CLIENT_GROW_SEQ_MS     16u
+/* After a failed refill the next one below low water waits this long (callers
+ * with nothing left ask at once): a fleet that answers errors at once is not
+ * asked in a tight loop. The hold-off of timeout_ms << retries is gone (issue
+ * 49): health memory makes the next refill fast. */
+#define FW_CLIENT_REFILL_PAUSE_NS (10u * NS_PER_MS)
 
 int fwc_pf_init(struct fw_client_pf *p, struct fw_client_io *io, size_t nsrv)
 {
@@ -231,14 +236,14 @@ void fwc_pf_forked(struct fw_client *c)
 static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 {
 	const struct fw_wire_reply *rep = &p->io->reply;
-	uint64_t fetched = 0;
+	uint64_t fetched = 0, deadline = fwc_deadline(c);
 
 	while (fetched < c->opts.prefetch) {
 		uint64_t want = FW_MIN(c->opts.prefetch - fetched, FW_WIRE_UUID7_MAX);
 		size_t n;
 		int rc;
 
-		rc = fwc_fetch_uuids(c, p->io, (uint16_t)want, &n);
+		rc = fwc_fetch_uuids(c, p->io, (uint16_t)want, &n, deadline);
 		if (rc < 0)
 			return rc;
 		fetched += n;
@@ -261,26 +266,27 @@ static int refill_uuids(struct fw_client *c, struct fw_client_pf *p)
 }
 
 /*
- * Waits on @cond (CLOCK_REALTIME, default attributes) under c->lock: plainly,
- * or with opts.cancel in slices of FW_CLIENT_CANCEL_SLICE_MS that ask it.
- * Returns -ECANCELED when asked to stop, else 0 (a wake-up or a slice's end).
+ * Waits on @cond (CLOCK_REALTIME, default attributes) under c->lock until
+ * @deadline (fw_mono_ns()), in slices of FW_CLIENT_CANCEL_SLICE_MS that ask
+ * opts.cancel when there is one. Returns -ECANCELED when asked to stop,
+ * FW_ETIMEOUT once the deadline has passed, else 0 (a wake-up or a slice's end).
  */
-static int cond_wait_slice(struct fw_client *c, pthread_cond_t *cond)
+static int cond_wait_slice(struct fw_client *c, pthread_cond_t *cond, uint64_t deadline)
 {
+	uint64_t now = fw_mono_ns(), ns;
 	struct timespec ts;
 
-	if (!c->opts.cancel) {
-		pthread_cond_wait(cond, &c->lock);
-		return 0;
-	}
 	if (cancelled(c, NULL))
 		return -ECANCELED;
+	if (now >= deadline)
+		return FW_ETIMEOUT;
+	ns = deadline - now;
+	if (c->opts.cancel)
+		ns = FW_MIN(ns, FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)(FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ns += (uint64_t)ts.tv_nsec;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
 	pthread_cond_timedwait(cond, &c->lock, &ts);
 	return 0;
 }
@@ -296,7 +302,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 		   int (*refill)(struct fw_client *, struct fw_client_pf *),
 		   void (*take)(struct fw_client_pf *, void *), void *out)
 {
-	uint64_t gen0 = p->gen;
+	uint64_t gen0 = p->gen, deadline = fwc_deadline(c);
 
 	for (;;) {
 		if (atomic_load(&c->hot.closed))
@@ -319,11 +325,9 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			p->gen++;
 			p->last_rc = rc;
 			gen0 = p->gen;
-			/* A cancelled wait says nothing about the responders: no hold-off. */
+			/* A cancelled wait says nothing about the responders: no pause. */
 			if (rc < 0 && rc != -ECANCELED)
-				p->hold_until_ns =
-					fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
-							<< c->opts.retries);
+				p->hold_until_ns = fw_mono_ns() + FW_CLIENT_REFILL_PAUSE_NS;
 			pthread_cond_broadcast(&p->cond);
 			if (p->avail == 0 && rc < 0)
 				return rc;
@@ -333,7 +337,7 @@ static int pf_next(struct fw_client *c, struct fw_client_pf *p,
 			return 0;
 		}
 		if (p->busy) {
-			int wrc = cond_wait_slice(c, &p->cond);
+			int wrc = cond_wait_slice(c, &p->cond, deadline);
 
 			if (wrc)
 				return wrc;
@@ -457,7 +461,7 @@ static inline uint64_t slot_take(struct fw_client_slot *s)
  * c->lock: each reply's IDs join the pool (and waiters are woken) as it
  * arrives, and stay there if a later request of the refill fails.
  */
-static int refill_ids(struct fw_client *c, uint64_t want)
+static int refill_ids(struct fw_client *c, uint64_t want, uint64_t deadline)
 {
 	struct fw_wire_range r[FW_WIRE_LIST_MAX];
 	bool use_range = c->opts.use_range;
@@ -469,7 +473,7 @@ static int refill_ids(struct fw_client *c, uint64_t want)
 		int rc;
 
 		rc = fwc_fetch(c, &c->pf_io, use_range, (uint16_t)FW_MIN(want - fetched, per_req),
-			       r, &n);
+			       r, &n, deadline);
 		if (rc < 0)
 			return rc;
 		for (size_t i = 0; i < n; i++)
@@ -502,7 +506,7 @@ static void refill_once(struct fw_client *c)
 	struct fw_client_pf *p = &c->pf;
 	uint64_t start = fw_mono_ns();
 	uint64_t cap = (uint64_t)c->opts.prefetch * FW_CLIENT_GROW_MAX;
-	uint64_t want;
+	uint64_t want, deadline;
 	int rc;
 
 	if (c->opts.use_range && c->have_layout)
@@ -529,8 +533,10 @@ static void refill_once(struct fw_client *c)
 	want = c->pf_want;
 	if (c->opts.use_range && want > FW_WIRE_RANGE_IDS_MAX)
 		want -= want % FW_WIRE_RANGE_IDS_MAX;
+	c->refill_deadline_ns = fwc_deadline(c); /* a refill is one call */
+	deadline = c->refill_deadline_ns;
 	pthread_mutex_unlock(&c->lock);
-	rc = refill_ids(c, want);
+	rc = refill_ids(c, want, deadline);
 	pthread_mutex_lock(&c->lock);
 	p->busy = false;
 	p->gen++;
@@ -539,10 +545,8 @@ static void refill_once(struct fw_client *c)
 	 * they took all it brought before asking, their ask still stands. */
 	if (p->avail > 0 || rc < 0)
 		c->asks_served = c->asks;
-	/* A failed refill holds the next one off (callers with nothing left still ask). */
-	p->hold_until_ns = rc < 0 ? fw_mono_ns() + ((uint64_t)c->opts.timeout_ms * NS_PER_MS
-						    << c->opts.retries)
-				  : 0;
+	/* A failed refill pauses the next one briefly (callers with nothing left still ask). */
+	p->hold_until_ns = rc < 0 ? fw_mono_ns() + FW_CLIENT_REFILL_PAUSE_NS : 0;
 	pthread_cond_broadcast(&p->cond);
 }
 
@@ -652,10 +656,11 @@ static int refiller_start(struct fw_client *c)
 	return 0;
 }
 
-/* Waits on pf.cond for the refiller, in slices that ask opts.cancel. Under c->lock. */
-static int pool_wait(struct fw_client *c)
+/* Waits on pf.cond for the refiller until @deadline, in slices that ask
+ * opts.cancel. Under c->lock. */
+static int pool_wait(struct fw_client *c, uint64_t deadline)
 {
-	return cond_wait_slice(c, &c->pf.cond);
+	return cond_wait_slice(c, &c->pf.cond, deadline);
 }
 
 /*
@@ -669,7 +674,7 @@ static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_cl
 					       uint64_t *id)
 {
 	bool waited = false;
-	uint64_t gen0 = 0;
+	uint64_t gen0 = 0, deadline = fwc_deadline(c), until;
 	int rc;
 
 	if (atomic_load(&c->hot.closed))
@@ -730,7 +735,14 @@ static __attribute__((noinline)) int next_slow(struct fw_client *c, struct fw_cl
 		c->starved = true;
 		c->waiters++;
 		pthread_cond_signal(&c->refiller_cond);
-		rc = pool_wait(c);
+		/* The refill this caller asked for started just after it and ends
+		 * at its own deadline, a hair later: wait for it (at most a slice
+		 * more), so the caller gets its error and fw_client_last_error(). */
+		until = deadline;
+		if (c->pf.busy && c->refill_deadline_ns > deadline &&
+		    c->refill_deadline_ns - deadline <= FW_CLIENT_CANCEL_SLICE_MS * NS_PER_MS)
+			until = c->refill_deadline_ns;
+		rc = pool_wait(c, until);
 		c->waiters--;
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -41,6 +41,7 @@ static const struct fw_err_desc fw_err_table[] = {
 	{FW_EFLEET_IDENTITY, "fleet identity in use by another live process"},
 	{FW_EFLEET_STORE, "the registry's store (ZooKeeper or etcd) unreachable or failed"},
 	{FW_EFLEET_AUTH, "the registry refuses this node's credentials"},
+	{FW_EFLEET_ROOT, "the fleet's root was not made for this node by flakectl fleet init"},
 };
 
 FW_API const char *fw_strerror(int err)

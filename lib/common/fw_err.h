@@ -62,6 +62,9 @@ enum fw_err {
 	FW_EFLEET_IDENTITY = -(FW_ERR_BASE + 82), /* identity in use by another live process */
 	FW_EFLEET_STORE = -(FW_ERR_BASE + 83),    /* the registry's store unreachable or failed */
 	FW_EFLEET_AUTH = -(FW_ERR_BASE + 84),     /* the registry refuses this node's credentials */
+	FW_EFLEET_ROOT = -(FW_ERR_BASE + 85),     /* the root is not one `fleet init` made for this
+						   * node (missing, another datacenter value, a
+						   * static worker ID it does not reserve) */
 };
 
 /*

@@ -59,6 +59,7 @@ static const struct {
 	{"idle", power_idles, FW_ARRAY_SIZE(power_idles)},
 	{"etcd_plain_password", no_yes, FW_ARRAY_SIZE(no_yes)},
 	{"lock_dir_mount", no_yes, FW_ARRAY_SIZE(no_yes)},
+	{"static", no_yes, FW_ARRAY_SIZE(no_yes)},
 };
 
 static const char *const *enum_names(const struct conf_key *k, size_t *n)
@@ -299,8 +300,17 @@ static const struct conf_key keys[] = {
 	 "writable by that principal only, readable by anyone; empty: open ACLs (anyone who "
 	 "reaches the ensemble can change the records)",
 	 C(fleet.zookeeper_auth_file)},
-	{"fleet", "root", T_STR, 2, 199, "/flakewire/default",
-	 "the fleet's root znode (the cluster name), e.g. /flakewire/dc1", C(fleet.root)},
+	{"fleet", "root", T_STR, 0, 199, "",
+	 "the fleet's root (a znode in ZooKeeper, a key prefix in etcd), e.g. /flakewire/dc1: "
+	 "made once by an operator with 'flakectl fleet init', never by a node; required with "
+	 "[fleet] zookeeper or etcd (no default: a node on a root nobody made refuses to start)",
+	 C(fleet.root)},
+	{"fleet", "static", T_ENUM, 0, FW_ARRAY_SIZE(no_yes) - 1, "no",
+	 "yes: a static node beside a fleet: its worker IDs come from [id] (workers or "
+	 "worker_base), nothing is claimed, and at start it checks in the store ([fleet] "
+	 "zookeeper or etcd) that [fleet] root serves [id] datacenter and reserves each of its "
+	 "worker IDs ('flakectl fleet init --reserve'), and refuses to start otherwise",
+	 C(fleet.static_node)},
 	{"fleet", "identity", T_STR, 0, 127, "",
 	 "this node's name in the fleet, unique and stable across restarts (it names the node, it "
 	 "proves nothing: a restart takes back only what its own state proves it held); "
@@ -321,9 +331,12 @@ static const struct conf_key keys[] = {
 	 "at start, wait this long for ZooKeeper before starting from the cache file (or with "
 	 "no worker ID: NO_LEASE)",
 	 C(fleet.start_wait_ms)},
-	{"fleet", "cache_file", T_STR, 0, FW_CONF_STR_LEN - 1, "/var/lib/flakewire/fleet",
+	{"fleet", "cache_file", T_STR, 0, FW_CONF_STR_LEN - 1, "auto",
 	 "the claims and confirmed leases this node holds, rewritten at every change: a start "
-	 "while ZooKeeper is down issues within them; empty: no cache",
+	 "while ZooKeeper is down issues within them, a restart takes its worker IDs back "
+	 "with them. One cache per state (a second process on it refuses to start); auto: "
+	 "[state] file with .fleet appended (a first start without it reads the former default "
+	 "/var/lib/flakewire/fleet if this state wrote it); empty: no cache",
 	 C(fleet.cache_file)},
 	{"fleet", "max_offset_ms", T_U32, 1, 3600000, "1000",
 	 "clock offset to ZooKeeper's server time (checked at every renewal) above which it is "
@@ -858,9 +871,14 @@ FW_API int fw_conf_load(struct fw_conf *c, const char *path, unsigned flags, cha
 	return rc;
 }
 
-FW_API bool fw_conf_fleet_on(const struct fw_conf *c)
+FW_API bool fw_conf_fleet_store(const struct fw_conf *c)
 {
 	return c->fleet.zookeeper[0] || c->fleet.etcd[0];
+}
+
+FW_API bool fw_conf_fleet_on(const struct fw_conf *c)
+{
+	return fw_conf_fleet_store(c) && !c->fleet.static_node;
 }
 
 /* [fleet] etcd: URLs with a scheme etcd serves, and the options that go in pairs. */
@@ -928,6 +946,24 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
 		if (rc != 0)
 			return rc;
 	}
+	if (fw_conf_fleet_store(c) && !c->fleet.root[0])
+		return errf(err, errlen,
+			    "[fleet] root: not set: a node with [fleet] %s needs the root its "
+			    "operator made with 'flakectl fleet init' (e.g. /flakewire/dc1); there "
+			    "is no default root",
+			    c->fleet.zookeeper[0] ? "zookeeper" : "etcd");
+	if (c->fleet.root[0] &&
+	    (c->fleet.root[0] != '/' || strlen(c->fleet.root) < 2 ||
+	     c->fleet.root[strlen(c->fleet.root) - 1] == '/' || strstr(c->fleet.root, "//")))
+		return errf(err, errlen,
+			    "[fleet] root = %s: not an absolute path without a trailing '/' (e.g. "
+			    "/flakewire/dc1)",
+			    c->fleet.root);
+	if (c->fleet.static_node && !fw_conf_fleet_store(c))
+		return errf(
+			err, errlen,
+			"[fleet] static = yes: needs [fleet] zookeeper or etcd (the store whose "
+			"root reserves this node's worker IDs)");
 	if (fw_conf_fleet_on(c) && c->id.workers.n)
 		return errf(
 			err, errlen,

@@ -176,7 +176,8 @@ struct fw_conf {
 		char zookeeper_auth_file[FW_CONF_STR_LEN]; /* digest "user:password" */
 		uint32_t etcd_plain_password;              /* 1: a password over http:// allowed */
 		char etcd_proxy[FW_CONF_STR_LEN];
-		char root[FW_CONF_STR_LEN];
+		char root[FW_CONF_STR_LEN]; /* "": none (required with a store) */
+		uint32_t static_node; /* [fleet] static: 1 = static IDs checked against root */
 		char identity[FW_CONF_STR_LEN]; /* "": the host name */
 		uint32_t lease_ms;
 		uint32_t renew_ms;
@@ -236,8 +237,12 @@ FW_API int fw_conf_check(const struct fw_conf *c, unsigned flags, char *err, siz
  * worker_base + i otherwise. Returns -1 when the list is given and shorter
  * than i + 1.
  */
-/* True when [fleet] names a registry (zookeeper or etcd): worker IDs are claimed. */
+/* True when [fleet] names a registry (zookeeper or etcd) and static = no: worker IDs are
+ * claimed. */
 FW_API bool fw_conf_fleet_on(const struct fw_conf *c);
+
+/* True when [fleet] names a registry (zookeeper or etcd), static node or not. */
+FW_API bool fw_conf_fleet_store(const struct fw_conf *c);
 
 FW_API int64_t fw_conf_worker(const struct fw_conf *c, uint32_t i);
 

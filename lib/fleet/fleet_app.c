@@ -162,6 +162,11 @@ struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a)
 	return a->reg;
 }
 
+int fw_fleet_app_release(struct fw_fleet_app *a, uint32_t timeout_ms)
+{
+	return a ? fw_fleet_stop_release(a->reg, timeout_ms) : -EINVAL;
+}
+
 void fw_fleet_app_free(struct fw_fleet_app *a)
 {
 	if (a == NULL)

@@ -67,6 +67,11 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 	fw_metrics_family(w, "flakewire_fleet_connected", FW_METRICS_GAUGE,
 			  "1 while the registry session (ZooKeeper or etcd) is up");
 	fw_metrics_u64(w, NULL, 0, st.connected ? 1 : 0);
+	fw_metrics_family(w, "flakewire_fleet_root_ok", FW_METRICS_GAUGE,
+			  "0 while the fleet's root is missing, of another generation, or the "
+			  "registry went back (restored): claims, takeovers and renewals stop "
+			  "until 'flakectl fleet fence'");
+	fw_metrics_u64(w, NULL, 0, st.root_stopped ? 0 : 1);
 	fw_metrics_family(
 		w, "flakewire_fleet_started_from_cache", FW_METRICS_GAUGE,
 		"1 when the leases came from the cache file (the registry down at start)");
@@ -76,6 +81,24 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 				  "Local clock minus ZooKeeper's (a znode mtime) at the last "
 				  "renewal");
 		fw_metrics_f64(w, NULL, 0, (double)st.offset_ms / 1000.0);
+	}
+	if (st.census_valid) {
+		fw_metrics_family(w, "flakewire_fleet_worker_ids", FW_METRICS_GAUGE,
+				  "Worker IDs of the fleet's root (2^worker_bits)");
+		fw_metrics_u64(w, NULL, 0, st.total_ids);
+		fw_metrics_family(w, "flakewire_fleet_free_worker_ids", FW_METRICS_GAUGE,
+				  "Worker IDs of the fleet's root a claim can take now (never "
+				  "claimed, released or expired), at the last census");
+		fw_metrics_u64(w, NULL, 0, st.free_ids);
+		fw_metrics_family(w, "flakewire_fleet_stranded_worker_ids", FW_METRICS_GAUGE,
+				  "Worker IDs leased to owners with no live session (a crash "
+				  "nothing proved): back when their leases end");
+		fw_metrics_u64(w, NULL, 0, st.stranded_ids);
+		fw_metrics_family(w, "flakewire_fleet_next_stranded_return_timestamp_seconds",
+				  FW_METRICS_GAUGE,
+				  "Unix time the first stranded worker ID's lease ends (0: none "
+				  "stranded)");
+		fw_metrics_f64(w, NULL, 0, (double)st.next_stranded_unix / 1000.0);
 	}
 	fw_metrics_family(w, "flakewire_fleet_last_renewal_timestamp_seconds", FW_METRICS_GAUGE,
 			  "Unix time of the last successful renewal round (0: none yet)");

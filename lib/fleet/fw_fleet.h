@@ -62,7 +62,16 @@ struct fw_fleet_config {
 	const struct fw_fleet_etcd_opts *etcd;
 	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
 	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
-	const char *cache_file; /* "" or NULL: no cache */
+	/* "" or NULL: no cache. A cache belongs to one state: fw_fleet_start
+	 * locks "CACHE_FILE.lock" (fw_state_lock_file) for the process's life,
+	 * and a second process on the same cache file refuses to start. */
+	const char *cache_file;
+	/* An older default cache (the upgrade from /var/lib/flakewire/fleet;
+	 * NULL or "": none): read, only when cache_file does not exist, as the
+	 * previous run's proof. Its stamp must be this state's
+	 * (fw_fleet_cache_read's -ESTALE otherwise), so a cache another state
+	 * wrote there proves nothing. Never written nor locked. */
+	const char *legacy_cache_file;
 	/* fw_state_lock_stamp of the state this process holds locked (NULL or
 	 * "": none). Without it no cache is this process's own: nothing is
 	 * taken back and a start while the store is down has no worker ID. */
@@ -73,6 +82,8 @@ struct fw_fleet_config {
 	 * it: a deleted or lowered mark proves nothing. */
 	const char *mark_file;
 	struct fw_layout layout;
+	/* [id] datacenter: the root must serve this value (fw_fleet_start refuses otherwise) */
+	uint32_t datacenter;
 	uint64_t lease_ms;           /* lease length (default 24 h) */
 	uint64_t renew_ms;           /* renew this often (default 60 s) */
 	uint32_t session_timeout_ms; /* ZooKeeper session timeout (default 10 s) */
@@ -109,6 +120,11 @@ struct fw_fleet_slot {
 /* Counters and the clock check. */
 struct fw_fleet_status {
 	bool connected; /* the ZooKeeper session is up */
+	/* true while the root is missing, of another generation without a newer
+	 * fence, or the store went back (a restore): no claim, takeover or renewal
+	 * until an operator's `flakectl fleet fence` (issuing goes on within the
+	 * confirmed leases); false too while the store was never reached */
+	bool root_stopped;
 	bool started_from_cache;
 	uint64_t last_renew_unix; /* local unix ms of the last successful renewal round */
 	int64_t offset_ms;        /* local clock minus ZooKeeper's (mtime), last renewal */
@@ -121,6 +137,15 @@ struct fw_fleet_status {
 	uint64_t takeovers;      /* expired ones taken over */
 	uint64_t lost;           /* taken over by another node while we held them */
 	uint64_t releases;       /* retired/released by this process */
+	/* The root's census (issue 50), from this node's first claim on and at
+	 * each renewal round at most once a minute: one list of the worker
+	 * records, a read of each, a liveness read per distinct owner. */
+	bool census_valid;           /* a census was taken */
+	uint32_t total_ids;          /* the root's worker IDs (2^worker_bits) */
+	uint32_t free_ids;           /* claimable now: never claimed, released or expired */
+	uint32_t stranded_ids;       /* leased to an owner with no live session, lease running */
+	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */
+	uint64_t census_unix;        /* local unix ms of the census */
 };
 
 struct fw_fleet;
@@ -140,9 +165,10 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
 /*
  * Claims a worker ID for every slot and starts the registry thread. Order:
  * IDs this process proves it held (its cache, written under the same
- * state_stamp, holds the record's token: a restart keeps its IDs), then free ones
- * (created atomically, or released; those with a floor below ZooKeeper's
- * time first), then expired ones (lease_until before ZooKeeper's time, read
+ * state_stamp, holds the record's token: a restart keeps its IDs), then released
+ * ones whose floor is below the store's time (lowest worker ID first), then
+ * never-claimed ones (created atomically), then released ones with a floor
+ * ahead, then expired ones (lease_until before ZooKeeper's time, read
  * from a znode's mtime): taken over with floor = old lease_until. A live
  * record with this identity that the cache does not prove is another
  * owner's (a twin behind a partition, a clone): when only such records
@@ -153,9 +179,13 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * time: the slots come from the cache file (its confirmed leases; *from_cache
  * true) or, with no usable cache, stay without a worker (NO_LEASE) while the
  * thread keeps trying; both return 0 and log why once.
- * Returns 0; FW_EFLEET_FULL (not enough worker IDs: @err names how many are
+ * Returns 0; -EWOULDBLOCK (another process holds the cache file's lock:
+ * @err names it, the holder's PID and [fleet] cache_file);
+ * FW_EFLEET_FULL (not enough worker IDs: @err names how many are
  * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
- * another layout); FW_EFLEET_IDENTITY (another live process holds this
+ * another layout); FW_EFLEET_ROOT (no root at cfg.root, or one that serves
+ * another datacenter value or was made before `flakectl fleet init`
+ * recorded one: a node never creates a root); FW_EFLEET_IDENTITY (another live process holds this
  * identity); FW_EFLEET_STORE (a store error other than unreachable: @err names the store);
  * -errno. On error nothing is published and the IDs this call newly claimed
  * (new, free, taken over) are released again with their own floor; IDs it
@@ -204,8 +234,36 @@ FW_API int fw_fleet_retire(struct fw_fleet *f, int32_t worker, uint64_t last_ms)
 FW_API void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st);
 
 /*
+ * A graceful stop that gives this process's worker IDs back. Call it only
+ * once every worker has stopped and the final mark is persisted in
+ * cfg.mark_file (it is read here: everything this process and the runs it
+ * took IDs back from issued is at or below it). Stops the thread, then,
+ * when the store's session is up: writes the cache without the held IDs
+ * (durably: a start from the cache no longer offers them), and releases
+ * each (the held slots' and the retiring ones') by compare-and-set with
+ * owner "" and lease_until = floor = max(floor, final mark) (layout ms), as
+ * fw_fleet_retire does: done only when the store confirms it (or shows
+ * another owner above that point). Then as fw_fleet_stop.
+ * A release not confirmed by @timeout_ms after the call (the store down,
+ * a reply lost, refused) leaves that ID leased to this identity until its
+ * lease ends, logged with that time; the cache no longer names it, so no
+ * start serves it again (a reply lost after the store applied it would
+ * otherwise let a restart from the cache serve an ID another node claimed).
+ * When the store is unreachable before anything is sent, nothing changes:
+ * the IDs stay leased and in the cache, so the next start on this state
+ * takes them back. Bounded by @timeout_ms plus one store call in flight.
+ * Returns the number of IDs released (0 when none was held); -ENOTCONN
+ * (the store unreachable: nothing sent); -ENOENT and other fw_mark_read
+ * codes (no final mark: nothing released); a cache write's -errno (the
+ * cache could not drop them: nothing released); FW_EFLEET_STORE (some
+ * release not confirmed: those stay leased, the others are released).
+ */
+FW_API int fw_fleet_stop_release(struct fw_fleet *f, uint32_t timeout_ms);
+
+/*
  * Stops the thread and closes the session (the ephemeral node goes; leases
- * stay, so a restart takes its IDs back). Bounded by one session timeout.
+ * stay, so a restart takes its IDs back; fw_fleet_stop_release gives them
+ * back instead). Bounded by one store call in flight plus 500 ms.
  */
 FW_API void fw_fleet_stop(struct fw_fleet *f);
 
@@ -274,3 +332,58 @@ FW_API void fw_fleet_admin_zk_auth(const char *auth);
  */
 FW_API int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, char *err,
 			   size_t errlen);
+
+/* fw_fleet_init's results (>= 0) */
+#define FW_FLEET_INIT_CREATED 0 /* a new root */
+#define FW_FLEET_INIT_SAME    1 /* the root exists with this layout, value, reservation: unchanged */
+#define FW_FLEET_INIT_ADOPTED 2 /* a root made before this version now records its value */
+
+/*
+ * Makes the fleet root @root in the store @connect names (as
+ * fw_fleet_list_read) for layout @l and datacenter value @datacenter,
+ * keeping worker IDs @reserve ("0-3,7"; NULL or "": none) for static nodes
+ * (no claim ever takes them). The only way a root comes to exist: nodes
+ * never create one. Every root of one store shares one layout and has its
+ * own datacenter value (recorded store-wide under FW_FLEET_IDS, created
+ * once, so of two concurrent inits of one value only one succeeds).
+ * Returns FW_FLEET_INIT_CREATED, _SAME (nothing written) or _ADOPTED (a
+ * root made before roots recorded their value: its records are kept;
+ * a reserved ID must have none); -EINVAL (@root at or under FW_FLEET_IDS,
+ * @datacenter beyond the width, a bad @reserve); FW_EFLEET_LAYOUT (the store's
+ * roots or @root use another layout); FW_EFLEET_ROOT (@datacenter is another
+ * root's; @root exists with another value or reservation); FW_EFLEET_AUTH;
+ * FW_EFLEET_STORE. @err gets one line naming both sides of a conflict.
+ */
+FW_API int fw_fleet_init(const char *connect, const char *root, const struct fw_layout *l,
+			 uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
+			 size_t errlen);
+
+/*
+ * A static node (worker IDs from [id], no claims) whose configuration names a
+ * store: checks that cfg->root is a root made for cfg->layout and
+ * cfg->datacenter (as fw_fleet_start does) and that it reserves each of
+ * @workers (@n of them), so no claim of its fleet can take them. Waits up to
+ * cfg->start_wait_ms for the store. Reads only.
+ * Returns 0; FW_EFLEET_ROOT (no such root, another datacenter value, or a
+ * worker ID it does not reserve: @err names it and the reservation);
+ * FW_EFLEET_LAYOUT; FW_EFLEET_AUTH; FW_EFLEET_STORE (unreachable: a static node
+ * that cannot check does not start); -EINVAL; -ENOTSUP.
+ */
+FW_API int fw_fleet_static_check(const struct fw_fleet_config *cfg, const uint32_t *workers,
+				 uint32_t n, char *err, size_t errlen);
+
+/*
+ * Fences @root after its store was wiped or restored from a snapshot: makes
+ * the root again if it is gone (as fw_fleet_init, the same terms), then
+ * writes into it a fence, the store's time now (or this host's, whichever is
+ * later) plus @lease_ms (at least every node's [fleet] lease_ms), and a new
+ * generation. No claim's floor is ever below the fence: every ID any owner
+ * may have issued under a lease confirmed before it is below. Nodes stopped
+ * by the wipe or restore (a missing root, another generation, a record of
+ * theirs gone back) accept the newer fence and continue: live owners re-prove
+ * their own records by their token. *fence_unix (may be NULL) gets the fence
+ * in unix ms. Returns 0 or fw_fleet_init's error codes.
+ */
+FW_API int fw_fleet_fence(const char *connect, const char *root, const struct fw_layout *l,
+			  uint32_t datacenter, const char *reserve, uint64_t lease_ms,
+			  uint32_t timeout_ms, uint64_t *fence_unix, char *err, size_t errlen);

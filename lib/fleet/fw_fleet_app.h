@@ -70,5 +70,13 @@ FW_API void fw_fleet_app_tick(struct fw_fleet_app *a, struct fw_keeper *k, uint3
 /* The registry (status, slots) for telemetry. */
 FW_API struct fw_fleet *fw_fleet_app_registry(struct fw_fleet_app *a);
 
+/*
+ * A graceful stop's release (fw_fleet_stop_release): the workers stopped
+ * and the final mark persisted, gives every worker ID back within
+ * @timeout_ms, logged. The registry is stopped after it (fw_fleet_app_free
+ * still frees). Returns fw_fleet_stop_release's code; -EINVAL for NULL.
+ */
+FW_API int fw_fleet_app_release(struct fw_fleet_app *a, uint32_t timeout_ms);
+
 /* Stops the registry (leases stay: a restart takes its IDs back) and frees. NULL is fine. */
 FW_API void fw_fleet_app_free(struct fw_fleet_app *a);

@@ -10,8 +10,9 @@
  * drop sessions (tests/unit/fleet_memstore.c).
  *
  * A store holds, under one fleet root:
- *   the layout record   the text of fw_fleet_layout_format(), written once by
- *                       the first member (prepare)
+ *   the root record     the text of fw_fleet_root_format() at ROOT itself:
+ *                       layout, datacenter value, reservation, generation;
+ *                       written by `flakectl fleet init` only, never by a node
  *   worker records      one per worker ID ever claimed, never deleted, the text
  *                       of fw_fleet_rec_format(), each with a version that
  *                       changes at every write (ZooKeeper: the znode's
@@ -19,6 +20,9 @@
  *   liveness records    one per live identity, gone when its session ends
  *                       (ZooKeeper: an ephemeral znode; etcd: a key attached
  *                       to a lease the session keeps alive)
+ * and, beside every root, the store-wide records (FW_FLEET_IDS: the layout
+ * all roots share, one record per datacenter value in use), read and written
+ * with the meta_* operations by absolute key.
  *
  * The rules every implementation keeps (the proof rests on them):
  *  S1 create() succeeds only when the record does not exist (ZooKeeper:
@@ -91,13 +95,22 @@ struct fw_fleet_store_ops {
 	/* Ends the session (its liveness record goes). */
 	void (*close)(struct fw_fleet_store *s);
 	/*
-	 * Makes the root exist, holding @layout (@len bytes) when it held
-	 * nothing; copies the layout text it holds into @have (up to
-	 * FW_FLEET_REC_MAX bytes), its length into *have_len. -ENOENT: the
-	 * root does not exist and @create is false (nothing written).
+	 * Reads the record at @key, an absolute key (the fleet's root, or a
+	 * store-wide record under FW_FLEET_IDS), into @buf (FW_FLEET_REC_MAX
+	 * bytes), its length into *len (0: a ZooKeeper node without data) and
+	 * its version into *v. -ENOENT: no such record.
 	 */
-	int (*prepare)(struct fw_fleet_store *s, bool create, const char *layout, int len,
-		       char *have, int *have_len);
+	int (*meta_get)(struct fw_fleet_store *s, const char *key, char *buf, int *len,
+			struct fw_fleet_ver *v);
+	/*
+	 * S1 at @key: creates it holding @buf (@len bytes) only when it does not
+	 * exist (-EEXIST). ZooKeeper: missing parents are made empty with open
+	 * ACLs (other roots may sit beside), the record itself with the fleet's.
+	 */
+	int (*meta_create)(struct fw_fleet_store *s, const char *key, const char *buf, int len);
+	/* S2 at @key: writes @buf when its version is still @version (-ESTALE, -ENOENT). */
+	int (*meta_cas)(struct fw_fleet_store *s, const char *key, const char *buf, int len,
+			int64_t version);
 	/* Sets exists[w] = true for every worker record (w < @total). */
 	int (*list)(struct fw_fleet_store *s, bool *exists, uint32_t total);
 	/* Reads worker @w's record into @buf (FW_FLEET_REC_MAX bytes) and *v. */
@@ -113,6 +126,9 @@ struct fw_fleet_store_ops {
 	 * The store's time now (unix ms). ZooKeeper writes a clock record and
 	 * returns its mtime; *local_mid (may be NULL) gets @local's reading
 	 * halfway through (for the offset check; 0 when the store has no clock).
+	 * -ESTALE: the store's write counter (ZooKeeper: the clock record's
+	 * mzxid; etcd: the reply's revision) is below one this store object saw
+	 * before: the store went back (restored from a snapshot).
 	 */
 	int (*now)(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg, uint64_t *server,
 		   uint64_t *local_mid);
@@ -135,6 +151,15 @@ struct fw_fleet_store_ops {
 struct fw_fleet_store {
 	const struct fw_fleet_store_ops *ops;
 	const char *name; /* "ZooKeeper", for messages */
+	/* the highest write counter now() saw (0: none): now() answers -ESTALE
+	 * below it; the registry sets it to 0 when it accepts a fence */
+	int64_t wc_high;
+	/* how many sessions this client has opened: the store adds one at each
+	 * new session, also one that connect() opens in place of a handle it
+	 * gave up on (ZooKeeper: down two session timeouts), which the state
+	 * never shows LOST; the session layer makes its liveness record again
+	 * whenever it moves */
+	uint64_t sessions;
 };
 
 /* The codes above by name ("version moved", "store unreachable", ...). */

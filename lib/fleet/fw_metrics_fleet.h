@@ -16,6 +16,14 @@
  *   flakewire_fleet_clock_offset_seconds       local clock minus ZooKeeper's at
  *                             the last renewal (absent until measured; etcd
  *                             gives no clock to measure)
+ *   flakewire_fleet_worker_ids                 the root's worker IDs (2^worker_bits)
+ *   flakewire_fleet_free_worker_ids            the root's worker IDs a claim can
+ *                             take now (never claimed, released, expired)
+ *   flakewire_fleet_stranded_worker_ids        leased to owners with no live
+ *                             session, lease running
+ *   flakewire_fleet_next_stranded_return_timestamp_seconds  when the first
+ *                             stranded one's lease ends (0: none); these three
+ *                             from the node's first claim on (fw_fleet_status)
  *   flakewire_fleet_last_renewal_timestamp_seconds
  *   flakewire_fleet_renewals_total, _renewal_failures_total, _claims_total,
  *   _takebacks_total, _takeovers_total, _leases_lost_total, _releases_total

@@ -96,6 +96,145 @@ bool fw_fleet_layout_same(const struct fw_layout *a, const struct fw_layout *b)
 	       a->worker_bits == b->worker_bits && a->seq_bits == b->seq_bits;
 }
 
+int fw_fleet_reserve_parse(const char *s, uint32_t total, struct fw_fleet_reserve *r)
+{
+	memset(r, 0, sizeof(*r));
+	while (*s) {
+		char *end;
+		if (*s < '0' || *s > '9' || r->n == FW_FLEET_RESERVE_MAX)
+			return -EINVAL;
+		errno = 0;
+		unsigned long lo = strtoul(s, &end, 10), hi = lo;
+		if (*end == '-') {
+			s = end + 1;
+			if (*s < '0' || *s > '9')
+				return -EINVAL;
+			hi = strtoul(s, &end, 10);
+		}
+		if (errno || lo > hi || hi >= total || (*end && *end != ','))
+			return -EINVAL;
+		r->lo[r->n] = (uint32_t)lo;
+		r->hi[r->n++] = (uint32_t)hi;
+		s = *end ? end + 1 : end;
+		if (*end && !*s)
+			return -EINVAL; /* a trailing ',' */
+	}
+	return 0;
+}
+
+int fw_fleet_reserve_format(char *buf, size_t cap, const struct fw_fleet_reserve *r)
+{
+	size_t n = 0;
+	if (cap == 0)
+		return -ENOSPC;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < r->n; i++) {
+		int k = r->lo[i] == r->hi[i]
+				? snprintf(buf + n, cap - n, "%s%u", i ? "," : "", r->lo[i])
+				: snprintf(buf + n, cap - n, "%s%u-%u", i ? "," : "", r->lo[i],
+					   r->hi[i]);
+		if (k < 0 || (size_t)k >= cap - n)
+			return -ENOSPC;
+		n += (size_t)k;
+	}
+	return (int)n;
+}
+
+bool fw_fleet_reserved(const struct fw_fleet_reserve *r, uint32_t w)
+{
+	for (uint32_t i = 0; r != NULL && i < r->n; i++)
+		if (w >= r->lo[i] && w <= r->hi[i])
+			return true;
+	return false;
+}
+
+bool fw_fleet_reserve_same(const struct fw_fleet_reserve *a, const struct fw_fleet_reserve *b,
+			   uint32_t total)
+{
+	for (uint32_t w = 0; w < total; w++)
+		if (fw_fleet_reserved(a, w) != fw_fleet_reserved(b, w))
+			return false;
+	return true;
+}
+
+int fw_fleet_root_format(char *buf, size_t cap, const struct fw_fleet_root *r)
+{
+	char res[FW_FLEET_RESERVE_MAX * 12 + 1];
+	int n = fw_fleet_layout_format(buf, cap, &r->layout);
+	if (n < 0 || fw_fleet_reserve_format(res, sizeof(res), &r->reserved) < 0)
+		return -ENOSPC;
+	int k = snprintf(buf + n, cap - (size_t)n,
+			 "datacenter=%u\nreserved=%s\ngeneration=%016" PRIx64 "\nfence=%" PRIu64
+			 "\n",
+			 r->datacenter, res, r->generation, r->fence);
+	return k < 0 || (size_t)k >= cap - (size_t)n ? -ENOSPC : n + k;
+}
+
+int fw_fleet_root_parse(const char *buf, int len, struct fw_fleet_root *r)
+{
+	char text[FW_FLEET_REC_MAX + 1], *save = NULL;
+	memset(r, 0, sizeof(*r));
+	if (fw_fleet_layout_parse(buf, len, &r->layout) != 0)
+		return -EINVAL;
+	memcpy(text, buf, (size_t)len);
+	text[len] = '\0';
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *end;
+		if (!strncmp(line, "datacenter=", 11)) {
+			errno = 0;
+			unsigned long d = strtoul(line + 11, &end, 10);
+			if (errno || end == line + 11 || *end || line[11] == '-' ||
+			    d >> r->layout.dc_bits)
+				return -EINVAL;
+			r->datacenter = (uint32_t)d;
+			r->has_dc = true;
+		} else if (!strncmp(line, "reserved=", 9)) {
+			if (fw_fleet_reserve_parse(line + 9, 1u << r->layout.worker_bits,
+						   &r->reserved) != 0)
+				return -EINVAL;
+		} else if (!strncmp(line, "fence=", 6)) {
+			errno = 0;
+			r->fence = strtoull(line + 6, &end, 10);
+			if (errno || end == line + 6 || *end || line[6] == '-')
+				return -EINVAL;
+		} else if (!strncmp(line, "generation=", 11)) {
+			errno = 0;
+			r->generation = strtoull(line + 11, &end, 16);
+			if (errno || end == line + 11 || *end)
+				return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int fw_fleet_key_ids_layout(char *buf, size_t cap)
+{
+	return snprintf(buf, cap, "%s/layout", FW_FLEET_IDS);
+}
+
+int fw_fleet_key_ids_dc(char *buf, size_t cap, uint32_t datacenter)
+{
+	return snprintf(buf, cap, "%s/dc/%04u", FW_FLEET_IDS, datacenter);
+}
+
+int fw_fleet_dc_format(char *buf, size_t cap, const char *root)
+{
+	int n = snprintf(buf, cap, "flakewire-root v1\nroot=%s\n", root);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
+}
+
+int fw_fleet_dc_parse(const char *buf, int len, char *root, size_t cap)
+{
+	static const char head[] = "flakewire-root v1\nroot=";
+	size_t hl = sizeof(head) - 1;
+	if (len < (int)hl + 2 || len > FW_FLEET_REC_MAX || memcmp(buf, head, hl) ||
+	    buf[len - 1] != '\n' || (size_t)len - hl - 1 >= cap)
+		return -EINVAL;
+	memcpy(root, buf + hl, (size_t)len - hl - 1);
+	root[(size_t)len - hl - 1] = '\0';
+	return strchr(root, '\n') ? -EINVAL : 0;
+}
+
 bool fw_fleet_identity_ok(const char *s)
 {
 	size_t n = strlen(s);

@@ -29,7 +29,32 @@ bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token)
 	return false;
 }
 
+/* fw_fleet_cand.rank */
+enum { CAND_TAKEBACK, CAND_FREE_NOW, CAND_NEW, CAND_FREE_LATER, CAND_EXPIRED };
+
 int fw_fleet_cand_cmp(const void *a, const void *b)
+{
+	const struct fw_fleet_cand *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	/* released ahead: lowest floor; expired: lowest lease; else lowest worker ID */
+	uint64_t vx = x->kind == FW_FLEET_EXPIRED ? x->rec.lease
+		      : x->rank == CAND_FREE_LATER  ? x->rec.floor
+						    : 0;
+	uint64_t vy = y->kind == FW_FLEET_EXPIRED ? y->rec.lease
+		      : y->rank == CAND_FREE_LATER  ? y->rec.floor
+						    : 0;
+	if (vx != vy)
+		return vx < vy ? -1 : 1;
+	return x->worker - y->worker;
+}
+
+/*
+ * A replacement's order (FW_FLEET_CLAIM_FRESH, after the clock stepped
+ * back): free and never-claimed ones by lowest floor (the furthest below
+ * the stepped clock), then expired ones by lowest lease.
+ */
+static int cand_cmp_floor(const void *a, const void *b)
 {
 	const struct fw_fleet_cand *x = a, *y = b;
 	int kx = x->kind == FW_FLEET_NEW ? FW_FLEET_FREE : (int)x->kind;
@@ -61,6 +86,9 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
 		out->floor = FW_MAX(c->rec.floor, c->rec.lease);
 		break;
 	}
+	if (c->kind != FW_FLEET_TAKEBACK && r->root) /* above what any owner before a fence
+						      * may have issued */
+		out->floor = FW_MAX(out->floor, r->root->fence);
 	out->lease = FW_MAX(now_l, out->floor) + r->lease_ms;
 	if (c->kind == FW_FLEET_TAKEBACK)
 		out->lease = FW_MAX(out->lease, c->rec.lease);
@@ -86,9 +114,9 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		owners[0] = '\0';
 	rc = s->ops->list(s, exists, total);
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
-		if (skip[w])
+		if (skip[w] || fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w))
 			continue;
-		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW};
+		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW, .rank = CAND_NEW};
 		if (!exists[w]) {
 			c[n++] = x;
 			continue;
@@ -103,13 +131,17 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 			break;
 		x.version = v.version;
 		bool same_name = !strcmp(x.rec.owner, r->identity);
-		if (same_name && fw_fleet_proven(r, (int32_t)w, x.rec.token))
+		if (same_name && fw_fleet_proven(r, (int32_t)w, x.rec.token)) {
 			x.kind = FW_FLEET_TAKEBACK;
-		else if (!x.rec.owner[0])
+			x.rank = CAND_TAKEBACK;
+		} else if (!x.rec.owner[0]) {
 			x.kind = FW_FLEET_FREE;
-		else if (x.rec.lease < server_l)
+			x.rank = FW_MAX(x.rec.floor, x.rec.lease) <= server_l ? CAND_FREE_NOW
+									     : CAND_FREE_LATER;
+		} else if (x.rec.lease < server_l) {
 			x.kind = FW_FLEET_EXPIRED;
-		else {
+			x.rank = CAND_EXPIRED;
+		} else {
 			/* a live lease; this identity's too when no state of ours proves it */
 			char ts[FW_ISO8601_LEN];
 			owned++;
@@ -160,7 +192,9 @@ int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_ca
 		rc = s->ops->cas(s, (uint32_t)c->worker, buf, len, c->version, &v);
 	if (rc != 0)
 		return rc;
-	*h = (struct fw_fleet_held){c->worker, v.version, d.lease, d.floor, false, false, r->token};
+	*h = (struct fw_fleet_held){
+		c->worker, v.version, d.lease,  d.floor,
+		false,     false,     r->token, r->root ? r->root->generation : 0};
 	return 0;
 }
 
@@ -199,8 +233,11 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 			if (fresh(r, &c[j], now_l))
 				c[k++] = c[j];
 		n_c = k;
+		qsort(c, n_c, sizeof(*c), cand_cmp_floor);
 	}
 	if (n_c < n_need) {
+		for (uint32_t w = 0, t = total; w < t; w++) /* reserved: never the fleet's */
+			total -= fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w);
 		snprintf(err, errlen,
 			 "fleet: %s needs %u worker ID(s) and only %u can be claimed%s: %u of %u "
 			 "worker IDs in the fleet are held by other live leases: %s",
@@ -286,6 +323,7 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 		h->lease = d.lease;
 		h->cached = false;
 		h->token = r->token;
+		h->root_gen = r->root ? r->root->generation : 0;
 		*local_mid = a + (b - a) / 2;
 		*mtime = v.mtime;
 		return FW_FLEET_RENEWED;
@@ -301,11 +339,15 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	/* ... or, for a claim from the cache, a write of this identity's previous
 	 * run that the cache missed (a crash between the write and the cache):
 	 * the same owner, as a take-back at start would be */
+	if (parsed && !h->cached && now.token == r->token && v.version < h->version &&
+	    h->root_gen && r->root && h->root_gen == r->root->generation)
+		return FW_FLEET_BACK; /* our own record, older than our last write: restored */
 	if (parsed && !strcmp(now.owner, r->identity) &&
 	    (now.token == r->token || (h->cached && now.token == h->token))) {
 		h->version = v.version;
 		h->lease = now.lease; /* what the store holds: confirmed by this read */
 		h->token = now.token;
+		h->root_gen = r->root ? r->root->generation : 0;
 		return FW_FLEET_ADOPTED; /* still cached when its run's: the next CAS writes ours */
 	}
 	if (owner && owner_len)

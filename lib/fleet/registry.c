@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fw_err.h"
+#include "fw_state_lock.h"
 #include "fleet_registry.h"
 #include "fw_time.h"
 
@@ -73,6 +74,10 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		snprintf(err, errlen, "fleet: cache file name too long");
 		goto fail;
 	}
+	if (cfg->legacy_cache_file && strlen(cfg->legacy_cache_file) >= PATH_MAX) {
+		snprintf(err, errlen, "fleet: legacy cache file name too long");
+		goto fail;
+	}
 	if (cfg->mark_file && strlen(cfg->mark_file) >= PATH_MAX) {
 		snprintf(err, errlen, "fleet: mark file name too long");
 		goto fail;
@@ -90,12 +95,16 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 	snprintf(f->cache, sizeof(f->cache), "%s", cfg->cache_file ? cfg->cache_file : "");
 	snprintf(f->stamp, sizeof(f->stamp), "%s", cfg->state_stamp ? cfg->state_stamp : "");
 	snprintf(f->mark, sizeof(f->mark), "%s", cfg->mark_file ? cfg->mark_file : "");
+	snprintf(f->legacy, sizeof(f->legacy), "%s",
+		 cfg->legacy_cache_file ? cfg->legacy_cache_file : "");
+	f->cache_lock = -1;
 	f->cfg.connect = NULL; /* the store's */
 	f->cfg.root = f->root;
 	f->cfg.identity = f->identity;
 	f->cfg.cache_file = f->cache;
 	f->cfg.state_stamp = f->stamp;
 	f->cfg.mark_file = f->mark;
+	f->cfg.legacy_cache_file = f->legacy;
 	f->cfg.zk_auth = NULL; /* the store's copy only */
 	f->r = (struct fw_fleet_recipe){
 		store,         cfg->layout,
@@ -103,6 +112,8 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		cfg->lease_ms, cfg->now_ms ? cfg->now_ms : fleet_realtime_ms,
 		cfg->now_arg,  cfg->log};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
+	f->ss.datacenter = cfg->datacenter;
+	f->r.root = &f->ss.rec; /* read with the root every round (session.c) */
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
 	f->pub = calloc(n_slots, sizeof(*f->pub));
@@ -146,9 +157,24 @@ static int load_proof(struct fw_fleet *f)
 	for (uint32_t i = 0; i < FW_FLEET_SLOTS_MAX; i++)
 		all[i].worker = FW_FLEET_WORKER_NONE;
 	f->n_proven = 0;
+	const char *from = f->cache;
 	int n = f->cache[0] ? fw_fleet_cache_read(f->cache, &f->cache_of, &recorded, all,
 						  FW_FLEET_SLOTS_MAX)
 			    : -ENOENT;
+	if (n == -ENOENT && f->cache[0] && f->legacy[0] && strcmp(f->legacy, f->cache)) {
+		/* the upgrade: the old default cache, if this state wrote it */
+		n = fw_fleet_cache_read(f->legacy, &f->cache_of, &recorded, all,
+					FW_FLEET_SLOTS_MAX);
+		if (n > 0) {
+			from = f->legacy;
+			fw_log(&f->cfg.log, FW_LOG_INFO,
+			       "fleet: %s does not exist yet: read the previous default cache %s "
+			       "(written on this state: %d worker ID(s)); the cache is %s from now on",
+			       f->cache, f->legacy, n, f->cache);
+		} else {
+			n = -ENOENT;
+		}
+	}
 	int mrc = fleet_mark(f, &mark);
 	if (mrc == 0)
 		f->cache_mark = mark; /* what this run's first cache write records */
@@ -163,7 +189,7 @@ static int load_proof(struct fw_fleet *f)
 		       "fleet: %s recorded the mark %" PRIu64 " and the mark %s %s: the cache "
 		       "proves nothing (the mark does not fence what its run issued); worker IDs "
 		       "this identity held before are taken over only once their leases end",
-		       f->cache, recorded, f->mark, now);
+		       from, recorded, f->mark, now);
 		n = FW_FLEET_CACHE_MARK_BELOW;
 	}
 	for (uint32_t i = 0; n > 0 && i < FW_FLEET_SLOTS_MAX; i++)
@@ -175,7 +201,7 @@ static int load_proof(struct fw_fleet *f)
 		fw_log(&f->cfg.log, FW_LOG_INFO,
 		       "fleet: %s: %s: worker IDs this identity held before are taken over "
 		       "only once their leases end",
-		       f->cache, fw_fleet_cache_why(n));
+		       from, fw_fleet_cache_why(n));
 	return n;
 }
 
@@ -186,6 +212,37 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	f->r.token = fleet_rand64();
 	if (from_cache)
 		*from_cache = false;
+	if (f->cache[0] && f->cache_lock < 0) {
+		char lp[PATH_MAX + 8];
+		long holder = 0;
+		snprintf(lp, sizeof(lp), "%s.lock", f->cache);
+		int fd = fw_state_lock_file(lp, &holder);
+		if (fd < 0 && fd != -EWOULDBLOCK) {
+			/* the cache's directory missing or not writable: its writes fail
+			 * too (logged), so it offers nothing another state could share */
+			fw_log(&f->cfg.log, FW_LOG_WARNING, "fleet: cache lock %s: %s", lp,
+			       strerror(-fd));
+		} else if (fd < 0) {
+			char pid[32] = "an unknown PID";
+			if (holder > 0)
+				snprintf(pid, sizeof(pid), "PID %ld", holder);
+			snprintf(err, errlen,
+				 "fleet: the cache %s is locked by %s (%s): another responder's "
+				 "state uses this [fleet] cache_file; give each state its own (the "
+				 "default, auto, is beside [state] file)",
+				 f->cache, pid, lp);
+			return fd;
+		} else {
+			f->cache_lock = fd;
+		}
+	}
+	if (f->cache[0] && strstr(f->stamp, ":unknown-") != NULL)
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: this state's boot ID is unknown (/proc/sys/kernel/random/boot_id "
+		       "unreadable, no FLAKEWIRE_BOOT_ID in the environment: systemd's "
+		       "ProcSubset=pid hides /proc/sys, set Environment=FLAKEWIRE_BOOT_ID=%%b): "
+		       "this run's cache proves nothing to the next start, whose worker IDs "
+		       "stay leased until their leases end");
 	int n_prev = load_proof(f);
 
 	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.start_wait_ms,
@@ -193,7 +250,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	if (rc == 0)
 		rc = fleet_claim_round(f, fw_mono_ms(), true, e, sizeof(e));
 	if (rc == FW_EFLEET_LAYOUT || rc == FW_EFLEET_IDENTITY || rc == FW_EFLEET_FULL ||
-	    rc == FW_EFLEET_AUTH) {
+	    rc == FW_EFLEET_AUTH || rc == FW_EFLEET_ROOT) {
 		snprintf(err, errlen, "%s", e);
 		fw_fleet_session_drop(&f->ss);
 		return rc;
@@ -206,6 +263,8 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		pthread_mutex_unlock(&f->mu);
 		f->cache_dirty = true;
 		fleet_cache_save(f);
+		if (fleet_census(f) == 0) /* the gauges from the first claim on */
+			f->next_census = fw_mono_ms() + FW_MAX(f->cfg.renew_ms, 60000u);
 	} else {
 		/* The store is unreachable: the cache (its slots below f->n), or nothing. */
 		int n = 0;
@@ -323,6 +382,26 @@ void fw_fleet_status(struct fw_fleet *f, struct fw_fleet_status *st)
 	pthread_mutex_unlock(&f->mu);
 }
 
+int fw_fleet_stop_release(struct fw_fleet *f, uint32_t timeout_ms)
+{
+	if (f == NULL)
+		return -EINVAL;
+	uint64_t deadline = fw_mono_ms() + timeout_ms;
+	if (f->thread_on) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = true;
+		f->keep_session = true;
+		pthread_cond_signal(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(f->thread, NULL);
+		f->thread_on = false;
+	}
+	int rc = fleet_release_all(f, deadline);
+	f->cache_dirty = true; /* the last write, with the final mark */
+	fw_fleet_stop(f);
+	return rc;
+}
+
 void fw_fleet_stop(struct fw_fleet *f)
 {
 	if (f == NULL)
@@ -359,5 +438,7 @@ void fw_fleet_free(struct fw_fleet *f)
 	free(f->slot);
 	free(f->replace_req);
 	free(f->skip);
+	if (f->cache_lock >= 0)
+		close(f->cache_lock);
 	free(f);
 }

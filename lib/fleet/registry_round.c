@@ -103,6 +103,98 @@ void fleet_cache_save(struct fw_fleet *f)
 	f->cache_rc = rc;
 }
 
+/* ---- the census ---- */
+
+int fleet_census(struct fw_fleet *f)
+{
+	uint32_t total = 1u << f->cfg.layout.worker_bits, n_free = 0, n_str = 0, n_memo = 0;
+	uint64_t now_l = fw_fleet_recipe_now(&f->r), next = UINT64_MAX;
+	struct {
+		char owner[FW_FLEET_IDENTITY_MAX];
+		bool alive;
+	} memo[32];
+	bool *exists = calloc(total, 1);
+	if (exists == NULL)
+		return -ENOMEM;
+	int rc = f->store->ops->list(f->store, exists, total);
+	for (uint32_t w = 0; rc == 0 && w < total; w++) {
+		struct fw_fleet_rec r;
+		struct fw_fleet_ver v;
+		if (!exists[w]) {
+			n_free++;
+			continue;
+		}
+		int g = fw_fleet_read(f->store, w, &r, &v);
+		if (g == -ENOENT) {
+			n_free++;
+			continue;
+		}
+		if (g == -EINVAL)
+			continue; /* garbled: never claimed, never counted free */
+		if (g != 0) {
+			rc = g;
+			break;
+		}
+		if (!r.owner[0] || r.lease < now_l) {
+			n_free++;
+			continue;
+		}
+		bool alive = false, known = false;
+		for (uint32_t k = 0; k < n_memo && !known; k++)
+			if (!strcmp(memo[k].owner, r.owner)) {
+				alive = memo[k].alive;
+				known = true;
+			}
+		if (!known && !strcmp(r.owner, f->identity) && r.token == f->r.token)
+			alive = known = true; /* ours */
+		if (!known) {
+			rc = f->store->ops->alive_of(f->store, r.owner, &alive);
+			if (rc != 0)
+				break;
+			if (n_memo < FW_ARRAY_SIZE(memo)) {
+				snprintf(memo[n_memo].owner, sizeof(memo[n_memo].owner), "%s", r.owner);
+				memo[n_memo++].alive = alive;
+			}
+		}
+		if (!alive) {
+			n_str++;
+			next = FW_MIN(next, r.lease);
+		}
+	}
+	free(exists);
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&f->mu);
+	f->st.census_valid = true;
+	f->st.total_ids = total;
+	f->st.free_ids = n_free;
+	f->st.stranded_ids = n_str;
+	f->st.next_stranded_unix = n_str ? next + f->cfg.layout.epoch_ms : 0;
+	f->st.census_unix = f->r.now_ms(f->r.now_arg);
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+/* Appends the census to a "no worker ID free" line: how many are stranded, when the first is back. */
+static void full_census(struct fw_fleet *f, char *err, size_t errlen)
+{
+	char ts[FW_ISO8601_LEN];
+	size_t l = strlen(err);
+	if (fleet_census(f) != 0 || l + 1 >= errlen)
+		return;
+	pthread_mutex_lock(&f->mu);
+	struct fw_fleet_status st = f->st;
+	pthread_mutex_unlock(&f->mu);
+	if (st.stranded_ids)
+		snprintf(err + l, errlen - l,
+			 "; %u free, %u stranded (leased to owners with no live session), the "
+			 "first back at %s",
+			 st.free_ids, st.stranded_ids,
+			 fw_format_iso8601(st.next_stranded_unix, ts));
+	else
+		snprintf(err + l, errlen - l, "; %u free, none stranded", st.free_ids);
+}
+
 /* ---- one round ---- */
 
 static void skip_held(const struct fw_fleet *f, bool *skip)
@@ -254,6 +346,19 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_need + n_repl == 0)
 		return 0;
 	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
+	if (rc == -ESTALE) { /* the store's write counter went back: restored */
+		f->ss.back = true; /* stopped until a newer fence (session.c) */
+		pthread_mutex_lock(&f->mu);
+		f->st.root_stopped = true;
+		pthread_mutex_unlock(&f->mu);
+		snprintf(err, errlen,
+			 "fleet: %s: %s: the store's writes went back to before some this node "
+			 "saw: it was restored from a snapshot; claims, takeovers and renewals "
+			 "stop (issuing goes on within the confirmed leases) until an operator "
+			 "runs 'flakectl fleet fence --root %s'",
+			 f->store->name, f->root, f->root);
+		return FW_EFLEET_ROOT;
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
@@ -286,6 +391,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			f->slot[need[k]] = got[k];
 			fleet_publish(f, need[k], FW_FLEET_SRC_STORE);
 		}
+		if (crc == FW_EFLEET_FULL)
+			full_census(f, err, errlen);
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
@@ -362,6 +469,16 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 			if (mtime)
 				offset_update(f, mid, mtime);
 			fleet_count(f, &f->st.renewals, 1);
+		} else if (rc == FW_FLEET_BACK) {
+			f->ss.back = true; /* stopped until a newer fence (session.c) */
+			snprintf(err, errlen,
+				 "fleet: %s: worker %d's record went back to an older version "
+				 "than this node wrote: the store was restored from a snapshot; "
+				 "claims, takeovers and renewals stop (issuing goes on within the "
+				 "confirmed leases) until an operator runs 'flakectl fleet fence "
+				 "--root %s'",
+				 f->root, h->worker, f->root);
+			return FW_EFLEET_ROOT;
 		} else if (rc == FW_FLEET_LOST) {
 			fw_log(&f->cfg.log, FW_LOG_WARNING,
 			       "fleet: worker %d was taken over by %s: slot %u stops at its "
@@ -376,11 +493,41 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 	return 0;
 }
 
+static bool stopping(struct fw_fleet *f)
+{
+	pthread_mutex_lock(&f->mu);
+	bool s = f->stop;
+	pthread_mutex_unlock(&f->mu);
+	return s;
+}
+
+/*
+ * The session, waited for up to a session timeout as before, in slices of
+ * at most 500 ms so that a stop is not held for a whole session timeout
+ * while the store is down (a graceful stop ends within 10 s).
+ */
+static int session_wait(struct fw_fleet *f, char *err, size_t errlen)
+{
+	uint64_t until = fw_mono_ms() + f->cfg.session_timeout_ms;
+	for (;;) {
+		uint64_t now = fw_mono_ms();
+		uint32_t slice = (uint32_t)FW_MIN(500u, until > now ? until - now : 0);
+		int rc = fw_fleet_session_ensure(&f->ss, slice, 0, err, errlen);
+		/* again only after a wait that ran out (a store that refuses at once
+		 * is not waited for, as before) */
+		if (rc != FW_EFLEET_STORE || f->store->ops->state(f->store) == FW_FLEET_SESSION_UP ||
+		    fw_mono_ms() < now + slice || fw_mono_ms() >= until || stopping(f))
+			return rc;
+	}
+}
+
 static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errlen)
 {
-	int rc = fw_fleet_session_ensure(&f->ss, f->cfg.session_timeout_ms, 0, err, errlen);
+	int rc = session_wait(f, err, errlen);
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = rc == 0;
+	if (rc == 0 || rc == FW_EFLEET_ROOT || rc == FW_EFLEET_LAYOUT)
+		f->st.root_stopped = rc != 0;
 	pthread_mutex_unlock(&f->mu);
 	if (rc != 0)
 		return rc;
@@ -390,14 +537,24 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 		return FW_EFLEET_STORE;
 	}
 	rc = fleet_claim_round(f, mono, false, err, errlen);
-	if (rc == FW_EFLEET_STORE)
+	if (rc == FW_EFLEET_STORE || rc == FW_EFLEET_ROOT)
 		return rc;
 	if (mono < f->next_renew)
 		return 0;
 	bool lost = false;
 	rc = renew_all(f, &lost, err, errlen);
+	if (rc == FW_EFLEET_ROOT) {
+		pthread_mutex_lock(&f->mu);
+		f->st.root_stopped = true;
+		pthread_mutex_unlock(&f->mu);
+	}
 	if (lost) /* the replacement in this round, not a renew_ms later */
 		fleet_claim_round(f, mono, false, err, errlen);
+	if (rc == 0 && mono >= f->next_census) {
+		/* at most once a minute, and never more than once a renewal */
+		if (fleet_census(f) == 0)
+			f->next_census = mono + FW_MAX(f->cfg.renew_ms, 60000u);
+	}
 	if (rc == 0) {
 		f->next_renew = mono + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);
@@ -431,11 +588,13 @@ void *fleet_thread_main(void *arg)
 			f->renew_fails = 0;
 			f->logged_down = false;
 		} else {
-			if (!f->logged_down)
+			if (!f->logged_down || (rc == FW_EFLEET_ROOT && f->logged_rc != rc)) {
 				fw_log(&f->cfg.log, FW_LOG_WARNING,
 				       "%s; retrying with backoff, issuing continues within the "
 				       "confirmed leases",
 				       err);
+				f->logged_rc = rc;
+			}
 			f->logged_down = true;
 			fleet_count(f, &f->st.renew_failures, 1);
 			f->renew_fails++;
@@ -456,7 +615,101 @@ void *fleet_thread_main(void *arg)
 			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 		f->wake = false;
 	}
+	bool keep = f->keep_session;
 	pthread_mutex_unlock(&f->mu);
-	fw_fleet_session_drop(&f->ss);
+	if (!keep)
+		fw_fleet_session_drop(&f->ss);
 	return NULL;
+}
+
+int fleet_release_all(struct fw_fleet *f, uint64_t deadline)
+{
+	struct fw_fleet_held rel[2 * FW_FLEET_SLOTS_MAX], keep[FW_FLEET_SLOTS_MAX];
+	char ts[FW_ISO8601_LEN];
+	uint32_t n_rel = 0;
+	uint64_t mark_unix = 0;
+	int rc = fleet_mark(f, &mark_unix);
+	for (uint32_t i = 0; i < f->n; i++) {
+		keep[i] = f->slot[i];
+		if (f->slot[i].worker != FW_FLEET_WORKER_NONE && !f->slot[i].lost) {
+			rel[n_rel++] = f->slot[i];
+			keep[i].worker = FW_FLEET_WORKER_NONE;
+		}
+	}
+	for (uint32_t j = 0; j < f->n_retiring; j++)
+		rel[n_rel++] = f->retiring[j].h;
+	if (n_rel == 0)
+		return 0;
+	if (rc != 0) {
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: no final mark in %s (%s): %u worker ID(s) stay leased (the next "
+		       "start on this state takes them back)",
+		       f->mark[0] ? f->mark : "(no [state] file)", fw_strerror(rc), n_rel);
+		return rc;
+	}
+	uint64_t last =
+		mark_unix > f->cfg.layout.epoch_ms ? mark_unix - f->cfg.layout.epoch_ms : 0;
+	/* Reachable now? One read (a session can look up for a while after the
+	 * store went away: etcd's keep-alive, a ZooKeeper socket not yet closed);
+	 * unreachable, nothing is sent and the cache keeps the IDs. */
+	struct fw_fleet_rec probe;
+	struct fw_fleet_ver pv;
+	int prc = f->store->ops->state(f->store) == FW_FLEET_SESSION_UP && f->ss.alive_ok
+			  ? fw_fleet_read(f->store, (uint32_t)rel[0].worker, &probe, &pv)
+			  : -ENOTCONN;
+	if (prc == -ENOTCONN || prc == -EIO || prc == -ETIMEDOUT) {
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: %s is not reachable at the stop: %u worker ID(s) stay leased to %s "
+		       "(their leases run on), nothing was sent; the cache keeps them, so the "
+		       "next start on this state takes them back",
+		       f->store->name, n_rel, f->identity);
+		return -ENOTCONN;
+	}
+	/* The cache first: once a release is sent, no start from the cache may
+	 * offer the ID again (another node may claim it the moment it is free). */
+	if (f->cache[0]) {
+		int wrc = fw_fleet_cache_write(f->cache, &f->cache_of, mark_unix, keep, f->n);
+		if (wrc != 0) {
+			fw_log(&f->cfg.log, FW_LOG_WARNING,
+			       "fleet: cannot write the cache %s without the worker IDs (%s): %u "
+			       "stay leased (the next start on this state takes them back)",
+			       f->cache, fw_strerror(wrc), n_rel);
+			return wrc;
+		}
+	}
+	for (uint32_t i = 0; i < f->n; i++)
+		f->slot[i] = keep[i];
+	f->n_retiring = 0;
+	f->cache_mark = mark_unix;
+	int done = 0, failed = 0;
+	for (uint32_t k = 0; k < n_rel; k++) {
+		struct fw_fleet_held *h = &rel[k];
+		enum fw_fleet_retired how = FW_FLEET_RETIRE_AGAIN;
+		int src = -ETIMEDOUT;
+		if (fw_mono_ms() < deadline)
+			how = fw_fleet_retire_held(&f->r, h, last, &src);
+		if (how != FW_FLEET_RETIRE_AGAIN) {
+			fw_log(&f->cfg.log, FW_LOG_INFO,
+			       how == FW_FLEET_RETIRE_DONE
+				       ? "fleet: worker %d released at the stop, floor %" PRIu64
+				       : "fleet: worker %d: its record is another owner's now, above "
+					 "%" PRIu64,
+			       h->worker, FW_MAX(h->floor, last));
+			done++;
+			continue;
+		}
+		failed++;
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "fleet: worker %d: release at the stop not confirmed (%s): it stays leased "
+		       "to %s until %s; the cache no longer names it, so no start serves it "
+		       "again before then",
+		       h->worker,
+		       src == -ETIMEDOUT ? "no time left"
+		       : src		 ? f->store->ops->last_error(f->store)
+					 : "the record is no longer ours and its floor is below "
+					   "the final mark",
+		       f->identity, fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+	}
+	fleet_count(f, &f->st.releases, (uint64_t)done);
+	return failed ? FW_EFLEET_STORE : done;
 }

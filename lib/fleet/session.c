@@ -10,33 +10,118 @@
 #include "fw_fleet_session.h"
 #include "fw_time.h"
 
-static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
+static int store_fail(struct fw_fleet_store *s, int rc, const char *what, const char *key,
+		      char *err, size_t errlen)
 {
-	struct fw_fleet_store *s = ss->store;
-	char want[FW_FLEET_REC_MAX], have[FW_FLEET_REC_MAX];
-	int have_len = 0, wl = fw_fleet_layout_format(want, sizeof(want), &ss->layout);
-	int rc = s->ops->prepare(s, true, want, wl, have, &have_len);
-	if (rc != 0) {
-		snprintf(err, errlen, "fleet: %s: preparing %s: %s", s->name, ss->root,
-			 s->ops->last_error(s));
-		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
+	snprintf(err, errlen, "fleet: %s: %s %s: %s", s->name, what, key,
+		 rc == -ENOTCONN || rc == -EIO || rc == -EACCES ? s->ops->last_error(s)
+								: fw_fleet_store_strerror(rc));
+	return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
+}
+
+int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			uint32_t datacenter, struct fw_fleet_root *out, char *err, size_t errlen)
+{
+	char have[FW_FLEET_REC_MAX], key[64], other[256];
+	struct fw_fleet_ver v;
+	int have_len = 0;
+	int rc = s->ops->meta_get(s, root, have, &have_len, &v);
+	if (rc == -ENOENT || (rc == 0 && have_len == 0)) {
+		snprintf(err, errlen,
+			 "fleet: %s: no fleet root %s: an operator creates it once with "
+			 "'flakectl fleet init (--zk HOSTS | --etcd URLS) --root %s' and this "
+			 "node's [id] layout and datacenter (a node never creates a root)",
+			 s->name, root, root);
+		return FW_EFLEET_ROOT;
 	}
-	struct fw_layout h;
-	const struct fw_layout *l = &ss->layout;
-	if (fw_fleet_layout_parse(have, have_len, &h) != 0) {
-		snprintf(err, errlen, "fleet: %s holds no flakewire fleet layout", ss->root);
+	if (rc != 0)
+		return store_fail(s, rc, "reading the root", root, err, errlen);
+	struct fw_fleet_root *h = out;
+	if (fw_fleet_root_parse(have, have_len, h) != 0) {
+		snprintf(err, errlen, "fleet: %s holds no flakewire fleet layout", root);
 		return FW_EFLEET_LAYOUT;
 	}
-	if (!fw_fleet_layout_same(&h, l)) {
+	if (!fw_fleet_layout_same(&h->layout, l)) {
 		snprintf(err, errlen,
 			 "fleet: %s is a fleet with layout epoch %" PRIu64
 			 " datacenter_bits %u worker_bits %u sequence_bits %u; this node has "
 			 "epoch %" PRIu64 " datacenter_bits %u worker_bits %u sequence_bits %u: "
 			 "every member of a fleet needs the same [id] layout",
-			 ss->root, h.epoch_ms, h.dc_bits, h.worker_bits, h.seq_bits, l->epoch_ms,
-			 l->dc_bits, l->worker_bits, l->seq_bits);
+			 root, h->layout.epoch_ms, h->layout.dc_bits, h->layout.worker_bits,
+			 h->layout.seq_bits, l->epoch_ms, l->dc_bits, l->worker_bits, l->seq_bits);
 		return FW_EFLEET_LAYOUT;
 	}
+	if (!h->has_dc) {
+		snprintf(
+			err, errlen,
+			"fleet: %s was made before roots recorded their datacenter value: adopt it "
+			"with 'flakectl fleet init --root %s' and the fleet's [id] layout and "
+			"datacenter (its records are kept)",
+			root, root);
+		return FW_EFLEET_ROOT;
+	}
+	if (h->datacenter != datacenter) {
+		snprintf(
+			err, errlen,
+			"fleet: %s serves datacenter value %u; this node has [id] datacenter = %u: "
+			"a root serves the one datacenter value it was initialised with",
+			root, h->datacenter, datacenter);
+		return FW_EFLEET_ROOT;
+	}
+	/* the store-wide record of the value names this root: no other root serves it */
+	fw_fleet_key_ids_dc(key, sizeof(key), datacenter);
+	rc = s->ops->meta_get(s, key, have, &have_len, &v);
+	if (rc != 0 && rc != -ENOENT)
+		return store_fail(s, rc, "reading", key, err, errlen);
+	if (rc == -ENOENT || fw_fleet_dc_parse(have, have_len, other, sizeof(other)) != 0 ||
+	    strcmp(other, root)) {
+		snprintf(err, errlen,
+			 "fleet: %s: the store's record of datacenter value %u (%s) %s%s: run "
+			 "'flakectl fleet init --root %s' (it refuses a value another root has)",
+			 root, datacenter, key, rc == -ENOENT ? "is missing" : "names ",
+			 rc == -ENOENT ? "" : other, root);
+		return FW_EFLEET_ROOT;
+	}
+	return 0;
+}
+
+static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
+{
+	struct fw_fleet_root r;
+	int rc = fw_fleet_root_check(ss->store, ss->root, &ss->layout, ss->datacenter, &r, err,
+				     errlen);
+	if (rc == FW_EFLEET_ROOT && ss->gen_set)
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 "; it was there (generation %016" PRIx64 "): wiped? claims, takeovers and "
+			 "renewals stop (issuing goes on within the confirmed leases) until an "
+			 "operator runs 'flakectl fleet fence --root %s'",
+			 ss->gen, ss->root);
+	if (rc != 0)
+		return rc;
+	if (!ss->gen_set) {
+		ss->gen_set = true;
+		ss->gen = r.generation;
+		ss->fence = r.fence;
+	} else if (r.generation != ss->gen && r.fence > ss->fence) {
+		ss->gen = r.generation; /* fenced: floors above anything issued before */
+		ss->fence = r.fence;
+		ss->back = false;
+		ss->alive_ok = false; /* a wipe took the liveness record too: made again */
+		ss->store->wc_high = 0; /* a restored store's writes count from its copy on */
+	} else if (r.generation != ss->gen || ss->back) {
+		snprintf(err, errlen,
+			 "fleet: %s: %s: claims, takeovers and renewals stop (issuing goes on "
+			 "within the confirmed leases) until an operator runs 'flakectl fleet "
+			 "fence --root %s'",
+			 ss->root,
+			 ss->back ? "a record of this node went back to an older version: the "
+				    "store was restored from a snapshot"
+				  : "the root is of another generation than this node started on "
+				    "(made again, or restored) and not fenced since",
+			 ss->root);
+		return FW_EFLEET_ROOT;
+	}
+	ss->rec = r;
 	return 0;
 }
 
@@ -46,17 +131,18 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 	struct fw_fleet_store *s = ss->store;
 	if (s->ops->state(s) == FW_FLEET_SESSION_LOST)
 		ss->root_ok = ss->alive_ok = false;
+	uint64_t sessions = s->sessions;
 	int crc = s->ops->connect(s, wait_ms);
+	if (s->sessions != sessions) /* a new session: the old one's liveness record goes */
+		ss->root_ok = ss->alive_ok = false;
 	if (crc != 0) {
 		snprintf(err, errlen, "fleet: %s %s", s->name, s->ops->last_error(s));
 		return crc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	}
-	if (!ss->root_ok) {
-		int rc = root_check(ss, err, errlen);
-		if (rc != 0)
-			return rc;
-		ss->root_ok = true;
-	}
+	int rrc = root_check(ss, err, errlen); /* every call: a wiped or restored root stops */
+	if (rrc != 0)
+		return rrc;
+	ss->root_ok = true;
 	if (ss->alive_ok)
 		return 0;
 	char data[64], p[512];

@@ -18,6 +18,11 @@ struct etcd {
 	struct etcd_shared sh;
 	struct etcd_conn c; /* the caller's */
 	char root[256];
+	/* the root key's create_revision as last read (meta_get of the root), 0:
+	 * unknown: every worker write compares it, so none lands under a root that
+	 * was deleted (or deleted and made again) after it was read */
+	int64_t root_crev;
+	bool guard; /* the next txn_put compares root_crev (worker writes) */
 	uint32_t ttl_s;
 	char err[1100];
 	/* the session, shared with the keep-alive thread */
@@ -166,6 +171,7 @@ static int es_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	} while (fw_mono_ms() < due);
 	if (rc != 0 || e->lease == 0)
 		return fail(e, rc ? rc : -EIO);
+	s->sessions++; /* also when it was DOWN as connect() began, LOST while it waited */
 	set_state(e, FW_FLEET_SESSION_UP);
 	if (pthread_create(&e->ka, NULL, keepalive_main, e) != 0) {
 		snprintf(e->err, sizeof(e->err), "no keep-alive thread");
@@ -233,6 +239,15 @@ static int txn_put(struct etcd *e, const char *key, const char *target, int64_t 
 	json_object_object_add(fop, "request_range", range_req(key, false, false));
 	json_object_object_add(req, "compare", json_object_new_array());
 	json_object_array_add(json_object_object_get(req, "compare"), cmp);
+	if (e->guard && e->root_crev) {
+		struct json_object *rc2 = json_object_new_object();
+		json_object_object_add(rc2, "key", key_obj(e->root));
+		json_object_object_add(rc2, "target", json_object_new_string("CREATE"));
+		json_object_object_add(rc2, "result", json_object_new_string("EQUAL"));
+		json_object_object_add(rc2, "create_revision", etcd_i64s(e->root_crev));
+		json_object_array_add(json_object_object_get(req, "compare"), rc2);
+	}
+	e->guard = false;
 	json_object_object_add(req, "success", json_object_new_array());
 	json_object_array_add(json_object_object_get(req, "success"), op);
 	json_object_object_add(req, "failure", json_object_new_array());
@@ -268,46 +283,53 @@ static int range(struct etcd *e, const char *key, struct json_object **out, stru
 
 /* ---- the operations ---- */
 
-static int es_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
-		      char *have, int *have_len)
+static int es_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int *len,
+		       struct fw_fleet_ver *v)
 {
 	struct etcd *e = E(s);
-	for (int tries = 0; tries < 5; tries++) {
-		struct json_object *out = NULL, *kv = NULL;
-		bool ok = false;
-		int rc = create ? txn_put(e, e->root, "CREATE", 0, layout, len, 0, &ok, &out, &kv)
-				: range(e, e->root, &out, &kv);
-		if (rc != 0)
-			return rc;
-		if (ok) { /* written by this call */
-			memcpy(have, layout, (size_t)len);
-			*have_len = len;
-			json_object_put(out);
-			return 0;
-		}
-		if (kv == NULL) {
-			json_object_put(out);
-			if (!create)
-				return -ENOENT;
-			continue; /* deleted between the compare and the read: again */
-		}
-		*have_len = etcd_unb64(kv, "value", have, FW_FLEET_REC_MAX);
-		int64_t mod = etcd_i64(kv, "mod_revision");
+	struct json_object *out = NULL, *kv;
+	int rc = range(e, key, &out, &kv);
+	if (rc != 0)
+		return rc;
+	if (kv == NULL) {
 		json_object_put(out);
-		if (*have_len < 0) {
-			snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", e->root);
-			return -EIO;
-		}
-		if (*have_len > 0 || !create)
-			return 0;
-		/* an empty root (made by hand): write the layout over it, once */
-		rc = txn_put(e, e->root, "MOD", mod, layout, len, 0, &ok, &out, &kv);
-		json_object_put(out);
-		if (rc != 0)
-			return rc;
+		return -ENOENT;
 	}
-	snprintf(e->err, sizeof(e->err), "%s keeps changing", e->root);
-	return -EIO;
+	*len = etcd_unb64(kv, "value", buf, FW_FLEET_REC_MAX);
+	*v = (struct fw_fleet_ver){etcd_i64(kv, "mod_revision"), 0};
+	if (!strcmp(key, e->root))
+		e->root_crev = etcd_i64(kv, "create_revision");
+	json_object_put(out);
+	if (*len < 0) {
+		snprintf(e->err, sizeof(e->err), "%s: a value that is not base64", key);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int es_meta_put(struct etcd *e, const char *key, const char *target, int64_t rev,
+		       const char *buf, int len, int lost)
+{
+	struct json_object *out = NULL, *kv;
+	bool ok = false;
+	int rc = txn_put(e, key, target, rev, buf, len, 0, &ok, &out, &kv);
+	if (rc != 0)
+		return rc;
+	if (!ok && kv == NULL && lost == -ESTALE)
+		lost = -ENOENT;
+	json_object_put(out);
+	return ok ? 0 : lost;
+}
+
+static int es_meta_create(struct fw_fleet_store *s, const char *key, const char *buf, int len)
+{
+	return es_meta_put(E(s), key, "CREATE", 0, buf, len, -EEXIST);
+}
+
+static int es_meta_cas(struct fw_fleet_store *s, const char *key, const char *buf, int len,
+		       int64_t version)
+{
+	return es_meta_put(E(s), key, "MOD", version, buf, len, -ESTALE);
 }
 
 static int es_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
@@ -368,9 +390,12 @@ static int put_if(struct etcd *e, uint32_t w, const char *target, int64_t rev, c
 	struct json_object *out = NULL, *kv;
 	bool ok = false;
 	fw_fleet_key_worker(k, sizeof(k), e->root, w);
+	e->guard = true;
 	int rc = txn_put(e, k, target, rev, buf, len, 0, &ok, &out, &kv);
 	if (rc != 0)
 		return rc;
+	if (!ok && kv == NULL && lost == -EEXIST)
+		lost = -ENOENT; /* a create refused though the record is absent: the root is gone */
 	if (ok)
 		*v = (struct fw_fleet_ver){txn_revision(out), 0};
 	else if (kv == NULL && lost == -ESTALE)
@@ -413,9 +438,16 @@ static int es_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	uint64_t a = local(arg);
 	int rc = range(e, e->root, &out, &kv);
 	uint64_t b = local(arg);
+	int64_t rev = rc == 0 ? txn_revision(out) : 0;
 	json_object_put(out);
 	if (rc != 0)
 		return rc;
+	if (rev < s->wc_high) {
+		snprintf(e->err, sizeof(e->err), "revision %lld after %lld: the cluster went back",
+			 (long long)rev, (long long)s->wc_high);
+		return -ESTALE;
+	}
+	s->wc_high = rev;
 	if (e->c.date_ms == 0) {
 		snprintf(e->err, sizeof(e->err), "etcd's reply has no Date header");
 		return -EIO;
@@ -479,7 +511,9 @@ static const struct fw_fleet_store_ops etcd_ops = {
 	.connect = es_connect,
 	.state = es_state,
 	.close = es_close,
-	.prepare = es_prepare,
+	.meta_get = es_meta_get,
+	.meta_create = es_meta_create,
+	.meta_cas = es_meta_cas,
 	.list = es_list,
 	.get = es_get,
 	.create = es_create,

@@ -190,3 +190,53 @@ int fw_fleet_secure(const char *connect, const char *root, uint32_t timeout_ms, 
 	return -ENOTSUP;
 #endif
 }
+
+int fw_fleet_init(const char *connect, const char *root, const struct fw_layout *l,
+		  uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
+		  size_t errlen)
+{
+	struct fw_fleet_store *s;
+	int rc = admin_store(connect, root, timeout_ms, &s, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = fw_fleet_init_store(s, root, l, datacenter, reserve, timeout_ms, err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+int fw_fleet_static_check(const struct fw_fleet_config *cfg, const uint32_t *workers, uint32_t n,
+			  char *err, size_t errlen)
+{
+	if (cfg == NULL || cfg->root == NULL || cfg->root[0] != '/') {
+		snprintf(err, errlen, "fleet: root '%s': not an absolute path",
+			 cfg && cfg->root ? cfg->root : "");
+		return -EINVAL;
+	}
+	struct fw_fleet_store *s;
+	struct fw_fleet_store_conf sc = {.etcd = cfg->etcd,
+					 .zookeeper = cfg->connect,
+					 .zk_auth = cfg->zk_auth,
+					 .root = cfg->root,
+					 .session_ms = cfg->session_timeout_ms};
+	int rc = fw_fleet_store_open(&sc, &s, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = fw_fleet_static_store(s, cfg->root, &cfg->layout, cfg->datacenter, workers, n,
+				   FW_MAX(cfg->start_wait_ms, 1000u), err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+int fw_fleet_fence(const char *connect, const char *root, const struct fw_layout *l,
+		   uint32_t datacenter, const char *reserve, uint64_t lease_ms, uint32_t timeout_ms,
+		   uint64_t *fence_unix, char *err, size_t errlen)
+{
+	struct fw_fleet_store *s;
+	int rc = admin_store(connect, root, timeout_ms, &s, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = fw_fleet_fence_store(s, root, l, datacenter, reserve, lease_ms, timeout_ms, fence_unix,
+				  err, errlen);
+	s->ops->free(s);
+	return rc;
+}

@@ -31,6 +31,7 @@ struct zk {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	int zstate;        /* the last session state event */
+	uint64_t down_since; /* monotonic ms the handle was first seen not connected (0: up) */
 };
 
 static struct zk *Z(struct fw_fleet_store *s)
@@ -183,9 +184,23 @@ static int zs_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct zk *z = Z(s);
 	pthread_once(&once, zk_quiet_init);
+	/* A handle that cannot reconnect for two session timeouts is replaced: its
+	 * session is gone anyway, and a server restored from an older copy refuses
+	 * a client that has seen a later zxid for as long as it lives. */
+	if (zs_state(s) == FW_FLEET_SESSION_DOWN) {
+		uint64_t now = fw_mono_ms();
+		if (z->down_since == 0)
+			z->down_since = now;
+		else if (now - z->down_since > 2ull * z->session_ms)
+			zs_close(s);
+	} else {
+		z->down_since = 0;
+	}
 	if (zs_state(s) == FW_FLEET_SESSION_LOST) {
+		z->down_since = 0;
 		zs_close(s);
 		z->zh = zookeeper_init(z->connect, watcher, (int)z->session_ms, NULL, z, 0);
+		s->sessions++;
 		if (z->zh == NULL) {
 			snprintf(z->err, sizeof(z->err), "%s does not answer", z->connect);
 			return -ENOTCONN;
@@ -212,46 +227,46 @@ static int create_if_missing(zhandle_t *zh, const char *path, struct ACL_vector 
 	return rc == ZNODEEXISTS ? ZOK : rc;
 }
 
-static int zs_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
-		      char *have, int *have_len)
+static int zs_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int *len,
+		       struct fw_fleet_ver *v)
 {
-	static const char *const subs[] = {"workers", "nodes", "clock"};
+	struct zk *z = Z(s);
+	struct Stat st;
+	*len = FW_FLEET_REC_MAX;
+	int rc = zoo_get(z->zh, key, 0, buf, len, &st);
+	if (rc == ZOK) {
+		*len = FW_MAX(*len, 0); /* -1: a node without data */
+		*v = (struct fw_fleet_ver){st.version, (uint64_t)st.mtime};
+	}
+	return rc_of(z, rc);
+}
+
+static int zs_meta_create(struct fw_fleet_store *s, const char *key, const char *buf, int len)
+{
 	struct zk *z = Z(s);
 	char p[PATH_LEN];
-	struct Stat st;
 	int rc = ZOK;
-	if (create) { /* the root and its parents, empty; the parents open (another fleet's
-		       * root may sit beside ours; a node with children cannot be deleted) */
-		snprintf(p, sizeof(p), "%s", z->root);
-		for (char *c = strchr(p + 1, '/'); rc == ZOK; c = strchr(c + 1, '/')) {
-			if (c != NULL)
-				*c = '\0';
-			rc = create_if_missing(z->zh, p, c ? &ZOO_OPEN_ACL_UNSAFE : acl(z));
-			if (c == NULL)
-				break;
-			*c = '/';
-		}
+	if (strlen(key) >= sizeof(p) || key[0] != '/') {
+		snprintf(z->err, sizeof(z->err), "%s: not an absolute key", key);
+		return -EIO;
 	}
-	for (int tries = 0; rc == ZOK && tries < 5; tries++) {
-		*have_len = FW_FLEET_REC_MAX;
-		rc = zoo_get(z->zh, z->root, 0, have, have_len, &st);
-		if (rc != ZOK || !create)
-			break;
-		if (*have_len <= 0) {
-			rc = zoo_set(z->zh, z->root, layout, len, st.version);
-			if (rc == ZBADVERSION)
-				rc = ZOK; /* someone else wrote it: read it */
-			continue;
-		}
-		for (size_t i = 0; i < FW_ARRAY_SIZE(subs) && rc == ZOK; i++) {
-			fw_fleet_key_sub(p, sizeof(p), z->root, subs[i]);
-			rc = create_if_missing(z->zh, p, acl(z));
-		}
-		return rc_of(z, rc);
+	/* the parents, empty and open (another fleet's root may sit beside ours) */
+	snprintf(p, sizeof(p), "%s", key);
+	for (char *c = strchr(p + 1, '/'); rc == ZOK && c != NULL; c = strchr(c + 1, '/')) {
+		*c = '\0';
+		rc = create_if_missing(z->zh, p, &ZOO_OPEN_ACL_UNSAFE);
+		*c = '/';
 	}
-	if (rc == ZOK && create)
-		rc = ZSYSTEMERROR;
+	if (rc == ZOK)
+		rc = zoo_create(z->zh, key, buf, len, acl(z), 0, NULL, 0);
 	return rc_of(z, rc);
+}
+
+static int zs_meta_cas(struct fw_fleet_store *s, const char *key, const char *buf, int len,
+		       int64_t version)
+{
+	struct zk *z = Z(s);
+	return rc_of(z, zoo_set(z->zh, key, buf, len, (int)version));
 }
 
 static int zs_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
@@ -327,6 +342,12 @@ static int zs_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	}
 	if (rc != ZOK)
 		return rc_of(z, rc);
+	if (st.mzxid < s->wc_high) {
+		snprintf(z->err, sizeof(z->err), "zxid 0x%llx after 0x%llx: the ensemble went back",
+			 (unsigned long long)st.mzxid, (unsigned long long)s->wc_high);
+		return -ESTALE;
+	}
+	s->wc_high = st.mzxid;
 	*server = (uint64_t)st.mtime;
 	if (local_mid)
 		*local_mid = a + (b - a) / 2;
@@ -383,7 +404,9 @@ static const struct fw_fleet_store_ops zk_ops = {
 	.connect = zs_connect,
 	.state = zs_state,
 	.close = zs_close,
-	.prepare = zs_prepare,
+	.meta_get = zs_meta_get,
+	.meta_create = zs_meta_create,
+	.meta_cas = zs_meta_cas,
 	.list = zs_list,
 	.get = zs_get,
 	.create = zs_create,

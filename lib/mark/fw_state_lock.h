@@ -28,7 +28,14 @@
  *    records, so that a later run can prove from its own state that it
  *    continues the run that wrote it. A copied or restored state directory
  *    has another inode; a cloned VM or disk image boots with another boot
- *    ID: neither proves anything (doc/design/fleet-safety.md).
+ *    ID: neither proves anything (doc/design/fleet-safety.md). The boot ID
+ *    is /proc/sys/kernel/random/boot_id; where /proc/sys is hidden (systemd's
+ *    ProcSubset=pid mounts /proc with subset=pid), the environment variable
+ *    FW_STATE_BOOT_ID_ENV, which the packaged units set to systemd's %b (the
+ *    same ID, expanded by the service manager outside the sandbox: 32 hex
+ *    digits, with or without dashes). With neither, the boot is unknown:
+ *    the stamp's boot part is "unknown-" and 16 random hex digits, so the
+ *    state proves nothing to a later run.
  *
  * Not thread-safe: one owner thread takes and frees. No logging: errors
  * come back as one line in @err.
@@ -41,6 +48,8 @@
 #include "fw_common.h"
 
 #define FW_STATE_STAMP_LEN 96
+/* The boot ID when /proc/sys/kernel/random/boot_id cannot be read (see above). */
+#define FW_STATE_BOOT_ID_ENV "FLAKEWIRE_BOOT_ID"
 
 struct fw_state_lock;
 
@@ -95,6 +104,18 @@ FW_API const char *fw_state_lock_stamp(const struct fw_state_lock *l);
  * no lock file), or a negated errno.
  */
 FW_API int fw_state_lock_holder(const char *state_file, long *pid);
+
+/*
+ * Locks one more file of a state, @path (created when missing, never
+ * removed; it keeps the holder's PID as text), the way the state lock is
+ * taken: flock(LOCK_EX | LOCK_NB), dropped by the kernel when the process
+ * ends. For a file two states must not share (a fleet's cache:
+ * "CACHE_FILE.lock"). Returns the descriptor holding the lock (the caller
+ * closes it to release); -EWOULDBLOCK with *holder the holder's PID (0:
+ * unknown) when another process (or another descriptor of this one) holds
+ * it; another negated errno when it cannot be opened or locked.
+ */
+FW_API int fw_state_lock_file(const char *path, long *holder);
 
 /* Releases every lock of @l and frees it (the files stay). NULL is fine. */
 FW_API void fw_state_lock_free(struct fw_state_lock *l);

@@ -90,6 +90,37 @@ static int lock_file(const char *path, long *holder)
 	return fd;
 }
 
+int fw_state_lock_file(const char *path, long *holder)
+{
+	*holder = 0;
+	return lock_file(path, holder);
+}
+
+/*
+ * FW_STATE_BOOT_ID_ENV's value in the kernel's form (8-4-4-4-12 lowercase
+ * hex): systemd's %b is the same 128 bits without dashes. Anything but 32
+ * hex digits (dashes aside) is refused: "" in @buf.
+ */
+static void boot_id_env(char *buf, size_t cap)
+{
+	const char *v = getenv(FW_STATE_BOOT_ID_ENV);
+	char hex[33];
+	size_t n = 0;
+	buf[0] = '\0';
+	for (; v != NULL && *v && n < 33; v++) {
+		if (*v == '-')
+			continue;
+		if (!((*v >= '0' && *v <= '9') || (*v >= 'a' && *v <= 'f') ||
+		      (*v >= 'A' && *v <= 'F')))
+			return;
+		hex[n++] = (char)(*v | 0x20); /* lower case (digits keep theirs) */
+	}
+	if (v == NULL || *v || n != 32 || cap < 37)
+		return;
+	snprintf(buf, cap, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16,
+		 hex + 20);
+}
+
 static void boot_id(char *buf, size_t cap)
 {
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
@@ -100,6 +131,8 @@ static void boot_id(char *buf, size_t cap)
 		fclose(f);
 	}
 	buf[strcspn(buf, "\r\n")] = '\0';
+	if (!buf[0])
+		boot_id_env(buf, cap); /* /proc/sys hidden (ProcSubset=pid): the unit's %b */
 	if (!buf[0]) {
 		/* unknown boot: a stamp of its own, so this state never proves a later run */
 		uint64_t r = 0;

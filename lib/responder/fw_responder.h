@@ -16,7 +16,8 @@
  * slots exist after it), fw_responder_metrics_start (before or after the
  * keeper), fw_responder_run on the keeper's thread until ops.should_stop,
  * then, the workers stopped: fw_responder_metrics_stop,
- * fw_responder_keeper_stop (the exact final mark), fw_responder_fleet_stop,
+ * fw_responder_keeper_stop (the exact final mark), when it returned 0
+ * fw_responder_fleet_release (the worker IDs go back), fw_responder_fleet_stop,
  * fw_responder_free.
  *
  * Threads: fw_responder_run is the keeper's thread; /metrics runs on the
@@ -180,6 +181,18 @@ FW_API void fw_responder_metrics_stop(struct fw_responder *r);
 
 /* Stops the registry (its leases stay: a restart takes the IDs back). */
 FW_API void fw_responder_fleet_stop(struct fw_responder *r);
+
+/* How long a graceful stop's release may take (flakesock.service has TimeoutStopSec=10). */
+#define FW_RESPONDER_RELEASE_MS 4000
+
+/*
+ * A graceful stop: only after fw_responder_keeper_stop returned 0 (the
+ * workers stopped, the final mark persisted), gives the fleet's worker IDs
+ * back (fw_fleet_app_release, within FW_RESPONDER_RELEASE_MS) and stops the
+ * registry. No fleet: returns 0. Returns fw_fleet_stop_release's code (an
+ * ID whose release is not confirmed stays leased; logged).
+ */
+FW_API int fw_responder_fleet_release(struct fw_responder *r);
 
 /* Frees the core, the keeper and what is still running of the above. NULL is fine. */
 FW_API void fw_responder_free(struct fw_responder *r);

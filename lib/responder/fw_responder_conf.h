@@ -88,12 +88,16 @@ FW_API bool fw_responder_rate_config(struct fw_rate_config *rc, const struct fw_
  * (fw_responder_fleet_config_wipe) once the registry is created: it holds
  * the secrets read from [fleet] etcd_password_file and zookeeper_auth_file.
  */
+/* [fleet] cache_file's default before the cache moved beside its state (issue 50) */
+#define FW_RESPONDER_LEGACY_CACHE "/var/lib/flakewire/fleet"
+
 struct fw_responder_fleet_config {
 	struct fw_fleet_config fc;
 	struct fw_fleet_etcd_opts etcd;
 	char host[FW_FLEET_IDENTITY_MAX];
 	char password[256];
 	char zk_auth[512];
+	char cache[FW_CONF_STR_LEN + 8]; /* [fleet] cache_file = auto: [state] file + ".fleet" */
 	bool new_worker; /* [clock] backstep = new_worker (fw_fleet_app_create) */
 };
 
@@ -101,7 +105,9 @@ struct fw_responder_fleet_config {
  * Fills *out from [fleet] and [clock] backstep of @c for a registry over
  * @layout, with @state_stamp (fw_state_lock_stamp). Identity: [fleet]
  * identity; env:VAR, that environment variable's value; empty, the host
- * name. The caller sets out->fc.log.
+ * name. Cache: [fleet] cache_file; auto, [state] file with ".fleet"
+ * appended, and FW_RESPONDER_LEGACY_CACHE as out->fc.legacy_cache_file (read
+ * once when the new one does not exist yet). The caller sets out->fc.log.
  * Returns 0; -EINVAL with one line in @err ([fleet] identity = env:VAR with
  * VAR unset or empty; [fleet] zookeeper_auth_file not USER:PASSWORD on its
  * first line); fw_secret_read's code with its line (a secret file that

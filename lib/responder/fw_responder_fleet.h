@@ -13,9 +13,12 @@
 
 /*
  * Without [fleet] zookeeper or etcd: *out = NULL, returns 0 (static worker
- * IDs). Otherwise creates the registry for @n_workers slots with @log
- * (lib/common/fw_log.h; {NULL, NULL}: silent) and claims (fw_fleet_start: take
- * back, claim, take over; cache or NO_LEASE when the store is down).
+ * IDs). With one and [fleet] static = yes: *out = NULL, and the static worker
+ * IDs are checked against the root's reservation (fw_fleet_static_check:
+ * its code, FW_EFLEET_ROOT for an ID not reserved). Otherwise creates the
+ * registry for @n_workers slots with @log (lib/common/fw_log.h; {NULL,
+ * NULL}: silent) and claims (fw_fleet_start: take back, claim, take over;
+ * cache or NO_LEASE when the store is down).
  * @state_stamp: the fw_state_lock_stamp of the locked state.
  * Returns 0 with *out set, or fw_responder_fleet_config's,
  * fw_fleet_create's or fw_fleet_start's code with one line in @err (the

@@ -231,6 +231,16 @@ FW_API void fw_responder_fleet_stop(struct fw_responder *r)
 	r->fleet = NULL;
 }
 
+FW_API int fw_responder_fleet_release(struct fw_responder *r)
+{
+#ifdef FW_RESPONDER_FLEET
+	if (r->fleet != NULL)
+		return fw_fleet_app_release(r->fleet, FW_RESPONDER_RELEASE_MS);
+#endif
+	(void)r;
+	return 0;
+}
+
 FW_API void fw_responder_free(struct fw_responder *r)
 {
 	if (r == NULL)

@@ -255,9 +255,17 @@ FW_API int fw_responder_fleet_config(struct fw_responder_fleet_config *f, const 
 		return rc;
 	}
 	f->fc.cache_file = c->fleet.cache_file;
+	if (!strcmp(c->fleet.cache_file, "auto")) {
+		/* the cache belongs to its state: beside it; the former default is
+		 * read once (the upgrade) when this state wrote it */
+		snprintf(f->cache, sizeof(f->cache), "%s.fleet", c->state.file);
+		f->fc.cache_file = f->cache;
+		f->fc.legacy_cache_file = FW_RESPONDER_LEGACY_CACHE;
+	}
 	f->fc.state_stamp = state_stamp;
 	f->fc.mark_file = c->state.file;
 	f->fc.layout = *layout;
+	f->fc.datacenter = c->id.datacenter;
 	f->fc.lease_ms = c->fleet.lease_ms;
 	f->fc.renew_ms = c->fleet.renew_ms;
 	f->fc.session_timeout_ms = c->fleet.session_timeout_ms;

@@ -10,11 +10,21 @@ FW_API int fw_responder_fleet_start(const struct fw_conf *c, const struct fw_lay
 	struct fw_fleet *reg = NULL;
 
 	*out = NULL;
-	if (!fw_conf_fleet_on(c))
+	if (!fw_conf_fleet_store(c))
 		return 0;
 	int rc = fw_responder_fleet_config(&f, c, layout, state_stamp, err, errlen);
 	if (rc != 0)
 		return rc;
+	if (!fw_conf_fleet_on(c)) { /* [fleet] static = yes: its IDs must be reserved */
+		uint32_t ids[FW_FLEET_SLOTS_MAX];
+		uint32_t n = n_workers < FW_FLEET_SLOTS_MAX ? n_workers : FW_FLEET_SLOTS_MAX;
+		for (uint32_t i = 0; i < n; i++)
+			ids[i] = (uint32_t)fw_conf_worker(c, i);
+		f.fc.log = log;
+		rc = fw_fleet_static_check(&f.fc, ids, n, err, errlen);
+		fw_responder_fleet_config_wipe(&f);
+		return rc;
+	}
 	f.fc.log = log;
 	rc = fw_fleet_create(&f.fc, n_workers, &reg, err, errlen);
 	fw_responder_fleet_config_wipe(&f); /* the store keeps its own copy */

@@ -94,6 +94,84 @@ store_ls() { # the registry, as flakectl fleet ls prints it (from the hub)
 		--timeout 1000 2>&1
 }
 
+# store_wipe_root: the fleet root's keys deleted, as a wiped registry (from the hub).
+store_wipe_root() {
+	case "$STORE" in
+	zookeeper)
+		ip netns exec "$HUB" /usr/share/zookeeper/bin/zkCli.sh -server "$STORE_LOCAL" \
+			deleteall "$FLEET_ROOT" >/dev/null 2>&1
+		;;
+	etcd) ip netns exec "$HUB" etcdctl --endpoints "$STORE_LOCAL" del --prefix "$FLEET_ROOT" >/dev/null ;;
+	esac
+}
+
+# store_snapshot_save DIR: a copy of the registry to restore later, in DIR
+# (emptied first). etcd: `etcdctl snapshot save` from one running member,
+# online. ZooKeeper: every server stopped (SIGKILL, as store-restart), its
+# data directory copied, the ensemble started again (a copy of a stopped
+# ensemble). 1 when no copy was made.
+store_snapshot_save() {
+	local d=$1 i
+	rm -rf "$d"
+	mkdir -p "$d"
+	case "$STORE" in
+	etcd)
+		for ((i = 1; i <= ETCD_N; i++)); do
+			[ -n "${ETCD_PID[$i]:-}" ] || continue
+			ip netns exec "$HUB" env ETCDCTL_API=3 etcdctl --endpoints "http://127.0.0.1:${ETCD_CPORT[$i]}" \
+				--command-timeout 10s snapshot save "$d/snap.db" >"$d/save.log" 2>&1 && [ -s "$d/snap.db" ] &&
+				return 0
+		done
+		return 1
+		;;
+	zookeeper)
+		zk_stop_all
+		for ((i = 1; i <= ZK_N; i++)); do cp -a "$ZK_DIR/zk$i/data" "$d/zk$i" || break; done
+		store_start_all
+		zk_wait_ready 60 >/dev/null
+		[ "$i" -gt "$ZK_N" ]
+		;;
+	esac
+}
+
+# store_snapshot_restore DIR: every server stopped and its data replaced by
+# the copy store_snapshot_save made in DIR, then started (etcd: `etcdctl
+# snapshot restore` per member, with its name, the cluster and the run's
+# token, as an operator rebuilds a cluster from a snapshot; ZooKeeper: each
+# server's data directory copied back). 1 when the servers did not come back.
+store_snapshot_restore() {
+	local d=$1 i
+	case "$STORE" in
+	etcd)
+		etcd_stop_all
+		for ((i = 1; i <= ETCD_N; i++)); do
+			rm -rf "$ETCD_DIR/etcd$i/data"
+			ETCDCTL_API=3 etcdctl snapshot restore "$d/snap.db" --data-dir "$ETCD_DIR/etcd$i/data" \
+				--name "m$i" --initial-cluster "$(etcd_cluster_arg)" --initial-cluster-token "$ETCD_TOKEN" \
+				--initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PPORT[$i]}" >>"$d/restore.log" 2>&1 ||
+				return 1
+		done
+		store_start_all
+		etcd_wait_ready 30
+		;;
+	zookeeper)
+		zk_stop_all
+		for ((i = 1; i <= ZK_N; i++)); do
+			rm -rf "$ZK_DIR/zk$i/data"
+			cp -a "$d/zk$i" "$ZK_DIR/zk$i/data" || return 1
+		done
+		store_start_all
+		zk_wait_ready 60
+		;;
+	esac
+}
+
+# fleet_fence: the operator's `flakectl fleet fence` after a wipe, from the hub.
+fleet_fence() {
+	ip netns exec "$HUB" "$FLAKECTL" fleet fence "$(store_flag)" "$STORE_LOCAL" \
+		--root "$FLEET_ROOT" --set "id.worker_bits=$WB" --lease-ms "$LONG_LEASE" --timeout 10000
+}
+
 # fleet_release WORKER [--force]: flakectl fleet release, from the hub.
 fleet_release() {
 	ip netns exec "$HUB" "$FLAKECTL" fleet release "$1" "$(store_flag)" "$STORE_LOCAL" \

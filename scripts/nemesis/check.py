@@ -39,6 +39,12 @@ Checks (each names what broke, with the IDs, nodes and workers):
                 release still showed W free under that floor), and nobody
                 else issued one at or under it after the release. (The IDs on W before and after the release, from
                 every holder, are in the duplicates check like all others.)
+  restore       every snapshot-restore fault went as an operator's restore
+                must: the copy made ("snapshot saved"), the registry restored
+                from it ("restored ... exit 0"), `flakectl fleet fence` exit 0,
+                and some node saying it saw the registry go back ("went back",
+                or the root "of another generation" once fenced). The IDs
+                around it are in the duplicates check like all others.
   faults        every kind run.info calls forced ("forced K1,K2") ran and
                 was healed
 Figures: IDs (by op), replies by status, availability per node (250 ms
@@ -296,6 +302,35 @@ def check_releases(run, per_worker, lay):
     return bad, text
 
 
+def check_restores(run):
+    """(problems, ok text) of the snapshot-restore faults: each copied, restored
+    and fenced (its notes in events.log), and the nodes saw the registry go back."""
+    bad = []
+    faults = [f for f in run.faults if f[1] == "snapshot-restore"]
+    if not faults:
+        return bad, "no snapshot-restore in this run"
+    for k, f in enumerate(faults, 1):
+        end = f[4] if f[4] is not None else float("inf")
+        notes = [" ".join(a[1:]) for t, w, a in run.events
+                 if w == "note" and a and a[0] == "store" and f[0] <= t <= end]
+        if "snapshot saved" not in notes:
+            bad.append("snapshot-restore %d: no copy made: %s" % (
+                k, next((x for x in notes if x.startswith("snapshot")), "no note")))
+        r = next((x for x in notes if x.startswith("restored from")), "")
+        if not r.endswith("exit 0"):
+            bad.append("snapshot-restore %d: the registry was not restored: %s" % (k, r or "no note"))
+        fe = next((x for x in notes if x.startswith("fleet fence:")), "")
+        if not fe.startswith("fleet fence: exit 0"):
+            bad.append("snapshot-restore %d: the fence failed: %s" % (k, fe[:140] or "no note"))
+    seen = sorted(os.path.basename(os.path.dirname(p)) for p, text in run.resp_logs.items()
+                  if "/twin/" not in p and re.search(r"went back|of another generation", text))
+    if not seen:
+        bad.append("%d snapshot-restore(s), and no node's log says the registry went back" %
+                   len(faults))
+    return bad, "%d snapshot-restore(s) copied, restored, fenced; seen gone back by %s" % (
+        len(faults), ", ".join(seen))
+
+
 def check(run):
     out = []  # report lines
     fails = []
@@ -525,6 +560,8 @@ def check(run):
            "node's PID" % len(run.outcomes) if run.outcomes else "no same-state twin in this run")
     rel_bad, rel_text = check_releases(run, per_worker, lay)
     result("release", rel_bad, rel_text)
+    res_bad, res_text = check_restores(run)
+    result("restore", res_bad, res_text)
     forced = [k for k in run.info.get("forced", "-").split(",") if k and k != "-"]
     healed = {f[1] for f in run.faults if f[4] is not None}
     result("faults", ["forced fault kind %s never ran to its heal" % k for k in forced

@@ -28,7 +28,7 @@ import sys
 KINDS = ["zk-cut-short", "zk-cut-long", "kill", "stop", "clock-back-small",
          "clock-back-large", "clock-fwd", "leader-kill", "store-restart", "disk-full",
          "twin", "replace", "partition-twin", "same-state-twin", "store-error",
-         "release"]
+         "release", "root-wipe", "snapshot-restore"]
 OVERHEAD_MS = 1500  # a restart, the waits around a fault
 
 
@@ -40,6 +40,13 @@ def extra_ms(kind, a):
         return 3000
     if kind == "release":  # the registry read, the two flakectl runs
         return 1000
+    if kind == "root-wipe":  # the keys deleted (ZooKeeper: a JVM's start), the fence, and
+        # the wait for its floor (the longest lease) before the nodes issue again
+        return 4000 + max(a.long_lease_ms, a.lease_ms)
+    if kind == "snapshot-restore":  # the copy and the restore (ZooKeeper: the ensemble
+        # stopped and started twice), the nodes' rounds before the fence, the fence, and
+        # a lease for the nodes to issue again (they keep their own records)
+        return 8000 + 2 * a.lease_ms
     return 0
 
 
@@ -80,6 +87,10 @@ def draw(rng, kind, nodes, lease, renew, a):
         return node, int(u(2000, 3000)), 0
     if kind == "replace":  # SIGKILL, restarted under a new identity after this
         return node, int(u(300, 1000)), 0
+    if kind == "root-wipe":  # the fleet's root wiped this long, then fenced
+        return "store", int(u(1000, 3000)), 0
+    if kind == "snapshot-restore":  # the copy taken this long before the restore
+        return "store", int(u(3000, 6000)), 0
     if kind == "release":  # one of its worker IDs released (--force), the fault this
         # long (and a lease + a renewal after the release): the owner loses it,
         # another slot may claim it

@@ -23,7 +23,7 @@ import sys
 # one colour per fault kind (Jepsen shades each nemesis in its own colour)
 COLOURS = ["#e41a1c", "#377eb8", "#4daf4a", "#984ea3", "#ff7f00", "#a6761d",
            "#f781bf", "#999999", "#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3",
-           "#a6d854", "#ffd92f", "#e5c494", "#1b9e77"]
+           "#a6d854", "#ffd92f", "#e5c494", "#1b9e77", "#6a3d9a", "#b15928"]
 NODE_COLOURS = ["#000000", "#1f4e9c", "#b2182b", "#1a7f37", "#7b3294", "#8c510a",
                 "#01665e", "#c51b7d"]
 

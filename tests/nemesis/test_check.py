@@ -232,6 +232,43 @@ with tempfile.TemporaryDirectory() as tmp:
        "seq 0) above the floor %d written then, without claiming it again" % (
            sid(7050, 6, 0), EPOCH + 7050, EPOCH + 7000) in out, out)
 
+# A snapshot-restore fault: copied, restored, fenced, and seen gone back by a
+# node ('restore' passes); one whose fence failed and that no node saw fails
+# 'restore' alone, naming the fence's output.
+def add_restore(d, fence_rc, seen):
+    t = 1000 * S + 6 * S
+    with open(os.path.join(d, "events.log"), "a") as f:
+        f.write("%d fault snapshot-restore store 0\n" % t)
+        f.write("%d note store snapshot saved\n" % (t + 100000))
+        f.write("%d note store restored from the snapshot of 4000 ms before: exit 0\n" % (t + S))
+        f.write("%d note store fleet fence: exit %d: %s\n" % (
+            t + 2 * S, fence_rc, "fenced /nemesis: no claim issues below X" if fence_rc == 0
+            else "flakectl fleet fence: the registry did not answer"))
+        f.write("%d heal snapshot-restore store\n" % (t + 3 * S))
+    os.makedirs(os.path.join(d, "n1"))
+    with open(os.path.join(d, "n1", "resp.log"), "w") as f:
+        f.write("fleet: n1: /nemesis: the store's writes went back to before some this node "
+                "saw\n" if seen else "flakesock: listening\n")
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    d = os.path.join(tmp, "restored")
+    write_run(d, False)
+    add_restore(d, 0, True)
+    rc, out = run(d)
+    ok("a snapshot-restore copied, restored, fenced and seen by n1 passes 'restore'",
+       rc == 0 and "ok   restore       1 snapshot-restore(s) copied, restored, fenced; seen "
+       "gone back by n1" in out, out)
+    d = os.path.join(tmp, "unfenced")
+    write_run(d, False)
+    add_restore(d, 1, False)
+    rc, out = run(d)
+    ok("a snapshot-restore whose fence failed, seen by no node, fails 'restore' alone",
+       rc == 1 and failed_checks(out) == {"restore"} and
+       "snapshot-restore 1: the fence failed: fleet fence: exit 1: flakectl fleet fence: the "
+       "registry did not answer" in out and "and no node's log says the registry went back" in out,
+       out)
+
 # The plan: --force puts the forced kinds first and fails when one cannot fit.
 PLAN = os.path.join(SCRIPTS, "nemesis", "plan.py")
 base = [sys.executable, PLAN, "--seed", "4", "--nodes", "n1,n2,n3,n4", "--lease-ms", "2000",

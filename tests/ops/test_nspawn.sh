@@ -8,7 +8,8 @@
 #     starts by itself;
 #   - flakesock.service: enable --now, IDs from flakectl get, /metrics through
 #     flakectl status, systemctl restart and kill -9 of MainPID (restarted,
-#     IDs increasing);
+#     IDs increasing); the boot ID hidden from it (ProcSubset=pid) and passed
+#     as FLAKEWIRE_BOOT_ID=%b, the real one;
 #   - flakewire-afxdp.service on a veth moved into the container (bpffs
 #     mounted): starts, attaches its XDP program, answers IDs from a client
 #     namespace on the veth's peer, restarts after kill -9 with IDs
@@ -204,6 +205,14 @@ wait_for 15 new_main flakesock.service "$pid" || fail "flakesock.service not res
 last=$(above "$last" "flakesock after kill -9")
 [ "$(prop flakesock.service NRestarts)" = 1 ] || fail "NRestarts $(prop flakesock.service NRestarts) after one kill -9"
 c test -s /var/lib/flakewire-sock/mark || fail "no mark in /var/lib/flakewire-sock"
+# the boot ID under ProcSubset=pid (issue 50): hidden from the unit, passed as %b
+pid=$(prop flakesock.service MainPID)
+boot=$(c cat /proc/sys/kernel/random/boot_id)
+env_boot=$(c sh -c "tr '\\0' '\\n' </proc/$pid/environ" | sed -n 's/^FLAKEWIRE_BOOT_ID=//p')
+[ -n "$boot" ] && [ "$env_boot" = "${boot//-/}" ] ||
+	fail "flakesock.service's FLAKEWIRE_BOOT_ID '$env_boot' is not the boot ID $boot"
+c nsenter -t "$pid" -m cat /proc/sys/kernel/random/boot_id >/dev/null 2>&1 &&
+	fail "the boot_id file is visible inside flakesock.service (ProcSubset=pid expected)"
 c systemctl stop flakesock.service
 echo "flakesock.service: enable --now, IDs, /metrics, restart, kill -9 restarted, IDs increasing ($(($(date +%s) - start)) s)"
 

@@ -130,6 +130,8 @@ pod_net() { # NAME INDEX: the pod's namespace, address 10.239.0.INDEX
 }
 ETCD_BIND=0.0.0.0 etcd_start "$TMP/etcd" 1 "ip netns exec $NODE" || fail "etcd did not start"
 EP=http://10.239.1.1:${ETCD_CPORT[1]}
+# the manifests' root, made once by the operator (issue 48: a node never makes one)
+N "$FLAKECTL" fleet init --etcd "$EP" --root /flakewire/dc1 >/dev/null || fail "flakectl fleet init"
 echo "etcd at $EP in the node namespace $(t)"
 
 # 3. pods from the StatefulSet's pod template

@@ -10,6 +10,7 @@
 
 #define WORKERS (1u << 10)
 #define ALIVE   64
+#define META    32
 
 struct rec {
 	bool exists;
@@ -22,7 +23,10 @@ struct rec {
 struct memsrv {
 	pthread_mutex_t mu;
 	struct rec w[WORKERS];
-	char layout[FW_FLEET_REC_MAX];
+	struct {
+		char key[256];
+		struct rec r;
+	} meta[META];
 	int64_t rev;
 	int64_t offset;
 	bool down;
@@ -35,6 +39,7 @@ struct memsrv {
 	} alive[ALIVE];
 	uint64_t worker_writes, writes;
 	uint64_t dropped_before; /* sessions <= this are LOST */
+	bool replace_next;       /* the next connect() of a live session opens another */
 };
 
 struct memcl {
@@ -109,27 +114,80 @@ static int ms_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	if (c->m->down) {
 		snprintf(c->err, sizeof(c->err), "does not answer");
 		rc = -ENOTCONN;
-	} else if (c->session == 0 || c->session <= c->m->dropped_before) {
+	} else if (c->session == 0 || c->session <= c->m->dropped_before || c->m->replace_next) {
+		c->m->replace_next = false;
 		drop_alive(c->m, c->session);
 		c->session = ++c->m->session_seq;
+		s->sessions++;
 	}
 	pthread_mutex_unlock(&c->m->mu);
 	return rc;
 }
 
-static int ms_prepare(struct fw_fleet_store *s, bool create, const char *layout, int len,
-		      char *have, int *have_len)
+static struct rec *meta_of(struct memsrv *m, const char *key, bool add)
+{
+	for (int i = 0; i < META; i++)
+		if (m->meta[i].r.exists && !strcmp(m->meta[i].key, key))
+			return &m->meta[i].r;
+	for (int i = 0; add && i < META; i++)
+		if (!m->meta[i].r.exists) {
+			snprintf(m->meta[i].key, sizeof(m->meta[i].key), "%s", key);
+			return &m->meta[i].r;
+		}
+	return NULL;
+}
+
+static void meta_write(struct memsrv *m, struct rec *r, const char *buf, int len)
+{
+	r->exists = true;
+	r->len = snprintf(r->text, sizeof(r->text), "%.*s", len, buf);
+	r->version = ++m->rev;
+	r->mtime = (uint64_t)((int64_t)real_ms() + m->offset);
+	m->writes++;
+}
+
+static int ms_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int *len,
+		       struct fw_fleet_ver *v)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	struct rec *r = meta_of(c->m, key, false);
+	if (r != NULL) {
+		memcpy(buf, r->text, (size_t)r->len);
+		*len = r->len;
+		*v = (struct fw_fleet_ver){r->version, r->mtime};
+	}
+	leave(c);
+	return r ? 0 : -ENOENT;
+}
+
+static int ms_meta_create(struct fw_fleet_store *s, const char *key, const char *buf, int len)
 {
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
 	int rc = 0;
-	if (!c->m->layout[0] && !create)
-		rc = -ENOENT;
-	else if (!c->m->layout[0])
-		snprintf(c->m->layout, sizeof(c->m->layout), "%.*s", len, layout);
-	*have_len = (int)strlen(c->m->layout);
-	memcpy(have, c->m->layout, (size_t)*have_len);
+	if (meta_of(c->m, key, false) != NULL)
+		rc = -EEXIST;
+	else if (meta_of(c->m, key, true) == NULL)
+		rc = -EIO;
+	else
+		meta_write(c->m, meta_of(c->m, key, true), buf, len);
+	leave(c);
+	return rc;
+}
+
+static int ms_meta_cas(struct fw_fleet_store *s, const char *key, const char *buf, int len,
+		       int64_t version)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	struct rec *r = meta_of(c->m, key, false);
+	int rc = r == NULL ? -ENOENT : r->version != version ? -ESTALE : 0;
+	if (rc == 0)
+		meta_write(c->m, r, buf, len);
 	leave(c);
 	return rc;
 }
@@ -224,7 +282,13 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 		return -ENOTCONN;
 	*server = (uint64_t)((int64_t)real_ms() + c->m->offset);
 	c->m->writes++; /* as ZooKeeper's ROOT/clock */
+	int64_t wc = ++c->m->rev; /* its mzxid */
 	leave(c);
+	if (wc < s->wc_high) {
+		snprintf(c->err, sizeof(c->err), "went back");
+		return -ESTALE;
+	}
+	s->wc_high = wc;
 	if (local_mid)
 		*local_mid = a;
 	return 0;
@@ -286,7 +350,9 @@ static const struct fw_fleet_store_ops ops = {
 	.connect = ms_connect,
 	.state = ms_state,
 	.close = ms_close,
-	.prepare = ms_prepare,
+	.meta_get = ms_meta_get,
+	.meta_create = ms_meta_create,
+	.meta_cas = ms_meta_cas,
 	.list = ms_list,
 	.get = ms_get,
 	.create = ms_create,
@@ -360,6 +426,13 @@ void memsrv_fail_worker(struct memsrv *m, uint32_t w, int rc)
 	LOCKED(m, m->fail_rc[w] = rc);
 }
 
+void memsrv_replace_session(struct memsrv *m)
+{
+	pthread_mutex_lock(&m->mu);
+	m->replace_next = true;
+	pthread_mutex_unlock(&m->mu);
+}
+
 void memsrv_drop_sessions(struct memsrv *m)
 {
 	LOCKED(m, {
@@ -412,9 +485,43 @@ void memsrv_put(struct memsrv *m, uint32_t w, const struct fw_fleet_rec *r)
 	memsrv_put_text(m, w, buf);
 }
 
-void memsrv_set_layout(struct memsrv *m, const char *text)
+void memsrv_put_version(struct memsrv *m, uint32_t w, const char *text, int64_t version)
 {
-	LOCKED(m, snprintf(m->layout, sizeof(m->layout), "%s", text));
+	LOCKED(m, {
+		struct rec *r = &m->w[w];
+		r->exists = true;
+		r->len = snprintf(r->text, sizeof(r->text), "%s", text);
+		r->version = version;
+	});
+}
+
+void memsrv_wipe(struct memsrv *m, const char *root)
+{
+	LOCKED(m, {
+		size_t n = strlen(root);
+		for (uint32_t w = 0; w < WORKERS; w++)
+			m->w[w].exists = false;
+		for (int i = 0; i < META; i++)
+			if (!strncmp(m->meta[i].key, root, n) &&
+			    (!m->meta[i].key[n] || m->meta[i].key[n] == '/'))
+				m->meta[i].r.exists = false;
+	});
+}
+
+void memsrv_rev_set(struct memsrv *m, int64_t rev)
+{
+	LOCKED(m, m->rev = rev);
+}
+
+void memsrv_set_meta(struct memsrv *m, const char *key, const char *text)
+{
+	LOCKED(m, {
+		struct rec *r = meta_of(m, key, true);
+		if (text == NULL)
+			r->exists = false;
+		else
+			meta_write(m, r, text, (int)strlen(text));
+	});
 }
 
 void memsrv_alive_other(struct memsrv *m, const char *identity)

@@ -39,6 +39,10 @@ void memsrv_fail_writes(struct memsrv *m, int n);
 /* Until called again with 0: writes of worker @w fail with @rc (-EIO: a
  * store error that is not unreachability, e.g. etcd's NOSPACE), not applied. */
 void memsrv_fail_worker(struct memsrv *m, uint32_t w, int rc);
+/* The next connect() of a client whose session is up opens another session
+ * in its place (its liveness record goes), never showing it LOST: as the
+ * ZooKeeper store replaces a handle down for two session timeouts. */
+void memsrv_replace_session(struct memsrv *m);
 /* Ends every session (state LOST; liveness records go). */
 void memsrv_drop_sessions(struct memsrv *m);
 
@@ -50,7 +54,14 @@ uint64_t memsrv_writes(struct memsrv *m);
 bool memsrv_get(struct memsrv *m, uint32_t w, struct fw_fleet_rec *r, int64_t *version);
 void memsrv_put(struct memsrv *m, uint32_t w, const struct fw_fleet_rec *r);
 void memsrv_put_text(struct memsrv *m, uint32_t w, const char *text);
-/* The layout record's text ("" : none yet). */
-void memsrv_set_layout(struct memsrv *m, const char *text);
+/* A restore: worker @w's record becomes @text at @version (an older one). */
+void memsrv_put_version(struct memsrv *m, uint32_t w, const char *text, int64_t version);
+/* A restore of the whole store: its revision (write counter) is set back to @rev
+ * (it starts at 100). */
+void memsrv_rev_set(struct memsrv *m, int64_t rev);
+/* A wipe: every worker record and the meta records at and under @root go. */
+void memsrv_wipe(struct memsrv *m, const char *root);
+/* Writes the record at @key (the root, or a store-wide one) as @text; NULL deletes it. */
+void memsrv_set_meta(struct memsrv *m, const char *key, const char *text);
 /* Marks @identity alive in a session of its own (another live process). */
 void memsrv_alive_other(struct memsrv *m, const char *identity);

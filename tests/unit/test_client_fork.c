@@ -736,6 +736,73 @@ static void test_fork_close_in_child(void **state)
 	fake_stop(f);
 }
 
+/* ---- issue 49: the child's responder choice starts as a new client's ---- */
+
+/* The child's view of the route, then one call on it (exit status says which failed). */
+static int kid_fresh_route(struct fw_client *c, int out)
+{
+	struct fwc_route *r = &c->route;
+	uint64_t id;
+
+	(void)out;
+	if (!r->s[0].healthy || !r->s[1].healthy)
+		return 2;
+	if (r->probe_started || r->probe_running)
+		return 3;
+	if (r->rtt_count != 0 || r->tokens != FW_ROUTE_TOKENS_CAP || r->hedges != 0)
+		return 4;
+	/* A call of its own: the silent one is asked first again, then hedged. */
+	if (fw_client_get(c, &id) != 0)
+		return 5;
+	fw_client_close(c); /* joins the child's own probe thread, if any */
+	return 0;
+}
+
+/*
+ * A parent whose client marked its first responder (silent) unhealthy, runs
+ * a probe thread and has round trips and hedges behind it, forks: the
+ * child's client has every responder healthy, no probe thread, no RTT
+ * sample and a full budget, and its calls work; the parent's state is its own.
+ */
+static void test_fork_fresh_health(void **state)
+{
+	struct fake *f = fake_start();
+	uint16_t silent_port;
+	int silent = -1;
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char a0[64], a1[64];
+	const char *servers[] = {a0, a1};
+	struct kid kid;
+	uint64_t id;
+
+	(void)state;
+	silent = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(silent >= 0);
+	assert_int_equal(bind(silent, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(silent, (struct sockaddr *)&sin, &len), 0);
+	silent_port = ntohs(sin.sin_port);
+	snprintf(a0, sizeof(a0), "127.0.0.1:%u", silent_port);
+	snprintf(a1, sizeof(a1), "127.0.0.1:%u", f->port);
+	fw_client_opts_init(&o);
+	o.trusted = true;
+	assert_int_equal(fw_client_open(servers, 2, &o, &c), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(fw_client_get(c, &id), 0);
+	assert_false(c->route.s[0].healthy);
+	assert_true(c->route.probe_started);
+	assert_true(c->route.rtt_count > 0);
+	kid = kid_start(c, kid_fresh_route);
+	assert_int_equal(kid_collect(&kid, NULL, 0), 0);
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_false(c->route.s[0].healthy);
+	fw_client_close(c);
+	close(silent);
+	fake_stop(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -746,6 +813,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_fork_during_one_shot_call, kids_reap),
 		cmocka_unit_test_teardown(test_fork_uuid7_buffer, kids_reap),
 		cmocka_unit_test_teardown(test_fork_close_in_child, kids_reap),
+		cmocka_unit_test_teardown(test_fork_fresh_health, kids_reap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,7 +134,23 @@ static void test_fleet_registry(void **state)
 {
 	(void)state;
 	struct fw_conf c;
-	assert_string_equal(check("[fleet]\netcd = http://127.0.0.1:2379,https://e2:2379\n"), "");
+	assert_string_equal(
+		check("[fleet]\netcd = http://127.0.0.1:2379,https://e2:2379\nroot = /r\n"), "");
+	/* no implicit root (issue 48): a store without [fleet] root is refused, the key named */
+	contains(check("[fleet]\nzookeeper = z:2181\n"), "[fleet] root: not set");
+	contains(check("[fleet]\netcd = http://a:1\n"), "[fleet] root: not set");
+	contains(check("[fleet]\nzookeeper = z:2181\nroot = x/y\n"),
+		 "[fleet] root = x/y: not an absolute path");
+	/* a static node beside a fleet: a store, no claims */
+	assert_string_equal(
+		load(&c, "[fleet]\nzookeeper = z:1\nroot = /r\nstatic = yes\n", FW_CONF_F_NO_PORTS),
+		"");
+	assert_false(fw_conf_fleet_on(&c));
+	assert_true(fw_conf_fleet_store(&c));
+	assert_string_equal(check("[fleet]\nzookeeper = z:1\nroot = /r\nstatic = yes\n[id]\n"
+				  "workers = 1\n"),
+			    "");
+	contains(check("[fleet]\nstatic = yes\n"), "[fleet] static = yes: needs [fleet] zookeeper");
 	assert_string_equal(load(&c, "[fleet]\netcd = http://a:1\n", FW_CONF_F_NO_PORTS), "");
 	assert_true(fw_conf_fleet_on(&c));
 	assert_string_equal(load(&c, "[fleet]\nroot = /x\n", FW_CONF_F_NO_PORTS), "");
@@ -153,10 +169,11 @@ static void test_fleet_registry(void **state)
 		 "etcd_key_file = : set both or neither");
 	contains(check("[fleet]\netcd = http://a:1\netcd_user = fw\n"),
 		 "[fleet] etcd_user = fw, etcd_password_file = : set both or neither");
-	contains(check("[fleet]\netcd = http://a:1\n[id]\nworkers = 1\n"),
+	contains(check("[fleet]\netcd = http://a:1\nroot = /r\n[id]\nworkers = 1\n"),
 		 "not with a fleet ([fleet] zookeeper or etcd)");
-	assert_string_equal(check("[fleet]\netcd = http://a:1\n[clock]\nbackstep = new_worker\n"),
-			    "");
+	assert_string_equal(
+		check("[fleet]\netcd = http://a:1\nroot = /r\n[clock]\nbackstep = new_worker\n"),
+		"");
 }
 
 static void test_missing_file(void **state)

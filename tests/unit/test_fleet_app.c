@@ -27,6 +27,7 @@
 
 #include "fleet_memstore.h"
 #include "fw_err.h"
+#include "fw_fleet_admin.h"
 #include "fw_fleet_app.h"
 #include "fw_fleet_registry.h"
 #include "fw_gen.h"
@@ -102,6 +103,10 @@ static void start(struct sim *s, uint32_t n)
 	fc.lease_ms = 3600 * 1000;
 	fc.renew_ms = 100;
 	fc.log.fn = quiet;
+	struct fw_fleet_store *is = memsrv_client(s->m);
+	assert_int_equal(fw_fleet_init_store(is, "/t", &fc.layout, 0, NULL, 100, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	is->ops->free(is);
 	assert_int_equal(fw_fleet_create_store(&fc, n, memsrv_client(s->m), &reg, err, sizeof(err)),
 			 0);
 	assert_int_equal(fw_fleet_start(reg, NULL, err, sizeof(err)), 0);

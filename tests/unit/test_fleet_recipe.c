@@ -205,10 +205,25 @@ static void ms_sleep(unsigned ms)
 			ms_sleep(10);                                  \
 	} while (0)
 
+/* A new store M holding the root an operator made (flakectl fleet init): nodes never make one. */
+static void new_store_with_root(void)
+{
+	struct fw_fleet_config c;
+	char err[512];
+	struct fw_fleet_store *s;
+
+	M = memsrv_new();
+	s = memsrv_client(M);
+	cfg_for(&c, "init", "");
+	assert_int_equal(fw_fleet_init_store(s, "/t", &c.layout, 0, NULL, 100, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	s->ops->free(s);
+}
+
 static int setup(void **state)
 {
 	(void)state;
-	M = memsrv_new();
+	new_store_with_root();
 	local_off = 0;
 	warn_full = 0;
 	warn_retiring = 0;
@@ -402,12 +417,12 @@ static void test_cache_adopts_only_its_token(void **state)
 	}
 }
 
-/* Free (released) IDs: lowest floor first; floor = max(floor, lease_until). */
+/* Free (released) IDs: floor = max(floor, lease_until). */
 static void test_free_released(void **state)
 {
 	(void)state;
 	uint64_t now = layout_now();
-	put(0, "", now - 500, now - 500);
+	put(0, "x", now + 10 * LEASE_MS, 0);
 	put(1, "", now - 900, now - 2000); /* lease above floor: the floor rises to it */
 	put(2, "x", now + 10 * LEASE_MS, 0);
 	put(3, "y", now + 10 * LEASE_MS, 0);
@@ -492,12 +507,13 @@ static void test_layout_mismatch(void **state)
 	(void)state;
 	char err[2048];
 	struct fw_fleet_config c;
-	memsrv_set_layout(M, "flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
-			     "worker_bits=3\nsequence_bits=12\n");
+	memsrv_set_meta(M, "/t",
+			"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
+			"worker_bits=3\nsequence_bits=12\ndatacenter=0\n");
 	cfg_for(&c, "a", "");
 	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
 	assert_non_null(strstr(err, "worker_bits 3"));
-	memsrv_set_layout(M, "something else");
+	memsrv_set_meta(M, "/t", "something else");
 	assert_null(start_cfg(&c, 1, FW_EFLEET_LAYOUT, err, sizeof(err)));
 	assert_non_null(strstr(err, "no flakewire fleet layout"));
 }
@@ -782,6 +798,9 @@ static void test_retiring_table_full_blocks(void **state)
 	c.layout.worker_bits = 10;
 	c.layout.time_bits = 63 - 10 - 12;
 	c.log.fn = count_retiring;
+	memsrv_set_meta(M, "/t", /* the root made for this layout (the setup's has 2 bits) */
+			"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=0\n"
+			"worker_bits=10\nsequence_bits=12\ndatacenter=0\nreserved=\n");
 	struct fw_fleet *a = start_cfg(&c, N, 0, err, sizeof(err));
 	for (uint32_t w = 0; w < N; w++)
 		memsrv_fail_worker(M, w, -EIO);
@@ -905,6 +924,37 @@ static void test_session_dropped(void **state)
 	assert_string_equal(rec(0).owner, "");
 	assert_true(rec(0).floor >= lease);
 	assert_int_equal(fw_fleet_release_store(ops, "/t", 3, 0, 100, err, sizeof(err)), -ENOENT);
+	ops->ops->free(ops);
+	fw_fleet_free(a);
+}
+
+/*
+ * A session replaced inside connect() without the state ever showing LOST (the
+ * ZooKeeper store gives up a handle down for two session timeouts and opens
+ * another): the old session's liveness record is gone, and the registry makes
+ * it again under the new one. Found by the nemesis (issue 48): a node renewed
+ * for 64 s with no liveness record after the ensemble restarted, so a twin of
+ * its identity started and an unforced release of its worker IDs was not
+ * refused.
+ */
+static void test_session_replaced_alive_again(void **state)
+{
+	(void)state;
+	struct fw_fleet *a = start("a", 1, 0);
+	struct fw_fleet_store *ops = memsrv_client(M);
+	struct fw_fleet_list l;
+	char err[512];
+	memsrv_replace_session(M);
+	uint64_t r = status(a).renewals;
+	WAIT_FOR(status(a).renewals >= r + 3, 3000);
+	assert_true(status(a).renewals >= r + 3);
+	assert_int_equal(fw_fleet_list_store(ops, "/t", 100, &l, err, sizeof(err)), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.v[0].owner, "a");
+	assert_true(l.v[0].alive); /* made again under the new session */
+	fw_fleet_list_free(&l);
+	/* and so an unforced release of its worker ID is refused */
+	assert_int_equal(fw_fleet_release_store(ops, "/t", 0, 0, 100, err, sizeof(err)), -EBUSY);
 	ops->ops->free(ops);
 	fw_fleet_free(a);
 }
@@ -1181,6 +1231,211 @@ static void test_take_back_needs_mark(void **state)
 	unlink(mark_path());
 }
 
+/*
+ * Claim order (issue 50): a released ID that can issue now comes before a
+ * never-claimed one (lowest worker ID first), so a graceful stop's IDs are
+ * used again at once; one whose floor is still ahead comes after them.
+ */
+static void test_free_used_before_new(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(3, "", now - 500, now - 500);
+	put(2, "", now - 900, now - 900);
+	struct fw_fleet *b = start("b", 1, 0);
+	assert_int_equal(slot(b, 0).worker, 2); /* used before, lowest worker ID */
+	fw_fleet_free(b);
+	memsrv_free(M);
+	new_store_with_root();
+	put(3, "", now + 60000, now + 60000); /* released with a floor a minute ahead */
+	b = start("b", 1, 0);
+	assert_int_equal(slot(b, 0).worker, 0); /* a new one issues at once */
+	fw_fleet_free(b);
+}
+
+/*
+ * The root's census from the first claim (issue 50): free = never claimed,
+ * released or expired; stranded = leased to an owner with no live session.
+ */
+static void test_census(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(0, "x", now + 10 * LEASE_MS, 0); /* x has no session: stranded */
+	put(1, "y", now + 20 * LEASE_MS, 0); /* y is alive */
+	memsrv_alive_other(M, "y");
+	put(2, "", now - 500, now - 500); /* released */
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(slot(a, 0).worker, 2);
+	struct fw_fleet_status st = status(a);
+	assert_true(st.census_valid);
+	assert_int_equal(st.total_ids, 4);
+	assert_int_equal(st.free_ids, 1); /* 3, never claimed */
+	assert_int_equal(st.stranded_ids, 1);
+	assert_int_equal(st.next_stranded_unix, now + 10 * LEASE_MS + EPOCH);
+	fw_fleet_free(a);
+	/* too few (a stopped without releasing: its ID is stranded too): the refusal says how
+	 * many are stranded and when the first is back */
+	char err[2048];
+	struct fw_fleet_config c;
+	cfg_for(&c, "b", "");
+	assert_null(start_cfg(&c, 2, FW_EFLEET_FULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "1 free, 2 stranded (leased to owners with no live session), the first back at"));
+}
+
+/* "a" with 2 slots on state "S", its cache and a final mark @mark (unix ms). */
+static struct fw_fleet *start_marked(uint64_t mark)
+{
+	struct fw_fleet_config c;
+	char err[2048];
+	unlink(cache_path());
+	unlink(mark_path());
+	cfg_for(&c, "a", cache_path());
+	c.state_stamp = "S";
+	c.mark_file = mark_path();
+	c.renew_ms = LEASE_MS / 2; /* no renewal before the stop: the faults hit the releases */
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
+	assert_int_equal(fw_mark_write(mark_path(), mark, &test_mark_layout), 0);
+	return a;
+}
+
+/* Whether the cache file names worker @w. */
+static bool cache_names(int32_t w)
+{
+	char line[512], want[32];
+	bool found = false;
+	snprintf(want, sizeof(want), " worker=%d ", w);
+	FILE *f = fopen(cache_path(), "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		found |= strstr(line, want) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* A restart of "a" on state "S" (the store as it is): the worker IDs it serves. */
+static void restart_marked(int32_t *w0, int32_t *w1, bool *cached)
+{
+	struct fw_fleet_config c;
+	char err[2048];
+	cfg_for(&c, "a", cache_path());
+	c.state_stamp = "S";
+	c.mark_file = mark_path();
+	struct fw_fleet *a = NULL;
+	assert_int_equal(fw_fleet_create_store(&c, 2, memsrv_client(M), &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_start(a, cached, err, sizeof(err)), 0);
+	*w0 = slot(a, 0).worker;
+	*w1 = slot(a, 1).worker;
+	fw_fleet_free(a);
+}
+
+/* A graceful stop gives its IDs back above the final mark; another node takes them at once. */
+static void test_stop_release(void **state)
+{
+	(void)state;
+	uint64_t mk = real_ms() - 10;
+	struct fw_fleet *a = start_marked(mk);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(slot(a, 1).worker, 1);
+	uint64_t t0 = real_ms();
+	assert_int_equal(fw_fleet_stop_release(a, 5000), 2);
+	assert_true(real_ms() - t0 < 5000);
+	for (uint32_t w = 0; w < 2; w++) {
+		assert_string_equal(rec(w).owner, "");
+		assert_true(rec(w).floor >= mk - EPOCH);
+		assert_true(rec(w).lease == rec(w).floor);
+		assert_false(cache_names((int32_t)w));
+	}
+	assert_int_equal(status(a).releases, 2);
+	fw_fleet_free(a);
+	struct fw_fleet *b = start("b", 2, 0);
+	assert_int_equal(slot(b, 0).worker, 0);
+	assert_int_equal(slot(b, 1).worker, 1);
+	assert_true(slot(b, 0).floor_ms >= mk - EPOCH);
+	fw_fleet_free(b);
+}
+
+/*
+ * A release whose reply is lost (the store applied it): not confirmed, so
+ * counted as leased, and the cache no longer names it either way: a restart
+ * with the store down serves neither ID (one is free in the store: another
+ * node may hold it by then).
+ */
+static void test_stop_release_lost_reply(void **state)
+{
+	(void)state;
+	uint64_t mk = real_ms() - 10;
+	struct fw_fleet *a = start_marked(mk);
+	memsrv_lose_replies(M, 1);
+	assert_int_equal(fw_fleet_stop_release(a, 5000), FW_EFLEET_STORE);
+	assert_string_equal(rec(0).owner, ""); /* applied, reply lost */
+	assert_string_equal(rec(1).owner, "");
+	assert_false(cache_names(0));
+	assert_false(cache_names(1));
+	fw_fleet_free(a);
+	struct fw_fleet *b = start("b", 1, 0); /* another node takes worker 0 */
+	assert_int_equal(slot(b, 0).worker, 0);
+	memsrv_down(M, true);
+	int32_t w0, w1;
+	bool cached = true;
+	restart_marked(&w0, &w1, &cached);
+	assert_false(cached);
+	assert_int_equal(w0, FW_FLEET_WORKER_NONE);
+	assert_int_equal(w1, FW_FLEET_WORKER_NONE);
+	memsrv_down(M, false);
+	fw_fleet_free(b);
+}
+
+/* A release refused by the store: that ID stays leased to "a", never served again by its state. */
+static void test_stop_release_refused(void **state)
+{
+	(void)state;
+	uint64_t mk = real_ms() - 10;
+	struct fw_fleet *a = start_marked(mk);
+	memsrv_fail_worker(M, 0, -EACCES);
+	assert_int_equal(fw_fleet_stop_release(a, 5000), FW_EFLEET_STORE);
+	memsrv_fail_worker(M, 0, 0);
+	assert_string_equal(rec(0).owner, "a");
+	assert_string_equal(rec(1).owner, "");
+	assert_false(cache_names(0));
+	fw_fleet_free(a);
+	memsrv_down(M, true);
+	int32_t w0, w1;
+	bool cached = true;
+	restart_marked(&w0, &w1, &cached);
+	assert_int_equal(w0, FW_FLEET_WORKER_NONE); /* nothing from the cache */
+	assert_int_equal(w1, FW_FLEET_WORKER_NONE);
+	memsrv_down(M, false);
+	struct fw_fleet *b = start("b", 2, 0); /* b: 1 (released) and 2 (new); 0 stays a's */
+	assert_true(slot(b, 0).worker != 0 && slot(b, 1).worker != 0);
+	fw_fleet_free(b);
+}
+
+/*
+ * The store down at the stop: nothing is sent, the IDs stay leased and in
+ * the cache, and the next start on the state takes them back.
+ */
+static void test_stop_release_store_down(void **state)
+{
+	(void)state;
+	uint64_t mk = real_ms() - 10;
+	struct fw_fleet *a = start_marked(mk);
+	memsrv_down(M, true);
+	uint64_t t0 = real_ms();
+	assert_int_equal(fw_fleet_stop_release(a, 5000), -ENOTCONN);
+	assert_true(real_ms() - t0 < 5000);
+	fw_fleet_free(a);
+	memsrv_down(M, false);
+	assert_string_equal(rec(0).owner, "a");
+	assert_string_equal(rec(1).owner, "a");
+	assert_true(cache_names(0) && cache_names(1));
+	int32_t w0, w1;
+	bool cached = true;
+	restart_marked(&w0, &w1, &cached);
+	assert_int_equal(w0, 0); /* taken back */
+	assert_int_equal(w1, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1212,11 +1467,18 @@ int main(void)
 		T(test_retiring_never_claimed),
 		T(test_full_fleet_write_rate),
 		T(test_session_dropped),
+		T(test_session_replaced_alive_again),
 		T(test_store_down),
 		T(test_cache_start),
 		T(test_wall_step_does_not_delay_renewal),
 		T(test_release_waits_for_cache),
 		T(test_take_back_needs_mark),
+		T(test_free_used_before_new),
+		T(test_census),
+		T(test_stop_release),
+		T(test_stop_release_lost_reply),
+		T(test_stop_release_refused),
+		T(test_stop_release_store_down),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,9 @@
 stray datagrams ignored, invalid IDs rejected, failover on NO_LEASE and
 CLOCK_UNSAFE, address parsing."""
 
+import collections
 import pathlib
+import re
 import socket
 import struct
 import sys
@@ -132,10 +134,13 @@ def test_failover_on_status(status):
              else [reply(op, tag, worker=9, body=struct.pack(">Q", mk_id(9)))])
     with Client([a.addr, b.addr], timeout=0.5, retries=0) as c:
         assert DEFAULT.decode(c.get()).worker == 9 and c.stats["failovers"] >= 1
-    with Client([a.addr], timeout=0.5, retries=0) as c:
-        with pytest.raises(StatusError) as e:
+    # Alone, it is asked again until the deadline (the harmonized statuses).
+    from flakewire import NoResponseError
+    with Client([a.addr], timeout=0.2, retries=0) as c:
+        with pytest.raises(NoResponseError) as e:
             c.get()
-        assert e.value.status == status
+        assert e.value.tried == [a.addr + ": answered " + NAMES[status]]
+        assert c.last_reply.status == status
     a.close()
     b.close()
 
@@ -147,6 +152,9 @@ def test_bad_version_surfaces():
             c.info()
         assert e.value.status == wire.ST_BAD_VERSION
     f.close()
+
+
+NAMES = {wire.ST_NO_LEASE: "NO_LEASE", wire.ST_CLOCK_UNSAFE: "CLOCK_UNSAFE"}
 
 
 def answering(op, count, tag):
@@ -205,8 +213,10 @@ def test_no_response_names_each_server():
         with Client([f.addr, dead], timeout=0.02, retries=0) as c:
             with pytest.raises(NoResponseError) as e:
                 c.get()
-            assert e.value.tried == [f.addr + ": no reply in 0.02 s",
-                                     dead + ": refused (ICMP port unreachable)"]
+            # issue 49: what each did in the call, the silent one in ms
+            assert len(e.value.tried) == 2, e.value.tried
+            assert re.fullmatch(re.escape(f.addr) + r": no reply in \d+ ms", e.value.tried[0])
+            assert e.value.tried[1] == dead + ": refused"
             assert isinstance(e.value, TimeoutError)
     finally:
         f.close()
@@ -454,3 +464,344 @@ def test_fork_while_refill_holds_the_network_lock():
         assert_unique(ids)
     finally:
         f.close()
+
+
+# ---- availability (issue 49; doc/clients.md "Availability: deadlines, hedging, health") ----
+
+class Counting(Fake):
+    """A fake that counts requests per op and answers as .mode says:
+    "ok", "silent", ("retry_after", us, n): RETRY_AFTER us to the first n ID
+    requests, or ("status", st, n): status st to the first n requests of
+    each op but INFO (n 0: to every one). IDs of worker .worker from .ms on,
+    increasing."""
+
+    def __init__(self, worker=7, mode="ok", delay=0.0, ms_offset=0):
+        self.counts = collections.Counter()
+        self.tags = collections.defaultdict(set)
+        self.mode, self.delay, self.worker = mode, delay, worker
+        self.seq = 0
+        self.ms_offset = ms_offset
+        super().__init__(self.handle)
+
+    def handle(self, op, count, tag):
+        self.counts[op] += 1
+        self.tags[op].add(tag)
+        if self.delay:
+            time.sleep(self.delay)
+        mode = self.mode
+        if mode == "silent":
+            return []
+        if op == wire.OP_INFO:
+            return [reply(op, tag, worker=self.worker, body=info_body())]
+        if isinstance(mode, tuple) and mode[0] == "status" and \
+                (mode[2] == 0 or self.counts[op] <= mode[2]):
+            return [reply(op, tag, status=mode[1], worker=self.worker)]
+        if isinstance(mode, tuple) and mode[0] == "retry_after" and self.counts[op] <= mode[2]:
+            return [struct.pack(">HBBBBHQHHI", 0x464B, 1, op | 0x80, wire.ST_RETRY_AFTER, 0, 0,
+                                tag, 0, self.worker, mode[1])]
+        ms = time.time_ns() // 1_000_000 - DEFAULT.epoch_ms + self.ms_offset
+        ids = []
+        for _ in range(count):
+            self.seq += 1
+            ids.append(ms << 22 | self.worker << 12 | (self.seq % 4096))
+        ids.sort()
+        return [reply(op, tag, worker=self.worker, body=b"".join(struct.pack(">Q", i) for i in ids))]
+
+
+def test_avail_silent_first_then_back():
+    """1. silent first, live second: the first get (INFO included) succeeds,
+    later calls go straight to the second (the silent one sees only probes);
+    2. once it answers, a probe marks it healthy and calls return to it."""
+    s = Counting(worker=5, mode="silent", ms_offset=1000)
+    b = Counting(worker=9)
+    try:
+        with Client([s.addr, b.addr]) as c:
+            t0 = time.monotonic()
+            assert DEFAULT.decode(c.get()).worker == 9
+            assert time.monotonic() - t0 < 1.0
+            for _ in range(20):
+                assert DEFAULT.decode(c.get()).worker == 9
+            assert s.counts[wire.OP_ID] == 0
+            end = time.monotonic() + 5
+            while s.counts[wire.OP_INFO] < 3 and time.monotonic() < end:
+                time.sleep(0.01)
+            probes = s.counts[wire.OP_INFO]
+            assert 3 <= probes <= 2 + (time.monotonic() - t0) / 0.1 + 1
+            s.mode = "ok"
+            end = time.monotonic() + 3
+            while s.counts[wire.OP_ID] == 0 and time.monotonic() < end:
+                c.get()
+                time.sleep(0.01)
+            assert s.counts[wire.OP_ID] > 0
+            assert DEFAULT.decode(c.get()).worker == 5
+    finally:
+        s.close()
+        b.close()
+
+
+def test_avail_retry_after_moves_on():
+    """3. RETRY_AFTER from the first: answered by the second at once, the first
+    left alone until its hint has passed."""
+    a = Counting(worker=5, mode=("retry_after", 800_000, 1), ms_offset=1000)
+    b = Counting(worker=9)
+    try:
+        with Client([a.addr, b.addr]) as c:
+            c.info()
+            t0 = time.monotonic()
+            assert DEFAULT.decode(c.get()).worker == 9
+            assert time.monotonic() - t0 < 0.8
+            assert a.counts[wire.OP_ID] == 1 and b.counts[wire.OP_ID] == 1
+            for _ in range(10):
+                if time.monotonic() - t0 > 0.7:
+                    break
+                assert DEFAULT.decode(c.get()).worker == 9
+            assert a.counts[wire.OP_ID] == 1
+            while time.monotonic() - t0 < 0.9:
+                time.sleep(0.01)
+            assert DEFAULT.decode(c.get()).worker == 5
+            assert a.counts[wire.OP_ID] == 2
+    finally:
+        a.close()
+        b.close()
+
+
+def test_avail_retry_after_lone():
+    """4. one responder answering RETRY_AFTER 50 ms three times, then OK: the
+    call succeeds (the old client failed after counting them)."""
+    a = Counting(mode=("retry_after", 50_000, 3))
+    try:
+        # retries=0: no longer an attempt count (the old client gave up after one)
+        with Client([a.addr], retries=0) as c:
+            c.info()
+            t0 = time.monotonic()
+            c.get()
+            assert time.monotonic() - t0 >= 0.15
+            assert a.counts[wire.OP_ID] == 4
+    finally:
+        a.close()
+
+
+def test_avail_refused_then_listens():
+    """5. one responder refused (nothing bound), listening 200 ms later: a call
+    with the default deadline succeeds."""
+    addr = dead_port()
+    port = int(addr.rsplit(":", 1)[1])
+    holder = {}
+
+    def later():
+        time.sleep(0.2)
+        f = Counting.__new__(Counting)
+        f.counts, f.tags = collections.Counter(), collections.defaultdict(set)
+        f.mode, f.delay, f.worker, f.seq, f.ms_offset = "ok", 0.0, 7, 0, 0
+        f.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        f.sock.bind(("127.0.0.1", port))
+        f.addr, f.handler = addr, f.handle
+        f.sock.settimeout(0.05)
+        f.stop = False
+        f.t = threading.Thread(target=f.run, daemon=True)
+        f.t.start()
+        holder["f"] = f
+
+    t = threading.Thread(target=later)
+    try:
+        with Client([addr]) as c:
+            t0 = time.monotonic()
+            t.start()
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert time.monotonic() - t0 >= 0.2
+            assert c.stats["refused"] >= 1
+    finally:
+        t.join()
+        if "f" in holder:
+            holder["f"].close()
+
+
+def test_avail_all_silent():
+    """6. all silent: NoResponseError no earlier than the deadline and within
+    deadline + 2 s (a loaded machine schedules late), naming each responder."""
+    from flakewire import NoResponseError
+    a, b = Counting(mode="silent"), Counting(mode="silent")
+    try:
+        with Client([a.addr, b.addr], timeout=0.3) as c:
+            t0 = time.monotonic()
+            with pytest.raises(NoResponseError) as e:
+                c.get()
+            took = time.monotonic() - t0
+            assert 0.3 <= took <= 2.3, took
+            for f, said in zip((a, b), e.value.tried):
+                assert re.fullmatch(re.escape(f.addr) + r": no reply in \d+ ms", said), said
+    finally:
+        a.close()
+        b.close()
+
+
+def test_avail_hedge_budget():
+    """7. every responder slower than the hedge delay (30 ms): over 200 calls
+    some hedges, at most 10 + 5 % of 200 (+1)."""
+    a, b = Counting(worker=7), Counting(worker=8)
+    try:
+        with Client([a.addr, b.addr]) as c:
+            c.info()
+            a.delay = b.delay = 0.03
+            for _ in range(200):
+                c.get()
+        time.sleep(0.2)
+        hedges = a.counts[wire.OP_ID] + b.counts[wire.OP_ID] - 200
+        assert 1 <= hedges <= 10 + 10 + 1, hedges
+    finally:
+        a.close()
+        b.close()
+
+
+def test_avail_hedge_budget_zero():
+    """hedge_budget_pct=0 never hedges, not even a new client's first calls
+    (the old client spent its 10 starting tokens anyway)."""
+    a, b = Counting(worker=7, delay=0.03), Counting(worker=8, delay=0.03)
+    try:
+        with Client([a.addr, b.addr], hedge_budget_pct=0) as c:
+            for _ in range(20):
+                c.get()
+            assert c.stats["hedges"] == 0
+            resends = c.stats["timeouts"]  # a reply later than 50 ms on a loaded machine
+        time.sleep(0.1)
+        # (b's INFO count may hold probes, after a resend to it lost the race)
+        assert b.counts[wire.OP_ID] <= resends, (b.counts, resends)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_avail_fork_child_starts_fresh():
+    """After a fork the child's client has no probe thread, every responder
+    healthy, no round trip known and a full budget: as a new client."""
+    import os
+    s, b = Counting(worker=5, mode="silent"), Counting(worker=9)
+    try:
+        with Client([s.addr, b.addr]) as c:
+            for _ in range(20):
+                c.get()
+            r = c._route
+            assert r.healthy == [False, True] and r.probe is not None and r.rtt_count > 0
+            pid = os.fork()
+            if pid == 0:
+                r = c._route
+                ok = (r.healthy == [True, True] and r.probe is None and r.rtt_count == 0
+                      and r.tokens == 10.0 and r.hedges == 0)
+                try:
+                    ok = ok and DEFAULT.decode(c.get()).worker == 9
+                except Exception:  # noqa: BLE001 - reported by the exit status
+                    ok = False
+                os._exit(0 if ok else 1)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+            assert c._route.healthy[0] is False
+    finally:
+        s.close()
+        b.close()
+
+
+# ---- statuses (doc/clients.md "Availability", Statuses: the harmonized rule) ----
+
+TRANSIENT = [wire.ST_NO_LEASE, wire.ST_CLOCK_UNSAFE]
+
+
+@pytest.mark.parametrize("status", TRANSIENT)
+def test_avail_status_lone_then_ok(status):
+    """A lone responder answering NO_LEASE (CLOCK_UNSAFE) twice, then OK: asked
+    again after 10 ms each time, the call succeeds (the old client raised
+    StatusError at the first)."""
+    a = Counting(mode=("status", status, 2))
+    try:
+        with Client([a.addr]) as c:
+            c.info()
+            t0 = time.monotonic()
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert time.monotonic() - t0 >= 0.02  # a pause before each resend
+            # 3, or more if a reply came later than the first resend's 50 ms
+            assert a.counts[wire.OP_ID] >= 3 and len(a.tags[wire.OP_ID]) == 1
+    finally:
+        a.close()
+
+
+@pytest.mark.parametrize("status", TRANSIENT)
+def test_avail_status_lone_deadline(status):
+    """A lone responder answering NO_LEASE (CLOCK_UNSAFE) always: asked every
+    10 ms until the deadline, then NoResponseError (no earlier than the
+    deadline, within deadline + 2 s) naming the status."""
+    from flakewire import NoResponseError
+    a = Counting(mode=("status", status, 0))
+    try:
+        with Client([a.addr], timeout=0.3) as c:
+            c.info()
+            t0 = time.monotonic()
+            with pytest.raises(NoResponseError) as e:
+                c.get()
+            took = time.monotonic() - t0
+            assert 0.3 <= took <= 2.3, took
+            assert e.value.tried == [a.addr + ": answered " + NAMES[status]]
+            time.sleep(0.05)  # the fake reads what is queued
+            n = a.counts[wire.OP_ID]
+            assert 2 <= n <= took / 0.010 + 2, (n, took)  # again, but no tight loop
+    finally:
+        a.close()
+
+
+def test_avail_status_all_refused():
+    """Two responders both REFUSED: StatusError at once, each asked once, well
+    before the deadline (the old client raised at the first, the second
+    never asked)."""
+    a = Counting(mode=("status", wire.ST_REFUSED, 0))
+    b = Counting(worker=9, mode=("status", wire.ST_REFUSED, 0))
+    try:
+        with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
+            c.info()
+            t0 = time.monotonic()
+            with pytest.raises(StatusError) as e:
+                c.get()
+            assert time.monotonic() - t0 < 2.5
+            assert e.value.status == wire.ST_REFUSED
+            # each asked (more than once only if a reply came after 50 ms)
+            assert a.counts[wire.OP_ID] >= 1 and b.counts[wire.OP_ID] >= 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_avail_status_refused_moves_on():
+    """The first REFUSED, the second OK: the second's ID (the old client raised
+    StatusError)."""
+    a = Counting(mode=("status", wire.ST_REFUSED, 0))
+    b = Counting(worker=9)
+    try:
+        with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
+            c.info()
+            assert DEFAULT.decode(c.get()).worker == 9
+            assert a.counts[wire.OP_ID] >= 1 and b.counts[wire.OP_ID] >= 1
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("status", [wire.ST_BAD_REQUEST, wire.ST_BAD_VERSION])
+def test_avail_status_bad_request(status):
+    """BAD_REQUEST (BAD_VERSION) from the first: StatusError at once, the second
+    never asked; the first stays healthy: the next call (which it answers)
+    goes to it, not to the second."""
+    a = Counting(mode=("status", status, 1))
+    b = Counting(worker=9)
+    try:
+        with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
+            c.info()
+            t0 = time.monotonic()
+            with pytest.raises(StatusError) as e:
+                c.get()
+            assert time.monotonic() - t0 < 2.5
+            assert e.value.status == status
+            assert a.counts[wire.OP_ID] == 1
+            assert b.counts[wire.OP_ID] == 0 and b.counts[wire.OP_INFO] == 0
+            assert c._route.healthy == [True, True]
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert b.counts[wire.OP_ID] == 0
+    finally:
+        a.close()
+        b.close()

@@ -3,6 +3,7 @@
 //! (doc/clients.md, "Availability: deadlines, hedging, health"), the
 //! background probe, and the one-round-trip calls.
 
+use crate::fork;
 use crate::health::Health;
 use crate::layout::{Layout, Uuid};
 use crate::prefetch::Pool;
@@ -67,13 +68,26 @@ fn status_text(st: u8) -> String {
 /// Options of a [`Client`]: `Client::builder().timeout(...).build(&servers)`.
 /// Every time is a [`Duration`]; defaults are those of every flakewire client.
 ///
-/// ```no_run
+/// Every option in one chain (each option's default and range are in its
+/// doc); an option out of range is an error that names it, its value and the
+/// range. `build` resolves the names and opens the sockets; it asks nothing yet.
+///
+/// ```
 /// use std::time::Duration;
 /// let c = flakewire::Client::builder()
-///     .timeout(Duration::from_millis(500))
+///     .timeout(Duration::from_millis(300)) // each call's deadline
+///     .hedge_min(Duration::from_millis(5))
+///     .hedge_budget_pct(0) // never hedge
 ///     .prefetch(4096)
-///     .build(&["10.0.0.5:4242", "10.0.0.6:4242"])?;
-/// let id = c.next()?;
+///     .low_water(1024) // 0: refill only when the pool is empty
+///     .trusted(true)
+///     .use_range(false)
+///     .max_skew(None)
+///     .max_age(Duration::from_millis(200))
+///     .build(&["127.0.0.1:4242"])?;
+/// let e = flakewire::Client::builder().prefetch(0).build(&["127.0.0.1:4242"]).unwrap_err();
+/// assert_eq!(e.to_string(), "flakewire: prefetch 0 not in 1..1048576");
+/// # drop(c);
 /// # Ok::<(), flakewire::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -109,10 +123,6 @@ impl Builder {
     /// The per-call deadline (1 ms..60 s; 1 s): a call (one `get`, one
     /// refill of `next`, one INFO) returns an ID or fails at most this long
     /// after it started, whatever the responders do.
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().timeout(std::time::Duration::from_millis(300));
-    /// ```
     pub fn timeout(mut self, d: Duration) -> Builder {
         self.timeout = d;
         self
@@ -121,10 +131,6 @@ impl Builder {
     /// The hedge delay's floor (0..100 ms; 2 ms): a call sends to the next
     /// responder after the 99th percentile of this client's recent round
     /// trips, never earlier than this.
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().hedge_min(std::time::Duration::from_millis(5));
-    /// ```
     pub fn hedge_min(mut self, d: Duration) -> Builder {
         self.hedge_min = d;
         self
@@ -132,10 +138,6 @@ impl Builder {
 
     /// The hedge budget in % of calls (0..100; 5; 0: no hedging): a token
     /// bucket of 10 that starts full and gains `pct / 100` per call.
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().hedge_budget_pct(0); // never hedge
-    /// ```
     pub fn hedge_budget_pct(mut self, pct: u32) -> Builder {
         self.hedge_budget_pct = pct;
         self
@@ -143,20 +145,12 @@ impl Builder {
 
     /// IDs per refill of `next` at the start (1..2^20; 1024); refills grow
     /// while callers drain the pool.
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().prefetch(4096).low_water(1024);
-    /// ```
     pub fn prefetch(mut self, n: usize) -> Builder {
         self.prefetch = n;
         self
     }
 
     /// `next` refills in the background below this many IDs (0..2^20; 256).
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().low_water(0);
-    /// ```
     pub fn low_water(mut self, n: usize) -> Builder {
         self.low_water = n;
         self
@@ -164,30 +158,18 @@ impl Builder {
 
     /// Do not pad requests (false): only for a source the responders trust
     /// (PROTOCOL.md section 6).
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().trusted(true);
-    /// ```
     pub fn trusted(mut self, yes: bool) -> Builder {
         self.trusted = yes;
         self
     }
 
     /// Refill with RANGE requests (true), else LIST.
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().use_range(false);
-    /// ```
     pub fn use_range(mut self, yes: bool) -> Builder {
         self.use_range = yes;
         self
     }
 
     /// Reject IDs further than this from the local clock (5 min; `None`: off).
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().max_skew(None);
-    /// ```
     pub fn max_skew(mut self, d: Option<Duration>) -> Builder {
         self.max_skew = d;
         self
@@ -196,10 +178,6 @@ impl Builder {
     /// The longest `next` keeps a prefetched ID (10 ms..1 h; 1 s): older
     /// IDs are dropped (wasted, never reused), so a buffer filled long ago
     /// never hands out old times.
-    ///
-    /// ```
-    /// let b = flakewire::Client::builder().max_age(std::time::Duration::from_millis(200));
-    /// ```
     pub fn max_age(mut self, d: Duration) -> Builder {
         self.max_age = d;
         self
@@ -232,11 +210,6 @@ impl Builder {
     }
 
     /// The client for `servers`, tried in this order (see [`Client::new`]).
-    ///
-    /// ```
-    /// let e = flakewire::Client::builder().prefetch(0).build(&["127.0.0.1:4242"]).unwrap_err();
-    /// assert_eq!(e.to_string(), "flakewire: prefetch 0 not in 1..1048576");
-    /// ```
     pub fn build<A: ToSocketAddrs>(self, servers: &[A]) -> Result<Client, Error> {
         self.check()?;
         if servers.is_empty() {
@@ -261,22 +234,23 @@ impl Builder {
                 }
             }
         }
+        fork::init()?;
         let net = Net::open(&addrs)?;
         let n = addrs.len();
-        let pid = std::process::id();
+        let forks = fork::generation();
         static IDS: AtomicU64 = AtomicU64::new(1);
         let s = Shared {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             names: addrs.iter().map(|a| a.to_string()).collect(),
             addrs,
             closed: AtomicBool::new(false),
-            pid: AtomicU32::new(pid),
+            forks: AtomicU64::new(forks),
             gen: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             seq_bits: AtomicU32::new(0),
             stats: StatsCounters::default(),
             health: Mutex::new(Health::new(n)),
-            net: Mutex::new(NetSlot { net: Some(Box::new(net)), pid }),
+            net: Mutex::new(NetSlot { net: Some(Box::new(net)), forks }),
             net_cv: Condvar::new(),
             pool: Mutex::new(Pool::new(&self)),
             pool_cv: Condvar::new(),
@@ -287,14 +261,8 @@ impl Builder {
     }
 }
 
-/// What a client did, counted since it was created ([`Client::stats`]).
-///
-/// ```no_run
-/// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-/// let _ = c.get()?;
-/// println!("{:?}", c.stats());
-/// # Ok::<(), flakewire::Error>(())
-/// ```
+/// What a client did, counted since it was created ([`Client::stats`];
+/// example: [`Client`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Calls (one get, one refill request, one INFO, ...).
@@ -337,15 +305,8 @@ fn inc(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 
-/// One responder's state as the client sees it ([`Client::health`]).
-///
-/// ```no_run
-/// let c = flakewire::Client::new(&["10.0.0.5:4242", "10.0.0.6:4242"])?;
-/// for r in c.health() {
-///     println!("{} healthy={} held={:?} {}", r.addr, r.healthy, r.held_for, r.reason);
-/// }
-/// # Ok::<(), flakewire::Error>(())
-/// ```
+/// One responder's state as the client sees it ([`Client::health`];
+/// example: [`Client`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponderHealth {
     /// The responder's address.
@@ -360,7 +321,7 @@ pub struct ResponderHealth {
 
 pub(crate) struct NetSlot {
     net: Option<Box<Net>>,
-    pid: u32,
+    forks: u64,
 }
 
 /// The sockets and what the replies taught; owned by one call at a time.
@@ -405,7 +366,8 @@ pub(crate) struct Shared {
     addrs: Vec<SocketAddr>,
     names: Vec<String>,
     pub closed: AtomicBool,
-    pub pid: AtomicU32,
+    /// The fork generation (fork.rs) the client's state belongs to.
+    pub forks: AtomicU64,
     /// Bumped at close and after a fork: every thread's share is dropped.
     pub gen: AtomicU64,
     /// Advanced every max_age / 4 while `next` is used (prefetch.rs).
@@ -424,7 +386,7 @@ pub(crate) struct Shared {
 pub(crate) struct NetGuard<'a> {
     s: &'a Shared,
     net: Option<Box<Net>>,
-    pid: u32,
+    forks: u64,
 }
 
 impl std::ops::Deref for NetGuard<'_> {
@@ -441,7 +403,7 @@ impl std::ops::DerefMut for NetGuard<'_> {
 impl Drop for NetGuard<'_> {
     fn drop(&mut self) {
         let mut slot = lock(&self.s.net);
-        if slot.pid == self.pid && slot.net.is_none() {
+        if slot.forks == self.forks && slot.net.is_none() {
             slot.net = self.net.take();
         }
         drop(slot);
@@ -468,10 +430,11 @@ struct Sent {
 }
 
 impl Shared {
+    #[inline]
     pub fn check_fork(&self) {
-        let p = std::process::id();
-        if p != self.pid.load(Ordering::Acquire) {
-            self.after_fork(p);
+        let g = fork::generation();
+        if g != self.forks.load(Ordering::Relaxed) {
+            self.after_fork(g);
         }
     }
 
@@ -479,15 +442,15 @@ impl Shared {
     /// window and a full budget, as a new client (the net is reopened when
     /// next taken: the parent's sockets are shared with it).
     #[cold]
-    fn after_fork(&self, p: u32) {
+    fn after_fork(&self, g: u64) {
         let _g = lock(&self.fork);
-        if self.pid.load(Ordering::Acquire) == p {
+        if self.forks.load(Ordering::Acquire) == g {
             return;
         }
         *lock(&self.pool) = Pool::new(&self.opts);
         *lock(&self.health) = Health::new(self.addrs.len());
         self.gen.fetch_add(1, Ordering::AcqRel);
-        self.pid.store(p, Ordering::Release);
+        self.forks.store(g, Ordering::Release);
     }
 
     pub fn closed_check(&self) -> Result<(), Error> {
@@ -500,16 +463,16 @@ impl Shared {
 
     /// Takes the net for one call, waiting for another call at most until `deadline`.
     pub fn acquire(&self, deadline: Instant) -> Result<NetGuard<'_>, Error> {
-        let pid = std::process::id();
+        let forks = fork::generation();
         let mut slot = lock(&self.net);
         loop {
             self.closed_check()?;
-            if slot.pid != pid {
+            if slot.forks != forks {
                 slot.net = Some(Box::new(Net::open(&self.addrs)?));
-                slot.pid = pid;
+                slot.forks = forks;
             }
             if let Some(n) = slot.net.take() {
-                return Ok(NetGuard { s: self, net: Some(n), pid });
+                return Ok(NetGuard { s: self, net: Some(n), forks });
             }
             let now = Instant::now();
             if now >= deadline {
@@ -638,8 +601,11 @@ impl Shared {
         let mut tried = Vec::new();
         for &i in asked {
             let x = &mut sent[i];
-            if x.pending {
+            // A lone responder's NO_LEASE, asked again every 10 ms, stays "answered NO_LEASE".
+            if x.pending && (x.what.is_empty() || now - x.last.unwrap_or(now) >= RESEND_MIN) {
                 x.what = format!("no reply in {}", fmt_ms(now - x.first.unwrap_or(now)));
+            }
+            if x.pending {
                 h.mark_unhealthy(i, &x.what);
             }
             tried.push(format!("{}: {}", self.names[i], x.what));
@@ -717,7 +683,7 @@ pub(crate) fn exchange(
                             .into_iter()
                             .find(|&i| sent[i].first.is_none() && s.ready_at(&h, &sent[i], i, now) <= now);
                         match t {
-                            Some(t) if h.take_token() => Some(t),
+                            Some(t) if s.opts.hedge_budget_pct > 0 && h.take_token() => Some(t),
                             _ => None,
                         }
                     };
@@ -790,7 +756,8 @@ pub(crate) fn exchange(
                 ST_RETRY_AFTER => {
                     inc(&s.stats.retry_after);
                     inc(&s.stats.failovers);
-                    let hint = Duration::from_micros(u64::from(r.retry_after_us)).max(Duration::from_millis(1));
+                    let hint = Duration::from_micros(u64::from(r.retry_after_us))
+                        .clamp(Duration::from_millis(1), Duration::from_secs(1));
                     let x = &mut sent[i];
                     x.pending = false;
                     x.what = format!("RETRY_AFTER {}", fmt_ms(hint));
@@ -798,15 +765,22 @@ pub(crate) fn exchange(
                     net.last_reply = Some(r);
                     need_send = true;
                 }
+                // doc/clients.md, "Statuses": BAD_REQUEST, BAD_VERSION end the call (the responder stays
+                // healthy); REFUSED once every responder answered it; NO_LEASE, CLOCK_UNSAFE, REFUSED move on,
+                // back to a lone responder every 10 ms.
                 st => {
-                    inc(&s.stats.failovers);
                     let x = &mut sent[i];
                     x.pending = false;
-                    x.bad_status = true;
-                    x.what = status_text(st);
+                    x.what = format!("answered {}", status_text(st));
+                    net.last_reply = Some(r);
+                    if st == ST_BAD_REQUEST || st == ST_BAD_VERSION {
+                        return Err(Error::Status { status: st, server: s.names[i].clone() });
+                    }
+                    inc(&s.stats.failovers);
+                    x.bad_status |= st == ST_REFUSED;
+                    x.refused_at = Some(now);
                     lock(&s.health).mark_unhealthy(i, &x.what);
                     ensure_prober(s);
-                    net.last_reply = Some(r);
                     if sent.iter().all(|x| x.bad_status) {
                         return Err(Error::Status { status: st, server: s.names[i].clone() });
                     }
@@ -826,8 +800,8 @@ pub(crate) fn ensure_prober(s: &Arc<Shared>) {
     h.prober = true;
     drop(h);
     let s2 = Arc::clone(s);
-    let pid = std::process::id();
-    let spawned = thread::Builder::new().name("flakewire-probe".into()).spawn(move || probe(s2, pid));
+    let forks = fork::generation();
+    let spawned = thread::Builder::new().name("flakewire-probe".into()).spawn(move || probe(s2, forks));
     if spawned.is_err() {
         lock(&s.health).prober = false;
     }
@@ -835,13 +809,13 @@ pub(crate) fn ensure_prober(s: &Arc<Shared>) {
 
 /// Every 100 ms an INFO to each unhealthy responder, on sockets of its own
 /// (a probe never blocks a call); the first valid INFO reply marks it healthy.
-fn probe(s: Arc<Shared>, pid: u32) {
+fn probe(s: Arc<Shared>, forks: u64) {
     let mut socks: HashMap<usize, UdpSocket> = HashMap::new();
     let mut prev_tag = 0u64;
     let mut rx = [0u8; 2048];
     loop {
-        if s.closed.load(Ordering::Acquire) || std::process::id() != pid {
-            if std::process::id() == pid {
+        if s.closed.load(Ordering::Acquire) || fork::generation() != forks {
+            if fork::generation() == forks {
                 lock(&s.health).prober = false;
             }
             return;
@@ -910,11 +884,37 @@ fn probe(s: Arc<Shared>, pid: u32) {
 /// state, and the prefetch pool. `Send + Sync`: share one per process
 /// (in an `Arc` or a static) and call it from every thread.
 ///
+/// Every method in one example (each method's doc says what it does):
+///
 /// ```no_run
 /// let c = flakewire::Client::new(&["10.0.0.5:4242", "10.0.0.6:4242"])?;
-/// let id = c.next()?;          // prefetched, per-thread shares
-/// let u = c.next_uuid7()?;     // a UUIDv7
+/// let c2 = flakewire::Client::builder().trusted(true).build(&["127.0.0.1:4242"])?;
+/// // Prefetched, per-thread shares:
+/// let id = c.next()?;
+/// let u = c.next_uuid7()?; // lowercase 8-4-4-4-12: 0190f1d4-8c2e-7f3a-b7e2-...
 /// println!("{} {}", id, u);
+/// // One round trip each:
+/// let one = c2.get()?;
+/// assert_eq!(c.get_n(500)?.len(), 500);
+/// let total: u64 = c.get_range(10_000)?.iter().map(|r| u64::from(r.n)).sum();
+/// let partial = c.last_reply().map_or(false, |r| r.flags & flakewire::wire::FLAG_PARTIAL != 0);
+/// for u in c.uuid7(10)? {
+///     println!("{}", u);
+/// }
+/// let r = c.info()?;
+/// println!("worker {} features {:?}", r.worker, r.info.map(|i| i.features));
+/// let info = r.info.expect("an INFO reply carries its record");
+/// println!("{} sequence bits, uuid7: {}", info.seq_bits, info.supports_uuid7());
+/// let p = c.layout()?.decode(c.next()?)?;
+/// println!("issued at {} by worker {}", p.unix_ms, p.worker);
+/// // What the client did ([`Stats`]), each responder's state ([`ResponderHealth`]):
+/// println!("{:?} {} {} {}", c.stats(), one, total, partial);
+/// assert_eq!(c2.stats().hedges, 0);
+/// for r in c.health() {
+///     println!("{} healthy={} held={:?} {}", r.addr, r.healthy, r.held_for, r.reason);
+/// }
+/// c.close();
+/// assert!(matches!(c.next(), Err(flakewire::Error::Closed)));
 /// # Ok::<(), flakewire::Error>(())
 /// ```
 pub struct Client {
@@ -938,22 +938,11 @@ impl Client {
     /// order (the first one while it is healthy): anything
     /// [`ToSocketAddrs`] takes, e.g. `"10.0.0.5:4242"`, `"[2001:db8::5]:4242"`,
     /// `("ids.example", 4242)`. Resolves each name once, here.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["10.0.0.5:4242"])?;
-    /// let id = c.next()?;
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn new<A: ToSocketAddrs>(servers: &[A]) -> Result<Client, Error> {
         Builder::default().build(servers)
     }
 
     /// The options builder, starting from the defaults.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::builder().trusted(true).build(&["127.0.0.1:4242"])?;
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn builder() -> Builder {
         Builder::default()
     }
@@ -965,12 +954,6 @@ impl Client {
     }
 
     /// One ID with one ID request (one round trip; INFO first on a new client).
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// let id = c.get()?;
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn get(&self) -> Result<u64, Error> {
         let deadline = self.begin()?;
         let mut net = self.s.acquire(deadline)?;
@@ -983,12 +966,6 @@ impl Client {
 
     /// `n` IDs with LIST requests of at most 181 each (each a call of its
     /// own), asking again while a responder answers PARTIAL.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// assert_eq!(c.get_n(500)?.len(), 500);
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn get_n(&self, n: usize) -> Result<Vec<u64>, Error> {
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
@@ -1001,12 +978,6 @@ impl Client {
 
     /// Up to `want` (1..65535) IDs as runs of consecutive IDs with one RANGE
     /// request; the responder may give fewer (PARTIAL).
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// let total: u64 = c.get_range(10_000)?.iter().map(|r| u64::from(r.n)).sum();
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn get_range(&self, want: usize) -> Result<Vec<Range>, Error> {
         if !(1..=RANGE_IDS_MAX).contains(&want) {
             return Err(Error::Option { name: "want".into(), value: want.to_string(), range: "1..65535".into() });
@@ -1017,13 +988,6 @@ impl Client {
     /// The INFO reply of the responder that answers first (`reply.info`:
     /// layout, epoch, clock offset, features); its layout is adopted for
     /// the ID checks if none was known.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// let r = c.info()?;
-    /// println!("worker {} features {:?}", r.worker, r.info.map(|i| i.features));
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn info(&self) -> Result<Reply, Error> {
         let deadline = self.begin()?;
         let mut net = self.s.acquire(deadline)?;
@@ -1035,13 +999,6 @@ impl Client {
     /// The responders' layout (for [`Layout::decode`] and
     /// [`Layout::read_uuid`]), asking INFO if no call has learnt it yet;
     /// [`Layout::DEFAULT`] when the INFO carries no valid layout.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// let p = c.layout()?.decode(c.next()?)?;
-    /// println!("issued at {} by worker {}", p.unix_ms, p.worker);
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn layout(&self) -> Result<Layout, Error> {
         let deadline = self.begin()?;
         let mut net = self.s.acquire(deadline)?;
@@ -1053,14 +1010,6 @@ impl Client {
     /// fewer), checked: version 7, the RFC variant, increasing and above
     /// the last from that worker, a time near this clock, and (with the
     /// layout) flakewire's tag and the datacenter and worker of the reply.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// for u in c.uuid7(10)? {
-    ///     println!("{}", u);
-    /// }
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn uuid7(&self, n: usize) -> Result<Vec<Uuid>, Error> {
         if !(1..=UUID7_MAX).contains(&n) {
             return Err(Error::Option { name: "n".into(), value: n.to_string(), range: "1..90".into() });
@@ -1073,21 +1022,16 @@ impl Client {
         Ok(r.uuids.into_iter().map(Uuid::from_bytes).collect())
     }
 
-    /// For tests of the fork path only: the next call sees another PID, as
-    /// in a forked child (buffers, shares and health dropped, sockets reopened).
+    /// For tests of the fork path only: the next call sees another fork
+    /// generation, as in a forked child (buffers, shares and health dropped,
+    /// sockets reopened), for this client only.
     #[doc(hidden)]
     pub fn pretend_forked(&self) {
-        self.s.pid.store(0, Ordering::Release);
-        lock(&self.s.net).pid = 0;
+        self.s.forks.store(u64::MAX, Ordering::Release);
+        lock(&self.s.net).forks = u64::MAX;
     }
 
     /// What the client did so far.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// assert_eq!(c.stats().hedges, 0);
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn stats(&self) -> Stats {
         let t = &self.s.stats;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -1106,12 +1050,6 @@ impl Client {
     }
 
     /// Each responder's health, in configured order.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// assert!(c.health()[0].healthy);
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn health(&self) -> Vec<ResponderHealth> {
         self.s.check_fork();
         let h = lock(&self.s.health);
@@ -1129,13 +1067,6 @@ impl Client {
     }
 
     /// The header and body of the last reply accepted (statuses included).
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// c.get_range(4096)?;
-    /// let partial = c.last_reply().map_or(false, |r| r.flags & flakewire::wire::FLAG_PARTIAL != 0);
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn last_reply(&self) -> Option<Reply> {
         let net = self.s.acquire(self.s.deadline()).ok()?;
         net.last_reply.clone()
@@ -1144,13 +1075,6 @@ impl Client {
     /// Closes the client: every later call, and a caller waiting for a
     /// refill, fails with [`Error::Closed`]; buffered IDs are dropped;
     /// background threads end. Dropping the client closes it too.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-    /// c.close();
-    /// assert!(matches!(c.next(), Err(flakewire::Error::Closed)));
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn close(&self) {
         if self.s.closed.swap(true, Ordering::AcqRel) {
             return;

@@ -11,6 +11,7 @@ use std::io;
 /// ```
 /// let e = flakewire::Client::new::<&str>(&[]).unwrap_err();
 /// assert!(matches!(e, flakewire::Error::Address { .. }));
+/// assert!(flakewire::Error::NoResponse { tried: vec![] }.is_timeout());
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -37,7 +38,7 @@ pub enum Error {
         /// One entry per responder asked.
         tried: Vec<String>,
     },
-    /// Every responder asked answered an error status (the last one's).
+    /// BAD_REQUEST or BAD_VERSION, or REFUSED from every responder (doc/clients.md, "Statuses").
     Status {
         /// The status code (`wire::ST_*`).
         status: u8,
@@ -63,10 +64,6 @@ pub enum Error {
 
 impl Error {
     /// Whether this is the no-response (deadline) error.
-    ///
-    /// ```
-    /// assert!(flakewire::Error::NoResponse { tried: vec![] }.is_timeout());
-    /// ```
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::NoResponse { .. })
     }

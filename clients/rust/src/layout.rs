@@ -13,13 +13,34 @@ pub const UUID7_TAG: u64 = 0xF7;
 /// A Snowflake ID layout: 1 sign bit, then time, datacenter, worker and
 /// sequence fields whose widths add up to 63, and an epoch.
 ///
+/// Decoding under any layout ([`Parts`]), the checks of a layout, and what a
+/// UUID carries ([`UuidParts`]):
+///
 /// ```
+/// use flakewire::{Layout, Uuid};
 /// // Twitter's layout: 41 bits of time, 5 + 5 of datacenter and worker, 12 of sequence.
-/// let twitter = flakewire::Layout::new(1_288_834_974_657, 41, 5, 5, 12)?;
+/// let twitter = Layout::new(1_288_834_974_657, 41, 5, 5, 12)?;
 /// let id = 1_212_161_512_566_386_688u64;
 /// let p = twitter.decode(id)?;
 /// assert_eq!(p.unix_ms, (id >> 22) + 1_288_834_974_657);
 /// assert_eq!(u64::from(p.sequence), id & 4095);
+/// // flakewire's default layout; flakewire::decode is Layout::decode.
+/// let p = flakewire::decode(&Layout::DEFAULT, (1000 << 22) | (7 << 12) | 5)?;
+/// assert_eq!((p.ms, p.worker, p.sequence), (1000, 7, 5));
+/// assert_eq!(p.unix_ms, flakewire::DEFAULT_EPOCH_MS + 1000);
+/// assert!(Layout::DEFAULT.decode(1 << 63).is_err()); // not a positive int64
+/// // The widths must add up to 63, the sequence have at least one bit.
+/// assert!(Layout::new(0, 41, 0, 10, 12).is_ok());
+/// assert!(Layout::new(0, 41, 0, 10, 13).is_err());
+/// let mut l = Layout::DEFAULT;
+/// l.seq_bits = 0;
+/// assert!(l.validate().unwrap_err().to_string().contains("seq_bits 0"));
+/// // A UUID read under the layout.
+/// let u: Uuid = "01890a5d-ac96-774b-bcce-b302099a8057".parse()?;
+/// let q = Layout::DEFAULT.read_uuid(&u);
+/// assert!(q.is_v7);
+/// assert_eq!(q.unix_ms, 0x01890a5dac96);
+/// assert!(!Layout::DEFAULT.read_uuid(&Uuid::from_bytes([0; 16])).is_v7);
 /// # Ok::<(), flakewire::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,13 +65,6 @@ impl Default for Layout {
 }
 
 /// An ID taken apart.
-///
-/// ```
-/// let p = flakewire::Layout::DEFAULT.decode((1000 << 22) | (7 << 12) | 5)?;
-/// assert_eq!((p.ms, p.worker, p.sequence), (1000, 7, 5));
-/// assert_eq!(p.unix_ms, flakewire::DEFAULT_EPOCH_MS + 1000);
-/// # Ok::<(), flakewire::Error>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Parts {
     /// Milliseconds since the layout's epoch.
@@ -66,14 +80,6 @@ pub struct Parts {
 }
 
 /// What [`Layout::read_uuid`] finds in a UUID.
-///
-/// ```
-/// let u: flakewire::Uuid = "01890a5d-ac96-774b-bcce-b302099a8057".parse()?;
-/// let p = flakewire::Layout::DEFAULT.read_uuid(&u);
-/// assert!(p.is_v7);
-/// assert_eq!(p.unix_ms, 0x01890a5dac96);
-/// # Ok::<(), flakewire::Error>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UuidParts {
     /// The version nibble.
@@ -100,11 +106,6 @@ impl Layout {
         Layout { epoch_ms: DEFAULT_EPOCH_MS, time_bits: 41, dc_bits: 0, worker_bits: 10, seq_bits: 12 };
 
     /// A layout, validated as [`Layout::validate`] does.
-    ///
-    /// ```
-    /// assert!(flakewire::Layout::new(0, 41, 0, 10, 12).is_ok());
-    /// assert!(flakewire::Layout::new(0, 41, 0, 10, 13).is_err());
-    /// ```
     pub fn new(epoch_ms: u64, time_bits: u8, dc_bits: u8, worker_bits: u8, seq_bits: u8) -> Result<Layout, Error> {
         let l = Layout { epoch_ms, time_bits, dc_bits, worker_bits, seq_bits };
         l.validate()?;
@@ -113,12 +114,6 @@ impl Layout {
 
     /// An error naming the field when this is not a layout flakewire can
     /// issue (the bounds of `fw_layout_validate`).
-    ///
-    /// ```
-    /// let mut l = flakewire::Layout::DEFAULT;
-    /// l.seq_bits = 0;
-    /// assert!(l.validate().unwrap_err().to_string().contains("seq_bits 0"));
-    /// ```
     pub fn validate(&self) -> Result<(), Error> {
         let bad =
             |key: &str, value: String, range: &str| Err(Error::Option { name: key.into(), value, range: range.into() });
@@ -148,10 +143,6 @@ impl Layout {
     }
 
     /// Takes an ID apart; an error when the sign bit is set.
-    ///
-    /// ```
-    /// assert!(flakewire::Layout::DEFAULT.decode(1 << 63).is_err());
-    /// ```
     pub fn decode(&self, id: u64) -> Result<Parts, Error> {
         if id >> 63 != 0 {
             return Err(Error::InvalidReply(format!("ID {} is not a positive int64", id)));
@@ -170,11 +161,6 @@ impl Layout {
 
     /// Reads any UUID; for a UUIDv7 made by flakewire in this layout also
     /// its counter, datacenter and worker (PROTOCOL.md, "UUID7 reply body").
-    ///
-    /// ```
-    /// let u = flakewire::Uuid::from_bytes([0; 16]);
-    /// assert!(!flakewire::Layout::DEFAULT.read_uuid(&u).is_v7);
-    /// ```
     pub fn read_uuid(&self, u: &Uuid) -> UuidParts {
         let b = u.as_bytes();
         let mut h = [0u8; 8];
@@ -230,34 +216,24 @@ impl Layout {
 ///     0xbc, 0xce, 0xb3, 0x02, 0x09, 0x9a, 0x80, 0x57]);
 /// assert_eq!(u.to_string(), "01890a5d-ac96-774b-bcce-b302099a8057");
 /// assert_eq!(u.unix_ms(), Some(0x01890a5dac96));
+/// assert_eq!(u.as_bytes()[0], 0x01);
+/// assert_eq!(flakewire::Uuid::from_bytes([0; 16]).unix_ms(), None);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Uuid([u8; 16]);
 
 impl Uuid {
     /// The UUID of these 16 bytes (network order).
-    ///
-    /// ```
-    /// assert_eq!(flakewire::Uuid::from_bytes([0; 16]).as_bytes(), &[0; 16]);
-    /// ```
     pub const fn from_bytes(b: [u8; 16]) -> Uuid {
         Uuid(b)
     }
 
     /// The 16 bytes, network order.
-    ///
-    /// ```
-    /// assert_eq!(flakewire::Uuid::from_bytes([7; 16]).as_bytes()[0], 7);
-    /// ```
     pub fn as_bytes(&self) -> &[u8; 16] {
         &self.0
     }
 
     /// unix_ts_ms of a UUIDv7 (version 7, RFC 9562 variant); `None` for others.
-    ///
-    /// ```
-    /// assert_eq!(flakewire::Uuid::from_bytes([0; 16]).unix_ms(), None);
-    /// ```
     pub fn unix_ms(&self) -> Option<u64> {
         if self.0[6] >> 4 != 7 || self.0[8] >> 6 != 2 {
             return None;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 //! A client for the flakewire Snowflake ID responders (UDP, protocol
-//! version 1), standard library only, no `unsafe`. It behaves as every
+//! version 1), standard library only. It behaves as every
 //! flakewire client does (doc/clients.md):
 //!
 //! - every request carries a fresh random 64-bit tag; a reply is accepted
@@ -22,15 +22,23 @@
 //!   deadline); a hedged request goes to the next responder after the 99th
 //!   percentile of this client's recent round trips (at least
 //!   [`Builder::hedge_min`]), under a budget ([`Builder::hedge_budget_pct`]);
-//!   a responder that refused, answered an error status or missed a reply
+//!   a responder that refused, answered NO_LEASE, CLOCK_UNSAFE or REFUSED, or missed a reply
 //!   another answered is unhealthy, skipped, and probed with INFO every
 //!   100 ms by a background thread until it answers;
 //! - [`Client::next`] hands out prefetched IDs in per-thread shares,
 //!   refilled in the background, never older than [`Builder::max_age`].
 //!
-//! A [`Client`] is `Send + Sync`. After a `fork` (caught by a PID check at
-//! each call) the child's client starts as a new one: no buffered IDs, no
-//! health memory, new sockets; the parent's are untouched.
+//! A [`Client`] is `Send + Sync`. After a `fork` the child's client starts
+//! as a new one: no buffered IDs, no health memory, new sockets; the
+//! parent's are untouched. The fork is caught by a `pthread_atfork` child
+//! handler that bumps a fork generation, compared at each call with one
+//! relaxed atomic load: the crate's one `unsafe` (`#![deny(unsafe_code)]`,
+//! allowed in that module only), for a measured reason: the PID check it
+//! replaces (`std::process::id()`, a getpid system call of 150-220 ns) made
+//! `next()` 20 to 40 times slower and 4 callers slower than 1: 1.5 M/s with
+//! 1 thread and 1.0 M/s with 4 before, 43.9 and 48.5 M/s after (defaults,
+//! `clients/rust/bench-revs.sh -s 0.5 -r 5 76cdcd3 829c6ed` on a loaded
+//! 2-CPU machine; README.md, "Fork", has the table).
 //!
 //! ```no_run
 //! let c = flakewire::Client::new(&["10.0.0.5:4242", "10.0.0.6:4242"])?;
@@ -39,11 +47,12 @@
 //! println!("{} issued at {} ms by worker {}; {}", id, p.unix_ms, p.worker, c.next_uuid7()?);
 //! # Ok::<(), flakewire::Error>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod client;
 mod error;
+mod fork;
 mod health;
 mod layout;
 mod prefetch;
@@ -54,13 +63,8 @@ pub use error::Error;
 pub use layout::{Layout, Parts, Uuid, UuidParts, DEFAULT_EPOCH_MS, UUID7_TAG};
 pub use wire::{Range, Reply};
 
-/// Takes `id` apart under `layout` (any layout whose widths add up to 63).
-///
-/// ```
-/// let p = flakewire::decode(&flakewire::Layout::DEFAULT, (5 << 22) | (3 << 12) | 1)?;
-/// assert_eq!((p.ms, p.worker, p.sequence), (5, 3, 1));
-/// # Ok::<(), flakewire::Error>(())
-/// ```
+/// Takes `id` apart under `layout` (any layout whose widths add up to 63;
+/// example: [`Layout`]).
 pub fn decode(layout: &Layout, id: u64) -> Result<Parts, Error> {
     layout.decode(id)
 }

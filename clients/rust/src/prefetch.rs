@@ -4,6 +4,7 @@
 //! many callers, one client"), with a maximum age.
 
 use crate::client::{fetch, fetch_uuids, lock, Builder, Client, Shared};
+use crate::fork;
 use crate::layout::Uuid;
 use crate::wire::{Range, LIST_MAX, RANGE_IDS_MAX, UUID7_MAX};
 use crate::Error;
@@ -213,8 +214,8 @@ fn start_refill(s: &Arc<Shared>, p: &mut Pool) {
     }
     p.refiller = true;
     let s2 = Arc::clone(s);
-    let pid = std::process::id();
-    if thread::Builder::new().name("flakewire-refill".into()).spawn(move || refiller(s2, pid)).is_err() {
+    let forks = fork::generation();
+    if thread::Builder::new().name("flakewire-refill".into()).spawn(move || refiller(s2, forks)).is_err() {
         p.refiller = false;
         p.refilling = false;
         p.refill_err =
@@ -225,13 +226,13 @@ fn start_refill(s: &Arc<Shared>, p: &mut Pool) {
 
 /// The refill thread: runs the refills asked for, ends after two maximum
 /// ages without one (or at close, or in a forked child).
-fn refiller(s: Arc<Shared>, pid: u32) {
+fn refiller(s: Arc<Shared>, forks: u64) {
     loop {
         let want = {
             let mut p = lock(&s.pool);
             loop {
-                if s.closed.load(Ordering::Acquire) || std::process::id() != pid {
-                    if std::process::id() == pid {
+                if s.closed.load(Ordering::Acquire) || fork::generation() != forks {
+                    if fork::generation() == forks {
                         p.refiller = false;
                         p.refilling = false;
                         s.pool_cv.notify_all();
@@ -308,19 +309,19 @@ fn ensure_ticking(s: &Arc<Shared>, p: &mut Pool) {
     p.ticking = true;
     p.idle_ticks = 0;
     let s2 = Arc::clone(s);
-    let pid = std::process::id();
-    if thread::Builder::new().name("flakewire-tick".into()).spawn(move || ticker(s2, pid)).is_err() {
+    let forks = fork::generation();
+    if thread::Builder::new().name("flakewire-tick".into()).spawn(move || ticker(s2, forks)).is_err() {
         p.ticking = false;
     }
 }
 
 /// Advances the epoch every max_age / 4 while `next` is used, drops
 /// expired IDs, keeps the pool above low water; ends when idle.
-fn ticker(s: Arc<Shared>, pid: u32) {
+fn ticker(s: Arc<Shared>, forks: u64) {
     let every = s.opts.max_age / AGE_TICKS as u32;
     loop {
         thread::sleep(every);
-        if std::process::id() != pid {
+        if fork::generation() != forks {
             return;
         }
         let mut p = lock(&s.pool);
@@ -351,18 +352,11 @@ impl Client {
     /// pool is empty, at most its deadline, and gets the refill's error if
     /// it fails. IDs older than the maximum age are dropped. A thread's own
     /// IDs increase while its refills are answered by one worker.
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["10.0.0.5:4242"])?;
-    /// let id = c.next()?;
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     #[allow(clippy::should_implement_trait)]
     pub fn next(&self) -> Result<u64, Error> {
         let s = &*self.s;
-        if std::process::id() != s.pid.load(Ordering::Relaxed) {
-            s.check_fork();
-        }
+        // A relaxed load, not getpid (README.md, "Fork"): fork.rs.
+        s.check_fork();
         if s.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
@@ -428,13 +422,6 @@ impl Client {
     }
 
     /// One UUIDv7 from a small buffer refilled 90 at a time (one UUID7 call).
-    ///
-    /// ```no_run
-    /// let c = flakewire::Client::new(&["10.0.0.5:4242"])?;
-    /// let u = c.next_uuid7()?;
-    /// println!("{}", u); // 0190f1d4-8c2e-7f3a-b7e2-...: lowercase 8-4-4-4-12
-    /// # Ok::<(), flakewire::Error>(())
-    /// ```
     pub fn next_uuid7(&self) -> Result<Uuid, Error> {
         let s = &self.s;
         s.check_fork();

@@ -1,6 +1,34 @@
 // SPDX-License-Identifier: BSD-3-Clause
 //! The wire protocol, version 1 (lib/wire/PROTOCOL.md): request encoding
 //! with padding (section 6) and reply parsing with the C parser's reasons.
+//!
+//! Every item of the module in one example:
+//!
+//! ```
+//! use flakewire::wire::*;
+//! assert_eq!(status_name(ST_NO_LEASE), "no-lease");
+//! assert_eq!(status_name(200), "unknown");
+//! // Requests, padded (section 6) unless trusted:
+//! assert_eq!(request_size(OP_LIST, 2, 12), 24 + 16);
+//! assert_eq!(request_size(OP_RANGE, 4096, 12), 24 + 2 * 12);
+//! let b = encode_request(OP_ID, 1, 0x0123, true, 12);
+//! assert_eq!(b.len(), 32);
+//! assert_eq!(&b[..4], &[0x46, 0x4b, 1, 1]);
+//! // Replies ([`Reply`]), with the C parser's reasons ([`WireError`]):
+//! let b = [0x46, 0x4b, 1, 0x81, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 7, 0, 0, 0x03, 0xe8];
+//! let r = parse_reply(&b).unwrap();
+//! assert_eq!((r.status, r.tag, r.worker, r.retry_after_us), (3, 9, 7, 1000));
+//! assert_eq!(parse_reply(b"short").unwrap_err(), WireError::Short);
+//! let mut b = vec![0x46, 0x4b, 2, 0x81, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5];
+//! b.resize(24, 0);
+//! assert_eq!(parse_reply(&b).unwrap_err(), WireError::Version(5));
+//! assert_eq!(WireError::Magic.reason(), "magic");
+//! // An INFO record ([`Info`]; Client::info returns it) and runs of IDs ([`Range`]):
+//! assert!(Info { features: 1, ..Default::default() }.supports_uuid7());
+//! let r = Range { first: 10, n: 3 };
+//! assert_eq!(r.iter().collect::<Vec<_>>(), vec![10, 11, 12]);
+//! assert_eq!(Range { first: 5, n: 2 }.iter().sum::<u64>(), 11);
+//! ```
 
 use std::fmt;
 
@@ -68,22 +96,12 @@ const STATUS_NAMES: [&str; 7] =
     ["ok", "bad-request", "bad-version", "retry-after", "refused", "clock-unsafe", "no-lease"];
 
 /// Names a status code (`"retry-after"`), `"unknown"` when it is not one.
-///
-/// ```
-/// assert_eq!(flakewire::wire::status_name(flakewire::wire::ST_NO_LEASE), "no-lease");
-/// assert_eq!(flakewire::wire::status_name(200), "unknown");
-/// ```
 pub fn status_name(status: u8) -> &'static str {
     STATUS_NAMES.get(status as usize).copied().unwrap_or("unknown")
 }
 
 /// Why a datagram is not a valid reply (PROTOCOL.md section 9), in the
 /// order and with the reasons of the C parser `fw_wire_parse_reply`.
-///
-/// ```
-/// use flakewire::wire::{parse_reply, WireError};
-/// assert_eq!(parse_reply(b"short").unwrap_err(), WireError::Short);
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireError {
     /// Shorter than its header or body says.
@@ -98,10 +116,6 @@ pub enum WireError {
 
 impl WireError {
     /// The reason's name as the conformance vectors spell it (`short`, `magic`, `version`, `bad`).
-    ///
-    /// ```
-    /// assert_eq!(flakewire::wire::WireError::Magic.reason(), "magic");
-    /// ```
     pub fn reason(&self) -> &'static str {
         match self {
             WireError::Short => "short",
@@ -121,13 +135,6 @@ impl fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 /// The body of an INFO reply.
-///
-/// ```no_run
-/// let c = flakewire::Client::new(&["127.0.0.1:4242"])?;
-/// let info = c.info()?.info.expect("an INFO reply carries its record");
-/// println!("{} sequence bits, uuid7: {}", info.seq_bits, info.supports_uuid7());
-/// # Ok::<(), flakewire::Error>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Info {
     /// The epoch, Unix milliseconds.
@@ -158,22 +165,12 @@ pub struct Info {
 
 impl Info {
     /// Whether the responder advertises the UUID7 op.
-    ///
-    /// ```
-    /// let i = flakewire::wire::Info { features: 1, ..Default::default() };
-    /// assert!(i.supports_uuid7());
-    /// ```
     pub fn supports_uuid7(&self) -> bool {
         self.features & INFO_FEATURE_UUID7 != 0
     }
 }
 
 /// The IDs `first`, `first + 1`, ..., `first + n - 1`.
-///
-/// ```
-/// let r = flakewire::Range { first: 10, n: 3 };
-/// assert_eq!(r.iter().collect::<Vec<_>>(), vec![10, 11, 12]);
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Range {
     /// The first ID.
@@ -184,10 +181,6 @@ pub struct Range {
 
 impl Range {
     /// The IDs of the run, in order.
-    ///
-    /// ```
-    /// assert_eq!(flakewire::Range { first: 5, n: 2 }.iter().sum::<u64>(), 11);
-    /// ```
     pub fn iter(&self) -> impl Iterator<Item = u64> {
         let first = self.first;
         (0..u64::from(self.n)).map(move |i| first + i)
@@ -195,12 +188,6 @@ impl Range {
 }
 
 /// A parsed reply. `op` carries the reply bit.
-///
-/// ```
-/// let b = [0x46, 0x4b, 1, 0x81, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 7, 0, 0, 0x03, 0xe8];
-/// let r = flakewire::wire::parse_reply(&b).unwrap();
-/// assert_eq!((r.status, r.tag, r.worker, r.retry_after_us), (3, 9, 7, 1000));
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reply {
     /// The op with [`OP_REPLY`] set.
@@ -245,12 +232,6 @@ fn rd64(b: &[u8], o: usize) -> u64 {
 /// (PROTOCOL.md section 6), for a responder with `seq_bits` sequence bits
 /// (RANGE: 2^seq_bits IDs per range; 12 before its INFO is known); 0 for an
 /// unknown op.
-///
-/// ```
-/// use flakewire::wire::{request_size, OP_LIST, OP_RANGE};
-/// assert_eq!(request_size(OP_LIST, 2, 12), 24 + 16);
-/// assert_eq!(request_size(OP_RANGE, 4096, 12), 24 + 2 * 12);
-/// ```
 pub fn request_size(op: u8, count: u16, seq_bits: u32) -> usize {
     let per: usize = if (1..=22).contains(&seq_bits) { 1 << seq_bits } else { 4096 };
     let n = match op {
@@ -268,12 +249,6 @@ pub fn request_size(op: u8, count: u16, seq_bits: u32) -> usize {
 }
 
 /// The request datagram, zero-padded to [`request_size`] when `pad` (24 bytes otherwise).
-///
-/// ```
-/// let b = flakewire::wire::encode_request(flakewire::wire::OP_ID, 1, 0x0123, true, 12);
-/// assert_eq!(b.len(), 32);
-/// assert_eq!(&b[..4], &[0x46, 0x4b, 1, 1]);
-/// ```
 pub fn encode_request(op: u8, count: u16, tag: u64, pad: bool, seq_bits: u32) -> Vec<u8> {
     let n = if pad { request_size(op, count, seq_bits).max(HDR_LEN) } else { HDR_LEN };
     let mut b = vec![0u8; n];
@@ -297,13 +272,6 @@ fn reply_max(op: u8) -> (usize, usize) {
 }
 
 /// Parses one reply datagram; a [`WireError`] says why it is not one.
-///
-/// ```
-/// use flakewire::wire::{parse_reply, WireError};
-/// let mut b = vec![0x46, 0x4b, 2, 0x81, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5];
-/// b.resize(24, 0);
-/// assert_eq!(parse_reply(&b).unwrap_err(), WireError::Version(5));
-/// ```
 pub fn parse_reply(b: &[u8]) -> Result<Reply, WireError> {
     if b.len() < HDR_LEN {
         return Err(WireError::Short);

@@ -13,14 +13,17 @@
 //   health"; avail.ts): it asks the first responder of the order (healthy
 //   ones in the order given, then those holding off after RETRY_AFTER, then
 //   unhealthy ones); a refusal (ICMP port unreachable on the connected
-//   socket), CLOCK_UNSAFE, NO_LEASE or RETRY_AFTER move it to the next one
-//   at once; after a delay learnt from the client's round trips it hedges
-//   to the next healthy one, under a budget (hedgeBudgetPct of calls); with
-//   no answer it asks again (50 ms, doubling); a lone responder is asked
-//   until the deadline;
-// - the client remembers refused, silent and bad-status responders as
-//   unhealthy, skips them while others answer and probes them with INFO
-//   every 100 ms (an unref'd timer) until they answer again;
+//   socket), CLOCK_UNSAFE, NO_LEASE, REFUSED or RETRY_AFTER move it to the
+//   next one at once; after a delay learnt from the client's round trips it
+//   hedges to the next healthy one, under a budget (hedgeBudgetPct of
+//   calls); with no answer it asks again (50 ms, doubling); a lone
+//   responder is asked until the deadline (every 10 ms while it refuses or
+//   answers NO_LEASE or CLOCK_UNSAFE); BAD_REQUEST, BAD_VERSION, and
+//   REFUSED from every responder end the call at once with a StatusError;
+// - the client remembers refused, silent, CLOCK_UNSAFE, NO_LEASE and
+//   REFUSED responders as unhealthy, skips them while others answer and
+//   probes them with INFO every 100 ms (an unref'd timer) until they answer
+//   again;
 // - every ID is checked before it is handed out: positive, strictly
 //   increasing within a reply and above the last one seen from that worker,
 //   no more than asked, carrying the datacenter and worker the reply names
@@ -72,7 +75,7 @@ export class ResolveError extends FlakewireError {
 /** No responder answered by the call's deadline; `tried` names each server
  * asked, in the order first asked, and what it did last ("127.0.0.1:4243:
  * no reply in 80 ms", "127.0.0.1:4244: RETRY_AFTER 900 ms",
- * "127.0.0.1:4245: refused", "...: NO_LEASE"). Empty: the call waited its
+ * "127.0.0.1:4245: refused", "...: answered NO_LEASE"). Empty: the call waited its
  * whole deadline behind another call of this client. */
 export class NoResponseError extends FlakewireError {
   constructor(readonly tried: string[]) {
@@ -86,9 +89,12 @@ export class ClosedError extends FlakewireError {
   constructor() { super("flakewire: client closed", "CLOSED"); }
 }
 
-/** A responder answered REFUSED, BAD_REQUEST or BAD_VERSION (the call ends
- * at once). RETRY_AFTER, CLOCK_UNSAFE and NO_LEASE move the call on; at the
- * deadline they are named in a NoResponseError. */
+/** A responder answered BAD_REQUEST or BAD_VERSION (another responder would
+ * say the same: the call ends at once), or every responder answered REFUSED
+ * in the call (at once, not at the deadline; reply is the last one's).
+ * RETRY_AFTER, CLOCK_UNSAFE, NO_LEASE and a REFUSED while another responder
+ * can still be asked move the call on; at the deadline they are named in a
+ * NoResponseError ("answered NO_LEASE"). */
 export class StatusError extends FlakewireError {
   readonly status: number;
   readonly statusName: string;
@@ -202,7 +208,8 @@ interface CallSrv {
   waiting: number; // its first send since its last answer; -1: none outstanding
   answered: boolean; // any valid reply in this call
   lastSent: number;
-  what: string; // the last thing it did ("refused", "RETRY_AFTER 900 ms", "NO_LEASE")
+  what: string; // the last thing it did ("refused", "RETRY_AFTER 900 ms", "answered NO_LEASE")
+  refused: boolean; // answered REFUSED in this call
 }
 
 function check(name: string, v: number, lo: number, hi: number): void {
@@ -454,9 +461,11 @@ export class Client {
   }
 
   /** One call's request (the contract's "One call"): the first responder in
-   * the order, a failover at once on a refusal, a bad status or
-   * RETRY_AFTER, a hedge after d under the budget, a resend after T; an error
-   * at the deadline naming what each responder did. */
+   * the order, a failover at once on a refusal, NO_LEASE, CLOCK_UNSAFE,
+   * REFUSED or RETRY_AFTER, a hedge after d under the budget, a resend after
+   * T; an error at the deadline naming what each responder did. A
+   * StatusError at once on BAD_REQUEST or BAD_VERSION, or when every
+   * responder answered REFUSED (the contract's "Statuses"). */
   private async exchange(op: number, count: number, deadline: number): Promise<wire.Reply> {
     if (this.closed) throw new ClosedError();
     const tag = randomBytes(8).readBigUInt64BE();
@@ -470,7 +479,7 @@ export class Client {
       const d = this.rtt.delayMs();
       let T = Math.max(4 * d, RESEND_MIN_MS);
       const st: CallSrv[] = Array.from({ length: n }, () => ({
-        sends: 0, first: 0, waiting: -1, answered: false, lastSent: 0, what: "",
+        sends: 0, first: 0, waiting: -1, answered: false, lastSent: 0, what: "", refused: false,
       }));
       const tried: number[] = []; // in the order of their first send
       const cycle = new Array<boolean>(n).fill(false); // sent in the current round of the order
@@ -591,13 +600,15 @@ export class Client {
           if (plan < 0 || plan === ev.srv) failover(ev.at);
           continue;
         }
-        if (r.status === wire.ST_CLOCK_UNSAFE || r.status === wire.ST_NO_LEASE) {
+        if (r.status === wire.ST_CLOCK_UNSAFE || r.status === wire.ST_NO_LEASE || r.status === wire.ST_REFUSED) {
           this.markSick(ev.srv);
-          s.what = statusWord(r.status);
+          s.what = `answered ${statusWord(r.status)}`;
+          s.refused ||= r.status === wire.ST_REFUSED;
+          if (st.every((x) => x.refused)) throw new StatusError(r);
           if (plan < 0 || plan === ev.srv) failover(ev.at);
           continue;
         }
-        throw new StatusError(r);
+        throw new StatusError(r); // BAD_REQUEST, BAD_VERSION: another responder would say the same
       }
     } finally {
       this.pends.delete(tag);
@@ -612,7 +623,7 @@ export class Client {
       let what = s.what;
       // Silence is what it did unless it answered, refused or failed a send and
       // was asked again less than RESEND_MIN_MS ago (a lone responder's
-      // NO_LEASE, resent every 10 ms, stays "NO_LEASE").
+      // NO_LEASE, resent every 10 ms, stays "answered NO_LEASE").
       const quiet = deadline - s.waiting;
       if (s.waiting >= 0 && (what === "" || quiet >= RESEND_MIN_MS)) what = `no reply in ${Math.round(quiet)} ms`;
       if (s.waiting >= 0 && !s.answered) this.markSick(i);

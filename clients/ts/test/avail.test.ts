@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import test from "node:test";
 
-import { Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, NoResponseError, wire } from "../src/index.js";
+import { Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, NoResponseError, StatusError, wire } from "../src/index.js";
 
 type Answer = (f: Fake, req: Buffer) => [Uint8Array, number] | null; // the reply and how long to hold it
 
@@ -84,6 +84,13 @@ function retryAfter(req: Buffer, worker: number, h: number): Uint8Array {
   b.writeBigUInt64BE(req.readBigUInt64BE(8), 8);
   b.writeUInt16BE(worker, 18);
   b.writeUInt32BE(h * 1000, 20);
+  return b;
+}
+
+/** A reply to req with status st (no IDs). */
+function statusOf(req: Buffer, worker: number, st: number): Uint8Array {
+  const b = Buffer.from(retryAfter(req, worker, 0));
+  b[4] = st;
   return b;
 }
 
@@ -262,4 +269,107 @@ test("7. the hedge budget: first responders slower than d, at most 10 + 5 % of 2
       c.close();
     }
   });
+});
+
+// The contract's "Statuses" (doc/clients.md): one test per rule.
+
+test("statuses: a lone responder answering NO_LEASE twice, then OK: the call succeeds", async () => {
+  let n = 0;
+  const a = await Fake.listen(8, (f, req) => req[3] === wire.OP_ID && ++n <= 2 ? [statusOf(req, 8, wire.ST_NO_LEASE), 0] : ok(f, req));
+  await using([a], async () => {
+    const c = await Client.create([a.addr]);
+    try {
+      assert.equal(worker(await c.get()), 8);
+      assert.equal(a.n(wire.OP_ID), 3);
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("statuses: a lone responder answering NO_LEASE always: NoResponseError at the deadline naming it", async () => {
+  const a = await Fake.listen(8, (_f, req) => [statusOf(req, 8, wire.ST_NO_LEASE), 0]);
+  await using([a], async () => {
+    const c = await Client.create([a.addr], { timeoutMs: 300 });
+    try {
+      const start = performance.now();
+      const e = await c.get().then(() => null, (x) => x);
+      const took = performance.now() - start;
+      assert.ok(e instanceof NoResponseError, String(e));
+      assert.ok(took >= 300 && took <= 2300, `after ${took} ms (deadline 300)`);
+      assert.deepEqual(e.tried, [`${a.addr}: answered NO_LEASE`]);
+      assert.ok(a.all() >= 3, `${a.all()} requests`); // asked again meanwhile
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("statuses: two responders both REFUSED: StatusError at once (well before the deadline), each asked", async () => {
+  const refused: Answer = (f, req) => [statusOf(req, f.worker, wire.ST_REFUSED), 0];
+  const a = await Fake.listen(8, refused), b = await Fake.listen(9, refused);
+  await using([a, b], async () => {
+    const c = await Client.create([a.addr, b.addr], { timeoutMs: 10_000 });
+    try {
+      const start = performance.now();
+      const e = await c.get().then(() => null, (x) => x);
+      const took = performance.now() - start;
+      assert.ok(e instanceof StatusError && e.status === wire.ST_REFUSED, String(e));
+      assert.ok(took < 5000, `after ${took} ms (deadline 10000)`);
+      assert.ok(a.n(wire.OP_ID) >= 1 && b.n(wire.OP_ID) >= 1, `ID requests ${a.n(wire.OP_ID)} and ${b.n(wire.OP_ID)}`);
+      assert.ok(!c.healthy(0) && !c.healthy(1));
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("statuses: the first REFUSED, the second OK: the second's ID, the first unhealthy", async () => {
+  // The first answers INFO, so the ID request goes to it first.
+  const a = await Fake.listen(8, (f, req) => req[3] === wire.OP_INFO ? ok(f, req) : [statusOf(req, 8, wire.ST_REFUSED), 0]);
+  const b = await Fake.listen(9, ok);
+  await using([a, b], async () => {
+    const c = await Client.create([a.addr, b.addr]);
+    try {
+      assert.equal(worker(await c.get()), 9);
+      assert.equal(a.n(wire.OP_ID), 1);
+      assert.ok(!c.healthy(0));
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("statuses: BAD_REQUEST or BAD_VERSION from the first: StatusError at once, the second never asked, the first healthy", async () => {
+  // The first answers 20 calls first (a warm client; should a slow round trip
+  // lose a race to the resend after 50 ms, the probe makes both healthy again
+  // before the test goes on), and there is no hedging (a hedge after d would
+  // ask the second).
+  for (const st of [wire.ST_BAD_REQUEST, wire.ST_BAD_VERSION]) {
+    let bad = false;
+    const a = await Fake.listen(8, (f, req) => bad ? [statusOf(req, 8, st), 0] : ok(f, req));
+    const b = await Fake.listen(9, ok);
+    await using([a, b], async () => {
+      const c = await Client.create([a.addr, b.addr], { timeoutMs: 10_000, hedgeBudgetPct: 0 });
+      try {
+        for (let i = 0; i < 20; i++) await c.get();
+        for (const w0 = performance.now(); !c.healthy(0) || !c.healthy(1); await sleep(10)) {
+          assert.ok(performance.now() - w0 < 3000, "not both healthy again in 3 s");
+        }
+        bad = true;
+        const reqs = b.all(), probes = c.stats.probes;
+        const start = performance.now();
+        const e = await c.get().then(() => null, (x) => x);
+        const took = performance.now() - start;
+        assert.ok(e instanceof StatusError && e.status === st, String(e));
+        assert.ok(took < 5000, `after ${took} ms (deadline 10000)`);
+        await sleep(150); // a probe would have gone by now
+        assert.equal(b.all() - reqs, 0, "the second was asked");
+        assert.ok(c.healthy(0));
+        assert.equal(c.stats.probes, probes);
+      } finally {
+        c.close();
+      }
+    });
+  }
 });

@@ -92,7 +92,7 @@ test("failover on NO_LEASE and CLOCK_UNSAFE", async () => {
     // whose error names what it answered (before issue 49: a StatusError at once).
     c = await Client.create([a.addr], { timeoutMs: 300, retries: 0 });
     await assert.rejects(c.get(), (e: unknown) => e instanceof NoResponseError &&
-      e.tried.length === 1 && e.tried[0] === `${a.addr}: ${wire.statusName(st).toUpperCase().replace("-", "_")}`);
+      e.tried.length === 1 && e.tried[0] === `${a.addr}: answered ${wire.statusName(st).toUpperCase().replace("-", "_")}`);
     c.close();
     a.close();
     b.close();

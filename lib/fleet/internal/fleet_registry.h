@@ -41,6 +41,8 @@ struct fw_fleet {
 	struct fw_fleet_config cfg;
 	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX], stamp[128];
 	char mark[PATH_MAX]; /* cfg.mark_file ("": none) */
+	char legacy[PATH_MAX]; /* cfg.legacy_cache_file ("": none) */
+	int cache_lock;        /* fd holding "CACHE.lock" (-1: none) */
 	uint32_t n;
 	struct fw_fleet_store *store;
 	struct fw_fleet_recipe r;
@@ -53,6 +55,7 @@ struct fw_fleet {
 	bool thread_on;
 	/* under mu */
 	bool stop;
+	bool keep_session; /* the thread leaves the session open (a release follows) */
 	bool wake; /* a request arrived: run a round now */
 	struct fw_fleet_slot *pub;
 	struct fw_fleet_status st;
@@ -73,8 +76,11 @@ struct fw_fleet {
 	uint64_t cache_mark; /* the mark the last cache write recorded */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
+	uint64_t next_census;           /* monotonic ms */
 	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
 	bool cache_dirty, logged_down;
+	int logged_rc; /* the code of the failure logged (a root stop after a store error: logged
+			  too) */
 };
 
 /* fw_wall_ms as a fw_fleet_config.now_ms (@arg unused): the default local clock */
@@ -105,6 +111,20 @@ int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms);
  * At start, all or nothing. 0, FW_EFLEET_FULL (@err says why), FW_EFLEET_STORE.
  */
 int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *err, size_t errlen);
+
+/*
+ * fw_fleet_stop_release's work, with the thread stopped: releases every
+ * held and retiring ID above the final mark once the cache no longer names
+ * them, until @deadline (monotonic ms). Its return codes.
+ */
+int fleet_release_all(struct fw_fleet *f, uint64_t deadline);
+
+/*
+ * The root's census into f->st (free_ids, stranded_ids, next_stranded_unix):
+ * one list, a read per record, a liveness read per distinct owner whose
+ * lease runs. Returns 0 or the store's code (the last census stays).
+ */
+int fleet_census(struct fw_fleet *f);
 
 /* The registry thread (pthread_create's start routine; @arg the registry). */
 void *fleet_thread_main(void *arg);

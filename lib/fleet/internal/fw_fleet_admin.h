@@ -24,3 +24,25 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 /* As fw_fleet_release, over @s (not freed); the same codes. */
 int fw_fleet_release_store(struct fw_fleet_store *s, const char *root, uint32_t worker,
 			   unsigned flags, uint32_t timeout_ms, char *err, size_t errlen);
+
+/*
+ * As fw_fleet_init, over @s (not freed). The recipe: the store-wide layout
+ * (FW_FLEET_IDS/layout, created by the first init, S1) must equal @l; the
+ * datacenter value's record (FW_FLEET_IDS/dc/NNNN) is created for @root (S1:
+ * of two inits of one value, one wins) or must already name @root; then the
+ * root record is created (S1), or written over a root made before (S2 on its
+ * version: adopted, its records kept). Same codes as fw_fleet_init.
+ */
+int fw_fleet_init_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
+			size_t errlen);
+
+/* As fw_fleet_static_check, over @s (not freed); the same codes. */
+int fw_fleet_static_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			  uint32_t datacenter, const uint32_t *workers, uint32_t n,
+			  uint32_t timeout_ms, char *err, size_t errlen);
+
+/* As fw_fleet_fence, over @s (not freed); the same codes. */
+int fw_fleet_fence_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			 uint32_t datacenter, const char *reserve, uint64_t lease_ms,
+			 uint32_t timeout_ms, uint64_t *fence_unix, char *err, size_t errlen);

@@ -7,6 +7,20 @@
  *   layout record  "flakewire-fleet v1\nepoch_ms=E\ndatacenter_bits=D\n
  *                   worker_bits=W\nsequence_bits=S\n": the layout every member
  *                   of the fleet shares (a mismatch refuses to start)
+ *   root record    the layout record's lines, then "datacenter=N\n
+ *                   reserved=LIST\ngeneration=HEX16\nfence=MS\n": what
+ *                   `flakectl fleet init` (and `fence`) wrote at ROOT (nodes
+ *                   never write it): the datacenter
+ *                   value the root serves, the worker IDs kept for static
+ *                   nodes ("0-3,7"; empty: none), a random generation (new
+ *                   at every init or fence), the floor of every claim after
+ *                   a fence (layout ms, 0: none). A
+ *                   root written before these lines existed has none of them
+ *                   (has_dc false): nodes refuse it until `fleet init` adopts it
+ *   store-wide     FW_FLEET_IDS/layout: the layout every root of the store
+ *                   shares (the layout record's text); FW_FLEET_IDS/dc/NNNN,
+ *                   one per datacenter value in use, created once (S1):
+ *                   "flakewire-root v1\nroot=ROOT\n"
  *   worker record  "flakewire-worker v1\nowner=IDENTITY\ntoken=HEX16\n
  *                   lease_until=MS\nfloor=MS\n": owner empty = free (released);
  *                   MS are layout ms (since the epoch); token is random per
@@ -53,6 +67,63 @@ int fw_fleet_layout_parse(const char *buf, int len, struct fw_layout *l);
 
 /* True when @a and @b are the same layout (epoch and the three widths). */
 bool fw_fleet_layout_same(const struct fw_layout *a, const struct fw_layout *b);
+
+/* The store-wide records' place, beside every fleet root (no root at or under it). */
+#define FW_FLEET_IDS         "/flakewire-roots"
+/* Most ranges in a root's reservation. */
+#define FW_FLEET_RESERVE_MAX 16
+
+/* Worker IDs a root keeps for static nodes: ranges lo[i]..hi[i], both included. */
+struct fw_fleet_reserve {
+	uint32_t n;
+	uint32_t lo[FW_FLEET_RESERVE_MAX], hi[FW_FLEET_RESERVE_MAX];
+};
+
+/* A root record. */
+struct fw_fleet_root {
+	struct fw_layout layout;
+	bool has_dc;         /* false: written before `fleet init` (no datacenter line) */
+	uint32_t datacenter; /* < 2^layout.dc_bits */
+	struct fw_fleet_reserve reserved;
+	uint64_t generation; /* random per init or fence (0 on a root without one) */
+	uint64_t fence;      /* layout ms (0: never fenced): no claim's floor is below it */
+};
+
+/* Writes the root record's text; returns its length or -ENOSPC. */
+int fw_fleet_root_format(char *buf, size_t cap, const struct fw_fleet_root *r);
+
+/*
+ * Parses a root record (or a layout record written before `fleet init`:
+ * has_dc false). Returns 0 or -EINVAL (not a flakewire fleet layout, a
+ * datacenter value beyond the width, a bad reservation).
+ */
+int fw_fleet_root_parse(const char *buf, int len, struct fw_fleet_root *r);
+
+/*
+ * Parses "A-B,C,..." (worker IDs below @total, at most FW_FLEET_RESERVE_MAX
+ * ranges; "" is none) into *r. Returns 0 or -EINVAL.
+ */
+int fw_fleet_reserve_parse(const char *s, uint32_t total, struct fw_fleet_reserve *r);
+
+/* Writes *r as "A-B,C" (NUL-terminated, "" for none); returns the length or -ENOSPC. */
+int fw_fleet_reserve_format(char *buf, size_t cap, const struct fw_fleet_reserve *r);
+
+/* True when worker @w is in *r (NULL: none). */
+bool fw_fleet_reserved(const struct fw_fleet_reserve *r, uint32_t w);
+
+/* True when *a and *b hold the same worker IDs. */
+bool fw_fleet_reserve_same(const struct fw_fleet_reserve *a, const struct fw_fleet_reserve *b,
+			   uint32_t total);
+
+/* The store-wide records' keys: FW_FLEET_IDS/layout and FW_FLEET_IDS/dc/NNNN. */
+int fw_fleet_key_ids_layout(char *buf, size_t cap);
+int fw_fleet_key_ids_dc(char *buf, size_t cap, uint32_t datacenter);
+
+/* A datacenter record's text for @root; returns its length or -ENOSPC. */
+int fw_fleet_dc_format(char *buf, size_t cap, const char *root);
+
+/* Parses a datacenter record: the root into @root (@cap bytes). 0 or -EINVAL. */
+int fw_fleet_dc_parse(const char *buf, int len, char *root, size_t cap);
 
 /* True for 1-127 characters of [A-Za-z0-9._:-], not "." or "..". */
 bool fw_fleet_identity_ok(const char *s);

@@ -4,10 +4,15 @@
  * registry interface (fw_fleet_store.h); the proof is
  * doc/design/fleet-safety.md, whose steps name these functions.
  *
- * Claim order (fw_fleet_cand_cmp): IDs this process proves it held (take
- * back: a restart keeps its IDs), then free ones (never claimed: created
- * with S1; or released), lowest floor first, then expired ones (lease_until
- * before the store's time), lowest lease first.
+ * Claim order (fw_fleet_cand_cmp, by fw_fleet_cand.rank): IDs this process
+ * proves it held (take back: a restart keeps its IDs), then released ones
+ * that can issue at once (floor at or below the store's time), lowest worker
+ * ID first, so a graceful stop's IDs are claimed again before any other;
+ * then never-claimed ones (created with S1), lowest worker ID first; then
+ * released ones whose floor is still ahead, lowest floor first; then
+ * expired ones (lease_until before the store's time), lowest lease first.
+ * A replacement after the clock stepped back (FW_FLEET_CLAIM_FRESH) takes,
+ * among those that can issue at the local clock, the lowest floor first.
  *
  * Proof, not names: a record is taken back (its floor kept) only when its
  * token is this process's own (a claim whose reply was lost) or one the
@@ -53,6 +58,7 @@ struct fw_fleet_held {
 	bool lost;       /* taken over by another: lease is the final limit */
 	bool cached;     /* from the cache file: not yet written by this process */
 	uint64_t token;  /* the record's token as last confirmed (a cached one: its run's) */
+	uint64_t root_gen; /* the root's generation when this process last wrote it (0: none) */
 };
 
 /* What the recipe needs besides the store. */
@@ -69,6 +75,11 @@ struct fw_fleet_recipe {
 	 * cache, on the same locked state): worker and token of each. */
 	const struct fw_fleet_held *proven;
 	uint32_t n_proven;
+	/* The root record as last checked (NULL: none): its reserved worker IDs are
+	 * never claimed, no claim's floor is below its fence, and its generation
+	 * tells a restored store (a record of ours whose version went back) from a
+	 * fenced one. */
+	const struct fw_fleet_root *root;
 };
 
 /* True when worker @w's record with @token is this process's to take back. */
@@ -82,6 +93,7 @@ struct fw_fleet_cand {
 	int64_t version; /* read (not for FW_FLEET_NEW) */
 	enum fw_fleet_kind kind;
 	struct fw_fleet_rec rec; /* as read (zero for FW_FLEET_NEW) */
+	uint32_t rank;           /* claim order (set by fw_fleet_scan): see above */
 };
 
 /* qsort order of candidates (claim order above). */
@@ -135,13 +147,16 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 		     uint32_t *n_mine, char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
-enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST };
+enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST, FW_FLEET_BACK };
 
 /*
  * Renews @h (not lost): CAS with lease = max(h->lease, now + lease_ms).
  * When the CAS fails the record is read: this run's token (a write whose
  * reply was lost), or for a slot from the cache the token the cache holds
  * (its run's write the cache missed), is adopted; anything else is lost.
+ * FW_FLEET_BACK: the record holds this run's token at a version below the
+ * last one confirmed, under the same root generation: the store went back
+ * (restored from a snapshot) and nothing was written (h unchanged).
  * Returns an enum fw_fleet_renewed (h updated: version and lease, or lost);
  * -ENOTCONN or -EIO (h unchanged: the write may have landed, the next
  * renewal adopts it). *local_mid and *mtime (server, 0: none) are set for

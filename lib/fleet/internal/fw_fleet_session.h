@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A usable session with the store: connected, the root holding this
- * node's layout, and this identity's liveness record held by the session.
+ * node's layout and datacenter value under the generation it started on (or
+ * a newer fence), and this identity's liveness record held by the session.
+ * The root is read at every call: a missing root, one of another generation
+ * without a newer fence, or a store that went back stops every claim,
+ * takeover and renewal (the node keeps issuing within its confirmed leases).
  * What a lost session costs: the liveness record (re-claimed here on the
  * next round); the leases stay, they are records, not session state.
  */
@@ -12,6 +16,7 @@
 #include <stdint.h>
 
 #include "fw_common.h"
+#include "fw_fleet_rec.h"
 #include "fw_fleet_store.h"
 #include "fw_layout.h"
 
@@ -22,7 +27,28 @@ struct fw_fleet_session {
 	struct fw_layout layout;
 	bool root_ok;  /* the layout was checked in this session */
 	bool alive_ok; /* the liveness record is held */
+	uint32_t datacenter;      /* this node's [id] datacenter: the root must serve it */
+	struct fw_fleet_root rec; /* the root record as last checked (its reservation) */
+	/* The root's generation this process works under (set at the first
+	 * check) and its fence: a root of another generation is accepted only
+	 * with a newer fence (an operator's `flakectl fleet fence`) */
+	bool gen_set;
+	uint64_t gen, fence;
+	bool back; /* the store went back (a restore): stopped until a newer fence */
 };
+
+/*
+ * Checks that @root is a root `flakectl fleet init` made for this node: its
+ * record exists, holds @l and @datacenter, and the store-wide record of
+ * @datacenter names @root (no other root serves it). *out gets the record.
+ * Reads only; never creates. Returns 0; FW_EFLEET_ROOT (no root, one made
+ * before `fleet init` recorded a datacenter, another datacenter value, the
+ * value's store-wide record missing or naming another root); FW_EFLEET_LAYOUT
+ * (another layout, or not a fleet's); FW_EFLEET_AUTH; FW_EFLEET_STORE. @err
+ * gets one line naming the root and both values where they differ.
+ */
+int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
+			uint32_t datacenter, struct fw_fleet_root *out, char *err, size_t errlen);
 
 /*
  * Makes the session usable, waiting up to @wait_ms for the store. The
@@ -30,8 +56,9 @@ struct fw_fleet_session {
  * waited for up to @alive_wait_ms (this node's previous process, less than
  * a session timeout ago) and then refused; running (0), a holder is left
  * and retried at the next call (renewals, being CAS, stay safe meanwhile).
- * Returns 0; FW_EFLEET_LAYOUT (the root holds another layout, or no fleet
- * layout); FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
+ * Returns 0; FW_EFLEET_ROOT and FW_EFLEET_LAYOUT (fw_fleet_root_check; also a
+ * root of another generation without a newer fence, or ss->back);
+ * FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
  * ACL refuses this session); FW_EFLEET_STORE (unreachable or failed). @err gets one line on error.
  */
 int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint32_t alive_wait_ms,

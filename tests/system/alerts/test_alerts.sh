@@ -27,6 +27,7 @@
 #   Restarting: killed (-9) and restarted three times [restart]
 #   LeaseEnding: the registry unreachable from the node [cut]; the worker
 #     ID taken over by another node [P]
+#   FleetWorkerIdsLow: the root (2 worker IDs) has none free [P]
 #
 # Time scale: every target is scraped together once per 0.25 s
 # (alertseries.py scrape, one round); promtool reads round k at k minutes
@@ -237,7 +238,15 @@ state() { seen "$1" "^flakewire_worker_state{.*state=\"$2\"} 1$"; }
 # ---- the registry and the nodes, all up before the first scrape ----
 reg_start "$T/reg" 1 "ip netns exec $SYS_NS" || { echo "FAIL: etcd did not start"; exit 1; }
 EP=${REG_CONNECT##*:}
-FLEET=(--set fleet.lease_ms=3000 --set fleet.renew_ms=500 --set fleet.start_wait_ms=1000)
+# the fleet's roots, made by an operator (issue 48): one layout, datacenter values 0-2;
+# /t's fleet may claim 2 worker IDs (the rest reserved)
+for r in /ok:0 /cut:1 /t:2:2-1023; do
+	IFS=: read -r root dc res <<<"$r"
+	reg_init "$FLAKECTL" "$root" --set id.datacenter_bits=2 --set "id.datacenter=$dc" \
+		${res:+--reserve "$res"} >/dev/null || { echo "FAIL: fleet init $root"; exit 1; }
+done
+FLEET=(--set fleet.lease_ms=3000 --set fleet.renew_ms=500 --set fleet.start_wait_ms=1000
+	--set id.datacenter_bits=2)
 sock ok 4301 9901 --threads 2 --set id.workers=1,2
 sock down 4302 9902 --set id.workers=3
 sock moved 4303 9903 --set id.workers=4
@@ -262,7 +271,7 @@ sock restart 4314 9914 "${RESTART[@]}"
 LISTEN=:: sock drop_martian 4242 9915 --set id.workers=35 --set net.allow=0.0.0.0/0,::/0
 # the fleet: a healthy node; a node that can claim nothing (its registry does not answer);
 # one whose own path to the registry is cut (a relay it connects through, killed);
-# P holds both worker IDs of a 1-bit layout, one of which is released under it for Q
+# P holds both worker IDs /t's fleet may claim, one of which is released under it for Q
 sock fok 4320 9920 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/ok --set fleet.identity=fok \
 	--set "fleet.cache_file=$T/fok/cache" "${FLEET[@]}"
 sock noclaim 4321 9921 --set fleet.etcd=http://127.0.0.1:1 --set fleet.root=/nc \
@@ -270,9 +279,9 @@ sock noclaim 4321 9921 --set fleet.etcd=http://127.0.0.1:1 --set fleet.root=/nc 
 sys_start "$T/relay.log" "${AS[@]}" relay 23790 "$EP" 60
 RELAY=$SYS_LAST_PID
 sock cut 4322 9922 --set fleet.etcd=http://127.0.0.1:23790 --set fleet.root=/cut \
-	--set fleet.identity=cut --set "fleet.cache_file=$T/cut/cache" "${FLEET[@]}"
+	--set id.datacenter=1 --set fleet.identity=cut --set "fleet.cache_file=$T/cut/cache" "${FLEET[@]}"
 sock P 4323 9923 --threads 2 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t \
-	--set fleet.identity=P --set id.worker_bits=1 --set "fleet.cache_file=$T/P/cache" "${FLEET[@]}" \
+	--set fleet.identity=P --set id.datacenter=2 --set "fleet.cache_file=$T/P/cache" "${FLEET[@]}" \
 	--set fleet.lease_ms=8000 # Q waits for its end (8 s: room on a loaded machine); P's slot loses it
 # ---- [clockmark] MarkFailing "I/O error", ClockOffset "the tick rate changed",
 # ClockUnsafe "the tick source went back": nodes eio, rate, unsafe ----
@@ -464,7 +473,7 @@ sys_in_ns "$FLAKECTL" fleet release "$PW" --force --etcd "$REG_CONNECT" --root /
 check "P's worker $PW released (--force)" grep -q "released" "$T/P/release"
 QS=$(round) # Q's scrapes begin after this round (seen Q looks from there, not from PROV)
 sock Q 4324 9924 --set "fleet.etcd=$REG_CONNECT" --set fleet.root=/t --set fleet.identity=Q \
-	--set id.worker_bits=1 --set "fleet.cache_file=$T/Q/cache" "${FLEET[@]}"
+	--set id.datacenter=2 --set "fleet.cache_file=$T/Q/cache" "${FLEET[@]}"
 claimed() { grep -q "worker ID" "$T/Q/log"; }
 sys_wait_for 3 claimed
 kill -CONT "${PID[P]}"
@@ -576,7 +585,7 @@ CW=$(sed -n 's/^flakewire_fleet_no_lease{slot="0",worker="\([0-9]*\)"}.*/\1/p' "
 g cut && fire "$(at cut)" FlakewireLeaseEnding "worker=$CW" && fire "$(at cut)" FlakewireNotIssuing &&
 	quiet "$(at cut)"
 g P && fire "$(at P)" FlakewireWorkersNotIssuing && fire "$(at P)" FlakewireLeaseEnding "worker=$PW" &&
-	quiet "$(at P)"
+	fire "$(at P)" FlakewireFleetWorkerIdsLow && quiet "$(at P)"
 # ---- [clockmark] healthy before round 4, then each cause's alerts (and the ones it fires too) ----
 for n in eio rate unsafe; do group "$n" 0 3 && quiet 3; done
 g eio && fire "$(at eio)" FlakewireMarkFailing && fire "$(at eio)" FlakewireNotIssuing &&

@@ -12,6 +12,10 @@
 #   reg_wait_ready SECS [N]
 #   reg_writes                a number that grows by one per write to the store
 #                             (ZooKeeper's zxid, etcd's revision)
+#   reg_init FLAKECTL ROOT [ARGS...]
+#                             `flakectl fleet init` of ROOT in this registry (in
+#                             $SYS_NS when set): a node never makes its root (issue
+#                             48); ARGS: --set id.KEY=VALUE, --reserve LIST
 #   REG_BIND (default 127.0.0.1): the client port's address (0.0.0.0 to reach
 #   it from other namespaces)
 #   REG_NAME: "ZooKeeper" or "etcd", for messages
@@ -53,3 +57,11 @@ etcd)
 	return 1
 	;;
 esac
+
+reg_init() {
+	local ctl=$1 root=$2 flag=--zk
+	shift 2
+	[ "$FW_STORE" = etcd ] && flag=--etcd
+	${SYS_NS:+ip netns exec "$SYS_NS"} "$ctl" fleet init "$flag" "$REG_CONNECT" --root "$root" \
+		--timeout 15000 "$@"
+}

@@ -29,9 +29,16 @@ bs_cleanup() {
 }
 trap bs_cleanup EXIT
 reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
+# one layout per store (issue 48): /bs, /bs4, /bsfull, /bsw take datacenter values 0-3;
+# /bsfull's fleet may claim 4 worker IDs (the rest reserved)
+for r in /bs:0 /bs4:1 /bsfull:2:4-1023 /bsw:3; do
+	IFS=: read -r root dc res <<<"$r"
+	reg_init "$FLAKECTL" "$root" --set id.datacenter_bits=2 --set "id.datacenter=$dc" \
+		${res:+--reserve "$res"} >/dev/null || { echo "FAIL: fleet init $root"; exit 1; }
+done
 
 FAULT=$SYS_TMP/clock
-COMMON=(--set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0
+COMMON=(--set id.datacenter_bits=2 --set clock.backstep=new_worker --set clock.calibrate_ms=200 --set stats.interval_s=0
 	--set "$REG_SET" --set fleet.lease_ms=20000 --set fleet.renew_ms=1000
 	--set fleet.session_timeout_ms=4000)
 
@@ -76,7 +83,7 @@ import sys, time
 old = set(int(x) for x in sys.argv[2].split(","))
 ids = [tuple(map(int, l.split())) for l in open(sys.argv[1])]
 target = time.time() * 1000 - 3600000  # the system clock as flakesock reads it
-ms = [(i >> 22) + 1767225600000 for w, i in ids]
+ms = [(i >> 24) + 1767225600000 for w, i in ids]
 lag = [target - m for m in ms]
 print("  %d IDs after the switch: %.0f to %.0f ms behind the real clock minus 1 h" % (
     len(ids), min(lag), max(lag)))
@@ -116,7 +123,7 @@ for l in open(sys.argv[1]):
         t = datetime.datetime.strptime(f[4], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
         floors[int(f[0])] = int(t.timestamp() * 1000 + 0.5)
 for w, i in (tuple(map(int, l.split())) for l in open(sys.argv[2])):
-    if w in old and (i >> 22) + 1767225600000 > floors.get(w, 0):
+    if w in old and (i >> 24) + 1767225600000 > floors.get(w, 0):
         sys.exit(1)
 sys.exit(0 if len(floors) == len(old) else 1)
 PY
@@ -136,17 +143,17 @@ kill -TERM "$SYS_LAST_PID"
 echo "offset_ms=0" >"$FAULT"
 sys_start "$SYS_TMP/flakesock4.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" \
 	--listen 127.0.0.1 --threads 4 --set net.udp_port=5502 --set "state.file=$SYS_TMP/s4.mark" \
-	--set fleet.root=/bs4 --set fleet.identity=bs4 "${COMMON[@]}"
+	--set fleet.root=/bs4 --set fleet.identity=bs4 --set id.datacenter=1 "${COMMON[@]}"
 backstep_case flakesock4 /bs4 127.0.0.1:5502
 kill -TERM "$SYS_LAST_PID"
 
-# A full fleet (2 worker bits: 4 IDs, all held) under backstep = new_worker:
+# A full fleet (4 IDs to claim, the rest reserved; all held) under backstep = new_worker:
 # node fa's clock steps back 1 h and no fresh worker ID exists. Nothing
 # swaps, fa keeps answering from its own IDs, its registry backs off and
 # says so once: the ensemble sees about its normal write rate, not a claim
 # round after another (each one rewrites ROOT/clock and renews every lease).
 echo "offset_ms=0" >"$FAULT"
-FULL=(--threads 2 --set id.worker_bits=2 --set fleet.root=/bsfull "${COMMON[@]}")
+FULL=(--threads 2 --set id.datacenter=2 --set fleet.root=/bsfull "${COMMON[@]}")
 sys_start "$SYS_TMP/fullb.log" "$FLAKESOCK" --listen 127.0.0.1 --set net.udp_port=5504 \
 	--set "state.file=$SYS_TMP/fb.mark" --set fleet.identity=fullb "${FULL[@]}"
 FB=$SYS_LAST_PID
@@ -154,7 +161,7 @@ sys_start "$SYS_TMP/fulla.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKESOCK" --
 	--set net.udp_port=5503 --set "state.file=$SYS_TMP/fa.mark" --set fleet.identity=fulla \
 	"${FULL[@]}"
 FA=$SYS_LAST_PID
-fprobe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 2 | sed -n 's/.*ok=\([0-9]*\).*/\1/p'; }
+fprobe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 | sed -n 's/.*ok=\([0-9]*\).*/\1/p'; }
 full_up() { for _ in $(seq 60); do [ "$(fprobe 5503)" = 16 ] && [ "$(fprobe 5504)" = 16 ] && return 0; sleep 0.25; done; return 1; }
 check "full fleet: both nodes answer (4 of 4 worker IDs held)" full_up
 Z0=$(reg_writes); sleep 4; Z1=$(reg_writes)
@@ -174,7 +181,8 @@ if [ -n "$FLAKEWIRE" ]; then
 	sys_start "$SYS_TMP/flakewire.log" env FLAKEWIRE_TEST_CLOCK="$FAULT" "$FLAKEWIRE" \
 		-l 0,1 --no-huge --no-pci -m 256 --file-prefix "fbs$$" -- \
 		--set "port0.device=net_tap0,iface=fbs$$" --set "state.file=$SYS_TMP/w.mark" \
-		--set fleet.root=/bsw --set fleet.identity=bsw --set power.idle=sleep "${COMMON[@]}"
+		--set fleet.root=/bsw --set fleet.identity=bsw --set id.datacenter=3 --set power.idle=sleep \
+		"${COMMON[@]}"
 	for _ in $(seq 100); do ip -n "$SYS_NS" link show "fbs$$" >/dev/null 2>&1 && break; sleep 0.1; done
 	ip -n "$SYS_NS" addr add 10.77.0.1/24 dev "fbs$$"
 	ip -n "$SYS_NS" link set "fbs$$" up

@@ -18,12 +18,18 @@ expect() { # expect RC PATTERN ARGS...
 		fails=$((fails + 1))
 	fi
 }
-expect 2 "expected ls, release, check or secure" fleet
-expect 2 "bogus: expected ls, release, check or secure" fleet bogus --zk h:1 --root /x
+expect 2 "expected init, fence, ls, release, check or secure" fleet
+expect 2 "bogus: expected init, fence, ls, release, check or secure" fleet bogus --zk h:1 --root /x
 expect 2 "\-\-zk or \-\-etcd: give one" fleet ls --root /x
 expect 2 "\-\-zk or \-\-etcd: give one" fleet ls --zk h:1 --etcd http://h:2 --root /x
 expect 2 "\-\-etcd h:2: not http://HOST:PORT" fleet ls --etcd h:2 --root /x
 expect 2 "\-\-root .*absolute" fleet ls --zk 127.0.0.1:1 --root x
+# fleet init and fence (issue 48): usage errors before any store is asked
+expect 2 "ls: --config, --set and --reserve are for init and fence" fleet ls --zk h:1 --root /x --reserve 0
+expect 2 "\-\-set worker.x=1: only \[id\] keys" fleet init --zk h:1 --root /x --set worker.x=1
+expect 2 "\[id\] datacenter_bits = 99: out of range" fleet init --zk h:1 --root /x --set id.datacenter_bits=99
+expect 2 "reserve 5-2: not a list of worker IDs" fleet init --zk 127.0.0.1:1 --root /x --reserve 5-2 --timeout 300
+expect 1 "does not answer within 300 ms" fleet init --zk 127.0.0.1:1 --root /x --timeout 300
 expect 2 "release abc: WORKER must be a worker ID" fleet release abc --zk 127.0.0.1:1 --root /x
 expect 2 "release (missing)" fleet release --zk 127.0.0.1:1 --root /x
 expect 2 "\-\-timeout" fleet ls --zk 127.0.0.1:1 --root /x --timeout 5

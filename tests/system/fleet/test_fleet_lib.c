@@ -45,10 +45,10 @@ static void cfg_for(struct fw_fleet_config *c, const char *identity, const char 
 	 * directory): the same stamp on every start of this process, as a
 	 * restart on the same state has */
 	c->state_stamp = cache && cache[0] ? "fleet-lib:state" : NULL;
+	c->layout.dc_bits = 1; /* two roots in one store: datacenter values 0 and 1 */
 	c->layout.worker_bits = 2;
-	c->layout.time_bits = 41 + 8;
 	c->layout.seq_bits = 12;
-	c->layout.time_bits = (uint8_t)(63 - 2 - 12);
+	c->layout.time_bits = (uint8_t)(63 - 1 - 2 - 12);
 	c->lease_ms = LEASE_MS;
 	c->renew_ms = 500;
 	c->session_timeout_ms = 4000;
@@ -375,6 +375,7 @@ static void test_offset(void **state)
 	struct fw_fleet_status st;
 	cfg_for(&c, "node-offset", "");
 	c.root = "/fwtest/offset";
+	c.datacenter = 1; /* main() made it with value 1 */
 	c.now_ms = ahead_clock;
 	c.max_offset_ms = 1000;
 	assert_int_equal(fw_fleet_create(&c, 1, &f, err, sizeof(err)), 0);
@@ -421,7 +422,7 @@ static void test_layout_mismatch(void **state)
 	struct fw_fleet *f = NULL;
 	cfg_for(&c, "node-x", "");
 	c.layout.worker_bits = 3;
-	c.layout.time_bits = (uint8_t)(63 - 3 - 12);
+	c.layout.time_bits = (uint8_t)(63 - 1 - 3 - 12);
 	assert_int_equal(fw_fleet_create(&c, 1, &f, err, sizeof(err)), 0);
 	assert_int_equal(fw_fleet_start(f, NULL, err, sizeof(err)), FW_EFLEET_LAYOUT);
 	assert_non_null(strstr(err, "worker_bits 2"));
@@ -438,6 +439,19 @@ int main(void)
 	}
 	snprintf(root, sizeof(root), "/fwtest/lib%d", (int)getpid());
 	snprintf(cache_a, sizeof(cache_a), "%s/cache-a", tmp);
+	{ /* the roots, as an operator makes them (flakectl fleet init): nodes never do */
+		struct fw_fleet_config c;
+		char err[1024];
+		cfg_for(&c, "init", "");
+		int a = fw_fleet_init(zk, root, &c.layout, 0, NULL, 10000, err, sizeof(err));
+		int b = a < 0 ? a
+			      : fw_fleet_init(zk, "/fwtest/offset", &c.layout, 1, NULL, 10000, err,
+					      sizeof(err));
+		if (a < 0 || b < 0) {
+			fprintf(stderr, "fleet init: %s\n", err);
+			return 1;
+		}
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_claim),

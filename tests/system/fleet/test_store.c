@@ -65,20 +65,38 @@ static uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void prepare_keeps_the_first_layout(void **state)
+/* The root and its children as `flakectl fleet init` makes them (EEXIST: made already). */
+static void make_root(struct fw_fleet_store *s)
+{
+	static const char *const subs[] = {"", "/workers", "/nodes", "/clock"};
+	char k[256];
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(k, sizeof(k), "%s%s", root, subs[i]);
+		int rc = s->ops->meta_create(s, k, i ? "" : "L", i ? 0 : 1);
+		assert_true(rc == 0 || rc == -EEXIST);
+	}
+}
+
+static void meta_records_create_once_and_cas(void **state)
 {
 	(void)state;
 	struct fw_fleet_store *s = open_store();
-	char have[FW_FLEET_REC_MAX];
+	char have[FW_FLEET_REC_MAX], k[256];
 	int hl = -1;
-	assert_int_equal(s->ops->prepare(s, false, "A", 1, have, &hl), -ENOENT);
-	assert_int_equal(s->ops->prepare(s, true, "layout-1", 8, have, &hl), 0);
+	struct fw_fleet_ver v, g;
+	snprintf(k, sizeof(k), "%s-meta/a/b", root); /* parents made as needed (ZooKeeper) */
+	assert_int_equal(s->ops->meta_get(s, k, have, &hl, &v), -ENOENT);
+	assert_int_equal(s->ops->meta_cas(s, k, "x", 1, 12345), -ENOENT);
+	assert_int_equal(s->ops->meta_create(s, k, "layout-1", 8), 0); /* S1 */
+	assert_int_equal(s->ops->meta_create(s, k, "layout-2", 8), -EEXIST);
+	assert_int_equal(s->ops->meta_get(s, k, have, &hl, &v), 0);
 	assert_int_equal(hl, 8);
-	assert_memory_equal(have, "layout-1", 8);
-	assert_int_equal(s->ops->prepare(s, true, "layout-2", 8, have, &hl), 0);
-	assert_memory_equal(have, "layout-1", 8); /* never overwritten */
-	assert_int_equal(s->ops->prepare(s, false, "", 0, have, &hl), 0);
-	assert_memory_equal(have, "layout-1", 8);
+	assert_memory_equal(have, "layout-1", 8); /* the refused create wrote nothing */
+	assert_int_equal(s->ops->meta_cas(s, k, "layout-3", 8, v.version), 0); /* S2 */
+	assert_int_equal(s->ops->meta_cas(s, k, "layout-4", 8, v.version), -ESTALE);
+	assert_int_equal(s->ops->meta_get(s, k, have, &hl, &g), 0);
+	assert_memory_equal(have, "layout-3", 8);
+	assert_true(g.version != v.version);
 	s->ops->free(s);
 }
 
@@ -86,10 +104,10 @@ static void create_if_absent_and_cas(void **state)
 {
 	(void)state;
 	struct fw_fleet_store *s = open_store();
-	char buf[FW_FLEET_REC_MAX], have[FW_FLEET_REC_MAX];
-	int len = 0, hl;
+	char buf[FW_FLEET_REC_MAX];
+	int len = 0;
 	struct fw_fleet_ver v1, v2, v3, g;
-	assert_int_equal(s->ops->prepare(s, true, "L", 1, have, &hl), 0);
+	make_root(s);
 	assert_int_equal(s->ops->get(s, 7, buf, &len, &g), -ENOENT);
 	assert_int_equal(s->ops->create(s, 7, "one", 3, &v1), 0); /* S1 */
 	assert_int_equal(s->ops->create(s, 7, "two", 3, &v2), -EEXIST);
@@ -117,9 +135,7 @@ static void liveness_belongs_to_one_session(void **state)
 	(void)state;
 	struct fw_fleet_store *a = open_store(), *b = open_store();
 	bool alive = false;
-	char have[FW_FLEET_REC_MAX];
-	int hl;
-	assert_int_equal(a->ops->prepare(a, true, "L", 1, have, &hl), 0);
+	make_root(a);
 	assert_int_equal(b->ops->alive_of(b, "node-a", &alive), 0);
 	assert_false(alive);
 	assert_int_equal(a->ops->alive_claim(a, "node-a", "pid 1", 5), 0);
@@ -156,10 +172,10 @@ static void survives_one_server_killed(void **state)
 	if (kill_cmd == NULL || !kill_cmd[0])
 		return; /* the runner sets it for its 3-server runs */
 	struct fw_fleet_store *s = open_store();
-	char buf[FW_FLEET_REC_MAX], have[FW_FLEET_REC_MAX];
-	int len, hl;
+	char buf[FW_FLEET_REC_MAX];
+	int len;
 	struct fw_fleet_ver v, g;
-	assert_int_equal(s->ops->prepare(s, true, "L", 1, have, &hl), 0);
+	make_root(s);
 	assert_int_equal(s->ops->create(s, 3, "before", 6, &v), 0);
 	assert_int_equal(system(kill_cmd), 0);
 	int rc = -ENOTCONN;
@@ -196,7 +212,7 @@ int main(void)
 {
 	snprintf(root, sizeof(root), "/fwtest-store-%ld-%d", (long)time(NULL), (int)getpid());
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(prepare_keeps_the_first_layout),
+		cmocka_unit_test(meta_records_create_once_and_cas),
 		cmocka_unit_test(create_if_absent_and_cas),
 		cmocka_unit_test(liveness_belongs_to_one_session),
 		cmocka_unit_test(now_is_the_stores_clock),

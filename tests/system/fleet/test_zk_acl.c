@@ -51,8 +51,10 @@ static void cfg_for(struct fw_fleet_config *c, const char *root, const char *ide
 	c->root = root;
 	c->identity = identity;
 	c->zk_auth = auth;
+	c->layout.dc_bits = 1; /* two roots in one ensemble: datacenter values 0 and 1 */
 	c->layout.worker_bits = 4;
-	c->layout.time_bits = 63 - 4 - 12;
+	c->layout.time_bits = 63 - 1 - 4 - 12;
+	c->datacenter = !strcmp(root, "/fwt-acl/open");
 	c->lease_ms = 60000;
 	c->renew_ms = 1000;
 	c->session_timeout_ms = 4000;
@@ -213,6 +215,22 @@ int main(void)
 	if (ZK == NULL) {
 		fprintf(stderr, "FW_ZK: the ensemble's connect string\n");
 		return 1;
+	}
+	{ /* the roots, as an operator makes them (flakectl fleet init [--auth-file]) */
+		struct fw_fleet_config c;
+		char err[1024];
+		cfg_for(&c, "/fwt-acl/a", "init", NULL);
+		fw_fleet_admin_zk_auth("fleet:s3cret");
+		int a = fw_fleet_init(ZK, "/fwt-acl/a", &c.layout, 0, NULL, 10000, err,
+				      sizeof(err));
+		fw_fleet_admin_zk_auth(NULL); /* the open fleet: made with open ACLs */
+		int b = a < 0 ? a
+			      : fw_fleet_init(ZK, "/fwt-acl/open", &c.layout, 1, NULL, 10000, err,
+					      sizeof(err));
+		if (a < 0 || b < 0) {
+			fprintf(stderr, "fleet init: %s\n", err);
+			return 1;
+		}
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_acl_refuses_strangers),

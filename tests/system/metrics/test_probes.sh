@@ -71,7 +71,7 @@ check "and the wire agrees: no ID (RETRY_AFTER)" [ $? -ne 0 ]
 # no_lease: a fleet whose registry does not answer, no cache
 check "a fleet node without its registry starts (NO_LEASE)" sock nolease 9853 4253 \
 	--set fleet.zookeeper=127.0.0.1:1 --set fleet.start_wait_ms=0 --set fleet.cache_file= \
-	--set fleet.identity=probe-x
+	--set fleet.identity=probe-x --set fleet.root=/fwt/nolease
 r=$(http http://127.0.0.1:9853/readyz)
 echo "readyz: $r"
 check "/readyz: 503, each worker no_lease" \
@@ -81,6 +81,7 @@ check "and the wire agrees: NO_LEASE" grep -q "answered 'no-lease'" "$SYS_TMP/ge
 
 # identity = env:POD_NAME, against a real ZooKeeper
 zk_start "$SYS_TMP/zk" 1 "ip netns exec $SYS_NS" || { echo "FAIL: ZooKeeper did not start"; exit 1; }
+ctl fleet init --zk "$ZK_CONNECT" --root /fwt/probes >/dev/null || { echo "FAIL: fleet init"; exit 1; }
 POD_NAME=pod-7 sys_start "$SYS_TMP/pod.log" env POD_NAME=pod-7 "$FLAKESOCK" --threads 1 \
 	--set "state.file=$SYS_TMP/pod/mark" --set "metrics.listen=127.0.0.1:9854" \
 	--set net.udp_port=4254 --set stats.interval_s=0 --set "fleet.zookeeper=$ZK_CONNECT" \

@@ -9,9 +9,25 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   so a responder that does not trust this host still answers in full;
 - each responder has a connected UDP socket, so a closed port (ICMP port
   unreachable: ECONNREFUSED) moves to the next responder at once;
-- a silent responder is asked again (timeout, 2x, 4x, ...: 3 s with the
-  defaults), then the next one, round robin; CLOCK_UNSAFE and NO_LEASE move to the next responder at
-  once; RETRY_AFTER waits as told (at most 1 s) and counts as an attempt;
+- availability (doc/clients.md, "Availability: deadlines, hedging, health";
+  the C client's lib/client/route.h): timeout is each call's deadline; a
+  request goes to healthy responders first (configured order), then those
+  holding off after RETRY_AFTER, then unhealthy ones; without a reply after
+  the hedge delay (p99 of the last 256 round trips, hedge_min..100 ms, 10 ms
+  before 16 are known) it goes to the next responder too while the hedge
+  budget allows (10 tokens, hedge_budget_pct % of one per call), and after
+  max(4 x delay, 50 ms), doubling, it is resent; refused (ECONNREFUSED),
+  NO_LEASE, CLOCK_UNSAFE and REFUSED move on at once and make the responder
+  unhealthy, as does losing a hedge race or silence until the deadline;
+  such a responder is asked again in the call only 10 ms later (a lone one
+  every 10 ms until the deadline, whose NoResponseError says "answered
+  NO_LEASE"); REFUSED from every responder in one call raises StatusError
+  at once; BAD_REQUEST and BAD_VERSION raise StatusError at once (another
+  responder would say the same) and leave the responder healthy;
+  RETRY_AFTER holds the responder off for its hint and moves on at once (a
+  lone responder is asked again after the hint, until the deadline); an
+  unhealthy responder is probed with INFO every 100 ms by a daemon thread
+  and used again once it answers;
 - every ID is checked before it is handed out: positive, strictly increasing
   within a reply and above the last one seen from that worker, no more than
   asked, carrying the datacenter and worker the reply names (the layout is
@@ -41,6 +57,7 @@ import asyncio
 import collections
 import itertools
 import os
+import select
 import socket
 import threading
 import time
@@ -54,6 +71,14 @@ from .layout import DEFAULT as DEFAULT_LAYOUT, INT64_MAX, Layout, uuid7_parts
 
 RETRY_AFTER_MAX_US = 1_000_000
 WORKERS_TRACKED = 64
+# The availability contract's constants (doc/clients.md, "Availability").
+RTT_WINDOW, RTT_EVERY, RTT_MIN_SAMPLES = 256, 64, 16
+D_DEFAULT, D_MAX, T_MIN = 0.010, 0.100, 0.050
+# REASK: a responder refused, or answering NO_LEASE, CLOCK_UNSAFE or REFUSED,
+# is asked again in the same call after this.
+PROBE_EVERY, REASK, RETRY_AFTER_MIN = 0.100, 0.010, 0.001
+TOKENS_CAP = 10.0
+REFILL_PAUSE = 0.010
 
 
 class FlakewireError(Exception):
@@ -69,8 +94,9 @@ class ResolveError(FlakewireError, OSError):
 
 
 class NoResponseError(FlakewireError, TimeoutError):
-    """No responder answered within its attempts; .tried lists
-    "SERVER: what happened" for each server tried."""
+    """No usable reply before the call's deadline; .tried lists
+    "SERVER: what it did" for each server ("no reply in 80 ms",
+    "RETRY_AFTER 900 ms", "refused", "answered NO_LEASE", "not asked")."""
 
     def __init__(self, tried: List[str]):
         self.tried = tried
@@ -86,8 +112,9 @@ class ClosedError(FlakewireError):
 
 class StatusError(FlakewireError):
     """A responder answered with an error status (status, status_name,
-    reply); also raised when every responder kept answering RETRY_AFTER,
-    CLOCK_UNSAFE or NO_LEASE."""
+    reply): BAD_REQUEST or BAD_VERSION from one, or REFUSED from every
+    responder in one call. (NO_LEASE and CLOCK_UNSAFE are asked again until
+    the deadline: NoResponseError.)"""
 
     def __init__(self, reply: wire.Reply):
         self.reply = reply
@@ -153,6 +180,7 @@ class _Server:
         # Connected: the kernel reports ICMP port unreachable as ECONNREFUSED.
         try:
             sock.connect(self.addr)
+            sock.setblocking(False)  # waits are select()s over every responder asked
         except BaseException:
             sock.close()
             raise
@@ -169,12 +197,135 @@ class _Server:
             pass
 
 
+class _Route:
+    """Which responder a request goes to (the C client's lib/client/route.h):
+    health, hold-offs, the RTT window, the hedge budget and the probe thread.
+    Shared by every call of one client; its lock is never held across I/O."""
+
+    def __init__(self, servers: List["_Server"], hedge_min: float, budget_pct: int):
+        self.srv = servers
+        self.hedge_min, self.budget = hedge_min, budget_pct / 100.0
+        self._reset()
+
+    def _reset(self) -> None:
+        n = len(self.srv)
+        self.lock = threading.Lock()
+        self.healthy = [True] * n
+        self.hold = [0.0] * n
+        self.rtt: List[float] = []
+        self.rtt_count = 0
+        self.d = D_DEFAULT
+        self.tokens = TOKENS_CAP if self.budget else 0.0  # a budget of 0: never hedge
+        self.hedges = 0
+        self.probe: Optional[threading.Thread] = None
+        self.probe_socks: Dict[int, socket.socket] = {}
+        self.stop = False
+
+    def forked(self) -> None:
+        """In a forked child: as a new client's (no probe thread, all healthy,
+        no round trip known, a full budget); the parent's probe sockets closed."""
+        for sk in self.probe_socks.values():
+            sk.close()
+        self._reset()
+
+    def close(self) -> None:
+        with self.lock:
+            self.stop = True
+            t = self.probe
+        if t is not None and t is not threading.current_thread():
+            t.join(1.0)
+        for sk in list(self.probe_socks.values()):
+            sk.close()
+
+    def add_rtt(self, rtt: float) -> None:
+        """Under lock."""
+        if len(self.rtt) < RTT_WINDOW:
+            self.rtt.append(rtt)
+        else:
+            self.rtt[self.rtt_count % RTT_WINDOW] = rtt
+        self.rtt_count += 1
+        if self.rtt_count == RTT_MIN_SAMPLES or self.rtt_count % RTT_EVERY == 0:
+            v = sorted(self.rtt)
+            k = -(-len(v) * 99 // 100)  # ceil(0.99 n), 1-based
+            self.d = min(max(v[k - 1], self.hedge_min), D_MAX)
+
+    def set_unhealthy(self, i: int) -> None:
+        """Under lock: marks @i unhealthy and makes sure a probe thread runs."""
+        self.healthy[i] = False
+        if self.stop or (self.probe is not None and self.probe.is_alive()):
+            return
+        self.probe = threading.Thread(target=self._probe_run, name="flakewire-probe",
+                                      daemon=True)
+        self.probe.start()
+
+    def _probe_run(self) -> None:
+        while True:
+            sent: Dict[socket.socket, Tuple[int, int]] = {}
+            with self.lock:
+                if self.stop:
+                    return
+                sick = [i for i, ok in enumerate(self.healthy) if not ok]
+                if not sick:
+                    self.probe = None
+                    return
+            for i in sick:
+                try:
+                    sk = self.probe_socks.get(i)
+                    if sk is None:
+                        sk = self.probe_socks[i] = self.srv[i]._connected()
+                    tag = int.from_bytes(os.urandom(8), "big")
+                    sk.send(wire.encode_request(wire.OP_INFO, 0, tag, False))
+                    sent[sk] = (i, tag)
+                except OSError:
+                    continue
+            end = time.monotonic() + PROBE_EVERY
+            while sent and time.monotonic() < end and not self.stop:
+                try:
+                    ready, _, _ = select.select(list(sent), [], [],
+                                                max(0.0, end - time.monotonic()))
+                except (OSError, ValueError):
+                    break
+                for sk in ready:
+                    i, tag = sent[sk]
+                    try:
+                        buf = sk.recv(2048)
+                        rep = wire.parse_reply(buf)
+                    except (OSError, wire.WireError):
+                        continue
+                    if rep.tag == tag and rep.request_op == wire.OP_INFO and \
+                            rep.status == wire.ST_OK:
+                        with self.lock:
+                            self.healthy[i] = True
+            rest = end - time.monotonic()
+            if rest > 0 and not self.stop:
+                time.sleep(rest)
+
+    def order_next(self, in_round: List[bool], now: float) -> Tuple[int, float]:
+        """Under lock: the first of the order (eligible, held off by earliest
+        end, unhealthy) not asked in this round, and when it may be sent to."""
+        if all(in_round):
+            for i in range(len(in_round)):
+                in_round[i] = False
+        best, best_rank = -1, 3
+        for i in range(len(self.srv)):
+            if in_round[i]:
+                continue
+            rank = 2 if not self.healthy[i] else 1 if self.hold[i] > now else 0
+            if rank < best_rank or (rank == 1 and best_rank == 1
+                                    and self.hold[i] < self.hold[best]):
+                best, best_rank = i, rank
+        return best, max(now, self.hold[best])
+
+
 class Client:
     """A client for responders tried in the order given.
 
     servers   "HOST:PORT", "HOST", "[IPV6]:PORT", "[IPV6]" or bare IPv6;
-    timeout   first attempt's wait in seconds (0.001..60), doubled per retry;
-    retries   resends per responder (0..10);
+    timeout   each call's deadline in seconds (0.001..60; default 1): a call
+              (get, info, one refill of next()) returns or raises by then;
+    retries   no longer used: the deadline bounds a call (accepted, ignored);
+    hedge_min the hedge delay's floor in seconds (0..0.1; default 0.002);
+    hedge_budget_pct  hedges allowed, % of calls (0..100; default 5; 0: none);
     prefetch  IDs fetched per refill by next() (1..2^20);
     low_water next() refills in the background below this many (0..2^20);
     trusted   do not pad requests (loopback or a trusted source);
@@ -191,15 +342,17 @@ class Client:
     on one lock while the GIL switches between them).
     """
 
-    def __init__(self, servers: Sequence[str], *, timeout: float = 0.2, retries: int = 3,
+    def __init__(self, servers: Sequence[str], *, timeout: float = 1.0, retries: int = 3,
                  prefetch: int = 1024, low_water: int = 256, trusted: bool = False,
-                 use_range: bool = True, max_skew_ms: int = 300_000, max_age_ms: int = 1000):
+                 use_range: bool = True, max_skew_ms: int = 300_000, max_age_ms: int = 1000,
+                 hedge_min: float = 0.002, hedge_budget_pct: int = 5):
         if isinstance(servers, str):
             servers = [servers]
         if not servers:
             raise AddressError("servers: at least one responder is needed")
         _check("timeout", timeout, 0.001, 60)
-        _check("retries", retries, 0, 10)
+        _check("hedge_min", hedge_min, 0, D_MAX)
+        _check("hedge_budget_pct", hedge_budget_pct, 0, 100)
         _check("prefetch", prefetch, 1, 1 << 20)
         _check("low_water", low_water, 0, 1 << 20)
         _check("max_skew_ms", max_skew_ms, 0, 1 << 40)
@@ -216,7 +369,7 @@ class Client:
         except BaseException:
             self.close()
             raise
-        self._cur = 0
+        self._route = _Route(self._srv, hedge_min, hedge_budget_pct)
         self._closed = False
         self._net = threading.Lock()        # one exchange at a time
         self._layout: Optional[Layout] = None
@@ -262,6 +415,7 @@ class Client:
         self._hold_until = 0.0
         self._seen = {}
         self.stats = collections.Counter()
+        self._route.forked()
         if not self._closed:
             for s in self._srv:
                 s.reopen()
@@ -271,6 +425,8 @@ class Client:
         """Closes the sockets: every later call raises ClosedError, and the
         IDs still buffered are dropped."""
         self._closed = True
+        if hasattr(self, "_route"):
+            self._route.close()
         for s in self._srv:
             s.sock.close()
         if hasattr(self, "_buf"):
@@ -297,27 +453,27 @@ class Client:
         """The responders' layout (for decode and uuid7_parts), asked with
         an INFO request if no request has learnt it yet; DEFAULT when the
         responder's INFO carries none."""
+        deadline = time.monotonic() + self.timeout
         with self._net:
-            self._ensure_layout()
+            self._ensure_layout(deadline)
             return self._layout or DEFAULT_LAYOUT
 
     # -- exchanges
-    def _await(self, srv: _Server, op: int, tag: int, deadline: float) -> Optional[wire.Reply]:
+    def _read(self, i: int, op: int, tag: int) -> Optional[wire.Reply]:
+        """The reply to (op, tag) queued on responder i's socket, if any.
+        ConnectionRefusedError when it refused."""
+        srv = self._srv[i]
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
             try:
-                srv.sock.settimeout(left)
                 buf, frm = srv.sock.recvfrom(2048)
-            except socket.timeout:
+            except (BlockingIOError, InterruptedError):
                 return None
             except ConnectionRefusedError:
                 raise
             except OSError:
                 if self._closed:
                     raise ClosedError() from None
-                continue
+                return None
             if (frm[0], frm[1]) != srv.key:
                 self.stats["stray"] += 1
                 continue
@@ -334,59 +490,157 @@ class Client:
                 continue
             return rep
 
-    def _exchange(self, op: int, count: int) -> wire.Reply:
-        """One request with retries, RETRY_AFTER and failover; caller holds _net."""
+    def _exchange(self, op: int, count: int, deadline: float) -> wire.Reply:
+        """One call as doc/clients.md "Availability" says: the same request
+        (one tag) to the responders in order, hedged, resent, moved on, until
+        a reply or the deadline; caller holds _net."""
         if self._closed:
             raise ClosedError()
         tag = int.from_bytes(os.urandom(8), "big")
         # RANGE pads for 2^seq_bits IDs per range once INFO gave the layout.
         seq = self._layout.seq_bits if self._layout else 12
         req = wire.encode_request(op, count, tag, not self.trusted, seq)
-        retry_after: Optional[wire.Reply] = None
-        moved: Optional[wire.Reply] = None
-        tried: List[str] = []
-        for _ in range(len(self._srv)):
-            srv = self._srv[self._cur]
-            what, waited = "", 0.0
-            for a in range(self.retries + 1):
+        r, n = self._route, len(self._srv)
+        first = [0.0] * n       # first send to each in this call (0: never)
+        last = [0.0] * n        # last send to each
+        what: List[Optional[str]] = [None] * n  # what each did, for the error
+        in_round, refused_st = [False] * n, [False] * n
+        with r.lock:
+            r.tokens = min(r.tokens + r.budget, TOKENS_CAP)
+            d = r.d
+            pending, at = r.order_next(in_round, time.monotonic())
+        t_wait = max(4 * d, T_MIN)
+        sends, hedge, last_send = 0, False, 0.0
+
+        def schedule(now: float) -> None:
+            nonlocal pending, at
+            with r.lock:
+                pending, at = r.order_next(in_round, now)
+
+        while True:
+            now = time.monotonic()
+            if self._closed:
+                raise ClosedError()
+            if now >= deadline:
+                with r.lock:
+                    for i in range(n):
+                        if what[i] == "sent":
+                            r.set_unhealthy(i)
+                tried = []
+                for i, srv in enumerate(self._srv):
+                    w = what[i]
+                    if w is None:
+                        w = "not asked"
+                    elif w == "sent":
+                        w = f"no reply in {int((now - first[i]) * 1000)} ms"
+                    tried.append(f"{srv.spec}: {w}")
+                raise NoResponseError(tried)
+            if pending >= 0 and now >= at:
+                i, pending = pending, -1
+                if sends and not hedge:
+                    t_wait *= 2
+                sends += 1
+                first[i] = first[i] or now
+                last[i] = last_send = now
+                in_round[i] = True
+                what[i] = what[i] or "sent"
+                self.stats["requests"] += 1
                 try:
-                    srv.sock.send(req)
-                    self.stats["requests"] += 1
-                    rep = self._await(srv, op, tag, time.monotonic() + self.timeout * (1 << a))
+                    self._srv[i].sock.send(req)
                 except ConnectionRefusedError:
-                    self.stats["refused"] += 1
-                    what = "refused (ICMP port unreachable)"
-                    break
-                except OSError as e:
+                    self._refused(i, what, in_round)
+                    schedule(time.monotonic())
+                except OSError:
                     if self._closed:
                         raise ClosedError() from None
-                    what = str(e)
-                    break
-                if rep is None:
+                continue
+            until = deadline
+            if pending >= 0:
+                until = min(until, at)
+            else:
+                with r.lock:
+                    can_hedge = n > 1 and r.tokens >= 1 and not all(first)
+                    if can_hedge and now >= last_send + d:
+                        r.tokens -= 1
+                        r.hedges += 1
+                if can_hedge and now >= last_send + d:
+                    self.stats["hedges"] += 1
+                    hedge = True
+                    schedule(now)
+                    continue
+                if now >= last_send + t_wait:
                     self.stats["timeouts"] += 1
-                    waited += self.timeout * (1 << a)
-                    what = f"no reply in {waited:g} s"
+                    hedge = False
+                    schedule(now)
+                    continue
+                if can_hedge:
+                    until = min(until, last_send + d)
+                until = min(until, last_send + t_wait)
+            asked = [self._srv[i].sock for i in range(n) if first[i]]
+            try:
+                ready, _, _ = select.select(asked, [], [], max(0.0, until - now))
+            except (OSError, ValueError):
+                if self._closed:
+                    raise ClosedError() from None
+                raise
+            for sk in ready:
+                i = next(k for k in range(n) if self._srv[k].sock is sk)
+                try:
+                    rep = self._read(i, op, tag)
+                except ConnectionRefusedError:
+                    self._refused(i, what, in_round)
+                    if pending < 0:
+                        hedge = False
+                        schedule(time.monotonic())
+                    continue
+                if rep is None:
                     continue
                 self.last_reply = rep
+                now = time.monotonic()
                 if rep.status == wire.ST_OK:
+                    with r.lock:
+                        r.add_rtt(now - last[i])
+                        for j in range(n):
+                            if j != i and what[j] == "sent":
+                                r.set_unhealthy(j)
+                        r.healthy[i] = True
                     return rep
                 if rep.status == wire.ST_RETRY_AFTER:
                     self.stats["retry_after"] += 1
-                    retry_after = rep
-                    time.sleep(min(rep.retry_after_us, RETRY_AFTER_MAX_US) / 1e6)
+                    hint = min(rep.retry_after_us, RETRY_AFTER_MAX_US) / 1e6
+                    with r.lock:
+                        r.hold[i] = now + max(hint, RETRY_AFTER_MIN)
+                    what[i] = f"RETRY_AFTER {rep.retry_after_us // 1000} ms"
+                    hedge = False
+                    schedule(now)
                     continue
-                if rep.status in (wire.ST_CLOCK_UNSAFE, wire.ST_NO_LEASE):
-                    moved = rep
-                    break
-                raise StatusError(rep)
-            tried.append(f"{srv.spec}: {what}")
-            self._cur = (self._cur + 1) % len(self._srv)
-            self.stats["failovers"] += 1
-        if moved is not None:
-            raise StatusError(moved)
-        if retry_after is not None:
-            raise StatusError(retry_after)
-        raise NoResponseError(tried)
+                # the protocol's spelling, as RETRY_AFTER's: "answered NO_LEASE"
+                what[i] = "answered " + wire.status_name(rep.status).upper().replace("-", "_")
+                if rep.status not in (wire.ST_CLOCK_UNSAFE, wire.ST_NO_LEASE,
+                                      wire.ST_REFUSED):
+                    # BAD_REQUEST, BAD_VERSION: any responder would say the
+                    # same; this one is not unhealthy.
+                    raise StatusError(rep)
+                # It may issue later (NO_LEASE, CLOCK_UNSAFE), another's policy
+                # may admit us (REFUSED): move on, ask it again after REASK.
+                refused_st[i] = refused_st[i] or rep.status == wire.ST_REFUSED
+                self.stats["failovers"] += 1
+                with r.lock:
+                    r.hold[i] = now + REASK
+                    r.set_unhealthy(i)
+                if all(refused_st):
+                    raise StatusError(rep)
+                hedge = False
+                schedule(now)
+
+    def _refused(self, i: int, what: List[Optional[str]], in_round: List[bool]) -> None:
+        self.stats["refused"] += 1
+        self.stats["failovers"] += 1
+        what[i] = "refused"
+        r = self._route
+        with r.lock:
+            r.hold[i] = time.monotonic() + REASK
+            r.set_unhealthy(i)
 
     def _adopt_info(self, rep: wire.Reply) -> None:
         i = rep.info
@@ -401,13 +655,15 @@ class Client:
             self._layout = lay
         self._info_done = True
 
-    def _ensure_layout(self) -> None:
+    def _ensure_layout(self, deadline: float) -> None:
         if self._info_done:
             return
         try:
-            self._adopt_info(self._exchange(wire.OP_INFO, 0))
+            self._adopt_info(self._exchange(wire.OP_INFO, 0, deadline))
         except StatusError as e:
-            if e.status == wire.ST_RETRY_AFTER:
+            # BAD_REQUEST, BAD_VERSION: no INFO here, only that check is lost;
+            # REFUSED everywhere fails the call (the layout may come later).
+            if e.status == wire.ST_REFUSED:
                 raise
         self._info_done = True
 
@@ -447,10 +703,10 @@ class Client:
         if len(self._seen) > WORKERS_TRACKED:
             self._seen.pop(next(iter(self._seen)))
 
-    def _fetch(self, use_range: bool, want: int) -> List[Tuple[int, int]]:
+    def _fetch(self, use_range: bool, want: int, deadline: float) -> List[Tuple[int, int]]:
         """One LIST or RANGE request, validated; caller holds _net."""
-        self._ensure_layout()
-        rep = self._exchange(wire.OP_RANGE if use_range else wire.OP_LIST, want)
+        self._ensure_layout(deadline)
+        rep = self._exchange(wire.OP_RANGE if use_range else wire.OP_LIST, want, deadline)
         runs = rep.ranges if use_range else [(i, 1) for i in rep.ids]
         self._validate(rep, runs, want)
         return runs
@@ -458,9 +714,10 @@ class Client:
     # -- one-shot calls
     def get(self) -> int:
         """One ID, one round trip (an ID request)."""
+        deadline = time.monotonic() + self.timeout
         with self._net:
-            self._ensure_layout()
-            rep = self._exchange(wire.OP_ID, 1)
+            self._ensure_layout(deadline)
+            rep = self._exchange(wire.OP_ID, 1, deadline)
             self._validate(rep, [(rep.ids[0], 1)], 1)
             return rep.ids[0]
 
@@ -469,23 +726,27 @@ class Client:
         a responder answers PARTIAL)."""
         _check("n", n, 0, 1 << 30)
         out: List[int] = []
+        deadline = time.monotonic() + self.timeout
         with self._net:
             while len(out) < n:
-                out.extend(f for f, _ in self._fetch(False, min(n - len(out), wire.LIST_MAX)))
+                out.extend(f for f, _ in self._fetch(False, min(n - len(out), wire.LIST_MAX),
+                                                     deadline))
         return out
 
     def get_range(self, want: int) -> List[Tuple[int, int]]:
         """Up to want (1..65535) IDs as (first, n) runs of consecutive IDs,
         one RANGE request; the responder may give fewer (PARTIAL)."""
         _check("want", want, 1, wire.RANGE_IDS_MAX)
+        deadline = time.monotonic() + self.timeout
         with self._net:
-            return self._fetch(True, want)
+            return self._fetch(True, want, deadline)
 
     def info(self) -> wire.Reply:
         """The current responder's INFO reply (.info holds the record); its
         layout is adopted for the ID checks if none was known."""
+        deadline = time.monotonic() + self.timeout
         with self._net:
-            rep = self._exchange(wire.OP_INFO, 0)
+            rep = self._exchange(wire.OP_INFO, 0, deadline)
             self._adopt_info(rep)
             return rep
 
@@ -496,9 +757,10 @@ class Client:
         worker, a time near this clock, and, with the layout, flakewire's
         tag and the datacenter and worker the reply names."""
         _check("n", n, 1, wire.UUID7_MAX)
+        deadline = time.monotonic() + self.timeout
         with self._net:
-            self._ensure_layout()
-            rep = self._exchange(wire.OP_UUID7, n)
+            self._ensure_layout(deadline)
+            rep = self._exchange(wire.OP_UUID7, n, deadline)
             self._validate_uuids(rep, n)
             return rep.uuids
 
@@ -544,10 +806,11 @@ class Client:
         err: Optional[BaseException] = None
         per = wire.RANGE_IDS_MAX if self.use_range else wire.LIST_MAX
         fetched = 0
+        deadline = time.monotonic() + self.timeout  # a refill is one call
         try:
             while fetched < want:
                 with self._net:
-                    runs = self._fetch(self.use_range, min(want - fetched, per))
+                    runs = self._fetch(self.use_range, min(want - fetched, per), deadline)
                 with self._buf:
                     if self._closed:
                         raise ClosedError()
@@ -564,8 +827,8 @@ class Client:
         except BaseException as e:  # noqa: BLE001 - handed to the callers
             err = e
         with self._buf:
-            if err is not None:
-                self._hold_until = time.monotonic() + self.timeout * (1 << self.retries)
+            if err is not None:  # health memory makes the next one fast: a short pause
+                self._hold_until = time.monotonic() + REFILL_PAUSE
             self._error = err
             self._refilling = False
             self._gen += 1
@@ -629,6 +892,7 @@ class Client:
 
     def _next_slow(self, loc) -> int:
         loc.it = None  # empty or expired: these IDs are wasted, never reused
+        deadline = time.monotonic() + self.timeout  # a caller waits at most its own
         with self._buf:
             gen = None
             while True:
@@ -647,7 +911,10 @@ class Client:
                 if not self._refilling:
                     self._start_refill()
                 gen = self._gen
-                self._buf.wait()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise NoResponseError([f"next(): no refill within {self.timeout:g} s"])
+                self._buf.wait(left)
 
     def next_str(self) -> str:
         """next() as a decimal string (for JSON and JavaScript consumers)."""

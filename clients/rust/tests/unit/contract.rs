@@ -204,3 +204,111 @@ fn hedges_stay_within_the_budget() {
     let second_sends = hedged.load(Ordering::Acquire);
     assert!(second_sends <= bound, "{} second requests of a call reached the fakes", second_sends);
 }
+
+// The contract's "Statuses" (doc/clients.md): one test per rule.
+
+/// A fake answering INFO, and ID requests with `st` while `bad(n)` holds for
+/// the n-th of them (from 0).
+fn status_fake(worker: u16, st: u8, bad: impl Fn(u64) -> bool + Send + Sync + 'static) -> Fake {
+    let n = AtomicU64::new(0);
+    Fake::new(
+        worker,
+        Box::new(move |r, ids| {
+            if r.op != OP_INFO && bad(n.fetch_add(1, Ordering::AcqRel)) {
+                vec![Out(Duration::ZERO, status(r, st, 0))]
+            } else {
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            }
+        }),
+    )
+}
+
+/// A lone responder answering NO_LEASE twice, then OK: the call succeeds.
+#[test]
+fn lone_no_lease_is_asked_again() {
+    let f = status_fake(5, ST_NO_LEASE, |n| n < 2);
+    let c = Client::new(&[f.addr]).unwrap();
+    let id = c.get().expect("a lone responder's NO_LEASE is asked again within the deadline");
+    assert_eq!(worker_of(id), 5);
+    assert_eq!(f.count(OP_ID), 3);
+}
+
+/// A lone responder answering NO_LEASE always: the no-response error at
+/// the deadline (not before), naming the status.
+#[test]
+fn lone_no_lease_fails_at_the_deadline_naming_it() {
+    let f = status_fake(5, ST_NO_LEASE, |_| true);
+    let deadline = Duration::from_millis(400);
+    let c = Client::builder().timeout(deadline).build(&[f.addr]).unwrap();
+    let t = Instant::now();
+    let e = c.get().unwrap_err();
+    let took = t.elapsed();
+    assert!(took >= deadline && took <= deadline + Duration::from_secs(2), "failed after {:?}", took);
+    match &e {
+        Error::NoResponse { tried } => assert_eq!(tried, &[format!("{}: answered NO_LEASE", f.addr)]),
+        other => panic!("not the no-response error: {:?}", other),
+    }
+    assert!(f.count(OP_ID) >= 3, "{} ID requests: not asked again", f.count(OP_ID));
+}
+
+/// Two responders both answering REFUSED: Error::Status once both did,
+/// well before the deadline.
+#[test]
+fn all_refused_fails_at_once() {
+    let a = status_fake(1, ST_REFUSED, |_| true);
+    let b = status_fake(2, ST_REFUSED, |_| true);
+    let deadline = Duration::from_secs(10);
+    let c = Client::builder().timeout(deadline).build(&[a.addr, b.addr]).unwrap();
+    let t = Instant::now();
+    match c.get() {
+        Err(Error::Status { status, .. }) => assert_eq!(status, ST_REFUSED),
+        other => panic!("not the status error: {:?}", other),
+    }
+    assert!(t.elapsed() < deadline / 2, "failed after {:?}", t.elapsed());
+    assert!(a.count(OP_ID) >= 1 && b.count(OP_ID) >= 1, "{} and {} ID requests", a.count(OP_ID), b.count(OP_ID));
+    assert!(!c.health()[0].healthy && !c.health()[1].healthy, "{:?}", c.health());
+}
+
+/// The first answering REFUSED, the second OK: the second's ID.
+#[test]
+fn refused_moves_on() {
+    let a = status_fake(1, ST_REFUSED, |_| true);
+    let b = Fake::answering(2);
+    let c = Client::new(&[a.addr, b.addr]).unwrap();
+    assert_eq!(worker_of(c.get().expect("the second answers")), 2);
+    assert_eq!(a.count(OP_ID), 1);
+    assert!(!c.health()[0].healthy, "{:?}", c.health());
+}
+
+/// BAD_REQUEST (and BAD_VERSION) from the first: Error::Status at once, the
+/// second never asked, the first still healthy. The first answers 20 calls
+/// first (a warm client; should a slow round trip lose a race, the probe
+/// makes both healthy again before the test goes on), and
+/// there is no hedging (a hedge after d would ask the second).
+#[test]
+fn bad_request_ends_the_call() {
+    for st in [ST_BAD_REQUEST, ST_BAD_VERSION] {
+        let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let on2 = on.clone();
+        let a = status_fake(1, st, move |_| on2.load(Ordering::Acquire));
+        let b = Fake::answering(2);
+        let deadline = Duration::from_secs(10);
+        let c = Client::builder().timeout(deadline).hedge_budget_pct(0).build(&[a.addr, b.addr]).unwrap();
+        for _ in 0..20 {
+            c.get().unwrap();
+        }
+        wait_for("both healthy", Duration::from_secs(3), || c.health().iter().all(|h| h.healthy));
+        on.store(true, Ordering::Release);
+        let (before, probes) = (b.calls() + b.count(OP_INFO), c.stats().probes);
+        let t = Instant::now();
+        match c.get() {
+            Err(Error::Status { status, .. }) => assert_eq!(status, st),
+            other => panic!("status {}: not the status error: {:?}", st, other),
+        }
+        assert!(t.elapsed() < deadline / 2, "failed after {:?}", t.elapsed());
+        thread::sleep(Duration::from_millis(150)); // a probe would have gone by now
+        assert_eq!(b.calls() + b.count(OP_INFO), before, "status {}: the second was asked", st);
+        assert!(c.health()[0].healthy, "status {}: {:?}", st, c.health());
+        assert_eq!(c.stats().probes, probes);
+    }
+}

@@ -6,4 +6,5 @@
 mod client;
 mod common;
 mod contract;
+mod fork;
 mod vectors;

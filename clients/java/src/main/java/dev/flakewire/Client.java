@@ -27,11 +27,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * <li>a call (one get, one refill of next(), one INFO) has a deadline, {@link Options#timeoutMs} after it started,
  * not an attempt count; it follows the availability contract of doc/clients.md, section "Availability: deadlines,
  * hedging, health" (the class Responders): a closed port (ICMP port unreachable on the responder's connected socket),
- * an error status (CLOCK_UNSAFE, NO_LEASE, REFUSED, ...) and RETRY_AFTER move the call to the next responder at once;
- * a hedged request goes to the next responder after a delay learnt from this client's round trips, under a budget;
- * a responder that refused, answered an error status or stayed silent is remembered as unhealthy, skipped while
- * others are healthy, and probed with INFO every 100 ms until it answers; RETRY_AFTER holds a responder off for its
- * hint; with one responder, refusals and RETRY_AFTER are retried until the deadline;</li>
+ * CLOCK_UNSAFE, NO_LEASE, REFUSED and RETRY_AFTER move the call to the next responder at once; BAD_REQUEST and
+ * BAD_VERSION (another responder would say the same), and REFUSED from every responder, end it at once with a
+ * {@link StatusException}; a hedged request goes to the next responder after a delay learnt from this client's
+ * round trips, under a budget; a responder that refused, answered CLOCK_UNSAFE, NO_LEASE or REFUSED, or stayed
+ * silent is remembered as unhealthy, skipped while others are healthy, and probed with INFO every 100 ms until it
+ * answers; RETRY_AFTER holds a responder off for its hint; with one responder, refusals, CLOCK_UNSAFE, NO_LEASE
+ * (every 10 ms) and RETRY_AFTER are retried until the deadline;</li>
  * <li>every ID is checked before it is handed out: positive, strictly increasing within a reply and above the last
  * one seen from that worker, no more than asked, carrying the datacenter and worker the reply names (the layout is
  * learnt with an INFO request first) and a time within {@link Options#maxSkewMs} of this host's clock.</li>
@@ -390,7 +392,7 @@ public final class Client implements AutoCloseable {
         try {
             adoptInfo(exchange(Wire.OP_INFO, 0, deadline));
         } catch (StatusException e) {
-            // every responder answered an error status: the ID request says what follows
+            // BAD_REQUEST, BAD_VERSION, or REFUSED from every responder: the ID request says what follows
         }
         infoDone = true;
     }

@@ -34,14 +34,17 @@ final class Responders implements AutoCloseable {
     private static final long MS = 1_000_000L;
     /** An unhealthy responder is asked INFO this often. */
     static final long PROBE_EVERY_NS = 100 * MS;
-    /** A refusing responder is asked again at most this often within a call (a restart refuses until it binds). */
+    /**
+     * A responder that refused or answered NO_LEASE, CLOCK_UNSAFE or REFUSED is asked again at most this often within
+     * a call (a restart refuses until it binds).
+     */
     static final long REFUSED_RESEND_NS = 10 * MS;
     /** The resend after a timeout waits max(4 x hedge delay, this), doubling. */
     static final long RESEND_MIN_NS = 50 * MS;
     /** The hedge delay before 16 round trips are known, and its ceiling. */
     static final long HEDGE_COLD_NS = 10 * MS, HEDGE_MAX_NS = 100 * MS;
-    /** A RETRY_AFTER hint shorter than this holds the responder off this long (no resend loop on a zero hint). */
-    static final long HOLD_MIN_NS = 100_000;
+    /** A RETRY_AFTER hint shorter than this holds the responder off this long (the contract's 1 ms..1 s clamp). */
+    static final long HOLD_MIN_NS = MS;
     private static final int RTT_RING = 256, RTT_MIN = 16, RTT_EVERY = 64;
     private static final double TOKENS_MAX = 10;
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -70,13 +73,12 @@ final class Responders implements AutoCloseable {
     private static final class Call {
         final int[] sends;
         final long[] lastSendNs, pendingSinceNs, refusedNs;
-        final boolean[] pending, refused, excluded;
+        final boolean[] pending, refused, excluded, policy; // policy: answered REFUSED
         final String[] what;
         long endNs;
         boolean ended;
         /** The send owed: 0 none, 1 the first, 2 a failover (after refused, RETRY_AFTER, a bad status), 3 a resend. */
         int owed = 1;
-        StatusException bad;
 
         Call(int n) {
             sends = new int[n];
@@ -86,6 +88,7 @@ final class Responders implements AutoCloseable {
             pending = new boolean[n];
             refused = new boolean[n];
             excluded = new boolean[n];
+            policy = new boolean[n];
             what = new String[n];
         }
     }
@@ -197,7 +200,7 @@ final class Responders implements AutoCloseable {
      * Where the call sends next: eligible responders (healthy, not held off) and then unhealthy ones, skipping the
      * held-off ones, the one sent fewest times in this call first (so sends cycle through them); a responder that
      * refused in this call at most every 10 ms. With no eligible responder, the held-off one whose hint ends first, at
-     * the end of its hint. Null when every responder answered an error status in this call.
+     * the end of its hint. Null when every responder's socket failed in this call.
      */
     private synchronized Pick pick(Call c, long now) {
         boolean eligible = false, held = false;
@@ -268,8 +271,11 @@ final class Responders implements AutoCloseable {
             for (Peer p : peers) {
                 int i = p.index;
                 String w;
-                if (c.pending[i]) w = "no reply in " + ms(end - c.pendingSinceNs[i]);
-                else if (c.what[i] != null) w = c.what[i];
+                // Silence unless it answered and was asked again less than 50 ms ago (a lone responder's NO_LEASE,
+                // resent every 10 ms, stays "answered NO_LEASE").
+                if (c.pending[i] && (c.what[i] == null || end - c.pendingSinceNs[i] >= RESEND_MIN_NS)) {
+                    w = "no reply in " + ms(end - c.pendingSinceNs[i]);
+                } else if (c.what[i] != null) w = c.what[i];
                 else {
                     synchronized (this) {
                         w = "not tried (" + (p.holdUntilNs - now > 0 ? "held off by RETRY_AFTER"
@@ -347,7 +353,11 @@ final class Responders implements AutoCloseable {
         markUnhealthy(p, what);
     }
 
-    /* Reads p's datagrams; the OK reply of this call if one came, null otherwise (events recorded in c). */
+    /*
+     * Reads p's datagrams; the OK reply of this call if one came, null otherwise (events recorded in c). Throws the
+     * StatusException of BAD_REQUEST or BAD_VERSION, or of the REFUSED that makes every responder's (the contract's
+     * "Statuses").
+     */
     private Wire.Reply drain(Call c, Peer p, int op, long tag) throws IOException {
         for (int k = 0; k < 256; k++) {
             rx.clear();
@@ -408,11 +418,25 @@ final class Responders implements AutoCloseable {
                 }
                 continue;
             }
+            // BAD_REQUEST, BAD_VERSION: another responder would say the same: the call ends, p stays healthy.
+            // NO_LEASE, CLOCK_UNSAFE, REFUSED: p is unhealthy, the call moves on (back to p at most every 10 ms).
+            int st = r.status();
+            boolean fatal = st == Wire.ST_BAD_REQUEST || st == Wire.ST_BAD_VERSION, allRefused = true;
+            String what = "answered " + Wire.statusName(st).toUpperCase(java.util.Locale.ROOT).replace('-', '_');
             synchronized (c) {
-                c.bad = new StatusException(r);
+                c.pending[i] = false;
+                c.what[i] = what;
+                if (!fatal) {
+                    c.refused[i] = true;
+                    c.refusedNs[i] = now;
+                    c.owed = 2;
+                }
+                c.policy[i] |= st == Wire.ST_REFUSED;
+                for (boolean x : c.policy) allRefused &= x;
             }
-            String name = Wire.statusName(r.status()).toUpperCase(java.util.Locale.ROOT).replace('-', '_');
-            failed(c, p, "answered " + name);
+            if (fatal) throw new StatusException(r);
+            markUnhealthy(p, what);
+            if (allRefused) throw new StatusException(r);
         }
         return null;
     }
@@ -430,13 +454,13 @@ final class Responders implements AutoCloseable {
 
     /**
      * One call: sends req (whose tag is tag, operation op) to the responders as the contract says (failover at once on
-     * refused, RETRY_AFTER and error statuses; a hedge after the hedge delay while the budget has a token; a resend
-     * after max(4 x delay, 50 ms), doubling) until an OK reply or the deadline.
+     * refused, RETRY_AFTER, NO_LEASE, CLOCK_UNSAFE and REFUSED; a hedge after the hedge delay while the budget has a
+     * token; a resend after max(4 x delay, 50 ms), doubling) until an OK reply or the deadline.
      *
      * @return the OK reply (tag, op and source checked)
-     * @throws NoResponseException at the deadline, naming what each responder did
-     * @throws StatusException every responder answered an error status (not RETRY_AFTER) or failed in this call, and
-     *         one answered a status (NoResponseException when none did)
+     * @throws NoResponseException at the deadline, naming what each responder did (or when every socket failed)
+     * @throws StatusException at once: a responder answered BAD_REQUEST or BAD_VERSION, or every responder answered
+     *         REFUSED in this call
      * @throws ClosedException the client was closed
      */
     Wire.Reply call(int op, byte[] req, long tag, long deadlineNs) throws IOException {
@@ -464,9 +488,8 @@ final class Responders implements AutoCloseable {
                 }
                 if (owed != 0) {
                     Pick p = pick(c, now);
-                    if (p == null) { // every responder answered an error status or its socket failed
+                    if (p == null) { // every responder's socket failed
                         end(c, now);
-                        if (c.bad != null) throw c.bad;
                         throw new NoResponseException(describe(c, now));
                     }
                     if (p.atNs - now > 0) {
@@ -521,15 +544,17 @@ final class Responders implements AutoCloseable {
                 if (left >= MS) sel.select((left + MS - 1) / MS);
                 else if (left > 0) sel.select(1);
                 else sel.selectNow();
-                for (SelectionKey k : sel.selectedKeys()) {
-                    Wire.Reply r = drain(c, (Peer) k.attachment(), op, tag);
-                    if (r != null) {
-                        sel.selectedKeys().clear();
-                        end(c, System.nanoTime());
-                        return r;
+                try {
+                    for (SelectionKey k : sel.selectedKeys()) {
+                        Wire.Reply r = drain(c, (Peer) k.attachment(), op, tag);
+                        if (r != null) {
+                            end(c, System.nanoTime());
+                            return r;
+                        }
                     }
+                } finally {
+                    sel.selectedKeys().clear();
                 }
-                sel.selectedKeys().clear();
             }
         } catch (ClosedSelectorException | ClosedChannelException e) {
             if (closed) throw new ClosedException();

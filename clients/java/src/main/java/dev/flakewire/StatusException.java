@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 package dev.flakewire;
 
-/** Every responder answered an error status (not RETRY_AFTER) in one call; the last one's reply. */
+/**
+ * A call ended at once on a status (doc/clients.md, "Statuses"): a responder answered BAD_REQUEST or BAD_VERSION
+ * (another responder would say the same), or every responder answered REFUSED in the call (the last one's reply).
+ * NO_LEASE, CLOCK_UNSAFE and RETRY_AFTER never end a call: at the deadline they are named in a
+ * {@link NoResponseException} ("SERVER: answered NO_LEASE").
+ */
 public class StatusException extends FlakewireException {
     private static final long serialVersionUID = 1L;
     public final int status;

@@ -250,6 +250,130 @@ class AvailabilityTest {
         }
     }
 
+    // The contract's "Statuses" (doc/clients.md): one test per rule.
+
+    static byte[] status(byte[] req, int st, int worker) {
+        return ClientTest.reply(op(req), tag(req), st, worker);
+    }
+
+    /** A lone responder answering NO_LEASE twice, then OK: the call succeeds (it is asked again meanwhile). */
+    @Test
+    void loneNoLeaseRetriedUntilOk() throws Exception {
+        AtomicInteger n = new AtomicInteger();
+        IdSource g = new IdSource(Layout.DEFAULT, 7);
+        try (Fake a = new Fake(req -> op(req) == Wire.OP_ID && n.incrementAndGet() <= 2
+                ? List.of(status(req, Wire.ST_NO_LEASE, 7)) : List.of(ok(g, req)));
+                Client c = new Client(List.of(a.addr), null)) {
+            assertEquals(7, worker(c.get()));
+            assertEquals(3, n.get(), "ID requests");
+        }
+    }
+
+    /** A lone responder answering NO_LEASE always: NoResponseException at the deadline, naming the status. */
+    @Test
+    void loneNoLeaseFailsAtTheDeadline() throws Exception {
+        AtomicInteger n = new AtomicInteger();
+        try (Fake a = new Fake(req -> {
+            n.incrementAndGet();
+            return List.of(status(req, Wire.ST_NO_LEASE, 7));
+        })) {
+            Client.Options o = new Client.Options();
+            o.timeoutMs = 400;
+            try (Client c = new Client(List.of(a.addr), o)) {
+                long t0 = System.nanoTime();
+                NoResponseException e = assertThrows(NoResponseException.class, c::get);
+                long took = System.nanoTime() - t0;
+                assertTrue(took >= 400 * MS && took <= 2400 * MS, "failed after " + ms(took) + " ms, deadline 400");
+                assertEquals(List.of(a.addr + ": answered NO_LEASE"), e.tried);
+                assertTrue(n.get() >= 3, n.get() + " requests: not asked again until the deadline");
+            }
+        }
+    }
+
+    /** Two responders both answering REFUSED: StatusException once both did, well before the deadline. */
+    @Test
+    void allRefusedFailsAtOnce() throws Exception {
+        AtomicInteger aIds = new AtomicInteger(), bIds = new AtomicInteger();
+        try (Fake a = new Fake(req -> {
+            if (op(req) == Wire.OP_ID) aIds.incrementAndGet();
+            return List.of(status(req, Wire.ST_REFUSED, 7));
+        }); Fake b = new Fake(req -> {
+            if (op(req) == Wire.OP_ID) bIds.incrementAndGet();
+            return List.of(status(req, Wire.ST_REFUSED, 9));
+        })) {
+            Client.Options o = new Client.Options();
+            o.timeoutMs = 10_000;
+            try (Client c = new Client(List.of(a.addr, b.addr), o)) {
+                long t0 = System.nanoTime();
+                StatusException e = assertThrows(StatusException.class, c::get);
+                long took = System.nanoTime() - t0;
+                assertEquals(Wire.ST_REFUSED, e.status);
+                assertTrue(took < 5000 * MS, "failed after " + ms(took) + " ms, deadline 10000");
+                assertTrue(aIds.get() >= 1 && bIds.get() >= 1, "ID requests " + aIds.get() + " and " + bIds.get());
+                assertFalse(c.responders().healthy(0) || c.responders().healthy(1), "a REFUSED responder healthy");
+            }
+        }
+    }
+
+    /** The first answering REFUSED (to ID requests; INFO it answers), the second OK: the second's ID. */
+    @Test
+    void refusedMovesOn() throws Exception {
+        AtomicInteger aIds = new AtomicInteger();
+        IdSource ga = new IdSource(Layout.DEFAULT, 7), gb = new IdSource(Layout.DEFAULT, 9);
+        try (Fake a = new Fake(req -> {
+            if (op(req) == Wire.OP_INFO) return List.of(ok(ga, req));
+            aIds.incrementAndGet();
+            return List.of(status(req, Wire.ST_REFUSED, 7));
+        }); Fake b = new Fake(req -> List.of(ok(gb, req))); Client c = new Client(List.of(a.addr, b.addr), null)) {
+            assertEquals(9, worker(c.get()));
+            assertEquals(1, aIds.get());
+            assertFalse(c.responders().healthy(0), "the REFUSED responder is not marked unhealthy");
+        }
+    }
+
+    /**
+     * BAD_REQUEST (and BAD_VERSION) from the first: StatusException at once, the second never asked, the first still
+     * healthy. The first answers 20 calls first (a warm client: a cold JVM's first round trip can pass the 50 ms
+     * resend timer on a loaded machine, which would ask the second before the status is read; should a responder lose
+     * such a race, the probe makes both healthy again before the test goes on), and there is no hedging (a hedge after
+     * d would ask the second too).
+     */
+    @Test
+    void badRequestEndsTheCall() throws Exception {
+        for (int st : new int[] {Wire.ST_BAD_REQUEST, Wire.ST_BAD_VERSION}) {
+            AtomicBoolean bad = new AtomicBoolean();
+            AtomicInteger bReqs = new AtomicInteger();
+            IdSource ga = new IdSource(Layout.DEFAULT, 7), gb = new IdSource(Layout.DEFAULT, 9);
+            try (Fake a = new Fake(req -> List.of(bad.get() ? status(req, st, 7) : ok(ga, req)));
+                    Fake b = new Fake(req -> {
+                        if (bad.get()) bReqs.incrementAndGet();
+                        return List.of(ok(gb, req));
+                    })) {
+                Client.Options o = new Client.Options();
+                o.timeoutMs = 10_000;
+                o.hedgeBudgetPct = 0;
+                try (Client c = new Client(List.of(a.addr, b.addr), o)) {
+                    for (int i = 0; i < 20; i++) c.get();
+                    for (long w0 = System.nanoTime(); !c.responders().healthy(0) || !c.responders().healthy(1);
+                            Thread.sleep(10)) {
+                        assertTrue(System.nanoTime() - w0 < 3000 * MS, "not both healthy again in 3 s");
+                    }
+                    bad.set(true);
+                    long probes = c.stats.probes.get();
+                    long t0 = System.nanoTime();
+                    StatusException e = assertThrows(StatusException.class, c::get);
+                    long took = System.nanoTime() - t0;
+                    assertEquals(st, e.status);
+                    assertTrue(took < 5000 * MS, "failed after " + ms(took) + " ms, deadline 10000");
+                    Thread.sleep(150); // a probe would have gone by now
+                    assertEquals(0, bReqs.get(), "requests to the second");
+                    assertTrue(c.responders().healthy(0), "status " + st + " marked the first unhealthy");
+                    assertEquals(probes, c.stats.probes.get(), "probes");
+                }
+            }
+        }
+    }
+
     /** The options of the contract, by their Java names, with its defaults; out of range rejected. */
     @Test
     void optionDefaults() throws IOException {

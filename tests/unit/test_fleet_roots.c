@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One ID space per store (issue 48, case 2), over the in-memory store
+ * (fleet_memstore.h): a root exists only once `flakectl fleet init` made it
+ * (fw_fleet_init_store), and a node never makes one; the roots of one store
+ * share one layout and each has its own datacenter value (a store-wide record
+ * per value, created once); a node whose datacenter value differs from its
+ * root's refuses; a root made before roots recorded their value is adopted by
+ * init with its records kept; reserved worker IDs are never claimed, and a
+ * static node checks that its IDs are reserved.
+ * Layout: 2 worker bits (4 IDs), 1 datacenter bit unless a test says otherwise.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fleet_memstore.h"
+#include "fw_err.h"
+#include "fw_fleet_admin.h"
+#include "fw_fleet_registry.h"
+
+static struct memsrv *M;
+
+static struct fw_layout layout(unsigned dc_bits, unsigned worker_bits)
+{
+	struct fw_layout l;
+	assert_int_equal(fw_layout_init(&l, FW_DEFAULT_EPOCH_MS, dc_bits, worker_bits, 12, 0), 0);
+	return l;
+}
+
+/* `flakectl fleet init` over the in-memory store: its result, *err its line. */
+static int init(const char *root, struct fw_layout l, uint32_t dc, const char *reserve, char *err,
+		size_t errlen)
+{
+	struct fw_fleet_store *s = memsrv_client(M);
+	err[0] = '\0';
+	int rc = fw_fleet_init_store(s, root, &l, dc, reserve, 100, err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+static void cfg_for(struct fw_fleet_config *c, const char *root, struct fw_layout l, uint32_t dc)
+{
+	fw_fleet_config_default(c);
+	c->root = root;
+	c->identity = "node-a";
+	c->cache_file = "";
+	c->layout = l;
+	c->datacenter = dc;
+	c->lease_ms = 60000;
+	c->renew_ms = 1000;
+	c->session_timeout_ms = 100;
+	c->start_wait_ms = 100;
+}
+
+/* fw_fleet_start over @c: its result; the registry in *out when it started. */
+static int start(const struct fw_fleet_config *c, uint32_t n, struct fw_fleet **out, char *err,
+		 size_t errlen)
+{
+	struct fw_fleet *f = NULL;
+	err[0] = '\0';
+	assert_int_equal(fw_fleet_create_store(c, n, memsrv_client(M), &f, err, errlen), 0);
+	int rc = fw_fleet_start(f, NULL, err, errlen);
+	if (rc != 0 || out == NULL)
+		fw_fleet_free(f);
+	else
+		*out = f;
+	return rc;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	M = memsrv_new();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	memsrv_free(M);
+	return 0;
+}
+
+/* A node never creates a root: on a root nobody made it refuses, naming it, and writes nothing. */
+static void test_node_never_creates_root(void **state)
+{
+	(void)state;
+	char err[1024], buf[FW_FLEET_REC_MAX];
+	struct fw_fleet_config c;
+	cfg_for(&c, "/bars/one", layout(1, 2), 0);
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "no fleet root /bars/one"));
+	assert_non_null(strstr(err, "flakectl fleet init"));
+	assert_int_equal(memsrv_worker_writes(M), 0);
+	struct fw_fleet_store *s = memsrv_client(M);
+	struct fw_fleet_ver v;
+	int len;
+	assert_int_equal(s->ops->connect(s, 100), 0);
+	assert_int_equal(s->ops->meta_get(s, "/bars/one", buf, &len, &v), -ENOENT);
+	s->ops->free(s);
+}
+
+/* Two roots of one store with one datacenter value: the second init refuses. */
+static void test_two_roots_one_value(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	assert_int_equal(init("/bars/one", layout(1, 2), 0, NULL, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	assert_int_equal(init("/bars/two", layout(1, 2), 0, NULL, err, sizeof(err)),
+			 FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "datacenter value 0 is root /bars/one's"));
+	/* so a node on /bars/two has no root to start on */
+	cfg_for(&c, "/bars/two", layout(1, 2), 0);
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "no fleet root /bars/two"));
+	/* another value is another ID space: both fleets issue worker 0, in different spaces */
+	assert_int_equal(init("/bars/two", layout(1, 2), 1, NULL, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	c.datacenter = 1;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	fw_fleet_free(f);
+	/* no third value fits one datacenter bit */
+	assert_int_equal(init("/bars/three", layout(1, 2), 2, NULL, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "datacenter 2: out of range (0-1)"));
+}
+
+/* The roots of one store share one layout: an init with another is refused. */
+static void test_one_layout_per_store(void **state)
+{
+	(void)state;
+	char err[1024];
+	assert_int_equal(init("/a", layout(1, 2), 0, NULL, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	assert_int_equal(init("/b", layout(1, 3), 1, NULL, err, sizeof(err)), FW_EFLEET_LAYOUT);
+	assert_non_null(strstr(err, "worker_bits 2"));
+	assert_non_null(strstr(err, "worker_bits 3"));
+	assert_int_equal(init("/a", layout(1, 3), 0, NULL, err, sizeof(err)), FW_EFLEET_LAYOUT);
+}
+
+/* Init on a root that exists with the same terms changes nothing; other terms are refused. */
+static void test_init_again(void **state)
+{
+	(void)state;
+	char err[1024];
+	assert_int_equal(init("/a", layout(1, 2), 1, "0", err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	uint64_t w = memsrv_writes(M);
+	assert_int_equal(init("/a", layout(1, 2), 1, "0-0", err, sizeof(err)), FW_FLEET_INIT_SAME);
+	assert_int_equal(memsrv_writes(M), w);
+	assert_int_equal(init("/a", layout(1, 2), 0, "0", err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "exists with datacenter 1"));
+	assert_int_equal(init("/a", layout(1, 2), 1, "", err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_int_equal(memsrv_writes(M), w);
+	assert_int_equal(init("/flakewire-roots/x", layout(1, 2), 0, "", err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(init("/a", layout(1, 2), 1, "3-1", err, sizeof(err)), -EINVAL);
+	assert_int_equal(init("/a", layout(1, 2), 1, "4", err, sizeof(err)), -EINVAL);
+}
+
+/* A node whose [id] datacenter differs from its root's refuses, both values named. */
+static void test_datacenter_mismatch(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	assert_int_equal(init("/a", layout(1, 2), 1, NULL, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", layout(1, 2), 0);
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "/a serves datacenter value 1"));
+	assert_non_null(strstr(err, "[id] datacenter = 0"));
+	assert_int_equal(memsrv_worker_writes(M), 0);
+}
+
+/* A root whose value record names another root (a hand edit, a copy) is refused. */
+static void test_value_record_names_another(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	assert_int_equal(init("/a", layout(1, 2), 0, NULL, err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	memsrv_set_meta(M, "/b",
+			"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=1\n"
+			"worker_bits=2\nsequence_bits=12\ndatacenter=0\nreserved=\n");
+	cfg_for(&c, "/b", layout(1, 2), 0);
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "names /a"));
+}
+
+/* A root made before roots recorded their value: refused by nodes, adopted by init. */
+static void test_adopt_old_root(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_fleet_rec r = {.owner = "node-a", .token = 7, .lease = 1, .floor = 0};
+	memsrv_set_meta(M, "/old",
+			"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=1\n"
+			"worker_bits=2\nsequence_bits=12\n");
+	memsrv_put(M, 0, &r); /* an old claim, its lease long over */
+	r.lease = 123;
+	memsrv_put(M, 1, &r);
+	cfg_for(&c, "/old", layout(1, 2), 0);
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "made before roots recorded their datacenter value"));
+	/* a reserved ID must have no record */
+	assert_int_equal(init("/old", layout(1, 2), 0, "1", err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "worker 1 has been claimed already"));
+	assert_int_equal(init("/old", layout(1, 2), 0, "3", err, sizeof(err)),
+			 FW_FLEET_INIT_ADOPTED);
+	struct fw_fleet_rec kept;
+	assert_true(memsrv_get(M, 1, &kept, NULL));
+	assert_int_equal(kept.lease, 123); /* records kept */
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	struct fw_fleet_slot s;
+	assert_int_equal(fw_fleet_slot(f, 0, &s), 0);
+	assert_int_equal(s.worker, 2); /* never claimed, and 3 is reserved */
+	fw_fleet_free(f);
+	assert_int_equal(init("/old", layout(1, 2), 0, "3", err, sizeof(err)), FW_FLEET_INIT_SAME);
+}
+
+/* Reserved worker IDs are never claimed: the fleet runs out before it takes one. */
+static void test_reserved_never_claimed(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	assert_int_equal(init("/a", layout(1, 2), 0, "0,2", err, sizeof(err)),
+			 FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", layout(1, 2), 0);
+	assert_int_equal(start(&c, 2, &f, err, sizeof(err)), 0);
+	struct fw_fleet_slot s0, s1;
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	assert_int_equal(fw_fleet_slot(f, 1, &s1), 0);
+	assert_int_equal(s0.worker, 1);
+	assert_int_equal(s1.worker, 3);
+	fw_fleet_free(f);
+	c.identity = "node-b";
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_FULL);
+	assert_false(memsrv_get(M, 0, &(struct fw_fleet_rec){0}, NULL));
+	assert_false(memsrv_get(M, 2, &(struct fw_fleet_rec){0}, NULL));
+}
+
+/* A static node given the store: its IDs must be reserved there, in its datacenter. */
+static void test_static_node(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 1, "0-1", err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct fw_fleet_store *s = memsrv_client(M);
+	uint32_t ok[] = {0, 1}, bad[] = {1, 2};
+	assert_int_equal(fw_fleet_static_store(s, "/a", &l, 1, ok, 2, 100, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_static_store(s, "/a", &l, 1, bad, 2, 100, err, sizeof(err)),
+			 FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "static worker 2 is not reserved in /a (reserved: '0-1')"));
+	assert_int_equal(fw_fleet_static_store(s, "/a", &l, 0, ok, 2, 100, err, sizeof(err)),
+			 FW_EFLEET_ROOT);
+	assert_int_equal(fw_fleet_static_store(s, "/nope", &l, 1, ok, 2, 100, err, sizeof(err)),
+			 FW_EFLEET_ROOT);
+	s->ops->free(s);
+}
+
+/* The root record's text round-trips, and an old layout record reads without a value. */
+static void test_root_record(void **state)
+{
+	(void)state;
+	char buf[FW_FLEET_REC_MAX];
+	struct fw_fleet_root r = {.layout = layout(2, 4),
+				  .has_dc = true,
+				  .datacenter = 3,
+				  .generation = 0xabc},
+			     back;
+	assert_int_equal(fw_fleet_reserve_parse("0-3,9,12-13", 16, &r.reserved), 0);
+	int n = fw_fleet_root_format(buf, sizeof(buf), &r);
+	assert_true(n > 0);
+	assert_int_equal(fw_fleet_root_parse(buf, n, &back), 0);
+	assert_true(back.has_dc);
+	assert_int_equal(back.datacenter, 3);
+	assert_int_equal(back.generation, 0xabc);
+	assert_true(fw_fleet_reserve_same(&r.reserved, &back.reserved, 16));
+	assert_true(fw_fleet_reserved(&back.reserved, 9));
+	assert_false(fw_fleet_reserved(&back.reserved, 10));
+	n = fw_fleet_layout_format(buf, sizeof(buf), &r.layout);
+	assert_int_equal(fw_fleet_root_parse(buf, n, &back), 0);
+	assert_false(back.has_dc);
+	/* a value beyond the width, a bad list */
+	const char *bad[] = {"flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=1\n"
+			     "worker_bits=2\nsequence_bits=12\ndatacenter=2\n",
+			     "flakewire-fleet v1\nepoch_ms=1767225600000\ndatacenter_bits=1\n"
+			     "worker_bits=2\nsequence_bits=12\ndatacenter=0\nreserved=1-\n"};
+	for (size_t i = 0; i < 2; i++)
+		assert_int_equal(fw_fleet_root_parse(bad[i], (int)strlen(bad[i]), &back), -EINVAL);
+	struct fw_fleet_reserve rs;
+	assert_int_equal(fw_fleet_reserve_parse("", 4, &rs), 0);
+	assert_int_equal(rs.n, 0);
+	assert_int_equal(fw_fleet_reserve_parse("1,", 4, &rs), -EINVAL);
+	assert_int_equal(fw_fleet_reserve_parse("-1", 4, &rs), -EINVAL);
+	char root[64];
+	n = fw_fleet_dc_format(buf, sizeof(buf), "/bars/one");
+	assert_int_equal(fw_fleet_dc_parse(buf, n, root, sizeof(root)), 0);
+	assert_string_equal(root, "/bars/one");
+}
+
+static struct fw_fleet_status status(struct fw_fleet *f)
+{
+	struct fw_fleet_status st;
+	fw_fleet_status(f, &st);
+	return st;
+}
+
+/* Waits up to @ms for @cond. */
+#define WAIT_FOR(cond, ms)                                             \
+	do {                                                           \
+		for (unsigned _t = 0; _t < (ms) / 10 && !(cond); _t++) \
+			usleep(10 * 1000);                             \
+	} while (0)
+
+static int fence(const char *root, struct fw_layout l, uint32_t dc, uint64_t lease_ms, uint64_t *at,
+		 char *err, size_t errlen)
+{
+	struct fw_fleet_store *s = memsrv_client(M);
+	int rc = fw_fleet_fence_store(s, root, &l, dc, NULL, lease_ms, 100, at, err, errlen);
+	s->ops->free(s);
+	return rc;
+}
+
+/*
+ * Case 7: the root's records wiped under a running node. It never makes the
+ * root again; it stops claiming, taking over and renewing (issuing on within
+ * its confirmed lease: its slot keeps its worker and lease); a root made again
+ * by init is refused (init names fence), and a fresh node finds none; after
+ * `fleet fence` it goes on, and every later claim's floor is at or above the
+ * fence.
+ */
+static void test_wiped_root(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_fleet_slot s0, s1;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	c.lease_ms = 60000;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	WAIT_FOR(status(f).renewals >= 2, 2000);
+	assert_false(status(f).root_stopped);
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	memsrv_wipe(M, "/a");
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
+	uint64_t renewals = status(f).renewals, writes = memsrv_worker_writes(M);
+	usleep(300 * 1000);
+	assert_int_equal(status(f).renewals, renewals);    /* stopped */
+	assert_int_equal(memsrv_worker_writes(M), writes); /* no record made again */
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker); /* issuing on within its confirmed lease */
+	assert_int_equal(s1.lease_ms, s0.lease_ms);
+	assert_false(s1.lost);
+	/* init refuses to make it again (its value's record names it) */
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "fleet fence"));
+	/* fenced: the node goes on; its record is gone, so its slot stops at its confirmed
+	 * lease and claims another ID above the fence */
+	uint64_t at = 0;
+	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
+	assert_true(at >= FW_DEFAULT_EPOCH_MS + 60000);
+	WAIT_FOR(!status(f).root_stopped, 2000);
+	assert_false(status(f).root_stopped);
+	struct fw_fleet_slot s2;
+	WAIT_FOR(fw_fleet_slot(f, 0, &s2) == 0 && s2.worker >= 0 && s2.worker != s0.worker, 3000);
+	assert_int_equal(fw_fleet_slot(f, 0, &s2), 0);
+	assert_true(s2.floor_ms >= at - FW_DEFAULT_EPOCH_MS);
+	fw_fleet_free(f);
+	/* a fresh node claims above the fence too */
+	c.identity = "node-b";
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(f, 0, &s2), 0);
+	assert_true(s2.floor_ms >= at - FW_DEFAULT_EPOCH_MS);
+	fw_fleet_free(f);
+}
+
+/* A root made again by init after a wipe of the whole store: another generation, refused. */
+static void test_other_generation(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	memsrv_wipe(M, "/a");
+	memsrv_wipe(M, "/flakewire-roots");
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	usleep(300 * 1000);
+	assert_true(status(f).root_stopped);
+	uint64_t renewals = status(f).renewals;
+	usleep(200 * 1000);
+	assert_int_equal(status(f).renewals, renewals);
+	fw_fleet_free(f);
+}
+
+/*
+ * Case 7: the store restored from a snapshot under a running node: its record
+ * is back at an older version. The node's renewal sees it, stops claiming and
+ * renewing (its slot keeps its lease); after a fence it re-proves its own
+ * record by its token and renews on, keeping its worker ID.
+ */
+static void test_restored_store(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_layout l = layout(1, 2);
+	struct fw_fleet_rec old;
+	int64_t old_v = 0;
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	struct fw_fleet_slot s0, s1;
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	assert_true(memsrv_get(M, (uint32_t)s0.worker, &old, &old_v)); /* the snapshot */
+	WAIT_FOR(status(f).renewals >= 3, 2000);
+	char text[FW_FLEET_REC_MAX];
+	fw_fleet_rec_format(text, sizeof(text), &old);
+	memsrv_put_version(M, (uint32_t)s0.worker, text, old_v); /* restored */
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
+	uint64_t renewals = status(f).renewals;
+	usleep(200 * 1000);
+	assert_int_equal(status(f).renewals, renewals);
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker);
+	assert_false(s1.lost);
+	uint64_t at;
+	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
+	WAIT_FOR(!status(f).root_stopped && status(f).renewals > renewals + 1, 2000);
+	assert_true(status(f).renewals > renewals + 1);
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker); /* its own record, re-proven by its token */
+	assert_false(s1.lost);
+	fw_fleet_free(f);
+}
+
+/*
+ * A restore seen by the store's write counter: a claim round (here a
+ * replacement asked for) reads the store's time, whose write counter is below
+ * one it saw: the node stops before it claims or takes anything over.
+ */
+static void test_store_counter_went_back(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	struct fw_fleet_slot s0, s1;
+	assert_int_equal(fw_fleet_slot(f, 0, &s0), 0);
+	memsrv_rev_set(M, 101); /* below every write counter the node saw, above 0 */
+	uint64_t writes = memsrv_worker_writes(M);
+	assert_int_equal(fw_fleet_replace(f, 0), 0);
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
+	usleep(200 * 1000);
+	assert_int_equal(memsrv_worker_writes(M), writes); /* nothing claimed, nothing renewed */
+	assert_int_equal(fw_fleet_slot(f, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker);
+	uint64_t at;
+	int frc = fence("/a", l, 0, 60000, &at, err, sizeof(err));
+	if (frc != 0)
+		fail_msg("fence: %d %s", frc, err);
+	WAIT_FOR(!status(f).root_stopped, 2000);
+	assert_false(status(f).root_stopped);
+	fw_fleet_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(x) cmocka_unit_test_setup_teardown(x, setup, teardown)
+		T(test_node_never_creates_root),
+		T(test_two_roots_one_value),
+		T(test_one_layout_per_store),
+		T(test_init_again),
+		T(test_datacenter_mismatch),
+		T(test_value_record_names_another),
+		T(test_adopt_old_root),
+		T(test_reserved_never_claimed),
+		T(test_static_node),
+		T(test_root_record),
+		T(test_wiped_root),
+		T(test_other_generation),
+		T(test_restored_store),
+		T(test_store_counter_went_back),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
