@@ -34,14 +34,16 @@
  *              leases: a holding is the range (floor, highest lease seen] a
  *              node's slot was published, a holder is one state (a restart
  *              on the same state is the same holder: its mark fences it);
- *              ranges of two holders of one worker ID never overlap.
- *   free       (crashloop, rolling) the store never showed 0 free IDs.
+ *              a graceful stop that released ends its holdings at its
+ *              final mark (the floor the release wrote); ranges of two
+ *              holders of one worker ID never overlap.
+ *   free       (crashloop, rolling, reboot) the store never showed 0 free IDs.
  *   storm      every slot held a lease; the extra slot found none, with
  *              lib/fleet's message naming the owners.
  *
  * The two steps that other branches change are each one function below:
- * sim_create_root (the first start creates the root today) and
- * sim_graceful_stop (fw_fleet_stop keeps the leases today).
+ * sim_create_root (fw_fleet_init_store, as `flakectl fleet init`) and
+ * sim_graceful_stop (final mark, then fw_fleet_stop_release).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +69,8 @@
 #include "fw_fleet.h"
 #include "fw_fleet_rec.h"
 #include "fw_fleet_store.h"
+#include "fw_fleet_admin.h"
+#include "fw_mark.h"
 
 #define MAX_NODES 1024
 #define MAX_PROCS 256
@@ -87,6 +91,7 @@ struct opts {
 	uint32_t duration_s, period_s, fraction, rounds;
 	uint32_t extra;
 	uint32_t seed;
+	uint32_t datacenter; /* the root's value (one per root of a store) */
 	bool etcd;
 };
 
@@ -137,8 +142,9 @@ static struct fw_layout sim_layout(void)
 	struct fw_fleet_config c;
 	fw_fleet_config_default(&c);
 	c.layout.worker_bits = (uint8_t)O.worker_bits;
+	c.layout.dc_bits = 2; /* one store, a root per scenario: each its own value (0-3) */
 	c.layout.seq_bits = 12;
-	c.layout.time_bits = (uint8_t)(63 - O.worker_bits - 12);
+	c.layout.time_bits = (uint8_t)(63 - 2 - O.worker_bits - 12);
 	return c.layout;
 }
 
@@ -150,12 +156,11 @@ static uint64_t layout_now(void)
 /* ---- the two steps other branches change ---- */
 
 /*
- * Creates the fleet's root with the simulation's layout. Today the first
- * node's start creates a missing root (prepare with create); this writes it
- * once beforehand through the store interface the same way, so that the
- * nodes find it. Once nodes refuse an un-inited root (branch roots), this
- * becomes `flakectl fleet init --root ROOT (--zk HOSTS | --etcd URLS)` (or
- * its library call) and nothing else changes.
+ * Creates the fleet's root with the simulation's layout (its worker bits),
+ * datacenter value --datacenter and no reserved IDs, as `flakectl fleet init` does (the
+ * same library call, over a store opened with the run's session): nodes
+ * refuse a root no init made. A root already made for this layout is fine
+ * (FW_FLEET_INIT_SAME).
  */
 static int sim_create_root(char *err, size_t errlen)
 {
@@ -166,38 +171,52 @@ static int sim_create_root(char *err, size_t errlen)
 					 .session_ms = O.session_ms};
 	struct fw_fleet_store *s = NULL;
 	struct fw_layout l = sim_layout();
-	char text[FW_FLEET_REC_MAX], have[FW_FLEET_REC_MAX + 1];
-	int have_len = 0, len, rc;
+	int rc;
 
 	rc = fw_fleet_store_open(&sc, &s, err, errlen);
 	if (rc != 0)
 		return rc;
-	len = fw_fleet_layout_format(text, sizeof(text), &l);
 	rc = s->ops->connect(s, 10000);
-	if (rc == 0)
-		rc = s->ops->prepare(s, true, text, len, have, &have_len);
 	if (rc != 0)
-		snprintf(err, errlen, "create root %s: %s (%s)", O.root, fw_fleet_store_strerror(rc),
+		snprintf(err, errlen, "init root %s: %s (%s)", O.root, fw_fleet_store_strerror(rc),
 			 s->ops->last_error(s));
-	else if (have_len != len || memcmp(have, text, (size_t)len) != 0) {
-		snprintf(err, errlen, "root %s holds another layout", O.root);
-		rc = -EEXIST;
-	}
+	else
+		rc = fw_fleet_init_store(s, O.root, &l, O.datacenter, NULL, 10000, err, errlen);
 	s->ops->free(s);
-	return rc;
+	return rc < 0 ? rc : 0;
+}
+
+/* The layout a node's mark fences: the simulation's, with the root's datacenter value. */
+static struct fw_mark_layout sim_mark_layout(void)
+{
+	struct fw_layout l = sim_layout();
+	return (struct fw_mark_layout){.epoch_ms = l.epoch_ms,
+				       .datacenter_bits = l.dc_bits,
+				       .worker_bits = l.worker_bits,
+				       .sequence_bits = l.seq_bits,
+				       .datacenter = O.datacenter};
 }
 
 /*
- * A graceful stop of one node (its process got SIGTERM). Today
- * fw_fleet_stop closes the session and keeps the leases (a restart on the
- * same state takes them back; another state finds them stranded). Once a
- * graceful stop releases (branch fleet50), this is where the release call
- * goes, if it is not fw_fleet_stop itself.
+ * A graceful stop of one node (its process got SIGTERM), as a responder's:
+ * the final mark is written first (a node issues no IDs, so now is at or
+ * above everything it could have issued), then fw_fleet_stop_release gives
+ * its worker IDs back above that mark and drops them from the cache. A
+ * failed release leaves them leased (the next start on this state takes
+ * them back; another state waits out lease_ms): the outcome line shows it.
+ * Returns the final mark (layout ms) when every ID was released, else 0.
  */
-#define SIM_STOP_RELEASES 0 /* 1 once sim_graceful_stop releases: reboots check free IDs too */
-static void sim_graceful_stop(struct fw_fleet *f)
+#define SIM_STOP_RELEASES 1 /* a reboot's IDs are released too: its free check applies */
+static uint64_t sim_graceful_stop(struct fw_fleet *f, const char *mark)
 {
-	fw_fleet_stop(f);
+	struct fw_mark_layout ml = sim_mark_layout();
+	uint64_t final = unix_ms();
+	if (fw_mark_write(mark, final, &ml) != 0) {
+		fw_fleet_stop(f);
+		return 0;
+	}
+	/* >= 0: every held and retiring ID released above the final mark */
+	return fw_fleet_stop_release(f, 5000) >= 0 ? final - ml.epoch_ms : 0;
 }
 
 /* ---- a worker process: PER_PROC nodes, one thread each ---- */
@@ -233,7 +252,7 @@ static void node_log(void *arg, enum fw_log_level lvl, const char *msg)
 		     (const char *)arg, (int)lvl, msg);
 }
 
-/* The node's state: DIR/nodes/IDX/{gen,cache}; gen counts new states (reboots). */
+/* The node's state: DIR/nodes/IDX/{gen,cache,mark}; gen counts new states (reboots). */
 static uint32_t state_gen(uint32_t idx)
 {
 	char p[512];
@@ -251,7 +270,7 @@ static uint32_t state_gen(uint32_t idx)
 static void *node_main(void *arg)
 {
 	struct node *n = arg;
-	char cache[512], stamp[128], err[2048];
+	char cache[512], mark[512], stamp[128], err[2048];
 	uint32_t gen = state_gen(n->idx);
 	struct fw_fleet_config c;
 	struct fw_fleet *f = NULL;
@@ -262,6 +281,7 @@ static void *node_main(void *arg)
 	while (!stop_flag && mono_ms() - t0 < wait)
 		sleep_ms(20);
 	snprintf(cache, sizeof(cache), "%s/nodes/%u/cache", O.dir, n->idx);
+	snprintf(mark, sizeof(mark), "%s/nodes/%u/mark", O.dir, n->idx);
 	snprintf(stamp, sizeof(stamp), "sim:%s:state-%u", n->ident, gen);
 	fw_fleet_config_default(&c);
 	c.connect = O.connect;
@@ -270,8 +290,10 @@ static void *node_main(void *arg)
 	c.root = O.root;
 	c.identity = n->ident;
 	c.cache_file = cache;
+	c.mark_file = mark;
 	c.state_stamp = stamp;
 	c.layout = sim_layout();
+	c.datacenter = O.datacenter;
 	c.lease_ms = O.lease_ms;
 	c.renew_ms = O.renew_ms;
 	c.session_timeout_ms = O.session_ms;
@@ -323,8 +345,10 @@ static void *node_main(void *arg)
 		}
 		sleep_ms(POLL_MS);
 	}
-	sim_graceful_stop(f);
-	emit(slots_fd, "%llu D %u %u\n", (unsigned long long)unix_ms(), n->idx, gen);
+	uint64_t released = sim_graceful_stop(f, mark);
+	/* t D node gen released: the final mark every ID was released above, or 0 */
+	emit(slots_fd, "%llu D %u %u %llu\n", (unsigned long long)unix_ms(), n->idx, gen,
+	     (unsigned long long)released);
 	fw_fleet_free(f);
 	return NULL;
 }
@@ -420,11 +444,14 @@ struct slotv {
 static struct slotv view[MAX_NODES][MAX_SLOTS];
 static FILE *slots_in;
 
-/* A holding: one (worker, holder state) range seen by a node. */
+/* A holding: one (worker, holder state) range seen by a node. A graceful
+ * stop that released closes it at its final mark (the release's floor): a
+ * later claim of that worker by the same state is a new holding. */
 struct holding {
 	int32_t worker;
 	uint32_t node, gen;
 	uint64_t floor, lease;
+	bool closed;
 };
 static struct holding *hold;
 static size_t n_hold, cap_hold;
@@ -438,7 +465,7 @@ static void add_holding(uint32_t node, uint32_t gen, int32_t w, uint64_t floor, 
 {
 	for (size_t i = n_hold; i-- > 0;) {
 		struct holding *h = &hold[i];
-		if (h->worker == w && h->node == node && h->gen == gen) {
+		if (h->worker == w && h->node == node && h->gen == gen && !h->closed) {
 			if (lease > h->lease)
 				h->lease = lease;
 			if (floor < h->floor)
@@ -452,7 +479,21 @@ static void add_holding(uint32_t node, uint32_t gen, int32_t w, uint64_t floor, 
 		if (hold == NULL)
 			abort();
 	}
-	hold[n_hold++] = (struct holding){w, node, gen, floor, lease};
+	hold[n_hold++] = (struct holding){w, node, gen, floor, lease, false};
+}
+
+/* (node, gen) stopped and released every ID above @mark: its holdings end there. */
+static void close_holdings(uint32_t node, uint32_t gen, uint64_t mark)
+{
+	for (size_t i = 0; i < n_hold; i++) {
+		struct holding *h = &hold[i];
+		if (h->node != node || h->gen != gen || h->closed)
+			continue;
+		uint64_t end = mark > h->floor ? mark : h->floor;
+		if (h->lease > end)
+			h->lease = end;
+		h->closed = true;
+	}
 }
 
 static void read_slots(void)
@@ -480,6 +521,9 @@ static void read_slots(void)
 			n_takeback += b;
 			n_claim += c;
 			n_takeover += d;
+		} else if (ev == 'D' && sscanf(line, "%llu D %u %u %llu", &t, &node, &gen, &a) == 4) {
+			if (a > 0)
+				close_holdings(node, gen, a);
 		} else if (ev == 'F' && sscanf(line, "%llu F %u %u %d", &t, &node, &gen, &rc) == 4) {
 			if (rc == FW_EFLEET_FULL) {
 				n_full++;
@@ -729,6 +773,10 @@ static void new_state(uint32_t idx)
 	uint32_t g = state_gen(idx) + 1;
 	snprintf(p, sizeof(p), "%s/nodes/%u/cache", O.dir, idx);
 	unlink(p);
+	snprintf(p, sizeof(p), "%s/nodes/%u/mark", O.dir, idx);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/nodes/%u/mark" FW_MARK_RECORD_SUFFIX, O.dir, idx);
+	unlink(p);
 	snprintf(p, sizeof(p), "%s/nodes/%u/gen", O.dir, idx);
 	FILE *fp = fopen(p, "w");
 	if (fp) {
@@ -830,6 +878,7 @@ static int scenario_storm(uint32_t total)
 		c.root = O.root;
 		c.identity = "sim-extra";
 		c.layout = sim_layout();
+		c.datacenter = O.datacenter;
 		c.lease_ms = O.lease_ms;
 		c.renew_ms = O.renew_ms;
 		c.session_timeout_ms = O.session_ms;
@@ -963,7 +1012,7 @@ static void usage(void)
 		"  [--etcd] [--nodes N] [--slots S] [--per-proc K] [--worker-bits B] [--lease-ms L]\n"
 		"  [--renew-ms R] [--session-ms S] [--batch N] [--batch-gap-ms G] [--steady-s S]\n"
 		"  [--timeout-s S] [--duration-s S] [--period-s S] [--fraction PCT] [--rounds R]\n"
-		"  [--extra N] [--seed N] [--label TEXT]\n");
+		"  [--extra N] [--seed N] [--label TEXT] [--datacenter D]\n");
 }
 
 int main(int argc, char **argv)
@@ -976,7 +1025,7 @@ int main(int argc, char **argv)
 		{"batch-gap-ms", 1, 0, 'g'}, {"steady-s", 1, 0, 'y'},	{"timeout-s", 1, 0, 't'},
 		{"duration-s", 1, 0, 'm'},	     {"period-s", 1, 0, 'p'},	{"fraction", 1, 0, 'f'},
 		{"rounds", 1, 0, 'o'},	     {"extra", 1, 0, 'x'},	{"seed", 1, 0, 'z'},
-		{"label", 1, 0, 'l'},	     {0, 0, 0, 0}};
+		{"label", 1, 0, 'l'},	     {"datacenter", 1, 0, 'D'}, {0, 0, 0, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		unsigned long long v = optarg ? strtoull(optarg, NULL, 10) : 0;
@@ -1003,6 +1052,7 @@ int main(int argc, char **argv)
 		case 'o': O.rounds = (uint32_t)v; break;
 		case 'x': O.extra = (uint32_t)v; break;
 		case 'z': O.seed = (uint32_t)v; break;
+		case 'D': O.datacenter = (uint32_t)v; break;
 		default: usage(); return 2;
 		}
 	}

@@ -24,11 +24,14 @@ ETCD=()
 common=(--connect "$REG_CONNECT" "${ETCD[@]}" --slots 4 --worker-bits 7 --renew-ms 1000
 	--session-ms 2000 --timeout-s 40)
 rc=0
-"$BIN" storm "${common[@]}" --root /sim/storm --dir "$TMP/storm" --nodes 32 --per-proc 8 \
-	--lease-ms 6000 --steady-s 5 || rc=1
+# each root is made by init (as flakectl fleet init) with its own datacenter value
+"$BIN" storm "${common[@]}" --root /sim/storm --datacenter 0 --dir "$TMP/storm" --nodes 32 \
+	--per-proc 8 --lease-ms 6000 --steady-s 5 || rc=1
+dc=1
 for s in crashloop rolling reboot; do
-	"$BIN" "$s" "${common[@]}" --root "/sim/$s" --dir "$TMP/$s" --nodes 24 --per-proc 4 \
-		--lease-ms 6000 --duration-s 12 --period-s 4 --fraction 10 || rc=1
+	"$BIN" "$s" "${common[@]}" --root "/sim/$s" --datacenter $dc --dir "$TMP/$s" --nodes 24 \
+		--per-proc 4 --lease-ms 6000 --duration-s 12 --period-s 4 --fraction 10 || rc=1
+	dc=$((dc + 1))
 done
 # the exhaustion message names the owners, as an operator reads it
 [ $rc = 0 ] && echo "PASS: fleet-simulate ($REG_NAME)"
