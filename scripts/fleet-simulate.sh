@@ -11,7 +11,8 @@
 #       [--duration-s S] [--period-s S] [--rounds R] [--lease-ms MS]
 #       [--reboot-lease-ms MS] [--out DIR]
 #
-# Scenarios (default all, in this order, each on a root of its own):
+# Scenarios (default all, in this order, each on a root of its own, made as
+# `flakectl fleet init` does, with one layout and its own datacenter value):
 #   storm      NODES (256) x SLOTS (4) = every ID of 10 worker bits claim at
 #              once, in batches of --batch (32) nodes every --batch-gap-ms
 #              (500; 256 starts at once starved the 2 cores); the registry's
@@ -22,16 +23,17 @@
 #   crashloop  RESTART_NODES (200) x 4: every --period-s (60) for
 #              --duration-s (600), SIGKILL the processes holding 10 % of the
 #              nodes and restart them on the same state (taken back)
-#   rolling    each process in turn stopped gracefully (SIGTERM) and
-#              restarted on the same state, --rounds (2) times
+#   rolling    each process in turn stopped gracefully (SIGTERM: final mark,
+#              then its IDs released) and restarted on the same state,
+#              --rounds (2) times
 #   reboot     each process in turn stopped gracefully and restarted on a new
 #              state (a restart that proves nothing), with --reboot-lease-ms
-#              (60000): the IDs it held stay stranded that long
+#              (60000): the lease a release that fails would strand
 # --lease-ms (default 86400000, lib/fleet's) is the storm's, the crash loop's
 # and the rolling restart's; renew_ms is a quarter of a lease up to 60 s.
 # Every scenario is checked (fleet_simulate: no two holders of one worker ID
-# with overlapping ranges; free IDs never 0 where restarts are on the same
-# state). Writes OUT/STORE-SCENARIO/ (slots.log, series.dat, the output),
+# with overlapping ranges, a released holding ending at its final mark;
+# free IDs never 0 in the restart scenarios). Writes OUT/STORE-SCENARIO/ (slots.log, series.dat, the output),
 # OUT/summary.txt and OUT/storm.png (slots holding a lease over the storm,
 # gnuplot). Needs root (tmpfs for etcd), java, Debian's zookeeper and
 # etcd-server, gnuplot-nox; a build (BUILD, default build) with
@@ -92,6 +94,13 @@ for store in $STORES; do
 	etcd=()
 	[ "$store" = etcd ] && etcd=(--etcd)
 	label=$([ "$store" = etcd ] && echo etcd || echo zk)
+	# every root of one store shares one layout (flakectl fleet init): the
+	# worker bits the larger of the two fleets fills; each root gets its own
+	# datacenter value (2 bits: the four scenarios)
+	bits=1
+	most=$((NODES > RNODES ? NODES : RNODES))
+	while [ $((1 << bits)) -lt $((most * SLOTS)) ]; do bits=$((bits + 1)); done
+	dc=0
 	for s in ${SCENARIOS//,/ }; do
 		d="$OUT/$label-$s"
 		rm -rf "$d"
@@ -100,11 +109,10 @@ for store in $STORES; do
 		[ "$s" = reboot ] && lease=$REBOOT_LEASE_MS
 		args=(--connect "$REG_CONNECT" "${etcd[@]}" --root "/sim/$s" --dir "$d"
 			--slots "$SLOTS" --lease-ms "$lease" --renew-ms "$(renew_of "$lease")"
-			--label "$label")
+			--label "$label" --worker-bits "$bits" --datacenter "$dc")
+		dc=$((dc + 1))
 		if [ "$s" = storm ]; then
-			bits=1
-			while [ $((1 << bits)) -lt $((NODES * SLOTS)) ]; do bits=$((bits + 1)); done
-			args+=(--nodes "$NODES" --per-proc "$PER_PROC" --batch "$BATCH" --worker-bits "$bits"
+			args+=(--nodes "$NODES" --per-proc "$PER_PROC" --batch "$BATCH"
 				--batch-gap-ms "$BATCH_GAP_MS" --steady-s "$STEADY_S" --timeout-s 600)
 		else
 			args+=(--nodes "$RNODES" --per-proc "$RPER_PROC" --duration-s "$DURATION_S"
