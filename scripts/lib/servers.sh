@@ -27,6 +27,8 @@
 #   ZK_BIND (default 127.0.0.1): the client port's address; 0.0.0.0 inside a
 #   test's own namespace lets nodes in other namespaces reach it over a veth.
 #   ZK_JVM_ARGS: more java options (e.g. -Dzookeeper.enforceQuota=true).
+#   ZK_CFG_EXTRA: more zoo.cfg lines (e.g. "maxClientCnxns=0": hundreds of
+#   sessions from one address, which ZooKeeper caps at 60 per server).
 #   The servers write their transaction log without fsync (forceSync=no):
 #   a test's data is thrown away and a killed server's writes stay in the
 #   page cache, so only a crash of the machine could lose them. It removes
@@ -196,6 +198,7 @@ admin.enableServer=false
 forceSync=no
 minSessionTimeout=1000
 maxSessionTimeout=60000
+${ZK_CFG_EXTRA:-}
 $servers
 CFG
 		zk_start_one "$i"
