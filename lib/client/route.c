@@ -330,7 +330,7 @@ static int rank_of(const struct fwc_route *r, size_t i, uint64_t now)
 
 /*
  * The next responder of the call: the first of the order not asked in this
- * round (a new round when all were). *at receives when it may be sent to
+ * round (a new round when all were), or one held off by RETRY_AFTER. *at receives when it may be sent to
  * (its hold-off's end, or now). Under r->lock.
  */
 static size_t pick_next(const struct fwc_route *r, struct att *a, uint64_t now, uint64_t *at)
@@ -345,11 +345,15 @@ static size_t pick_next(const struct fwc_route *r, struct att *a, uint64_t now, 
 		for (size_t i = 0; i < r->n; i++)
 			a[i].in_round = false;
 	for (size_t i = 0; i < r->n; i++) {
-		int k;
+		int k = rank_of(r, i, now);
 
-		if (a[i].in_round)
+		/*
+		 * A healthy responder held off by RETRY_AFTER comes before the
+		 * unhealthy ones even when this round asked it: it is asked again
+		 * when its hint ends, not after a silent one's resend timer.
+		 */
+		if (a[i].in_round && k != 1)
 			continue;
-		k = rank_of(r, i, now);
 		/* configured order within a rank, earliest hold first among the held */
 		if (k < best_rank || (k == 1 && best_rank == 1 &&
 				      r->s[i].hold_until_ns < r->s[best].hold_until_ns)) {
