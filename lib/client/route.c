@@ -330,8 +330,8 @@ static int rank_of(const struct fwc_route *r, size_t i, uint64_t now)
 
 /*
  * The next responder of the call: the first of the order not asked in this
- * round (a new round when all were), or one held off by RETRY_AFTER. *at receives when it may be sent to
- * (its hold-off's end, or now). Under r->lock.
+ * round (a new round when all were), or one held off by RETRY_AFTER. *at receives when it may be
+ * sent to (its hold-off's end, or now). Under r->lock.
  */
 static size_t pick_next(const struct fwc_route *r, struct att *a, uint64_t now, uint64_t *at)
 {
