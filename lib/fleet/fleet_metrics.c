@@ -84,7 +84,9 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 	}
 	if (st.census_valid) {
 		fw_metrics_family(w, "flakewire_fleet_worker_ids", FW_METRICS_GAUGE,
-				  "Worker IDs of the fleet's root (2^worker_bits)");
+				  "Worker IDs a claim of the fleet's root may take (2^worker_bits, "
+				  "less those "
+				  "reserved for static nodes)");
 		fw_metrics_u64(w, NULL, 0, st.total_ids);
 		fw_metrics_family(w, "flakewire_fleet_free_worker_ids", FW_METRICS_GAUGE,
 				  "Worker IDs of the fleet's root a claim can take now (never "

@@ -60,8 +60,8 @@ struct fw_fleet_config {
 	const char *zk_auth;
 	/* non-NULL: the registry is etcd with these options (connect is not looked at) */
 	const struct fw_fleet_etcd_opts *etcd;
-	const char *root;       /* "/flakewire/dc1": absolute, no trailing '/' */
-	const char *identity;   /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
+	const char *root;     /* "/flakewire/dc1": absolute, no trailing '/' */
+	const char *identity; /* this node, stable across restarts: [A-Za-z0-9._:-]+ */
 	/* "" or NULL: no cache. A cache belongs to one state: fw_fleet_start
 	 * locks "CACHE_FILE.lock" (fw_state_lock_file) for the process's life,
 	 * and a second process on the same cache file refuses to start. */
@@ -141,7 +141,8 @@ struct fw_fleet_status {
 	 * each renewal round at most once a minute: one list of the worker
 	 * records, a read of each, a liveness read per distinct owner. */
 	bool census_valid;           /* a census was taken */
-	uint32_t total_ids;          /* the root's worker IDs (2^worker_bits) */
+	uint32_t total_ids;          /* the root's claimable worker IDs (2^worker_bits, less
+				      * those it reserves for static nodes) */
 	uint32_t free_ids;           /* claimable now: never claimed, released or expired */
 	uint32_t stranded_ids;       /* leased to an owner with no live session, lease running */
 	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */

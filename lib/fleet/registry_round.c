@@ -117,9 +117,15 @@ int fleet_census(struct fw_fleet *f)
 	if (exists == NULL)
 		return -ENOMEM;
 	int rc = f->store->ops->list(f->store, exists, total);
+	uint32_t claimable = total;
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
 		struct fw_fleet_rec r;
 		struct fw_fleet_ver v;
+		/* reserved for static nodes: never claimed, so neither free nor counted */
+		if (f->r.root && fw_fleet_reserved(&f->r.root->reserved, w)) {
+			claimable--;
+			continue;
+		}
 		if (!exists[w]) {
 			n_free++;
 			continue;
@@ -166,7 +172,7 @@ int fleet_census(struct fw_fleet *f)
 		return rc;
 	pthread_mutex_lock(&f->mu);
 	f->st.census_valid = true;
-	f->st.total_ids = total;
+	f->st.total_ids = claimable;
 	f->st.free_ids = n_free;
 	f->st.stranded_ids = n_str;
 	f->st.next_stranded_unix = n_str ? next + f->cfg.layout.epoch_ms : 0;
