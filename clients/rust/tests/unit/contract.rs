@@ -277,7 +277,9 @@ fn refused_moves_on() {
     let c = Client::new(&[a.addr, b.addr]).unwrap();
     assert_eq!(worker_of(c.get().expect("the second answers")), 2);
     assert_eq!(a.count(OP_ID), 1);
-    assert!(!c.health()[0].healthy, "{:?}", c.health());
+    // Not asserted: that the first is still unhealthy. It answers INFO, so the
+    // background probe may mark it healthy again within 100 ms of the call
+    // (a full run saw it on a loaded machine).
 }
 
 /// BAD_REQUEST (and BAD_VERSION) from the first: Error::Status at once, the
