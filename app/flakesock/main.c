@@ -292,7 +292,7 @@ int main(int argc, char **argv)
 	rc = fw_responder_keeper_stop(ctx.core);
 	if (rc == 0) /* the final mark persisted: the worker IDs go back */
 		fw_responder_fleet_release(ctx.core);
-	fw_responder_free(ctx.core); /* the fleet stops */
+	fw_responder_free(ctx.core);  /* the fleet stops */
 	fw_state_lock_free(ctx.lock); /* after the final mark */
 	for (uint32_t i = 0; i < ctx.n_workers; i++)
 		close(ctx.workers[i].fd);

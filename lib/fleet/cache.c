@@ -23,11 +23,12 @@ static int header(char *buf, size_t cap, const struct fw_fleet_cache_of *of)
 			of->layout.worker_bits, of->layout.seq_bits, of->stamp ? of->stamp : "");
 }
 
-int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
-			 uint64_t mark_unix, const struct fw_fleet_held *slots, uint32_t n)
+int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of, uint64_t mark_unix,
+			 const struct fw_fleet_held *slots, uint32_t n)
 {
 	char tmp[PATH_MAX + 8], text[1024 + 128 * FW_FLEET_SLOTS_MAX];
-	if (n > FW_FLEET_SLOTS_MAX || strlen(path) >= PATH_MAX || mark_unix == FW_FLEET_CACHE_NO_MARK)
+	if (n > FW_FLEET_SLOTS_MAX || strlen(path) >= PATH_MAX ||
+	    mark_unix == FW_FLEET_CACHE_NO_MARK)
 		return -EINVAL;
 	size_t len = (size_t)snprintf(text, sizeof(text), MAGIC);
 	len += (size_t)header(text + len, sizeof(text) - len, of);
@@ -61,8 +62,8 @@ int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
 	return rc ? rc : fw_fsync_dir(path);
 }
 
-int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
-			uint64_t *mark_unix, struct fw_fleet_held *slots, uint32_t n)
+int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of, uint64_t *mark_unix,
+			struct fw_fleet_held *slots, uint32_t n)
 {
 	char line[512] = "", want[1024];
 	FILE *fp = fopen(path, "re");
@@ -100,9 +101,8 @@ int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
 	if (!v2) {
 		unsigned long long m;
 		char end;
-		if (!fgets(line, sizeof(line), fp) ||
-		    sscanf(line, "mark=%llu%c", &m, &end) != 2 || end != '\n' ||
-		    m == FW_FLEET_CACHE_NO_MARK)
+		if (!fgets(line, sizeof(line), fp) || sscanf(line, "mark=%llu%c", &m, &end) != 2 ||
+		    end != '\n' || m == FW_FLEET_CACHE_NO_MARK)
 			goto bad;
 		mark = m;
 	}

@@ -38,12 +38,12 @@ int fw_fleet_cand_cmp(const void *a, const void *b)
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
 	/* released ahead: lowest floor; expired: lowest lease; else lowest worker ID */
-	uint64_t vx = x->kind == FW_FLEET_EXPIRED ? x->rec.lease
-		      : x->rank == CAND_FREE_LATER  ? x->rec.floor
-						    : 0;
-	uint64_t vy = y->kind == FW_FLEET_EXPIRED ? y->rec.lease
-		      : y->rank == CAND_FREE_LATER  ? y->rec.floor
-						    : 0;
+	uint64_t vx = x->kind == FW_FLEET_EXPIRED  ? x->rec.lease
+		      : x->rank == CAND_FREE_LATER ? x->rec.floor
+						   : 0;
+	uint64_t vy = y->kind == FW_FLEET_EXPIRED  ? y->rec.lease
+		      : y->rank == CAND_FREE_LATER ? y->rec.floor
+						   : 0;
 	if (vx != vy)
 		return vx < vy ? -1 : 1;
 	return x->worker - y->worker;
@@ -116,7 +116,8 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
 		if (skip[w] || fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w))
 			continue;
-		struct fw_fleet_cand x = {.worker = (int32_t)w, .kind = FW_FLEET_NEW, .rank = CAND_NEW};
+		struct fw_fleet_cand x = {
+			.worker = (int32_t)w, .kind = FW_FLEET_NEW, .rank = CAND_NEW};
 		if (!exists[w]) {
 			c[n++] = x;
 			continue;
@@ -137,7 +138,7 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		} else if (!x.rec.owner[0]) {
 			x.kind = FW_FLEET_FREE;
 			x.rank = FW_MAX(x.rec.floor, x.rec.lease) <= server_l ? CAND_FREE_NOW
-									     : CAND_FREE_LATER;
+									      : CAND_FREE_LATER;
 		} else if (x.rec.lease < server_l) {
 			x.kind = FW_FLEET_EXPIRED;
 			x.rank = CAND_EXPIRED;

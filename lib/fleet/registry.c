@@ -169,7 +169,8 @@ static int load_proof(struct fw_fleet *f)
 			from = f->legacy;
 			fw_log(&f->cfg.log, FW_LOG_INFO,
 			       "fleet: %s does not exist yet: read the previous default cache %s "
-			       "(written on this state: %d worker ID(s)); the cache is %s from now on",
+			       "(written on this state: %d worker ID(s)); the cache is %s from now "
+			       "on",
 			       f->cache, f->legacy, n, f->cache);
 		} else {
 			n = -ENOENT;

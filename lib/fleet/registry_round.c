@@ -158,7 +158,8 @@ int fleet_census(struct fw_fleet *f)
 			if (rc != 0)
 				break;
 			if (n_memo < FW_ARRAY_SIZE(memo)) {
-				snprintf(memo[n_memo].owner, sizeof(memo[n_memo].owner), "%s", r.owner);
+				snprintf(memo[n_memo].owner, sizeof(memo[n_memo].owner), "%s",
+					 r.owner);
 				memo[n_memo++].alive = alive;
 			}
 		}
@@ -181,7 +182,8 @@ int fleet_census(struct fw_fleet *f)
 	return 0;
 }
 
-/* Appends the census to a "no worker ID free" line: how many are stranded, when the first is back. */
+/* Appends the census to a "no worker ID free" line: how many are stranded, when the first is back.
+ */
 static void full_census(struct fw_fleet *f, char *err, size_t errlen)
 {
 	char ts[FW_ISO8601_LEN];
@@ -287,7 +289,8 @@ static int retire_pending(struct fw_fleet *f)
 				fw_log(&f->cfg.log, FW_LOG_WARNING,
 				       "fleet: worker %d: its release waits until the cache %s is "
 				       "written (%s): the cache on disk still offers it to a start "
-				       "while the registry is down; it stays leased to this process "
+				       "while the registry is down; it stays leased to this "
+				       "process "
 				       "and retiring, never issued again",
 				       t->h.worker, f->cache, fw_strerror(f->cache_rc));
 			t->warned_cache = true;
@@ -352,7 +355,7 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_need + n_repl == 0)
 		return 0;
 	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
-	if (rc == -ESTALE) { /* the store's write counter went back: restored */
+	if (rc == -ESTALE) {       /* the store's write counter went back: restored */
 		f->ss.back = true; /* stopped until a newer fence (session.c) */
 		pthread_mutex_lock(&f->mu);
 		f->st.root_stopped = true;
@@ -521,7 +524,8 @@ static int session_wait(struct fw_fleet *f, char *err, size_t errlen)
 		int rc = fw_fleet_session_ensure(&f->ss, slice, 0, err, errlen);
 		/* again only after a wait that ran out (a store that refuses at once
 		 * is not waited for, as before) */
-		if (rc != FW_EFLEET_STORE || f->store->ops->state(f->store) == FW_FLEET_SESSION_UP ||
+		if (rc != FW_EFLEET_STORE ||
+		    f->store->ops->state(f->store) == FW_FLEET_SESSION_UP ||
 		    fw_mono_ms() < now + slice || fw_mono_ms() >= until || stopping(f))
 			return rc;
 	}
@@ -653,8 +657,7 @@ int fleet_release_all(struct fw_fleet *f, uint64_t deadline)
 		       f->mark[0] ? f->mark : "(no [state] file)", fw_strerror(rc), n_rel);
 		return rc;
 	}
-	uint64_t last =
-		mark_unix > f->cfg.layout.epoch_ms ? mark_unix - f->cfg.layout.epoch_ms : 0;
+	uint64_t last = mark_unix > f->cfg.layout.epoch_ms ? mark_unix - f->cfg.layout.epoch_ms : 0;
 	/* Reachable now? One read (a session can look up for a while after the
 	 * store went away: etcd's keep-alive, a ZooKeeper socket not yet closed);
 	 * unreachable, nothing is sent and the cache keeps the IDs. */
@@ -698,7 +701,8 @@ int fleet_release_all(struct fw_fleet *f, uint64_t deadline)
 			fw_log(&f->cfg.log, FW_LOG_INFO,
 			       how == FW_FLEET_RETIRE_DONE
 				       ? "fleet: worker %d released at the stop, floor %" PRIu64
-				       : "fleet: worker %d: its record is another owner's now, above "
+				       : "fleet: worker %d: its record is another owner's now, "
+					 "above "
 					 "%" PRIu64,
 			       h->worker, FW_MAX(h->floor, last));
 			done++;
@@ -711,7 +715,7 @@ int fleet_release_all(struct fw_fleet *f, uint64_t deadline)
 		       "again before then",
 		       h->worker,
 		       src == -ETIMEDOUT ? "no time left"
-		       : src		 ? f->store->ops->last_error(f->store)
+		       : src             ? f->store->ops->last_error(f->store)
 					 : "the record is no longer ours and its floor is below "
 					   "the final mark",
 		       f->identity, fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));

@@ -106,7 +106,7 @@ static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 		ss->gen = r.generation; /* fenced: floors above anything issued before */
 		ss->fence = r.fence;
 		ss->back = false;
-		ss->alive_ok = false; /* a wipe took the liveness record too: made again */
+		ss->alive_ok = false;   /* a wipe took the liveness record too: made again */
 		ss->store->wc_high = 0; /* a restored store's writes count from its copy on */
 	} else if (r.generation != ss->gen || ss->back) {
 		snprintf(err, errlen,

@@ -29,8 +29,8 @@ struct zk {
 	char err[1100];
 	/* written by the client's event thread (the watcher) */
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* CLOCK_MONOTONIC */
-	int zstate;        /* the last session state event */
+	pthread_cond_t cv;   /* CLOCK_MONOTONIC */
+	int zstate;          /* the last session state event */
 	uint64_t down_since; /* monotonic ms the handle was first seen not connected (0: up) */
 };
 

@@ -16,7 +16,7 @@
 
 #define NS_PER_MS     1000000ull
 #define OFFSET_BIG_NS 1000000 /* offsets from 1 ms on are flagged SLEWING and logged */
-#define DEFAULT_AHEAD 300 /* [state] mark_ahead_ms, lib/conf */
+#define DEFAULT_AHEAD 300     /* [state] mark_ahead_ms, lib/conf */
 #define DEFAULT_RETRY 100
 #define CLOCK_LOG_MS  30000 /* while an offset lasts, a clock line this often */
 /* The tick source going back less than this is noise (a TSC read on another core): ignored. */

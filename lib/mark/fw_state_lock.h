@@ -47,7 +47,7 @@
 
 #include "fw_common.h"
 
-#define FW_STATE_STAMP_LEN 96
+#define FW_STATE_STAMP_LEN   96
 /* The boot ID when /proc/sys/kernel/random/boot_id cannot be read (see above). */
 #define FW_STATE_BOOT_ID_ENV "FLAKEWIRE_BOOT_ID"
 

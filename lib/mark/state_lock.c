@@ -117,8 +117,7 @@ static void boot_id_env(char *buf, size_t cap)
 	}
 	if (v == NULL || *v || n != 32 || cap < 37)
 		return;
-	snprintf(buf, cap, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16,
-		 hex + 20);
+	snprintf(buf, cap, "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16, hex + 20);
 }
 
 static void boot_id(char *buf, size_t cap)
@@ -229,7 +228,8 @@ int fw_state_lock_workers(struct fw_state_lock *l, const char *lock_dir, const u
 					err, errlen,
 					"static worker ID %u (datacenter %u: node field %u, %u "
 					"sequence bits) is locked by %s (%s): another responder on "
-					"this host issues IDs that can equal these; give each its own "
+					"this host issues IDs that can equal these; give each its "
+					"own "
 					"[id] worker_base / workers, or use a fleet",
 					w, dc, values[i], seq_bits, pid, path);
 			else

@@ -98,7 +98,7 @@ struct fw_responder_fleet_config {
 	char password[256];
 	char zk_auth[512];
 	char cache[FW_CONF_STR_LEN + 8]; /* [fleet] cache_file = auto: [state] file + ".fleet" */
-	bool new_worker; /* [clock] backstep = new_worker (fw_fleet_app_create) */
+	bool new_worker;                 /* [clock] backstep = new_worker (fw_fleet_app_create) */
 };
 
 /*

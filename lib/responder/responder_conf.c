@@ -64,18 +64,20 @@ FW_API int fw_responder_state_lock(const struct fw_conf *c, uint32_t n_workers,
 		 * nobody else; only a host directory mounted in every one does */
 		int m = fw_state_lock_dir_mounted(c->state.lock_dir, NULL);
 		if (m != 1) {
-			snprintf(err, errlen,
-				 "[state] lock_dir = %s is %s, and [state] lock_dir_mount = yes (set "
-				 "by the container image): static worker IDs (no [fleet]) need a "
-				 "host directory mounted there, the same one in every container on "
-				 "the host (e.g. a hostPath volume of /run/lock/flakewire), so that "
-				 "two containers cannot both serve worker ID %u; or use a fleet "
-				 "([fleet] zookeeper or etcd)",
-				 c->state.lock_dir,
-				 m == 0 ? "not a mount point of its own"
-					: m == -ENOENT ? "missing"
-						       : "unreadable",
-				 (uint32_t)fw_conf_worker(c, 0));
+			snprintf(
+				err, errlen,
+				"[state] lock_dir = %s is %s, and [state] lock_dir_mount = yes "
+				"(set "
+				"by the container image): static worker IDs (no [fleet]) need a "
+				"host directory mounted there, the same one in every container on "
+				"the host (e.g. a hostPath volume of /run/lock/flakewire), so that "
+				"two containers cannot both serve worker ID %u; or use a fleet "
+				"([fleet] zookeeper or etcd)",
+				c->state.lock_dir,
+				m == 0         ? "not a mount point of its own"
+				: m == -ENOENT ? "missing"
+					       : "unreadable",
+				(uint32_t)fw_conf_worker(c, 0));
 			rc = m == 0 ? -EPERM : m;
 		}
 	}

@@ -281,7 +281,7 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	if (!enter(c))
 		return -ENOTCONN;
 	*server = (uint64_t)((int64_t)real_ms() + c->m->offset);
-	c->m->writes++; /* as ZooKeeper's ROOT/clock */
+	c->m->writes++;           /* as ZooKeeper's ROOT/clock */
 	int64_t wc = ++c->m->rev; /* its mzxid */
 	leave(c);
 	if (wc < s->wc_high) {

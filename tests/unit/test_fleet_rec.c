@@ -268,7 +268,8 @@ static void test_cache_refused(void **state)
 		assert_int_equal(s[1].worker, FW_FLEET_WORKER_NONE);
 	}
 	write_file("not a cache\n");
-	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, s, 2), FW_ESTATE_CORRUPT);
+	assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), NULL, s, 2),
+			 FW_ESTATE_CORRUPT);
 	assert_non_null(strstr(fw_fleet_cache_why(FW_ESTATE_CORRUPT), "garbled"));
 	unlink(cache_path);
 }
@@ -300,8 +301,7 @@ static void test_cache_mark_line(void **state)
 	static const char *const bad[] = {"", "mark=\n", "mark=x\n", "mark=12 \n",
 					  "mark=18446744073709551615\n"};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++) {
-		snprintf(text, sizeof(text), "flakewire-fleet-cache v3\n%s%s%s", who, bad[i],
-			 slot);
+		snprintf(text, sizeof(text), "flakewire-fleet-cache v3\n%s%s%s", who, bad[i], slot);
 		write_file(text);
 		assert_int_equal(fw_fleet_cache_read(cache_path, cache_of(), &mark, s, 2),
 				 FW_ESTATE_CORRUPT);
@@ -315,8 +315,9 @@ static void test_cache_mark_line(void **state)
 	assert_non_null(fgets(text, sizeof(text), f));
 	fclose(f);
 	assert_string_equal(text, "flakewire-fleet-cache v3\n");
-	assert_int_equal(fw_fleet_cache_write(cache_path, cache_of(), FW_FLEET_CACHE_NO_MARK, &h, 1),
-			 -EINVAL);
+	assert_int_equal(
+		fw_fleet_cache_write(cache_path, cache_of(), FW_FLEET_CACHE_NO_MARK, &h, 1),
+		-EINVAL);
 	assert_non_null(strstr(fw_fleet_cache_why(FW_FLEET_CACHE_MARK_BELOW), "below the mark"));
 	unlink(cache_path);
 }
@@ -353,7 +354,7 @@ int main(void)
 		cmocka_unit_test(test_rec_round_trip),   cmocka_unit_test(test_rec_garbled),
 		cmocka_unit_test(test_layout),           cmocka_unit_test(test_keys_identity),
 		cmocka_unit_test(test_cache_round_trip), cmocka_unit_test(test_cache_refused),
-		cmocka_unit_test(test_cache_mark_line), cmocka_unit_test(test_backoff_bounds),
+		cmocka_unit_test(test_cache_mark_line),  cmocka_unit_test(test_backoff_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1198,7 +1198,8 @@ static void test_take_back_needs_mark(void **state)
 		prove_at_mark(mk);
 		unlink(mark_path());
 		if (cases[k].mark)
-			assert_int_equal(fw_mark_write(mark_path(), cases[k].mark, &test_mark_layout), 0);
+			assert_int_equal(
+				fw_mark_write(mark_path(), cases[k].mark, &test_mark_layout), 0);
 		uint64_t got = takebacks_with_mark(&cached);
 		assert_false(cached);
 		if (got != cases[k].want)
@@ -1280,7 +1281,9 @@ static void test_census(void **state)
 	struct fw_fleet_config c;
 	cfg_for(&c, "b", "");
 	assert_null(start_cfg(&c, 2, FW_EFLEET_FULL, err, sizeof(err)));
-	assert_non_null(strstr(err, "1 free, 2 stranded (leased to owners with no live session), the first back at"));
+	assert_non_null(strstr(
+		err,
+		"1 free, 2 stranded (leased to owners with no live session), the first back at"));
 }
 
 /* "a" with 2 slots on state "S", its cache and a final mark @mark (unix ms). */

@@ -31,16 +31,16 @@ struct retire_req {
 /* A worker ID replaced in its slot, held until the store confirms its release. */
 struct retiring {
 	struct fw_fleet_held h;
-	uint64_t last; /* layout ms: the retirement point (valid once asked) */
-	bool asked;    /* fw_fleet_retire came: the slot's worker swapped */
-	int warned_rc; /* the last failure logged (0: none) */
+	uint64_t last;     /* layout ms: the retirement point (valid once asked) */
+	bool asked;        /* fw_fleet_retire came: the slot's worker swapped */
+	int warned_rc;     /* the last failure logged (0: none) */
 	bool warned_cache; /* "waits for the cache" logged */
 };
 
 struct fw_fleet {
 	struct fw_fleet_config cfg;
 	char root[256], identity[FW_FLEET_IDENTITY_MAX], cache[PATH_MAX], stamp[128];
-	char mark[PATH_MAX]; /* cfg.mark_file ("": none) */
+	char mark[PATH_MAX];   /* cfg.mark_file ("": none) */
 	char legacy[PATH_MAX]; /* cfg.legacy_cache_file ("": none) */
 	int cache_lock;        /* fd holding "CACHE.lock" (-1: none) */
 	uint32_t n;
@@ -56,7 +56,7 @@ struct fw_fleet {
 	/* under mu */
 	bool stop;
 	bool keep_session; /* the thread leaves the session open (a release follows) */
-	bool wake; /* a request arrived: run a round now */
+	bool wake;         /* a request arrived: run a round now */
 	struct fw_fleet_slot *pub;
 	struct fw_fleet_status st;
 	bool *replace_req;
@@ -72,7 +72,7 @@ struct fw_fleet {
 	 * may take back (f->r.proven) */
 	struct fw_fleet_held proven[FW_FLEET_SLOTS_MAX];
 	uint32_t n_proven;
-	int cache_rc; /* the last cache write's code (logged once per change) */
+	int cache_rc;        /* the last cache write's code (logged once per change) */
 	uint64_t cache_mark; /* the mark the last cache write recorded */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */

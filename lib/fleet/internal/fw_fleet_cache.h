@@ -46,7 +46,7 @@ struct fw_fleet_cache_of {
 };
 
 /* fw_fleet_cache_read's *mark_unix for a v2 file: no mark recorded. */
-#define FW_FLEET_CACHE_NO_MARK UINT64_MAX
+#define FW_FLEET_CACHE_NO_MARK    UINT64_MAX
 /* Not a code of fw_fleet_cache_read: the registry's, when the state's mark is
  * missing or below the recorded one (fw_fleet_cache_why explains it). */
 #define FW_FLEET_CACHE_MARK_BELOW (-ERANGE)
@@ -60,8 +60,8 @@ struct fw_fleet_cache_of {
  * -errno of the writes (the old file stays, unless only the directory
  * fsync failed: then the new file is in place but maybe not durable).
  */
-int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
-			 uint64_t mark_unix, const struct fw_fleet_held *slots, uint32_t n);
+int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of, uint64_t mark_unix,
+			 const struct fw_fleet_held *slots, uint32_t n);
 
 /*
  * Loads @path into slots[0..n) (each marked cached; slots the file does not
@@ -74,8 +74,8 @@ int fw_fleet_cache_write(const char *path, const struct fw_fleet_cache_of *of,
  * (garbled, a bad mark line, or a worker outside the layout: every slot set
  * to none).
  */
-int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of,
-			uint64_t *mark_unix, struct fw_fleet_held *slots, uint32_t n);
+int fw_fleet_cache_read(const char *path, const struct fw_fleet_cache_of *of, uint64_t *mark_unix,
+			struct fw_fleet_held *slots, uint32_t n);
 
 /* Why fw_fleet_cache_read refused (@rc < 0), for the start's log line. */
 const char *fw_fleet_cache_why(int rc);

@@ -51,13 +51,13 @@
 
 /* A worker ID this process holds (the registry thread's private copy). */
 struct fw_fleet_held {
-	int32_t worker;  /* FW_FLEET_WORKER_NONE: none */
-	int64_t version; /* of the last write confirmed (S2 compares it) */
-	uint64_t lease;  /* layout ms, confirmed */
-	uint64_t floor;  /* layout ms */
-	bool lost;       /* taken over by another: lease is the final limit */
-	bool cached;     /* from the cache file: not yet written by this process */
-	uint64_t token;  /* the record's token as last confirmed (a cached one: its run's) */
+	int32_t worker;    /* FW_FLEET_WORKER_NONE: none */
+	int64_t version;   /* of the last write confirmed (S2 compares it) */
+	uint64_t lease;    /* layout ms, confirmed */
+	uint64_t floor;    /* layout ms */
+	bool lost;         /* taken over by another: lease is the final limit */
+	bool cached;       /* from the cache file: not yet written by this process */
+	uint64_t token;    /* the record's token as last confirmed (a cached one: its run's) */
 	uint64_t root_gen; /* the root's generation when this process last wrote it (0: none) */
 };
 

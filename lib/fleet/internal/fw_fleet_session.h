@@ -25,8 +25,8 @@ struct fw_fleet_session {
 	const char *root;
 	const char *identity;
 	struct fw_layout layout;
-	bool root_ok;  /* the layout was checked in this session */
-	bool alive_ok; /* the liveness record is held */
+	bool root_ok;             /* the layout was checked in this session */
+	bool alive_ok;            /* the liveness record is held */
 	uint32_t datacenter;      /* this node's [id] datacenter: the root must serve it */
 	struct fw_fleet_root rec; /* the root record as last checked (its reservation) */
 	/* The root's generation this process works under (set at the first

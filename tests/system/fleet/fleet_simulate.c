@@ -75,7 +75,7 @@
 #define MAX_NODES 1024
 #define MAX_PROCS 256
 #define MAX_SLOTS 16
-#define POLL_MS	  100
+#define POLL_MS   100
 
 struct opts {
 	const char *scenario;
@@ -506,8 +506,9 @@ static void read_slots(void)
 		char ev;
 		if (sscanf(line, "%llu %c", &t, &ev) != 2)
 			continue;
-		if (ev == 'S' && sscanf(line, "%llu S %u %u %u %d %llu %llu %u %d", &t, &node, &gen,
-					&slot, &w, &a, &b, &src, &lost) == 9 &&
+		if (ev == 'S' &&
+		    sscanf(line, "%llu S %u %u %u %d %llu %llu %u %d", &t, &node, &gen, &slot, &w,
+			   &a, &b, &src, &lost) == 9 &&
 		    node < MAX_NODES && slot < MAX_SLOTS) {
 			view[node][slot] = (struct slotv){w, a, b, gen};
 			if (w >= 0 && b > 0)
@@ -521,10 +522,12 @@ static void read_slots(void)
 			n_takeback += b;
 			n_claim += c;
 			n_takeover += d;
-		} else if (ev == 'D' && sscanf(line, "%llu D %u %u %llu", &t, &node, &gen, &a) == 4) {
+		} else if (ev == 'D' &&
+			   sscanf(line, "%llu D %u %u %llu", &t, &node, &gen, &a) == 4) {
 			if (a > 0)
 				close_holdings(node, gen, a);
-		} else if (ev == 'F' && sscanf(line, "%llu F %u %u %d", &t, &node, &gen, &rc) == 4) {
+		} else if (ev == 'F' &&
+			   sscanf(line, "%llu F %u %u %d", &t, &node, &gen, &rc) == 4) {
 			if (rc == FW_EFLEET_FULL) {
 				n_full++;
 				char *m = strchr(line, ' ');
@@ -676,8 +679,8 @@ static int64_t registry_requests(void)
 				total += strtoll(r + 10, NULL, 10);
 		} else {
 			char req[256];
-			snprintf(req, sizeof(req),
-				 "GET /metrics HTTP/1.0\r\nHost: %s:%d\r\n\r\n", host, port);
+			snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\nHost: %s:%d\r\n\r\n",
+				 host, port);
 			if (tcp_ask(host, port, req, buf, sizeof(buf)) != 0)
 				continue;
 			for (char *l = buf; (l = strstr(l, "\ngrpc_server_started_total{"));) {
@@ -718,14 +721,16 @@ static void check_overlap(void)
 			if (a->lease <= b->floor || b->lease <= a->floor)
 				continue;
 			if (bad++ < 5)
-				printf("  overlap: worker %d held by sim-%04u state %u (%llu, %llu] and "
+				printf("  overlap: worker %d held by sim-%04u state %u (%llu, "
+				       "%llu] and "
 				       "sim-%04u state %u (%llu, %llu]\n",
 				       a->worker, a->node, a->gen, (unsigned long long)a->floor,
 				       (unsigned long long)a->lease, b->node, b->gen,
 				       (unsigned long long)b->floor, (unsigned long long)b->lease);
 		}
-	verdict("overlap", bad == 0, "%zu holdings, %zu pairs of holders of one worker ID, %zu "
-				     "overlapping",
+	verdict("overlap", bad == 0,
+		"%zu holdings, %zu pairs of holders of one worker ID, %zu "
+		"overlapping",
 		n_hold, pairs, bad);
 }
 
@@ -887,8 +892,9 @@ static int scenario_storm(uint32_t total)
 		uint32_t want = (1u << O.worker_bits) - total + O.extra;
 		char needs[64];
 		snprintf(needs, sizeof(needs), "needs %u worker ID", want);
-		int rc = want > FW_FLEET_SLOTS_MAX ? -EINVAL
-						   : fw_fleet_create(&c, want, &f, err, sizeof(err));
+		int rc = want > FW_FLEET_SLOTS_MAX
+				 ? -EINVAL
+				 : fw_fleet_create(&c, want, &f, err, sizeof(err));
 		if (rc == 0)
 			rc = fw_fleet_start(f, NULL, err, sizeof(err));
 		fw_fleet_free(f);
@@ -979,7 +985,7 @@ static int scenario_restarts(uint32_t total, const char *kind)
 	read_slots();
 	sample(true);
 	print_starts(kind);
-	const char *how = crash ? "SIGKILL, restart on the same state"
+	const char *how = crash    ? "SIGKILL, restart on the same state"
 			  : reboot ? "graceful stop, restart on a new state (proves nothing)"
 				   : "graceful stop, restart on the same state";
 	/* taken back: every restarted slot proved its IDs (the same state);
@@ -1009,7 +1015,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: fleet_simulate storm|crashloop|rolling|reboot --connect STR --root PATH "
 		"--dir DIR\n"
-		"  [--etcd] [--nodes N] [--slots S] [--per-proc K] [--worker-bits B] [--lease-ms L]\n"
+		"  [--etcd] [--nodes N] [--slots S] [--per-proc K] [--worker-bits B] [--lease-ms "
+		"L]\n"
 		"  [--renew-ms R] [--session-ms S] [--batch N] [--batch-gap-ms G] [--steady-s S]\n"
 		"  [--timeout-s S] [--duration-s S] [--period-s S] [--fraction PCT] [--rounds R]\n"
 		"  [--extra N] [--seed N] [--label TEXT] [--datacenter D]\n");
@@ -1018,42 +1025,90 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"connect", 1, 0, 'c'},	     {"root", 1, 0, 'r'},	{"dir", 1, 0, 'd'},
-		{"etcd", 0, 0, 'e'},	     {"nodes", 1, 0, 'n'},	{"slots", 1, 0, 's'},
+		{"connect", 1, 0, 'c'},      {"root", 1, 0, 'r'},        {"dir", 1, 0, 'd'},
+		{"etcd", 0, 0, 'e'},         {"nodes", 1, 0, 'n'},       {"slots", 1, 0, 's'},
 		{"per-proc", 1, 0, 'k'},     {"worker-bits", 1, 0, 'w'}, {"lease-ms", 1, 0, 'L'},
-		{"renew-ms", 1, 0, 'R'},     {"session-ms", 1, 0, 'S'},	{"batch", 1, 0, 'b'},
-		{"batch-gap-ms", 1, 0, 'g'}, {"steady-s", 1, 0, 'y'},	{"timeout-s", 1, 0, 't'},
-		{"duration-s", 1, 0, 'm'},	     {"period-s", 1, 0, 'p'},	{"fraction", 1, 0, 'f'},
-		{"rounds", 1, 0, 'o'},	     {"extra", 1, 0, 'x'},	{"seed", 1, 0, 'z'},
-		{"label", 1, 0, 'l'},	     {"datacenter", 1, 0, 'D'}, {0, 0, 0, 0}};
+		{"renew-ms", 1, 0, 'R'},     {"session-ms", 1, 0, 'S'},  {"batch", 1, 0, 'b'},
+		{"batch-gap-ms", 1, 0, 'g'}, {"steady-s", 1, 0, 'y'},    {"timeout-s", 1, 0, 't'},
+		{"duration-s", 1, 0, 'm'},   {"period-s", 1, 0, 'p'},    {"fraction", 1, 0, 'f'},
+		{"rounds", 1, 0, 'o'},       {"extra", 1, 0, 'x'},       {"seed", 1, 0, 'z'},
+		{"label", 1, 0, 'l'},        {"datacenter", 1, 0, 'D'},  {0, 0, 0, 0}};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		unsigned long long v = optarg ? strtoull(optarg, NULL, 10) : 0;
 		switch (ch) {
-		case 'c': O.connect = optarg; break;
-		case 'r': O.root = optarg; break;
-		case 'd': O.dir = optarg; break;
-		case 'l': O.label = optarg; break;
-		case 'e': O.etcd = true; break;
-		case 'n': O.nodes = (uint32_t)v; break;
-		case 's': O.slots = (uint32_t)v; break;
-		case 'k': O.per_proc = (uint32_t)v; break;
-		case 'w': O.worker_bits = (uint32_t)v; break;
-		case 'L': O.lease_ms = v; break;
-		case 'R': O.renew_ms = v; break;
-		case 'S': O.session_ms = (uint32_t)v; break;
-		case 'b': O.batch = (uint32_t)v; break;
-		case 'g': O.batch_gap_ms = (uint32_t)v; break;
-		case 'y': O.steady_s = (uint32_t)v; break;
-		case 't': O.timeout_s = (uint32_t)v; break;
-		case 'm': O.duration_s = (uint32_t)v; break;
-		case 'p': O.period_s = (uint32_t)v; break;
-		case 'f': O.fraction = (uint32_t)v; break;
-		case 'o': O.rounds = (uint32_t)v; break;
-		case 'x': O.extra = (uint32_t)v; break;
-		case 'z': O.seed = (uint32_t)v; break;
-		case 'D': O.datacenter = (uint32_t)v; break;
-		default: usage(); return 2;
+		case 'c':
+			O.connect = optarg;
+			break;
+		case 'r':
+			O.root = optarg;
+			break;
+		case 'd':
+			O.dir = optarg;
+			break;
+		case 'l':
+			O.label = optarg;
+			break;
+		case 'e':
+			O.etcd = true;
+			break;
+		case 'n':
+			O.nodes = (uint32_t)v;
+			break;
+		case 's':
+			O.slots = (uint32_t)v;
+			break;
+		case 'k':
+			O.per_proc = (uint32_t)v;
+			break;
+		case 'w':
+			O.worker_bits = (uint32_t)v;
+			break;
+		case 'L':
+			O.lease_ms = v;
+			break;
+		case 'R':
+			O.renew_ms = v;
+			break;
+		case 'S':
+			O.session_ms = (uint32_t)v;
+			break;
+		case 'b':
+			O.batch = (uint32_t)v;
+			break;
+		case 'g':
+			O.batch_gap_ms = (uint32_t)v;
+			break;
+		case 'y':
+			O.steady_s = (uint32_t)v;
+			break;
+		case 't':
+			O.timeout_s = (uint32_t)v;
+			break;
+		case 'm':
+			O.duration_s = (uint32_t)v;
+			break;
+		case 'p':
+			O.period_s = (uint32_t)v;
+			break;
+		case 'f':
+			O.fraction = (uint32_t)v;
+			break;
+		case 'o':
+			O.rounds = (uint32_t)v;
+			break;
+		case 'x':
+			O.extra = (uint32_t)v;
+			break;
+		case 'z':
+			O.seed = (uint32_t)v;
+			break;
+		case 'D':
+			O.datacenter = (uint32_t)v;
+			break;
+		default:
+			usage();
+			return 2;
 		}
 	}
 	if (optind != argc - 1 || !O.connect || !O.root || !O.dir) {
@@ -1066,8 +1121,9 @@ int main(int argc, char **argv)
 	    O.per_proc < 1 || (O.nodes + O.per_proc - 1) / O.per_proc > MAX_PROCS ||
 	    O.worker_bits < 1 || O.worker_bits > 16 || total > (1u << O.worker_bits) ||
 	    O.batch < 1 || O.period_s < 1) {
-		fprintf(stderr, "fleet_simulate: nodes 1-%d, slots 1-%d, at most %d processes, "
-				"nodes x slots <= 2^worker_bits (1-16)\n",
+		fprintf(stderr,
+			"fleet_simulate: nodes 1-%d, slots 1-%d, at most %d processes, "
+			"nodes x slots <= 2^worker_bits (1-16)\n",
 			MAX_NODES, MAX_SLOTS, MAX_PROCS);
 		return 2;
 	}
