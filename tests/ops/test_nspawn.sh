@@ -10,6 +10,10 @@
 #     flakectl status, systemctl restart and kill -9 of MainPID (restarted,
 #     IDs increasing); the boot ID hidden from it (ProcSubset=pid) and passed
 #     as FLAKEWIRE_BOOT_ID=%b, the real one;
+#   - flakesock.service in a fleet (issue 50): etcd in the container, the root
+#     made by flakectl fleet init, systemctl kill -s KILL: systemd restarts it
+#     and it takes its own worker IDs back (the boot ID passed as %b proves
+#     the restart is on the same state), none stranded;
 #   - flakewire-afxdp.service on a veth moved into the container (bpffs
 #     mounted): starts, attaches its XDP program, answers IDs from a client
 #     namespace on the veth's peer, restarts after kill -9 with IDs
@@ -39,6 +43,7 @@ need systemd-nspawn systemd-container
 need nsenter util-linux
 need ethtool ethtool
 need curl curl
+need etcd etcd-server
 
 TMP=$(mktemp -d /tmp/fw-nspawn.XXXXXX)
 NSC="fwn-c-$$" SRV="fwn$$" CLI="fwc$$"
@@ -141,6 +146,7 @@ echo force-unsafe-io >"$TMP/root/etc/dpkg/dpkg.cfg.d/flakewire-test-unsafe-io"
 systemd-nspawn -q -D "$TMP/root" -b --keep-unit --register=no --private-network \
 	--machine="fwnspawn$$" --capability=all --system-call-filter=bpf \
 	--bind="$TMP/bpf:/sys/fs/bpf" --bind-ro=/sys/module --bind-ro="$TMP/debs:/root/debs" \
+	--bind-ro="$(command -v etcd):/usr/local/sbin/fw-etcd" \
 	</dev/null >"$TMP/console.log" 2>&1 &
 NSPID=$!
 find_init() { # the container's PID 1: PID 1 of a child PID namespace, rooted in our overlay
@@ -215,6 +221,45 @@ c nsenter -t "$pid" -m cat /proc/sys/kernel/random/boot_id >/dev/null 2>&1 &&
 	fail "the boot_id file is visible inside flakesock.service (ProcSubset=pid expected)"
 c systemctl stop flakesock.service
 echo "flakesock.service: enable --now, IDs, /metrics, restart, kill -9 restarted, IDs increasing ($(($(date +%s) - start)) s)"
+
+# 3b. flakesock.service in a fleet (issue 50): an etcd inside the container
+# (the host's binary, bound read-only; the container's network is private), the
+# root made once by the operator, the node's keys in /etc/default/flakesock.
+# systemctl kill -s KILL: systemd restarts it; the restart holds the same state
+# and the same boot ID (FLAKEWIRE_BOOT_ID=%b), so its cache proves it held its
+# worker IDs: it takes them back and strands none.
+ETCD=http://127.0.0.1:23790 FROOT=/flakewire/nspawn
+c systemd-run --quiet --unit=fw-test-etcd /usr/local/sbin/fw-etcd --name fw \
+	--data-dir /var/tmp/fw-etcd --listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
+	--listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
+	--initial-cluster fw=http://127.0.0.1:23800 || fail "systemd-run etcd in the container"
+wait_for 30 c flakectl fleet init --etcd "$ETCD" --root "$FROOT" --timeout 2000 ||
+	fail "flakectl fleet init --etcd $ETCD --root $FROOT in the container"
+c cp /etc/default/flakesock /root/flakesock.default
+c sh -c "echo 'FLAKESOCK_ARGS=\"--listen 0.0.0.0 --threads 2 --set fleet.etcd=$ETCD --set fleet.root=$FROOT --set fleet.renew_ms=1000\"' >>/etc/default/flakesock"
+owned() { # the worker IDs this container's identity owns, comma-separated
+	c flakectl fleet ls --etcd "$ETCD" --root "$FROOT" --timeout 5000 |
+		awk -v h="$(c hostname)" '$2 == h && $NF == "owned" { print $1 }' | sort -n | paste -sd, -
+}
+two_owned() { case "$(owned)" in *,*) return 0 ;; esac; return 1; }
+c systemctl start flakesock.service || fail "systemctl start flakesock (fleet)"
+last=$(above "$last" "flakesock in the fleet")
+wait_for 20 two_owned || fail "flakesock in the fleet owns '$(owned)', not two worker IDs"
+before=$(owned)
+pid=$(prop flakesock.service MainPID)
+c systemctl kill -s KILL flakesock.service || fail "systemctl kill -s KILL flakesock"
+wait_for 15 new_main flakesock.service "$pid" || fail "flakesock.service (fleet) not restarted after SIGKILL"
+last=$(above "$last" "flakesock (fleet) after systemctl kill -s KILL")
+after=$(owned)
+[ "$after" = "$before" ] || fail "after SIGKILL and systemd's restart it owns worker IDs '$after', not its own '$before' back"
+c flakectl fleet ls --etcd "$ETCD" --root "$FROOT" --timeout 5000 >"$TMP/fleet.ls" 2>&1
+grep -q 'stranded: 0 ' "$TMP/fleet.ls" || fail "a worker ID stranded after the restart: $(cat "$TMP/fleet.ls")"
+c journalctl -u flakesock.service -b --no-pager -o cat | grep -qi 'taken back' ||
+	fail "the journal does not say the worker IDs were taken back"
+c systemctl stop flakesock.service
+c cp /root/flakesock.default /etc/default/flakesock
+c systemctl stop fw-test-etcd.service
+echo "flakesock.service in a fleet: systemctl kill -s KILL, restarted by systemd, worker IDs $before taken back, none stranded ($(($(date +%s) - start)) s)"
 
 # 4. flakewire-afxdp.service on a veth: the container side takes the address,
 # the client namespace on the peer asks
