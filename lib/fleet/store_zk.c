@@ -32,6 +32,12 @@ struct zk {
 	pthread_cond_t cv;   /* CLOCK_MONOTONIC */
 	int zstate;          /* the last session state event */
 	uint64_t down_since; /* monotonic ms the handle was first seen not connected (0: up) */
+	/* the root node's czxid as last read (meta_get of the root), 0: unknown.
+	 * Every worker write checks it after it lands (a ZooKeeper check op
+	 * compares data versions, which a root made again starts over): a root
+	 * deleted and made again since it was read gets no worker record of
+	 * ours, as etcd's guard compares the root's create_revision. */
+	int64_t root_czxid;
 };
 
 static struct zk *Z(struct fw_fleet_store *s)
@@ -237,8 +243,34 @@ static int zs_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int
 	if (rc == ZOK) {
 		*len = FW_MAX(*len, 0); /* -1: a node without data */
 		*v = (struct fw_fleet_ver){st.version, (uint64_t)st.mtime};
+		if (!strcmp(key, z->root))
+			z->root_czxid = st.czxid;
 	}
 	return rc_of(z, rc);
+}
+
+/*
+ * After a worker write at @p landed: is the root still the one meta_get
+ * read? ZOK (or the root never read), ZNONODE when it is gone or was made
+ * again (then a record just created, @created, is deleted again: it sits in
+ * a root this node never read), else the client's error (the write's fate
+ * under this root unknown: the caller's store failure).
+ */
+static int root_unchanged(struct zk *z, const char *p, bool created)
+{
+	struct Stat st;
+	if (!z->root_czxid)
+		return ZOK;
+	int rc = zoo_exists(z->zh, z->root, 0, &st);
+	if (rc == ZOK && st.czxid == z->root_czxid)
+		return ZOK;
+	if (rc != ZOK && rc != ZNONODE)
+		return rc;
+	if (created)
+		(void)zoo_delete(z->zh, p, 0); /* best effort: the next round stops claims */
+	snprintf(z->err, sizeof(z->err),
+		 "%s: the fleet's root was deleted or made again after this node read it", p);
+	return ZNONODE;
 }
 
 static int zs_meta_create(struct fw_fleet_store *s, const char *key, const char *buf, int len)
@@ -308,6 +340,8 @@ static int zs_create(struct fw_fleet_store *s, uint32_t w, const char *buf, int 
 	fw_fleet_key_worker(p, sizeof(p), z->root, w);
 	int rc = zoo_create(z->zh, p, buf, len, acl(z), 0, NULL, 0);
 	if (rc == ZOK)
+		rc = root_unchanged(z, p, true);
+	if (rc == ZOK)
 		*v = (struct fw_fleet_ver){0, 0};
 	return rc_of(z, rc);
 }
@@ -320,7 +354,7 @@ static int zs_cas(struct fw_fleet_store *s, uint32_t w, const char *buf, int len
 	struct Stat st;
 	fw_fleet_key_worker(p, sizeof(p), z->root, w);
 	int rc = zoo_set2(z->zh, p, buf, len, (int)version, &st);
-	if (rc == ZOK)
+	if (rc == ZOK && (rc = root_unchanged(z, p, false)) == ZOK)
 		*v = (struct fw_fleet_ver){st.version, (uint64_t)st.mtime};
 	return rc_of(z, rc);
 }

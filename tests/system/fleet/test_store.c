@@ -130,6 +130,45 @@ static void create_if_absent_and_cas(void **state)
 	s->ops->free(s);
 }
 
+/*
+ * Issue 48, case 7: the root deleted and made again (a wiped registry, then
+ * `fleet init`) between a node's read of the root and its worker write: the
+ * write is refused (-ENOENT: not the root it read) and leaves no record in the
+ * new root. etcd compares the root's create_revision in the write's txn;
+ * ZooKeeper checks the root's czxid once the write landed and deletes a record
+ * it just made. FW_STORE_WIPE_CMD: a shell command that deletes ROOT (given as
+ * its last word) and everything below it.
+ */
+static void worker_writes_refused_under_a_root_made_again(void **state)
+{
+	(void)state;
+	const char *wipe = getenv("FW_STORE_WIPE_CMD");
+	assert_non_null(wipe);
+	struct fw_fleet_store *s = open_store(), *s2;
+	char buf[FW_FLEET_REC_MAX], cmd[1024];
+	int len = 0;
+	struct fw_fleet_ver v, g;
+	make_root(s);
+	assert_int_equal(s->ops->create(s, 20, "mine", 4, &v), 0);
+	assert_int_equal(s->ops->meta_get(s, root, buf, &len, &g), 0); /* the root as read */
+	snprintf(cmd, sizeof(cmd), "%s %s >/dev/null 2>&1", wipe, root);
+	assert_int_equal(system(cmd), 0);
+	s2 = open_store();
+	assert_int_equal(s2->ops->get(s2, 20, buf, &len, &g), -ENOENT); /* wiped */
+	make_root(s2); /* made again */
+	assert_int_equal(s2->ops->create(s2, 21, "theirs", 6, &g), 0);
+	/* the node that read the old root: a create and a CAS refused */
+	assert_int_equal(s->ops->create(s, 22, "stale", 5, &v), -ENOENT);
+	assert_int_equal(s2->ops->get(s2, 22, buf, &len, &g), -ENOENT); /* nothing left */
+	assert_int_equal(s2->ops->get(s2, 21, buf, &len, &g), 0);
+	assert_int_not_equal(s->ops->cas(s, 21, "stale", 5, g.version, &v), 0);
+	/* read again, the new root is the node's: its writes land */
+	assert_int_equal(s->ops->meta_get(s, root, buf, &len, &g), 0);
+	assert_int_equal(s->ops->create(s, 23, "fresh", 5, &v), 0);
+	s->ops->free(s);
+	s2->ops->free(s2);
+}
+
 static void liveness_belongs_to_one_session(void **state)
 {
 	(void)state;
@@ -211,6 +250,12 @@ static void survives_one_server_killed(void **state)
 int main(void)
 {
 	snprintf(root, sizeof(root), "/fwtest-store-%ld-%d", (long)time(NULL), (int)getpid());
+	const struct CMUnitTest wiped[] = {
+		cmocka_unit_test(worker_writes_refused_under_a_root_made_again),
+	};
+	/* with a wipe command (the plain ZooKeeper and etcd runs): the root made again */
+	if (getenv("FW_STORE_WIPE_CMD") && cmocka_run_group_tests(wiped, NULL, NULL) != 0)
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(meta_records_create_once_and_cas),
 		cmocka_unit_test(create_if_absent_and_cas),

@@ -23,14 +23,14 @@ l=$(zk_leader)
 [ -n "$l" ] || { echo "FAIL: the ZooKeeper ensemble has no leader"; exit 1; }
 echo "== ZooKeeper ($ZK_CONNECT), leader server $l killed in the last test"
 FW_STORE=zookeeper FW_STORE_CONNECT=$ZK_CONNECT FW_STORE_KILL_CMD="kill -KILL ${ZK_PID[$l]}" \
-	"$BIN" || fail=1
+	FW_STORE_WIPE_CMD="/usr/share/zookeeper/bin/zkCli.sh -server $ZK_CONNECT deleteall" "$BIN" || fail=1
 zk_stop_all
 
 etcd_start "$TMP/etcd" 3 || { echo "FAIL: the etcd cluster did not start"; tail -5 "$TMP"/etcd/etcd*/server.log; exit 1; }
 l=$(etcd_leader)
 echo "== etcd ($ETCD_ENDPOINTS), leader member $l killed in the last test"
 FW_STORE=etcd FW_STORE_CONNECT=$ETCD_ENDPOINTS FW_STORE_KILL_CMD="kill -KILL ${ETCD_PID[$l]}" \
-	"$BIN" || fail=1
+	FW_STORE_WIPE_CMD="env ETCDCTL_API=3 etcdctl --endpoints $ETCD_ENDPOINTS del --prefix" "$BIN" || fail=1
 etcd_stop_all
 
 # etcd as shops run it: TLS with client certificates, then users and passwords.
