@@ -34,13 +34,18 @@
 #   graceful    SIGTERM, wait for the exit, start again
 #   rolling     a graceful restart of a, fw, b in turn (each once it answers
 #               again, 1 s apart); the order a,fw,b
-#   registry    TODO: the registry down under a fleet (ZooKeeper/etcd leases):
-#               not run yet; the fleet setup is being changed (fleet roots).
+#   registry    the registry down under a fleet: a and b are restarted as
+#               fleet nodes (their worker IDs leased from a one-member etcd or
+#               one-server ZooKeeper, --store, on the namespace's loopback; the
+#               root made by `flakectl fleet init`, reserving the static 21-23),
+#               then the registry is stopped for STOP seconds while calls go
+#               on (the nodes issue within their confirmed leases) and started
+#               again; afterwards a and b go back to static worker IDs
 #   clockstep   the target's system clock steps back 2 s (test clock offset_ms)
 #   ticksback   the target's monotonic ticks go back 1 h (tick_back_ms;
 #               flakesock only: flakewire-testclock refuses the key)
 # Default: kill9:a alone:a stop:a partition:fw graceful:fw rolling
-# clockstep:fw ticksback:a (registry: the TODO above, skipped if asked). --short: kill9:a alone:a stop:a graceful:fw. Between events every
+# clockstep:fw ticksback:a registry:a. --short: kill9:a alone:a stop:a graceful:fw. Between events every
 # responder is brought back (fault files emptied, ticksback's target
 # restarted) and answers INFO before the next one.
 #
@@ -51,11 +56,12 @@
 #
 # usage: scripts/drill.sh [-b BUILD] [-o OUT] [--short] [--clients c,go,java,python,ts,rust]
 #                         [--events kill9:a,stop:a,...] [--rate N] [--timeout MS]
-#                         [--check [--deadline MS]]
+#                         [--check [--deadline MS]] [--store etcd|zookeeper]
 #   -b          meson build dir (default: build); the responders' test-clock
 #               builds, flakectl and tests/clients/drill/drill_c are built there
 #   -o          where the logs, table and picture go (default: a new /tmp/drill.XXXXXX)
 #   --rate      calls a second per client and mode (default 200)
+#   --store     the registry event's store (default etcd)
 #   --timeout   the clients' timeout option in ms (default: each client's own default)
 #   --check     exit 1 unless every call of every client succeeded and none
 #               took longer than its deadline plus 100 ms (the deadline:
@@ -78,6 +84,7 @@ timeout_ms=0
 check=""
 deadline_ms=1000
 deadline_set=""
+store=etcd
 while [ $# -gt 0 ]; do
 	case $1 in
 	-b) build=$(cd "$2" && pwd); shift ;;
@@ -89,6 +96,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout_ms=$2; shift ;;
 	--check) check=1 ;;
 	--deadline) deadline_ms=$2; deadline_set=1; shift ;;
+	--store) store=$2; shift ;;
 	*) sed -n '2,/^set -u/p' "$0" | sed '$d'; exit 2 ;;
 	esac
 	shift
@@ -98,7 +106,7 @@ if [ -n "$short" ]; then
 	: "${events:=kill9:a,alone:a,stop:a,graceful:fw}"
 	stop_s=2 warm_s=2 tail_s=3
 else
-	: "${events:=kill9:a,alone:a,stop:a,partition:fw,graceful:fw,rolling,clockstep:fw,ticksback:a}"
+	: "${events:=kill9:a,alone:a,stop:a,partition:fw,graceful:fw,rolling,clockstep:fw,ticksback:a,registry:a}"
 	stop_s=10 warm_s=3 tail_s=7
 fi
 
@@ -112,6 +120,12 @@ work=$(mktemp -d /tmp/drill-work.XXXXXX)
 [ -n "$out" ] || { [ -n "$check" ] && out=$work/out; } || out=$(mktemp -d /tmp/drill.XXXXXX)
 mkdir -p "$out"
 declare -A PID=()    # responder -> PID
+declare -A FLEET=()  # responder -> 1 while it runs as a fleet node (the registry event)
+reg_up=""
+# the registry event's store, sourced here: its arrays (declare) must be global
+FW_STORE=$store
+# shellcheck source=../tests/system/fleet/registry.sh
+. "$root/tests/system/fleet/registry.sh" || { echo "drill: --store etcd or zookeeper" >&2; exit 2; }
 declare -A CALLER=() # client -> command (SERVERS RATE SECONDS TIMEOUT_MS appended)
 callers=()           # PIDs of running callers
 stopped=""
@@ -123,6 +137,7 @@ cleanup()
 	local p
 	[ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null
 	for p in "${callers[@]}" "${PID[@]}"; do
+		[ -n "$p" ] || continue
 		if kill -0 "$p" 2>/dev/null; then
 			kill -TERM "$p" 2>/dev/null
 			for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -130,6 +145,8 @@ cleanup()
 		fi
 		wait "$p" 2>/dev/null
 	done
+	[ -z "$reg_up" ] || reg_stop_all
+	mountpoint -q "$work/reg/etcd1" 2>/dev/null && umount "$work/reg/etcd1"
 	ip netns del "$ns" 2>/dev/null
 	rm -rf "/var/run/dpdk/$ns" "$work"
 }
@@ -263,6 +280,7 @@ declare -A ADDR=([a]=127.0.0.1:4301 [fw]=10.77.0.2:4242 [b]=127.0.0.1:4303)
 declare -A WORKER=([a]=21 [fw]=22 [b]=23)
 
 answers() { ip netns exec "$ns" "$flakectl" info --server "${ADDR[$1]}" --timeout 200 >/dev/null 2>&1; }
+issues() { ip netns exec "$ns" "$flakectl" get --server "${ADDR[$1]}" --timeout 200 >/dev/null 2>&1; }
 
 # start NAME: starts responder NAME (a, b: flakesock; fw: flakewire on TAP)
 # and returns once it answers INFO.
@@ -294,16 +312,29 @@ start()
 		ip -n "$ns" addr add 10.77.0.1/24 dev fw0 2>/dev/null
 		ip -n "$ns" link set fw0 up
 	else
+		local who=(--set "id.workers=${WORKER[$n]}")
+		[ -z "${FLEET[$n]:-}" ] || who=(--set "$REG_SET" --set fleet.root=/drill
+			--set "fleet.identity=drill-$n" --set fleet.renew_ms=1000
+			--set fleet.session_timeout_ms=4000)
 		ip netns exec "$ns" env FLAKEWIRE_TEST_CLOCK="$work/$n.clock" "$fsock" \
 			--listen 127.0.0.1 --set "net.udp_port=${ADDR[$n]##*:}" \
 			--set "state.file=$work/$n.mark" --set "state.lock_dir=$work/locks" \
 			--set clock.calibrate_ms=200 --set stats.interval_s=0 \
-			--set "id.workers=${WORKER[$n]}" >>"$log" 2>&1 &
+			"${who[@]}" >>"$log" 2>&1 &
 		p=$!
 	fi
 	PID[$n]=$p
 	for _ in $(seq 150); do
-		answers "$n" && return 0
+		if answers "$n"; then
+			# a fleet node answers INFO before it holds a lease: wait for an ID
+			[ -z "${FLEET[$n]:-}" ] && return 0
+			for _ in $(seq 300); do
+				issues "$n" && return 0
+				kill -0 "$p" 2>/dev/null || fail "fleet node $n exited during start"
+				sleep 0.05
+			done
+			fail "fleet node $n served no ID within about 15 s"
+		fi
 		kill -0 "$p" 2>/dev/null || fail "responder $n exited during start"
 		sleep 0.05
 	done
@@ -372,12 +403,34 @@ ev_rolling()
 	done
 }
 
+# fleet_mode on|off: a and b restarted (gracefully) as fleet nodes of the
+# drill's registry, started here the first time, or as static workers again
+fleet_mode()
+{
+	local n
+	if [ "$1" = on ] && [ -z "$reg_up" ]; then
+		mkdir -p "$work/reg"
+		reg_start "$work/reg" 1 "ip netns exec $ns" >"$work/reg.log" 2>&1 ||
+			fail "the registry ($store) did not start: $(tail -n 5 "$work/reg.log")"
+		reg_up=1
+		SYS_NS=$ns reg_init "$flakectl" /drill --reserve 21,22,23 >>"$work/reg.log" 2>&1 ||
+			fail "flakectl fleet init /drill: $(tail -n 3 "$work/reg.log")"
+	fi
+	for n in a b; do
+		stop_graceful "$n"
+		FLEET[$n]=""
+		[ "$1" = on ] && FLEET[$n]=1
+		start "$n"
+	done
+	log "a and b run as $([ "$1" = on ] && echo "fleet nodes of $REG_NAME ($REG_CONNECT)" || echo "static workers")"
+}
+
+# the target's registry (the fleet's, one member) stopped for STOP seconds
 ev_registry()
 {
-	# TODO (issue 49): a fleet of responders on ZooKeeper/etcd leases
-	# (tests/system/fleet/registry.sh), the registry stopped for STOP
-	# seconds while calls go on; waits for the new fleet-root setup.
-	log "registry: not implemented yet (TODO), nothing done"
+	reg_stop_one 1
+	sleep "$stop_s"
+	reg_start_one 1 >>"$work/reg.log" 2>&1 || log "the registry did not start again"
 }
 
 tc_set() { printf '%s\n' "$2" >"$work/$1.clock.new" && mv "$work/$1.clock.new" "$work/$1.clock"; }
@@ -421,7 +474,7 @@ run_event()
 {
 	local name=$1 target=$2 dir=$3 order secs l t0 t1 ev_len
 	case $name in
-	stop | partition) ev_len=$stop_s ;;
+	stop | partition | registry) ev_len=$stop_s ;;
 	rolling) ev_len=12 ;;
 	kill9 | alone | graceful) ev_len=3 ;;
 	*) ev_len=1 ;;
@@ -466,14 +519,12 @@ for e in "${evs[@]}"; do
 	target=""
 	[ "$e" != "$name" ] && target=${e#*:}
 	declare -F "ev_$name" >/dev/null || fail "no event $name"
-	if [ "$name" != rolling ] && [ "$name" != registry ]; then
+	if [ "$name" != rolling ]; then
 		[ -n "${ADDR[$target]:-}" ] || fail "event $e: target must be a, b or fw"
 	fi
-	if [ "$name" = registry ]; then
-		ev_registry
-		continue
-	fi
+	[ "$name" = registry ] && fleet_mode on
 	run_event "$name" "$target" "$(printf '%02d-%s' "$i" "$name")"
+	[ "$name" = registry ] && fleet_mode off
 done
 
 # ---- table, picture, check ----------------------------------------------------
