@@ -38,6 +38,8 @@
  *              final mark (the floor the release wrote); ranges of two
  *              holders of one worker ID never overlap.
  *   free       (crashloop, rolling, reboot) the store never showed 0 free IDs.
+ *   takeback   (crashloop) every slot of a restart on the same state took its
+ *              worker ID back (the state's mark and cache prove it).
  *   storm      every slot held a lease; the extra slot found none, with
  *              lib/fleet's message naming the owners.
  *
@@ -299,6 +301,17 @@ static void *node_main(void *arg)
 	c.session_timeout_ms = O.session_ms;
 	c.start_wait_ms = 10000;
 	c.log = (struct fw_log){node_log, n->ident};
+	/* The mark first, as a responder's keeper writes it before it issues (a
+	 * node issues nothing, so now is at or above anything it could have
+	 * issued): the cache records it, and a restart on this state takes its
+	 * worker IDs back only with a mark at or above that (issue 48). Without
+	 * it a crash proves nothing and every crash-restart strands its IDs. */
+	struct fw_mark_layout ml = sim_mark_layout();
+	if (fw_mark_write(mark, unix_ms(), &ml) != 0) {
+		emit(slots_fd, "%llu F %u %u %d %s\n", (unsigned long long)unix_ms(), n->idx, gen,
+		     -EIO, "cannot write the mark");
+		return NULL;
+	}
 	uint64_t s0 = mono_ms();
 	/* a restart after a crash waits for the old session to end (identity in
 	 * use); a full root waits for an ID to come back: retried, bounded by stop */
@@ -1005,6 +1018,10 @@ static int scenario_restarts(uint32_t total, const char *kind)
 	if (!reboot || SIM_STOP_RELEASES)
 		verdict("free", min_free != UINT32_MAX && min_free > 0,
 			"free IDs never 0 (least seen %u)", min_free == UINT32_MAX ? 0 : min_free);
+	if (crash) /* the same state with its mark: every restart proves its IDs */
+		verdict("takeback", n_takeback == n_up * O.slots,
+			"%llu of %llu restarted slots took their worker IDs back",
+			(unsigned long long)n_takeback, (unsigned long long)n_up * O.slots);
 	verdict("back", holding_now() == total, "%u of %u slots hold a lease at the end",
 		holding_now(), total);
 	return 0;
