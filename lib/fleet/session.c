@@ -181,7 +181,11 @@ static int replace_predecessor(struct fw_fleet_session *ss, const char *data, in
 	rc = s->ops->alive_replace(s, ss->identity, v.version, data, len);
 	if (rc == -ESTALE)
 		return -EAGAIN;
-	if (rc == 0)
+	if (rc == 0 && a.process == process_id())
+		fw_log(&ss->log, FW_LOG_INFO,
+		       "fleet: %s: %s was held by an earlier session of this process: replaced",
+		       s->name, key);
+	else if (rc == 0)
 		fw_log(&ss->log, FW_LOG_INFO,
 		       "fleet: %s: %s was held by the session of this state's previous process "
 		       "(PID %ld), which is gone (this process holds the state's lock): replaced "
