@@ -22,13 +22,13 @@
 # session times out, 10 s; etcd: its key until the lease's TTL, 10 s after
 # the last keep-alive, sent every third of it) before claiming anything:
 # never less than the 6.7 s left of a session just kept alive (measured
-# 7.8-11.2 s, median 8.5-10.2 s). The restart now replaces a liveness record
-# its own state wrote (the record names this state's stamp; this process
-# holds the state's lock, so its writer is gone) and serves in 0.2-0.5 s on
-# an idle 2-core machine; at a load average of 90 (other tests' JVMs and
-# 1,000-node simulations beside it) 3.1-3.5 s were seen, the fsyncs of the
-# cache and the mark and the store's replies waiting their turn. 5 s stays
-# below the old wait's least.
+# 7.8-11.2 s, medians 8.3-10.2 s). The restart now replaces a liveness
+# record its own state wrote (the record names this state's stamp; this
+# process holds the state's lock, so its writer is gone) and serves in
+# medians of 0.17-0.43 s on a 2-core machine at a load average of 12-50; at
+# 90 (other tests' JVMs and 1,000-node simulations beside it) 3.1-3.5 s were
+# seen, the fsyncs of the cache and the mark and the store's replies waiting
+# their turn. 5 s stays below the old wait's least.
 #
 # ROUNDS (default 1) restarts with the cache, NOCACHE_ROUNDS (default 1)
 # without; each prints its time and the end the medians (the figures in
