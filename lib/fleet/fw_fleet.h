@@ -74,7 +74,11 @@ struct fw_fleet_config {
 	const char *legacy_cache_file;
 	/* fw_state_lock_stamp of the state this process holds locked (NULL or
 	 * "": none). Without it no cache is this process's own: nothing is
-	 * taken back and a start while the store is down has no worker ID. */
+	 * taken back and a start while the store is down has no worker ID.
+	 * Hold that lock until fw_fleet_free returned: the liveness record
+	 * names the stamp, and the next process on the state, holding the
+	 * lock, replaces it at start rather than wait for this one's session
+	 * to end (the lock proves this one gone). */
 	const char *state_stamp;
 	/* The state's mark file (fw_mark.h; NULL or "": none). Each cache write
 	 * records the mark it holds then, and a start takes back (or starts from)
@@ -176,6 +180,12 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * stand between a slot and a worker ID, the slot starts without one
  * (NO_LEASE, one WARN naming them and their lease ends) and the thread
  * claims one at a later round, once a lease ends or an ID is freed.
+ * This identity's liveness record (ROOT/nodes/IDENTITY) held by another
+ * session is replaced at once when it names this state's stamp and another
+ * process (this state's previous process, killed: its session not yet
+ * ended); any other (a twin of this identity on another state, a record
+ * written before issue 49) is waited for up to a session timeout plus 2 s,
+ * then FW_EFLEET_IDENTITY.
  * Waits up to cfg.start_wait_ms for ZooKeeper. When it does not answer in
  * time: the slots come from the cache file (its confirmed leases; *from_cache
  * true) or, with no usable cache, stay without a worker (NO_LEASE) while the

@@ -139,6 +139,19 @@ struct fw_fleet_store_ops {
 	 */
 	int (*alive_claim)(struct fw_fleet_store *s, const char *identity, const char *data,
 			   int len);
+	/*
+	 * Replaces @identity's liveness record, read at @version (meta_get of
+	 * fw_fleet_key_node's key), with this session's, holding @data, in one
+	 * write that succeeds only while the record is still at @version
+	 * (ZooKeeper: a multi of the delete at that version and the ephemeral
+	 * create; etcd: txn comparing mod_revision, then put with this
+	 * session's lease, which detaches the key from the old one). Only for a
+	 * record its caller proved its own identity's dead run's (session.c):
+	 * never another live session's. Returns 0; -ESTALE (the record moved or
+	 * went: read it again); -ENOTCONN; -EACCES; -EIO.
+	 */
+	int (*alive_replace)(struct fw_fleet_store *s, const char *identity, int64_t version,
+			     const char *data, int len);
 	/* *alive = a live session holds @identity's liveness record. */
 	int (*alive_of)(struct fw_fleet_store *s, const char *identity, bool *alive);
 	/* The last error in the store's own words (never NULL). */

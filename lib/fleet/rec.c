@@ -58,6 +58,50 @@ int fw_fleet_rec_parse(const char *buf, int len, struct fw_fleet_rec *r)
 	return seen == 15 ? 0 : -EINVAL;
 }
 
+int fw_fleet_alive_format(char *buf, size_t cap, const struct fw_fleet_alive *a)
+{
+	int n = snprintf(buf, cap,
+			 "pid=%ld\ntoken=%016" PRIx64 "\nprocess=%016" PRIx64 "\nstate=%s\n",
+			 a->pid, a->token, a->process, a->state);
+	return n < 0 || (size_t)n >= cap || strchr(a->state, '\n') ? -ENOSPC : n;
+}
+
+int fw_fleet_alive_parse(const char *buf, int len, struct fw_fleet_alive *a)
+{
+	char text[FW_FLEET_REC_MAX + 1], *save = NULL, *line;
+	int seen = 0;
+	if (len < 0 || len > FW_FLEET_REC_MAX)
+		return -EINVAL;
+	memcpy(text, buf, (size_t)len);
+	text[len] = '\0';
+	memset(a, 0, sizeof(*a));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '='), *end;
+		if (eq == NULL)
+			return -EINVAL;
+		*eq = '\0';
+		const char *v = eq + 1;
+		if (!strcmp(line, "state")) {
+			if (strlen(v) >= sizeof(a->state))
+				return -EINVAL;
+			strcpy(a->state, v);
+			seen |= 8;
+			continue;
+		}
+		errno = 0;
+		unsigned long long x = strtoull(v, &end, !strcmp(line, "pid") ? 10 : 16);
+		if (errno || end == v || *end || *v == '-')
+			return -EINVAL;
+		if (!strcmp(line, "pid"))
+			a->pid = (long)x, seen |= 1;
+		else if (!strcmp(line, "token"))
+			a->token = x, seen |= 2;
+		else if (!strcmp(line, "process"))
+			a->process = x, seen |= 4;
+	}
+	return seen == 15 ? 0 : -EINVAL;
+}
+
 int fw_fleet_layout_format(char *buf, size_t cap, const struct fw_layout *l)
 {
 	int n = snprintf(buf, cap,

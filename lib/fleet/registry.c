@@ -113,6 +113,8 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 		cfg->now_arg,  cfg->log};
 	f->ss = (struct fw_fleet_session){store, f->root, f->identity, cfg->layout, false, false};
 	f->ss.datacenter = cfg->datacenter;
+	f->ss.stamp = f->stamp;
+	f->ss.log = cfg->log;
 	f->r.root = &f->ss.rec; /* read with the root every round (session.c) */
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
@@ -211,6 +213,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	char e[MSG_LEN];
 	bool cached = false;
 	f->r.token = fleet_rand64();
+	f->ss.token = f->r.token;
 	if (from_cache)
 		*from_cache = false;
 	if (f->cache[0] && f->cache_lock < 0) {

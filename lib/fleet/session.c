@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fw_err.h"
@@ -125,6 +128,72 @@ static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 	return 0;
 }
 
+/* Random per process, drawn once: tells this process's liveness records from others'. */
+static uint64_t process_rand;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+static void process_init(void)
+{
+	if (getrandom(&process_rand, sizeof(process_rand), 0) != sizeof(process_rand))
+		process_rand = (uint64_t)getpid() << 32 ^ fw_mono_ms() ^ (uint64_t)time(NULL);
+	process_rand |= 1; /* never 0 */
+}
+
+static uint64_t process_id(void)
+{
+	pthread_once(&process_once, process_init);
+	return process_rand;
+}
+
+/*
+ * @identity's liveness record is held by another session. It is replaced
+ * at once, never waited for, when it names this state's stamp (a known
+ * one) and was written by another process, or by this registry's own
+ * earlier session: the state's lock is held by this process for its life
+ * and was held by that one for its whole life too, up to after its registry
+ * stopped (fw_fleet.h, state_stamp), so the writer of a record naming it is
+ * gone, or is this very run. A record of another state (a twin of this
+ * identity on another host or directory, or a state whose boot ID is
+ * unknown), written before records named their state, or of another
+ * registry of this process is never replaced.
+ * Returns 0 (replaced: this session holds it), -EEXIST (not proven this
+ * state's predecessor's), -EAGAIN (it moved or went since the claim), or
+ * a store code.
+ */
+static int replace_predecessor(struct fw_fleet_session *ss, const char *data, int len)
+{
+	struct fw_fleet_store *s = ss->store;
+	char key[512], have[FW_FLEET_REC_MAX];
+	struct fw_fleet_alive a;
+	struct fw_fleet_ver v;
+	int have_len = 0;
+	if (ss->stamp == NULL || !ss->stamp[0] || strstr(ss->stamp, ":unknown-") != NULL)
+		return -EEXIST;
+	fw_fleet_key_node(key, sizeof(key), ss->root, ss->identity);
+	int rc = s->ops->meta_get(s, key, have, &have_len, &v);
+	if (rc == -ENOENT)
+		return -EAGAIN;
+	if (rc != 0)
+		return rc;
+	if (fw_fleet_alive_parse(have, have_len, &a) != 0 || strcmp(a.state, ss->stamp) ||
+	    (a.process == process_id() && a.token != ss->token))
+		return -EEXIST;
+	rc = s->ops->alive_replace(s, ss->identity, v.version, data, len);
+	if (rc == -ESTALE)
+		return -EAGAIN;
+	if (rc == 0 && a.process == process_id())
+		fw_log(&ss->log, FW_LOG_INFO,
+		       "fleet: %s: %s was held by an earlier session of this process: replaced",
+		       s->name, key);
+	else if (rc == 0)
+		fw_log(&ss->log, FW_LOG_INFO,
+		       "fleet: %s: %s was held by the session of this state's previous process "
+		       "(PID %ld), which is gone (this process holds the state's lock): replaced "
+		       "rather than waited for until that session ends",
+		       s->name, key, a.pid);
+	return rc;
+}
+
 int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint32_t alive_wait_ms,
 			    char *err, size_t errlen)
 {
@@ -145,11 +214,23 @@ int fw_fleet_session_ensure(struct fw_fleet_session *ss, uint32_t wait_ms, uint3
 	ss->root_ok = true;
 	if (ss->alive_ok)
 		return 0;
-	char data[64], p[512];
-	int len = snprintf(data, sizeof(data), "pid=%d\n", (int)getpid());
+	char data[FW_FLEET_REC_MAX], p[512];
+	struct fw_fleet_alive me = {getpid(), ss->token, process_id(), ""};
+	snprintf(me.state, sizeof(me.state), "%s", ss->stamp ? ss->stamp : "");
+	int len = fw_fleet_alive_format(data, sizeof(data), &me);
+	if (len < 0) { /* a stamp that cannot be written: none (nothing replaces this one) */
+		me.state[0] = '\0';
+		len = fw_fleet_alive_format(data, sizeof(data), &me);
+	}
 	uint64_t deadline = fw_mono_ms() + alive_wait_ms;
-	for (;;) {
+	for (int moved = 0;;) {
 		int rc = s->ops->alive_claim(s, ss->identity, data, len);
+		if (rc == -EEXIST)
+			rc = replace_predecessor(ss, data, len);
+		if (rc == -EAGAIN && ++moved < 5)
+			continue; /* it moved or went between the reads: look again */
+		if (rc == -EAGAIN)
+			rc = -EEXIST;
 		if (rc == 0) {
 			ss->alive_ok = true;
 			return 0;

@@ -477,6 +477,25 @@ static int es_alive_claim(struct fw_fleet_store *s, const char *identity, const 
 	return rc;
 }
 
+static int es_alive_replace(struct fw_fleet_store *s, const char *identity, int64_t version,
+			    const char *data, int len)
+{
+	struct etcd *e = E(s);
+	char k[KEY_LEN];
+	struct json_object *out = NULL, *kv;
+	bool ok = false;
+	if (e->lease == 0 || es_state(s) == FW_FLEET_SESSION_LOST) {
+		snprintf(e->err, sizeof(e->err), "no etcd session");
+		return -ENOTCONN;
+	}
+	if (version <= 0) /* a missing key compares as mod_revision 0: no record has it */
+		return -ESTALE;
+	fw_fleet_key_node(k, sizeof(k), e->root, identity);
+	int rc = txn_put(e, k, "MOD", version, data, len, e->lease, &ok, &out, &kv);
+	json_object_put(out);
+	return rc != 0 ? rc : ok ? 0 : -ESTALE;
+}
+
 static int es_alive_of(struct fw_fleet_store *s, const char *identity, bool *alive)
 {
 	struct etcd *e = E(s);
@@ -520,6 +539,7 @@ static const struct fw_fleet_store_ops etcd_ops = {
 	.cas = es_cas,
 	.now = es_now,
 	.alive_claim = es_alive_claim,
+	.alive_replace = es_alive_replace,
 	.alive_of = es_alive_of,
 	.last_error = es_last_error,
 	.free = es_free,

@@ -407,6 +407,20 @@ static int zs_alive_claim(struct fw_fleet_store *s, const char *identity, const 
 	return -EEXIST;
 }
 
+static int zs_alive_replace(struct fw_fleet_store *s, const char *identity, int64_t version,
+			    const char *data, int len)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	zoo_op_t ops[2];
+	zoo_op_result_t res[2];
+	fw_fleet_key_node(p, sizeof(p), z->root, identity);
+	zoo_delete_op_init(&ops[0], p, (int)version);
+	zoo_create_op_init(&ops[1], p, data, len, acl(z), ZOO_EPHEMERAL, NULL, 0);
+	int rc = zoo_multi(z->zh, 2, ops, res);
+	return rc == ZNONODE || rc == ZNODEEXISTS ? -ESTALE : rc_of(z, rc);
+}
+
 static int zs_alive_of(struct fw_fleet_store *s, const char *identity, bool *alive)
 {
 	struct zk *z = Z(s);
@@ -447,6 +461,7 @@ static const struct fw_fleet_store_ops zk_ops = {
 	.cas = zs_cas,
 	.now = zs_now,
 	.alive_claim = zs_alive_claim,
+	.alive_replace = zs_alive_replace,
 	.alive_of = zs_alive_of,
 	.last_error = zs_last_error,
 	.free = zs_free,

@@ -36,10 +36,14 @@ struct memsrv {
 	struct {
 		char identity[FW_FLEET_IDENTITY_MAX];
 		uint64_t session;
+		char text[FW_FLEET_REC_MAX];
+		int len;
+		int64_t version;
 	} alive[ALIVE];
 	uint64_t worker_writes, writes;
 	uint64_t dropped_before; /* sessions <= this are LOST */
 	bool replace_next;       /* the next connect() of a live session opens another */
+	uint64_t alive_replaced; /* liveness records replaced (alive_replace) */
 };
 
 struct memcl {
@@ -124,6 +128,25 @@ static int ms_connect(struct fw_fleet_store *s, uint32_t wait_ms)
 	return rc;
 }
 
+/* The live liveness record of @identity: its index, or -1. */
+static int alive_of(struct memsrv *m, const char *identity)
+{
+	for (int i = 0; i < ALIVE; i++)
+		if (m->alive[i].session && !strcmp(m->alive[i].identity, identity))
+			return i;
+	return -1;
+}
+
+static void alive_set(struct memsrv *m, int i, const char *identity, uint64_t session,
+		      const char *data, int len)
+{
+	snprintf(m->alive[i].identity, FW_FLEET_IDENTITY_MAX, "%s", identity);
+	m->alive[i].session = session;
+	m->alive[i].len = snprintf(m->alive[i].text, sizeof(m->alive[i].text), "%.*s", len, data);
+	m->alive[i].version = ++m->rev;
+	m->writes++;
+}
+
 static struct rec *meta_of(struct memsrv *m, const char *key, bool add)
 {
 	for (int i = 0; i < META; i++)
@@ -152,6 +175,17 @@ static int ms_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	const char *node = strstr(key, "/nodes/");
+	if (node != NULL) { /* a liveness record (the root is the test's) */
+		int i = alive_of(c->m, node + strlen("/nodes/"));
+		if (i >= 0) {
+			memcpy(buf, c->m->alive[i].text, (size_t)c->m->alive[i].len);
+			*len = c->m->alive[i].len;
+			*v = (struct fw_fleet_ver){c->m->alive[i].version, 0};
+		}
+		leave(c);
+		return i >= 0 ? 0 : -ENOENT;
+	}
 	struct rec *r = meta_of(c->m, key, false);
 	if (r != NULL) {
 		memcpy(buf, r->text, (size_t)r->len);
@@ -296,7 +330,6 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 
 static int ms_alive_claim(struct fw_fleet_store *s, const char *identity, const char *data, int len)
 {
-	(void)data, (void)len;
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
@@ -315,9 +348,24 @@ static int ms_alive_claim(struct fw_fleet_store *s, const char *identity, const 
 		rc = -EIO;
 		goto out;
 	}
-	snprintf(c->m->alive[free_i].identity, FW_FLEET_IDENTITY_MAX, "%s", identity);
-	c->m->alive[free_i].session = c->session;
+	alive_set(c->m, free_i, identity, c->session, data, len);
 out:
+	leave(c);
+	return rc;
+}
+
+static int ms_alive_replace(struct fw_fleet_store *s, const char *identity, int64_t version,
+			    const char *data, int len)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	int i = alive_of(c->m, identity);
+	int rc = i < 0 || c->m->alive[i].version != version ? -ESTALE : 0;
+	if (rc == 0) {
+		c->m->alive_replaced++;
+		alive_set(c->m, i, identity, c->session, data, len);
+	}
 	leave(c);
 	return rc;
 }
@@ -359,6 +407,7 @@ static const struct fw_fleet_store_ops ops = {
 	.cas = ms_cas,
 	.now = ms_now,
 	.alive_claim = ms_alive_claim,
+	.alive_replace = ms_alive_replace,
 	.alive_of = ms_alive_of,
 	.last_error = ms_last_error,
 	.free = ms_free,
@@ -526,14 +575,35 @@ void memsrv_set_meta(struct memsrv *m, const char *key, const char *text)
 
 void memsrv_alive_other(struct memsrv *m, const char *identity)
 {
+	memsrv_alive_other_text(m, identity, "pid=1\n");
+}
+
+void memsrv_alive_other_text(struct memsrv *m, const char *identity, const char *text)
+{
 	LOCKED(m, {
 		for (int i = 0; i < ALIVE; i++)
 			if (m->alive[i].session == 0) {
-				snprintf(m->alive[i].identity, FW_FLEET_IDENTITY_MAX, "%s",
-					 identity);
-				m->alive[i].session =
-					UINT64_MAX; /* never dropped by tests' clients */
+				/* a session never dropped by tests' clients */
+				alive_set(m, i, identity, UINT64_MAX, text, (int)strlen(text));
 				break;
 			}
 	});
+}
+
+uint64_t memsrv_alive_replaced(struct memsrv *m)
+{
+	uint64_t n;
+	LOCKED(m, n = m->alive_replaced);
+	return n;
+}
+
+bool memsrv_alive_text(struct memsrv *m, const char *identity, char *buf, size_t cap)
+{
+	int i;
+	LOCKED(m, {
+		i = alive_of(m, identity);
+		if (i >= 0)
+			snprintf(buf, cap, "%.*s", m->alive[i].len, m->alive[i].text);
+	});
+	return i >= 0;
 }

@@ -63,5 +63,13 @@ void memsrv_rev_set(struct memsrv *m, int64_t rev);
 void memsrv_wipe(struct memsrv *m, const char *root);
 /* Writes the record at @key (the root, or a store-wide one) as @text; NULL deletes it. */
 void memsrv_set_meta(struct memsrv *m, const char *key, const char *text);
-/* Marks @identity alive in a session of its own (another live process). */
+/* Marks @identity alive in a session of its own (another live process),
+ * its liveness record "pid=1\n" (as written before issue 49). */
 void memsrv_alive_other(struct memsrv *m, const char *identity);
+/* As memsrv_alive_other, the record holding @text (a killed run's session,
+ * still open: its record names that run's state, token and process). */
+void memsrv_alive_other_text(struct memsrv *m, const char *identity, const char *text);
+/* How many liveness records alive_replace replaced. */
+uint64_t memsrv_alive_replaced(struct memsrv *m);
+/* @identity's live liveness record's text into @buf; false when none. */
+bool memsrv_alive_text(struct memsrv *m, const char *identity, char *buf, size_t cap);

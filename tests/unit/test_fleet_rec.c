@@ -75,6 +75,42 @@ static void test_rec_garbled(void **state)
 	assert_int_equal(fw_fleet_rec_parse(big, -1, &r), -EINVAL);
 }
 
+/* The liveness record (issue 49): its text, and what proves nothing. */
+static void test_alive_text(void **state)
+{
+	(void)state;
+	char buf[FW_FLEET_REC_MAX];
+	struct fw_fleet_alive a = {4242, 0x0123456789abcdefull, 0xfedcba9876543210ull, "2049:17:b"},
+			      back;
+	int n = fw_fleet_alive_format(buf, sizeof(buf), &a);
+	assert_string_equal(buf, "pid=4242\ntoken=0123456789abcdef\nprocess=fedcba9876543210\n"
+				 "state=2049:17:b\n");
+	assert_int_equal(fw_fleet_alive_parse(buf, n, &back), 0);
+	assert_memory_equal(&a, &back, sizeof(a));
+	a.state[0] = '\0'; /* no state: a record nothing replaces */
+	n = fw_fleet_alive_format(buf, sizeof(buf), &a);
+	assert_int_equal(fw_fleet_alive_parse(buf, n, &back), 0);
+	assert_string_equal(back.state, "");
+	snprintf(a.state, sizeof(a.state), "a\nstate=b");
+	assert_int_equal(fw_fleet_alive_format(buf, sizeof(buf), &a), -ENOSPC);
+	assert_int_equal(fw_fleet_alive_format(buf, 20, &back), -ENOSPC);
+	static const char *const bad[] = {
+		"pid=1\n", /* before issue 49 */
+		"",
+		"pid=1\ntoken=1\nprocess=1\n", /* no state */
+		"pid=1\ntoken=1\nstate=s\n",   /* no process */
+		"pid=1\nprocess=1\nstate=s\n", /* no token */
+		"token=1\nprocess=1\nstate=s\n",
+		"pid=x\ntoken=1\nprocess=1\nstate=s\n",
+		"pid=1\ntoken=-1\nprocess=1\nstate=s\n",
+		"pid=1\ntoken=1\nprocess=1\nstate=s\ngarbage\n",
+	};
+	for (size_t i = 0; i < FW_ARRAY_SIZE(bad); i++)
+		if (fw_fleet_alive_parse(bad[i], (int)strlen(bad[i]), &back) != -EINVAL)
+			fail_msg("accepted: %s", bad[i]);
+	assert_int_equal(fw_fleet_alive_parse(buf, -1, &back), -EINVAL);
+}
+
 static void test_layout(void **state)
 {
 	(void)state;
@@ -351,10 +387,11 @@ int main(void)
 {
 	snprintf(cache_path, sizeof(cache_path), "/tmp/fwt-fleet-cache.%d", (int)getpid());
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rec_round_trip),   cmocka_unit_test(test_rec_garbled),
-		cmocka_unit_test(test_layout),           cmocka_unit_test(test_keys_identity),
-		cmocka_unit_test(test_cache_round_trip), cmocka_unit_test(test_cache_refused),
-		cmocka_unit_test(test_cache_mark_line),  cmocka_unit_test(test_backoff_bounds),
+		cmocka_unit_test(test_rec_round_trip), cmocka_unit_test(test_rec_garbled),
+		cmocka_unit_test(test_alive_text),     cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_keys_identity),  cmocka_unit_test(test_cache_round_trip),
+		cmocka_unit_test(test_cache_refused),  cmocka_unit_test(test_cache_mark_line),
+		cmocka_unit_test(test_backoff_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,7 @@
 #include "fw_fleet_cache.h"
 #include "fw_fleet_admin.h"
 #include "fw_fleet_registry.h"
+#include "fw_fleet_session.h"
 #include "fw_mark.h"
 
 #define EPOCH    1767225600000ull
@@ -499,6 +500,106 @@ static void test_identity_in_use(void **state)
 	struct fw_fleet *b = start("b", 1, 0);
 	assert_int_equal(slot(b, 0).worker, 1);
 	fw_fleet_free(b);
+}
+
+/*
+ * A restart after kill -9 (issue 49): the killed run's session lives on
+ * (until it times out) and holds this identity's liveness record, which
+ * names the state's stamp, that run's token and its process. Its successor
+ * on that state (holding the state's lock: that process is gone) replaces
+ * the record at once rather than wait a session timeout plus 2 s, and takes
+ * its worker ID back with its cache; without the cache it claims another at
+ * once (the old one stays the old run's: nothing proves it).
+ */
+static void test_restart_replaces_own_liveness(void **state)
+{
+	(void)state;
+	const char *cache = cache_path();
+	char text[FW_FLEET_REC_MAX];
+	struct fw_fleet_alive al;
+	struct fw_fleet_rec r = {.owner = "a", .token = 0x77, .lease = layout_now() + LEASE_MS};
+	memsrv_put(M, 0, &r);
+	prove(cache, "a", "S", (int32_t[]){0}, (uint64_t[]){0x77}, 1);
+	memsrv_alive_other_text(
+		M, "a", "pid=99\ntoken=0000000000000077\nprocess=0000000000000005\nstate=S\n");
+	uint64_t t0 = real_ms();
+	struct fw_fleet *a = start_state("a", 1, 0, cache, "S");
+	assert_true(real_ms() - t0 < 1000); /* waiting would take 2,100 ms */
+	assert_int_equal(memsrv_alive_replaced(M), 1);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(status(a).takebacks, 1);
+	assert_true(memsrv_alive_text(M, "a", text, sizeof(text)));
+	assert_int_equal(fw_fleet_alive_parse(text, (int)strlen(text), &al), 0);
+	assert_string_equal(al.state, "S"); /* this run's now */
+	assert_int_equal(al.pid, getpid());
+	assert_true(al.token != 0x77 && al.process != 5);
+	fw_fleet_free(a);
+
+	/* the cache lost: the state still proves the record, not worker 0 */
+	unlink(cache);
+	memsrv_alive_other_text(
+		M, "a", "pid=98\ntoken=0000000000000088\nprocess=0000000000000006\nstate=S\n");
+	t0 = real_ms();
+	a = start_state("a", 1, 0, cache, "S");
+	assert_true(real_ms() - t0 < 1000);
+	assert_int_equal(memsrv_alive_replaced(M), 2);
+	assert_int_equal(slot(a, 0).worker, 1);
+	assert_int_equal(status(a).takebacks, 0);
+	fw_fleet_free(a);
+}
+
+/*
+ * What a successor never replaces (session.c): a liveness record of another
+ * state (a twin of this identity on another host or directory), one whose
+ * boot ID is unknown (its stamp proves nothing), one written before records
+ * named their state, or another registry's of this very process on the
+ * same state. Each is waited for (here 50 ms) and refused at start; a
+ * running session leaves it and retries at its next round.
+ */
+static void test_liveness_of_others_kept(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *identity, *stamp, *text;
+	} other[] = {
+		{"t", "S", "pid=9\ntoken=0000000000000001\nprocess=0000000000000002\nstate=T\n"},
+		{"u", "1:2:unknown-00000000000000aa",
+		 "pid=9\ntoken=0000000000000001\nprocess=0000000000000002\nstate=1:2:unknown-"
+		 "00000000000000aa\n"},
+		{"v", "S", "pid=9\n"},
+		{"w", "", "pid=9\ntoken=0000000000000001\nprocess=0000000000000002\nstate=\n"},
+	};
+	struct fw_layout l = {.epoch_ms = EPOCH, .time_bits = 49, .worker_bits = 2, .seq_bits = 12};
+	char err[1024], text[FW_FLEET_REC_MAX];
+	for (size_t i = 0; i < FW_ARRAY_SIZE(other); i++) {
+		struct fw_fleet_store *s = memsrv_client(M);
+		struct fw_fleet_session ss = {s, "/t", other[i].identity, l};
+		ss.stamp = other[i].stamp;
+		ss.token = 3;
+		memsrv_alive_other_text(M, other[i].identity, other[i].text);
+		assert_int_equal(fw_fleet_session_ensure(&ss, 100, 50, err, sizeof(err)),
+				 FW_EFLEET_IDENTITY);
+		assert_int_equal(fw_fleet_session_ensure(&ss, 100, 0, err, sizeof(err)), 0);
+		assert_false(ss.alive_ok); /* running: left, retried next round */
+		assert_true(memsrv_alive_text(M, other[i].identity, text, sizeof(text)));
+		assert_string_equal(text, other[i].text);
+		fw_fleet_session_drop(&ss);
+		s->ops->free(s);
+	}
+	/* two registries of one process on one state: the first stays alive */
+	struct fw_fleet *a = start_state("a", 1, 0, "", "S");
+	struct fw_fleet_store *s = memsrv_client(M);
+	struct fw_fleet_session ss = {s, "/t", "a", l};
+	ss.stamp = "S";
+	ss.token = 3; /* not a's */
+	assert_int_equal(fw_fleet_session_ensure(&ss, 100, 50, err, sizeof(err)),
+			 FW_EFLEET_IDENTITY);
+	assert_non_null(strstr(err, "identity a is in use by another live"));
+	fw_fleet_session_drop(&ss);
+	s->ops->free(s);
+	assert_int_equal(memsrv_alive_replaced(M), 0);
+	assert_true(status(a).connected);
+	fw_fleet_free(a);
 }
 
 /* A root holding another layout (or none of ours) refuses to start. */
@@ -1458,6 +1559,8 @@ int main(void)
 		T(test_expired_by_store_time),
 		T(test_exhausted),
 		T(test_identity_in_use),
+		T(test_restart_replaces_own_liveness),
+		T(test_liveness_of_others_kept),
 		T(test_layout_mismatch),
 		T(test_lost_reply_token),
 		T(test_lost_claim_reply),

@@ -26,6 +26,13 @@
  *                   MS are layout ms (since the epoch); token is random per
  *                   process start, so a process recognises its own write
  *                   after a lost reply
+ *   liveness       "pid=N\ntoken=HEX16\nprocess=HEX16\nstate=STAMP\n" at
+ *                   ROOT/nodes/IDENTITY, held by the writer's session: its
+ *                   PID (for operators), its run's token, a random number per
+ *                   process, and the stamp of the state it held locked (""
+ *                   for none): what lets its successor on that state replace
+ *                   it rather than wait for its session to end (session.c).
+ *                   Before issue 49 it held "pid=N\n" only
  *
  * Keys (the one place they are spelt): ROOT/workers/NNNNN (5 digits, zero
  * padded), ROOT/nodes/IDENTITY (liveness), ROOT/clock (ZooKeeper's time).
@@ -58,6 +65,24 @@ int fw_fleet_rec_format(char *buf, size_t cap, const struct fw_fleet_rec *r);
  * record is never claimed nor written.
  */
 int fw_fleet_rec_parse(const char *buf, int len, struct fw_fleet_rec *r);
+
+/* A liveness record. */
+struct fw_fleet_alive {
+	long pid;         /* the writer's PID */
+	uint64_t token;   /* its run's token (fw_fleet_recipe.token) */
+	uint64_t process; /* random per writing process (two registries of one process share it) */
+	char state[128];  /* fw_state_lock_stamp of the state it held locked ("": none) */
+};
+
+/* Writes @a's text; returns its length (< @cap) or -ENOSPC. */
+int fw_fleet_alive_format(char *buf, size_t cap, const struct fw_fleet_alive *a);
+
+/*
+ * Parses a liveness record. Returns 0, or -EINVAL (garbled, a field missing,
+ * or one written before issue 49: "pid=N\n" alone): such a record proves
+ * nothing about its writer.
+ */
+int fw_fleet_alive_parse(const char *buf, int len, struct fw_fleet_alive *a);
 
 /* The layout record's text; returns its length or -ENOSPC. */
 int fw_fleet_layout_format(char *buf, size_t cap, const struct fw_layout *l);

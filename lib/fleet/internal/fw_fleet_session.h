@@ -35,6 +35,13 @@ struct fw_fleet_session {
 	bool gen_set;
 	uint64_t gen, fence;
 	bool back; /* the store went back (a restore): stopped until a newer fence */
+	/* fw_state_lock_stamp of the state this process holds locked (NULL or "":
+	 * none), and this run's token: written in the liveness record, so that
+	 * this state's next process replaces it rather than wait for this
+	 * session to end */
+	const char *stamp;
+	uint64_t token;
+	struct fw_log log; /* {NULL, NULL}: silent */
 };
 
 /*
@@ -52,10 +59,15 @@ int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct
 
 /*
  * Makes the session usable, waiting up to @wait_ms for the store. The
- * liveness record: at start (@alive_wait_ms > 0) another live holder is
- * waited for up to @alive_wait_ms (this node's previous process, less than
- * a session timeout ago) and then refused; running (0), a holder is left
- * and retried at the next call (renewals, being CAS, stay safe meanwhile).
+ * liveness record (fw_fleet_alive_format, naming ss->stamp and ss->token):
+ * one held by another session is replaced at once when it names this
+ * state's stamp and another process (this state's previous process, gone:
+ * its successor holds the state's lock) or this registry's own earlier
+ * session (one line logged). Any other holder (another state's: a twin of
+ * this identity; a record of a version before issue 49) is, at start
+ * (@alive_wait_ms > 0), waited for up to @alive_wait_ms and then refused;
+ * running (0), left and retried at the next call (renewals, being CAS, stay
+ * safe meanwhile).
  * Returns 0; FW_EFLEET_ROOT and FW_EFLEET_LAYOUT (fw_fleet_root_check; also a
  * root of another generation without a newer fence, or ss->back);
  * FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's

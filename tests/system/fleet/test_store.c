@@ -191,6 +191,46 @@ static void liveness_belongs_to_one_session(void **state)
 	b->ops->free(b);
 }
 
+/*
+ * alive_replace (issue 49): another session's liveness record is replaced
+ * only at the version read, in one write; the record is the replacing
+ * session's then, and stays when the old session ends (etcd: the key left
+ * the old lease, which a close revokes).
+ */
+static void liveness_replaced_at_its_version(void **state)
+{
+	(void)state;
+	struct fw_fleet_store *a = open_store(), *b = open_store();
+	char k[256], have[FW_FLEET_REC_MAX];
+	int hl = 0;
+	struct fw_fleet_ver v;
+	bool alive = false;
+	make_root(a);
+	snprintf(k, sizeof(k), "%s/nodes/node-r", root);
+	assert_int_equal(b->ops->alive_replace(b, "node-r", 0, "pid 2", 5), -ESTALE); /* none */
+	assert_int_equal(a->ops->alive_claim(a, "node-r", "pid 1", 5), 0);
+	assert_int_equal(b->ops->meta_get(b, k, have, &hl, &v), 0);
+	assert_int_equal(hl, 5);
+	assert_memory_equal(have, "pid 1", 5);
+	assert_int_equal(b->ops->alive_replace(b, "node-r", v.version + 7, "pid 2", 5), -ESTALE);
+	assert_int_equal(b->ops->alive_replace(b, "node-r", v.version, "pid 2", 5), 0);
+	assert_int_equal(b->ops->alive_claim(b, "node-r", "pid 2", 5), 0); /* b's now */
+	assert_int_equal(a->ops->alive_claim(a, "node-r", "pid 1", 5), -EEXIST);
+	assert_int_equal(b->ops->meta_get(b, k, have, &hl, &v), 0);
+	assert_memory_equal(have, "pid 2", 5);
+	a->ops->close(a); /* the old session ends: the record is no longer its */
+	assert_int_equal(b->ops->alive_of(b, "node-r", &alive), 0);
+	assert_true(alive);
+	assert_int_equal(b->ops->alive_claim(b, "node-r", "pid 2", 5), 0);
+	b->ops->close(b);
+	struct fw_fleet_store *c = open_store();
+	assert_int_equal(c->ops->alive_of(c, "node-r", &alive), 0);
+	assert_false(alive); /* and goes with its new session */
+	a->ops->free(a);
+	b->ops->free(b);
+	c->ops->free(c);
+}
+
 static void now_is_the_stores_clock(void **state)
 {
 	(void)state;
@@ -260,6 +300,7 @@ int main(void)
 		cmocka_unit_test(meta_records_create_once_and_cas),
 		cmocka_unit_test(create_if_absent_and_cas),
 		cmocka_unit_test(liveness_belongs_to_one_session),
+		cmocka_unit_test(liveness_replaced_at_its_version),
 		cmocka_unit_test(now_is_the_stores_clock),
 		cmocka_unit_test(survives_one_server_killed),
 	};
