@@ -1439,6 +1439,69 @@ static void test_stop_release_store_down(void **state)
 	assert_int_equal(w1, 1);
 }
 
+/*
+ * Issue 50: a write the store sent again (etcd's client resends a request
+ * whose reply did not come within a try's timeout) after its first try
+ * landed answers "exists" (create) or "version moved" (CAS). Each claim
+ * here landed; the claim must be recognised by this run's token, not
+ * counted as another's, so no ID is left leased to a run that never serves
+ * it (before the fix: workers 0 and 1 stayed leased to "a" for lease_ms
+ * while it served 2 and 3). Renewal and the stop's release sent again
+ * end as if their first reply had come.
+ */
+static void test_claim_sent_again(void **state)
+{
+	(void)state;
+	uint64_t mk = real_ms() - 10;
+	memsrv_resend_writes(M, 2); /* both claims (creates) of the start */
+	struct fw_fleet *a = start_marked(mk);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(slot(a, 1).worker, 1);
+	assert_false(memsrv_get(M, 2, &(struct fw_fleet_rec){0}, NULL)); /* no third record */
+	struct fw_fleet_status st = status(a);
+	assert_int_equal(st.free_ids, 2); /* 2 and 3 */
+	assert_int_equal(st.stranded_ids, 0);
+	assert_int_equal(st.claims, 2);
+	/* a renewal sent again: adopted by its token, not lost */
+	uint64_t renewals = st.renewals;
+	memsrv_resend_writes(M, 1);
+	WAIT_FOR(status(a).renewals >= renewals + 2, 5000);
+	assert_true(status(a).renewals >= renewals + 2);
+	assert_int_equal(status(a).lost, 0);
+	assert_int_equal(slot(a, 0).worker, 0);
+	/* the stop's release sent again: done, both IDs free */
+	memsrv_resend_writes(M, 1);
+	assert_int_equal(fw_fleet_stop_release(a, 5000), 2);
+	assert_string_equal(rec(0).owner, "");
+	assert_string_equal(rec(1).owner, "");
+	fw_fleet_free(a);
+	/* nothing stranded: another node gets all four */
+	struct fw_fleet *b = start("b", 4, 0);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(slot(b, i).worker, (int32_t)i);
+	assert_int_equal(status(b).free_ids, 0);
+	assert_int_equal(status(b).stranded_ids, 0);
+	fw_fleet_free(b);
+}
+
+/* The same for a claim by CAS (a released ID): the record as written is ours. */
+static void test_claim_cas_sent_again(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(0, "", now - 500, now - 500); /* released */
+	memsrv_resend_writes(M, 1);
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(slot(a, 0).floor_ms, now - 500);
+	assert_string_equal(rec(0).owner, "a");
+	assert_true(rec(0).lease == slot(a, 0).lease_ms);
+	assert_false(memsrv_get(M, 1, &(struct fw_fleet_rec){0}, NULL));
+	assert_int_equal(status(a).free_ids, 3);
+	assert_int_equal(status(a).stranded_ids, 0);
+	fw_fleet_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1482,6 +1545,8 @@ int main(void)
 		T(test_stop_release_lost_reply),
 		T(test_stop_release_refused),
 		T(test_stop_release_store_down),
+		T(test_claim_sent_again),
+		T(test_claim_cas_sent_again),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
