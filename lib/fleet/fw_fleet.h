@@ -288,6 +288,14 @@ struct fw_fleet_list {
 	bool time_local;         /* server_unix is this host's clock (no credentials to write) */
 	uint32_t n;
 	struct fw_fleet_entry *v; /* n entries, by worker ID; free with fw_fleet_list_free */
+	/* The root's census at server_unix, counted by the function a node's
+	 * flakewire_fleet_{free,stranded}_worker_ids gauges use: */
+	uint32_t total_ids;          /* 2^worker_bits less the root's reserved IDs */
+	uint32_t reserved_ids;       /* reserved for static nodes: neither free nor counted */
+	uint32_t free_ids;           /* never claimed, released, or lease ended */
+	uint32_t stranded_ids;       /* leased to an owner with no live session */
+	uint32_t garbled_ids;        /* unreadable records: never claimed, never free */
+	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */
 };
 
 /*
