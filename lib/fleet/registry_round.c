@@ -371,8 +371,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		skip_held(f, skip);
 		uint32_t mine = 0;
 		crc = fw_fleet_claim_n(&f->r, server, skip, n_need,
-				       at_start ? FW_FLEET_CLAIM_ALL : 0, need, got, kinds, &n_got,
-				       &mine, err, errlen);
+				       at_start || f->wait_all ? FW_FLEET_CLAIM_ALL : 0, need, got,
+				       kinds, &n_got, &mine, err, errlen);
 		if (at_start && crc == FW_EFLEET_FULL && mine > 0) {
 			/* Short only of this identity's records that no state of ours
 			 * proves: they end in time. Start with what can issue now and
@@ -398,6 +398,13 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
+		if (crc == 0 && f->wait_all) {
+			f->wait_all = false;
+			fw_log(&f->cfg.log, FW_LOG_INFO,
+			       "fleet: %u worker ID(s) claimed after waiting for free ones: every "
+			       "slot holds a lease",
+			       n_got);
+		}
 		if (crc != 0)
 			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_STORE
 			       : crc == -EACCES                ? FW_EFLEET_AUTH

@@ -485,6 +485,75 @@ static void test_exhausted(void **state)
 	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL));
 }
 
+static int warn_waiting, info_claimed_after_wait;
+static void count_waiting(void *arg, enum fw_log_level lvl, const char *msg)
+{
+	log_cb(arg, lvl, msg);
+	if (lvl == FW_LOG_WARNING && strstr(msg, "starting without worker IDs") &&
+	    strstr(msg, "needs 2 worker ID(s) and only 1 can be claimed") &&
+	    strstr(msg, "; 1 free, 2 stranded (leased to owners with no live session), the "
+			"first back at 20"))
+		warn_waiting++;
+	else if (lvl == FW_LOG_WARNING && strstr(msg, "can be claimed"))
+		warn_waiting += 100; /* logged again: once is the rule */
+	if (lvl == FW_LOG_INFO && strstr(msg, "2 worker ID(s) claimed after waiting"))
+		info_claimed_after_wait++;
+}
+
+/*
+ * Issue 50: with start_when_full (the responders) a start that finds too
+ * few free worker IDs starts anyway holding none (NO_LEASE: not ready),
+ * says once how many are stranded and when the first returns, claims
+ * nothing while one alone is free (all or none: a waiting node holds no ID
+ * it cannot use), and claims both once a second is released.
+ */
+static void test_start_when_full(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	uint64_t now = layout_now();
+	put(0, "gone", now + 10 * LEASE_MS, 0); /* no session: stranded */
+	put(1, "gone", now + 20 * LEASE_MS, 0);
+	put(2, "busy", now + 10 * LEASE_MS, 0); /* alive */
+	memsrv_alive_other(M, "busy");
+	cfg_for(&c, "a", "");
+	c.log.fn = count_waiting;
+	c.start_when_full = true;
+	warn_waiting = info_claimed_after_wait = 0;
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
+	assert_non_null(a);
+	assert_int_equal(warn_waiting, 1);
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 1).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_NONE);
+	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL)); /* nothing claimed */
+	struct fw_fleet_status st = status(a);
+	assert_true(st.connected);
+	assert_int_equal(st.free_ids, 1);
+	assert_int_equal(st.stranded_ids, 2);
+	assert_int_equal(st.next_stranded_unix, now + 10 * LEASE_MS + EPOCH);
+	ms_sleep(5 * RENEW_MS); /* rounds with one free: all or none, so none */
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL));
+	assert_int_equal(warn_waiting, 1); /* logged once */
+	put(2, "", now, now);              /* busy's ID released (a graceful stop) */
+	WAIT_FOR(slot(a, 0).worker >= 0 && slot(a, 1).worker >= 0, 3000);
+	int32_t w0 = slot(a, 0).worker, w1 = slot(a, 1).worker;
+	assert_true((w0 == 2 && w1 == 3) || (w0 == 3 && w1 == 2));
+	assert_int_equal(info_claimed_after_wait, 1);
+	assert_int_equal(warn_waiting, 1);
+	assert_string_equal(rec(2).owner, "a");
+	assert_string_equal(rec(3).owner, "a");
+	assert_string_equal(rec(0).owner, "gone"); /* stranded ones untouched */
+	fw_fleet_free(a);
+	/* without start_when_full the same start fails, as before */
+	put(2, "busy", layout_now() + 10 * LEASE_MS, 0);
+	put(3, "busy", layout_now() + 10 * LEASE_MS, 0);
+	cfg_for(&c, "b", "");
+	assert_null(start_cfg(&c, 1, FW_EFLEET_FULL, err, sizeof(err)));
+}
+
 /* Another live session with this identity is refused; a garbled record is never claimed. */
 static void test_identity_in_use(void **state)
 {
@@ -1520,6 +1589,7 @@ int main(void)
 		T(test_expired_with_floor),
 		T(test_expired_by_store_time),
 		T(test_exhausted),
+		T(test_start_when_full),
 		T(test_identity_in_use),
 		T(test_layout_mismatch),
 		T(test_lost_reply_token),
