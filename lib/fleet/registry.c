@@ -270,7 +270,7 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 		pthread_mutex_lock(&f->mu);
 		f->st.connected = true;
 		pthread_mutex_unlock(&f->mu);
-		f->cache_dirty = !f->wait_all;
+		f->cache_dirty = true;
 		fleet_cache_save(f);
 		if (fleet_census(f) == 0) /* the gauges from the first claim on */
 			f->next_census = fw_mono_ms() + FW_MAX(f->cfg.renew_ms, 60000u);

@@ -81,7 +81,9 @@ int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms)
 
 void fleet_cache_save(struct fw_fleet *f)
 {
-	if (!f->cache_dirty || !f->cache[0])
+	/* waiting for free IDs (start_when_full), this run holds none: the cache
+	 * keeps the previous run's proof, for a start after this one */
+	if (!f->cache_dirty || !f->cache[0] || f->wait_all)
 		return;
 	/* the mark now (the final one at a stop is lower than the reservations
 	 * before it: recorded as it is); unreadable, the last one recorded (0

@@ -1571,6 +1571,40 @@ static void test_claim_cas_sent_again(void **state)
 	fw_fleet_free(a);
 }
 
+/*
+ * A node waiting for free IDs (start_when_full) holds none: its stop leaves
+ * the previous run's cache as it was, so a later start on the state can
+ * still take those IDs back (a stop that wrote the cache empty stranded them).
+ */
+static void test_waiting_keeps_cache(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	const int32_t w3 = 3;
+	const uint64_t tok = 99;
+	for (uint32_t w = 0; w < 3; w++)
+		put(w, "busy", layout_now() + 10 * LEASE_MS, 0);
+	memsrv_alive_other(M, "busy");
+	prove(cache_path(), "a", "S", &w3, &tok, 1); /* the previous run held 3 */
+	struct fw_fleet_rec r3 = {.token = tok, .lease = layout_now() + 10 * LEASE_MS};
+	snprintf(r3.owner, sizeof(r3.owner), "a");
+	memsrv_put(M, 3, &r3);
+	cfg_for(&c, "a", cache_path());
+	c.state_stamp = "S";
+	c.start_when_full = true;
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err)); /* 3 back, one short */
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 1).worker, FW_FLEET_WORKER_NONE);
+	ms_sleep(3 * RENEW_MS);
+	fw_fleet_free(a);
+	assert_true(cache_names(3));
+	struct fw_fleet *b = start_state("a", 1, 0, cache_path(), "S");
+	assert_int_equal(slot(b, 0).worker, 3); /* taken back */
+	assert_int_equal(status(b).takebacks, 1);
+	fw_fleet_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1617,6 +1651,7 @@ int main(void)
 		T(test_stop_release_store_down),
 		T(test_claim_sent_again),
 		T(test_claim_cas_sent_again),
+		T(test_waiting_keeps_cache),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
