@@ -395,7 +395,9 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			f->slot[need[k]] = got[k];
 			fleet_publish(f, need[k], FW_FLEET_SRC_STORE);
 		}
-		if (crc == FW_EFLEET_FULL)
+		/* the census for the line only when it is logged (a waiting node
+		 * retries every round: the periodic census keeps the gauges) */
+		if (crc == FW_EFLEET_FULL && (at_start || f->need_full != n_need - n_got))
 			full_census(f, err, errlen);
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
