@@ -96,8 +96,7 @@ static const char *iso(const struct fw_fleet_list *l, uint64_t layout_ms, char *
 static int fleet_ls(const struct fw_fleet_list *l)
 {
 	char a[FW_ISO8601_LEN], b[FW_ISO8601_LEN], c[FW_ISO8601_LEN];
-	uint32_t owned = 0, stranded = 0;
-	uint64_t next = UINT64_MAX;
+	uint32_t owned = 0;
 	printf("%-6s %-24s %-24s %10s %-24s %-24s %-7s %s\n", "WORKER", "OWNER", "LEASE_UNTIL",
 	       "LEFT_S", "FLOOR", "RENEWED", "SESSION", "STATE");
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -106,10 +105,6 @@ static int fleet_ls(const struct fw_fleet_list *l)
 			(int64_t)(e->lease_ms + l->layout.epoch_ms) - (int64_t)l->server_unix;
 		const char *state = !e->owner[0] ? "free" : left < 0 ? "expired" : "owned";
 		owned += e->owner[0] && left >= 0;
-		if (e->owner[0] && left >= 0 && !e->alive) {
-			stranded++;
-			next = e->lease_ms < next ? e->lease_ms : next;
-		}
 		printf("%-6u %-24s %-24s %10.1f %-24s %-24s %-7s %s\n", e->worker,
 		       e->owner[0] ? e->owner : "-", iso(l, e->lease_ms, a), (double)left / 1000.0,
 		       iso(l, e->floor_ms, b),
@@ -121,11 +116,12 @@ static int fleet_ls(const struct fw_fleet_list *l)
 	       l->time_local ? "this host's time (the registry's needs --auth-file)"
 			     : "registry time",
 	       fw_format_iso8601(l->server_unix, a));
-	/* the same census as the nodes' flakewire_fleet_{free,stranded}_worker_ids */
+	/* the census the nodes' flakewire_fleet_{free,stranded}_worker_ids count (one function) */
 	printf("free: %u (never claimed, released or expired); stranded: %u (leased, no live "
-	       "session)%s%s\n",
-	       total - owned, stranded, stranded ? ", the next back at " : "",
-	       stranded ? iso(l, next, b) : "");
+	       "session)%s%s; %u claimable, %u reserved for static nodes, %u garbled\n",
+	       l->free_ids, l->stranded_ids, l->stranded_ids ? ", the next back at " : "",
+	       l->stranded_ids ? fw_format_iso8601(l->next_stranded_unix, b) : "", l->total_ids,
+	       l->reserved_ids, l->garbled_ids);
 	return FC_EXIT_OK;
 }
 

@@ -27,6 +27,14 @@ static int fail(struct fw_fleet_store *s, int rc, const char *what, char *err, s
 	return FW_EFLEET_STORE;
 }
 
+/* fw_fleet_census_add's liveness for a listing: the entry's, read already. */
+static int list_alive(void *arg, const char *owner, bool *alive)
+{
+	(void)owner;
+	*alive = *(const bool *)arg;
+	return 0;
+}
+
 int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t timeout_ms,
 			struct fw_fleet_list *out, char *err, size_t errlen)
 {
@@ -39,11 +47,14 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 		return FW_EFLEET_STORE;
 	}
 	struct fw_fleet_ver rv;
+	struct fw_fleet_root rr = {0};
 	rc = s->ops->meta_get(s, root, buf, &len, &rv);
-	if (rc == -ENOENT || (rc == 0 && fw_fleet_layout_parse(buf, len, &out->layout) != 0)) {
+	if (rc == -ENOENT || (rc == 0 && fw_fleet_root_parse(buf, len, &rr) != 0)) {
 		snprintf(err, errlen, "fleet: no flakewire fleet at %s", root);
 		return -ENOENT;
 	}
+	if (rc == 0)
+		out->layout = rr.layout;
 	if (rc == 0)
 		rc = s->ops->now(s, NULL, NULL, &out->server_unix, NULL);
 	if (rc == -EACCES) {
@@ -54,6 +65,10 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 		rc = 0;
 	}
 	uint32_t total = 1u << out->layout.worker_bits;
+	uint64_t e0 = out->layout.epoch_ms,
+		 now_l = out->server_unix > e0 ? out->server_unix - e0 : 0;
+	struct fw_fleet_census c;
+	fw_fleet_census_init(&c);
 	bool *exists = calloc(total, 1);
 	out->v = calloc(total, sizeof(*out->v));
 	if (!exists || !out->v)
@@ -64,30 +79,36 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 		struct fw_fleet_entry *e = &out->v[out->n];
 		struct fw_fleet_rec d;
 		struct fw_fleet_ver v;
-		if (!exists[w])
-			continue;
-		rc = fw_fleet_read(s, w, &d, &v);
-		if (rc == -ENOENT) {
-			rc = 0;
-			continue;
-		}
-		if (rc == -EINVAL) {
-			memset(&d, 0, sizeof(d));
-			snprintf(d.owner, sizeof(d.owner), "?garbled");
-		} else if (rc != 0) {
+		int g = exists[w] ? fw_fleet_read(s, w, &d, &v) : -ENOENT;
+		if (g != 0 && g != -ENOENT && g != -EINVAL) {
+			rc = g;
 			break;
 		}
-		rc = 0;
-		e->worker = w;
-		snprintf(e->owner, sizeof(e->owner), "%s", d.owner);
-		e->lease_ms = d.lease;
-		e->floor_ms = d.floor;
-		e->renewed_unix = v.mtime;
-		if (d.owner[0] && fw_fleet_identity_ok(d.owner))
-			rc = s->ops->alive_of(s, d.owner, &e->alive);
-		out->n++;
+		if (g == 0 || g == -EINVAL) {
+			if (g == -EINVAL) {
+				memset(&d, 0, sizeof(d));
+				snprintf(d.owner, sizeof(d.owner), "?garbled");
+			}
+			e->worker = w;
+			snprintf(e->owner, sizeof(e->owner), "%s", d.owner);
+			e->lease_ms = d.lease;
+			e->floor_ms = d.floor;
+			e->renewed_unix = v.mtime;
+			if (d.owner[0] && fw_fleet_identity_ok(d.owner))
+				rc = s->ops->alive_of(s, d.owner, &e->alive);
+			out->n++;
+		}
+		if (rc == 0) /* the same count as a node's gauges */
+			rc = fw_fleet_census_add(&c, &rr.reserved, w, g, &d, now_l, list_alive,
+						 &e->alive);
 	}
 	free(exists);
+	out->total_ids = c.total;
+	out->reserved_ids = c.reserved;
+	out->free_ids = c.free;
+	out->stranded_ids = c.stranded;
+	out->garbled_ids = c.garbled;
+	out->next_stranded_unix = c.stranded ? c.next_stranded + e0 : 0;
 	if (rc != 0) {
 		fw_fleet_list_free(out);
 		return rc == -ENOMEM ? rc : fail(s, rc, "", err, errlen);

@@ -99,6 +99,14 @@ struct fw_fleet_config {
 	/* Log sink (lib/common/fw_log.h; {NULL, NULL}: silent): one line per
 	 * call, FW_LOG_ERR, FW_LOG_WARNING or FW_LOG_INFO. */
 	struct fw_log log;
+	/* Too few worker IDs free at start (FW_EFLEET_FULL): false, fw_fleet_start
+	 * fails; true (the responders), it starts anyway holding none, every slot
+	 * answering NO_LEASE (so the node is not ready), with one WARN saying how
+	 * many IDs are free and stranded and when the first stranded one comes
+	 * back; the thread then claims for every slot at once (all or none, so a
+	 * waiting node holds no ID it cannot use) at each round, from the first
+	 * round after enough are free (released, or a lease ended). */
+	bool start_when_full;
 };
 
 /* Fills *cfg with the defaults above (connect, root, identity NULL). */
@@ -193,7 +201,9 @@ FW_API int fw_fleet_create(const struct fw_fleet_config *cfg, uint32_t n_slots,
  * Returns 0; -EWOULDBLOCK (another process holds the cache file's lock:
  * @err names it, the holder's PID and [fleet] cache_file);
  * FW_EFLEET_FULL (not enough worker IDs: @err names how many are
- * owned, by whom and when each lease ends); FW_EFLEET_LAYOUT (the root holds
+ * owned, by whom and when each lease ends, how many are free and stranded;
+ * with cfg.start_when_full the start returns 0 instead, holding none, and
+ * logs the same line); FW_EFLEET_LAYOUT (the root holds
  * another layout); FW_EFLEET_ROOT (no root at cfg.root, or one that serves
  * another datacenter value or was made before `flakectl fleet init`
  * recorded one: a node never creates a root); FW_EFLEET_IDENTITY (another live process holds this
@@ -298,6 +308,14 @@ struct fw_fleet_list {
 	bool time_local;         /* server_unix is this host's clock (no credentials to write) */
 	uint32_t n;
 	struct fw_fleet_entry *v; /* n entries, by worker ID; free with fw_fleet_list_free */
+	/* The root's census at server_unix, counted by the function a node's
+	 * flakewire_fleet_{free,stranded}_worker_ids gauges use: */
+	uint32_t total_ids;          /* 2^worker_bits less the root's reserved IDs */
+	uint32_t reserved_ids;       /* reserved for static nodes: neither free nor counted */
+	uint32_t free_ids;           /* never claimed, released, or lease ended */
+	uint32_t stranded_ids;       /* leased to an owner with no live session */
+	uint32_t garbled_ids;        /* unreadable records: never claimed, never free */
+	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */
 };
 
 /*

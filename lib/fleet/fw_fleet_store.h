@@ -32,7 +32,12 @@
  *     comparing mod_revision);
  *  S3 a write that returns 0 is durable and seen by every later get();
  *  S4 a write that returns -ENOTCONN may or may not have happened: the
- *     recipe recognises its own writes afterwards by their token.
+ *     recipe recognises its own writes afterwards by their token. A store
+ *     may send a write again when a try's reply does not come in time
+ *     (etcd: etcd_call); its -EEXIST or -ESTALE may then answer its own
+ *     write that landed at the first try: the recipe reads the record after
+ *     either and recognises its token the same way (a claim, a renewal, a
+ *     release), so such a write never leaves an ID leased to nobody.
  * Time: now() is the store's own notion of "now" in unix ms, used only to
  * decide that a lease has expired. Uniqueness never depends on it (a
  * takeover is fenced by the floor and the CAS, not by the clock); a wrong

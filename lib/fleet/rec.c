@@ -319,3 +319,41 @@ int32_t fw_fleet_key_worker_parse(const char *name, uint32_t total)
 		return -1;
 	return (int32_t)w;
 }
+
+void fw_fleet_census_init(struct fw_fleet_census *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->next_stranded = UINT64_MAX;
+}
+
+int fw_fleet_census_add(struct fw_fleet_census *c, const struct fw_fleet_reserve *res, uint32_t w,
+			int read_rc, const struct fw_fleet_rec *rec, uint64_t now_l,
+			fw_fleet_alive_fn alive_of, void *arg)
+{
+	if (fw_fleet_reserved(res, w)) { /* static nodes': never claimed, so never counted */
+		c->reserved++;
+		return 0;
+	}
+	if (read_rc == -EINVAL) { /* garbled: never claimed, so never free */
+		c->total++;
+		c->garbled++;
+		return 0;
+	}
+	if (read_rc == -ENOENT || !rec->owner[0] || rec->lease < now_l) {
+		c->total++;
+		c->free++; /* never claimed, released, or its lease ended */
+		return 0;
+	}
+	bool alive = false;
+	int rc = alive_of(arg, rec->owner, &alive);
+	if (rc != 0)
+		return rc;
+	c->total++;
+	if (alive) {
+		c->held++;
+	} else {
+		c->stranded++;
+		c->next_stranded = FW_MIN(c->next_stranded, rec->lease);
+	}
+	return 0;
+}

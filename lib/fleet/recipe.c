@@ -191,6 +191,20 @@ int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_ca
 		rc = s->ops->create(s, (uint32_t)c->worker, buf, len, &v);
 	else
 		rc = s->ops->cas(s, (uint32_t)c->worker, buf, len, c->version, &v);
+	if (rc == -EEXIST || rc == -ESTALE) {
+		/* A store that sends a write again after a try timed out (etcd's
+		 * client: etcd_call) answers "exists" or "version moved" to its own
+		 * write that landed at the first try. This run's token in the record
+		 * says so: the claim is ours (as read), else another writer's. */
+		struct fw_fleet_rec now;
+		int g = fw_fleet_read(s, (uint32_t)c->worker, &now, &v);
+		if (g == -ENOTCONN || g == -EIO || g == -EACCES)
+			return g; /* unknown: a later scan sees ours as a take-back */
+		if (g != 0 || now.token != r->token || strcmp(now.owner, r->identity))
+			return rc;
+		d = now;
+		rc = 0;
+	}
 	if (rc != 0)
 		return rc;
 	*h = (struct fw_fleet_held){
@@ -393,6 +407,9 @@ enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r, stru
 			h->version = v.version; /* our own write whose reply was lost */
 			continue;
 		}
+		uint64_t at = FW_MAX(h->floor, last);
+		if (!now.owner[0] && now.token == 0 && now.floor == at && now.lease == at)
+			return FW_FLEET_RETIRE_DONE; /* this release, landed before a resend */
 		/* another writer: a takeover's floor is our lease end, a release's
 		 * max(floor, lease): either is above what we issued */
 		return now.floor >= FW_MAX(h->floor, last) ? FW_FLEET_RETIRE_ABOVE

@@ -253,6 +253,14 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 					 f->cfg.session_timeout_ms + 2000, e, sizeof(e));
 	if (rc == 0)
 		rc = fleet_claim_round(f, fw_mono_ms(), true, e, sizeof(e));
+	if (rc == FW_EFLEET_FULL && f->cfg.start_when_full) {
+		fw_log(&f->cfg.log, FW_LOG_WARNING,
+		       "%s; starting without worker IDs: every slot answers NO_LEASE (not ready) "
+		       "until enough are free, then claims them all at once",
+		       e);
+		f->wait_all = true; /* the cache keeps the previous run's proof until a claim */
+		rc = 0;
+	}
 	if (rc == FW_EFLEET_LAYOUT || rc == FW_EFLEET_IDENTITY || rc == FW_EFLEET_FULL ||
 	    rc == FW_EFLEET_AUTH || rc == FW_EFLEET_ROOT) {
 		snprintf(err, errlen, "%s", e);

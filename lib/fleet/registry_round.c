@@ -81,7 +81,9 @@ int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms)
 
 void fleet_cache_save(struct fw_fleet *f)
 {
-	if (!f->cache_dirty || !f->cache[0])
+	/* waiting for free IDs (start_when_full), this run holds none: the cache
+	 * keeps the previous run's proof, for a start after this one */
+	if (!f->cache_dirty || !f->cache[0] || f->wait_all)
 		return;
 	/* the mark now (the final one at a stop is lower than the reservations
 	 * before it: recorded as it is); unreadable, the last one recorded (0
@@ -105,78 +107,71 @@ void fleet_cache_save(struct fw_fleet *f)
 
 /* ---- the census ---- */
 
-int fleet_census(struct fw_fleet *f)
-{
-	uint32_t total = 1u << f->cfg.layout.worker_bits, n_free = 0, n_str = 0, n_memo = 0;
-	uint64_t now_l = fw_fleet_recipe_now(&f->r), next = UINT64_MAX;
+/* Liveness of a census's owners: each asked once, this run's own records alive. */
+struct census_alive {
+	struct fw_fleet *f;
 	struct {
 		char owner[FW_FLEET_IDENTITY_MAX];
 		bool alive;
 	} memo[32];
+	uint32_t n_memo;
+	const struct fw_fleet_rec *rec; /* the record being counted */
+};
+
+static int census_alive_of(void *arg, const char *owner, bool *alive)
+{
+	struct census_alive *a = arg;
+	struct fw_fleet *f = a->f;
+	for (uint32_t k = 0; k < a->n_memo; k++)
+		if (!strcmp(a->memo[k].owner, owner)) {
+			*alive = a->memo[k].alive;
+			return 0;
+		}
+	if (!strcmp(owner, f->identity) && a->rec->token == f->r.token) {
+		*alive = true; /* ours */
+		return 0;
+	}
+	int rc = f->store->ops->alive_of(f->store, owner, alive);
+	if (rc == 0 && a->n_memo < FW_ARRAY_SIZE(a->memo)) {
+		snprintf(a->memo[a->n_memo].owner, sizeof(a->memo[a->n_memo].owner), "%s", owner);
+		a->memo[a->n_memo++].alive = *alive;
+	}
+	return rc;
+}
+
+int fleet_census(struct fw_fleet *f)
+{
+	uint32_t total = 1u << f->cfg.layout.worker_bits;
+	uint64_t now_l = fw_fleet_recipe_now(&f->r);
+	struct census_alive ca = {.f = f};
+	struct fw_fleet_census c;
+	fw_fleet_census_init(&c);
 	bool *exists = calloc(total, 1);
 	if (exists == NULL)
 		return -ENOMEM;
 	int rc = f->store->ops->list(f->store, exists, total);
-	uint32_t claimable = total;
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
 		struct fw_fleet_rec r;
 		struct fw_fleet_ver v;
-		/* reserved for static nodes: never claimed, so neither free nor counted */
-		if (f->r.root && fw_fleet_reserved(&f->r.root->reserved, w)) {
-			claimable--;
-			continue;
-		}
-		if (!exists[w]) {
-			n_free++;
-			continue;
-		}
-		int g = fw_fleet_read(f->store, w, &r, &v);
-		if (g == -ENOENT) {
-			n_free++;
-			continue;
-		}
-		if (g == -EINVAL)
-			continue; /* garbled: never claimed, never counted free */
-		if (g != 0) {
+		bool reserved = f->r.root && fw_fleet_reserved(&f->r.root->reserved, w);
+		int g = exists[w] && !reserved ? fw_fleet_read(f->store, w, &r, &v) : -ENOENT;
+		if (g != 0 && g != -ENOENT && g != -EINVAL) {
 			rc = g;
 			break;
 		}
-		if (!r.owner[0] || r.lease < now_l) {
-			n_free++;
-			continue;
-		}
-		bool alive = false, known = false;
-		for (uint32_t k = 0; k < n_memo && !known; k++)
-			if (!strcmp(memo[k].owner, r.owner)) {
-				alive = memo[k].alive;
-				known = true;
-			}
-		if (!known && !strcmp(r.owner, f->identity) && r.token == f->r.token)
-			alive = known = true; /* ours */
-		if (!known) {
-			rc = f->store->ops->alive_of(f->store, r.owner, &alive);
-			if (rc != 0)
-				break;
-			if (n_memo < FW_ARRAY_SIZE(memo)) {
-				snprintf(memo[n_memo].owner, sizeof(memo[n_memo].owner), "%s",
-					 r.owner);
-				memo[n_memo++].alive = alive;
-			}
-		}
-		if (!alive) {
-			n_str++;
-			next = FW_MIN(next, r.lease);
-		}
+		ca.rec = &r;
+		rc = fw_fleet_census_add(&c, f->r.root ? &f->r.root->reserved : NULL, w, g, &r,
+					 now_l, census_alive_of, &ca);
 	}
 	free(exists);
 	if (rc != 0)
 		return rc;
 	pthread_mutex_lock(&f->mu);
 	f->st.census_valid = true;
-	f->st.total_ids = claimable;
-	f->st.free_ids = n_free;
-	f->st.stranded_ids = n_str;
-	f->st.next_stranded_unix = n_str ? next + f->cfg.layout.epoch_ms : 0;
+	f->st.total_ids = c.total;
+	f->st.free_ids = c.free;
+	f->st.stranded_ids = c.stranded;
+	f->st.next_stranded_unix = c.stranded ? c.next_stranded + f->cfg.layout.epoch_ms : 0;
 	f->st.census_unix = f->r.now_ms(f->r.now_arg);
 	pthread_mutex_unlock(&f->mu);
 	return 0;
@@ -378,8 +373,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 		skip_held(f, skip);
 		uint32_t mine = 0;
 		crc = fw_fleet_claim_n(&f->r, server, skip, n_need,
-				       at_start ? FW_FLEET_CLAIM_ALL : 0, need, got, kinds, &n_got,
-				       &mine, err, errlen);
+				       at_start || f->wait_all ? FW_FLEET_CLAIM_ALL : 0, need, got,
+				       kinds, &n_got, &mine, err, errlen);
 		if (at_start && crc == FW_EFLEET_FULL && mine > 0) {
 			/* Short only of this identity's records that no state of ours
 			 * proves: they end in time. Start with what can issue now and
@@ -400,11 +395,20 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 			f->slot[need[k]] = got[k];
 			fleet_publish(f, need[k], FW_FLEET_SRC_STORE);
 		}
-		if (crc == FW_EFLEET_FULL)
+		/* the census for the line only when it is logged (a waiting node
+		 * retries every round: the periodic census keeps the gauges) */
+		if (crc == FW_EFLEET_FULL && (at_start || f->need_full != n_need - n_got))
 			full_census(f, err, errlen);
 		if (!at_start && crc == FW_EFLEET_FULL && f->need_full != n_need - n_got)
 			fw_log(&f->cfg.log, FW_LOG_WARNING, "%s", err); /* once per change */
 		f->need_full = crc == FW_EFLEET_FULL ? n_need - n_got : 0;
+		if (crc == 0 && f->wait_all) {
+			f->wait_all = false;
+			fw_log(&f->cfg.log, FW_LOG_INFO,
+			       "fleet: %u worker ID(s) claimed after waiting for free ones: every "
+			       "slot holds a lease",
+			       n_got);
+		}
 		if (crc != 0)
 			return crc == -ENOTCONN || crc == -EIO ? FW_EFLEET_STORE
 			       : crc == -EACCES                ? FW_EFLEET_AUTH

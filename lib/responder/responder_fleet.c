@@ -26,6 +26,8 @@ FW_API int fw_responder_fleet_start(const struct fw_conf *c, const struct fw_lay
 		return rc;
 	}
 	f.fc.log = log;
+	/* a full root: start not ready (NO_LEASE, /readyz 503) and claim once IDs are free */
+	f.fc.start_when_full = true;
 	rc = fw_fleet_create(&f.fc, n_workers, &reg, err, errlen);
 	fw_responder_fleet_config_wipe(&f); /* the store keeps its own copy */
 	if (rc == 0) {

@@ -30,7 +30,7 @@ struct memsrv {
 	int64_t rev;
 	int64_t offset;
 	bool down;
-	int lose, fail;
+	int lose, fail, resend;
 	int fail_rc[WORKERS]; /* writes of worker w fail with this (0: none) */
 	uint64_t session_seq;
 	struct {
@@ -289,6 +289,11 @@ static int write_rec(struct memcl *c, uint32_t w, bool create, int64_t version, 
 			m->lose--;
 			snprintf(c->err, sizeof(c->err), "reply lost");
 			rc = -ENOTCONN;
+		} else if (m->resend > 0) {
+			/* the reply late, the same write sent again: it finds its own */
+			m->resend--;
+			snprintf(c->err, sizeof(c->err), "sent again");
+			rc = create ? -EEXIST : -ESTALE;
 		}
 	}
 	leave(c);
@@ -463,6 +468,11 @@ void memsrv_down(struct memsrv *m, bool down)
 void memsrv_lose_replies(struct memsrv *m, int n)
 {
 	LOCKED(m, m->lose = n);
+}
+
+void memsrv_resend_writes(struct memsrv *m, int n)
+{
+	LOCKED(m, m->resend = n);
 }
 
 void memsrv_fail_writes(struct memsrv *m, int n)

@@ -34,6 +34,11 @@ uint64_t memsrv_now(struct memsrv *m);
 void memsrv_down(struct memsrv *m, bool down);
 /* The next @n writes of worker records are applied, and answer -ENOTCONN. */
 void memsrv_lose_replies(struct memsrv *m, int n);
+/* The next @n writes of worker records are applied, their reply comes too
+ * late and the client sends them again, as etcd_call does after a try's
+ * timeout: the second try finds the first one's record and answers -EEXIST
+ * (create) or -ESTALE (CAS). */
+void memsrv_resend_writes(struct memsrv *m, int n);
 /* The next @n writes of worker records fail with -ENOTCONN, not applied. */
 void memsrv_fail_writes(struct memsrv *m, int n);
 /* Until called again with 0: writes of worker @w fail with @rc (-EIO: a

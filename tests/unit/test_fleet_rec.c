@@ -383,6 +383,80 @@ static void test_backoff_bounds(void **state)
 	assert_true(fw_fleet_backoff_ms(100, 500, ~0ull) < 625);
 }
 
+/* Liveness for the census test: "alive" only; counts the questions. */
+static int asked;
+static int census_alive(void *arg, const char *owner, bool *alive)
+{
+	(void)arg;
+	asked++;
+	if (!strcmp(owner, "down"))
+		return -ENOTCONN;
+	*alive = !strcmp(owner, "alive");
+	return 0;
+}
+
+/*
+ * The census a node's gauges and `flakectl fleet ls` share (issue 50): the
+ * root's reserved IDs are neither claimable nor free, whatever their
+ * records; a garbled record is never free; only a running lease asks about
+ * its owner; a failing liveness read counts nothing.
+ */
+static void test_census(void **state)
+{
+	(void)state;
+	struct fw_fleet_reserve res;
+	struct fw_fleet_census c;
+	assert_int_equal(fw_fleet_reserve_parse("0-1,9", 16, &res), 0);
+	fw_fleet_census_init(&c);
+	const uint64_t now = 1000;
+	struct {
+		int rc;
+		const char *owner;
+		uint64_t lease;
+	} w[16] = {
+		[0] = {-ENOENT, "", 0},   /* reserved, no record */
+		[1] = {0, "alive", 5000}, /* reserved, a record: still not counted */
+		[2] = {-ENOENT, "", 0},   /* never claimed: free */
+		[3] = {0, "", 900},       /* released: free */
+		[4] = {0, "gone", 999},   /* lease ended: free */
+		[5] = {0, "alive", 1000}, /* running (ends at now): held */
+		[6] = {0, "gone", 3000},  /* no live session: stranded */
+		[7] = {0, "gone", 2000},  /* stranded, the first back */
+		[8] = {-EINVAL, "", 0},   /* garbled: never free */
+		[9] = {-ENOENT, "", 0},   /* reserved */
+	};
+	for (uint32_t i = 10; i < 16; i++)
+		w[i].rc = -ENOENT;
+	for (uint32_t i = 0; i < 16; i++) {
+		struct fw_fleet_rec r = {.lease = w[i].lease, .token = 1};
+		snprintf(r.owner, sizeof(r.owner), "%s", w[i].owner);
+		assert_int_equal(
+			fw_fleet_census_add(&c, &res, i, w[i].rc, &r, now, census_alive, NULL), 0);
+	}
+	assert_int_equal(c.reserved, 3);
+	assert_int_equal(c.total, 13);
+	assert_int_equal(c.free, 3 + 6); /* 2, 3, 4 and 10-15 */
+	assert_int_equal(c.held, 1);
+	assert_int_equal(c.stranded, 2);
+	assert_int_equal(c.garbled, 1);
+	assert_int_equal(c.next_stranded, 2000);
+	assert_int_equal(asked, 3); /* 5, 6, 7 */
+	assert_int_equal(c.total, c.free + c.held + c.stranded + c.garbled);
+	/* the owner's liveness unknown: an error, nothing counted */
+	struct fw_fleet_rec d = {.owner = "down", .lease = 5000};
+	assert_int_equal(fw_fleet_census_add(&c, &res, 10, 0, &d, now, census_alive, NULL),
+			 -ENOTCONN);
+	assert_int_equal(c.total, 13);
+	/* no reservation: every ID counts */
+	fw_fleet_census_init(&c);
+	for (uint32_t i = 0; i < 4; i++)
+		fw_fleet_census_add(&c, NULL, i, -ENOENT, &d, now, census_alive, NULL);
+	assert_int_equal(c.total, 4);
+	assert_int_equal(c.free, 4);
+	assert_int_equal(c.reserved, 0);
+	assert_int_equal(c.next_stranded, UINT64_MAX);
+}
+
 int main(void)
 {
 	snprintf(cache_path, sizeof(cache_path), "/tmp/fwt-fleet-cache.%d", (int)getpid());
@@ -391,7 +465,7 @@ int main(void)
 		cmocka_unit_test(test_alive_text),     cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_keys_identity),  cmocka_unit_test(test_cache_round_trip),
 		cmocka_unit_test(test_cache_refused),  cmocka_unit_test(test_cache_mark_line),
-		cmocka_unit_test(test_backoff_bounds),
+		cmocka_unit_test(test_backoff_bounds), cmocka_unit_test(test_census),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

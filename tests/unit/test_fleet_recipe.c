@@ -486,6 +486,75 @@ static void test_exhausted(void **state)
 	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL));
 }
 
+static int warn_waiting, info_claimed_after_wait;
+static void count_waiting(void *arg, enum fw_log_level lvl, const char *msg)
+{
+	log_cb(arg, lvl, msg);
+	if (lvl == FW_LOG_WARNING && strstr(msg, "starting without worker IDs") &&
+	    strstr(msg, "needs 2 worker ID(s) and only 1 can be claimed") &&
+	    strstr(msg, "; 1 free, 2 stranded (leased to owners with no live session), the "
+			"first back at 20"))
+		warn_waiting++;
+	else if (lvl == FW_LOG_WARNING && strstr(msg, "can be claimed"))
+		warn_waiting += 100; /* logged again: once is the rule */
+	if (lvl == FW_LOG_INFO && strstr(msg, "2 worker ID(s) claimed after waiting"))
+		info_claimed_after_wait++;
+}
+
+/*
+ * Issue 50: with start_when_full (the responders) a start that finds too
+ * few free worker IDs starts anyway holding none (NO_LEASE: not ready),
+ * says once how many are stranded and when the first returns, claims
+ * nothing while one alone is free (all or none: a waiting node holds no ID
+ * it cannot use), and claims both once a second is released.
+ */
+static void test_start_when_full(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	uint64_t now = layout_now();
+	put(0, "gone", now + 10 * LEASE_MS, 0); /* no session: stranded */
+	put(1, "gone", now + 20 * LEASE_MS, 0);
+	put(2, "busy", now + 10 * LEASE_MS, 0); /* alive */
+	memsrv_alive_other(M, "busy");
+	cfg_for(&c, "a", "");
+	c.log.fn = count_waiting;
+	c.start_when_full = true;
+	warn_waiting = info_claimed_after_wait = 0;
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err));
+	assert_non_null(a);
+	assert_int_equal(warn_waiting, 1);
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 1).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 0).source, FW_FLEET_SRC_NONE);
+	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL)); /* nothing claimed */
+	struct fw_fleet_status st = status(a);
+	assert_true(st.connected);
+	assert_int_equal(st.free_ids, 1);
+	assert_int_equal(st.stranded_ids, 2);
+	assert_int_equal(st.next_stranded_unix, now + 10 * LEASE_MS + EPOCH);
+	ms_sleep(5 * RENEW_MS); /* rounds with one free: all or none, so none */
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_false(memsrv_get(M, 3, &(struct fw_fleet_rec){0}, NULL));
+	assert_int_equal(warn_waiting, 1); /* logged once */
+	put(2, "", now, now);              /* busy's ID released (a graceful stop) */
+	WAIT_FOR(slot(a, 0).worker >= 0 && slot(a, 1).worker >= 0, 3000);
+	int32_t w0 = slot(a, 0).worker, w1 = slot(a, 1).worker;
+	assert_true((w0 == 2 && w1 == 3) || (w0 == 3 && w1 == 2));
+	assert_int_equal(info_claimed_after_wait, 1);
+	assert_int_equal(warn_waiting, 1);
+	assert_string_equal(rec(2).owner, "a");
+	assert_string_equal(rec(3).owner, "a");
+	assert_string_equal(rec(0).owner, "gone"); /* stranded ones untouched */
+	fw_fleet_free(a);
+	/* without start_when_full the same start fails, as before */
+	put(2, "busy", layout_now() + 10 * LEASE_MS, 0);
+	put(3, "busy", layout_now() + 10 * LEASE_MS, 0);
+	cfg_for(&c, "b", "");
+	assert_null(start_cfg(&c, 1, FW_EFLEET_FULL, err, sizeof(err)));
+}
+
 /* Another live session with this identity is refused; a garbled record is never claimed. */
 static void test_identity_in_use(void **state)
 {
@@ -1540,6 +1609,103 @@ static void test_stop_release_store_down(void **state)
 	assert_int_equal(w1, 1);
 }
 
+/*
+ * Issue 50: a write the store sent again (etcd's client resends a request
+ * whose reply did not come within a try's timeout) after its first try
+ * landed answers "exists" (create) or "version moved" (CAS). Each claim
+ * here landed; the claim must be recognised by this run's token, not
+ * counted as another's, so no ID is left leased to a run that never serves
+ * it (before the fix: workers 0 and 1 stayed leased to "a" for lease_ms
+ * while it served 2 and 3). Renewal and the stop's release sent again
+ * end as if their first reply had come.
+ */
+static void test_claim_sent_again(void **state)
+{
+	(void)state;
+	uint64_t mk = real_ms() - 10;
+	memsrv_resend_writes(M, 2); /* both claims (creates) of the start */
+	struct fw_fleet *a = start_marked(mk);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(slot(a, 1).worker, 1);
+	assert_false(memsrv_get(M, 2, &(struct fw_fleet_rec){0}, NULL)); /* no third record */
+	struct fw_fleet_status st = status(a);
+	assert_int_equal(st.free_ids, 2); /* 2 and 3 */
+	assert_int_equal(st.stranded_ids, 0);
+	assert_int_equal(st.claims, 2);
+	/* a renewal sent again: adopted by its token, not lost */
+	uint64_t renewals = st.renewals;
+	memsrv_resend_writes(M, 1);
+	WAIT_FOR(status(a).renewals >= renewals + 2, 5000);
+	assert_true(status(a).renewals >= renewals + 2);
+	assert_int_equal(status(a).lost, 0);
+	assert_int_equal(slot(a, 0).worker, 0);
+	/* the stop's release sent again: done, both IDs free */
+	memsrv_resend_writes(M, 1);
+	assert_int_equal(fw_fleet_stop_release(a, 5000), 2);
+	assert_string_equal(rec(0).owner, "");
+	assert_string_equal(rec(1).owner, "");
+	fw_fleet_free(a);
+	/* nothing stranded: another node gets all four */
+	struct fw_fleet *b = start("b", 4, 0);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(slot(b, i).worker, (int32_t)i);
+	assert_int_equal(status(b).free_ids, 0);
+	assert_int_equal(status(b).stranded_ids, 0);
+	fw_fleet_free(b);
+}
+
+/* The same for a claim by CAS (a released ID): the record as written is ours. */
+static void test_claim_cas_sent_again(void **state)
+{
+	(void)state;
+	uint64_t now = layout_now();
+	put(0, "", now - 500, now - 500); /* released */
+	memsrv_resend_writes(M, 1);
+	struct fw_fleet *a = start("a", 1, 0);
+	assert_int_equal(slot(a, 0).worker, 0);
+	assert_int_equal(slot(a, 0).floor_ms, now - 500);
+	assert_string_equal(rec(0).owner, "a");
+	assert_true(rec(0).lease == slot(a, 0).lease_ms);
+	assert_false(memsrv_get(M, 1, &(struct fw_fleet_rec){0}, NULL));
+	assert_int_equal(status(a).free_ids, 3);
+	assert_int_equal(status(a).stranded_ids, 0);
+	fw_fleet_free(a);
+}
+
+/*
+ * A node waiting for free IDs (start_when_full) holds none: its stop leaves
+ * the previous run's cache as it was, so a later start on the state can
+ * still take those IDs back (a stop that wrote the cache empty stranded them).
+ */
+static void test_waiting_keeps_cache(void **state)
+{
+	(void)state;
+	char err[2048];
+	struct fw_fleet_config c;
+	const int32_t w3 = 3;
+	const uint64_t tok = 99;
+	for (uint32_t w = 0; w < 3; w++)
+		put(w, "busy", layout_now() + 10 * LEASE_MS, 0);
+	memsrv_alive_other(M, "busy");
+	prove(cache_path(), "a", "S", &w3, &tok, 1); /* the previous run held 3 */
+	struct fw_fleet_rec r3 = {.token = tok, .lease = layout_now() + 10 * LEASE_MS};
+	snprintf(r3.owner, sizeof(r3.owner), "a");
+	memsrv_put(M, 3, &r3);
+	cfg_for(&c, "a", cache_path());
+	c.state_stamp = "S";
+	c.start_when_full = true;
+	struct fw_fleet *a = start_cfg(&c, 2, 0, err, sizeof(err)); /* 3 back, one short */
+	assert_int_equal(slot(a, 0).worker, FW_FLEET_WORKER_NONE);
+	assert_int_equal(slot(a, 1).worker, FW_FLEET_WORKER_NONE);
+	ms_sleep(3 * RENEW_MS);
+	fw_fleet_free(a);
+	assert_true(cache_names(3));
+	struct fw_fleet *b = start_state("a", 1, 0, cache_path(), "S");
+	assert_int_equal(slot(b, 0).worker, 3); /* taken back */
+	assert_int_equal(status(b).takebacks, 1);
+	fw_fleet_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1558,6 +1724,7 @@ int main(void)
 		T(test_expired_with_floor),
 		T(test_expired_by_store_time),
 		T(test_exhausted),
+		T(test_start_when_full),
 		T(test_identity_in_use),
 		T(test_restart_replaces_own_liveness),
 		T(test_liveness_of_others_kept),
@@ -1585,6 +1752,9 @@ int main(void)
 		T(test_stop_release_lost_reply),
 		T(test_stop_release_refused),
 		T(test_stop_release_store_down),
+		T(test_claim_sent_again),
+		T(test_claim_cas_sent_again),
+		T(test_waiting_keeps_cache),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,6 +78,7 @@ struct fw_fleet {
 	uint64_t next_renew, next_repl; /* monotonic ms */
 	uint64_t next_census;           /* monotonic ms */
 	uint32_t need_full, repl_full;  /* slots short when FULL was last logged (0: none) */
+	bool wait_all; /* started without IDs (start_when_full): claims all or none until served */
 	bool cache_dirty, logged_down;
 	int logged_rc; /* the code of the failure logged (a root stop after a store error: logged
 			  too) */
@@ -108,7 +109,8 @@ int fleet_mark(const struct fw_fleet *f, uint64_t *unix_ms);
 
 /*
  * Claims for slots without a usable ID, then (when due) the replacements.
- * At start, all or nothing. 0, FW_EFLEET_FULL (@err says why), FW_EFLEET_STORE.
+ * At start, and while f->wait_all, all or nothing. 0, FW_EFLEET_FULL (@err
+ * says why, with the root's census), FW_EFLEET_STORE.
  */
 int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *err, size_t errlen);
 

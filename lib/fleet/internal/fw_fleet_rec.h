@@ -150,6 +150,40 @@ int fw_fleet_dc_format(char *buf, size_t cap, const char *root);
 /* Parses a datacenter record: the root into @root (@cap bytes). 0 or -EINVAL. */
 int fw_fleet_dc_parse(const char *buf, int len, char *root, size_t cap);
 
+/*
+ * The root's census (issue 50): what a node's gauges
+ * (flakewire_fleet_{free,stranded}_worker_ids: registry_round.c) and
+ * `flakectl fleet ls` (fw_fleet_list_store) count, with one function, so
+ * the two never disagree. Every worker ID below 2^worker_bits goes in once.
+ */
+struct fw_fleet_census {
+	uint32_t total;         /* counted: every worker ID the root does not reserve */
+	uint32_t reserved;      /* left out: reserved for static nodes, never claimed */
+	uint32_t free;          /* claimable: no record, released (owner ""), or lease ended */
+	uint32_t held;          /* leased to an owner with a live session */
+	uint32_t stranded;      /* leased to an owner with no live session */
+	uint32_t garbled;       /* unreadable records: never claimed, never counted free */
+	uint64_t next_stranded; /* layout ms the first stranded lease ends (UINT64_MAX: none) */
+};
+
+/* Whether @owner has a live session (its liveness record): 0 with *alive, or a store code. */
+typedef int (*fw_fleet_alive_fn)(void *arg, const char *owner, bool *alive);
+
+/* An empty census (next_stranded UINT64_MAX). */
+void fw_fleet_census_init(struct fw_fleet_census *c);
+
+/*
+ * Counts worker @w into @c. @res: the root's reservation (NULL: none).
+ * @read_rc: what reading its record gave (fw_fleet_read's code): 0 with
+ * @rec, -ENOENT (no record: never claimed), -EINVAL (garbled); other codes
+ * are the caller's to stop on. @now_l: the census time (layout ms; a lease
+ * below it has ended). Only a record leased at @now_l asks @alive_of (with
+ * @arg) about its owner. Returns 0, or @alive_of's code (@w not counted).
+ */
+int fw_fleet_census_add(struct fw_fleet_census *c, const struct fw_fleet_reserve *res, uint32_t w,
+			int read_rc, const struct fw_fleet_rec *rec, uint64_t now_l,
+			fw_fleet_alive_fn alive_of, void *arg);
+
 /* True for 1-127 characters of [A-Za-z0-9._:-], not "." or "..". */
 bool fw_fleet_identity_ok(const char *s);
 

@@ -116,9 +116,15 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		  char *owners, size_t owners_len);
 
 /*
- * Writes the claim of @c. Returns 0 with *h set; -EEXIST, -ESTALE, -ENOENT
+ * Writes the claim of @c. When the store answers -EEXIST or -ESTALE, reads
+ * the record: one holding this run's token and identity is this claim's own
+ * write that landed before the store sent it again (etcd's client resends a
+ * request whose reply timed out) and the claim succeeds with the record as
+ * read (its version, lease and floor), so no ID this run wrote is left
+ * leased to nobody. Returns 0 with *h set; -EEXIST, -ESTALE, -ENOENT
  * (another writer came first: try the next candidate); -ENOTCONN (unknown:
- * a later scan sees the record as a take-back if it landed); -EIO.
+ * a later scan sees the record as a take-back if it landed; also when the
+ * read after -EEXIST/-ESTALE gets no answer); -EIO, -EACCES.
  */
 int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c,
 		       struct fw_fleet_held *h);
@@ -183,8 +189,10 @@ enum fw_fleet_retired {
 /*
  * A retirement that is done only when the store confirms it: releases @h
  * (fw_fleet_release_held); when the version moved, reads the record: this
- * run's own write (a lost reply) is released again at its version, another
- * owner's record whose floor is at or above @last needs nothing more.
+ * run's own write (a lost reply) is released again at its version, this very
+ * release already in place (it landed before the store sent it again) is
+ * done, another owner's record whose floor is at or above @last needs
+ * nothing more.
  * Every other outcome (a store error of any kind, a record below @last, one
  * that is gone or garbled) is FW_FLEET_RETIRE_AGAIN, with the store's
  * error in *rc (0 when the record was read). h->version follows the reads.
