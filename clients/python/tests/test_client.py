@@ -769,17 +769,60 @@ def test_avail_status_all_refused():
 
 def test_avail_status_refused_moves_on():
     """The first REFUSED, the second OK: the second's ID (the old client raised
-    StatusError)."""
+    StatusError). The first is unhealthy after the call and is not probed for
+    STATUS_HOLD (1 s), although it answers INFO (before, the probe's INFO made
+    it healthy again within a round trip, so every call asked it first). Once
+    it admits us, the probe after the hold, and no earlier, makes it healthy,
+    and calls return to it."""
+    from flakewire.client import STATUS_HOLD
     a = Counting(mode=("status", wire.ST_REFUSED, 0))
     b = Counting(worker=9)
     try:
         with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
             c.info()
+            t0 = time.monotonic()
             assert DEFAULT.decode(c.get()).worker == 9
+            assert c._route.healthy[0] is False
             assert a.counts[wire.OP_ID] >= 1 and b.counts[wire.OP_ID] >= 1
+            # it admits us from now on; no call runs, so only a probe can bring it back
+            a.mode = "ok"
+            end = time.monotonic() + 5
+            while not c._route.healthy[0] and time.monotonic() < end:
+                time.sleep(0.01)
+            assert c._route.healthy[0] is True
+            assert time.monotonic() - t0 >= STATUS_HOLD
+            assert DEFAULT.decode(c.get()).worker == 7
     finally:
         a.close()
         b.close()
+
+
+def test_avail_retry_after_before_unhealthy():
+    """A responder held off by RETRY_AFTER is asked again when its hint ends,
+    before an unhealthy one, even though this call asked it already: with the
+    first silent (so unhealthy), the second's three RETRY_AFTER 50 ms and then
+    its OK are all the call's sends (before 1c10b9d each RETRY_AFTER sent the
+    call to the silent one, and its resend timer came after the hint). No
+    hedging, and 20 calls first with a hedge floor of 100 ms: the resend
+    timer is then 400 ms, so a slow reply on a loaded machine does not send
+    the call to the silent one either."""
+    s = Counting(worker=5, mode="silent")
+    a = Counting(worker=7)
+    try:
+        with Client([s.addr, a.addr], timeout=2, hedge_budget_pct=0, hedge_min=0.1) as c:
+            c.info()  # finds s silent (a answers the resend after 50 ms)
+            assert c._route.healthy[0] is False
+            for _ in range(20):
+                c.get()
+            assert c._route.d == 0.1
+            s_ids, a_ids = s.counts[wire.OP_ID], a.counts[wire.OP_ID]
+            a.mode = ("retry_after", 50_000, a_ids + 3)
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert a.counts[wire.OP_ID] == a_ids + 4, a.counts
+            assert s.counts[wire.OP_ID] == s_ids, s.counts
+    finally:
+        s.close()
+        a.close()
 
 
 @pytest.mark.parametrize("status", [wire.ST_BAD_REQUEST, wire.ST_BAD_VERSION])
