@@ -454,10 +454,16 @@ func TestAvailAllRefusedAtOnce(t *testing.T) {
 }
 
 // The first answering REFUSED (to ID requests; INFO it answers), the
-// second OK: the second's ID; the first is unhealthy.
+// second OK: the second's ID; the first is unhealthy after the call and is
+// not probed for statusHold (before, the probe's INFO made it healthy again
+// within a round trip, so every call asked it first). Once it admits us, the
+// probe after the hold, and no earlier, makes it healthy, and calls return
+// to it.
 func TestAvailRefusedMovesOn(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
 	a := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
-		if req[3] == OpInfo {
+		if req[3] == OpInfo || !refuse.Load() {
 			return ok(f, req)
 		}
 		return statusOf(req, StRefused, 8), 0
@@ -468,11 +474,71 @@ func TestAvailRefusedMovesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	start := time.Now()
 	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
 		t.Fatalf("Get: %v", err)
 	}
 	if a.n(OpID) != 1 || c.Healthy(0) {
 		t.Fatalf("%d ID requests to the first, healthy %v", a.n(OpID), c.Healthy(0))
+	}
+	// It admits us from now on; no call runs, so only a probe can bring it back.
+	refuse.Store(false)
+	for w0 := time.Now(); !c.Healthy(0); time.Sleep(10 * time.Millisecond) {
+		if time.Since(w0) > 5*time.Second {
+			t.Fatalf("not healthy again in 5 s (%d probes)", c.Stats.Probes.Load())
+		}
+	}
+	if took := time.Since(start); took < statusHold {
+		t.Fatalf("healthy again %v after its REFUSED, within the %v hold", took, statusHold)
+	}
+	if id, err := c.Get(); err != nil || workerOf(t, id) != 8 {
+		t.Fatalf("Get after the hold: %v, worker %d", err, workerOf(t, id))
+	}
+}
+
+// A responder held off by RETRY_AFTER is asked again when its hint ends,
+// before an unhealthy one, even though this call asked it already: with the
+// first silent (so unhealthy), the second's three RETRY_AFTER 50 ms and then
+// its OK are all the call's sends (before, each RETRY_AFTER sent the call to
+// the silent one, and its resend timer came after the hint). No hedging,
+// and 20 calls first with a hedge floor of 100 ms: the resend timer is then
+// 400 ms, so a slow reply on a loaded machine does not send the call to the
+// silent one either.
+func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
+	var ras atomic.Int64
+	silent := newCtlFake(t, 8, func(*ctlFake, []byte) ([]byte, time.Duration) { return nil, 0 })
+	a := newCtlFake(t, 9, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		if req[3] == OpID && ras.Add(-1) >= 0 {
+			return retryAfter(req, 9, 50*time.Millisecond), 0
+		}
+		return ok(f, req)
+	})
+	o := DefaultOptions()
+	o.Timeout, o.HedgeBudgetPct, o.HedgeMin = 2*time.Second, 0, 100*time.Millisecond
+	c, err := New([]string{silent.addr, a.addr}, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 20; i++ { // the first finds the first responder silent
+		if _, err := c.Get(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.call <- struct{}{}
+	d := c.hedgeDelay()
+	c.unlockCall()
+	if c.Healthy(0) || d != 100*time.Millisecond {
+		t.Fatalf("the silent responder healthy %v, d %v", c.Healthy(0), d)
+	}
+	ids, aIDs := silent.n(OpID), a.n(OpID)
+	ras.Store(3)
+	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
+		t.Fatalf("Get: %v", err)
+	}
+	if silent.n(OpID) != ids || a.n(OpID) != aIDs+4 {
+		t.Fatalf("%d ID requests to the silent one, %d to the second (3 RETRY_AFTER, then OK)",
+			silent.n(OpID)-ids, a.n(OpID)-aIDs)
 	}
 }
 
