@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import test from "node:test";
 
+import { STATUS_HOLD_MS } from "../src/avail.js";
 import { Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, NoResponseError, StatusError, wire } from "../src/index.js";
 
 type Answer = (f: Fake, req: Buffer) => [Uint8Array, number] | null; // the reply and how long to hold it
@@ -324,16 +325,56 @@ test("statuses: two responders both REFUSED: StatusError at once (well before th
   });
 });
 
-test("statuses: the first REFUSED, the second OK: the second's ID, the first unhealthy", async () => {
-  // The first answers INFO, so the ID request goes to it first.
-  const a = await Fake.listen(8, (f, req) => req[3] === wire.OP_INFO ? ok(f, req) : [statusOf(req, 8, wire.ST_REFUSED), 0]);
+test("statuses: the first REFUSED, the second OK: the second's ID, the first unhealthy, back only after the 1 s hold", async () => {
+  // The first answers INFO, so the ID request goes to it first. It is not
+  // probed for STATUS_HOLD_MS after its REFUSED (before, the probe's INFO made
+  // it healthy again at once, so every call asked it first). Once it admits
+  // us, the probe after the hold, and no earlier, makes it healthy.
+  let refuse = true;
+  const a = await Fake.listen(8, (f, req) => req[3] === wire.OP_INFO || !refuse ? ok(f, req) : [statusOf(req, 8, wire.ST_REFUSED), 0]);
   const b = await Fake.listen(9, ok);
   await using([a, b], async () => {
     const c = await Client.create([a.addr, b.addr]);
     try {
+      const start = performance.now();
       assert.equal(worker(await c.get()), 9);
       assert.equal(a.n(wire.OP_ID), 1);
-      assert.ok(!c.healthy(0));
+      assert.ok(!c.healthy(0), "the REFUSED responder is not unhealthy after the call");
+      // It admits us from now on; no call runs, so only a probe can bring it back.
+      refuse = false;
+      for (const w0 = performance.now(); !c.healthy(0); await sleep(10)) {
+        assert.ok(performance.now() - w0 < 5000, `not healthy again in 5 s (${c.stats.probes} probes)`);
+      }
+      const took = performance.now() - start;
+      assert.ok(took >= STATUS_HOLD_MS, `healthy again ${took} ms after its REFUSED, within the hold`);
+      assert.equal(worker(await c.get()), 8);
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("statuses: a responder held off by RETRY_AFTER is asked again when its hint ends, before an unhealthy one", async () => {
+  // With the first silent (so unhealthy), the second's three RETRY_AFTER
+  // 50 ms and then its OK are all the call's sends, although the call asked
+  // it already (before, each RETRY_AFTER sent the call to the silent one, and
+  // its resend timer came after the hint). No hedging, and 20 calls first
+  // with a hedge floor of 100 ms: the resend timer is then 400 ms, so a slow
+  // reply on a loaded machine does not send the call to the silent one either.
+  let ras = 0;
+  const s = await Fake.listen(8, silent);
+  const a = await Fake.listen(9, (f, req) => req[3] === wire.OP_ID && ras-- > 0 ? [retryAfter(req, 9, 50), 0] : ok(f, req));
+  await using([s, a], async () => {
+    const c = await Client.create([s.addr, a.addr], { timeoutMs: 2000, hedgeBudgetPct: 0, hedgeMinUs: 100_000 });
+    try {
+      for (let i = 0; i < 20; i++) await c.get(); // the first finds s silent
+      const d = (c as unknown as { rtt: { delayMs(): number } }).rtt.delayMs();
+      assert.ok(!c.healthy(0) && d === 100, `the silent one healthy ${c.healthy(0)}, d ${d} ms`);
+      const sIds = s.n(wire.OP_ID), aIds = a.n(wire.OP_ID);
+      ras = 3;
+      assert.equal(worker(await c.get()), 9);
+      assert.equal(s.n(wire.OP_ID), sIds, "ID requests to the silent one");
+      assert.equal(a.n(wire.OP_ID), aIds + 4, "ID requests to the second (3 RETRY_AFTER, then OK)");
     } finally {
       c.close();
     }
