@@ -340,7 +340,9 @@ static int rank_of(const struct fwc_route *r, size_t i, uint64_t now)
 
 /*
  * The next responder of the call: the first of the order not asked in this
- * round (a new round when all were), or one held off by RETRY_AFTER. *at receives when it may be
+ * round (a new round when all were), or one held off by RETRY_AFTER (a
+ * RETRY_AFTER in this call also takes it out of the round, so it comes back
+ * before the unhealthy ones after its hint too). *at receives when it may be
  * sent to (its hold-off's end, or now). Under r->lock.
  */
 static size_t pick_next(const struct fwc_route *r, struct att *a, uint64_t now, uint64_t *at)
@@ -583,6 +585,9 @@ static int on_reply(struct call *k, size_t i)
 				     FW_ROUTE_RETRY_AFTER_MIN_US);
 
 		r->s[i].hold_until_ns = now + us * NS_PER_US;
+		/* Out of this round: asked again when its hint ends (while held, and
+		 * once eligible again), before the unhealthy ones. */
+		k->a[i].in_round = false;
 		k->a[i].what = ATT_RETRY_AFTER;
 		k->a[i].retry_us = h->retry_after_us;
 		pthread_mutex_unlock(&r->lock);

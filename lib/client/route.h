@@ -12,7 +12,10 @@
  *     order: eligible ones (healthy, not held off) in configured order, then
  *     held-off ones (earliest hold first), then unhealthy ones in configured
  *     order, recomputed at each send; "the next" is the first of that order
- *     not yet asked in this round, and a new round starts when all were.
+ *     not yet asked in this round, and a new round starts when all were. A
+ *     RETRY_AFTER takes its responder out of the round, and a held-off one
+ *     counts as not asked: it is asked again when its hint ends (as the
+ *     earliest hold, or once eligible again), before the unhealthy ones.
  *   - Events: a reply (done); refused, NO_LEASE, CLOCK_UNSAFE, REFUSED or
  *     RETRY_AFTER (sent to the next at once; a held-off next is waited for,
  *     never past the deadline); the hedge delay d since the last send with

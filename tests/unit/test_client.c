@@ -2598,6 +2598,11 @@ static void test_avail_status_refused_moves_on(void **state)
 	atomic_store(&a->param, FW_WIRE_ST_REFUSED);
 	c = client_nohedge(ab, 2, T_LONG_MS);
 	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	/* Should its reply come after the resend to b, the probe makes both healthy again. */
+	for (end = mono_ms() + 3000;
+	     (!route_healthy(c, 0) || !route_healthy(c, 1)) && mono_ms() < end;)
+		sleep_ms(10);
+	assert_true(route_healthy(c, 0) && route_healthy(c, 1));
 	t0 = mono_ms();
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_false(route_healthy(c, 0));
@@ -2616,7 +2621,12 @@ static void test_avail_status_refused_moves_on(void **state)
 		sleep_ms(10);
 	assert_true(route_healthy(c, 0));
 	assert_true(mono_ms() - t0 >= FW_ROUTE_STATUS_HOLD_MS);
-	assert_int_equal(fw_client_get(c, &id), 0);
+	/* Calls return to it (a slow reply on a loaded machine may bring a resend: a few tries). */
+	for (end = mono_ms() + 5000;; sleep_ms(10)) {
+		assert_int_equal(fw_client_get(c, &id), 0);
+		if (id == atomic_load(&a->good_first) || mono_ms() >= end)
+			break;
+	}
 	assert_true(id == atomic_load(&a->good_first));
 	fw_client_close(c);
 	fake_stop(b);
@@ -2624,35 +2634,40 @@ static void test_avail_status_refused_moves_on(void **state)
 }
 
 /*
- * A responder held off by RETRY_AFTER is asked again when its hint ends,
- * before an unhealthy one, even though this call asked it already: with the
- * first silent (and so unhealthy), the second's three RETRY_AFTER 50 ms and
- * then its OK are all the call's sends (before a0c8515 each RETRY_AFTER
- * sent the call to the silent one, and its resend timer came after the
+ * A responder that answered RETRY_AFTER is asked again before an unhealthy
+ * one, although this call asked it already: once its hint has passed, and
+ * as the earliest hold when no responder is eligible. Responders s (silent,
+ * found so by the first call: unhealthy), a, and b (silent, healthy until
+ * asked). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+ * a's hint has passed: a answers, s is not asked (before, a counted as asked
+ * in that round and the call went to s). 2: with b unhealthy too, a's three
+ * RETRY_AFTER 50 ms and its OK are all the call's sends (before a0c8515
+ * each sent the call to a silent one, whose resend timer came after the
  * hint). No hedging, and 20 calls first with a hedge floor of 100 ms: the
  * resend timer is then 400 ms, so a slow reply on a loaded machine does not
- * send the call to the silent one either.
+ * send the call elsewhere either.
  */
 static void test_avail_retry_after_before_unhealthy(void **state)
 {
 	struct fake *s = fake_start(AF_INET, beh_silent);
 	struct fake *a = fake_start(AF_INET, beh_retry_after_n); /* list_cap 0: none */
-	struct fake *sa[] = {s, a};
+	struct fake *b = fake_start(AF_INET, beh_silent);
+	struct fake *sab[] = {s, a, b};
 	struct fw_client_opts o;
 	struct fw_client *c = NULL;
-	char addr[2][64];
-	const char *servers[] = {addr[0], addr[1]};
-	unsigned s_ids, a_ids;
+	char addr[3][64];
+	const char *servers[] = {addr[0], addr[1], addr[2]};
+	unsigned s_ids, a_ids, b_ids;
 	uint64_t id, d_ns;
 
 	(void)state;
-	for (int i = 0; i < 2; i++)
-		fake_addr(sa[i], addr[i], sizeof(addr[i]));
+	for (int i = 0; i < 3; i++)
+		fake_addr(sab[i], addr[i], sizeof(addr[i]));
 	fw_client_opts_init(&o);
 	o.timeout_ms = 2000;
 	o.hedge_budget_pct = 0;
 	o.hedge_min_us = 100000;
-	assert_int_equal(fw_client_open(servers, 2, &o, &c), 0);
+	assert_int_equal(fw_client_open(servers, 3, &o, &c), 0);
 	/* The first call finds s silent (a answers the resend after 50 ms). */
 	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
 	assert_false(route_healthy(c, 0));
@@ -2662,7 +2677,22 @@ static void test_avail_retry_after_before_unhealthy(void **state)
 	d_ns = c->route.d_ns;
 	fwc_route_unlock(&c->route);
 	assert_int_equal(d_ns, 100 * NS_PER_MS);
+	assert_true(route_healthy(c, 2));
+
+	/* 1. Its hint passed while the call waited for b. */
 	s_ids = atomic_load(&s->nreq[FW_WIRE_OP_ID]);
+	a_ids = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
+	atomic_store(&a->param, 20000);
+	atomic_store(&a->list_cap, a_ids + 1);
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_true(id == atomic_load(&a->good_first));
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 1);
+	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), a_ids + 2);
+	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_ID]), s_ids);
+	assert_false(route_healthy(c, 2));
+
+	/* 2. No responder eligible: a, held off, before the unhealthy ones. */
+	b_ids = atomic_load(&b->nreq[FW_WIRE_OP_ID]);
 	a_ids = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
 	atomic_store(&a->param, 50000);
 	atomic_store(&a->list_cap, a_ids + 3);
@@ -2670,7 +2700,9 @@ static void test_avail_retry_after_before_unhealthy(void **state)
 	assert_true(id == atomic_load(&a->good_first));
 	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), a_ids + 4);
 	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_ID]), s_ids);
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), b_ids);
 	fw_client_close(c);
+	fake_stop(b);
 	fake_stop(a);
 	fake_stop(s);
 }
