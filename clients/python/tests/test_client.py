@@ -780,6 +780,11 @@ def test_avail_status_refused_moves_on():
     try:
         with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
             c.info()
+            # should its reply come after the resend to b, the probe makes both healthy again
+            end = time.monotonic() + 3
+            while c._route.healthy != [True, True] and time.monotonic() < end:
+                time.sleep(0.01)
+            assert c._route.healthy == [True, True]
             t0 = time.monotonic()
             assert DEFAULT.decode(c.get()).worker == 9
             assert c._route.healthy[0] is False
@@ -791,38 +796,58 @@ def test_avail_status_refused_moves_on():
                 time.sleep(0.01)
             assert c._route.healthy[0] is True
             assert time.monotonic() - t0 >= STATUS_HOLD
-            assert DEFAULT.decode(c.get()).worker == 7
+            # calls return to it (a slow reply on a loaded machine may bring a resend: a few tries)
+            w, end = DEFAULT.decode(c.get()).worker, time.monotonic() + 5
+            while w != 7 and time.monotonic() < end:
+                time.sleep(0.01)
+                w = DEFAULT.decode(c.get()).worker
+            assert w == 7
     finally:
         a.close()
         b.close()
 
 
 def test_avail_retry_after_before_unhealthy():
-    """A responder held off by RETRY_AFTER is asked again when its hint ends,
-    before an unhealthy one, even though this call asked it already: with the
-    first silent (so unhealthy), the second's three RETRY_AFTER 50 ms and then
-    its OK are all the call's sends (before 1c10b9d each RETRY_AFTER sent the
-    call to the silent one, and its resend timer came after the hint). No
-    hedging, and 20 calls first with a hedge floor of 100 ms: the resend
-    timer is then 400 ms, so a slow reply on a loaded machine does not send
-    the call to the silent one either."""
+    """A responder that answered RETRY_AFTER is asked again before an
+    unhealthy one, although this call asked it already: once its hint has
+    passed, and as the earliest hold when no responder is eligible.
+    Responders s (silent, found so by the first call: unhealthy), a, and b
+    (silent, healthy until asked). 1: a's RETRY_AFTER 20 ms sends the call to
+    b; at b's resend timer a's hint has passed: a answers, s is not asked
+    (before, a counted as asked in that round and the call went to s). 2: with
+    b unhealthy too, a's three RETRY_AFTER 50 ms and its OK are all the call's
+    sends (before 1c10b9d each sent the call to a silent one, whose resend
+    timer came after the hint). No hedging, and 20 calls first with a hedge
+    floor of 100 ms: the resend timer is then 400 ms, so a slow reply on a
+    loaded machine does not send the call elsewhere either."""
     s = Counting(worker=5, mode="silent")
     a = Counting(worker=7)
+    b = Counting(worker=9, mode="silent")
     try:
-        with Client([s.addr, a.addr], timeout=2, hedge_budget_pct=0, hedge_min=0.1) as c:
+        with Client([s.addr, a.addr, b.addr], timeout=2, hedge_budget_pct=0,
+                    hedge_min=0.1) as c:
             c.info()  # finds s silent (a answers the resend after 50 ms)
-            assert c._route.healthy[0] is False
+            assert c._route.healthy == [False, True, True]
             for _ in range(20):
                 c.get()
             assert c._route.d == 0.1
+            # 1. its hint passed while the call waited for b
             s_ids, a_ids = s.counts[wire.OP_ID], a.counts[wire.OP_ID]
+            a.mode = ("retry_after", 20_000, a_ids + 1)
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert b.counts[wire.OP_ID] == 1 and a.counts[wire.OP_ID] == a_ids + 2, (a.counts, b.counts)
+            assert s.counts[wire.OP_ID] == s_ids, s.counts
+            assert c._route.healthy == [False, True, False]
+            # 2. no responder eligible: a, held off, before the unhealthy ones
+            a_ids = a.counts[wire.OP_ID]
             a.mode = ("retry_after", 50_000, a_ids + 3)
             assert DEFAULT.decode(c.get()).worker == 7
             assert a.counts[wire.OP_ID] == a_ids + 4, a.counts
-            assert s.counts[wire.OP_ID] == s_ids, s.counts
+            assert s.counts[wire.OP_ID] == s_ids and b.counts[wire.OP_ID] == 1, (s.counts, b.counts)
     finally:
         s.close()
         a.close()
+        b.close()
 
 
 @pytest.mark.parametrize("status", [wire.ST_BAD_REQUEST, wire.ST_BAD_VERSION])

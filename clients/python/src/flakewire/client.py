@@ -317,7 +317,9 @@ class _Route:
 
     def order_next(self, in_round: List[bool], now: float) -> Tuple[int, float]:
         """Under lock: the first of the order (eligible, held off by earliest
-        end, unhealthy) not asked in this round, and when it may be sent to."""
+        end, unhealthy) not asked in this round, and when it may be sent to.
+        A held-off one counts as not asked (and a RETRY_AFTER takes its
+        responder out of the round): it comes back before the unhealthy ones."""
         if all(in_round):
             for i in range(len(in_round)):
                 in_round[i] = False
@@ -629,6 +631,9 @@ class Client:
                     hint = min(rep.retry_after_us, RETRY_AFTER_MAX_US) / 1e6
                     with r.lock:
                         r.hold[i] = now + max(hint, RETRY_AFTER_MIN)
+                    # out of this round: asked again when its hint ends (while
+                    # held, and once eligible again), before the unhealthy ones
+                    in_round[i] = False
                     what[i] = f"RETRY_AFTER {rep.retry_after_us // 1000} ms"
                     hedge = False
                     schedule(now)
