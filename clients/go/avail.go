@@ -450,8 +450,9 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 
 	// next: the next responder of the order (recomputed) not yet sent in
 	// this round, or one held off by RETRY_AFTER even if this round asked it
-	// (asked again when its hint ends, before the unhealthy ones, not after
-	// a silent one's resend timer); a new round when every one was.
+	// (a RETRY_AFTER also takes it out of the round: asked again when its
+	// hint ends, before the unhealthy ones, not after a silent one's resend
+	// timer); a new round when every one was.
 	next := func(now time.Time) int {
 		o := c.order(now)
 		for _, i := range o {
@@ -638,6 +639,7 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 				h = RetryAfterMax
 			}
 			c.hold(ev.srv, ev.at.Add(h))
+			cycle[ev.srv] = false // out of this round (see next)
 			s.what = fmt.Sprintf("RETRY_AFTER %d ms", (r.RetryAfterUs+500)/1000)
 			if plan < 0 || plan == ev.srv {
 				failover(ev.at)
