@@ -503,9 +503,10 @@ export class Client {
       let last = 0; // the last send
       let plan = -1, planAt = 0;
       // The next responder of the order (recomputed) not yet sent in this round,
-      // or one held off by RETRY_AFTER even if this round asked it (asked again
-      // when its hint ends, before the unhealthy ones, not after a silent one's
-      // resend timer); a new round when every one was.
+      // or one held off by RETRY_AFTER even if this round asked it (a RETRY_AFTER
+      // also takes it out of the round: asked again when its hint ends, before
+      // the unhealthy ones, not after a silent one's resend timer); a new round
+      // when every one was.
       const next = (now: number): number => {
         const o = this.order(now);
         const i = o.find((k) => !cycle[k] || this.heldOff(k, now));
@@ -616,6 +617,7 @@ export class Client {
           this.srv[ev.srv].sick = false;
           const h = Math.min(Math.max(r.retryAfterUs / 1000, RETRY_AFTER_MIN_MS), RETRY_AFTER_MAX_US / 1000);
           this.srv[ev.srv].holdUntil = ev.at + h;
+          cycle[ev.srv] = false; // out of this round (see next)
           s.what = `RETRY_AFTER ${Math.round(r.retryAfterUs / 1000)} ms`;
           if (plan < 0 || plan === ev.srv) failover(ev.at);
           continue;
