@@ -2633,12 +2633,21 @@ static void test_avail_status_refused_moves_on(void **state)
 	fake_stop(a);
 }
 
+/* Answers INFO while param is not 0, nothing else. */
+static void beh_info_while(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	if (req->op == FW_WIRE_OP_INFO && atomic_load(&f->param))
+		fake_answer(f, req);
+}
+
 /*
  * A responder that answered RETRY_AFTER is asked again before an unhealthy
  * one, although this call asked it already: once its hint has passed, and
  * as the earliest hold when no responder is eligible. Responders s (silent,
- * found so by the first call: unhealthy), a, and b (silent, healthy until
- * asked). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+ * found so by the first call: unhealthy), a, and b (never issues; answers
+ * INFO, so it is healthy, until it falls silent).
+ * 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
  * a's hint has passed: a answers, s is not asked (before, a counted as asked
  * in that round and the call went to s). 2: with b unhealthy too, a's three
  * RETRY_AFTER 50 ms and its OK are all the call's sends (before a0c8515
@@ -2651,16 +2660,17 @@ static void test_avail_retry_after_before_unhealthy(void **state)
 {
 	struct fake *s = fake_start(AF_INET, beh_silent);
 	struct fake *a = fake_start(AF_INET, beh_retry_after_n); /* list_cap 0: none */
-	struct fake *b = fake_start(AF_INET, beh_silent);
+	struct fake *b = fake_start(AF_INET, beh_info_while);
 	struct fake *sab[] = {s, a, b};
 	struct fw_client_opts o;
 	struct fw_client *c = NULL;
 	char addr[3][64];
 	const char *servers[] = {addr[0], addr[1], addr[2]};
 	unsigned s_ids, a_ids, b_ids;
-	uint64_t id, d_ns;
+	uint64_t id, d_ns, end;
 
 	(void)state;
+	atomic_store(&b->param, 1);
 	for (int i = 0; i < 3; i++)
 		fake_addr(sab[i], addr[i], sizeof(addr[i]));
 	fw_client_opts_init(&o);
@@ -2677,16 +2687,23 @@ static void test_avail_retry_after_before_unhealthy(void **state)
 	d_ns = c->route.d_ns;
 	fwc_route_unlock(&c->route);
 	assert_int_equal(d_ns, 100 * NS_PER_MS);
-	assert_true(route_healthy(c, 2));
+	/* Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+	 */
+	for (end = mono_ms() + 3000;
+	     (!route_healthy(c, 1) || !route_healthy(c, 2)) && mono_ms() < end;)
+		sleep_ms(10);
+	assert_true(!route_healthy(c, 0) && route_healthy(c, 1) && route_healthy(c, 2));
+	atomic_store(&b->param, 0);
 
 	/* 1. Its hint passed while the call waited for b. */
 	s_ids = atomic_load(&s->nreq[FW_WIRE_OP_ID]);
 	a_ids = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
+	b_ids = atomic_load(&b->nreq[FW_WIRE_OP_ID]);
 	atomic_store(&a->param, 20000);
 	atomic_store(&a->list_cap, a_ids + 1);
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_true(id == atomic_load(&a->good_first));
-	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), 1);
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), b_ids + 1);
 	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), a_ids + 2);
 	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_ID]), s_ids);
 	assert_false(route_healthy(c, 2));
