@@ -27,7 +27,7 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   RETRY_AFTER holds the responder off for its hint and moves on at once (a
   lone responder is asked again after the hint, until the deadline); an
   unhealthy responder is probed with INFO every 100 ms by a daemon thread
-  and used again once it answers;
+  (after a status, from 1 s after it on) and used again once it answers;
 - every ID is checked before it is handed out: positive, strictly increasing
   within a reply and above the last one seen from that worker, no more than
   asked, carrying the datacenter and worker the reply names (the layout is
