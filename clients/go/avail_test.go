@@ -517,8 +517,8 @@ func TestAvailRefusedMovesOn(t *testing.T) {
 // A responder that answered RETRY_AFTER is asked again before an unhealthy
 // one, although this call asked it already: once its hint has passed, and
 // as the earliest hold when no responder is eligible. Responders s (silent,
-// found so by the first call: unhealthy), a, and b (silent, healthy until
-// asked). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+// found so by the first call: unhealthy), a, and b (never issues; answers
+// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
 // a's hint has passed: a answers, s is not asked (before, a counted as asked
 // in that round and the call went to s). 2: with b unhealthy too, a's three
 // RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
@@ -528,6 +528,7 @@ func TestAvailRefusedMovesOn(t *testing.T) {
 // elsewhere either.
 func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
 	var ras, hint atomic.Int64
+	var bOff atomic.Bool
 	silent := func(*ctlFake, []byte) ([]byte, time.Duration) { return nil, 0 }
 	s := newCtlFake(t, 8, silent)
 	a := newCtlFake(t, 9, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
@@ -536,7 +537,12 @@ func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
 		}
 		return ok(f, req)
 	})
-	b := newCtlFake(t, 10, silent)
+	b := newCtlFake(t, 10, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		if req[3] != OpInfo || bOff.Load() {
+			return nil, 0
+		}
+		return ok(f, req)
+	})
 	o := DefaultOptions()
 	o.Timeout, o.HedgeBudgetPct, o.HedgeMin = 2*time.Second, 0, 100*time.Millisecond
 	c, err := New([]string{s.addr, a.addr, b.addr}, &o)
@@ -552,19 +558,26 @@ func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
 	c.call <- struct{}{}
 	d := c.hedgeDelay()
 	c.unlockCall()
-	if c.Healthy(0) || !c.Healthy(2) || d != 100*time.Millisecond {
+	// Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+	for w0 := time.Now(); !c.Healthy(1) || !c.Healthy(2); time.Sleep(10 * time.Millisecond) {
+		if time.Since(w0) > 3*time.Second {
+			break
+		}
+	}
+	if c.Healthy(0) || !c.Healthy(1) || !c.Healthy(2) || d != 100*time.Millisecond {
 		t.Fatalf("healthy %v %v %v, d %v", c.Healthy(0), c.Healthy(1), c.Healthy(2), d)
 	}
+	bOff.Store(true)
 	// 1. Its hint passed while the call waited for b.
-	sIDs, aIDs := s.n(OpID), a.n(OpID)
+	sIDs, aIDs, bIDs := s.n(OpID), a.n(OpID), b.n(OpID)
 	hint.Store(int64(20 * time.Millisecond))
 	ras.Store(1)
 	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
 		t.Fatalf("Get: %v", err)
 	}
-	if s.n(OpID) != sIDs || a.n(OpID) != aIDs+2 || b.n(OpID) != 1 || c.Healthy(2) {
+	if s.n(OpID) != sIDs || a.n(OpID) != aIDs+2 || b.n(OpID) != bIDs+1 || c.Healthy(2) {
 		t.Fatalf("%d, %d and %d ID requests (want 0, 2, 1), b healthy %v",
-			s.n(OpID)-sIDs, a.n(OpID)-aIDs, b.n(OpID), c.Healthy(2))
+			s.n(OpID)-sIDs, a.n(OpID)-aIDs, b.n(OpID)-bIDs, c.Healthy(2))
 	}
 	// 2. No responder eligible: a, held off, before the unhealthy ones.
 	aIDs = a.n(OpID)
@@ -573,9 +586,9 @@ func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
 	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
 		t.Fatalf("Get: %v", err)
 	}
-	if s.n(OpID) != sIDs || a.n(OpID) != aIDs+4 || b.n(OpID) != 1 {
+	if s.n(OpID) != sIDs || a.n(OpID) != aIDs+4 || b.n(OpID) != bIDs+1 {
 		t.Fatalf("%d, %d and %d ID requests (want 0, 4 (3 RETRY_AFTER, then OK), 0)",
-			s.n(OpID)-sIDs, a.n(OpID)-aIDs, b.n(OpID)-1)
+			s.n(OpID)-sIDs, a.n(OpID)-aIDs, b.n(OpID)-bIDs-1)
 	}
 }
 
