@@ -308,8 +308,8 @@ fn refused_moves_on() {
 /// A responder that answered RETRY_AFTER is asked again before an unhealthy
 /// one, although this call asked it already: once its hint has passed, and
 /// as the earliest hold when no responder is eligible. Responders s (silent,
-/// found so by the first call: unhealthy), a, and b (silent, healthy until
-/// asked). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+/// found so by the first call: unhealthy), a, and b (never issues; answers
+/// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
 /// a's hint has passed: a answers, s is not asked (before, a counted as asked
 /// in that round and the call went to s). 2: with b unhealthy too, a's three
 /// RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
@@ -333,7 +333,18 @@ fn retry_after_before_unhealthy() {
             }
         }),
     );
-    let b = Fake::silent();
+    let b_off = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let b2 = b_off.clone();
+    let b = Fake::new(
+        3,
+        Box::new(move |r, ids| {
+            if r.op == OP_INFO && !b2.load(Ordering::Acquire) {
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            } else {
+                vec![]
+            }
+        }),
+    );
     let c = Client::builder()
         .timeout(Duration::from_secs(2))
         .hedge_budget_pct(0)
@@ -343,16 +354,18 @@ fn retry_after_before_unhealthy() {
     for _ in 0..20 {
         assert_eq!(worker_of(c.get().unwrap()), 2); // the first finds s silent
     }
-    let h = c.health();
-    assert!(!h[0].healthy && h[2].healthy, "{:?}", h);
+    // Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+    wait_for("a and b healthy", Duration::from_secs(3), || c.health()[1].healthy && c.health()[2].healthy);
+    assert!(!c.health()[0].healthy, "{:?}", c.health());
+    b_off.store(true, Ordering::Release);
     // 1. Its hint passed while the call waited for b.
-    let (s_ids, a_ids) = (s.count(OP_ID), a.count(OP_ID));
+    let (s_ids, a_ids, b_ids) = (s.count(OP_ID), a.count(OP_ID), b.count(OP_ID));
     hint_us.store(20_000, Ordering::Release);
     ras.store(1, Ordering::Release);
     assert_eq!(worker_of(c.get().unwrap()), 2);
     assert_eq!(s.count(OP_ID), s_ids, "ID requests to s");
     assert_eq!(a.count(OP_ID), a_ids + 2, "ID requests to a (RETRY_AFTER, then OK)");
-    assert_eq!(b.count(OP_ID), 1, "ID requests to b");
+    assert_eq!(b.count(OP_ID), b_ids + 1, "ID requests to b");
     assert!(!c.health()[2].healthy, "b, silent, still healthy");
     // 2. No responder eligible: a, held off, before the unhealthy ones.
     let a_ids = a.count(OP_ID);
@@ -360,7 +373,7 @@ fn retry_after_before_unhealthy() {
     ras.store(3, Ordering::Release);
     assert_eq!(worker_of(c.get().unwrap()), 2);
     assert_eq!(s.count(OP_ID), s_ids, "ID requests to s");
-    assert_eq!(b.count(OP_ID), 1, "ID requests to b");
+    assert_eq!(b.count(OP_ID), b_ids + 1, "ID requests to b");
     assert_eq!(a.count(OP_ID), a_ids + 4, "ID requests to a (3 RETRY_AFTER, then OK)");
 }
 
