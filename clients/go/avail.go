@@ -36,6 +36,12 @@ const (
 	retryAfterMin = time.Millisecond
 )
 
+// statusHold: a responder unhealthy for a status (NO_LEASE, CLOCK_UNSAFE,
+// REFUSED) is not probed before this has passed since its last such status.
+// It answers INFO, so a probe would make it healthy again at once, and every
+// call would ask it first only to hear the status again.
+const statusHold = time.Second
+
 // event: what happened to a pending request at responder srv: a reply, or
 // (reply nil) a refusal (ICMP port unreachable) or, err set, a failed send.
 type event struct {
@@ -54,9 +60,10 @@ type pending struct {
 
 // health: what every call of the client shares about one responder; under Client.hmu.
 type health struct {
-	sick      bool      // refused, a bad status, or silent while another answered (or to the deadline)
-	holdUntil time.Time // RETRY_AFTER: not asked before (unless nothing else is eligible)
-	probing   bool      // a probe goroutine runs for it
+	sick       bool      // refused, a bad status, or silent while another answered (or to the deadline)
+	holdUntil  time.Time // RETRY_AFTER: not asked before (unless nothing else is eligible)
+	probeAfter time.Time // its last status + statusHold: not probed before
+	probing    bool      // a probe goroutine runs for it
 }
 
 // avail: the per-client state of the contract that calls share; guarded
@@ -194,6 +201,14 @@ func (c *Client) order(now time.Time) []int {
 	return o
 }
 
+// heldOff: healthy, held off by RETRY_AFTER at now.
+func (c *Client) heldOff(i int, now time.Time) bool {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	h := &c.health[i]
+	return !h.sick && h.holdUntil.After(now)
+}
+
 func (c *Client) eligible(i int, now time.Time) bool {
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
@@ -213,9 +228,36 @@ func (c *Client) markSick(i int) {
 	}
 }
 
+// markStatus notes responder i unhealthy for a status it answered at
+// (NO_LEASE, CLOCK_UNSAFE, REFUSED): not probed before at + statusHold.
+func (c *Client) markStatus(i int, at time.Time) {
+	c.hmu.Lock()
+	c.health[i].probeAfter = at.Add(statusHold)
+	c.hmu.Unlock()
+	c.markSick(i)
+}
+
 func (c *Client) markHealthy(i int) {
 	c.hmu.Lock()
 	c.health[i].sick = false
+	c.hmu.Unlock()
+}
+
+// markIssued: responder i answered OK: healthy, and an older status no longer holds its probe.
+func (c *Client) markIssued(i int) {
+	c.hmu.Lock()
+	c.health[i].sick = false
+	c.health[i].probeAfter = time.Time{}
+	c.hmu.Unlock()
+}
+
+// probeAnswered: a valid INFO reply to a probe makes responder i healthy,
+// unless a status it answered since holds it.
+func (c *Client) probeAnswered(i int) {
+	c.hmu.Lock()
+	if h := &c.health[i]; !h.probeAfter.After(time.Now()) {
+		h.sick = false
+	}
 	c.hmu.Unlock()
 }
 
@@ -227,15 +269,17 @@ func (c *Client) hold(i int, until time.Time) {
 
 // Healthy reports whether the client holds responder i (0..len(servers)-1,
 // in the order given to New) healthy: not refused, not silent while another answered, no bad
-// status since its last valid INFO reply to a probe.
+// status since its last valid INFO reply to a probe. A responder unhealthy for a status
+// (NO_LEASE, CLOCK_UNSAFE, REFUSED) is first probed 1 s after it.
 func (c *Client) Healthy(i int) bool {
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
 	return !c.health[i].sick
 }
 
-// probe asks unhealthy responder i INFO every probeEvery until a valid
-// reply marks it healthy, or Close. It never takes the call lock.
+// probe asks unhealthy responder i INFO every probeEvery (not before its
+// probeAfter) until a valid reply marks it healthy, or Close. It never
+// takes the call lock.
 func (c *Client) probe(i int) {
 	s := c.srv[i]
 	next := time.Now().Add(probeEvery)
@@ -254,7 +298,12 @@ func (c *Client) probe(i int) {
 			c.hmu.Unlock()
 			return
 		}
+		after := c.health[i].probeAfter
 		c.hmu.Unlock()
+		if after.After(time.Now()) {
+			next = after // held by its status
+			continue
+		}
 		tag, err := newTag()
 		if err != nil {
 			next = time.Now().Add(probeEvery)
@@ -276,7 +325,7 @@ func (c *Client) probe(i int) {
 						break wait // refused: still unhealthy
 					}
 					if ev.reply.Status == StOK && ev.reply.Info != nil {
-						c.markHealthy(i)
+						c.probeAnswered(i)
 						break wait
 					}
 				case <-t.C:
@@ -400,11 +449,14 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 	plan, planAt := -1, time.Time{}
 
 	// next: the next responder of the order (recomputed) not yet sent in
-	// this round; a new round when every one was.
+	// this round, or one held off by RETRY_AFTER even if this round asked it
+	// (a RETRY_AFTER also takes it out of the round: asked again when its
+	// hint ends, before the unhealthy ones, not after a silent one's resend
+	// timer); a new round when every one was.
 	next := func(now time.Time) int {
 		o := c.order(now)
 		for _, i := range o {
-			if !cycle[i] {
+			if !cycle[i] || c.heldOff(i, now) {
 				return i
 			}
 		}
@@ -566,7 +618,7 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 		c.lastReply = r
 		switch r.Status {
 		case StOK:
-			c.markHealthy(ev.srv)
+			c.markIssued(ev.srv)
 			if s.sends == 1 { // Karn: a round trip only when the send it answers is known
 				c.noteRTT(ev.at.Sub(s.first))
 			}
@@ -587,12 +639,13 @@ func (c *Client) exchange(ctx context.Context, deadline time.Time, op uint8, cou
 				h = RetryAfterMax
 			}
 			c.hold(ev.srv, ev.at.Add(h))
+			cycle[ev.srv] = false // out of this round (see next)
 			s.what = fmt.Sprintf("RETRY_AFTER %d ms", (r.RetryAfterUs+500)/1000)
 			if plan < 0 || plan == ev.srv {
 				failover(ev.at)
 			}
 		case StClockUnsafe, StNoLease, StRefused:
-			c.markSick(ev.srv)
+			c.markStatus(ev.srv, ev.at)
 			s.what = "answered " + statusWord(r.Status)
 			s.refused = s.refused || r.Status == StRefused
 			if allRefused(st) {

@@ -454,10 +454,16 @@ func TestAvailAllRefusedAtOnce(t *testing.T) {
 }
 
 // The first answering REFUSED (to ID requests; INFO it answers), the
-// second OK: the second's ID; the first is unhealthy.
+// second OK: the second's ID; the first is unhealthy after the call and is
+// not probed for statusHold (before, the probe's INFO made it healthy again
+// within a round trip, so every call asked it first). Once it admits us, the
+// probe after the hold, and no earlier, makes it healthy, and calls return
+// to it.
 func TestAvailRefusedMovesOn(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
 	a := newCtlFake(t, 8, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
-		if req[3] == OpInfo {
+		if req[3] == OpInfo || !refuse.Load() {
 			return ok(f, req)
 		}
 		return statusOf(req, StRefused, 8), 0
@@ -468,11 +474,121 @@ func TestAvailRefusedMovesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if _, err := c.Info(); err != nil { // the layout
+		t.Fatal(err)
+	}
+	// Should its reply lose a hedge race, the probe makes both healthy again.
+	for w0 := time.Now(); !c.Healthy(0) || !c.Healthy(1); time.Sleep(10 * time.Millisecond) {
+		if time.Since(w0) > 3*time.Second {
+			t.Fatal("not both healthy in 3 s")
+		}
+	}
+	start := time.Now()
 	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
 		t.Fatalf("Get: %v", err)
 	}
-	if a.n(OpID) != 1 || c.Healthy(0) {
+	if a.n(OpID) < 1 || c.Healthy(0) { // more than 1 if a slow reply brought a resend
 		t.Fatalf("%d ID requests to the first, healthy %v", a.n(OpID), c.Healthy(0))
+	}
+	// It admits us from now on; no call runs, so only a probe can bring it back.
+	refuse.Store(false)
+	for w0 := time.Now(); !c.Healthy(0); time.Sleep(10 * time.Millisecond) {
+		if time.Since(w0) > 5*time.Second {
+			t.Fatalf("not healthy again in 5 s (%d probes)", c.Stats.Probes.Load())
+		}
+	}
+	if took := time.Since(start); took < statusHold {
+		t.Fatalf("healthy again %v after its REFUSED, within the %v hold", took, statusHold)
+	}
+	// Calls return to it (a slow reply on a loaded machine may lose a hedge race: a few tries).
+	back := false
+	for w0 := time.Now(); !back && time.Since(w0) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+		id, err := c.Get()
+		if err != nil {
+			t.Fatalf("Get after the hold: %v", err)
+		}
+		back = workerOf(t, id) == 8
+	}
+	if !back {
+		t.Fatal("calls did not return to the first after the hold")
+	}
+}
+
+// A responder that answered RETRY_AFTER is asked again before an unhealthy
+// one, although this call asked it already: once its hint has passed, and
+// as the earliest hold when no responder is eligible. Responders s (silent,
+// found so by the first call: unhealthy), a, and b (never issues; answers
+// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+// a's hint has passed: a answers, s is not asked (before, a counted as asked
+// in that round and the call went to s). 2: with b unhealthy too, a's three
+// RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
+// the call to a silent one, whose resend timer came after the hint). No
+// hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
+// is then 400 ms, so a slow reply on a loaded machine does not send the call
+// elsewhere either.
+func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
+	var ras, hint atomic.Int64
+	var bOff atomic.Bool
+	silent := func(*ctlFake, []byte) ([]byte, time.Duration) { return nil, 0 }
+	s := newCtlFake(t, 8, silent)
+	a := newCtlFake(t, 9, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		if req[3] == OpID && ras.Add(-1) >= 0 {
+			return retryAfter(req, 9, time.Duration(hint.Load())), 0
+		}
+		return ok(f, req)
+	})
+	b := newCtlFake(t, 10, func(f *ctlFake, req []byte) ([]byte, time.Duration) {
+		if req[3] != OpInfo || bOff.Load() {
+			return nil, 0
+		}
+		return ok(f, req)
+	})
+	o := DefaultOptions()
+	o.Timeout, o.HedgeBudgetPct, o.HedgeMin = 2*time.Second, 0, 100*time.Millisecond
+	c, err := New([]string{s.addr, a.addr, b.addr}, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 20; i++ { // the first finds s silent
+		if _, err := c.Get(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.call <- struct{}{}
+	d := c.hedgeDelay()
+	c.unlockCall()
+	// Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+	for w0 := time.Now(); !c.Healthy(1) || !c.Healthy(2); time.Sleep(10 * time.Millisecond) {
+		if time.Since(w0) > 3*time.Second {
+			break
+		}
+	}
+	if c.Healthy(0) || !c.Healthy(1) || !c.Healthy(2) || d != 100*time.Millisecond {
+		t.Fatalf("healthy %v %v %v, d %v", c.Healthy(0), c.Healthy(1), c.Healthy(2), d)
+	}
+	bOff.Store(true)
+	// 1. Its hint passed while the call waited for b.
+	sIDs, aIDs, bIDs := s.n(OpID), a.n(OpID), b.n(OpID)
+	hint.Store(int64(20 * time.Millisecond))
+	ras.Store(1)
+	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
+		t.Fatalf("Get: %v", err)
+	}
+	if s.n(OpID) != sIDs || a.n(OpID) != aIDs+2 || b.n(OpID) != bIDs+1 || c.Healthy(2) {
+		t.Fatalf("%d, %d and %d ID requests (want 0, 2, 1), b healthy %v",
+			s.n(OpID)-sIDs, a.n(OpID)-aIDs, b.n(OpID)-bIDs, c.Healthy(2))
+	}
+	// 2. No responder eligible: a, held off, before the unhealthy ones.
+	aIDs = a.n(OpID)
+	hint.Store(int64(50 * time.Millisecond))
+	ras.Store(3)
+	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
+		t.Fatalf("Get: %v", err)
+	}
+	if s.n(OpID) != sIDs || a.n(OpID) != aIDs+4 || b.n(OpID) != bIDs+1 {
+		t.Fatalf("%d, %d and %d ID requests (want 0, 4 (3 RETRY_AFTER, then OK), 0)",
+			s.n(OpID)-sIDs, a.n(OpID)-aIDs, b.n(OpID)-bIDs-1)
 	}
 }
 

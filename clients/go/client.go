@@ -27,7 +27,7 @@
 //   - the client remembers refused, silent, CLOCK_UNSAFE, NO_LEASE and
 //     REFUSED responders as unhealthy, skips them while others answer and
 //     probes them with INFO every 100 ms in a goroutine until they answer
-//     again;
+//     again (after a status, from 1 s after it on);
 //   - every ID is checked before it is handed out: positive, strictly
 //     increasing within a reply and above the last one seen from that
 //     worker, no more than asked, carrying the datacenter and worker the

@@ -38,8 +38,10 @@
  * responder answering RETRY_AFTER is retried until the deadline. An
  * unhealthy responder is probed with INFO every 100 ms by a thread of the
  * client's own (every signal blocked; started on demand, ended when none is
- * unhealthy and at close) and used first again as soon as it answers. All
- * of this holds for the one-shot calls and the refills alike.
+ * unhealthy and at close) and used first again as soon as it answers; one
+ * made unhealthy by NO_LEASE, CLOCK_UNSAFE or REFUSED is first probed 1 s
+ * after that status (it answers INFO while it cannot issue). All of this
+ * holds for the one-shot calls and the refills alike.
  *
  * Every ID handed out has been validated: status OK, count no larger than
  * asked, IDs positive and strictly increasing within the reply, strictly

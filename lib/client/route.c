@@ -231,9 +231,10 @@ static void probe_read(struct fwc_route *r, size_t i, int fd)
 		    fw_wire_parse_reply(rx, (size_t)len, &rep) != 0)
 			continue;
 		pthread_mutex_lock(&r->lock);
+		/* A status answered since the probe went out holds it unhealthy. */
 		if (rep.hdr.tag == r->s[i].probe_tag &&
 		    rep.hdr.op == (FW_WIRE_OP_INFO | FW_WIRE_OP_REPLY) &&
-		    rep.hdr.status == FW_WIRE_ST_OK)
+		    rep.hdr.status == FW_WIRE_ST_OK && r->s[i].probe_after_ns <= fw_mono_ns())
 			r->s[i].healthy = true;
 		pthread_mutex_unlock(&r->lock);
 	}
@@ -241,8 +242,10 @@ static void probe_read(struct fwc_route *r, size_t i, int fd)
 
 /*
  * The probe thread: every FW_ROUTE_PROBE_MS an INFO to each unhealthy
- * responder on a socket of its own; a valid reply makes it healthy. Ends
- * when none is unhealthy, or when woken by fwc_route_free().
+ * responder whose probe_after_ns has passed, on a socket of its own; a
+ * valid reply makes it healthy. While every unhealthy one is held by its
+ * status it only wakes to look again. Ends when none is unhealthy, or when
+ * woken by fwc_route_free().
  */
 static void *probe_run(void *arg)
 {
@@ -253,7 +256,8 @@ static void *probe_run(void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->probe_stop && pfd && who) {
-		uint64_t end = fw_mono_ns() + (uint64_t)FW_ROUTE_PROBE_MS * NS_PER_MS;
+		uint64_t now = fw_mono_ns(), held_until = UINT64_MAX;
+		uint64_t end = now + (uint64_t)FW_ROUTE_PROBE_MS * NS_PER_MS;
 		size_t np = 0;
 
 		for (size_t i = 0; i < r->n; i++) {
@@ -262,6 +266,10 @@ static void *probe_run(void *arg)
 
 			if (r->s[i].healthy)
 				continue;
+			if (r->s[i].probe_after_ns > now) {
+				held_until = FW_MIN(held_until, r->s[i].probe_after_ns);
+				continue;
+			}
 			if (r->s[i].probe_fd < 0)
 				r->s[i].probe_fd = fwc_server_socket(&r->srv[i]);
 			if (r->s[i].probe_fd < 0 || tag_new(&tag) < 0)
@@ -274,11 +282,13 @@ static void *probe_run(void *arg)
 			pfd[np] = (struct pollfd){.fd = r->s[i].probe_fd, .events = POLLIN};
 			who[np++] = i;
 		}
-		if (np == 0)
+		if (np == 0 && held_until == UINT64_MAX)
 			break;
+		if (np == 0) /* only held ones: until the first is due, a new one within a period */
+			end = FW_MIN(end, held_until);
 		pfd[np] = (struct pollfd){.fd = r->probe_wake, .events = POLLIN};
 		pthread_mutex_unlock(&r->lock);
-		for (uint64_t now = fw_mono_ns(); now < end; now = fw_mono_ns()) {
+		for (now = fw_mono_ns(); now < end; now = fw_mono_ns()) {
 			struct timespec ts = fw_timespec_of_ns(end - now);
 			int m = ppoll(pfd, np + 1, &ts, NULL);
 
@@ -330,7 +340,9 @@ static int rank_of(const struct fwc_route *r, size_t i, uint64_t now)
 
 /*
  * The next responder of the call: the first of the order not asked in this
- * round (a new round when all were), or one held off by RETRY_AFTER. *at receives when it may be
+ * round (a new round when all were), or one held off by RETRY_AFTER (a
+ * RETRY_AFTER in this call also takes it out of the round, so it comes back
+ * before the unhealthy ones after its hint too). *at receives when it may be
  * sent to (its hold-off's end, or now). Under r->lock.
  */
 static size_t pick_next(const struct fwc_route *r, struct att *a, uint64_t now, uint64_t *at)
@@ -563,6 +575,7 @@ static int on_reply(struct call *k, size_t i)
 			if (j != i && k->a[j].what == ATT_SENT)
 				set_unhealthy(r, j);
 		r->s[i].healthy = true;
+		r->s[i].probe_after_ns = 0; /* it issues: an older status no longer holds */
 		pthread_mutex_unlock(&r->lock);
 		return 0;
 	}
@@ -572,6 +585,9 @@ static int on_reply(struct call *k, size_t i)
 				     FW_ROUTE_RETRY_AFTER_MIN_US);
 
 		r->s[i].hold_until_ns = now + us * NS_PER_US;
+		/* Out of this round: asked again when its hint ends (while held, and
+		 * once eligible again), before the unhealthy ones. */
+		k->a[i].in_round = false;
 		k->a[i].what = ATT_RETRY_AFTER;
 		k->a[i].retry_us = h->retry_after_us;
 		pthread_mutex_unlock(&r->lock);
@@ -598,8 +614,12 @@ static int on_reply(struct call *k, size_t i)
 		return FW_ESTATUS;
 	}
 	/* Unhealthy, and asked again in this call only after a pause: when it
-	 * is the last one left, every FW_ROUTE_REASK_US until the deadline. */
+	 * is the last one left, every FW_ROUTE_REASK_US until the deadline.
+	 * Not probed for FW_ROUTE_STATUS_HOLD_MS: it answers INFO, so a probe
+	 * would make it healthy again at once, and every call would ask it
+	 * first only to hear the status again. */
 	r->s[i].hold_until_ns = now + (uint64_t)FW_ROUTE_REASK_US * NS_PER_US;
+	r->s[i].probe_after_ns = now + (uint64_t)FW_ROUTE_STATUS_HOLD_MS * NS_PER_MS;
 	set_unhealthy(r, i);
 	pthread_mutex_unlock(&r->lock);
 	if (all_refused)

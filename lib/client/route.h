@@ -12,7 +12,10 @@
  *     order: eligible ones (healthy, not held off) in configured order, then
  *     held-off ones (earliest hold first), then unhealthy ones in configured
  *     order, recomputed at each send; "the next" is the first of that order
- *     not yet asked in this round, and a new round starts when all were.
+ *     not yet asked in this round, and a new round starts when all were. A
+ *     RETRY_AFTER takes its responder out of the round, and a held-off one
+ *     counts as not asked: it is asked again when its hint ends (as the
+ *     earliest hold, or once eligible again), before the unhealthy ones.
  *   - Events: a reply (done); refused, NO_LEASE, CLOCK_UNSAFE, REFUSED or
  *     RETRY_AFTER (sent to the next at once; a held-off next is waited for,
  *     never past the deadline); the hedge delay d since the last send with
@@ -35,7 +38,14 @@
  *   - held off: RETRY_AFTER h holds the responder h µs (at most
  *     FW_CLIENT_RETRY_AFTER_MAX_US), without making it unhealthy;
  *   - healthy again: the probe thread's INFO (every FW_ROUTE_PROBE_MS to
- *     each unhealthy responder) had a valid reply.
+ *     each unhealthy responder) had a valid reply; or a call's OK reply.
+ *   - probed: a responder unhealthy for silence or a refusal (ECONNREFUSED)
+ *     at once and every FW_ROUTE_PROBE_MS; one unhealthy for a status
+ *     (NO_LEASE, CLOCK_UNSAFE, REFUSED) not before FW_ROUTE_STATUS_HOLD_MS
+ *     after the last such status (probe_after_ns): an INFO reply proves
+ *     only that it is up, which its status already proved, and would make
+ *     it healthy again within a round trip. A probe reply that comes back
+ *     after a newer status is ignored.
  * Hedging: d is the 99th percentile of the last FW_ROUTE_RTT_WINDOW
  * successful round trips (recomputed every FW_ROUTE_RTT_EVERY samples),
  * clamped to [opts.hedge_min_us, 100 ms]; 10 ms with fewer than 16 samples.
@@ -69,6 +79,8 @@
 #define FW_ROUTE_D_MAX_US           100000u
 #define FW_ROUTE_T_MIN_US           50000u
 #define FW_ROUTE_PROBE_MS           100u
+/* A responder unhealthy for a status is not probed before this (probe_after_ns). */
+#define FW_ROUTE_STATUS_HOLD_MS     1000u
 #define FW_ROUTE_T_MAX_MS           60000u /* T stops doubling here (FW_CLIENT_TIMEOUT_MS_MAX) */
 /* A responder that refused (ECONNREFUSED), or answered NO_LEASE, CLOCK_UNSAFE
  * or REFUSED, is asked again in the same call after this. */
@@ -84,8 +96,9 @@ struct fw_client_server;
 struct fwc_route_srv {
 	bool healthy;
 	uint64_t hold_until_ns;
-	int probe_fd;       /* the probe thread's socket, -1 until it probes */
-	uint64_t probe_tag; /* the tag of its last probe */
+	uint64_t probe_after_ns; /* not probed before (its last status + FW_ROUTE_STATUS_HOLD_MS) */
+	int probe_fd;            /* the probe thread's socket, -1 until it probes */
+	uint64_t probe_tag;      /* the tag of its last probe */
 };
 
 struct fwc_route {

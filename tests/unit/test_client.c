@@ -2566,21 +2566,46 @@ static void test_avail_status_all_refused(void **state)
 	fake_stop(a);
 }
 
-/* The first REFUSED, the second OK: the second's ID (the old client ended
- * the call with FW_ESTATUS). */
+/* Whether @c holds responder @i healthy. */
+static bool route_healthy(struct fw_client *c, size_t i)
+{
+	bool h;
+
+	fwc_route_lock(&c->route);
+	h = c->route.s[i].healthy;
+	fwc_route_unlock(&c->route);
+	return h;
+}
+
+/*
+ * The first REFUSED, the second OK: the second's ID (the old client ended
+ * the call with FW_ESTATUS). The first is unhealthy after the call and is
+ * not probed for FW_ROUTE_STATUS_HOLD_MS, although it answers INFO (before,
+ * the probe's INFO made it healthy again within a round trip, so every call
+ * asked it first). Once it admits us, the probe after the hold, and no
+ * earlier, makes it healthy, and calls return to it.
+ */
 static void test_avail_status_refused_moves_on(void **state)
 {
 	struct fake *a = fake_start(AF_INET, beh_status_n);
 	struct fake *b = fake_start(AF_INET, beh_normal);
 	struct fake *ab[] = {a, b};
 	struct fw_client *c;
-	uint64_t id;
+	uint64_t id, t0, end;
 
 	(void)state;
+	a->ms = 1u << 30; /* a's IDs, asked last, above b's (the same worker) */
 	atomic_store(&a->param, FW_WIRE_ST_REFUSED);
 	c = client_nohedge(ab, 2, T_LONG_MS);
 	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	/* Should its reply come after the resend to b, the probe makes both healthy again. */
+	for (end = mono_ms() + 3000;
+	     (!route_healthy(c, 0) || !route_healthy(c, 1)) && mono_ms() < end;)
+		sleep_ms(10);
+	assert_true(route_healthy(c, 0) && route_healthy(c, 1));
+	t0 = mono_ms();
 	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_false(route_healthy(c, 0));
 	/* b's: a issued nothing (b may have answered a resend too: not good_first) */
 	assert_from_fake(id);
 	assert_true(id <= atomic_load(&b->last_id));
@@ -2588,9 +2613,115 @@ static void test_avail_status_refused_moves_on(void **state)
 	assert_int_equal(fw_client_last_status(c), FW_WIRE_ST_OK);
 	assert_true(atomic_load(&a->nreq[FW_WIRE_OP_ID]) >= 1);
 	assert_true(atomic_load(&b->nreq[FW_WIRE_OP_ID]) >= 1);
+
+	/* It admits us from now on; no call runs, so only a probe can bring it back. */
+	atomic_store(&a->times, 1);
+	end = mono_ms() + 5000;
+	while (!route_healthy(c, 0) && mono_ms() < end)
+		sleep_ms(10);
+	assert_true(route_healthy(c, 0));
+	assert_true(mono_ms() - t0 >= FW_ROUTE_STATUS_HOLD_MS);
+	/* Calls return to it (a slow reply on a loaded machine may bring a resend: a few tries). */
+	for (end = mono_ms() + 5000;; sleep_ms(10)) {
+		assert_int_equal(fw_client_get(c, &id), 0);
+		if (id == atomic_load(&a->good_first) || mono_ms() >= end)
+			break;
+	}
+	assert_true(id == atomic_load(&a->good_first));
 	fw_client_close(c);
 	fake_stop(b);
 	fake_stop(a);
+}
+
+/* Answers INFO while param is not 0, nothing else. */
+static void beh_info_while(struct fake *f, const struct fw_wire_hdr *req, unsigned k)
+{
+	(void)k;
+	if (req->op == FW_WIRE_OP_INFO && atomic_load(&f->param))
+		fake_answer(f, req);
+}
+
+/*
+ * A responder that answered RETRY_AFTER is asked again before an unhealthy
+ * one, although this call asked it already: once its hint has passed, and
+ * as the earliest hold when no responder is eligible. Responders s (silent,
+ * found so by the first call: unhealthy), a, and b (never issues; answers
+ * INFO, so it is healthy, until it falls silent).
+ * 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+ * a's hint has passed: a answers, s is not asked (before, a counted as asked
+ * in that round and the call went to s). 2: with b unhealthy too, a's three
+ * RETRY_AFTER 50 ms and its OK are all the call's sends (before a0c8515
+ * each sent the call to a silent one, whose resend timer came after the
+ * hint). No hedging, and 20 calls first with a hedge floor of 100 ms: the
+ * resend timer is then 400 ms, so a slow reply on a loaded machine does not
+ * send the call elsewhere either.
+ */
+static void test_avail_retry_after_before_unhealthy(void **state)
+{
+	struct fake *s = fake_start(AF_INET, beh_silent);
+	struct fake *a = fake_start(AF_INET, beh_retry_after_n); /* list_cap 0: none */
+	struct fake *b = fake_start(AF_INET, beh_info_while);
+	struct fake *sab[] = {s, a, b};
+	struct fw_client_opts o;
+	struct fw_client *c = NULL;
+	char addr[3][64];
+	const char *servers[] = {addr[0], addr[1], addr[2]};
+	unsigned s_ids, a_ids, b_ids;
+	uint64_t id, d_ns, end;
+
+	(void)state;
+	atomic_store(&b->param, 1);
+	for (int i = 0; i < 3; i++)
+		fake_addr(sab[i], addr[i], sizeof(addr[i]));
+	fw_client_opts_init(&o);
+	o.timeout_ms = 2000;
+	o.hedge_budget_pct = 0;
+	o.hedge_min_us = 100000;
+	assert_int_equal(fw_client_open(servers, 3, &o, &c), 0);
+	/* The first call finds s silent (a answers the resend after 50 ms). */
+	assert_int_equal(fw_client_info(c, &(struct fw_wire_info){0}, NULL), 0);
+	assert_false(route_healthy(c, 0));
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(fw_client_get(c, &id), 0);
+	fwc_route_lock(&c->route);
+	d_ns = c->route.d_ns;
+	fwc_route_unlock(&c->route);
+	assert_int_equal(d_ns, 100 * NS_PER_MS);
+	/* Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+	 */
+	for (end = mono_ms() + 3000;
+	     (!route_healthy(c, 1) || !route_healthy(c, 2)) && mono_ms() < end;)
+		sleep_ms(10);
+	assert_true(!route_healthy(c, 0) && route_healthy(c, 1) && route_healthy(c, 2));
+	atomic_store(&b->param, 0);
+
+	/* 1. Its hint passed while the call waited for b. */
+	s_ids = atomic_load(&s->nreq[FW_WIRE_OP_ID]);
+	a_ids = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
+	b_ids = atomic_load(&b->nreq[FW_WIRE_OP_ID]);
+	atomic_store(&a->param, 20000);
+	atomic_store(&a->list_cap, a_ids + 1);
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_true(id == atomic_load(&a->good_first));
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), b_ids + 1);
+	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), a_ids + 2);
+	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_ID]), s_ids);
+	assert_false(route_healthy(c, 2));
+
+	/* 2. No responder eligible: a, held off, before the unhealthy ones. */
+	b_ids = atomic_load(&b->nreq[FW_WIRE_OP_ID]);
+	a_ids = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
+	atomic_store(&a->param, 50000);
+	atomic_store(&a->list_cap, a_ids + 3);
+	assert_int_equal(fw_client_get(c, &id), 0);
+	assert_true(id == atomic_load(&a->good_first));
+	assert_int_equal(atomic_load(&a->nreq[FW_WIRE_OP_ID]), a_ids + 4);
+	assert_int_equal(atomic_load(&s->nreq[FW_WIRE_OP_ID]), s_ids);
+	assert_int_equal(atomic_load(&b->nreq[FW_WIRE_OP_ID]), b_ids);
+	fw_client_close(c);
+	fake_stop(b);
+	fake_stop(a);
+	fake_stop(s);
 }
 
 /* BAD_REQUEST (BAD_VERSION) from the first: the status error at once, the
@@ -2709,6 +2840,7 @@ int main(void)
 		cmocka_unit_test(test_avail_status_lone_deadline),
 		cmocka_unit_test(test_avail_status_all_refused),
 		cmocka_unit_test(test_avail_status_refused_moves_on),
+		cmocka_unit_test(test_avail_retry_after_before_unhealthy),
 		cmocka_unit_test(test_avail_status_bad_request),
 		cmocka_unit_test(test_avail_hedge_budget_zero),
 	};

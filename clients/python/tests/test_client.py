@@ -470,7 +470,7 @@ def test_fork_while_refill_holds_the_network_lock():
 
 class Counting(Fake):
     """A fake that counts requests per op and answers as .mode says:
-    "ok", "silent", ("retry_after", us, n): RETRY_AFTER us to the first n ID
+    "ok", "silent", "info" (INFO only), ("retry_after", us, n): RETRY_AFTER us to the first n ID
     requests, or ("status", st, n): status st to the first n requests of
     each op but INFO (n 0: to every one). IDs of worker .worker from .ms on,
     increasing."""
@@ -489,7 +489,7 @@ class Counting(Fake):
         if self.delay:
             time.sleep(self.delay)
         mode = self.mode
-        if mode == "silent":
+        if mode == "silent" or mode == "info" and op != wire.OP_INFO:
             return []
         if op == wire.OP_INFO:
             return [reply(op, tag, worker=self.worker, body=info_body())]
@@ -769,15 +769,92 @@ def test_avail_status_all_refused():
 
 def test_avail_status_refused_moves_on():
     """The first REFUSED, the second OK: the second's ID (the old client raised
-    StatusError)."""
+    StatusError). The first is unhealthy after the call and is not probed for
+    STATUS_HOLD (1 s), although it answers INFO (before, the probe's INFO made
+    it healthy again within a round trip, so every call asked it first). Once
+    it admits us, the probe after the hold, and no earlier, makes it healthy,
+    and calls return to it."""
+    from flakewire.client import STATUS_HOLD
     a = Counting(mode=("status", wire.ST_REFUSED, 0))
     b = Counting(worker=9)
     try:
         with Client([a.addr, b.addr], timeout=5, hedge_budget_pct=0) as c:
             c.info()
+            # should its reply come after the resend to b, the probe makes both healthy again
+            end = time.monotonic() + 3
+            while c._route.healthy != [True, True] and time.monotonic() < end:
+                time.sleep(0.01)
+            assert c._route.healthy == [True, True]
+            t0 = time.monotonic()
             assert DEFAULT.decode(c.get()).worker == 9
+            assert c._route.healthy[0] is False
             assert a.counts[wire.OP_ID] >= 1 and b.counts[wire.OP_ID] >= 1
+            # it admits us from now on; no call runs, so only a probe can bring it back
+            a.mode = "ok"
+            end = time.monotonic() + 5
+            while not c._route.healthy[0] and time.monotonic() < end:
+                time.sleep(0.01)
+            assert c._route.healthy[0] is True
+            assert time.monotonic() - t0 >= STATUS_HOLD
+            # calls return to it (a slow reply on a loaded machine may bring a resend: a few tries)
+            w, end = DEFAULT.decode(c.get()).worker, time.monotonic() + 5
+            while w != 7 and time.monotonic() < end:
+                time.sleep(0.01)
+                w = DEFAULT.decode(c.get()).worker
+            assert w == 7
     finally:
+        a.close()
+        b.close()
+
+
+def test_avail_retry_after_before_unhealthy():
+    """A responder that answered RETRY_AFTER is asked again before an
+    unhealthy one, although this call asked it already: once its hint has
+    passed, and as the earliest hold when no responder is eligible.
+    Responders s (silent, found so by the first call: unhealthy), a, and b
+    (never issues; answers INFO, so it is healthy, until it falls silent).
+    1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer a's hint
+    has passed: a answers, s is not asked (before, a counted as asked in that
+    round and the call went to s). 2: with b unhealthy too, a's three
+    RETRY_AFTER 50 ms and its OK are all the call's sends (before 1c10b9d
+    each sent the call to a silent one, whose resend timer came after the
+    hint). No hedging, and 20 calls first with a hedge floor of 100 ms: the
+    resend timer is then 400 ms, so a slow reply on a loaded machine does not
+    send the call elsewhere either."""
+    s = Counting(worker=5, mode="silent")
+    a = Counting(worker=7)
+    b = Counting(worker=9, mode="info")
+    try:
+        with Client([s.addr, a.addr, b.addr], timeout=2, hedge_budget_pct=0,
+                    hedge_min=0.1) as c:
+            c.info()  # finds s silent (a answers the resend after 50 ms)
+            assert c._route.healthy[0] is False
+            for _ in range(20):
+                c.get()
+            assert c._route.d == 0.1
+            # should a slow reply have sent a call to b (or a lost a race), the probe brings it back
+            end = time.monotonic() + 3
+            while c._route.healthy != [False, True, True] and time.monotonic() < end:
+                time.sleep(0.01)
+            assert c._route.healthy == [False, True, True]
+            b.mode = "silent"
+            # 1. its hint passed while the call waited for b
+            s_ids, a_ids, b_ids = s.counts[wire.OP_ID], a.counts[wire.OP_ID], b.counts[wire.OP_ID]
+            a.mode = ("retry_after", 20_000, a_ids + 1)
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert b.counts[wire.OP_ID] == b_ids + 1, b.counts
+            assert a.counts[wire.OP_ID] == a_ids + 2, a.counts
+            assert s.counts[wire.OP_ID] == s_ids, s.counts
+            assert c._route.healthy == [False, True, False]
+            # 2. no responder eligible: a, held off, before the unhealthy ones
+            a_ids = a.counts[wire.OP_ID]
+            a.mode = ("retry_after", 50_000, a_ids + 3)
+            assert DEFAULT.decode(c.get()).worker == 7
+            assert a.counts[wire.OP_ID] == a_ids + 4, a.counts
+            assert s.counts[wire.OP_ID] == s_ids, s.counts
+            assert b.counts[wire.OP_ID] == b_ids + 1, b.counts
+    finally:
+        s.close()
         a.close()
         b.close()
 

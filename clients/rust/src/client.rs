@@ -656,7 +656,10 @@ pub(crate) fn exchange(
                 let (i, ready) = {
                     let h = lock(&s.health);
                     let order = h.order(now);
-                    let i = match order.iter().copied().find(|&i| !sent[i].in_round) {
+                    // The first of the order not asked in this round, or one held off by
+                    // RETRY_AFTER even if this round asked it (a RETRY_AFTER also takes it out
+                    // of the round): asked again when its hint ends, before the unhealthy ones.
+                    let i = match order.iter().copied().find(|&i| !sent[i].in_round || h.held_off(i, now)) {
                         Some(i) => i,
                         None => {
                             sent.iter_mut().for_each(|x| x.in_round = false);
@@ -760,6 +763,7 @@ pub(crate) fn exchange(
                         .clamp(Duration::from_millis(1), Duration::from_secs(1));
                     let x = &mut sent[i];
                     x.pending = false;
+                    x.in_round = false; // asked again when its hint ends, before the unhealthy ones
                     x.what = format!("RETRY_AFTER {}", fmt_ms(hint));
                     lock(&s.health).hold(i, now + hint, &x.what);
                     net.last_reply = Some(r);
@@ -779,7 +783,7 @@ pub(crate) fn exchange(
                     inc(&s.stats.failovers);
                     x.bad_status |= st == ST_REFUSED;
                     x.refused_at = Some(now);
-                    lock(&s.health).mark_unhealthy(i, &x.what);
+                    lock(&s.health).mark_status(i, &x.what, now);
                     ensure_prober(s);
                     if sent.iter().all(|x| x.bad_status) {
                         return Err(Error::Status { status: st, server: s.names[i].clone() });
@@ -808,7 +812,8 @@ pub(crate) fn ensure_prober(s: &Arc<Shared>) {
 }
 
 /// Every 100 ms an INFO to each unhealthy responder, on sockets of its own
-/// (a probe never blocks a call); the first valid INFO reply marks it healthy.
+/// (a probe never blocks a call), but not to one held by its last status
+/// (`STATUS_HOLD`); the first valid INFO reply marks it healthy.
 fn probe(s: Arc<Shared>, forks: u64) {
     let mut socks: HashMap<usize, UdpSocket> = HashMap::new();
     let mut prev_tag = 0u64;
@@ -822,12 +827,13 @@ fn probe(s: Arc<Shared>, forks: u64) {
         }
         let list: Vec<usize> = {
             let mut h = lock(&s.health);
-            let l: Vec<usize> = (0..h.resp.len()).filter(|&i| !h.resp[i].healthy).collect();
-            if l.is_empty() {
+            if !h.any_unhealthy() {
                 h.prober = false;
                 return;
             }
-            l
+            // Those held by a status are looked at again next round.
+            let now = Instant::now();
+            (0..h.resp.len()).filter(|&i| !h.resp[i].healthy && h.probe_due(i, now)).collect()
         };
         let tag = random_u64();
         let req = encode_request(OP_INFO, 0, tag, !s.opts.trusted, 12);
@@ -859,7 +865,7 @@ fn probe(s: Arc<Shared>, forks: u64) {
                     Ok(n) => {
                         if let Ok(r) = parse_reply(&rx[..n]) {
                             if (r.tag == tag || r.tag == prev_tag) && r.op == OP_INFO | OP_REPLY && r.status == ST_OK {
-                                lock(&s.health).mark_healthy(i);
+                                lock(&s.health).probe_answered(i, Instant::now());
                                 break;
                             }
                         }

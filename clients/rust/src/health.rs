@@ -15,11 +15,18 @@ const HEDGE_DEFAULT: Duration = Duration::from_millis(10);
 const HEDGE_MAX: Duration = Duration::from_millis(100);
 /// The hedge budget's bucket: capacity and the tokens it starts with.
 pub(crate) const BUDGET_CAPACITY: f64 = 10.0;
+/// A responder unhealthy for a status (NO_LEASE, CLOCK_UNSAFE, REFUSED) is
+/// not probed before this has passed since its last such status: it answers
+/// INFO, so a probe would make it healthy again at once, and every call would
+/// ask it first only to hear the status again.
+pub(crate) const STATUS_HOLD: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub(crate) struct Resp {
     pub healthy: bool,
     pub hold_until: Option<Instant>,
+    /// Its last status + [`STATUS_HOLD`]: not probed before.
+    pub probe_after: Option<Instant>,
     pub reason: String,
 }
 
@@ -38,7 +45,7 @@ pub(crate) struct Health {
 impl Health {
     pub fn new(n: usize) -> Health {
         Health {
-            resp: vec![Resp { healthy: true, hold_until: None, reason: String::new() }; n],
+            resp: vec![Resp { healthy: true, hold_until: None, probe_after: None, reason: String::new() }; n],
             rtt: Vec::with_capacity(RTT_WINDOW),
             rtt_total: 0,
             since_recompute: 0,
@@ -51,6 +58,11 @@ impl Health {
     fn eligible(&self, i: usize, now: Instant) -> bool {
         let r = &self.resp[i];
         r.healthy && r.hold_until.map_or(true, |h| h <= now)
+    }
+
+    /// Healthy, held off by RETRY_AFTER at `now`.
+    pub fn held_off(&self, i: usize, now: Instant) -> bool {
+        self.resp[i].healthy && !self.eligible(i, now)
     }
 
     /// The order for a call: eligible responders in configured order, then
@@ -115,10 +127,33 @@ impl Health {
         std::mem::replace(&mut r.healthy, false)
     }
 
+    /// Marks a responder unhealthy for a status it answered `at` (NO_LEASE,
+    /// CLOCK_UNSAFE, REFUSED): not probed before `at` + [`STATUS_HOLD`].
+    pub fn mark_status(&mut self, i: usize, reason: &str, at: Instant) {
+        self.resp[i].probe_after = Some(at + STATUS_HOLD);
+        self.mark_unhealthy(i, reason);
+    }
+
+    /// It answered OK: healthy, and an older status no longer holds its probe.
     pub fn mark_healthy(&mut self, i: usize) {
         let r = &mut self.resp[i];
         r.healthy = true;
+        r.probe_after = None;
         r.reason.clear();
+    }
+
+    /// Whether the probe may ask it at `now` (not held by its last status).
+    pub fn probe_due(&self, i: usize, now: Instant) -> bool {
+        self.resp[i].probe_after.map_or(true, |t| t <= now)
+    }
+
+    /// A valid INFO reply to a probe: healthy, unless a status it answered since holds it.
+    pub fn probe_answered(&mut self, i: usize, now: Instant) {
+        if self.probe_due(i, now) {
+            let r = &mut self.resp[i];
+            r.healthy = true;
+            r.reason.clear();
+        }
     }
 
     pub fn hold(&mut self, i: usize, until: Instant, reason: &str) {
@@ -145,6 +180,24 @@ mod tests {
         h.hold(3, now + Duration::from_secs(1), "RETRY_AFTER");
         assert_eq!(h.order(now), vec![2, 3, 1, 0]);
         assert_eq!(h.order(now + Duration::from_secs(3)), vec![1, 2, 3, 0]);
+    }
+
+    #[test]
+    fn status_holds_the_probe() {
+        let mut h = Health::new(2);
+        let now = Instant::now();
+        h.mark_status(0, "answered REFUSED", now);
+        h.mark_unhealthy(1, "refused");
+        assert!(!h.probe_due(0, now) && !h.probe_due(0, now + STATUS_HOLD / 2) && h.probe_due(0, now + STATUS_HOLD));
+        assert!(h.probe_due(1, now));
+        h.probe_answered(0, now + STATUS_HOLD / 2);
+        assert!(!h.resp[0].healthy, "an INFO reply within the hold made it healthy");
+        h.probe_answered(0, now + STATUS_HOLD);
+        assert!(h.resp[0].healthy);
+        h.mark_status(0, "answered NO_LEASE", now);
+        h.mark_healthy(0);
+        h.mark_unhealthy(0, "no reply in 50 ms");
+        assert!(h.probe_due(0, now), "an OK reply left the older status holding the probe");
     }
 
     #[test]

@@ -24,7 +24,8 @@
 //!   [`Builder::hedge_min`]), under a budget ([`Builder::hedge_budget_pct`]);
 //!   a responder that refused, answered NO_LEASE, CLOCK_UNSAFE or REFUSED, or missed a reply
 //!   another answered is unhealthy, skipped, and probed with INFO every
-//!   100 ms by a background thread until it answers;
+//!   100 ms by a background thread until it answers (after a status, from
+//!   1 s after it on);
 //! - [`Client::next`] hands out prefetched IDs in per-thread shares,
 //!   refilled in the background, never older than [`Builder::max_age`].
 //!

@@ -7,6 +7,11 @@
 import * as wire from "./wire.js";
 
 export const PROBE_EVERY_MS = 100; // an unhealthy responder is asked INFO this often
+// A responder unhealthy for a status (NO_LEASE, CLOCK_UNSAFE, REFUSED) is not
+// probed before this has passed since its last such status: it answers INFO,
+// so a probe would make it healthy again at once, and every call would ask it
+// first only to hear the status again.
+export const STATUS_HOLD_MS = 1000;
 export const SICK_RESEND_GAP_MS = 10; // resends to a responder not healthy, at most this often
 export const RESEND_MIN_MS = 50; // T = max(4 d, 50 ms)
 export const RETRY_AFTER_MIN_MS = 1;

@@ -23,7 +23,7 @@
 // - the client remembers refused, silent, CLOCK_UNSAFE, NO_LEASE and
 //   REFUSED responders as unhealthy, skips them while others answer and
 //   probes them with INFO every 100 ms (an unref'd timer) until they answer
-//   again;
+//   again (after a status, from 1 s after it on);
 // - every ID is checked before it is handed out: positive, strictly
 //   increasing within a reply and above the last one seen from that worker,
 //   no more than asked, carrying the datacenter and worker the reply names
@@ -42,7 +42,7 @@ import net from "node:net";
 
 import {
   Budget, Event, PROBE_EVERY_MS, Pending, RESEND_MIN_MS, RETRY_AFTER_MIN_MS, RttWindow,
-  SICK_RESEND_GAP_MS, statusWord,
+  SICK_RESEND_GAP_MS, STATUS_HOLD_MS, statusWord,
 } from "./avail.js";
 import { DEFAULT_LAYOUT, INT64_MAX, Layout, readUUID } from "./layout.js";
 import * as wire from "./wire.js";
@@ -198,6 +198,7 @@ interface Server {
   // Shared by every call (doc/clients.md, "Availability"):
   sick: boolean; // refused, a bad status, or silent while another answered (or to the deadline)
   holdUntil: number; // RETRY_AFTER: not asked before (performance.now()), unless nothing else is eligible
+  probeAfter: number; // its last status + STATUS_HOLD_MS: not probed before
   probeTag?: bigint; // the probe in flight
 }
 
@@ -294,7 +295,7 @@ export class Client {
       });
       // An idle client does not keep the process alive; a wait's timer does.
       sock.unref();
-      list.push({ spec, address, port, sock, sick: false, holdUntil: 0 });
+      list.push({ spec, address, port, sock, sick: false, holdUntil: 0, probeAfter: 0 });
     }
     const c = new Client(list, o);
     list.forEach((s, i) => {
@@ -323,7 +324,8 @@ export class Client {
 
   /** Whether the client holds responder i (in the order given to create())
    * healthy: not refused, not silent while another answered, no bad status
-   * since its last valid INFO reply to a probe. */
+   * since its last valid INFO reply to a probe. A responder unhealthy for a
+   * status (NO_LEASE, CLOCK_UNSAFE, REFUSED) is first probed 1 s after it. */
   healthy(i: number): boolean {
     return !this.srv[i].sick;
   }
@@ -406,6 +408,18 @@ export class Client {
     return !this.srv[i].sick && this.srv[i].holdUntil <= now;
   }
 
+  /** Healthy, held off by RETRY_AFTER at now. */
+  private heldOff(i: number, now: number): boolean {
+    return !this.srv[i].sick && this.srv[i].holdUntil > now;
+  }
+
+  /** Notes responder i unhealthy for a status it answered at (NO_LEASE,
+   * CLOCK_UNSAFE, REFUSED): not probed before at + STATUS_HOLD_MS. */
+  private markStatus(i: number, at: number): void {
+    this.srv[i].probeAfter = at + STATUS_HOLD_MS;
+    this.markSick(i);
+  }
+
   /** Notes responder i unhealthy; the probe timer runs while one is. */
   private markSick(i: number): void {
     this.srv[i].sick = true;
@@ -416,17 +430,20 @@ export class Client {
   }
 
   /** Asks each unhealthy responder INFO (the last probe's reply no longer
-   * counts); a valid reply marks it healthy. Never waits for a call. */
+   * counts), but not one held by its status; a valid reply marks it healthy
+   * unless a status it answered since holds it. Never waits for a call. */
   private probe(): void {
     let any = false;
+    const now = performance.now();
     this.srv.forEach((s, i) => {
       if (s.probeTag !== undefined) this.pends.delete(s.probeTag);
       s.probeTag = undefined;
       if (!s.sick || this.closed) return;
       any = true;
+      if (s.probeAfter > now) return;
       const tag = randomBytes(8).readBigUInt64BE();
       const p = new Pending(wire.OP_INFO, this.srv.length, (ev) => {
-        if (ev.reply?.status === wire.ST_OK && ev.reply.info) s.sick = false;
+        if (ev.reply?.status === wire.ST_OK && ev.reply.info && s.probeAfter <= performance.now()) s.sick = false;
       });
       this.pends.set(tag, p);
       s.probeTag = tag;
@@ -485,11 +502,14 @@ export class Client {
       const cycle = new Array<boolean>(n).fill(false); // sent in the current round of the order
       let last = 0; // the last send
       let plan = -1, planAt = 0;
-      // The next responder of the order (recomputed) not yet sent in this round;
-      // a new round when every one was.
+      // The next responder of the order (recomputed) not yet sent in this round,
+      // or one held off by RETRY_AFTER even if this round asked it (a RETRY_AFTER
+      // also takes it out of the round: asked again when its hint ends, before
+      // the unhealthy ones, not after a silent one's resend timer); a new round
+      // when every one was.
       const next = (now: number): number => {
         const o = this.order(now);
-        const i = o.find((k) => !cycle[k]);
+        const i = o.find((k) => !cycle[k] || this.heldOff(k, now));
         if (i !== undefined) return i;
         cycle.fill(false);
         return o[0];
@@ -587,6 +607,7 @@ export class Client {
         this.lastReply = r;
         if (r.status === wire.ST_OK) {
           this.srv[ev.srv].sick = false;
+          this.srv[ev.srv].probeAfter = 0; // it issues: an older status no longer holds
           if (s.sends === 1) this.rtt.note(ev.at - s.first); // Karn: only when the send it answers is known
           st.forEach((x, i) => { if (x.sends > 0 && !x.answered && i !== ev.srv) this.markSick(i); });
           return r;
@@ -596,12 +617,13 @@ export class Client {
           this.srv[ev.srv].sick = false;
           const h = Math.min(Math.max(r.retryAfterUs / 1000, RETRY_AFTER_MIN_MS), RETRY_AFTER_MAX_US / 1000);
           this.srv[ev.srv].holdUntil = ev.at + h;
+          cycle[ev.srv] = false; // out of this round (see next)
           s.what = `RETRY_AFTER ${Math.round(r.retryAfterUs / 1000)} ms`;
           if (plan < 0 || plan === ev.srv) failover(ev.at);
           continue;
         }
         if (r.status === wire.ST_CLOCK_UNSAFE || r.status === wire.ST_NO_LEASE || r.status === wire.ST_REFUSED) {
-          this.markSick(ev.srv);
+          this.markStatus(ev.srv, ev.at);
           s.what = `answered ${statusWord(r.status)}`;
           s.refused ||= r.status === wire.ST_REFUSED;
           if (st.every((x) => x.refused)) throw new StatusError(r);

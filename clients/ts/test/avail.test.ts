@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import test from "node:test";
 
+import { STATUS_HOLD_MS } from "../src/avail.js";
 import { Client, DEFAULT_EPOCH_MS, DEFAULT_LAYOUT, NoResponseError, StatusError, wire } from "../src/index.js";
 
 type Answer = (f: Fake, req: Buffer) => [Uint8Array, number] | null; // the reply and how long to hold it
@@ -324,16 +325,85 @@ test("statuses: two responders both REFUSED: StatusError at once (well before th
   });
 });
 
-test("statuses: the first REFUSED, the second OK: the second's ID, the first unhealthy", async () => {
-  // The first answers INFO, so the ID request goes to it first.
-  const a = await Fake.listen(8, (f, req) => req[3] === wire.OP_INFO ? ok(f, req) : [statusOf(req, 8, wire.ST_REFUSED), 0]);
+test("statuses: the first REFUSED, the second OK: the second's ID, the first unhealthy, back only after the 1 s hold", async () => {
+  // The first answers INFO, so the ID request goes to it first. It is not
+  // probed for STATUS_HOLD_MS after its REFUSED (before, the probe's INFO made
+  // it healthy again at once, so every call asked it first). Once it admits
+  // us, the probe after the hold, and no earlier, makes it healthy.
+  let refuse = true;
+  const a = await Fake.listen(8, (f, req) => req[3] === wire.OP_INFO || !refuse ? ok(f, req) : [statusOf(req, 8, wire.ST_REFUSED), 0]);
   const b = await Fake.listen(9, ok);
   await using([a, b], async () => {
     const c = await Client.create([a.addr, b.addr]);
     try {
+      await c.info(); // the layout; should its reply lose a hedge race, the probe makes both healthy again:
+      for (const w0 = performance.now(); !c.healthy(0) || !c.healthy(1); await sleep(10)) {
+        assert.ok(performance.now() - w0 < 3000, "not both healthy in 3 s");
+      }
+      const start = performance.now();
       assert.equal(worker(await c.get()), 9);
-      assert.equal(a.n(wire.OP_ID), 1);
-      assert.ok(!c.healthy(0));
+      assert.ok(a.n(wire.OP_ID) >= 1, "no ID request to the first"); // more if a slow reply brought a resend
+      assert.ok(!c.healthy(0), "the REFUSED responder is not unhealthy after the call");
+      // It admits us from now on; no call runs, so only a probe can bring it back.
+      refuse = false;
+      for (const w0 = performance.now(); !c.healthy(0); await sleep(10)) {
+        assert.ok(performance.now() - w0 < 5000, `not healthy again in 5 s (${c.stats.probes} probes)`);
+      }
+      const took = performance.now() - start;
+      assert.ok(took >= STATUS_HOLD_MS, `healthy again ${took} ms after its REFUSED, within the hold`);
+      // Calls return to it (a slow reply on a loaded machine may lose a hedge race: a few tries).
+      let w = worker(await c.get());
+      for (const w0 = performance.now(); w !== 8 && performance.now() - w0 < 5000; await sleep(10)) w = worker(await c.get());
+      assert.equal(w, 8, "calls did not return to the first after the hold");
+    } finally {
+      c.close();
+    }
+  });
+});
+
+test("statuses: a responder that answered RETRY_AFTER is asked again before an unhealthy one, after its hint or as the earliest hold", async () => {
+  // Although this call asked it already. Responders s (silent, found so by
+  // the first call: unhealthy), a, and b (never issues; answers INFO, so it is
+  // healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer a's hint has
+  // passed: a answers, s is not asked (before, a counted as asked in that
+  // round and the call went to s). 2: with b unhealthy too, a's three
+  // RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
+  // the call to a silent one, whose resend timer came after the hint). No
+  // hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
+  // is then 400 ms, so a slow reply on a loaded machine does not send the call
+  // elsewhere either.
+  let ras = 0, hint = 0, bOff = false;
+  const s = await Fake.listen(8, silent);
+  const a = await Fake.listen(9, (f, req) => req[3] === wire.OP_ID && ras-- > 0 ? [retryAfter(req, 9, hint), 0] : ok(f, req));
+  const b = await Fake.listen(10, (f, req) => req[3] === wire.OP_INFO && !bOff ? ok(f, req) : null);
+  await using([s, a, b], async () => {
+    const c = await Client.create([s.addr, a.addr, b.addr], { timeoutMs: 2000, hedgeBudgetPct: 0, hedgeMinUs: 100_000 });
+    try {
+      for (let i = 0; i < 20; i++) await c.get(); // the first finds s silent
+      const d = (c as unknown as { rtt: { delayMs(): number } }).rtt.delayMs();
+      // Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+      for (const w0 = performance.now(); (!c.healthy(1) || !c.healthy(2)) && performance.now() - w0 < 3000;) await sleep(10);
+      assert.ok(!c.healthy(0) && c.healthy(1) && c.healthy(2) && d === 100,
+        `healthy ${c.healthy(0)} ${c.healthy(1)} ${c.healthy(2)}, d ${d} ms`);
+      bOff = true;
+      // 1. Its hint passed while the call waited for b.
+      const sIds = s.n(wire.OP_ID), bIds = b.n(wire.OP_ID);
+      let aIds = a.n(wire.OP_ID);
+      hint = 20;
+      ras = 1;
+      assert.equal(worker(await c.get()), 9);
+      assert.equal(s.n(wire.OP_ID), sIds, "ID requests to s");
+      assert.equal(a.n(wire.OP_ID), aIds + 2, "ID requests to a (RETRY_AFTER, then OK)");
+      assert.equal(b.n(wire.OP_ID), bIds + 1, "ID requests to b");
+      assert.ok(!c.healthy(2), "b, silent, still healthy");
+      // 2. No responder eligible: a, held off, before the unhealthy ones.
+      aIds = a.n(wire.OP_ID);
+      hint = 50;
+      ras = 3;
+      assert.equal(worker(await c.get()), 9);
+      assert.equal(s.n(wire.OP_ID), sIds, "ID requests to s");
+      assert.equal(b.n(wire.OP_ID), bIds + 1, "ID requests to b");
+      assert.equal(a.n(wire.OP_ID), aIds + 4, "ID requests to a (3 RETRY_AFTER, then OK)");
     } finally {
       c.close();
     }

@@ -27,7 +27,7 @@ library only. It behaves as the C client (lib/client/fw_client.h) does:
   RETRY_AFTER holds the responder off for its hint and moves on at once (a
   lone responder is asked again after the hint, until the deadline); an
   unhealthy responder is probed with INFO every 100 ms by a daemon thread
-  and used again once it answers;
+  (after a status, from 1 s after it on) and used again once it answers;
 - every ID is checked before it is handed out: positive, strictly increasing
   within a reply and above the last one seen from that worker, no more than
   asked, carrying the datacenter and worker the reply names (the layout is
@@ -77,6 +77,11 @@ D_DEFAULT, D_MAX, T_MIN = 0.010, 0.100, 0.050
 # REASK: a responder refused, or answering NO_LEASE, CLOCK_UNSAFE or REFUSED,
 # is asked again in the same call after this.
 PROBE_EVERY, REASK, RETRY_AFTER_MIN = 0.100, 0.010, 0.001
+# A responder unhealthy for a status (NO_LEASE, CLOCK_UNSAFE, REFUSED) is not
+# probed before this has passed since its last such status: it answers INFO,
+# so a probe would make it healthy again at once, and every call would ask it
+# first only to hear the status again.
+STATUS_HOLD = 1.0
 TOKENS_CAP = 10.0
 REFILL_PAUSE = 0.010
 
@@ -212,6 +217,7 @@ class _Route:
         self.lock = threading.Lock()
         self.healthy = [True] * n
         self.hold = [0.0] * n
+        self.probe_after = [0.0] * n  # not probed before (its last status + STATUS_HOLD)
         self.rtt: List[float] = []
         self.rtt_count = 0
         self.d = D_DEFAULT
@@ -249,8 +255,12 @@ class _Route:
             k = -(-len(v) * 99 // 100)  # ceil(0.99 n), 1-based
             self.d = min(max(v[k - 1], self.hedge_min), D_MAX)
 
-    def set_unhealthy(self, i: int) -> None:
-        """Under lock: marks @i unhealthy and makes sure a probe thread runs."""
+    def set_unhealthy(self, i: int, status_at: float = 0.0) -> None:
+        """Under lock: marks @i unhealthy and makes sure a probe thread runs;
+        @status_at: when it answered a status (then not probed before
+        status_at + STATUS_HOLD), 0 for silence or a refusal."""
+        if status_at:
+            self.probe_after[i] = status_at + STATUS_HOLD
         self.healthy[i] = False
         if self.stop or (self.probe is not None and self.probe.is_alive()):
             return
@@ -264,10 +274,13 @@ class _Route:
             with self.lock:
                 if self.stop:
                     return
-                sick = [i for i, ok in enumerate(self.healthy) if not ok]
-                if not sick:
+                now = time.monotonic()
+                unhealthy = [i for i, ok in enumerate(self.healthy) if not ok]
+                if not unhealthy:
                     self.probe = None
                     return
+                # those held by a status wait; look again within a period
+                sick = [i for i in unhealthy if self.probe_after[i] <= now]
             for i in sick:
                 try:
                     sk = self.probe_socks.get(i)
@@ -295,14 +308,18 @@ class _Route:
                     if rep.tag == tag and rep.request_op == wire.OP_INFO and \
                             rep.status == wire.ST_OK:
                         with self.lock:
-                            self.healthy[i] = True
+                            # a status answered since the probe went out holds it
+                            if self.probe_after[i] <= time.monotonic():
+                                self.healthy[i] = True
             rest = end - time.monotonic()
             if rest > 0 and not self.stop:
                 time.sleep(rest)
 
     def order_next(self, in_round: List[bool], now: float) -> Tuple[int, float]:
         """Under lock: the first of the order (eligible, held off by earliest
-        end, unhealthy) not asked in this round, and when it may be sent to."""
+        end, unhealthy) not asked in this round, and when it may be sent to.
+        A held-off one counts as not asked (and a RETRY_AFTER takes its
+        responder out of the round): it comes back before the unhealthy ones."""
         if all(in_round):
             for i in range(len(in_round)):
                 in_round[i] = False
@@ -607,12 +624,16 @@ class Client:
                             if j != i and what[j] == "sent":
                                 r.set_unhealthy(j)
                         r.healthy[i] = True
+                        r.probe_after[i] = 0.0  # it issues: an older status no longer holds
                     return rep
                 if rep.status == wire.ST_RETRY_AFTER:
                     self.stats["retry_after"] += 1
                     hint = min(rep.retry_after_us, RETRY_AFTER_MAX_US) / 1e6
                     with r.lock:
                         r.hold[i] = now + max(hint, RETRY_AFTER_MIN)
+                    # out of this round: asked again when its hint ends (while
+                    # held, and once eligible again), before the unhealthy ones
+                    in_round[i] = False
                     what[i] = f"RETRY_AFTER {rep.retry_after_us // 1000} ms"
                     hedge = False
                     schedule(now)
@@ -630,7 +651,7 @@ class Client:
                 self.stats["failovers"] += 1
                 with r.lock:
                     r.hold[i] = now + REASK
-                    r.set_unhealthy(i)
+                    r.set_unhealthy(i, status_at=now)
                 if all(refused_st):
                     raise StatusError(rep)
                 hedge = False

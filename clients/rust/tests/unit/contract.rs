@@ -269,17 +269,112 @@ fn all_refused_fails_at_once() {
     assert!(!c.health()[0].healthy && !c.health()[1].healthy, "{:?}", c.health());
 }
 
-/// The first answering REFUSED, the second OK: the second's ID.
+/// The client's hold of a responder unhealthy for a status before its probe (STATUS_HOLD in health.rs).
+const STATUS_HOLD: Duration = Duration::from_secs(1);
+
+/// The first answering REFUSED, the second OK: the second's ID. The first
+/// is unhealthy after the call and is not probed for STATUS_HOLD (before,
+/// the probe's INFO made it healthy again within a round trip, so every call
+/// asked it first). Once it admits us, the probe after the hold, and no
+/// earlier, makes it healthy, and calls return to it.
 #[test]
 fn refused_moves_on() {
-    let a = status_fake(1, ST_REFUSED, |_| true);
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let r2 = refuse.clone();
+    let a = status_fake(1, ST_REFUSED, move |_| r2.load(Ordering::Acquire));
     let b = Fake::answering(2);
     let c = Client::new(&[a.addr, b.addr]).unwrap();
+    c.layout().unwrap(); // INFO; should its reply lose a hedge race, the probe makes both healthy again:
+    wait_for("both healthy", Duration::from_secs(3), || c.health().iter().all(|h| h.healthy));
+    let t = Instant::now();
     assert_eq!(worker_of(c.get().expect("the second answers")), 2);
+    // (more than one if a slow reply from the second brought a resend)
     assert!(a.count(OP_ID) >= 1, "{} ID requests to the first", a.count(OP_ID));
-    // Not asserted: that the first is still unhealthy. It answers INFO, so the
-    // background probe may mark it healthy again within 100 ms of the call
-    // (a full run saw it on a loaded machine).
+    assert!(!c.health()[0].healthy, "the REFUSED responder is not unhealthy after the call: {:?}", c.health());
+    // It admits us from now on; no call runs, so only a probe can bring it back.
+    refuse.store(false, Ordering::Release);
+    wait_for("a probe marking the first healthy", Duration::from_secs(5), || c.health()[0].healthy);
+    assert!(t.elapsed() >= STATUS_HOLD, "healthy again {:?} after its REFUSED, within the hold", t.elapsed());
+    // Calls return to it (a slow reply on a loaded machine may lose a hedge race: a few tries).
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut w = worker_of(c.get().unwrap());
+    while w != 1 && Instant::now() < end {
+        thread::sleep(Duration::from_millis(10));
+        w = worker_of(c.get().unwrap());
+    }
+    assert_eq!(w, 1, "calls did not return to the first after the hold");
+}
+
+/// A responder that answered RETRY_AFTER is asked again before an unhealthy
+/// one, although this call asked it already: once its hint has passed, and
+/// as the earliest hold when no responder is eligible. Responders s (silent,
+/// found so by the first call: unhealthy), a, and b (never issues; answers
+/// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
+/// a's hint has passed: a answers, s is not asked (before, a counted as asked
+/// in that round and the call went to s). 2: with b unhealthy too, a's three
+/// RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
+/// the call to a silent one, whose resend timer came after the hint). No
+/// hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
+/// is then 400 ms, so a slow reply on a loaded machine does not send the call
+/// elsewhere either.
+#[test]
+fn retry_after_before_unhealthy() {
+    let ras = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let hint_us = Arc::new(AtomicU64::new(0));
+    let (r2, h2) = (ras.clone(), hint_us.clone());
+    let s = Fake::silent();
+    let a = Fake::new(
+        2,
+        Box::new(move |r, ids| {
+            if r.op == OP_ID && r2.fetch_sub(1, Ordering::AcqRel) > 0 {
+                vec![Out(Duration::ZERO, status(r, ST_RETRY_AFTER, h2.load(Ordering::Acquire) as u32))]
+            } else {
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            }
+        }),
+    );
+    let b_off = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let b2 = b_off.clone();
+    let b = Fake::new(
+        3,
+        Box::new(move |r, ids| {
+            if r.op == OP_INFO && !b2.load(Ordering::Acquire) {
+                vec![Out(Duration::ZERO, ids.ok(r))]
+            } else {
+                vec![]
+            }
+        }),
+    );
+    let c = Client::builder()
+        .timeout(Duration::from_secs(2))
+        .hedge_budget_pct(0)
+        .hedge_min(Duration::from_millis(100))
+        .build(&[s.addr, a.addr, b.addr])
+        .unwrap();
+    for _ in 0..20 {
+        assert_eq!(worker_of(c.get().unwrap()), 2); // the first finds s silent
+    }
+    // Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+    wait_for("a and b healthy", Duration::from_secs(3), || c.health()[1].healthy && c.health()[2].healthy);
+    assert!(!c.health()[0].healthy, "{:?}", c.health());
+    b_off.store(true, Ordering::Release);
+    // 1. Its hint passed while the call waited for b.
+    let (s_ids, a_ids, b_ids) = (s.count(OP_ID), a.count(OP_ID), b.count(OP_ID));
+    hint_us.store(20_000, Ordering::Release);
+    ras.store(1, Ordering::Release);
+    assert_eq!(worker_of(c.get().unwrap()), 2);
+    assert_eq!(s.count(OP_ID), s_ids, "ID requests to s");
+    assert_eq!(a.count(OP_ID), a_ids + 2, "ID requests to a (RETRY_AFTER, then OK)");
+    assert_eq!(b.count(OP_ID), b_ids + 1, "ID requests to b");
+    assert!(!c.health()[2].healthy, "b, silent, still healthy");
+    // 2. No responder eligible: a, held off, before the unhealthy ones.
+    let a_ids = a.count(OP_ID);
+    hint_us.store(50_000, Ordering::Release);
+    ras.store(3, Ordering::Release);
+    assert_eq!(worker_of(c.get().unwrap()), 2);
+    assert_eq!(s.count(OP_ID), s_ids, "ID requests to s");
+    assert_eq!(b.count(OP_ID), b_ids + 1, "ID requests to b");
+    assert_eq!(a.count(OP_ID), a_ids + 4, "ID requests to a (3 RETRY_AFTER, then OK)");
 }
 
 /// BAD_REQUEST (and BAD_VERSION) from the first: Error::Status at once, the

@@ -32,7 +32,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link StatusException}; a hedged request goes to the next responder after a delay learnt from this client's
  * round trips, under a budget; a responder that refused, answered CLOCK_UNSAFE, NO_LEASE or REFUSED, or stayed
  * silent is remembered as unhealthy, skipped while others are healthy, and probed with INFO every 100 ms until it
- * answers; RETRY_AFTER holds a responder off for its hint; with one responder, refusals, CLOCK_UNSAFE, NO_LEASE
+ * answers (after a status, from 1 s after it on: it answers INFO while it cannot issue); RETRY_AFTER holds a
+ * responder off for its hint; with one responder, refusals, CLOCK_UNSAFE, NO_LEASE
  * (every 10 ms) and RETRY_AFTER are retried until the deadline;</li>
  * <li>every ID is checked before it is handed out: positive, strictly increasing within a reply and above the last
  * one seen from that worker, no more than asked, carrying the datacenter and worker the reply names (the layout is

@@ -35,6 +35,12 @@ final class Responders implements AutoCloseable {
     /** An unhealthy responder is asked INFO this often. */
     static final long PROBE_EVERY_NS = 100 * MS;
     /**
+     * A responder unhealthy for a status (NO_LEASE, CLOCK_UNSAFE, REFUSED) is not probed before this has passed since
+     * its last such status: it answers INFO, so a probe would make it healthy again at once, and every call would ask
+     * it first only to hear the status again.
+     */
+    static final long STATUS_HOLD_NS = 1000 * MS;
+    /**
      * A responder that refused or answered NO_LEASE, CLOCK_UNSAFE or REFUSED is asked again at most this often within
      * a call (a restart refuses until it binds).
      */
@@ -58,6 +64,7 @@ final class Responders implements AutoCloseable {
         // guarded by the Responders' monitor
         boolean healthy = true;
         long holdUntilNs;
+        long probeAfterNs; // its last status + STATUS_HOLD_NS: not probed before
         String reason = "";
 
         Peer(String spec, InetSocketAddress addr, int index, long now) throws IOException {
@@ -65,6 +72,7 @@ final class Responders implements AutoCloseable {
             this.addr = addr;
             this.index = index;
             this.holdUntilNs = now;
+            this.probeAfterNs = now;
             ch = DatagramChannel.open();
         }
     }
@@ -74,6 +82,7 @@ final class Responders implements AutoCloseable {
         final int[] sends;
         final long[] lastSendNs, pendingSinceNs, refusedNs;
         final boolean[] pending, refused, excluded, policy; // policy: answered REFUSED
+        final boolean[] hinted; // answered RETRY_AFTER in this call and not sent to since
         final String[] what;
         long endNs;
         boolean ended;
@@ -89,6 +98,7 @@ final class Responders implements AutoCloseable {
             refused = new boolean[n];
             excluded = new boolean[n];
             policy = new boolean[n];
+            hinted = new boolean[n];
             what = new String[n];
         }
     }
@@ -197,43 +207,35 @@ final class Responders implements AutoCloseable {
     }
 
     /**
-     * Where the call sends next: eligible responders (healthy, not held off) and then unhealthy ones, skipping the
-     * held-off ones, the one sent fewest times in this call first (so sends cycle through them); a responder that
-     * refused in this call at most every 10 ms. With no eligible responder, the held-off one whose hint ends first, at
-     * the end of its hint. Null when every responder's socket failed in this call.
+     * Where the call sends next, a round through the order (doc/clients.md, "One call"): the responder sent fewest
+     * times in this call first; among those the eligible ones (healthy, not held off) in configured order, then the
+     * held-off ones (earliest end of hint first), then the unhealthy ones. One held off by RETRY_AFTER, or whose hint
+     * given in this call has ended and which was not asked since, counts as not sent: it is asked again when its hint
+     * ends, before the unhealthy ones, even though this call asked it already. A held-off one is sent to when its hint
+     * ends, one that refused or answered a status in this call at most every 10 ms. Null when every responder's
+     * socket failed in this call.
      */
     private synchronized Pick pick(Call c, long now) {
-        boolean eligible = false, held = false;
-        Peer firstHeld = null;
+        Peer best = null;
+        int bestSends = 0, bestRank = 0;
+        long bestAt = 0;
         for (Peer p : peers) {
-            if (c.excluded[p.index]) continue;
-            if (p.holdUntilNs - now > 0) {
-                held = true;
-                if (firstHeld == null || p.holdUntilNs - firstHeld.holdUntilNs < 0) firstHeld = p;
-            } else if (p.healthy) {
-                eligible = true;
+            int i = p.index;
+            if (c.excluded[i]) continue;
+            boolean held = p.holdUntilNs - now > 0;
+            int rank = !p.healthy ? 2 : held ? 1 : 0;
+            int sends = held || c.hinted[i] ? 0 : c.sends[i];
+            long at = held ? p.holdUntilNs : now;
+            if (c.refused[i] && c.refusedNs[i] + REFUSED_RESEND_NS - at > 0) at = c.refusedNs[i] + REFUSED_RESEND_NS;
+            if (best == null || sends < bestSends || sends == bestSends && (rank < bestRank
+                    || rank == bestRank && rank == 1 && at - bestAt < 0)) {
+                best = p;
+                bestSends = sends;
+                bestRank = rank;
+                bestAt = at;
             }
         }
-        if (!eligible && held) return new Pick(firstHeld, firstHeld.holdUntilNs);
-        Pick now0 = null, later = null;
-        int bestSends = Integer.MAX_VALUE;
-        for (int pass = 0; pass < 2; pass++) {
-            for (Peer p : peers) {
-                int i = p.index;
-                if (c.excluded[i] || p.holdUntilNs - now > 0 || p.healthy != (pass == 0)) continue;
-                long at = c.refused[i] && c.refusedNs[i] + REFUSED_RESEND_NS - now > 0 ? c.refusedNs[i]
-                        + REFUSED_RESEND_NS : now;
-                if (at == now) {
-                    if (c.sends[i] < bestSends) {
-                        bestSends = c.sends[i];
-                        now0 = new Pick(p, at);
-                    }
-                } else if (later == null || at - later.atNs < 0) {
-                    later = new Pick(p, at);
-                }
-            }
-        }
-        return now0 != null ? now0 : later;
+        return best == null ? null : new Pick(best, bestAt);
     }
 
     private synchronized void markUnhealthy(Peer p, String reason) {
@@ -246,8 +248,21 @@ final class Responders implements AutoCloseable {
         t.start();
     }
 
+    /* p answered a status at now (NO_LEASE, CLOCK_UNSAFE, REFUSED): unhealthy, not probed before now + STATUS_HOLD_NS. */
+    private synchronized void markStatus(Peer p, String reason, long now) {
+        p.probeAfterNs = now + STATUS_HOLD_NS;
+        markUnhealthy(p, reason);
+    }
+
+    /* p answered OK: healthy, and an older status no longer holds its probe. */
     private synchronized void markHealthy(Peer p) {
         p.healthy = true;
+        p.probeAfterNs = System.nanoTime();
+    }
+
+    /* A valid INFO reply to a probe: healthy, unless a status p answered since holds it. */
+    private synchronized void probeAnswered(Peer p) {
+        if (p.probeAfterNs - System.nanoTime() <= 0) p.healthy = true;
     }
 
     private synchronized void hold(Peer p, long untilNs) {
@@ -306,6 +321,7 @@ final class Responders implements AutoCloseable {
         int i = p.index;
         synchronized (c) {
             c.sends[i]++;
+            c.hinted[i] = false;
             c.lastSendNs[i] = now;
             if (!c.pending[i]) c.pendingSinceNs[i] = now;
             c.pending[i] = true;
@@ -412,6 +428,7 @@ final class Responders implements AutoCloseable {
                 hold(p, now + Math.max(h, HOLD_MIN_NS));
                 synchronized (c) {
                     c.pending[i] = false;
+                    c.hinted[i] = true;
                     c.what[i] = "RETRY_AFTER " + (r.retryAfterUs() >= 1000 ? r.retryAfterUs() / 1000 + " ms"
                             : r.retryAfterUs() + " us");
                     c.owed = 2;
@@ -435,7 +452,7 @@ final class Responders implements AutoCloseable {
                 for (boolean x : c.policy) allRefused &= x;
             }
             if (fatal) throw new StatusException(r);
-            markUnhealthy(p, what);
+            markStatus(p, what, now);
             if (allRefused) throw new StatusException(r);
         }
         return null;
@@ -566,8 +583,9 @@ final class Responders implements AutoCloseable {
     }
 
     /*
-     * The probe thread: every 100 ms an INFO request to each unhealthy responder from a socket of its own; the first
-     * valid INFO reply marks that responder healthy. Ends when none is unhealthy, or at close.
+     * The probe thread: every 100 ms an INFO request to each unhealthy responder from a socket of its own, but not to
+     * one held by its status (probeAfterNs); the first valid INFO reply marks that responder healthy. Ends when none
+     * is unhealthy, or at close.
      */
     private void probeLoop() {
         Map<Peer, DatagramChannel> open = new HashMap<>();
@@ -581,8 +599,14 @@ final class Responders implements AutoCloseable {
             for (;;) {
                 List<Peer> todo = new ArrayList<>();
                 synchronized (this) {
-                    for (Peer p : peers) if (!p.healthy) todo.add(p);
-                    if (closed || todo.isEmpty()) {
+                    long now = System.nanoTime();
+                    boolean any = false;
+                    for (Peer p : peers) {
+                        if (p.healthy) continue;
+                        any = true;
+                        if (p.probeAfterNs - now <= 0) todo.add(p); // else held: looked at again next round
+                    }
+                    if (closed || !any) {
                         probing = false;
                         done = true;
                         return;
@@ -618,8 +642,8 @@ final class Responders implements AutoCloseable {
                     for (SelectionKey k : ps.selectedKeys()) {
                         Peer p = (Peer) k.attachment();
                         DatagramChannel ch = (DatagramChannel) k.channel();
-                        if (probeAnswered(ch, b, tags.get(p))) {
-                            markHealthy(p);
+                        if (probeReplied(ch, b, tags.get(p))) {
+                            probeAnswered(p);
                             closeQuietly(open.remove(p));
                         }
                     }
@@ -640,7 +664,7 @@ final class Responders implements AutoCloseable {
     }
 
     /* Reads ch's datagrams: true when one is a valid INFO reply to one of the last two probes (tags). */
-    private static boolean probeAnswered(DatagramChannel ch, ByteBuffer b, long[] tags) {
+    private static boolean probeReplied(DatagramChannel ch, ByteBuffer b, long[] tags) {
         for (int k = 0; k < 64; k++) {
             b.clear();
             int len;

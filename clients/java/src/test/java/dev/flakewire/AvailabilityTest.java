@@ -315,19 +315,109 @@ class AvailabilityTest {
         }
     }
 
-    /** The first answering REFUSED (to ID requests; INFO it answers), the second OK: the second's ID. */
+    /**
+     * The first answering REFUSED (to ID requests; INFO it answers), the second OK: the second's ID. The first is
+     * unhealthy after the call and is not probed for 1 s (before, the probe's INFO made it healthy again within a
+     * round trip, so every call asked it first). Once it admits us, the probe after the hold, and no earlier, makes it
+     * healthy, and calls return to it.
+     */
     @Test
     void refusedMovesOn() throws Exception {
         AtomicInteger aIds = new AtomicInteger();
+        AtomicBoolean refuse = new AtomicBoolean(true);
         IdSource ga = new IdSource(Layout.DEFAULT, 7), gb = new IdSource(Layout.DEFAULT, 9);
         try (Fake a = new Fake(req -> {
-            if (op(req) == Wire.OP_INFO) return List.of(ok(ga, req));
+            if (op(req) == Wire.OP_INFO || !refuse.get()) return List.of(ok(ga, req));
             aIds.incrementAndGet();
             return List.of(status(req, Wire.ST_REFUSED, 7));
         }); Fake b = new Fake(req -> List.of(ok(gb, req))); Client c = new Client(List.of(a.addr, b.addr), null)) {
+            c.info(); // the layout; should its reply lose a hedge race, the probe makes both healthy again:
+            for (long w0 = System.nanoTime(); !c.responders().healthy(0) || !c.responders().healthy(1);
+                    Thread.sleep(10)) {
+                assertTrue(System.nanoTime() - w0 < 3000 * MS, "not both healthy in 3 s");
+            }
+            long t0 = System.nanoTime();
             assertEquals(9, worker(c.get()));
-            assertEquals(1, aIds.get());
+            assertTrue(aIds.get() >= 1, "no ID request to the first"); // more if a slow reply brought a resend
             assertFalse(c.responders().healthy(0), "the REFUSED responder is not marked unhealthy");
+            // It admits us from now on; no call runs, so only a probe can bring it back.
+            refuse.set(false);
+            for (long w0 = System.nanoTime(); !c.responders().healthy(0); Thread.sleep(10)) {
+                assertTrue(System.nanoTime() - w0 < 5000 * MS, "not healthy again in 5 s (" + c.stats.probes.get()
+                        + " probes)");
+            }
+            long took = System.nanoTime() - t0;
+            assertTrue(took >= Responders.STATUS_HOLD_NS, "healthy again " + ms(took)
+                    + " ms after its REFUSED, within the 1 s hold");
+            // Calls return to it (a slow reply on a loaded machine may lose a hedge race: a few tries).
+            int w = worker(c.get());
+            for (long w0 = System.nanoTime(); w != 7 && System.nanoTime() - w0 < 5000 * MS; Thread.sleep(10)) {
+                w = worker(c.get());
+            }
+            assertEquals(7, w, "calls did not return to the first after the hold");
+        }
+    }
+
+    /**
+     * A responder that answered RETRY_AFTER is asked again before an unhealthy one, although this call asked it
+     * already: once its hint has passed, and as the earliest hold when no responder is eligible. Responders s (silent,
+     * found so by the first call: unhealthy), a, and b (never issues; answers INFO, so it is healthy, until it falls
+     * silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer a's hint has passed: a answers, s is not asked (before, a, sent to more often
+     * than s in the call, came after it). 2: with b unhealthy too, a's three RETRY_AFTER 50 ms and its OK are all the
+     * call's sends (before, once a hint ended, the call went to the unhealthy one asked fewer times). No hedging, and
+     * a hedge floor of 100 ms: the resend timer is 400 ms, so a slow reply on a loaded machine does not send the call
+     * elsewhere either.
+     */
+    @Test
+    void retryAfterBeforeUnhealthy() throws Exception {
+        AtomicInteger sIds = new AtomicInteger(), aIds = new AtomicInteger(), bIds = new AtomicInteger();
+        AtomicInteger ras = new AtomicInteger(), hintUs = new AtomicInteger();
+        AtomicBoolean bOff = new AtomicBoolean();
+        IdSource ga = new IdSource(Layout.DEFAULT, 9);
+        try (Fake s = new Fake(req -> {
+            if (op(req) == Wire.OP_ID) sIds.incrementAndGet();
+            return List.of();
+        }); Fake a = new Fake(req -> {
+            if (op(req) != Wire.OP_ID) return List.of(ok(ga, req));
+            aIds.incrementAndGet();
+            return ras.getAndDecrement() > 0 ? List.of(retryAfter(req, hintUs.get())) : List.of(ok(ga, req));
+        }); Fake b = new Fake(req -> {
+            if (op(req) == Wire.OP_ID) bIds.incrementAndGet();
+            return op(req) == Wire.OP_INFO && !bOff.get() ? List.of(ok(ga, req)) : List.of();
+        })) {
+            Client.Options o = new Client.Options();
+            o.timeoutMs = 2000;
+            o.hedgeBudgetPct = 0;
+            o.hedgeMinUs = 100_000;
+            try (Client c = new Client(List.of(s.addr, a.addr, b.addr), o)) {
+                for (int i = 0; i < 20; i++) assertEquals(9, worker(c.get())); // the first finds s silent
+                // Should a slow reply have sent a call to b (or a lost a race), the probe brings it back.
+                for (long w0 = System.nanoTime(); (!c.responders().healthy(1) || !c.responders().healthy(2))
+                        && System.nanoTime() - w0 < 3000 * MS;) {
+                    Thread.sleep(10);
+                }
+                assertFalse(c.responders().healthy(0), "the silent s is not marked unhealthy");
+                assertTrue(c.responders().healthy(1) && c.responders().healthy(2), "a or b not healthy");
+                assertEquals(100 * MS, c.responders().hedgeDelayNs());
+                bOff.set(true);
+                // 1. Its hint passed while the call waited for b.
+                int s0 = sIds.get(), a0 = aIds.get(), b0 = bIds.get();
+                hintUs.set(20_000);
+                ras.set(1);
+                assertEquals(9, worker(c.get()));
+                assertEquals(s0, sIds.get(), "ID requests to s");
+                assertEquals(a0 + 2, aIds.get(), "ID requests to a (RETRY_AFTER, then OK)");
+                assertEquals(b0 + 1, bIds.get(), "ID requests to b");
+                assertFalse(c.responders().healthy(2), "b, silent, still healthy");
+                // 2. No responder eligible: a, held off, before the unhealthy ones.
+                a0 = aIds.get();
+                hintUs.set(50_000);
+                ras.set(3);
+                assertEquals(9, worker(c.get()));
+                assertEquals(s0, sIds.get(), "ID requests to s");
+                assertEquals(b0 + 1, bIds.get(), "ID requests to b");
+                assertEquals(a0 + 4, aIds.get(), "ID requests to a (3 RETRY_AFTER, then OK)");
+            }
         }
     }
 
