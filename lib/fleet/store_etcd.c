@@ -489,6 +489,34 @@ static int es_alive_of(struct fw_fleet_store *s, const char *identity, bool *ali
 	return rc;
 }
 
+/*
+ * The history mark (fw_fleet_store.h): the member's applied raft index
+ * minus its revision, from one /v3/maintenance/status reply (the header's
+ * revision is read before the index, so the mark is never below the
+ * member's at that moment). etcd before 3.4 has no raftAppliedIndex: its
+ * raftIndex (committed, at or above the applied one) stands in.
+ */
+static int es_history(struct fw_fleet_store *s, int64_t *mark)
+{
+	struct etcd *e = E(s);
+	struct json_object *out = NULL, *h;
+	int rc = etcd_call(&e->c, "/v3/maintenance/status", json_object_new_object(), &out, NULL);
+	if (rc != 0)
+		return fail(e, rc);
+	int64_t idx = etcd_i64(out, "raftAppliedIndex");
+	if (idx == 0)
+		idx = etcd_i64(out, "raftIndex");
+	int64_t rev = json_object_object_get_ex(out, "header", &h) ? etcd_i64(h, "revision") : 0;
+	json_object_put(out);
+	if (idx == 0 || rev == 0) {
+		snprintf(e->err, sizeof(e->err),
+			 "etcd's status reply has no raft index or revision");
+		return -EIO;
+	}
+	*mark = idx - rev;
+	return 0;
+}
+
 static const char *es_last_error(struct fw_fleet_store *s)
 {
 	return E(s)->err;
@@ -523,6 +551,7 @@ static const struct fw_fleet_store_ops etcd_ops = {
 	.alive_of = es_alive_of,
 	.last_error = es_last_error,
 	.free = es_free,
+	.history = es_history,
 };
 
 struct fw_fleet_store *fw_fleet_store_etcd_new(const struct fw_fleet_etcd_opts *o, const char *root)

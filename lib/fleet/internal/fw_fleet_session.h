@@ -17,6 +17,7 @@
 
 #include "fw_common.h"
 #include "fw_fleet_rec.h"
+#include "fw_fleet_stop.h"
 #include "fw_fleet_store.h"
 #include "fw_layout.h"
 
@@ -35,6 +36,12 @@ struct fw_fleet_session {
 	bool gen_set;
 	uint64_t gen, fence;
 	bool back; /* the store went back (a restore): stopped until a newer fence */
+	/* why claims stopped (back, or a root of another generation); "": the
+	 * store went back as a record of this node showed */
+	char why[3 * FW_FLEET_STOP_REASON_MAX];
+	uint64_t stop_gen; /* the generation the stop record is to name */
+	bool stop_written; /* the stop record names stop_gen */
+	bool tombstone;    /* the root gone: its value's store-wide record names it */
 };
 
 /*
@@ -57,7 +64,9 @@ int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct
  * a session timeout ago) and then refused; running (0), a holder is left
  * and retried at the next call (renewals, being CAS, stay safe meanwhile).
  * Returns 0; FW_EFLEET_ROOT and FW_EFLEET_LAYOUT (fw_fleet_root_check; also a
- * root of another generation without a newer fence, or ss->back);
+ * root of another generation without a newer fence, or ss->back, or a stop
+ * record naming the root's generation, or the store's history mark below
+ * the one the root recorded: fw_fleet_stop.h);
  * FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
  * ACL refuses this session); FW_EFLEET_STORE (unreachable or failed). @err gets one line on error.
  */
