@@ -333,7 +333,7 @@ static int fleet_counter_back(struct fw_fleet *f, char *err, size_t errlen)
 {
 	char why[FW_FLEET_STOP_REASON_MAX];
 	snprintf(why, sizeof(why),
-		 "the store's writes went back to before some this node saw (%s): it was "
+		 "the store went back: its write counter is below one this node saw (%s): "
 		 "restored from a snapshot",
 		 f->store->ops->last_error(f->store));
 	fw_fleet_session_went_back(&f->ss, f->ss.rec.generation, why);
@@ -489,15 +489,15 @@ static void renew_went_back(struct fw_fleet *f, uint32_t i, int how, const char 
 			 h->worker, f->identity);
 	else if (how == FW_FLEET_GONE)
 		snprintf(why, sizeof(why),
-			 "worker %d's record, which this node (%s) renewed under this root, is "
-			 "gone or free below the lease it confirmed: the store was restored from "
-			 "a copy older than its claim (or its records deleted)",
+			 "the store went back: worker %d's record, which this node (%s) wrote "
+			 "under this root, is gone or free below the lease it confirmed (restored "
+			 "from a copy older than its claim, or records deleted)",
 			 h->worker, f->identity);
 	else
 		snprintf(why, sizeof(why),
-			 "worker %d is %s's in the store with a floor below the lease this node "
-			 "(%s) confirmed: the store lost this node's writes (restored from a "
-			 "copy) and both issue under worker %d; this node stopped issuing under "
+			 "the store went back: worker %d is %s's with a floor below the lease "
+			 "this node (%s) confirmed (restored from a copy without this node's "
+			 "writes): both issue under worker %d; this node stopped issuing under "
 			 "it at once",
 			 h->worker, owner, f->identity, h->worker);
 	fw_fleet_session_went_back(&f->ss, f->ss.rec.generation, why);
@@ -591,8 +591,13 @@ static bool session_watch(struct fw_fleet *f)
 {
 	struct fw_fleet_store *s = f->store;
 	bool up = s->ops->state(s) == FW_FLEET_SESSION_UP;
-	if (!up && !f->watch_down) {
+	uint64_t mono = fw_mono_ms();
+	if (!up && (!f->watch_down || mono >= f->watch_next)) {
+		/* and again every session timeout while it stays down: a store
+		 * replaces a handle that cannot come back only in connect()
+		 * (ZooKeeper's, refused by a server restored from an older copy) */
 		f->watch_down = true;
+		f->watch_next = mono + f->cfg.session_timeout_ms;
 		f->check_now = true;
 		return true;
 	}

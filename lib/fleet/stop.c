@@ -184,9 +184,9 @@ int fw_fleet_session_stop_check(struct fw_fleet_session *ss, const struct fw_fle
 	} else if (fw_fleet_stop_history_back(s, r, &mark)) {
 		char why[FW_FLEET_STOP_REASON_MAX];
 		snprintf(why, sizeof(why),
-			 "%s's history mark is %" PRId64 ", below the %" PRId64
-			 " the root recorded at its last init or fence: the store was restored "
-			 "from a copy since",
+			 "the store went back: %s's history mark is %" PRId64 ", below the %" PRId64
+			 " the root recorded at its last init or fence: it was restored from a "
+			 "copy since",
 			 s->name, mark, r->history);
 		fw_fleet_session_went_back(ss, r->generation, why);
 	} else if (!ss->back) {

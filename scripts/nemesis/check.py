@@ -43,8 +43,12 @@ Checks (each names what broke, with the IDs, nodes and workers):
                 must: the copy made ("snapshot saved"), the registry restored
                 from it ("restored ... exit 0"), `flakectl fleet fence` exit 0,
                 and some node saying it saw the registry go back ("went back",
-                or the root "of another generation" once fenced). The IDs
-                around it are in the duplicates check like all others.
+                or the root "of another generation" once fenced); the fresh
+                process started after the restore, before the fence (freshK:
+                its own identity and state), refused by itself (exit not 0,
+                naming the stop record: "stopped"), when the run started one.
+                The IDs around it, the fresh process's included, are in the
+                duplicates check like all others.
   faults        every kind run.info calls forced ("forced K1,K2") ran and
                 was healed
 Figures: IDs (by op), replies by status, availability per node (250 ms
@@ -322,6 +326,12 @@ def check_restores(run):
         fe = next((x for x in notes if x.startswith("fleet fence:")), "")
         if not fe.startswith("fleet fence: exit 0"):
             bad.append("snapshot-restore %d: the fence failed: %s" % (k, fe[:140] or "no note"))
+        fresh = [" ".join(a[1:]) for t, w, a in run.events
+                 if w == "note" and a and a[0] == "fresh%d" % k and f[0] <= t <= end]
+        if fresh and not (re.search(r"exited by itself: exit [1-9]", fresh[0]) and
+                          "stopped" in fresh[0]):
+            bad.append("snapshot-restore %d: the fresh process started before the fence was "
+                       "not refused by the stop record: %s" % (k, fresh[0][:160]))
     seen = sorted(os.path.basename(os.path.dirname(p)) for p, text in run.resp_logs.items()
                   if "/twin/" not in p and re.search(r"went back|of another generation", text))
     if not seen:

@@ -574,6 +574,7 @@ static void test_restore_history_stops_fresh_node(void **state)
 	c.renew_ms = 10000;
 	c.lease_ms = 60000;
 	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	usleep(200 * 1000); /* past the registry thread's first round: the next is renew_ms on */
 	memsrv_restore(M, copy, false);
 	free(copy);
 	memsrv_rev_set(M, 1000000); /* no write counter below one node-a saw */

@@ -78,6 +78,7 @@ struct fw_fleet {
 	 * failures): the next round is a check round (registry_round.c) */
 	bool check_now;
 	bool watch_down;         /* the session was seen not up between rounds */
+	uint64_t watch_next;     /* monotonic ms: the next round while it stays down */
 	uint64_t watch_sessions; /* store->sessions as last looked at */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
