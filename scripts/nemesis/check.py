@@ -217,8 +217,9 @@ def iso_ms(text):
 
 
 def is_twin(name):
-    """A twin's client or log name: twinK, ptwinK (partition), sstwinK (same state)."""
-    return re.match(r"(p|ss)?twin\d+$", name) is not None
+    """A twin's client or log name: twinK, ptwinK (partition), sstwinK (same state),
+    freshK (a fresh process on a restored registry)."""
+    return re.match(r"((p|ss)?twin|fresh)\d+$", name) is not None
 
 
 def identity_of(label):
@@ -310,6 +311,7 @@ def check_restores(run):
     """(problems, ok text) of the snapshot-restore faults: each copied, restored
     and fenced (its notes in events.log), and the nodes saw the registry go back."""
     bad = []
+    refused = 0
     faults = [f for f in run.faults if f[1] == "snapshot-restore"]
     if not faults:
         return bad, "no snapshot-restore in this run"
@@ -332,13 +334,14 @@ def check_restores(run):
                           "stopped" in fresh[0]):
             bad.append("snapshot-restore %d: the fresh process started before the fence was "
                        "not refused by the stop record: %s" % (k, fresh[0][:160]))
+        refused += bool(fresh)
     seen = sorted(os.path.basename(os.path.dirname(p)) for p, text in run.resp_logs.items()
                   if "/twin/" not in p and re.search(r"went back|of another generation", text))
     if not seen:
         bad.append("%d snapshot-restore(s), and no node's log says the registry went back" %
                    len(faults))
-    return bad, "%d snapshot-restore(s) copied, restored, fenced; seen gone back by %s" % (
-        len(faults), ", ".join(seen))
+    return bad, "%d snapshot-restore(s) copied, restored, fenced; seen gone back by %s; %d fresh " \
+        "process(es) refused before the fence" % (len(faults), ", ".join(seen), refused)
 
 
 def check(run):
