@@ -20,6 +20,8 @@
  *   liveness records    one per live identity, gone when its session ends
  *                       (ZooKeeper: an ephemeral znode; etcd: a key attached
  *                       to a lease the session keeps alive)
+ *   the stop record     ROOT/stopped, written by a node that saw the store go
+ *                       back (fw_fleet_stop.h), read and written with meta_*
  * and, beside every root, the store-wide records (FW_FLEET_IDS: the layout
  * all roots share, one record per datacenter value in use), read and written
  * with the meta_* operations by absolute key.

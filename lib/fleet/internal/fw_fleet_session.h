@@ -4,7 +4,8 @@
  * node's layout and datacenter value under the generation it started on (or
  * a newer fence), and this identity's liveness record held by the session.
  * The root is read at every call: a missing root, one of another generation
- * without a newer fence, or a store that went back stops every claim,
+ * without a newer fence, a store that went back (as this node saw, or as the
+ * stop record another node wrote says: fw_fleet_stop.h) stops every claim,
  * takeover and renewal (the node keeps issuing within its confirmed leases).
  * What a lost session costs: the liveness record (re-claimed here on the
  * next round); the leases stay, they are records, not session state.

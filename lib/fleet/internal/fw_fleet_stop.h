@@ -117,13 +117,15 @@ struct fw_fleet_session;
 void fw_fleet_session_went_back(struct fw_fleet_session *ss, uint64_t gen, const char *why);
 
 /*
- * The root's check's part for a restored registry, on a root @r otherwise
- * accepted: a stop record naming r->generation (another node saw the store
- * go back), or the store's history mark below the one @r recorded (this
- * node sees it: fw_fleet_session_went_back). Also writes again a stop
- * record that failed before. Returns 0 (neither); FW_EFLEET_ROOT with @err
- * naming the record and `flakectl fleet fence`; FW_EFLEET_STORE (the record
- * could not be read).
+ * The root's check's part for a restored registry, on the root @r as just
+ * read (accepted, or one this session stopped on: ss->back): a stop record
+ * naming r->generation (another node saw the store go back), or the store's
+ * history mark below the one @r recorded (this node sees it:
+ * fw_fleet_session_went_back). Stopped (ss->back), it writes the stop
+ * record again when it is missing or names another generation (a write
+ * that failed, or a store that went back again). Returns 0 (not stopped);
+ * FW_EFLEET_ROOT with @err naming why, the record and `flakectl fleet
+ * fence`; FW_EFLEET_STORE or FW_EFLEET_AUTH (the record could not be read).
  */
 int fw_fleet_session_stop_check(struct fw_fleet_session *ss, const struct fw_fleet_root *r,
 				char *err, size_t errlen);
