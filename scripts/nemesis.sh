@@ -459,19 +459,34 @@ fault() {
 		# their rounds, the operator's `flakectl fleet fence` (the longest
 		# lease): the nodes re-prove their own records and go on; one whose
 		# record is not in the copy claims another, which issues from the
-		# fence on. The fault waits until every node issues again (at most
+		# fence on. Before the fence, once a node said it saw the restore
+		# (at most two session timeouts and a few seconds), a fresh process
+		# (an identity and a state of its own: it has seen nothing of the
+		# registry; its client's IDs are checked with all others) starts in
+		# the twin namespace: the stop record that node wrote must refuse it
+		# (issue 48). The fault waits until every node issues again (at most
 		# the longest lease and a second). RUN/restore/restoreK: the copy,
 		# its logs, fence.log.
 		RESTORES=$((RESTORES + 1))
-		local rd="$RUN/restore/restore$RESTORES" t0 t left
+		local rd="$RUN/restore/restore$RESTORES" t0 t left seen0
 		t0=$(now_us)
 		if store_snapshot_save "$rd"; then ev note store "snapshot saved"; else ev note store "snapshot save FAILED"; fi
 		left=$((dur - ($(now_us) - t0) / 1000))
 		[ "$left" -gt 0 ] && sleep "$(ms_to_s "$left")"
+		seen0=$(cat "$RUN"/n*/resp.log 2>/dev/null | grep -c "went back")
 		store_snapshot_restore "$rd"
 		rc=$?
 		ev note store "restored from the snapshot of $((($(now_us) - t0) / 1000)) ms before: exit $rc"
-		sleep "$(ms_to_s $((4 * RENEW)))"
+		t0=$(now_us)
+		for ((t = 0; t < (2 * SESSION_MS + 4000) / 250; t++)); do
+			[ "$(cat "$RUN"/n*/resp.log 2>/dev/null | grep -c "went back")" -gt "$seen0" ] && break
+			sleep 0.25
+		done
+		ev note store "a node saw the restore $((($(now_us) - t0) / 1000)) ms after the registry was back"
+		twin_start "fresh$RESTORES" 0 "fresh$RESTORES" "$rd/fresh"
+		for ((t = 0; t < 12; t++)); do proc_alive "$TWIN_PID" || break; sleep 0.25; done
+		twin_stop "fresh$RESTORES"
+		sleep "$(ms_to_s $((2 * RENEW)))"
 		fleet_fence >"$rd/fence.log" 2>&1
 		ev note store "fleet fence: exit $?: $(tr -s ' \n' ' ' <"$rd/fence.log" | cut -c1-120)"
 		t0=$(now_us)

@@ -291,6 +291,15 @@ static int init_root(struct fw_fleet_store *s, const char *root, const struct fw
 		     uint32_t datacenter, const char *reserve, uint32_t timeout_ms, bool fencing,
 		     char *err, size_t errlen);
 
+/* The store's history mark into a root about to be written by init or fence (where the store keeps
+ * one: fw_fleet_store.h); nodes read a mark below it as a restore since (fw_fleet_stop.h). */
+static void history_mark(struct fw_fleet_store *s, struct fw_fleet_root *r)
+{
+	int64_t m = 0;
+	r->has_history = s->ops->history != NULL && s->ops->history(s, &m) == 0;
+	r->history = r->has_history ? m : 0;
+}
+
 int fw_fleet_init_store(struct fw_fleet_store *s, const char *root, const struct fw_layout *l,
 			uint32_t datacenter, const char *reserve, uint32_t timeout_ms, char *err,
 			size_t errlen)
@@ -413,6 +422,7 @@ static int init_root(struct fw_fleet_store *s, const char *root, const struct fw
 				return admin_rc(s, rc, "listing", root, err, errlen);
 		}
 		want.generation = admin_rand64();
+		history_mark(s, &want);
 		len = fw_fleet_root_format(buf, sizeof(buf), &want);
 		rc = exists ? s->ops->meta_cas(s, root, buf, len, v.version)
 			    : s->ops->meta_create(s, root, buf, len);
@@ -495,6 +505,7 @@ int fw_fleet_fence_store(struct fw_fleet_store *s, const char *root, const struc
 		uint64_t fl = at > l->epoch_ms ? at - l->epoch_ms : 0;
 		r.fence = FW_MAX(r.fence + 1, fl);
 		r.generation = admin_rand64();
+		history_mark(s, &r);
 		len = fw_fleet_root_format(buf, sizeof(buf), &r);
 		rc = s->ops->meta_cas(s, root, buf, len, v.version);
 		if (rc == -ESTALE)

@@ -20,6 +20,8 @@
  *   liveness records    one per live identity, gone when its session ends
  *                       (ZooKeeper: an ephemeral znode; etcd: a key attached
  *                       to a lease the session keeps alive)
+ *   the stop record     ROOT/stopped, written by a node that saw the store go
+ *                       back (fw_fleet_stop.h), read and written with meta_*
  * and, beside every root, the store-wide records (FW_FLEET_IDS: the layout
  * all roots share, one record per datacenter value in use), read and written
  * with the meta_* operations by absolute key.
@@ -163,6 +165,24 @@ struct fw_fleet_store_ops {
 	const char *(*last_error)(struct fw_fleet_store *s);
 	/* Closes and frees. */
 	void (*free)(struct fw_fleet_store *s);
+	/*
+	 * Optional (NULL: the store keeps no such number; ZooKeeper, whose
+	 * restored data directory is its whole state). *mark gets the store's
+	 * history mark: a number that never decreases over the life of a store
+	 * that was never restored, and that a restore from a copy sets below
+	 * what it was when the copy was taken, so below any value read before
+	 * (until the restored store has served about as many operations again
+	 * as it held revisions). etcd: its raft log's applied index minus its
+	 * revision (each revision is one entry of the log, and entries that
+	 * write nothing add to the log alone; `etcdctl snapshot restore` starts
+	 * a new log at one entry per member with the revision kept). Read in one
+	 * reply, revision first: a mark is never below the store's at the moment
+	 * of the read, and above it by the entries applied in between.
+	 * `flakectl fleet init` and `fence` record it in the root; a mark below
+	 * the recorded one by more than FW_FLEET_HISTORY_SLACK (fw_fleet_stop.h)
+	 * is a restore since. Returns 0, or a store code.
+	 */
+	int (*history)(struct fw_fleet_store *s, int64_t *mark);
 };
 
 /* Implementations embed this first and fill ops. */

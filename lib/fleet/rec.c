@@ -211,6 +211,9 @@ int fw_fleet_root_format(char *buf, size_t cap, const struct fw_fleet_root *r)
 			 "datacenter=%u\nreserved=%s\ngeneration=%016" PRIx64 "\nfence=%" PRIu64
 			 "\n",
 			 r->datacenter, res, r->generation, r->fence);
+	if (k >= 0 && r->has_history && (size_t)k < cap - (size_t)n)
+		k += snprintf(buf + n + k, cap - (size_t)(n + k), "history=%" PRId64 "\n",
+			      r->history);
 	return k < 0 || (size_t)k >= cap - (size_t)n ? -ENOSPC : n + k;
 }
 
@@ -246,6 +249,12 @@ int fw_fleet_root_parse(const char *buf, int len, struct fw_fleet_root *r)
 			r->generation = strtoull(line + 11, &end, 16);
 			if (errno || end == line + 11 || *end)
 				return -EINVAL;
+		} else if (!strncmp(line, "history=", 8)) {
+			errno = 0;
+			r->history = strtoll(line + 8, &end, 10);
+			if (errno || end == line + 8 || *end)
+				return -EINVAL;
+			r->has_history = true;
 		}
 	}
 	return 0;

@@ -351,11 +351,13 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	if (rc == -ENOTCONN || rc == -EIO)
 		return rc;
 	bool parsed = rc == 0;
+	bool same_gen = !h->cached && h->root_gen && r->root && h->root_gen == r->root->generation;
+	if (rc == -ENOENT && same_gen)
+		return FW_FLEET_GONE; /* records are never deleted: the store lost ours */
 	/* ... or, for a claim from the cache, a write of this identity's previous
 	 * run that the cache missed (a crash between the write and the cache):
 	 * the same owner, as a take-back at start would be */
-	if (parsed && !h->cached && now.token == r->token && v.version < h->version &&
-	    h->root_gen && r->root && h->root_gen == r->root->generation)
+	if (parsed && same_gen && now.token == r->token && v.version < h->version)
 		return FW_FLEET_BACK; /* our own record, older than our last write: restored */
 	if (parsed && !strcmp(now.owner, r->identity) &&
 	    (now.token == r->token || (h->cached && now.token == h->token))) {
@@ -370,6 +372,16 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 			 !parsed        ? "(unreadable)"
 			 : now.owner[0] ? now.owner
 					: "(released)");
+	if (parsed && same_gen && now.floor < h->lease && now.token != r->token) {
+		/* a takeover's or a release's floor is at or above the lease in the
+		 * record, which is at or above ours: this one comes from a store that
+		 * lost our writes */
+		if (!now.owner[0])
+			return FW_FLEET_GONE; /* free in it, nobody else issues yet */
+		h->lost = true;
+		h->lease = FW_MIN(h->lease, fw_fleet_recipe_now(r));
+		return FW_FLEET_UNDER;
+	}
 	h->lost = true;
 	return FW_FLEET_LOST;
 }

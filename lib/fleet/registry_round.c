@@ -321,6 +321,28 @@ static int retire_pending(struct fw_fleet *f)
 }
 
 /*
+ * The store's write counter went back (now() said -ESTALE): stops, writes
+ * the stop record (fw_fleet_session_went_back). Returns FW_EFLEET_ROOT.
+ */
+static int fleet_counter_back(struct fw_fleet *f, char *err, size_t errlen)
+{
+	char why[FW_FLEET_STOP_REASON_MAX];
+	snprintf(why, sizeof(why),
+		 "the store went back: its write counter is below one this node saw (%s): "
+		 "restored from a snapshot",
+		 f->store->ops->last_error(f->store));
+	fw_fleet_session_went_back(&f->ss, f->ss.rec.generation, why);
+	pthread_mutex_lock(&f->mu);
+	f->st.root_stopped = true;
+	pthread_mutex_unlock(&f->mu);
+	snprintf(err, errlen,
+		 "fleet: %s: %s: %s; claims, takeovers and renewals stop (issuing goes on within "
+		 "the confirmed leases) until an operator runs 'flakectl fleet fence --root %s'",
+		 f->store->name, f->root, why, f->root);
+	return FW_EFLEET_ROOT;
+}
+
+/*
  * Claims for slots without a usable ID (none, or lost), then, when due, the
  * replacements: one decision for all of them (every fresh ID claimed
  * before any is published, all published under one lock), so no slot
@@ -350,19 +372,8 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	if (n_need + n_repl == 0)
 		return 0;
 	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
-	if (rc == -ESTALE) {       /* the store's write counter went back: restored */
-		f->ss.back = true; /* stopped until a newer fence (session.c) */
-		pthread_mutex_lock(&f->mu);
-		f->st.root_stopped = true;
-		pthread_mutex_unlock(&f->mu);
-		snprintf(err, errlen,
-			 "fleet: %s: %s: the store's writes went back to before some this node "
-			 "saw: it was restored from a snapshot; claims, takeovers and renewals "
-			 "stop (issuing goes on within the confirmed leases) until an operator "
-			 "runs 'flakectl fleet fence --root %s'",
-			 f->store->name, f->root, f->root);
-		return FW_EFLEET_ROOT;
-	}
+	if (rc == -ESTALE) /* the store's write counter went back: restored */
+		return fleet_counter_back(f, err, errlen);
 	if (rc != 0) {
 		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
 			 f->store->ops->last_error(f->store));
@@ -464,6 +475,48 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 	return 0;
 }
 
+/*
+ * A renewal of slot @i found the store without this run's writes
+ * (fw_fleet_renew's FW_FLEET_BACK, _GONE, _UNDER, with @owner): stops
+ * every claim, takeover and renewal and writes the stop record
+ * (fw_fleet_session_went_back); @err says what was seen.
+ */
+static void renew_went_back(struct fw_fleet *f, uint32_t i, int how, const char *owner, char *err,
+			    size_t errlen)
+{
+	const struct fw_fleet_held *h = &f->slot[i];
+	char why[2 * FW_FLEET_STOP_REASON_MAX], ts[FW_ISO8601_LEN];
+	if (how == FW_FLEET_BACK)
+		snprintf(why, sizeof(why),
+			 "worker %d's record went back to an older version than this node "
+			 "(%s) wrote: the store was restored from a snapshot",
+			 h->worker, f->identity);
+	else if (how == FW_FLEET_GONE)
+		snprintf(why, sizeof(why),
+			 "the store went back: worker %d's record, which this node (%s) wrote "
+			 "under this root, is gone or free below the lease it confirmed (restored "
+			 "from a copy older than its claim, or records deleted)",
+			 h->worker, f->identity);
+	else
+		snprintf(why, sizeof(why),
+			 "the store went back: worker %d is %s's with a floor below the lease "
+			 "this node (%s) confirmed (restored from a copy without this node's "
+			 "writes): both issue under worker %d; this node stopped issuing under "
+			 "it at once",
+			 h->worker, owner, f->identity, h->worker);
+	fw_fleet_session_went_back(&f->ss, f->ss.rec.generation, why);
+	if (how == FW_FLEET_UNDER) {
+		fw_log(&f->cfg.log, FW_LOG_ERR, "fleet: %s: %s (its lease cut to %s)", f->root, why,
+		       fw_format_iso8601(h->lease + f->cfg.layout.epoch_ms, ts));
+		fleet_count(f, &f->st.lost, 1);
+		fleet_publish(f, i, FW_FLEET_SRC_STORE);
+	}
+	snprintf(err, errlen,
+		 "fleet: %s: %s; claims, takeovers and renewals stop (issuing goes on within the "
+		 "confirmed leases) until an operator runs 'flakectl fleet fence --root %s'",
+		 f->root, why, f->root);
+}
+
 static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < f->n; i++) {
@@ -482,15 +535,8 @@ static int renew_all(struct fw_fleet *f, bool *any_lost, char *err, size_t errle
 			if (mtime)
 				offset_update(f, mid, mtime);
 			fleet_count(f, &f->st.renewals, 1);
-		} else if (rc == FW_FLEET_BACK) {
-			f->ss.back = true; /* stopped until a newer fence (session.c) */
-			snprintf(err, errlen,
-				 "fleet: %s: worker %d's record went back to an older version "
-				 "than this node wrote: the store was restored from a snapshot; "
-				 "claims, takeovers and renewals stop (issuing goes on within the "
-				 "confirmed leases) until an operator runs 'flakectl fleet fence "
-				 "--root %s'",
-				 f->root, h->worker, f->root);
+		} else if (rc == FW_FLEET_BACK || rc == FW_FLEET_GONE || rc == FW_FLEET_UNDER) {
+			renew_went_back(f, i, rc, owner, err, errlen);
 			return FW_EFLEET_ROOT;
 		} else if (rc == FW_FLEET_LOST) {
 			fw_log(&f->cfg.log, FW_LOG_WARNING,
@@ -535,9 +581,70 @@ static int session_wait(struct fw_fleet *f, char *err, size_t errlen)
 	}
 }
 
+/* How often the registry thread looks at the session between rounds (ms). */
+#define WATCH_MS 250
+
+/*
+ * Between rounds, the session as the store's own threads see it (a
+ * ZooKeeper session event, etcd's keep-alive): a session seen not up
+ * starts a round at once, so the reconnection (and a new session) does not
+ * wait for the next renewal, and the first round once it is up again is a
+ * check round. Returns true to run a round now.
+ */
+static bool session_watch(struct fw_fleet *f)
+{
+	struct fw_fleet_store *s = f->store;
+	bool up = s->ops->state(s) == FW_FLEET_SESSION_UP;
+	uint64_t mono = fw_mono_ms();
+	if (!up && (!f->watch_down || mono >= f->watch_next)) {
+		/* and again every session timeout while it stays down: a store
+		 * replaces a handle that cannot come back only in connect()
+		 * (ZooKeeper's, refused by a server restored from an older copy) */
+		f->watch_down = true;
+		f->watch_next = mono + f->cfg.session_timeout_ms;
+		f->check_now = true;
+		return true;
+	}
+	if (up && (f->watch_down || s->sessions != f->watch_sessions)) {
+		f->watch_down = false;
+		f->check_now = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * A check round's start, after a reconnection: a restore shows first
+ * there (the store went away and came back as a copy), so the store's
+ * write counter is read now (now(): -ESTALE below one seen) and every
+ * lease is renewed in this round (the renewals read this run's records:
+ * older, gone, or another owner's below the confirmed lease). Returns 0,
+ * FW_EFLEET_ROOT (went back: stopped) or FW_EFLEET_STORE.
+ */
+static int check_round(struct fw_fleet *f, uint64_t mono, char *err, size_t errlen)
+{
+	uint64_t server = 0;
+	int rc = f->store->ops->now(f->store, NULL, NULL, &server, NULL);
+	if (rc == -ESTALE)
+		return fleet_counter_back(f, err, errlen);
+	if (rc != 0) {
+		snprintf(err, errlen, "fleet: %s: %s", f->store->name,
+			 f->store->ops->last_error(f->store));
+		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
+	}
+	f->next_renew = FW_MIN(f->next_renew, mono);
+	return 0;
+}
+
 static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errlen)
 {
 	int rc = session_wait(f, err, errlen);
+	if (f->store->sessions != f->watch_sessions) { /* a new session: check in this round */
+		f->watch_sessions = f->store->sessions;
+		f->check_now = true;
+	}
+	if (rc == 0 && f->check_now)
+		rc = check_round(f, mono, err, errlen);
 	pthread_mutex_lock(&f->mu);
 	f->st.connected = rc == 0;
 	if (rc == 0 || rc == FW_EFLEET_ROOT || rc == FW_EFLEET_LAYOUT)
@@ -570,6 +677,7 @@ static int round_once(struct fw_fleet *f, uint64_t mono, char *err, size_t errle
 			f->next_census = mono + FW_MAX(f->cfg.renew_ms, 60000u);
 	}
 	if (rc == 0) {
+		f->check_now = false;
 		f->next_renew = mono + f->cfg.renew_ms;
 		pthread_mutex_lock(&f->mu);
 		f->st.last_renew_unix = f->r.now_ms(f->r.now_arg);
@@ -590,6 +698,7 @@ void *fleet_thread_main(void *arg)
 {
 	struct fw_fleet *f = arg;
 	char err[MSG_LEN];
+	f->watch_sessions = f->store->sessions; /* fw_fleet_start's session checked already */
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
 		pthread_mutex_unlock(&f->mu);
@@ -610,6 +719,8 @@ void *fleet_thread_main(void *arg)
 				f->logged_rc = rc;
 			}
 			f->logged_down = true;
+			if (rc == FW_EFLEET_STORE) /* the first round that gets through checks */
+				f->check_now = true;
 			fleet_count(f, &f->st.renew_failures, 1);
 			f->renew_fails++;
 			f->next_renew = mono + fw_fleet_backoff_ms(f->renew_fails, f->cfg.renew_ms,
@@ -624,9 +735,18 @@ void *fleet_thread_main(void *arg)
 		for (uint32_t i = 0; i < f->n; i++)
 			if (f->replace_req[i] && rc != FW_EFLEET_STORE)
 				due = FW_MIN(due, f->next_repl);
-		struct timespec ts = fw_timespec_of_ns(due * 1000000u);
-		while (!f->stop && !f->wake && fw_mono_ms() < due)
+		while (!f->stop && !f->wake && fw_mono_ms() < due) {
+			uint64_t until = FW_MIN(due, fw_mono_ms() + WATCH_MS);
+			struct timespec ts = fw_timespec_of_ns(until * 1000000u);
 			pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+			if (f->stop || f->wake)
+				break;
+			pthread_mutex_unlock(&f->mu);
+			bool now = session_watch(f);
+			pthread_mutex_lock(&f->mu);
+			if (now)
+				break;
+		}
 		f->wake = false;
 	}
 	bool keep = f->keep_session;

@@ -99,6 +99,8 @@ static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 			 "renewals stop (issuing goes on within the confirmed leases) until an "
 			 "operator runs 'flakectl fleet fence --root %s'",
 			 ss->gen, ss->root);
+	if (rc == FW_EFLEET_ROOT && ss->gen_set)
+		fw_fleet_session_root_gone(ss);
 	if (rc != 0)
 		return rc;
 	if (!ss->gen_set) {
@@ -109,21 +111,22 @@ static int root_check(struct fw_fleet_session *ss, char *err, size_t errlen)
 		ss->gen = r.generation; /* fenced: floors above anything issued before */
 		ss->fence = r.fence;
 		ss->back = false;
+		ss->why[0] = '\0';
+		ss->stop_written = ss->tombstone = false;
 		ss->alive_ok = false;   /* a wipe took the liveness record too: made again */
 		ss->store->wc_high = 0; /* a restored store's writes count from its copy on */
 	} else if (r.generation != ss->gen || ss->back) {
-		snprintf(err, errlen,
-			 "fleet: %s: %s: claims, takeovers and renewals stop (issuing goes on "
-			 "within the confirmed leases) until an operator runs 'flakectl fleet "
-			 "fence --root %s'",
-			 ss->root,
-			 ss->back ? "a record of this node went back to an older version: the "
-				    "store was restored from a snapshot"
-				  : "the root is of another generation than this node started on "
-				    "(made again, or restored) and not fenced since",
-			 ss->root);
-		return FW_EFLEET_ROOT;
+		if (!ss->back)
+			fw_fleet_session_went_back(ss, r.generation,
+						   "the root is of another generation than this "
+						   "node started on (made again, or restored) and "
+						   "not fenced since");
+		return fw_fleet_session_stop_check(ss, &r, err, errlen); /* FW_EFLEET_ROOT */
 	}
+	/* a stop record of another node, or a history that went back (fw_fleet_stop.h) */
+	rc = fw_fleet_session_stop_check(ss, &r, err, errlen);
+	if (rc != 0)
+		return rc;
 	ss->rec = r;
 	return 0;
 }

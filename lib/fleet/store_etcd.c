@@ -508,6 +508,36 @@ static int es_alive_of(struct fw_fleet_store *s, const char *identity, bool *ali
 	return rc;
 }
 
+/*
+ * The history mark (fw_fleet_store.h): the member's applied raft index
+ * minus its revision, from one /v3/maintenance/status reply (etcd fills the
+ * header's revision before it reads the index, so the mark is never below
+ * the member's at that moment). Called right after a linearizable read on
+ * the same connection (the root's), so the member has applied every write
+ * the root shows. etcd before 3.4 has no raftAppliedIndex: -ENOTSUP (its
+ * committed index runs ahead of what is applied, by as much as the load
+ * makes it: a mark recorded from it could stop a fleet for nothing).
+ */
+static int es_history(struct fw_fleet_store *s, int64_t *mark)
+{
+	struct etcd *e = E(s);
+	struct json_object *out = NULL, *h;
+	int rc = etcd_call(&e->c, "/v3/maintenance/status", json_object_new_object(), &out, NULL);
+	if (rc != 0)
+		return fail(e, rc);
+	int64_t idx = etcd_i64(out, "raftAppliedIndex");
+	int64_t rev = json_object_object_get_ex(out, "header", &h) ? etcd_i64(h, "revision") : 0;
+	json_object_put(out);
+	if (idx == 0 || rev == 0) {
+		snprintf(e->err, sizeof(e->err),
+			 "etcd's status reply has no raftAppliedIndex (etcd before 3.4) or "
+			 "revision");
+		return -ENOTSUP;
+	}
+	*mark = idx - rev;
+	return 0;
+}
+
 static const char *es_last_error(struct fw_fleet_store *s)
 {
 	return E(s)->err;
@@ -543,6 +573,7 @@ static const struct fw_fleet_store_ops etcd_ops = {
 	.alive_of = es_alive_of,
 	.last_error = es_last_error,
 	.free = es_free,
+	.history = es_history,
 };
 
 struct fw_fleet_store *fw_fleet_store_etcd_new(const struct fw_fleet_etcd_opts *o, const char *root)

@@ -43,8 +43,12 @@ Checks (each names what broke, with the IDs, nodes and workers):
                 must: the copy made ("snapshot saved"), the registry restored
                 from it ("restored ... exit 0"), `flakectl fleet fence` exit 0,
                 and some node saying it saw the registry go back ("went back",
-                or the root "of another generation" once fenced). The IDs
-                around it are in the duplicates check like all others.
+                or the root "of another generation" once fenced); the fresh
+                process started after the restore, before the fence (freshK:
+                its own identity and state), refused by itself (exit not 0,
+                naming the stop record: "stopped"), when the run started one.
+                The IDs around it, the fresh process's included, are in the
+                duplicates check like all others.
   faults        every kind run.info calls forced ("forced K1,K2") ran and
                 was healed
 Figures: IDs (by op), replies by status, availability per node (250 ms
@@ -213,8 +217,9 @@ def iso_ms(text):
 
 
 def is_twin(name):
-    """A twin's client or log name: twinK, ptwinK (partition), sstwinK (same state)."""
-    return re.match(r"(p|ss)?twin\d+$", name) is not None
+    """A twin's client or log name: twinK, ptwinK (partition), sstwinK (same state),
+    freshK (a fresh process on a restored registry)."""
+    return re.match(r"((p|ss)?twin|fresh)\d+$", name) is not None
 
 
 def identity_of(label):
@@ -306,6 +311,7 @@ def check_restores(run):
     """(problems, ok text) of the snapshot-restore faults: each copied, restored
     and fenced (its notes in events.log), and the nodes saw the registry go back."""
     bad = []
+    refused = 0
     faults = [f for f in run.faults if f[1] == "snapshot-restore"]
     if not faults:
         return bad, "no snapshot-restore in this run"
@@ -322,13 +328,20 @@ def check_restores(run):
         fe = next((x for x in notes if x.startswith("fleet fence:")), "")
         if not fe.startswith("fleet fence: exit 0"):
             bad.append("snapshot-restore %d: the fence failed: %s" % (k, fe[:140] or "no note"))
+        fresh = [" ".join(a[1:]) for t, w, a in run.events
+                 if w == "note" and a and a[0] == "fresh%d" % k and f[0] <= t <= end]
+        if fresh and not (re.search(r"exited by itself: exit [1-9]", fresh[0]) and
+                          "stopped" in fresh[0]):
+            bad.append("snapshot-restore %d: the fresh process started before the fence was "
+                       "not refused by the stop record: %s" % (k, fresh[0][:160]))
+        refused += bool(fresh)
     seen = sorted(os.path.basename(os.path.dirname(p)) for p, text in run.resp_logs.items()
                   if "/twin/" not in p and re.search(r"went back|of another generation", text))
     if not seen:
         bad.append("%d snapshot-restore(s), and no node's log says the registry went back" %
                    len(faults))
-    return bad, "%d snapshot-restore(s) copied, restored, fenced; seen gone back by %s" % (
-        len(faults), ", ".join(seen))
+    return bad, "%d snapshot-restore(s) copied, restored, fenced; seen gone back by %s; %d fresh " \
+        "process(es) refused before the fence" % (len(faults), ", ".join(seen), refused)
 
 
 def check(run):

@@ -44,9 +44,10 @@ def extra_ms(kind, a):
         # the wait for its floor (the longest lease) before the nodes issue again
         return 4000 + max(a.long_lease_ms, a.lease_ms)
     if kind == "snapshot-restore":  # the copy and the restore (ZooKeeper: the ensemble
-        # stopped and started twice), the nodes' rounds before the fence, the fence, and
-        # a lease for the nodes to issue again (they keep their own records)
-        return 8000 + 2 * a.lease_ms
+        # stopped and started twice), a node seeing it (its reconnection), a fresh process
+        # refused, the fence, and a lease for the nodes to issue again (they keep their
+        # own records)
+        return 11000 + 2 * a.lease_ms
     return 0
 
 

@@ -235,12 +235,18 @@ with tempfile.TemporaryDirectory() as tmp:
 # A snapshot-restore fault: copied, restored, fenced, and seen gone back by a
 # node ('restore' passes); one whose fence failed and that no node saw fails
 # 'restore' alone, naming the fence's output.
-def add_restore(d, fence_rc, seen):
+def add_restore(d, fence_rc, seen, fresh=None):
     t = 1000 * S + 6 * S
     with open(os.path.join(d, "events.log"), "a") as f:
         f.write("%d fault snapshot-restore store 0\n" % t)
         f.write("%d note store snapshot saved\n" % (t + 100000))
         f.write("%d note store restored from the snapshot of 4000 ms before: exit 0\n" % (t + S))
+        if fresh == "refused":
+            f.write("%d note fresh1 twin exited by itself: exit 1: fleet: /nemesis: stopped by "
+                    "/nemesis/stopped: n1 saw at X: the store went back\n" % (t + S + 1000))
+        elif fresh == "ran":
+            f.write("%d note fresh1 twin still running at the end: SIGTERM; exit 0\n" %
+                    (t + S + 1000))
         f.write("%d note store fleet fence: exit %d: %s\n" % (
             t + 2 * S, fence_rc, "fenced /nemesis: no claim issues below X" if fence_rc == 0
             else "flakectl fleet fence: the registry did not answer"))
@@ -259,6 +265,19 @@ with tempfile.TemporaryDirectory() as tmp:
     ok("a snapshot-restore copied, restored, fenced and seen by n1 passes 'restore'",
        rc == 0 and "ok   restore       1 snapshot-restore(s) copied, restored, fenced; seen "
        "gone back by n1" in out, out)
+    d = os.path.join(tmp, "fresh-refused")
+    write_run(d, False)
+    add_restore(d, 0, True, "refused")
+    rc, out = run(d)
+    ok("a snapshot-restore whose fresh process the stop record refused passes 'restore'",
+       rc == 0 and "ok   restore" in out, out)
+    d = os.path.join(tmp, "fresh-ran")
+    write_run(d, False)
+    add_restore(d, 0, True, "ran")
+    rc, out = run(d)
+    ok("a snapshot-restore whose fresh process ran before the fence fails 'restore' alone",
+       rc == 1 and failed_checks(out) == {"restore"} and
+       "the fresh process started before the fence was not refused" in out, out)
     d = os.path.join(tmp, "unfenced")
     write_run(d, False)
     add_restore(d, 1, False)

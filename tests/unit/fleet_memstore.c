@@ -44,6 +44,18 @@ struct memsrv {
 	uint64_t dropped_before; /* sessions <= this are LOST */
 	bool replace_next;       /* the next connect() of a live session opens another */
 	uint64_t alive_replaced; /* liveness records replaced (alive_replace) */
+	bool keep_history;       /* history() answers (etcd), else -ENOTSUP (ZooKeeper) */
+	int64_t hist;            /* the history mark: only a restore moves it, down */
+};
+
+/* What a restore brings back (memsrv_snapshot). */
+struct memsnap {
+	struct rec w[WORKERS];
+	struct {
+		char key[256];
+		struct rec r;
+	} meta[META];
+	int64_t rev, hist;
 };
 
 struct memcl {
@@ -399,6 +411,19 @@ static void ms_free(struct fw_fleet_store *s)
 	free(s);
 }
 
+static int ms_history(struct fw_fleet_store *s, int64_t *mark)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	int rc = c->m->keep_history ? 0 : -ENOTSUP;
+	*mark = c->m->hist;
+	leave(c);
+	if (rc)
+		snprintf(c->err, sizeof(c->err), "no history kept");
+	return rc;
+}
+
 static const struct fw_fleet_store_ops ops = {
 	.connect = ms_connect,
 	.state = ms_state,
@@ -416,6 +441,7 @@ static const struct fw_fleet_store_ops ops = {
 	.alive_of = ms_alive_of,
 	.last_error = ms_last_error,
 	.free = ms_free,
+	.history = ms_history,
 };
 
 struct memsrv *memsrv_new(void)
@@ -616,4 +642,48 @@ bool memsrv_alive_text(struct memsrv *m, const char *identity, char *buf, size_t
 			snprintf(buf, cap, "%.*s", m->alive[i].len, m->alive[i].text);
 	});
 	return i >= 0;
+}
+
+struct memsnap *memsrv_snapshot(struct memsrv *m)
+{
+	struct memsnap *sn = calloc(1, sizeof(*sn));
+	LOCKED(m, {
+		memcpy(sn->w, m->w, sizeof(sn->w));
+		memcpy(sn->meta, m->meta, sizeof(sn->meta));
+		sn->rev = m->rev;
+		sn->hist = m->hist;
+	});
+	return sn;
+}
+
+void memsrv_restore(struct memsrv *m, const struct memsnap *sn, bool drop_sessions)
+{
+	LOCKED(m, {
+		memcpy(m->w, sn->w, sizeof(m->w));
+		memcpy(m->meta, sn->meta, sizeof(m->meta));
+		m->rev = sn->rev;
+		m->hist = sn->hist - 1000; /* etcd: a new raft log, the revision kept */
+		if (drop_sessions) {
+			m->dropped_before = m->session_seq;
+			for (int i = 0; i < ALIVE; i++)
+				m->alive[i].session = 0;
+		}
+	});
+}
+
+void memsrv_keep_history(struct memsrv *m, bool keep)
+{
+	LOCKED(m, m->keep_history = keep);
+}
+
+bool memsrv_get_meta(struct memsrv *m, const char *key, char *text, size_t cap)
+{
+	bool ok;
+	LOCKED(m, {
+		struct rec *r = meta_of(m, key, false);
+		ok = r != NULL;
+		if (ok)
+			snprintf(text, cap, "%.*s", r->len, r->text);
+	});
+	return ok;
 }

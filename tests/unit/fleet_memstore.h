@@ -78,3 +78,19 @@ void memsrv_alive_other_text(struct memsrv *m, const char *identity, const char 
 uint64_t memsrv_alive_replaced(struct memsrv *m);
 /* @identity's live liveness record's text into @buf; false when none. */
 bool memsrv_alive_text(struct memsrv *m, const char *identity, char *buf, size_t cap);
+
+/* A copy of every record (worker and meta), the revision and the history mark. */
+struct memsnap;
+struct memsnap *memsrv_snapshot(struct memsrv *m);
+/*
+ * A restore from @sn (free() it after): every record and the revision as
+ * they were, the history mark below what it was (as etcd's after `snapshot
+ * restore`: a new raft log); with @drop_sessions every session ends, as when
+ * the server restarts on the copy (ZooKeeper, etcd), else they go on (a copy
+ * brought up behind the same address without a client noticing).
+ */
+void memsrv_restore(struct memsrv *m, const struct memsnap *sn, bool drop_sessions);
+/* history() answers (etcd: true) or says -ENOTSUP (ZooKeeper: the default). */
+void memsrv_keep_history(struct memsrv *m, bool keep);
+/* The record at @key's text into @text (@cap bytes); false when there is none. */
+bool memsrv_get_meta(struct memsrv *m, const char *key, char *text, size_t cap);

@@ -11,6 +11,10 @@
  * Layout: 2 worker bits (4 IDs), 1 datacenter bit unless a test says otherwise.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +29,7 @@
 #include "fw_err.h"
 #include "fw_fleet_admin.h"
 #include "fw_fleet_registry.h"
+#include "fw_fleet_stop.h"
 
 static struct memsrv *M;
 
@@ -396,11 +401,57 @@ static void test_wiped_root(void **state)
 	fw_fleet_free(f);
 }
 
-/* A root made again by init after a wipe of the whole store: another generation, refused. */
+/*
+ * A root made again after a wipe of the whole store (here written as an
+ * init that ran before the node saw the wipe would: another generation, no
+ * fence): the node stops, and its stop record names the new generation, so
+ * a process that starts on it refuses too.
+ */
 static void test_other_generation(void **state)
 {
 	(void)state;
-	char err[1024];
+	char err[1024], text[FW_FLEET_REC_MAX];
+	struct fw_fleet_config c;
+	struct fw_fleet *f = NULL;
+	struct fw_fleet_root r;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
+	assert_true(memsrv_get_meta(M, "/a", text, sizeof(text)));
+	assert_int_equal(fw_fleet_root_parse(text, (int)strlen(text), &r), 0);
+	r.generation ^= 0x5a5a;
+	assert_true(fw_fleet_root_format(text, sizeof(text), &r) > 0);
+	memsrv_wipe(M, "/a");
+	memsrv_set_meta(M, "/a", text); /* made again: its generation only differs */
+	WAIT_FOR(status(f).root_stopped, 2000);
+	assert_true(status(f).root_stopped);
+	uint64_t renewals = status(f).renewals;
+	usleep(200 * 1000);
+	assert_int_equal(status(f).renewals, renewals);
+	WAIT_FOR(memsrv_get_meta(M, "/a/stopped", text, sizeof(text)), 2000);
+	struct fw_fleet_stop st;
+	assert_true(memsrv_get_meta(M, "/a/stopped", text, sizeof(text)));
+	assert_int_equal(fw_fleet_stop_parse(text, (int)strlen(text), &st), 0);
+	assert_true(st.generation == r.generation);
+	assert_non_null(strstr(st.reason, "another generation"));
+	fw_fleet_free(f);
+	c.identity = "node-b";
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "/a/stopped"));
+}
+
+/*
+ * A whole store wiped under a running node (the root and the store-wide
+ * records): the node writes its datacenter value's record naming its root
+ * again, so `fleet init` refuses to make the root anew (floors from 0 under
+ * a node still issuing) and names fence; the fence then works.
+ */
+static void test_whole_store_wiped(void **state)
+{
+	(void)state;
+	char err[1024], text[FW_FLEET_REC_MAX];
 	struct fw_fleet_config c;
 	struct fw_fleet *f = NULL;
 	struct fw_layout l = layout(1, 2);
@@ -410,13 +461,210 @@ static void test_other_generation(void **state)
 	assert_int_equal(start(&c, 1, &f, err, sizeof(err)), 0);
 	memsrv_wipe(M, "/a");
 	memsrv_wipe(M, "/flakewire-roots");
-	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
-	usleep(300 * 1000);
+	WAIT_FOR(status(f).root_stopped &&
+			 memsrv_get_meta(M, "/flakewire-roots/dc/0000", text, sizeof(text)),
+		 2000);
 	assert_true(status(f).root_stopped);
-	uint64_t renewals = status(f).renewals;
-	usleep(200 * 1000);
-	assert_int_equal(status(f).renewals, renewals);
+	assert_true(memsrv_get_meta(M, "/flakewire-roots/dc/0000", text, sizeof(text)));
+	assert_non_null(strstr(text, "root=/a"));
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "fleet fence"));
+	uint64_t at = 0;
+	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
+	WAIT_FOR(!status(f).root_stopped, 2000);
+	assert_false(status(f).root_stopped);
 	fw_fleet_free(f);
+}
+
+/* The stop record at /a/stopped, parsed into *st; false when there is none. */
+static bool stop_record(struct fw_fleet_stop *st)
+{
+	char text[FW_FLEET_REC_MAX];
+	return memsrv_get_meta(M, "/a/stopped", text, sizeof(text)) &&
+	       fw_fleet_stop_parse(text, (int)strlen(text), st) == 0;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A registry restored from a copy taken before node-a claimed its worker
+ * ID (ZooKeeper's way: no history mark; the server restarts on the copy, so
+ * every session ends). In the copy the ID is free: a fresh process would
+ * claim it at floor 0 while node-a still issues under it. node-a sees the
+ * restore at its reconnection (long before its next renewal), writes the
+ * stop record, and node-b, started then with nothing of its own, refuses,
+ * naming the record and the fence; once fenced, node-b claims above the
+ * fence, so above every ID node-a issued.
+ */
+static void test_restore_stops_fresh_node(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL, *b = NULL;
+	struct fw_fleet_slot s0, s1;
+	struct fw_fleet_stop st;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct memsnap *copy = memsrv_snapshot(M); /* the root, no worker record */
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 10000; /* detection must not wait for it */
+	c.lease_ms = 60000;
+	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	assert_true(s0.worker >= 0);
+	uint64_t t0 = mono_ms();
+	memsrv_restore(M, copy, true);
+	free(copy);
+	WAIT_FOR(stop_record(&st), 3000);
+	uint64_t took = mono_ms() - t0;
+	print_message("stop record written %" PRIu64 " ms after the restore\n", took);
+	assert_true(stop_record(&st));
+	assert_true(took < c.renew_ms);
+	assert_string_equal(st.by, "node-a");
+	WAIT_FOR(status(a).root_stopped, 1000);
+	assert_true(status(a).root_stopped);
+	/* a fresh process: nothing of its own to compare, the record stops it */
+	c.identity = "node-b";
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "/a/stopped"));
+	assert_non_null(strstr(err, "node-a"));
+	assert_non_null(strstr(err, "flakectl fleet fence --root /a"));
+	assert_int_equal(fw_fleet_slot(a, 0, &s1), 0); /* node-a issues on within its lease */
+	assert_int_equal(s1.worker, s0.worker);
+	assert_int_equal(s1.lease_ms, s0.lease_ms);
+	assert_false(s1.lost);
+	uint64_t at = 0;
+	assert_int_equal(fence("/a", l, 0, c.lease_ms, &at, err, sizeof(err)), 0);
+	assert_int_equal(start(&c, 1, &b, err, sizeof(err)), 0);
+	struct fw_fleet_slot sb;
+	assert_int_equal(fw_fleet_slot(b, 0, &sb), 0);
+	assert_true(sb.floor_ms >= at - FW_DEFAULT_EPOCH_MS);
+	assert_true(sb.floor_ms >= s0.lease_ms); /* above all node-a issued under any ID */
+	WAIT_FOR(!status(a).root_stopped, 2000);
+	assert_false(status(a).root_stopped);
+	fw_fleet_free(b);
+	fw_fleet_free(a);
+}
+
+/*
+ * etcd's way: the store keeps a history mark, recorded in the root by init,
+ * that a restore sets back. node-a claimed after the copy and does not see
+ * the restore (its session goes on, its next renewal is far): node-b,
+ * started on the restored store, sees the mark below the root's and
+ * refuses by itself, writing the stop record.
+ */
+static void test_restore_history_stops_fresh_node(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL;
+	struct fw_fleet_stop st;
+	struct fw_layout l = layout(1, 2);
+	memsrv_keep_history(M, true);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct memsnap *copy = memsrv_snapshot(M);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 10000;
+	c.lease_ms = 60000;
+	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	usleep(200 * 1000); /* past the registry thread's first round: the next is renew_ms on */
+	memsrv_restore(M, copy, false);
+	free(copy);
+	memsrv_rev_set(M, 1000000); /* no write counter below one node-a saw */
+	c.identity = "node-b";
+	assert_int_equal(start(&c, 1, NULL, err, sizeof(err)), FW_EFLEET_ROOT);
+	assert_non_null(strstr(err, "history mark"));
+	assert_non_null(strstr(err, "flakectl fleet fence --root /a"));
+	assert_true(stop_record(&st));
+	assert_string_equal(st.by, "node-b");
+	assert_false(status(a).root_stopped); /* node-a has seen nothing yet */
+	/* the fence records the mark as it is now: a fresh node starts */
+	uint64_t at = 0;
+	assert_int_equal(fence("/a", l, 0, c.lease_ms, &at, err, sizeof(err)), 0);
+	c.identity = "node-c";
+	struct fw_fleet *cc = NULL;
+	assert_int_equal(start(&c, 1, &cc, err, sizeof(err)), 0);
+	fw_fleet_free(cc);
+	fw_fleet_free(a);
+}
+
+/* A copy restored with the sessions going on and no write counter below
+ * node-a's: its next renewal finds its own record gone and stops. */
+static void test_restore_record_gone(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL;
+	struct fw_fleet_stop st;
+	struct fw_fleet_slot s0, s1;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct memsnap *copy = memsrv_snapshot(M);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	memsrv_restore(M, copy, false);
+	free(copy);
+	memsrv_rev_set(M, 1000000);
+	WAIT_FOR(stop_record(&st), 2000);
+	assert_true(stop_record(&st));
+	assert_non_null(strstr(st.reason, "gone"));
+	WAIT_FOR(status(a).root_stopped, 1000);
+	assert_true(status(a).root_stopped);
+	assert_int_equal(fw_fleet_slot(a, 0, &s1), 0);
+	assert_int_equal(s1.worker, s0.worker); /* nobody else holds it: issuing on */
+	assert_false(s1.lost);
+	fw_fleet_free(a);
+}
+
+/*
+ * The restored store already gave node-a's worker ID to another node at a
+ * floor below node-a's confirmed lease (a process that started before
+ * anyone saw the restore): node-a's renewal sees it, stops issuing under
+ * that ID at once (its lease cut to now, not hours ahead), and stops the
+ * fleet's claims.
+ */
+static void test_restore_taken_below_lease(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL;
+	struct fw_fleet_stop st;
+	struct fw_fleet_slot s0, s1;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct memsnap *copy = memsrv_snapshot(M);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	c.lease_ms = 60000;
+	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	memsrv_restore(M, copy, false);
+	free(copy);
+	memsrv_rev_set(M, 1000000);
+	uint64_t now_l = memsrv_now(M) - FW_DEFAULT_EPOCH_MS;
+	struct fw_fleet_rec b = {.token = 0x1234, .lease = now_l + 60000, .floor = 0};
+	snprintf(b.owner, sizeof(b.owner), "node-b");
+	memsrv_put(M, (uint32_t)s0.worker, &b);
+	WAIT_FOR(stop_record(&st), 2000);
+	assert_true(stop_record(&st));
+	assert_non_null(strstr(st.reason, "node-b"));
+	WAIT_FOR(status(a).root_stopped, 1000);
+	assert_int_equal(fw_fleet_slot(a, 0, &s1), 0);
+	assert_true(s1.lost);
+	assert_true(s1.lease_ms <= memsrv_now(M) - FW_DEFAULT_EPOCH_MS); /* stopped at once */
+	assert_true(s1.lease_ms < s0.lease_ms);
+	fw_fleet_free(a);
 }
 
 /*
@@ -515,6 +763,11 @@ int main(void)
 		T(test_root_record),
 		T(test_wiped_root),
 		T(test_other_generation),
+		T(test_whole_store_wiped),
+		T(test_restore_stops_fresh_node),
+		T(test_restore_history_stops_fresh_node),
+		T(test_restore_record_gone),
+		T(test_restore_taken_below_lease),
 		T(test_restored_store),
 		T(test_store_counter_went_back),
 #undef T

@@ -74,6 +74,12 @@ struct fw_fleet {
 	uint32_t n_proven;
 	int cache_rc;        /* the last cache write's code (logged once per change) */
 	uint64_t cache_mark; /* the mark the last cache write recorded */
+	/* a reconnection seen (a session back up, a new one, a round after
+	 * failures): the next round is a check round (registry_round.c) */
+	bool check_now;
+	bool watch_down;         /* the session was seen not up between rounds */
+	uint64_t watch_next;     /* monotonic ms: the next round while it stays down */
+	uint64_t watch_sessions; /* store->sessions as last looked at */
 	uint32_t renew_fails, repl_fails;
 	uint64_t next_renew, next_repl; /* monotonic ms */
 	uint64_t next_census;           /* monotonic ms */

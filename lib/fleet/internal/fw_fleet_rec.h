@@ -8,13 +8,15 @@
  *                   worker_bits=W\nsequence_bits=S\n": the layout every member
  *                   of the fleet shares (a mismatch refuses to start)
  *   root record    the layout record's lines, then "datacenter=N\n
- *                   reserved=LIST\ngeneration=HEX16\nfence=MS\n": what
+ *                   reserved=LIST\ngeneration=HEX16\nfence=MS\n[history=N\n]": what
  *                   `flakectl fleet init` (and `fence`) wrote at ROOT (nodes
  *                   never write it): the datacenter
  *                   value the root serves, the worker IDs kept for static
  *                   nodes ("0-3,7"; empty: none), a random generation (new
  *                   at every init or fence), the floor of every claim after
- *                   a fence (layout ms, 0: none). A
+ *                   a fence (layout ms, 0: none), the store's history mark
+ *                   at that init or fence (fw_fleet_store.h; only where the
+ *                   store keeps one: a mark below it is a restore since). A
  *                   root written before these lines existed has none of them
  *                   (has_dc false): nodes refuse it until `fleet init` adopts it
  *   store-wide     FW_FLEET_IDS/layout: the layout every root of the store
@@ -35,7 +37,8 @@
  *                   Before issue 49 it held "pid=N\n" only
  *
  * Keys (the one place they are spelt): ROOT/workers/NNNNN (5 digits, zero
- * padded), ROOT/nodes/IDENTITY (liveness), ROOT/clock (ZooKeeper's time).
+ * padded), ROOT/nodes/IDENTITY (liveness), ROOT/clock (ZooKeeper's time),
+ * ROOT/stopped (a restored registry's stop record: fw_fleet_stop.h).
  * See doc/design/fleet-safety.md for what each field guarantees.
  */
 #pragma once
@@ -112,6 +115,8 @@ struct fw_fleet_root {
 	struct fw_fleet_reserve reserved;
 	uint64_t generation; /* random per init or fence (0 on a root without one) */
 	uint64_t fence;      /* layout ms (0: never fenced): no claim's floor is below it */
+	bool has_history;    /* the store's history mark was recorded (history=) */
+	int64_t history;     /* the store's history mark at the last init or fence (etcd) */
 };
 
 /* Writes the root record's text; returns its length or -ENOSPC. */

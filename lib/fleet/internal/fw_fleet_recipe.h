@@ -153,7 +153,14 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 		     uint32_t *n_mine, char *err, size_t errlen);
 
 /* Outcomes of fw_fleet_renew. */
-enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST, FW_FLEET_BACK };
+enum fw_fleet_renewed {
+	FW_FLEET_RENEWED = 0,
+	FW_FLEET_ADOPTED,
+	FW_FLEET_LOST,
+	FW_FLEET_BACK,
+	FW_FLEET_GONE,
+	FW_FLEET_UNDER,
+};
 
 /*
  * Renews @h (not lost): CAS with lease = max(h->lease, now + lease_ms).
@@ -163,6 +170,19 @@ enum fw_fleet_renewed { FW_FLEET_RENEWED = 0, FW_FLEET_ADOPTED, FW_FLEET_LOST, F
  * FW_FLEET_BACK: the record holds this run's token at a version below the
  * last one confirmed, under the same root generation: the store went back
  * (restored from a snapshot) and nothing was written (h unchanged).
+ * FW_FLEET_GONE: under the same root generation, the record is missing, or
+ * free with a floor below the lease this run confirmed: the store lost
+ * this run's writes (restored from a copy taken before them, or records
+ * deleted); h unchanged (it issues on within its confirmed lease: nobody
+ * else holds the ID, and the stop that follows keeps it so).
+ * FW_FLEET_UNDER: under the same root generation, another owner's record
+ * (*owner names it) with a floor below the lease this run confirmed: no
+ * claim made in that store's history could write it (a takeover's floor is
+ * at or above the old lease), so the store lost this run's writes and that
+ * owner issues under the same worker ID now: h is lost, its lease cut to
+ * the local time now, so this run stops issuing under it at once.
+ * Neither is possible for a slot started from the cache (no generation
+ * known): those are lost as before.
  * Returns an enum fw_fleet_renewed (h updated: version and lease, or lost);
  * -ENOTCONN or -EIO (h unchanged: the write may have landed, the next
  * renewal adopts it). *local_mid and *mtime (server, 0: none) are set for

@@ -4,7 +4,8 @@
  * node's layout and datacenter value under the generation it started on (or
  * a newer fence), and this identity's liveness record held by the session.
  * The root is read at every call: a missing root, one of another generation
- * without a newer fence, or a store that went back stops every claim,
+ * without a newer fence, a store that went back (as this node saw, or as the
+ * stop record another node wrote says: fw_fleet_stop.h) stops every claim,
  * takeover and renewal (the node keeps issuing within its confirmed leases).
  * What a lost session costs: the liveness record (re-claimed here on the
  * next round); the leases stay, they are records, not session state.
@@ -17,6 +18,7 @@
 
 #include "fw_common.h"
 #include "fw_fleet_rec.h"
+#include "fw_fleet_stop.h"
 #include "fw_fleet_store.h"
 #include "fw_layout.h"
 
@@ -42,6 +44,12 @@ struct fw_fleet_session {
 	const char *stamp;
 	uint64_t token;
 	struct fw_log log; /* {NULL, NULL}: silent */
+	/* why claims stopped (back, or a root of another generation); "": the
+	 * store went back as a record of this node showed */
+	char why[3 * FW_FLEET_STOP_REASON_MAX];
+	uint64_t stop_gen; /* the generation the stop record is to name */
+	bool stop_written; /* the stop record names stop_gen */
+	bool tombstone;    /* the root gone: its value's store-wide record names it */
 };
 
 /*
@@ -69,7 +77,9 @@ int fw_fleet_root_check(struct fw_fleet_store *s, const char *root, const struct
  * running (0), left and retried at the next call (renewals, being CAS, stay
  * safe meanwhile).
  * Returns 0; FW_EFLEET_ROOT and FW_EFLEET_LAYOUT (fw_fleet_root_check; also a
- * root of another generation without a newer fence, or ss->back);
+ * root of another generation without a newer fence, or ss->back, or a stop
+ * record naming the root's generation, or the store's history mark below
+ * the one the root recorded: fw_fleet_stop.h);
  * FW_EFLEET_IDENTITY (at start only); FW_EFLEET_AUTH (the store's
  * ACL refuses this session); FW_EFLEET_STORE (unreachable or failed). @err gets one line on error.
  */
