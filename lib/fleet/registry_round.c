@@ -488,8 +488,8 @@ static void renew_went_back(struct fw_fleet *f, uint32_t i, int how, const char 
 	char why[2 * FW_FLEET_STOP_REASON_MAX], ts[FW_ISO8601_LEN];
 	if (how == FW_FLEET_BACK)
 		snprintf(why, sizeof(why),
-			 "worker %d's record went back to an older version than this node "
-			 "(%s) wrote: the store was restored from a snapshot",
+			 "the store went back: worker %d's record is at an older version than "
+			 "this node (%s) wrote (restored from a snapshot)",
 			 h->worker, f->identity);
 	else if (how == FW_FLEET_GONE)
 		snprintf(why, sizeof(why),
