@@ -41,9 +41,10 @@ struct memsrv {
 		int64_t version;
 	} alive[ALIVE];
 	uint64_t worker_writes, writes;
-	uint64_t dropped_before; /* sessions <= this are LOST */
-	bool replace_next;       /* the next connect() of a live session opens another */
-	uint64_t alive_replaced; /* liveness records replaced (alive_replace) */
+	uint64_t dropped_before;  /* sessions <= this are LOST */
+	bool replace_next;        /* the next connect() of a live session opens another */
+	uint64_t alive_replaced;  /* liveness records replaced (alive_replace) */
+	uint64_t calls[MS_CALLS]; /* requests by kind (memsrv_calls) */
 };
 
 struct memcl {
@@ -175,6 +176,7 @@ static int ms_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_META_GET]++;
 	const char *node = strstr(key, "/nodes/");
 	if (node != NULL) { /* a liveness record (the root is the test's) */
 		int i = alive_of(c->m, node + strlen("/nodes/"));
@@ -201,6 +203,7 @@ static int ms_meta_create(struct fw_fleet_store *s, const char *key, const char 
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_META_CREATE]++;
 	int rc = 0;
 	if (meta_of(c->m, key, false) != NULL)
 		rc = -EEXIST;
@@ -218,6 +221,7 @@ static int ms_meta_cas(struct fw_fleet_store *s, const char *key, const char *bu
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_META_CAS]++;
 	struct rec *r = meta_of(c->m, key, false);
 	int rc = r == NULL ? -ENOENT : r->version != version ? -ESTALE : 0;
 	if (rc == 0)
@@ -231,6 +235,7 @@ static int ms_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_LIST]++;
 	for (uint32_t w = 0; w < total && w < WORKERS; w++)
 		exists[w] = c->m->w[w].exists;
 	leave(c);
@@ -242,6 +247,7 @@ static int ms_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, str
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_GET]++;
 	struct rec *r = &c->m->w[w];
 	int rc = -ENOENT;
 	if (r->exists) {
@@ -260,6 +266,7 @@ static int write_rec(struct memcl *c, uint32_t w, bool create, int64_t version, 
 {
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[create ? MS_CREATE : MS_CAS]++;
 	struct memsrv *m = c->m;
 	struct rec *r = &m->w[w];
 	int rc = 0;
@@ -319,6 +326,7 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	uint64_t a = local ? local(arg) : 0;
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_NOW]++;
 	*server = (uint64_t)((int64_t)real_ms() + c->m->offset);
 	c->m->writes++;           /* as ZooKeeper's ROOT/clock */
 	int64_t wc = ++c->m->rev; /* its mzxid */
@@ -380,12 +388,28 @@ static int ms_alive_of(struct fw_fleet_store *s, const char *identity, bool *ali
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_ALIVE_OF]++;
 	*alive = false;
 	for (int i = 0; i < ALIVE; i++)
 		if (c->m->alive[i].session && !strcmp(c->m->alive[i].identity, identity))
 			*alive = true;
 	leave(c);
 	return 0;
+}
+
+static int ms_alive_list(struct fw_fleet_store *s, int (*each)(void *arg, const char *identity),
+			 void *arg)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	c->m->calls[MS_ALIVE_LIST]++;
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < ALIVE; i++)
+		if (c->m->alive[i].session)
+			rc = each(arg, c->m->alive[i].identity);
+	leave(c);
+	return rc;
 }
 
 static const char *ms_last_error(struct fw_fleet_store *s)
@@ -414,6 +438,7 @@ static const struct fw_fleet_store_ops ops = {
 	.alive_claim = ms_alive_claim,
 	.alive_replace = ms_alive_replace,
 	.alive_of = ms_alive_of,
+	.alive_list = ms_alive_list,
 	.last_error = ms_last_error,
 	.free = ms_free,
 };
@@ -616,4 +641,16 @@ bool memsrv_alive_text(struct memsrv *m, const char *identity, char *buf, size_t
 			snprintf(buf, cap, "%.*s", m->alive[i].len, m->alive[i].text);
 	});
 	return i >= 0;
+}
+
+uint64_t memsrv_calls(struct memsrv *m, enum memsrv_call kind)
+{
+	uint64_t n;
+	LOCKED(m, n = m->calls[kind]);
+	return n;
+}
+
+void memsrv_calls_reset(struct memsrv *m)
+{
+	LOCKED(m, memset(m->calls, 0, sizeof(m->calls)));
 }
