@@ -320,6 +320,8 @@ static int es_meta_put(struct etcd *e, const char *key, const char *target, int6
 		return rc;
 	if (!ok && kv == NULL)
 		lost = -ENOENT; /* a CAS on a record that is gone; a create under a root gone */
+	if (ok && rl && !strcmp(key, e->root) && !strcmp(target, "CREATE"))
+		e->root_crev = txn_revision(out); /* the root this store made: its records' guard */
 	json_object_put(out);
 	return ok ? 0 : lost;
 }
