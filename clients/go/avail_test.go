@@ -515,17 +515,18 @@ func TestAvailRefusedMovesOn(t *testing.T) {
 }
 
 // A responder that answered RETRY_AFTER is asked again before an unhealthy
-// one, although this call asked it already: once its hint has passed, and
-// as the earliest hold when no responder is eligible. Responders s (silent,
+// one, although this call asked it already: once its hint has passed, and as
+// the earliest hold when no responder is eligible. Responders s (silent,
 // found so by the first call: unhealthy), a, and b (never issues; answers
-// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
-// a's hint has passed: a answers, s is not asked (before, a counted as asked
-// in that round and the call went to s). 2: with b unhealthy too, a's three
-// RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
-// the call to a silent one, whose resend timer came after the hint). No
-// hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
-// is then 400 ms, so a slow reply on a loaded machine does not send the call
-// elsewhere either.
+// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 200 ms,
+// read while a is held, sends the call to b; at b's resend timer (400 ms or
+// more after that send) a's hint has passed: a answers, s is not asked
+// (before, a counted as asked in that round and the call went to s). 2: with
+// b unhealthy too, a's three RETRY_AFTER 50 ms and its OK are all the call's
+// sends (before, each sent the call to a silent one, whose resend timer came
+// after the hint). No hedging, and 20 calls first with a hedge floor of 100
+// ms: the resend timer is then 400 ms, so a slow reply on a loaded machine
+// does not send the call elsewhere either.
 func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
 	var ras, hint atomic.Int64
 	var bOff atomic.Bool
@@ -570,7 +571,7 @@ func TestAvailRetryAfterBeforeUnhealthy(t *testing.T) {
 	bOff.Store(true)
 	// 1. Its hint passed while the call waited for b.
 	sIDs, aIDs, bIDs := s.n(OpID), a.n(OpID), b.n(OpID)
-	hint.Store(int64(20 * time.Millisecond))
+	hint.Store(int64(200 * time.Millisecond))
 	ras.Store(1)
 	if id, err := c.Get(); err != nil || workerOf(t, id) != 9 {
 		t.Fatalf("Get: %v", err)

@@ -2642,19 +2642,19 @@ static void beh_info_while(struct fake *f, const struct fw_wire_hdr *req, unsign
 }
 
 /*
- * A responder that answered RETRY_AFTER is asked again before an unhealthy
- * one, although this call asked it already: once its hint has passed, and
- * as the earliest hold when no responder is eligible. Responders s (silent,
- * found so by the first call: unhealthy), a, and b (never issues; answers
- * INFO, so it is healthy, until it falls silent).
- * 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
- * a's hint has passed: a answers, s is not asked (before, a counted as asked
- * in that round and the call went to s). 2: with b unhealthy too, a's three
- * RETRY_AFTER 50 ms and its OK are all the call's sends (before a0c8515
- * each sent the call to a silent one, whose resend timer came after the
- * hint). No hedging, and 20 calls first with a hedge floor of 100 ms: the
- * resend timer is then 400 ms, so a slow reply on a loaded machine does not
- * send the call elsewhere either.
+ * A responder that answered RETRY_AFTER is asked again before an unhealthy one,
+ * although this call asked it already: once its hint has passed, and as the
+ * earliest hold when no responder is eligible. Responders s (silent, found so
+ * by the first call: unhealthy), a, and b (never issues; answers INFO, so it is
+ * healthy, until it falls silent). 1: a's RETRY_AFTER 200 ms, read while a is
+ * held, sends the call to b; at b's resend timer (400 ms or more after that
+ * send) a's hint has passed: a answers, s is not asked (before, a counted as
+ * asked in that round and the call went to s). 2: with b unhealthy too, a's
+ * three RETRY_AFTER 50 ms and its OK are all the call's sends (before a0c8515,
+ * each sent the call to a silent one, whose resend timer came after the hint).
+ * No hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
+ * is then 400 ms, so a slow reply on a loaded machine does not send the call
+ * elsewhere either.
  */
 static void test_avail_retry_after_before_unhealthy(void **state)
 {
@@ -2699,7 +2699,7 @@ static void test_avail_retry_after_before_unhealthy(void **state)
 	s_ids = atomic_load(&s->nreq[FW_WIRE_OP_ID]);
 	a_ids = atomic_load(&a->nreq[FW_WIRE_OP_ID]);
 	b_ids = atomic_load(&b->nreq[FW_WIRE_OP_ID]);
-	atomic_store(&a->param, 20000);
+	atomic_store(&a->param, 200000);
 	atomic_store(&a->list_cap, a_ids + 1);
 	assert_int_equal(fw_client_get(c, &id), 0);
 	assert_true(id == atomic_load(&a->good_first));

@@ -808,19 +808,19 @@ def test_avail_status_refused_moves_on():
 
 
 def test_avail_retry_after_before_unhealthy():
-    """A responder that answered RETRY_AFTER is asked again before an
-    unhealthy one, although this call asked it already: once its hint has
-    passed, and as the earliest hold when no responder is eligible.
-    Responders s (silent, found so by the first call: unhealthy), a, and b
-    (never issues; answers INFO, so it is healthy, until it falls silent).
-    1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer a's hint
-    has passed: a answers, s is not asked (before, a counted as asked in that
-    round and the call went to s). 2: with b unhealthy too, a's three
-    RETRY_AFTER 50 ms and its OK are all the call's sends (before 1c10b9d
-    each sent the call to a silent one, whose resend timer came after the
-    hint). No hedging, and 20 calls first with a hedge floor of 100 ms: the
-    resend timer is then 400 ms, so a slow reply on a loaded machine does not
-    send the call elsewhere either."""
+    """A responder that answered RETRY_AFTER is asked again before an unhealthy
+    one, although this call asked it already: once its hint has passed, and as
+    the earliest hold when no responder is eligible. Responders s (silent,
+    found so by the first call: unhealthy), a, and b (never issues; answers
+    INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 200 ms,
+    read while a is held, sends the call to b; at b's resend timer (400 ms or
+    more after that send) a's hint has passed: a answers, s is not asked
+    (before, a counted as asked in that round and the call went to s). 2: with
+    b unhealthy too, a's three RETRY_AFTER 50 ms and its OK are all the call's
+    sends (before 1c10b9d, each sent the call to a silent one, whose resend
+    timer came after the hint). No hedging, and 20 calls first with a hedge
+    floor of 100 ms: the resend timer is then 400 ms, so a slow reply on a
+    loaded machine does not send the call elsewhere either."""
     s = Counting(worker=5, mode="silent")
     a = Counting(worker=7)
     b = Counting(worker=9, mode="info")
@@ -840,7 +840,7 @@ def test_avail_retry_after_before_unhealthy():
             b.mode = "silent"
             # 1. its hint passed while the call waited for b
             s_ids, a_ids, b_ids = s.counts[wire.OP_ID], a.counts[wire.OP_ID], b.counts[wire.OP_ID]
-            a.mode = ("retry_after", 20_000, a_ids + 1)
+            a.mode = ("retry_after", 200_000, a_ids + 1)
             assert DEFAULT.decode(c.get()).worker == 7
             assert b.counts[wire.OP_ID] == b_ids + 1, b.counts
             assert a.counts[wire.OP_ID] == a_ids + 2, a.counts

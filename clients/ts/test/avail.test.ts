@@ -362,16 +362,16 @@ test("statuses: the first REFUSED, the second OK: the second's ID, the first unh
 });
 
 test("statuses: a responder that answered RETRY_AFTER is asked again before an unhealthy one, after its hint or as the earliest hold", async () => {
-  // Although this call asked it already. Responders s (silent, found so by
-  // the first call: unhealthy), a, and b (never issues; answers INFO, so it is
-  // healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer a's hint has
-  // passed: a answers, s is not asked (before, a counted as asked in that
-  // round and the call went to s). 2: with b unhealthy too, a's three
-  // RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
-  // the call to a silent one, whose resend timer came after the hint). No
-  // hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
-  // is then 400 ms, so a slow reply on a loaded machine does not send the call
-  // elsewhere either.
+  // Responders s (silent, found so by the first call: unhealthy), a, and b
+  // (never issues; answers INFO, so it is healthy, until it falls silent). 1:
+  // a's RETRY_AFTER 200 ms, read while a is held, sends the call to b; at b's
+  // resend timer (400 ms or more after that send) a's hint has passed: a
+  // answers, s is not asked (before, a counted as asked in that round and the
+  // call went to s). 2: with b unhealthy too, a's three RETRY_AFTER 50 ms and
+  // its OK are all the call's sends (before, each sent the call to a silent
+  // one, whose resend timer came after the hint). No hedging, and 20 calls
+  // first with a hedge floor of 100 ms: the resend timer is then 400 ms, so a
+  // slow reply on a loaded machine does not send the call elsewhere either.
   let ras = 0, hint = 0, bOff = false;
   const s = await Fake.listen(8, silent);
   const a = await Fake.listen(9, (f, req) => req[3] === wire.OP_ID && ras-- > 0 ? [retryAfter(req, 9, hint), 0] : ok(f, req));
@@ -389,7 +389,7 @@ test("statuses: a responder that answered RETRY_AFTER is asked again before an u
       // 1. Its hint passed while the call waited for b.
       const sIds = s.n(wire.OP_ID), bIds = b.n(wire.OP_ID);
       let aIds = a.n(wire.OP_ID);
-      hint = 20;
+      hint = 200;
       ras = 1;
       assert.equal(worker(await c.get()), 9);
       assert.equal(s.n(wire.OP_ID), sIds, "ID requests to s");

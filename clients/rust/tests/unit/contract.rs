@@ -306,14 +306,15 @@ fn refused_moves_on() {
 }
 
 /// A responder that answered RETRY_AFTER is asked again before an unhealthy
-/// one, although this call asked it already: once its hint has passed, and
-/// as the earliest hold when no responder is eligible. Responders s (silent,
-/// found so by the first call: unhealthy), a, and b (never issues; answers
-/// INFO, so it is healthy, until it falls silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer
-/// a's hint has passed: a answers, s is not asked (before, a counted as asked
-/// in that round and the call went to s). 2: with b unhealthy too, a's three
-/// RETRY_AFTER 50 ms and its OK are all the call's sends (before, each sent
-/// the call to a silent one, whose resend timer came after the hint). No
+/// one, although this call asked it already: once its hint has passed, and as
+/// the earliest hold when no responder is eligible. Responders s (silent, found
+/// so by the first call: unhealthy), a, and b (never issues; answers INFO, so
+/// it is healthy, until it falls silent). 1: a's RETRY_AFTER 200 ms, read while
+/// a is held, sends the call to b; at b's resend timer (400 ms or more after
+/// that send) a's hint has passed: a answers, s is not asked (before, a counted
+/// as asked in that round and the call went to s). 2: with b unhealthy too, a's
+/// three RETRY_AFTER 50 ms and its OK are all the call's sends (before, each
+/// sent the call to a silent one, whose resend timer came after the hint). No
 /// hedging, and 20 calls first with a hedge floor of 100 ms: the resend timer
 /// is then 400 ms, so a slow reply on a loaded machine does not send the call
 /// elsewhere either.
@@ -360,7 +361,7 @@ fn retry_after_before_unhealthy() {
     b_off.store(true, Ordering::Release);
     // 1. Its hint passed while the call waited for b.
     let (s_ids, a_ids, b_ids) = (s.count(OP_ID), a.count(OP_ID), b.count(OP_ID));
-    hint_us.store(20_000, Ordering::Release);
+    hint_us.store(200_000, Ordering::Release);
     ras.store(1, Ordering::Release);
     assert_eq!(worker_of(c.get().unwrap()), 2);
     assert_eq!(s.count(OP_ID), s_ids, "ID requests to s");

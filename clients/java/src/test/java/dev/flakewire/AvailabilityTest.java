@@ -362,11 +362,11 @@ class AvailabilityTest {
      * A responder that answered RETRY_AFTER is asked again before an unhealthy one, although this call asked it
      * already: once its hint has passed, and as the earliest hold when no responder is eligible. Responders s (silent,
      * found so by the first call: unhealthy), a, and b (never issues; answers INFO, so it is healthy, until it falls
-     * silent). 1: a's RETRY_AFTER 20 ms sends the call to b; at b's resend timer a's hint has passed: a answers, s is not asked (before, a, sent to more often
-     * than s in the call, came after it). 2: with b unhealthy too, a's three RETRY_AFTER 50 ms and its OK are all the
-     * call's sends (before, once a hint ended, the call went to the unhealthy one asked fewer times). No hedging, and
-     * a hedge floor of 100 ms: the resend timer is 400 ms, so a slow reply on a loaded machine does not send the call
-     * elsewhere either.
+     * silent). 1: a's RETRY_AFTER 200 ms, read while a is held, sends the call to b; at b's resend timer (800 ms after
+     * that send) a's hint has passed: a answers, s is not asked (before, a, sent to more often than s in the call, came
+     * after it). 2: with b unhealthy too, a's three RETRY_AFTER 50 ms and its OK are all the call's sends (before, once
+     * a hint ended, the call went to the unhealthy one asked fewer times). No hedging, and a hedge floor of 100 ms: the
+     * resend timer is 400 ms, so a slow reply on a loaded machine does not send the call elsewhere either.
      */
     @Test
     void retryAfterBeforeUnhealthy() throws Exception {
@@ -402,7 +402,7 @@ class AvailabilityTest {
                 bOff.set(true);
                 // 1. Its hint passed while the call waited for b.
                 int s0 = sIds.get(), a0 = aIds.get(), b0 = bIds.get();
-                hintUs.set(20_000);
+                hintUs.set(200_000);
                 ras.set(1);
                 assertEquals(9, worker(c.get()));
                 assertEquals(s0, sIds.get(), "ID requests to s");
