@@ -324,15 +324,20 @@ int fw_fleet_start(struct fw_fleet *f, bool *from_cache, char *err, size_t errle
 	pthread_mutex_lock(&f->mu);
 	f->st.started_from_cache = cached;
 	f->stop = false;
+	/* before the thread runs: a field beside the ones it reads (stop, wake)
+	 * is never written while it runs (TSan saw the loads merged) */
+	f->thread_on = true;
 	pthread_mutex_unlock(&f->mu);
 	if (from_cache)
 		*from_cache = cached;
 	if (pthread_create(&f->thread, NULL, fleet_thread_main, f) != 0) {
 		snprintf(err, errlen, "fleet: cannot start the registry thread");
+		pthread_mutex_lock(&f->mu);
+		f->thread_on = false;
+		pthread_mutex_unlock(&f->mu);
 		fw_fleet_session_drop(&f->ss);
 		return -EAGAIN;
 	}
-	f->thread_on = true;
 	return 0;
 }
 
