@@ -406,24 +406,98 @@ int fw_fleet_read(struct fw_fleet_store *s, uint32_t w, struct fw_fleet_rec *rec
 	return fw_fleet_rec_parse(buf, len, rec);
 }
 
+/*
+ * A held version names one life of a record: a restore, a wipe or a fence
+ * can bring back or make again a record whose version equals the one held
+ * (etcd's revisions go back with a snapshot; a ZooKeeper node made again
+ * starts at version 0), another owner's. Before the first write after a
+ * reconnection (h->verify), under another root generation, or from the
+ * cache, the record is read and its token proves it is this run's.
+ */
+static bool held_unsure(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h)
+{
+	return h->verify || h->cached ||
+	       (h->root_gen && r->root && h->root_gen != r->root->generation);
+}
+
+/* The record's owner is this run, or the cached run it succeeds. */
+static bool rec_ours(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h,
+		     const struct fw_fleet_rec *now)
+{
+	return !strcmp(now->owner, r->identity) &&
+	       (now->token == r->token || (h->cached && now->token == h->token));
+}
+
+/* A renewal's verdict on the record read (@rc its read's code) when it is not
+ * this run's at the version held. */
+static int renew_judge(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, bool same_gen,
+		       int rc, const struct fw_fleet_rec *now, const struct fw_fleet_ver *v,
+		       char *owner, size_t owner_len)
+{
+	bool parsed = rc == 0;
+	if (rc == -ENOENT && same_gen)
+		return FW_FLEET_GONE; /* records are never deleted: the store lost ours */
+	/* ... or, for a claim from the cache, a write of this identity's previous
+	 * run that the cache missed (a crash between the write and the cache):
+	 * the same owner, as a take-back at start would be */
+	if (parsed && same_gen && now->token == r->token && v->version < h->version)
+		return FW_FLEET_BACK; /* our own record, older than our last write: restored */
+	if (parsed && rec_ours(r, h, now)) {
+		h->version = v->version;
+		h->lease = now->lease; /* what the store holds: confirmed by this read */
+		h->token = now->token;
+		h->root_gen = r->root ? r->root->generation : 0;
+		return FW_FLEET_ADOPTED; /* still cached when its run's: the next CAS writes ours */
+	}
+	if (owner && owner_len)
+		snprintf(owner, owner_len, "%s",
+			 !parsed         ? "(unreadable)"
+			 : now->owner[0] ? now->owner
+					 : "(released)");
+	if (parsed && same_gen && now->floor < h->lease && now->token != r->token) {
+		/* a takeover's or a release's floor is at or above the lease in the
+		 * record, which is at or above ours: this one comes from a store that
+		 * lost our writes */
+		if (!now->owner[0])
+			return FW_FLEET_GONE; /* free in it, nobody else issues yet */
+		h->lost = true;
+		h->lease = FW_MIN(h->lease, fw_fleet_recipe_now(r));
+		return FW_FLEET_UNDER;
+	}
+	h->lost = true;
+	return FW_FLEET_LOST;
+}
+
 int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uint64_t *local_mid,
 		   uint64_t *mtime, char *owner, size_t owner_len)
 {
 	struct fw_fleet_store *s = r->store;
 	char buf[FW_FLEET_REC_MAX];
-	struct fw_fleet_rec d = {.token = r->token, .floor = h->floor};
+	struct fw_fleet_rec d = {.token = r->token, .floor = h->floor}, now;
 	struct fw_fleet_ver v;
+	bool same_gen = !h->cached && h->root_gen && r->root && h->root_gen == r->root->generation;
+	int rc;
 
+	if (held_unsure(r, h)) {
+		rc = fw_fleet_read(s, (uint32_t)h->worker, &now, &v);
+		if (rc == -ENOTCONN || rc == -EIO)
+			return rc;
+		if (rc != 0 || !rec_ours(r, h, &now) ||
+		    (same_gen && now.token == r->token && v.version < h->version))
+			return renew_judge(r, h, same_gen, rc, &now, &v, owner, owner_len);
+		h->version = v.version; /* this run's (or its cached predecessor's) record */
+	}
 	uint64_t a = r->now_ms(r->now_arg);
 	snprintf(d.owner, sizeof(d.owner), "%s", r->identity);
 	d.lease = FW_MAX(h->lease, fw_fleet_recipe_now(r) + r->lease_ms);
 	int len = fw_fleet_rec_format(buf, sizeof(buf), &d);
-	int rc = len < 0 ? -EIO : s->ops->cas(s, (uint32_t)h->worker, buf, len, h->version, &v);
+	rc = len < 0 ? -EIO : s->ops->cas(s, (uint32_t)h->worker, buf, len, h->version, &v);
 	uint64_t b = r->now_ms(r->now_arg);
 	if (rc == 0) {
 		h->version = v.version;
 		h->lease = d.lease;
 		h->cached = false;
+		h->verify = false;
 		h->token = r->token;
 		h->root_gen = r->root ? r->root->generation : 0;
 		*local_mid = a + (b - a) / 2;
@@ -433,44 +507,10 @@ int fw_fleet_renew(const struct fw_fleet_recipe *r, struct fw_fleet_held *h, uin
 	if (rc != -ESTALE && rc != -ENOENT)
 		return rc;
 	/* Not our version: our own write whose reply was lost, or a takeover. */
-	struct fw_fleet_rec now;
 	rc = fw_fleet_read(s, (uint32_t)h->worker, &now, &v);
 	if (rc == -ENOTCONN || rc == -EIO)
 		return rc;
-	bool parsed = rc == 0;
-	bool same_gen = !h->cached && h->root_gen && r->root && h->root_gen == r->root->generation;
-	if (rc == -ENOENT && same_gen)
-		return FW_FLEET_GONE; /* records are never deleted: the store lost ours */
-	/* ... or, for a claim from the cache, a write of this identity's previous
-	 * run that the cache missed (a crash between the write and the cache):
-	 * the same owner, as a take-back at start would be */
-	if (parsed && same_gen && now.token == r->token && v.version < h->version)
-		return FW_FLEET_BACK; /* our own record, older than our last write: restored */
-	if (parsed && !strcmp(now.owner, r->identity) &&
-	    (now.token == r->token || (h->cached && now.token == h->token))) {
-		h->version = v.version;
-		h->lease = now.lease; /* what the store holds: confirmed by this read */
-		h->token = now.token;
-		h->root_gen = r->root ? r->root->generation : 0;
-		return FW_FLEET_ADOPTED; /* still cached when its run's: the next CAS writes ours */
-	}
-	if (owner && owner_len)
-		snprintf(owner, owner_len, "%s",
-			 !parsed        ? "(unreadable)"
-			 : now.owner[0] ? now.owner
-					: "(released)");
-	if (parsed && same_gen && now.floor < h->lease && now.token != r->token) {
-		/* a takeover's or a release's floor is at or above the lease in the
-		 * record, which is at or above ours: this one comes from a store that
-		 * lost our writes */
-		if (!now.owner[0])
-			return FW_FLEET_GONE; /* free in it, nobody else issues yet */
-		h->lost = true;
-		h->lease = FW_MIN(h->lease, fw_fleet_recipe_now(r));
-		return FW_FLEET_UNDER;
-	}
-	h->lost = true;
-	return FW_FLEET_LOST;
+	return renew_judge(r, h, same_gen, rc, &now, &v, owner, owner_len);
 }
 
 int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet_held *h,
@@ -488,17 +528,37 @@ int fw_fleet_release_held(const struct fw_fleet_recipe *r, const struct fw_fleet
 	return s->ops->cas(s, (uint32_t)h->worker, buf, len, h->version, &v);
 }
 
+/* A retirement's verdict on the record read when it is not this holder's. */
+static enum fw_fleet_retired retire_judge(const struct fw_fleet_held *h, uint64_t last,
+					  const struct fw_fleet_rec *now)
+{
+	uint64_t at = FW_MAX(h->floor, last);
+	if (!now->owner[0] && now->token == 0 && now->floor == at && now->lease == at)
+		return FW_FLEET_RETIRE_DONE; /* this release, landed before a resend */
+	/* another writer: a takeover's floor is our lease end, a release's
+	 * max(floor, lease): either is above what we issued */
+	return now->floor >= at ? FW_FLEET_RETIRE_ABOVE : FW_FLEET_RETIRE_AGAIN;
+}
+
 enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r, struct fw_fleet_held *h,
 					   uint64_t last, int *rc)
 {
+	struct fw_fleet_rec now;
+	struct fw_fleet_ver v;
+	if (held_unsure(r, h)) { /* the version held may name another record's life */
+		*rc = fw_fleet_read(r->store, (uint32_t)h->worker, &now, &v);
+		if (*rc != 0)
+			return FW_FLEET_RETIRE_AGAIN; /* gone or garbled: nothing fences it */
+		if (strcmp(now.owner, r->identity) || now.token != h->token)
+			return retire_judge(h, last, &now);
+		h->version = v.version;
+	}
 	for (int tries = 0; tries < 2; tries++) {
 		*rc = fw_fleet_release_held(r, h, last);
 		if (*rc == 0)
 			return FW_FLEET_RETIRE_DONE;
 		if (*rc != -ESTALE)
 			return FW_FLEET_RETIRE_AGAIN; /* unreachable, full, refused...: not done */
-		struct fw_fleet_rec now;
-		struct fw_fleet_ver v;
 		*rc = fw_fleet_read(r->store, (uint32_t)h->worker, &now, &v);
 		if (*rc != 0)
 			return FW_FLEET_RETIRE_AGAIN; /* gone or garbled: nothing fences it */
@@ -506,13 +566,7 @@ enum fw_fleet_retired fw_fleet_retire_held(const struct fw_fleet_recipe *r, stru
 			h->version = v.version; /* our own write whose reply was lost */
 			continue;
 		}
-		uint64_t at = FW_MAX(h->floor, last);
-		if (!now.owner[0] && now.token == 0 && now.floor == at && now.lease == at)
-			return FW_FLEET_RETIRE_DONE; /* this release, landed before a resend */
-		/* another writer: a takeover's floor is our lease end, a release's
-		 * max(floor, lease): either is above what we issued */
-		return now.floor >= FW_MAX(h->floor, last) ? FW_FLEET_RETIRE_ABOVE
-							   : FW_FLEET_RETIRE_AGAIN;
+		return retire_judge(h, last, &now);
 	}
 	return FW_FLEET_RETIRE_AGAIN;
 }

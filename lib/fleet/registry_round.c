@@ -561,6 +561,14 @@ static int check_round(struct fw_fleet *f, uint64_t mono, char *err, size_t errl
 		return rc == -EACCES ? FW_EFLEET_AUTH : FW_EFLEET_STORE;
 	}
 	f->next_renew = FW_MIN(f->next_renew, mono);
+	/* a restored store may hold another owner's record at the version held:
+	 * each is read before it is written again */
+	pthread_mutex_lock(&f->mu);
+	for (uint32_t i = 0; i < f->n; i++)
+		f->slot[i].verify = true;
+	for (uint32_t k = 0; k < f->n_retiring; k++)
+		f->retiring[k].h.verify = true;
+	pthread_mutex_unlock(&f->mu);
 	return 0;
 }
 

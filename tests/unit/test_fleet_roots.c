@@ -747,6 +747,61 @@ static void test_store_counter_went_back(void **state)
 	fw_fleet_free(f);
 }
 
+/*
+ * A restore makes a version mean another record: node-a's worker record is
+ * gone in the copy (claimed after it), another node's record for that worker
+ * ID lands at the very version node-a holds (etcd's revisions go back with a
+ * snapshot; a ZooKeeper node made again starts at version 0), and the fence
+ * lets renewals go on. node-a's renewal must read the record before it
+ * writes: a CAS on the version alone would overwrite node-b's record and both
+ * would issue under one worker ID.
+ */
+static void test_fence_version_reused(void **state)
+{
+	(void)state;
+	char err[1024];
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL;
+	struct fw_fleet_slot s0, s1;
+	struct fw_fleet_rec held, now;
+	int64_t v_held = 0, v_now = 0;
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct memsnap *copy = memsrv_snapshot(M);
+	cfg_for(&c, "/a", l, 0);
+	c.renew_ms = 50;
+	c.lease_ms = 60000;
+	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	uint32_t w = (uint32_t)s0.worker;
+	WAIT_FOR(status(a).renewals >= 2, 2000);
+	memsrv_fail_worker(M, w, -EIO); /* no renewal lands: the version held stays */
+	usleep(150 * 1000);
+	assert_true(memsrv_get(M, w, &held, &v_held));
+	memsrv_restore(M, copy, false);
+	free(copy);
+	memsrv_fail_worker(M, w, 0);
+	WAIT_FOR(status(a).root_stopped, 2000); /* its record gone: stopped */
+	assert_true(status(a).root_stopped);
+	uint64_t now_l = memsrv_now(M) - FW_DEFAULT_EPOCH_MS;
+	struct fw_fleet_rec b = {.token = 0x1234, .lease = now_l + 120000, .floor = now_l + 60000};
+	snprintf(b.owner, sizeof(b.owner), "node-b");
+	char text[FW_FLEET_REC_MAX];
+	fw_fleet_rec_format(text, sizeof(text), &b);
+	memsrv_put_version(M, w, text, v_held); /* node-b's claim, at node-a's version */
+	uint64_t at;
+	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
+	WAIT_FOR(!status(a).root_stopped, 2000);
+	assert_false(status(a).root_stopped);
+	usleep(300 * 1000); /* renewals after the fence */
+	assert_true(memsrv_get(M, w, &now, &v_now));
+	assert_string_equal(now.owner, "node-b"); /* node-b's record stands */
+	assert_int_equal(now.token, 0x1234);
+	assert_int_equal(fw_fleet_slot(a, 0, &s1), 0);
+	assert_true(s1.worker != s0.worker || s1.lost); /* node-a no longer issues under it */
+	fw_fleet_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -770,6 +825,7 @@ int main(void)
 		T(test_restore_taken_below_lease),
 		T(test_restored_store),
 		T(test_store_counter_went_back),
+		T(test_fence_version_reused),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

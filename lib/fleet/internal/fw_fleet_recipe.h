@@ -59,6 +59,7 @@ struct fw_fleet_held {
 	bool cached;       /* from the cache file: not yet written by this process */
 	uint64_t token;    /* the record's token as last confirmed (a cached one: its run's) */
 	uint64_t root_gen; /* the root's generation when this process last wrote it (0: none) */
+	bool verify;       /* read the record before the next write (a reconnection) */
 };
 
 /* What the recipe needs besides the store. */

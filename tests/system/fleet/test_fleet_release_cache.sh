@@ -68,11 +68,12 @@ check "the cache on disk still names worker $OLD" grep -q "^slot=0 worker=$OLD "
 # a second node: no worker ID is free while a keeps the old one
 # (on the real clock: a's retirement point is real time, so on the old code
 # it served worker 0 at once)
-sys_in_ns timeout 20 "$FLAKESOCK" "${COMMON[@]}" \
+# (sys_start: the PID is timeout's itself, which passes the SIGTERM below on;
+# a function run with & would leave b running and claiming after it)
+sys_start "$SYS_TMP/b.log" timeout 20 "$FLAKESOCK" "${COMMON[@]}" \
 	--set net.udp_port=5602 --set "state.file=$SYS_TMP/b.mark" --set fleet.identity=b \
-	--set fleet.cache_file= >"$SYS_TMP/b.log" 2>&1 &
-B=$!
-SYS_PIDS+=("$B")
+	--set fleet.cache_file=
+B=$SYS_LAST_PID
 served=""
 for _ in $(seq 20); do
 	kill -0 "$B" 2>/dev/null || break
