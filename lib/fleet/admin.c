@@ -68,11 +68,14 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 	uint64_t e0 = out->layout.epoch_ms,
 		 now_l = out->server_unix > e0 ? out->server_unix - e0 : 0;
 	struct fw_fleet_census c;
+	struct fw_fleet_names live = {0};
 	fw_fleet_census_init(&c);
 	bool *exists = calloc(total, 1);
 	out->v = calloc(total, sizeof(*out->v));
 	if (!exists || !out->v)
 		rc = -ENOMEM;
+	if (rc == 0) /* every live identity in one request, not one per owner */
+		rc = fw_fleet_live_names(s, &live);
 	if (rc == 0)
 		rc = s->ops->list(s, exists, total);
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
@@ -94,8 +97,7 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 			e->lease_ms = d.lease;
 			e->floor_ms = d.floor;
 			e->renewed_unix = v.mtime;
-			if (d.owner[0] && fw_fleet_identity_ok(d.owner))
-				rc = s->ops->alive_of(s, d.owner, &e->alive);
+			e->alive = d.owner[0] && fw_fleet_names_has(&live, d.owner);
 			out->n++;
 		}
 		if (rc == 0) /* the same count as a node's gauges */
@@ -103,6 +105,7 @@ int fw_fleet_list_store(struct fw_fleet_store *s, const char *root, uint32_t tim
 						 &e->alive);
 	}
 	free(exists);
+	fw_fleet_names_free(&live);
 	out->total_ids = c.total;
 	out->reserved_ids = c.reserved;
 	out->free_ids = c.free;

@@ -101,6 +101,10 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 				  "Unix time the first stranded worker ID's lease ends (0: none "
 				  "stranded)");
 		fw_metrics_f64(w, NULL, 0, (double)st.next_stranded_unix / 1000.0);
+		fw_metrics_family(w, "flakewire_fleet_census_timestamp_seconds", FW_METRICS_GAUGE,
+				  "Unix time the census these figures come from was taken (by "
+				  "any node of the root: they share one)");
+		fw_metrics_f64(w, NULL, 0, (double)st.census_unix / 1000.0);
 	}
 	fw_metrics_family(w, "flakewire_fleet_last_renewal_timestamp_seconds", FW_METRICS_GAUGE,
 			  "Unix time of the last successful renewal round (0: none yet)");
@@ -121,5 +125,9 @@ void fw_metrics_fleet_collect(struct fw_metrics_writer *w, void *arg)
 	COUNTER("flakewire_fleet_leases_lost_total",
 		"Worker IDs another node took over while this one held them", lost);
 	COUNTER("flakewire_fleet_releases_total", "Worker IDs retired or released", releases);
+	COUNTER("flakewire_fleet_censuses_total",
+		"Censuses of the root this node counted itself (read every worker record), "
+		"not read from the one the root's nodes share",
+		censuses);
 #undef COUNTER
 }

@@ -150,15 +150,19 @@ struct fw_fleet_status {
 	uint64_t lost;           /* taken over by another node while we held them */
 	uint64_t releases;       /* retired/released by this process */
 	/* The root's census (issue 50), from this node's first claim on and at
-	 * each renewal round at most once a minute: one list of the worker
-	 * records, a read of each, a liveness read per distinct owner. */
+	 * a renewal round at most once a minute: the census the root's nodes
+	 * share at ROOT/census (one read while it is fresh; about one node of
+	 * the root counts it per period: a list of the worker records, a read of
+	 * each, one list of the live identities), or the one this node's claim
+	 * counted on the way. */
 	bool census_valid;           /* a census was taken */
 	uint32_t total_ids;          /* the root's claimable worker IDs (2^worker_bits, less
 				      * those it reserves for static nodes) */
 	uint32_t free_ids;           /* claimable now: never claimed, released or expired */
 	uint32_t stranded_ids;       /* leased to an owner with no live session, lease running */
 	uint64_t next_stranded_unix; /* unix ms the first stranded lease ends (0: none) */
-	uint64_t census_unix;        /* local unix ms of the census */
+	uint64_t census_unix;        /* unix ms the census was taken (by its taker's clock) */
+	uint64_t censuses;           /* censuses this node counted itself (not read) */
 };
 
 struct fw_fleet;

@@ -22,9 +22,12 @@
  *                       to a lease the session keeps alive)
  *   the stop record     ROOT/stopped, written by a node that saw the store go
  *                       back (fw_fleet_stop.h), read and written with meta_*
+ *   the census record  ROOT/census: the root's last census, shared by its
+ *                       nodes so that about one of them counts it per
+ *                       period (census.c); gauges only, never a proof
  * and, beside every root, the store-wide records (FW_FLEET_IDS: the layout
  * all roots share, one record per datacenter value in use), read and written
- * with the meta_* operations by absolute key.
+ * with the meta_* operations by absolute key, as the census record is.
  *
  * The rules every implementation keeps (the proof rests on them):
  *  S1 create() succeeds only when the record does not exist (ZooKeeper:
@@ -112,7 +115,10 @@ struct fw_fleet_store_ops {
 	/*
 	 * S1 at @key: creates it holding @buf (@len bytes) only when it does not
 	 * exist (-EEXIST). ZooKeeper: missing parents are made empty with open
-	 * ACLs (other roots may sit beside), the record itself with the fleet's.
+	 * ACLs (other roots may sit beside), the record itself with the fleet's;
+	 * never the store's root for a key below it (a node never makes its
+	 * root): -ENOENT when the root is gone. etcd: a key below the root lands
+	 * only while the root is the one meta_get read (as worker writes).
 	 */
 	int (*meta_create)(struct fw_fleet_store *s, const char *key, const char *buf, int len);
 	/* S2 at @key: writes @buf when its version is still @version (-ESTALE, -ENOENT). */
@@ -161,6 +167,17 @@ struct fw_fleet_store_ops {
 			     const char *data, int len);
 	/* *alive = a live session holds @identity's liveness record. */
 	int (*alive_of)(struct fw_fleet_store *s, const char *identity, bool *alive);
+	/*
+	 * Every identity a live session holds the liveness record of, in one
+	 * request (ZooKeeper: the children of ROOT/nodes, ephemeral nodes that
+	 * exist only while their session lives; etcd: a keys-only range over the
+	 * ROOT/nodes/ prefix, keys bound to a live lease): calls @each(@arg,
+	 * identity) for each, in no order, and stops at the first non-zero
+	 * return, which it returns. What alive_of() would answer for all of
+	 * them, as of one moment. Returns 0, @each's code, or a store code.
+	 */
+	int (*alive_list)(struct fw_fleet_store *s, int (*each)(void *arg, const char *identity),
+			  void *arg);
 	/* The last error in the store's own words (never NULL). */
 	const char *(*last_error)(struct fw_fleet_store *s);
 	/* Closes and frees. */

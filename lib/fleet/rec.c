@@ -366,3 +366,112 @@ int fw_fleet_census_add(struct fw_fleet_census *c, const struct fw_fleet_reserve
 	}
 	return 0;
 }
+
+int fw_fleet_census_format(char *buf, size_t cap, const struct fw_fleet_census_rec *cr)
+{
+	const struct fw_fleet_census *c = &cr->c;
+	int n = snprintf(buf, cap,
+			 "flakewire-census v1\nat=%" PRIu64 "\nby=%s\ntotal=%u\nreserved=%u\n"
+			 "free=%u\nheld=%u\nstranded=%u\ngarbled=%u\nnext_stranded=%" PRIu64 "\n",
+			 cr->at, cr->by, c->total, c->reserved, c->free, c->held, c->stranded,
+			 c->garbled, c->stranded ? c->next_stranded : 0);
+	return n < 0 || (size_t)n >= cap || !fw_fleet_identity_ok(cr->by) ? -ENOSPC : n;
+}
+
+int fw_fleet_census_parse(const char *buf, int len, struct fw_fleet_census_rec *cr)
+{
+	static const char *const num[] = {"at",   "total",    "reserved", "free",
+					  "held", "stranded", "garbled",  "next_stranded"};
+	char text[FW_FLEET_REC_MAX + 1], *save = NULL;
+	uint64_t v[FW_ARRAY_SIZE(num)] = {0};
+	unsigned seen = 0;
+	if (len < 0 || len > FW_FLEET_REC_MAX)
+		return -EINVAL;
+	memcpy(text, buf, (size_t)len);
+	text[len] = '\0';
+	memset(cr, 0, sizeof(*cr));
+	char *line = strtok_r(text, "\n", &save);
+	if (line == NULL || strcmp(line, "flakewire-census v1"))
+		return -EINVAL;
+	while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+		char *eq = strchr(line, '='), *end;
+		if (eq == NULL)
+			return -EINVAL;
+		*eq = '\0';
+		const char *val = eq + 1;
+		if (!strcmp(line, "by")) {
+			if (!fw_fleet_identity_ok(val))
+				return -EINVAL;
+			strcpy(cr->by, val);
+			seen |= 1u << FW_ARRAY_SIZE(num);
+			continue;
+		}
+		for (size_t i = 0; i < FW_ARRAY_SIZE(num); i++) {
+			if (strcmp(line, num[i]))
+				continue;
+			errno = 0;
+			unsigned long long x = strtoull(val, &end, 10);
+			if (errno || end == val || *end || *val == '-' ||
+			    (i > 0 && i < 7 && x > UINT32_MAX))
+				return -EINVAL;
+			v[i] = x;
+			seen |= 1u << i;
+		}
+	}
+	if (seen != (1u << (FW_ARRAY_SIZE(num) + 1)) - 1)
+		return -EINVAL;
+	struct fw_fleet_census *c = &cr->c;
+	cr->at = v[0];
+	c->total = (uint32_t)v[1];
+	c->reserved = (uint32_t)v[2];
+	c->free = (uint32_t)v[3];
+	c->held = (uint32_t)v[4];
+	c->stranded = (uint32_t)v[5];
+	c->garbled = (uint32_t)v[6];
+	c->next_stranded = c->stranded ? v[7] : 0;
+	/* the four kinds are every counted ID, once */
+	if ((uint64_t)c->free + c->held + c->stranded + c->garbled != c->total ||
+	    (c->stranded && !c->next_stranded))
+		return -EINVAL;
+	return 0;
+}
+
+int fw_fleet_names_add(void *arg, const char *identity)
+{
+	struct fw_fleet_names *n = arg;
+	if (strlen(identity) >= FW_FLEET_IDENTITY_MAX)
+		return 0;
+	if (n->n == n->cap) {
+		uint32_t cap = n->cap ? 2 * n->cap : 64;
+		void *v = realloc(n->v, (size_t)cap * sizeof(*n->v));
+		if (v == NULL)
+			return -ENOMEM;
+		n->v = v;
+		n->cap = cap;
+	}
+	strcpy(n->v[n->n++], identity);
+	n->sorted = false;
+	return 0;
+}
+
+static int names_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+bool fw_fleet_names_has(struct fw_fleet_names *n, const char *identity)
+{
+	if (n->n == 0)
+		return false;
+	if (!n->sorted) {
+		qsort(n->v, n->n, sizeof(*n->v), names_cmp);
+		n->sorted = true;
+	}
+	return bsearch(identity, n->v, n->n, sizeof(*n->v), names_cmp) != NULL;
+}
+
+void fw_fleet_names_free(struct fw_fleet_names *n)
+{
+	free(n->v);
+	*n = (struct fw_fleet_names){0};
+}

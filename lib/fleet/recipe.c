@@ -94,6 +94,45 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
 		out->lease = FW_MAX(out->lease, c->rec.lease);
 }
 
+int fw_fleet_live_names(struct fw_fleet_store *s, struct fw_fleet_names *n)
+{
+	n->n = 0;
+	n->sorted = false;
+	return s->ops->alive_list(s, fw_fleet_names_add, n);
+}
+
+/* fw_fleet_census_add's liveness: the live names, or this run's own record. */
+struct census_alive {
+	const struct fw_fleet_recipe *r;
+	struct fw_fleet_names *live;
+	const struct fw_fleet_rec *rec;
+};
+
+static int census_alive(void *arg, const char *owner, bool *alive)
+{
+	const struct census_alive *a = arg;
+	*alive = fw_fleet_names_has(a->live, owner) ||
+		 (!strcmp(owner, a->r->identity) && a->rec->token == a->r->token);
+	return 0;
+}
+
+int fw_fleet_census_count(const struct fw_fleet_recipe *r, struct fw_fleet_names *live,
+			  struct fw_fleet_census *c, uint32_t w, int read_rc,
+			  const struct fw_fleet_rec *rec, uint64_t now_l,
+			  enum fw_fleet_counted *how)
+{
+	struct census_alive a = {r, live, rec};
+	uint32_t fr = c->free, he = c->held, st = c->stranded;
+	int rc = fw_fleet_census_add(c, r->root ? &r->root->reserved : NULL, w, read_rc, rec, now_l,
+				     census_alive, &a);
+	if (how)
+		*how = c->free != fr       ? FW_FLEET_COUNTED_FREE
+		       : c->held != he     ? FW_FLEET_COUNTED_HELD
+		       : c->stranded != st ? FW_FLEET_COUNTED_STRANDED
+					   : FW_FLEET_COUNTED_NONE;
+	return rc;
+}
+
 int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
 		  struct fw_fleet_cand **out, uint32_t *n_out, uint32_t *n_owned, uint32_t *n_mine,
 		  char *owners, size_t owners_len)
@@ -103,6 +142,17 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 	uint64_t e = r->layout.epoch_ms, server_l = server_unix > e ? server_unix - e : 0;
 	size_t ml = 0;
 	int rc = 0;
+
+	/* the census on the way (r->census): valid once every worker ID is in */
+	struct fw_fleet_scan_census *cen = r->census;
+	struct fw_fleet_names live = {0};
+	bool counting = cen != NULL;
+	if (cen) {
+		cen->valid = false;
+		cen->at = server_l;
+		fw_fleet_census_init(&cen->c);
+		counting = fw_fleet_live_names(s, &live) == 0;
+	}
 
 	bool *exists = calloc(total, 1);
 	struct fw_fleet_cand *c = calloc(total, sizeof(*c));
@@ -114,16 +164,32 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 		owners[0] = '\0';
 	rc = s->ops->list(s, exists, total);
 	for (uint32_t w = 0; rc == 0 && w < total; w++) {
-		if (skip[w] || fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w))
+		enum fw_fleet_counted how = FW_FLEET_COUNTED_NONE;
+		if (skip[w] && counting) { /* this process holds it */
+			cen->c.total++;
+			cen->c.held++;
+		}
+		if (skip[w] || fw_fleet_reserved(r->root ? &r->root->reserved : NULL, w)) {
+			if (!skip[w] && counting)
+				fw_fleet_census_count(r, &live, &cen->c, w, -ENOENT, NULL, server_l,
+						      NULL);
 			continue;
+		}
 		struct fw_fleet_cand x = {
 			.worker = (int32_t)w, .kind = FW_FLEET_NEW, .rank = CAND_NEW};
 		if (!exists[w]) {
+			if (counting)
+				fw_fleet_census_count(r, &live, &cen->c, w, -ENOENT, NULL, server_l,
+						      &how);
+			x.counted = (uint8_t)how;
 			c[n++] = x;
 			continue;
 		}
 		struct fw_fleet_ver v;
 		rc = fw_fleet_read(s, w, &x.rec, &v);
+		if ((rc == 0 || rc == -ENOENT || rc == -EINVAL) && counting)
+			fw_fleet_census_count(r, &live, &cen->c, w, rc, &x.rec, server_l, &how);
+		x.counted = (uint8_t)how;
 		if (rc == -ENOENT || rc == -EINVAL) {
 			rc = 0;
 			continue; /* gone, or garbled: never touched */
@@ -161,10 +227,13 @@ int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const b
 	}
 out:
 	free(exists);
+	fw_fleet_names_free(&live);
 	if (rc != 0) {
 		free(c);
 		return rc;
 	}
+	if (counting)
+		cen->valid = true;
 	qsort(c, n, sizeof(*c), fw_fleet_cand_cmp);
 	*out = c;
 	*n_out = n;
@@ -222,6 +291,19 @@ static bool fresh(const struct fw_fleet_recipe *r, const struct fw_fleet_cand *c
 	return d.floor <= now_l;
 }
 
+/* A claim of an ID the scan's census counted @how: held now. */
+static void census_claimed(const struct fw_fleet_recipe *r, uint8_t how)
+{
+	struct fw_fleet_census *c = r->census && r->census->valid ? &r->census->c : NULL;
+	if (c == NULL || (how != FW_FLEET_COUNTED_FREE && how != FW_FLEET_COUNTED_STRANDED))
+		return;
+	if (how == FW_FLEET_COUNTED_FREE)
+		c->free--;
+	else
+		c->stranded--; /* next_stranded stays: a bound, read only while some are */
+	c->held++;
+}
+
 int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
 		     uint32_t n_need, uint32_t flags, const uint32_t *slot_of,
 		     struct fw_fleet_held *got, enum fw_fleet_kind *kinds, uint32_t *n_got,
@@ -271,6 +353,7 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 			if (rc == 0) {
 				char ts[FW_ISO8601_LEN];
 				kinds[k] = x->kind;
+				census_claimed(r, x->counted);
 				fw_log(&r->log, FW_LOG_INFO,
 				       "fleet: worker %d %s for slot %u, lease until %s, floor "
 				       "%" PRIu64 "%s%s",
@@ -299,8 +382,12 @@ int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, cons
 			 r->identity);
 	if (flags & FW_FLEET_CLAIM_ALL) {
 		for (uint32_t k = 0; k < *n_got; k++)
-			if (kinds[k] != FW_FLEET_TAKEBACK)
-				fw_fleet_release_held(r, &got[k], 0);
+			if (kinds[k] != FW_FLEET_TAKEBACK &&
+			    fw_fleet_release_held(r, &got[k], 0) == 0 && r->census &&
+			    r->census->valid) {
+				r->census->c.held--; /* given back: free */
+				r->census->c.free++;
+			}
 		*n_got = 0;
 	}
 	return rc == -ENOTCONN || rc == -EIO || rc == -EACCES ? rc : FW_EFLEET_FULL;

@@ -116,6 +116,8 @@ int fw_fleet_create_store(const struct fw_fleet_config *cfg, uint32_t n_slots,
 	f->ss.stamp = f->stamp;
 	f->ss.log = cfg->log;
 	f->r.root = &f->ss.rec; /* read with the root every round (session.c) */
+	/* a claim's scan counts the root's census too (registry_census.c) */
+	f->r.census = &f->scan_census;
 	f->cache_of = (struct fw_fleet_cache_of){f->root, f->identity, cfg->layout, f->stamp};
 	f->n = n_slots;
 	f->pub = calloc(n_slots, sizeof(*f->pub));

@@ -105,85 +105,13 @@ void fleet_cache_save(struct fw_fleet *f)
 	f->cache_rc = rc;
 }
 
-/* ---- the census ---- */
-
-/* Liveness of a census's owners: each asked once, this run's own records alive. */
-struct census_alive {
-	struct fw_fleet *f;
-	struct {
-		char owner[FW_FLEET_IDENTITY_MAX];
-		bool alive;
-	} memo[32];
-	uint32_t n_memo;
-	const struct fw_fleet_rec *rec; /* the record being counted */
-};
-
-static int census_alive_of(void *arg, const char *owner, bool *alive)
-{
-	struct census_alive *a = arg;
-	struct fw_fleet *f = a->f;
-	for (uint32_t k = 0; k < a->n_memo; k++)
-		if (!strcmp(a->memo[k].owner, owner)) {
-			*alive = a->memo[k].alive;
-			return 0;
-		}
-	if (!strcmp(owner, f->identity) && a->rec->token == f->r.token) {
-		*alive = true; /* ours */
-		return 0;
-	}
-	int rc = f->store->ops->alive_of(f->store, owner, alive);
-	if (rc == 0 && a->n_memo < FW_ARRAY_SIZE(a->memo)) {
-		snprintf(a->memo[a->n_memo].owner, sizeof(a->memo[a->n_memo].owner), "%s", owner);
-		a->memo[a->n_memo++].alive = *alive;
-	}
-	return rc;
-}
-
-int fleet_census(struct fw_fleet *f)
-{
-	uint32_t total = 1u << f->cfg.layout.worker_bits;
-	uint64_t now_l = fw_fleet_recipe_now(&f->r);
-	struct census_alive ca = {.f = f};
-	struct fw_fleet_census c;
-	fw_fleet_census_init(&c);
-	bool *exists = calloc(total, 1);
-	if (exists == NULL)
-		return -ENOMEM;
-	int rc = f->store->ops->list(f->store, exists, total);
-	for (uint32_t w = 0; rc == 0 && w < total; w++) {
-		struct fw_fleet_rec r;
-		struct fw_fleet_ver v;
-		bool reserved = f->r.root && fw_fleet_reserved(&f->r.root->reserved, w);
-		int g = exists[w] && !reserved ? fw_fleet_read(f->store, w, &r, &v) : -ENOENT;
-		if (g != 0 && g != -ENOENT && g != -EINVAL) {
-			rc = g;
-			break;
-		}
-		ca.rec = &r;
-		rc = fw_fleet_census_add(&c, f->r.root ? &f->r.root->reserved : NULL, w, g, &r,
-					 now_l, census_alive_of, &ca);
-	}
-	free(exists);
-	if (rc != 0)
-		return rc;
-	pthread_mutex_lock(&f->mu);
-	f->st.census_valid = true;
-	f->st.total_ids = c.total;
-	f->st.free_ids = c.free;
-	f->st.stranded_ids = c.stranded;
-	f->st.next_stranded_unix = c.stranded ? c.next_stranded + f->cfg.layout.epoch_ms : 0;
-	f->st.census_unix = f->r.now_ms(f->r.now_arg);
-	pthread_mutex_unlock(&f->mu);
-	return 0;
-}
-
 /* Appends the census to a "no worker ID free" line: how many are stranded, when the first is back.
  */
 static void full_census(struct fw_fleet *f, char *err, size_t errlen)
 {
 	char ts[FW_ISO8601_LEN];
 	size_t l = strlen(err);
-	if (fleet_census(f) != 0 || l + 1 >= errlen)
+	if (fleet_census_full(f) != 0 || l + 1 >= errlen)
 		return;
 	pthread_mutex_lock(&f->mu);
 	struct fw_fleet_status st = f->st;

@@ -312,11 +312,16 @@ static int es_meta_put(struct etcd *e, const char *key, const char *target, int6
 {
 	struct json_object *out = NULL, *kv;
 	bool ok = false;
+	/* a record below the root lands only under the root meta_get read */
+	size_t rl = strlen(e->root);
+	e->guard = !strncmp(key, e->root, rl) && key[rl] == '/';
 	int rc = txn_put(e, key, target, rev, buf, len, 0, &ok, &out, &kv);
 	if (rc != 0)
 		return rc;
-	if (!ok && kv == NULL && lost == -ESTALE)
-		lost = -ENOENT;
+	if (!ok && kv == NULL)
+		lost = -ENOENT; /* a CAS on a record that is gone; a create under a root gone */
+	if (ok && rl && !strcmp(key, e->root) && !strcmp(target, "CREATE"))
+		e->root_crev = txn_revision(out); /* the root this store made: its records' guard */
 	json_object_put(out);
 	return ok ? 0 : lost;
 }
@@ -538,6 +543,33 @@ static int es_history(struct fw_fleet_store *s, int64_t *mark)
 	return 0;
 }
 
+static int es_alive_list(struct fw_fleet_store *s, int (*each)(void *arg, const char *identity),
+			 void *arg)
+{
+	struct etcd *e = E(s);
+	char pfx[KEY_LEN];
+	struct json_object *out = NULL, *kvs;
+	int n = fw_fleet_key_sub(pfx, sizeof(pfx) - 1, e->root, "nodes");
+	pfx[n] = '/';
+	pfx[n + 1] = '\0';
+	int rc = etcd_call(&e->c, "/v3/kv/range", range_req(pfx, true, true), &out, NULL);
+	if (rc != 0)
+		return fail(e, rc);
+	if (json_object_object_get_ex(out, "kvs", &kvs)) {
+		for (size_t i = 0; rc == 0 && i < json_object_array_length(kvs); i++) {
+			char k[KEY_LEN];
+			int kl = etcd_unb64(json_object_array_get_idx(kvs, i), "key", k,
+					    sizeof(k) - 1);
+			if (kl <= n + 1)
+				continue;
+			k[kl] = '\0';
+			rc = each(arg, k + n + 1);
+		}
+	}
+	json_object_put(out);
+	return rc;
+}
+
 static const char *es_last_error(struct fw_fleet_store *s)
 {
 	return E(s)->err;
@@ -571,6 +603,7 @@ static const struct fw_fleet_store_ops etcd_ops = {
 	.alive_claim = es_alive_claim,
 	.alive_replace = es_alive_replace,
 	.alive_of = es_alive_of,
+	.alive_list = es_alive_list,
 	.last_error = es_last_error,
 	.free = es_free,
 	.history = es_history,

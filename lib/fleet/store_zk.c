@@ -282,9 +282,13 @@ static int zs_meta_create(struct fw_fleet_store *s, const char *key, const char 
 		snprintf(z->err, sizeof(z->err), "%s: not an absolute key", key);
 		return -EIO;
 	}
-	/* the parents, empty and open (another fleet's root may sit beside ours) */
+	/* the parents, empty and open (another fleet's root may sit beside ours),
+	 * but never the root for a record below it: a node never makes its root */
+	size_t rl = strlen(z->root);
+	bool below = !strncmp(key, z->root, rl) && key[rl] == '/';
 	snprintf(p, sizeof(p), "%s", key);
-	for (char *c = strchr(p + 1, '/'); rc == ZOK && c != NULL; c = strchr(c + 1, '/')) {
+	for (char *c = strchr(p + 1, '/'); !below && rc == ZOK && c != NULL;
+	     c = strchr(c + 1, '/')) {
 		*c = '\0';
 		rc = create_if_missing(z->zh, p, &ZOO_OPEN_ACL_UNSAFE);
 		*c = '/';
@@ -432,6 +436,23 @@ static int zs_alive_of(struct fw_fleet_store *s, const char *identity, bool *ali
 	return rc == ZNONODE ? 0 : rc_of(z, rc);
 }
 
+static int zs_alive_list(struct fw_fleet_store *s, int (*each)(void *arg, const char *identity),
+			 void *arg)
+{
+	struct zk *z = Z(s);
+	char p[PATH_LEN];
+	struct String_vector kids = {0, NULL};
+	fw_fleet_key_sub(p, sizeof(p), z->root, "nodes");
+	int rc = zoo_get_children(z->zh, p, 0, &kids);
+	if (rc != ZOK)
+		return rc_of(z, rc);
+	rc = 0;
+	for (int32_t k = 0; rc == 0 && k < kids.count; k++)
+		rc = each(arg, kids.data[k]);
+	deallocate_String_vector(&kids);
+	return rc;
+}
+
 static const char *zs_last_error(struct fw_fleet_store *s)
 {
 	return Z(s)->err;
@@ -463,6 +484,7 @@ static const struct fw_fleet_store_ops zk_ops = {
 	.alive_claim = zs_alive_claim,
 	.alive_replace = zs_alive_replace,
 	.alive_of = zs_alive_of,
+	.alive_list = zs_alive_list,
 	.last_error = zs_last_error,
 	.free = zs_free,
 };
@@ -506,7 +528,7 @@ int fw_fleet_store_zk_secure(struct fw_fleet_store *s, uint32_t timeout_ms, char
 		return rc;
 	}
 	/* the root first: from then on nobody else can add or remove its children */
-	static const char *const subs[] = {"", "workers", "nodes", "clock"};
+	static const char *const subs[] = {"", "workers", "nodes", "clock", "census"};
 	for (size_t i = 0; i < FW_ARRAY_SIZE(subs); i++) {
 		if (i == 0)
 			snprintf(p, sizeof(p), "%s", z->root);

@@ -41,11 +41,12 @@ struct memsrv {
 		int64_t version;
 	} alive[ALIVE];
 	uint64_t worker_writes, writes;
-	uint64_t dropped_before; /* sessions <= this are LOST */
-	bool replace_next;       /* the next connect() of a live session opens another */
-	uint64_t alive_replaced; /* liveness records replaced (alive_replace) */
-	bool keep_history;       /* history() answers (etcd), else -ENOTSUP (ZooKeeper) */
-	int64_t hist;            /* the history mark: only a restore moves it, down */
+	uint64_t dropped_before;  /* sessions <= this are LOST */
+	bool replace_next;        /* the next connect() of a live session opens another */
+	uint64_t alive_replaced;  /* liveness records replaced (alive_replace) */
+	uint64_t calls[MS_CALLS]; /* requests by kind (memsrv_calls) */
+	bool keep_history;        /* history() answers (etcd), else -ENOTSUP (ZooKeeper) */
+	int64_t hist;             /* the history mark: only a restore moves it, down */
 };
 
 /* What a restore brings back (memsrv_snapshot). */
@@ -187,6 +188,7 @@ static int ms_meta_get(struct fw_fleet_store *s, const char *key, char *buf, int
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_META_GET]++;
 	const char *node = strstr(key, "/nodes/");
 	if (node != NULL) { /* a liveness record (the root is the test's) */
 		int i = alive_of(c->m, node + strlen("/nodes/"));
@@ -213,6 +215,7 @@ static int ms_meta_create(struct fw_fleet_store *s, const char *key, const char 
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_META_CREATE]++;
 	int rc = 0;
 	if (meta_of(c->m, key, false) != NULL)
 		rc = -EEXIST;
@@ -230,6 +233,7 @@ static int ms_meta_cas(struct fw_fleet_store *s, const char *key, const char *bu
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_META_CAS]++;
 	struct rec *r = meta_of(c->m, key, false);
 	int rc = r == NULL ? -ENOENT : r->version != version ? -ESTALE : 0;
 	if (rc == 0)
@@ -243,6 +247,7 @@ static int ms_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_LIST]++;
 	for (uint32_t w = 0; w < total && w < WORKERS; w++)
 		exists[w] = c->m->w[w].exists;
 	leave(c);
@@ -254,6 +259,7 @@ static int ms_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, str
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_GET]++;
 	struct rec *r = &c->m->w[w];
 	int rc = -ENOENT;
 	if (r->exists) {
@@ -272,6 +278,7 @@ static int write_rec(struct memcl *c, uint32_t w, bool create, int64_t version, 
 {
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[create ? MS_CREATE : MS_CAS]++;
 	struct memsrv *m = c->m;
 	struct rec *r = &m->w[w];
 	int rc = 0;
@@ -331,6 +338,7 @@ static int ms_now(struct fw_fleet_store *s, uint64_t (*local)(void *), void *arg
 	uint64_t a = local ? local(arg) : 0;
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_NOW]++;
 	*server = (uint64_t)((int64_t)real_ms() + c->m->offset);
 	c->m->writes++;           /* as ZooKeeper's ROOT/clock */
 	int64_t wc = ++c->m->rev; /* its mzxid */
@@ -392,12 +400,28 @@ static int ms_alive_of(struct fw_fleet_store *s, const char *identity, bool *ali
 	struct memcl *c = C(s);
 	if (!enter(c))
 		return -ENOTCONN;
+	c->m->calls[MS_ALIVE_OF]++;
 	*alive = false;
 	for (int i = 0; i < ALIVE; i++)
 		if (c->m->alive[i].session && !strcmp(c->m->alive[i].identity, identity))
 			*alive = true;
 	leave(c);
 	return 0;
+}
+
+static int ms_alive_list(struct fw_fleet_store *s, int (*each)(void *arg, const char *identity),
+			 void *arg)
+{
+	struct memcl *c = C(s);
+	if (!enter(c))
+		return -ENOTCONN;
+	c->m->calls[MS_ALIVE_LIST]++;
+	int rc = 0;
+	for (int i = 0; rc == 0 && i < ALIVE; i++)
+		if (c->m->alive[i].session)
+			rc = each(arg, c->m->alive[i].identity);
+	leave(c);
+	return rc;
 }
 
 static const char *ms_last_error(struct fw_fleet_store *s)
@@ -439,6 +463,7 @@ static const struct fw_fleet_store_ops ops = {
 	.alive_claim = ms_alive_claim,
 	.alive_replace = ms_alive_replace,
 	.alive_of = ms_alive_of,
+	.alive_list = ms_alive_list,
 	.last_error = ms_last_error,
 	.free = ms_free,
 	.history = ms_history,
@@ -686,4 +711,16 @@ bool memsrv_get_meta(struct memsrv *m, const char *key, char *text, size_t cap)
 			snprintf(text, cap, "%.*s", r->len, r->text);
 	});
 	return ok;
+}
+
+uint64_t memsrv_calls(struct memsrv *m, enum memsrv_call kind)
+{
+	uint64_t n;
+	LOCKED(m, n = m->calls[kind]);
+	return n;
+}
+
+void memsrv_calls_reset(struct memsrv *m)
+{
+	LOCKED(m, memset(m->calls, 0, sizeof(m->calls)));
 }

@@ -94,3 +94,20 @@ void memsrv_restore(struct memsrv *m, const struct memsnap *sn, bool drop_sessio
 void memsrv_keep_history(struct memsrv *m, bool keep);
 /* The record at @key's text into @text (@cap bytes); false when there is none. */
 bool memsrv_get_meta(struct memsrv *m, const char *key, char *text, size_t cap);
+/* Requests by kind, each counted when it reaches the server (not while it is
+ * down), whatever its answer. */
+enum memsrv_call {
+	MS_LIST,        /* list: the worker records' keys */
+	MS_GET,         /* get: one worker record */
+	MS_CREATE,      /* create: a worker record */
+	MS_CAS,         /* cas: a worker record */
+	MS_META_GET,    /* meta_get: the root, a liveness or census record, ... */
+	MS_META_CREATE, /* meta_create */
+	MS_META_CAS,    /* meta_cas */
+	MS_ALIVE_OF,    /* alive_of: one identity's liveness */
+	MS_ALIVE_LIST,  /* alive_list: every live identity */
+	MS_NOW,         /* now: the store's time */
+	MS_CALLS
+};
+uint64_t memsrv_calls(struct memsrv *m, enum memsrv_call kind);
+void memsrv_calls_reset(struct memsrv *m);

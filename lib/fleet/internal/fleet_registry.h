@@ -88,6 +88,8 @@ struct fw_fleet {
 	bool cache_dirty, logged_down;
 	int logged_rc; /* the code of the failure logged (a root stop after a store error: logged
 			  too) */
+	/* f->r.census: the census the last claim's scan took (registry_census.c) */
+	struct fw_fleet_scan_census scan_census;
 };
 
 /* fw_wall_ms as a fw_fleet_config.now_ms (@arg unused): the default local clock */
@@ -128,11 +130,21 @@ int fleet_claim_round(struct fw_fleet *f, uint64_t mono, bool at_start, char *er
 int fleet_release_all(struct fw_fleet *f, uint64_t deadline);
 
 /*
- * The root's census into f->st (free_ids, stranded_ids, next_stranded_unix):
- * one list, a read per record, a liveness read per distinct owner whose
- * lease runs. Returns 0 or the store's code (the last census stays).
+ * The root's census into f->st (total_ids, free_ids, stranded_ids,
+ * next_stranded_unix, census_unix), at most once a period (census.c):
+ * the census this round's claim scan took (written to ROOT/census), else
+ * the shared one (fw_fleet_census_shared: one read while ROOT/census is
+ * fresh, about one full census per period for the whole root). Returns 0
+ * or the store's code (the last census stays). registry_census.c.
  */
 int fleet_census(struct fw_fleet *f);
+
+/*
+ * As fleet_census, but never from ROOT/census: this round's claim scan's
+ * census, else a full one (fw_fleet_census_take), written to ROOT/census.
+ * For the line of a shortage (rare: logged once per change).
+ */
+int fleet_census_full(struct fw_fleet *f);
 
 /* The registry thread (pthread_create's start routine; @arg the registry). */
 void *fleet_thread_main(void *arg);

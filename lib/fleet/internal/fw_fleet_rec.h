@@ -39,6 +39,7 @@
  * Keys (the one place they are spelt): ROOT/workers/NNNNN (5 digits, zero
  * padded), ROOT/nodes/IDENTITY (liveness), ROOT/clock (ZooKeeper's time),
  * ROOT/stopped (a restored registry's stop record: fw_fleet_stop.h).
+ * ROOT/census (the census record below: fw_fleet_key_sub(..., "census")).
  * See doc/design/fleet-safety.md for what each field guarantees.
  */
 #pragma once
@@ -188,6 +189,56 @@ void fw_fleet_census_init(struct fw_fleet_census *c);
 int fw_fleet_census_add(struct fw_fleet_census *c, const struct fw_fleet_reserve *res, uint32_t w,
 			int read_rc, const struct fw_fleet_rec *rec, uint64_t now_l,
 			fw_fleet_alive_fn alive_of, void *arg);
+
+/*
+ * The root's census record (ROOT/census, census.c): the last census a node
+ * of the root took, which the others export as their gauges while it is
+ * fresh, so that the root is counted about once per period, not once per
+ * node. Its text:
+ *
+ *   "flakewire-census v1\nat=UNIX_MS\nby=IDENTITY\ntotal=N\nreserved=N\n
+ *    free=N\nheld=N\nstranded=N\ngarbled=N\nnext_stranded=UNIX_MS\n"
+ *
+ * at: when it was taken (unix ms, its taker's clock, or the store's for a
+ * census a claim's scan counted); next_stranded: when the first stranded
+ * lease ends (unix ms, 0: none stranded). Gauges only: no claim, renewal
+ * or proof reads it.
+ */
+struct fw_fleet_census_rec {
+	uint64_t at;                    /* unix ms */
+	char by[FW_FLEET_IDENTITY_MAX]; /* the identity that took it */
+	struct fw_fleet_census c;       /* c.next_stranded: unix ms here, 0 when none */
+};
+
+/* Writes @cr's text; returns its length (< @cap) or -ENOSPC. */
+int fw_fleet_census_format(char *buf, size_t cap, const struct fw_fleet_census_rec *cr);
+
+/*
+ * Parses a census record. Returns 0, or -EINVAL (garbled: the magic, a field
+ * missing or out of range, counts that do not add up to total, an identity
+ * that is not one): such a record is stale, counted again and replaced.
+ */
+int fw_fleet_census_parse(const char *buf, int len, struct fw_fleet_census_rec *cr);
+
+/*
+ * A set of identities (the live ones, from one alive_list): added one by
+ * one, then looked up. Zero-initialise it; free it with fw_fleet_names_free.
+ */
+struct fw_fleet_names {
+	char (*v)[FW_FLEET_IDENTITY_MAX];
+	uint32_t n, cap;
+	bool sorted;
+};
+
+/* Adds @identity (an alive_list callback: @arg is the set). 0 or -ENOMEM;
+ * a name too long for an identity is left out (no record can name it). */
+int fw_fleet_names_add(void *arg, const char *identity);
+
+/* True when @identity is in @n (sorts it at the first lookup after an add). */
+bool fw_fleet_names_has(struct fw_fleet_names *n, const char *identity);
+
+/* Frees the set's memory (it can be reused, empty). */
+void fw_fleet_names_free(struct fw_fleet_names *n);
 
 /* True for 1-127 characters of [A-Za-z0-9._:-], not "." or "..". */
 bool fw_fleet_identity_ok(const char *s);

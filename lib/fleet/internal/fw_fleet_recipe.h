@@ -81,7 +81,44 @@ struct fw_fleet_recipe {
 	 * tells a restored store (a record of ours whose version went back) from a
 	 * fenced one. */
 	const struct fw_fleet_root *root;
+	/* NULL: scans count nothing. Else every fw_fleet_scan also takes the
+	 * root's census into it on the way (one alive_list more), and
+	 * fw_fleet_claim_n counts its claims in, so a start needs no second
+	 * read of every record for its gauges (census.c). */
+	struct fw_fleet_scan_census *census;
 };
+
+/* The census a scan takes (fw_fleet_recipe.census). */
+struct fw_fleet_scan_census {
+	struct fw_fleet_census c; /* c.next_stranded: layout ms */
+	uint64_t at;              /* layout ms: the store's time the scan counted at */
+	bool valid;               /* the last scan counted every worker ID */
+};
+
+/*
+ * The live identities, from one alive_list, into @n (emptied first).
+ * Returns 0, a store code or -ENOMEM (@n then holds what came).
+ */
+int fw_fleet_live_names(struct fw_fleet_store *s, struct fw_fleet_names *n);
+
+/* How fw_fleet_census_count counted a worker ID. */
+enum fw_fleet_counted {
+	FW_FLEET_COUNTED_NONE = 0, /* reserved, or garbled */
+	FW_FLEET_COUNTED_FREE,
+	FW_FLEET_COUNTED_HELD,
+	FW_FLEET_COUNTED_STRANDED,
+};
+
+/*
+ * fw_fleet_census_add with the liveness of @live (fw_fleet_live_names):
+ * a record of this run (@r's identity and token) counts alive even when
+ * @live lacks its identity (its liveness record being made again). *how
+ * (may be NULL) says where @w went. Returns 0 (it asks the store nothing).
+ */
+int fw_fleet_census_count(const struct fw_fleet_recipe *r, struct fw_fleet_names *live,
+			  struct fw_fleet_census *c, uint32_t w, int read_rc,
+			  const struct fw_fleet_rec *rec, uint64_t now_l,
+			  enum fw_fleet_counted *how);
 
 /* True when worker @w's record with @token is this process's to take back. */
 bool fw_fleet_proven(const struct fw_fleet_recipe *r, int32_t w, uint64_t token);
@@ -95,6 +132,7 @@ struct fw_fleet_cand {
 	enum fw_fleet_kind kind;
 	struct fw_fleet_rec rec; /* as read (zero for FW_FLEET_NEW) */
 	uint32_t rank;           /* claim order (set by fw_fleet_scan): see above */
+	uint8_t counted;         /* enum fw_fleet_counted: in the scan's census */
 };
 
 /* qsort order of candidates (claim order above). */
@@ -110,6 +148,10 @@ void fw_fleet_claim_terms(const struct fw_fleet_recipe *r, const struct fw_fleet
  * records. *n_owned counts live leases of others, *n_mine (may be NULL)
  * those among them with this identity that this process cannot prove its
  * own; @owners (may be NULL) lists them ("3 by node-b until 2026-...").
+ * With r->census, it also counts the root's census at @server_unix into it
+ * (a skipped worker counts held: this process holds it), valid only when
+ * the scan and the alive_list before it both succeeded (a census that
+ * cannot be taken never fails the scan).
  * Returns 0 with *out (free() it) and *n; a store code; -ENOMEM.
  */
 int fw_fleet_scan(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
@@ -147,6 +189,8 @@ int fw_fleet_claim_one(const struct fw_fleet_recipe *r, const struct fw_fleet_ca
  * Given back (FW_FLEET_CLAIM_ALL) means released with its own floor, never
  * a take-back (this identity's previous run may have issued up to its old
  * lease, which its floor does not cover).
+ * With r->census, the scan's census counts each ID claimed as held (and one
+ * given back as free).
  */
 int fw_fleet_claim_n(const struct fw_fleet_recipe *r, uint64_t server_unix, const bool *skip,
 		     uint32_t n_need, uint32_t flags, const uint32_t *slot_of,

@@ -84,6 +84,10 @@ check "c's /metrics: 2 stranded" test "$(metric 9863 flakewire_fleet_stranded_wo
 back=$(metric 9863 flakewire_fleet_next_stranded_return_timestamp_seconds)
 check "c's /metrics: the first stranded one is back in 550-600 s ($back)" \
 	awk -v b="$back" -v now="$(date +%s)" 'BEGIN { exit !(b - now > 550 && b - now <= 600) }'
+at=$(metric 9863 flakewire_fleet_census_timestamp_seconds)
+check "c's /metrics: the census its claim counted, taken at its start ($at), counted by c itself" \
+	awk -v t="$at" -v n="$(metric 9863 flakewire_fleet_censuses_total)" -v now="$(date +%s)" \
+	'BEGIN { exit !(now + 1 - t >= 0 && now - t < 60 && n >= 1) }'
 ls=$(sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /cen --timeout 15000)
 echo "$ls" | sed 's/^/  /'
 check "fleet ls: 3 free, 2 stranded, and when the next is back" \

@@ -155,6 +155,13 @@ static void worker_writes_refused_under_a_root_made_again(void **state)
 	assert_int_equal(system(cmd), 0);
 	s2 = open_store();
 	assert_int_equal(s2->ops->get(s2, 20, buf, &len, &g), -ENOENT); /* wiped */
+	/* a record below the root gone (the census, issue 50): not written, and the
+	 * root not made as its parent (a node never makes its root) */
+	char ck[256];
+	snprintf(ck, sizeof(ck), "%s/census", root);
+	assert_int_equal(s->ops->meta_create(s, ck, "c", 1), -ENOENT);
+	assert_int_equal(s2->ops->meta_get(s2, root, buf, &len, &g), -ENOENT);
+	assert_int_equal(s2->ops->meta_get(s2, ck, buf, &len, &g), -ENOENT);
 	make_root(s2);                                                  /* made again */
 	assert_int_equal(s2->ops->create(s2, 21, "theirs", 6, &g), 0);
 	/* the node that read the old root: a create and a CAS refused */
@@ -189,6 +196,59 @@ static void liveness_belongs_to_one_session(void **state)
 	assert_int_equal(b->ops->alive_claim(b, "node-a", "pid 2", 5), 0);
 	a->ops->free(a);
 	b->ops->free(b);
+}
+
+/* alive_list's callback: the names, comma-separated, into @arg (a 256-byte buffer). */
+static int collect(void *arg, const char *identity)
+{
+	char *b = arg;
+	size_t l = strlen(b);
+	snprintf(b + l, 256 - l, "%s%s", l ? "," : "", identity);
+	return 0;
+}
+
+/* The names alive_list gives, sorted: "x,y". */
+static const char *alive_names(struct fw_fleet_store *s, char *buf)
+{
+	char raw[256] = "", *save = NULL, *v[16];
+	int n = 0;
+	assert_int_equal(s->ops->alive_list(s, collect, raw), 0);
+	for (char *t = strtok_r(raw, ",", &save); t && n < 16; t = strtok_r(NULL, ",", &save))
+		v[n++] = t;
+	for (int i = 1; i < n; i++) /* a few names: insertion sort */
+		for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			char *x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), 256 - strlen(buf), "%s%s", i ? "," : "", v[i]);
+	return buf;
+}
+
+/*
+ * alive_list (issue 50): every identity a live session holds, in one
+ * request, as alive_of answers each; a session that ends leaves the list.
+ */
+static void liveness_listed_in_one_request(void **state)
+{
+	(void)state;
+	struct fw_fleet_store *a = open_store(), *b = open_store();
+	char names[256];
+	make_root(a);
+	assert_string_equal(alive_names(b, names), "");
+	assert_int_equal(a->ops->alive_claim(a, "list-a", "pid 1", 5), 0);
+	assert_int_equal(b->ops->alive_claim(b, "list-b", "pid 2", 5), 0);
+	assert_string_equal(alive_names(b, names), "list-a,list-b");
+	a->ops->close(a); /* its session ends: its name goes */
+	assert_string_equal(alive_names(b, names), "list-b");
+	b->ops->close(b);
+	struct fw_fleet_store *c = open_store();
+	assert_string_equal(alive_names(c, names), "");
+	a->ops->free(a);
+	b->ops->free(b);
+	c->ops->free(c);
 }
 
 /*
@@ -301,6 +361,7 @@ int main(void)
 		cmocka_unit_test(create_if_absent_and_cas),
 		cmocka_unit_test(liveness_belongs_to_one_session),
 		cmocka_unit_test(liveness_replaced_at_its_version),
+		cmocka_unit_test(liveness_listed_in_one_request),
 		cmocka_unit_test(now_is_the_stores_clock),
 		cmocka_unit_test(survives_one_server_killed),
 	};

@@ -6,8 +6,9 @@
  *    by its principal only, readable by anyone;
  *  - a client without credentials, and one with other credentials, can
  *    neither change a worker record, nor delete it and create it again at
- *    floor 0, nor create another, nor change the root's ACL: ZooKeeper
- *    itself refuses (ZNOAUTH); it can still read (flakectl fleet ls);
+ *    floor 0, nor create another, nor change the root's ACL, nor the
+ *    census the nodes share (issue 50): ZooKeeper itself refuses (ZNOAUTH);
+ *    it can still read (flakectl fleet ls);
  *  - a registry with the wrong credentials refuses to start
  *    (FW_EFLEET_AUTH), with the right ones it takes its IDs back;
  *  - a fleet created with open ACLs is secured by fw_fleet_secure (the
@@ -133,6 +134,11 @@ static void stranger_refused(const char *root, const char *digest)
 		zoo_create(zh, w9, floor0, (int)strlen(floor0), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0),
 		ZNOAUTH);
 	assert_int_equal(zoo_set_acl(zh, root, -1, &ZOO_OPEN_ACL_UNSAFE), ZNOAUTH);
+	/* the census the node's start wrote (issue 50): the gauges of every node */
+	char census[512];
+	fw_fleet_key_sub(census, sizeof(census), root, "census");
+	assert_int_equal(zoo_set(zh, census, "x", 1, -1), ZNOAUTH);
+	assert_int_equal(zoo_delete(zh, census, -1), ZNOAUTH);
 	char nodes[512];
 	fw_fleet_key_sub(nodes, sizeof(nodes), root, "nodes/evil");
 	assert_int_equal(
@@ -191,7 +197,7 @@ static void test_secure_migrates_open_fleet(void **state)
 	int n = fw_fleet_secure(ZK, root, 5000, err, sizeof(err));
 	if (n < 0)
 		fail_msg("secure: %d %s", n, err);
-	assert_true(n >= 5); /* root, workers, nodes, clock, workers/00000 */
+	assert_true(n >= 6); /* root, workers, nodes, clock, census, workers/00000 */
 	stranger_refused(root, NULL);
 	/* a second secure by another principal is refused */
 	fw_fleet_admin_zk_auth("other:pw");
