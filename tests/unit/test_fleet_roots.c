@@ -793,7 +793,8 @@ static void test_fence_version_reused(void **state)
 	assert_int_equal(fence("/a", l, 0, 60000, &at, err, sizeof(err)), 0);
 	WAIT_FOR(!status(a).root_stopped, 2000);
 	assert_false(status(a).root_stopped);
-	usleep(300 * 1000); /* renewals after the fence */
+	/* node-a's first renewal after the fence finds node-b's token: lost */
+	WAIT_FOR(fw_fleet_slot(a, 0, &s1) == 0 && (s1.worker != s0.worker || s1.lost), 3000);
 	assert_true(memsrv_get(M, w, &now, &v_now));
 	assert_string_equal(now.owner, "node-b"); /* node-b's record stands */
 	assert_int_equal(now.token, 0x1234);
