@@ -492,6 +492,30 @@ static uint64_t mono_ms(void)
 }
 
 /*
+ * The restore tests' start: root /a made (1 datacenter bit, 2 worker bits),
+ * a copy of the store taken then (the root, no worker record), and node-a
+ * started with @renew_ms and @lease_ms, holding slot 0 (*s0). Returns the
+ * copy (free() it); node-a in *a, its configuration in *c.
+ */
+static struct memsnap *restore_setup(struct fw_fleet_config *c, uint32_t renew_ms,
+				     uint64_t lease_ms, struct fw_fleet **a,
+				     struct fw_fleet_slot *s0)
+{
+	char err[1024];
+	struct fw_layout l = layout(1, 2);
+	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
+	struct memsnap *copy = memsrv_snapshot(M);
+	cfg_for(c, "/a", l, 0);
+	c->renew_ms = renew_ms;
+	if (lease_ms)
+		c->lease_ms = lease_ms;
+	assert_int_equal(start(c, 1, a, err, sizeof(err)), 0);
+	assert_int_equal(fw_fleet_slot(*a, 0, s0), 0);
+	assert_true(s0->worker >= 0);
+	return copy;
+}
+
+/*
  * A registry restored from a copy taken before node-a claimed its worker
  * ID (ZooKeeper's way: no history mark; the server restarts on the copy, so
  * every session ends). In the copy the ID is free: a fresh process would
@@ -510,14 +534,8 @@ static void test_restore_stops_fresh_node(void **state)
 	struct fw_fleet_slot s0, s1;
 	struct fw_fleet_stop st;
 	struct fw_layout l = layout(1, 2);
-	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
-	struct memsnap *copy = memsrv_snapshot(M); /* the root, no worker record */
-	cfg_for(&c, "/a", l, 0);
-	c.renew_ms = 10000; /* detection must not wait for it */
-	c.lease_ms = 60000;
-	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
-	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
-	assert_true(s0.worker >= 0);
+	/* renew_ms 10 s: detection must not wait for it */
+	struct memsnap *copy = restore_setup(&c, 10000, 60000, &a, &s0);
 	uint64_t t0 = mono_ms();
 	memsrv_restore(M, copy, true);
 	free(copy);
@@ -567,13 +585,9 @@ static void test_restore_history_stops_fresh_node(void **state)
 	struct fw_fleet *a = NULL;
 	struct fw_fleet_stop st;
 	struct fw_layout l = layout(1, 2);
+	struct fw_fleet_slot s0;
 	memsrv_keep_history(M, true);
-	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
-	struct memsnap *copy = memsrv_snapshot(M);
-	cfg_for(&c, "/a", l, 0);
-	c.renew_ms = 10000;
-	c.lease_ms = 60000;
-	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
+	struct memsnap *copy = restore_setup(&c, 10000, 60000, &a, &s0);
 	usleep(200 * 1000); /* past the registry thread's first round: the next is renew_ms on */
 	memsrv_restore(M, copy, false);
 	free(copy);
@@ -600,18 +614,11 @@ static void test_restore_history_stops_fresh_node(void **state)
 static void test_restore_record_gone(void **state)
 {
 	(void)state;
-	char err[1024];
 	struct fw_fleet_config c;
 	struct fw_fleet *a = NULL;
 	struct fw_fleet_stop st;
 	struct fw_fleet_slot s0, s1;
-	struct fw_layout l = layout(1, 2);
-	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
-	struct memsnap *copy = memsrv_snapshot(M);
-	cfg_for(&c, "/a", l, 0);
-	c.renew_ms = 50;
-	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
-	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	struct memsnap *copy = restore_setup(&c, 50, 0, &a, &s0);
 	memsrv_restore(M, copy, false);
 	free(copy);
 	memsrv_rev_set(M, 1000000);
@@ -636,19 +643,11 @@ static void test_restore_record_gone(void **state)
 static void test_restore_taken_below_lease(void **state)
 {
 	(void)state;
-	char err[1024];
 	struct fw_fleet_config c;
 	struct fw_fleet *a = NULL;
 	struct fw_fleet_stop st;
 	struct fw_fleet_slot s0, s1;
-	struct fw_layout l = layout(1, 2);
-	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
-	struct memsnap *copy = memsrv_snapshot(M);
-	cfg_for(&c, "/a", l, 0);
-	c.renew_ms = 50;
-	c.lease_ms = 60000;
-	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
-	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	struct memsnap *copy = restore_setup(&c, 50, 60000, &a, &s0);
 	memsrv_restore(M, copy, false);
 	free(copy);
 	memsrv_rev_set(M, 1000000);
@@ -766,13 +765,7 @@ static void test_fence_version_reused(void **state)
 	struct fw_fleet_rec held, now;
 	int64_t v_held = 0, v_now = 0;
 	struct fw_layout l = layout(1, 2);
-	assert_int_equal(init("/a", l, 0, NULL, err, sizeof(err)), FW_FLEET_INIT_CREATED);
-	struct memsnap *copy = memsrv_snapshot(M);
-	cfg_for(&c, "/a", l, 0);
-	c.renew_ms = 50;
-	c.lease_ms = 60000;
-	assert_int_equal(start(&c, 1, &a, err, sizeof(err)), 0);
-	assert_int_equal(fw_fleet_slot(a, 0, &s0), 0);
+	struct memsnap *copy = restore_setup(&c, 50, 60000, &a, &s0);
 	uint32_t w = (uint32_t)s0.worker;
 	WAIT_FOR(status(a).renewals >= 2, 2000);
 	memsrv_fail_worker(M, w, -EIO); /* no renewal lands: the version held stays */
