@@ -1039,93 +1039,67 @@ static void usage(void)
 		"  [--extra N] [--seed N] [--label TEXT] [--datacenter D]\n");
 }
 
+/* The options: a string (str), a flag (flag), or a number into a uint32_t
+ * (u32) or uint64_t (u64) field of O. */
+static const struct simopt {
+	const char *name;
+	const char **str;
+	bool *flag;
+	uint32_t *u32;
+	uint64_t *u64;
+} OPTS[] = {
+	{"connect", &O.connect},
+	{"root", &O.root},
+	{"dir", &O.dir},
+	{"label", &O.label},
+	{"etcd", NULL, &O.etcd},
+	{"nodes", .u32 = &O.nodes},
+	{"slots", .u32 = &O.slots},
+	{"per-proc", .u32 = &O.per_proc},
+	{"worker-bits", .u32 = &O.worker_bits},
+	{"lease-ms", .u64 = &O.lease_ms},
+	{"renew-ms", .u64 = &O.renew_ms},
+	{"session-ms", .u32 = &O.session_ms},
+	{"batch", .u32 = &O.batch},
+	{"batch-gap-ms", .u32 = &O.batch_gap_ms},
+	{"steady-s", .u32 = &O.steady_s},
+	{"timeout-s", .u32 = &O.timeout_s},
+	{"duration-s", .u32 = &O.duration_s},
+	{"period-s", .u32 = &O.period_s},
+	{"fraction", .u32 = &O.fraction},
+	{"rounds", .u32 = &O.rounds},
+	{"extra", .u32 = &O.extra},
+	{"seed", .u32 = &O.seed},
+	{"datacenter", .u32 = &O.datacenter},
+};
+
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"connect", 1, 0, 'c'},      {"root", 1, 0, 'r'},        {"dir", 1, 0, 'd'},
-		{"etcd", 0, 0, 'e'},         {"nodes", 1, 0, 'n'},       {"slots", 1, 0, 's'},
-		{"per-proc", 1, 0, 'k'},     {"worker-bits", 1, 0, 'w'}, {"lease-ms", 1, 0, 'L'},
-		{"renew-ms", 1, 0, 'R'},     {"session-ms", 1, 0, 'S'},  {"batch", 1, 0, 'b'},
-		{"batch-gap-ms", 1, 0, 'g'}, {"steady-s", 1, 0, 'y'},    {"timeout-s", 1, 0, 't'},
-		{"duration-s", 1, 0, 'm'},   {"period-s", 1, 0, 'p'},    {"fraction", 1, 0, 'f'},
-		{"rounds", 1, 0, 'o'},       {"extra", 1, 0, 'x'},       {"seed", 1, 0, 'z'},
-		{"label", 1, 0, 'l'},        {"datacenter", 1, 0, 'D'},  {0, 0, 0, 0}};
+	struct option lo[FW_ARRAY_SIZE(OPTS) + 1];
+	for (size_t i = 0; i < FW_ARRAY_SIZE(OPTS); i++)
+		lo[i] = (struct option){OPTS[i].name, OPTS[i].flag ? 0 : 1, NULL, (int)i};
+	lo[FW_ARRAY_SIZE(OPTS)] = (struct option){0, 0, 0, 0};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		unsigned long long v = optarg ? strtoull(optarg, NULL, 10) : 0;
-		switch (ch) {
-		case 'c':
-			O.connect = optarg;
-			break;
-		case 'r':
-			O.root = optarg;
-			break;
-		case 'd':
-			O.dir = optarg;
-			break;
-		case 'l':
-			O.label = optarg;
-			break;
-		case 'e':
-			O.etcd = true;
-			break;
-		case 'n':
-			O.nodes = (uint32_t)v;
-			break;
-		case 's':
-			O.slots = (uint32_t)v;
-			break;
-		case 'k':
-			O.per_proc = (uint32_t)v;
-			break;
-		case 'w':
-			O.worker_bits = (uint32_t)v;
-			break;
-		case 'L':
-			O.lease_ms = v;
-			break;
-		case 'R':
-			O.renew_ms = v;
-			break;
-		case 'S':
-			O.session_ms = (uint32_t)v;
-			break;
-		case 'b':
-			O.batch = (uint32_t)v;
-			break;
-		case 'g':
-			O.batch_gap_ms = (uint32_t)v;
-			break;
-		case 'y':
-			O.steady_s = (uint32_t)v;
-			break;
-		case 't':
-			O.timeout_s = (uint32_t)v;
-			break;
-		case 'm':
-			O.duration_s = (uint32_t)v;
-			break;
-		case 'p':
-			O.period_s = (uint32_t)v;
-			break;
-		case 'f':
-			O.fraction = (uint32_t)v;
-			break;
-		case 'o':
-			O.rounds = (uint32_t)v;
-			break;
-		case 'x':
-			O.extra = (uint32_t)v;
-			break;
-		case 'z':
-			O.seed = (uint32_t)v;
-			break;
-		case 'D':
-			O.datacenter = (uint32_t)v;
-			break;
-		default:
+		if (ch < 0 || (size_t)ch >= FW_ARRAY_SIZE(OPTS)) {
 			usage();
 			return 2;
+		}
+		const struct simopt *o = &OPTS[ch];
+		char *end = NULL;
+		unsigned long long v = optarg ? strtoull(optarg, &end, 10) : 0;
+		if (o->flag) {
+			*o->flag = true;
+		} else if (o->str) {
+			*o->str = optarg;
+		} else if (!*optarg || *end || (o->u32 && v > UINT32_MAX)) {
+			fprintf(stderr, "fleet_simulate: --%s %s: not a number%s\n", o->name,
+				optarg, o->u32 ? " of 0-4294967295" : "");
+			return 2;
+		} else if (o->u32) {
+			*o->u32 = (uint32_t)v;
+		} else {
+			*o->u64 = v;
 		}
 	}
 	if (optind != argc - 1 || !O.connect || !O.root || !O.dir) {
