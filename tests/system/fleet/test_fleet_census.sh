@@ -18,7 +18,8 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
+FP_ARGS=(--sockets 16 --worker-bits 3)
 
 sys_init fleetcen
 cen_cleanup() {
@@ -43,20 +44,6 @@ node() { # NAME STATE PORT THREADS [--set ...]
 	sys_start "$SYS_TMP/$name.log" "$FLAKESOCK" "${COMMON[@]}" --threads "$threads" \
 		--set net.udp_port="$port" --set "state.file=$SYS_TMP/$state/mark" \
 		--set fleet.identity="$name" "$@"
-}
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 3; }
-workers() { probe "$1" | sed -n 's/.*workers=\([0-9,]*\).*/\1/p'; }
-serves() { # PORT N: waits until it serves N worker IDs
-	local w
-	for _ in $(seq 120); do
-		w=$(workers "$1")
-		[ -n "$w" ] && [ "$(echo "$w" | tr ',' '\n' | wc -l)" = "$2" ] && return 0
-		sleep 0.25
-	done
-	return 1
-}
-metric() { # PORT NAME
-	sys_in_ns curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'
 }
 
 node a a 5641 2 --set metrics.listen=127.0.0.1:9861

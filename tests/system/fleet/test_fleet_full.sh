@@ -16,7 +16,8 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
+FP_ARGS=(--sockets 16 --worker-bits 3)
 
 sys_init fleetfull
 full_cleanup() {
@@ -42,21 +43,6 @@ node() { # NAME PORT THREADS [--set ...]
 	sys_start "$SYS_TMP/$name.log" "$FLAKESOCK" "${COMMON[@]}" --threads "$threads" \
 		--set net.udp_port="$port" --set "state.file=$SYS_TMP/$name/mark" \
 		--set fleet.identity="$name" "$@"
-}
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 3 "${@:2}"; }
-workers() { probe "$1" | sed -n 's/.*workers=\([0-9,]*\).*/\1/p'; }
-serves() { # PORT N: waits until it serves N worker IDs (SERVED: which)
-	local w
-	for _ in $(seq 120); do
-		w=$(workers "$1")
-		SERVED=$w
-		[ -n "$w" ] && [ "$(echo "$w" | tr ',' '\n' | wc -l)" = "$2" ] && return 0
-		sleep 0.25
-	done
-	return 1
-}
-metric() { # PORT NAME
-	sys_in_ns curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'
 }
 readyz() { sys_in_ns curl -s -o "$SYS_TMP/readyz" -w '%{http_code}' "http://127.0.0.1:$1/readyz"; }
 ls_root() { sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /full --timeout 15000; }

@@ -18,7 +18,8 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
+FP_ARGS=(--sockets 16 --worker-bits 4)
 
 sys_init fleetoc
 oc_cleanup() {
@@ -47,8 +48,6 @@ node() {
 		"$FLAKESOCK" "${COMMON[@]}" --set net.udp_port="$port" \
 		--set "state.file=$SYS_TMP/$name/mark" --set fleet.identity="$name" "$@"
 }
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 4; }
-workers() { probe "$1" | sed -n 's/.*workers=\([0-9,]*\).*/\1/p'; }
 two() { # PORT: waits until it serves two worker IDs; prints them
 	local w
 	for _ in $(seq 80); do

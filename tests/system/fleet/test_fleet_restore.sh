@@ -21,7 +21,8 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
+FP_ARGS=(--sockets 32)
 
 sys_init restore
 restore_cleanup() {
@@ -50,38 +51,25 @@ sock() { # sock NAME PORT
 		--set "fleet.identity=$1" --set "fleet.cache_file=$SYS_TMP/$1.cache" \
 		--set "metrics.listen=127.0.0.1:${MP[$1]}" "${COMMON[@]}"
 }
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" "${@:2}"; }
-field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
-until_ok() { # until_ok SECS PORT: all 8 sockets answered OK
-	local i out
-	for ((i = 0; i < $1 * 4; i++)); do
-		out=$(probe "$2" --sockets 8)
-		[ "$(echo "$out" | field ok)" = 8 ] && return 0
-		sleep 0.25
-	done
-	echo "  last: $out"
-	return 1
-}
 collect() { # every OK reply's IDs from both nodes into ids
 	local p
 	for p in 5601 5602; do probe "$p" --sockets 8 --ids "$SYS_TMP/ids.raw" >/dev/null; done
 }
-metric() { # metric NAME FAMILY: its value on node NAME's /metrics
+node_metric() { # node_metric NAME FAMILY: its value on node NAME's /metrics
 	sys_in_ns curl -s -m 2 "http://127.0.0.1:${MP[$1]}/metrics" | awk -v f="$2" '$1 == f {print $2}'
 }
 root_ok_is() { # root_ok_is WANT SECS: both nodes' flakewire_fleet_root_ok
 	local i n
 	for ((i = 0; i < $2 * 4; i++)); do
 		n=0
-		for x in a b; do [ "$(metric "$x" flakewire_fleet_root_ok)" = "$1" ] && n=$((n + 1)); done
+		for x in a b; do [ "$(node_metric "$x" flakewire_fleet_root_ok)" = "$1" ] && n=$((n + 1)); done
 		[ "$n" = 2 ] && return 0
 		collect
 		sleep 0.25
 	done
 	return 1
 }
-renewals() { echo $(($(metric a flakewire_fleet_renewals_total) + $(metric b flakewire_fleet_renewals_total))); }
-workers() { probe "$1" --sockets 32 | field workers; }
+renewals() { echo $(($(node_metric a flakewire_fleet_renewals_total) + $(node_metric b flakewire_fleet_renewals_total))); }
 
 sock a 5601
 sock b 5602

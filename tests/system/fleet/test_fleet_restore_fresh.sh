@@ -26,7 +26,8 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
+FP_ARGS=(--sockets 32)
 
 sys_init restorefresh
 fresh_cleanup() {
@@ -59,23 +60,10 @@ sock() { # sock NAME: a fresh process of identity NAME, its own state and cache
 		--set "fleet.identity=$1" --set "fleet.cache_file=$SYS_TMP/$1.cache" \
 		--set "metrics.listen=127.0.0.1:${MP[$1]}" "${COMMON[@]}"
 }
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" "${@:2}"; }
-field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
-until_ok() { # until_ok SECS PORT: all 8 sockets answered OK
-	local i out
-	for ((i = 0; i < $1 * 4; i++)); do
-		out=$(probe "$2" --sockets 8)
-		[ "$(echo "$out" | field ok)" = 8 ] && return 0
-		sleep 0.25
-	done
-	echo "  last: $out"
-	return 1
-}
 collect() { # every OK reply's IDs from both nodes into ids
 	local p
 	for p in "${UP[a]}" "${UP[b]}"; do probe "$p" --sockets 8 --ids "$SYS_TMP/ids.raw" >/dev/null; done
 }
-workers() { probe "$1" --sockets 32 | field workers; }
 renewals() { # node a's flakewire_fleet_renewals_total
 	sys_in_ns curl -s -m 2 "http://127.0.0.1:${MP[a]}/metrics" |
 		awk '$1 == "flakewire_fleet_renewals_total" {print $2}'

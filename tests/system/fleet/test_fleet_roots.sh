@@ -21,7 +21,7 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
 
 sys_init roots
 roots_cleanup() {
@@ -64,18 +64,6 @@ sock() {
 		--set "net.udp_port=$port" --set "state.file=$SYS_TMP/$name.mark" --set "$REG_SET" \
 		--set "fleet.identity=$name" --set "fleet.cache_file=$SYS_TMP/$name.cache" \
 		"${COMMON[@]}" "$@"
-}
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" "${@:2}"; }
-field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
-until_ok() { # until_ok SECS PORT SOCKETS: every socket answered OK
-	local i out
-	for ((i = 0; i < $1 * 4; i++)); do
-		out=$(probe "$2" --sockets "$3")
-		[ "$(echo "$out" | field ok)" = "$3" ] && return 0
-		sleep 0.25
-	done
-	echo "  last: $out"
-	return 1
 }
 # init EXPECTED_EXIT PATTERN ARGS...: flakectl fleet init ARGS, its exit and output
 init() {
@@ -155,7 +143,6 @@ echo "$LS" | sed 's/^/  /'
 M=$(sed -n 's/^[0-9]* of \([0-9]*\) worker IDs owned.*/\1/p' <<<"$LS")
 check "fleet ls /bars/one: of ${M:-?} IDs, 2 reserved, $((${M:-0} - 2)) claimable, a's 2 held, $((${M:-0} - 4)) free" \
 	grep -Eq "^free: $((${M:-0} - 4)) .*; stranded: 0 .*; $((${M:-0} - 2)) claimable, 2 reserved for static nodes, 0 garbled" <<<"$LS"
-metric() { sys_in_ns curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n {print $2}'; }
 check "a's /metrics counts the same: $((${M:-0} - 4)) free, $((${M:-0} - 2)) in all" \
 	test "$(metric 9871 flakewire_fleet_free_worker_ids) $(metric 9871 flakewire_fleet_worker_ids)" = "$((${M:-0} - 4)) $((${M:-0} - 2))"
 sys_done

@@ -13,7 +13,8 @@ FLAKECTL=$2
 HERE=$(dirname "$0")
 . "$HERE/../lib.sh"
 . "$HERE/registry.sh"
-PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
+. "$HERE/node.sh"
+FP_ARGS=(--sockets 16 --worker-bits 4)
 
 sys_init fleetsr
 sr_cleanup() {
@@ -35,8 +36,6 @@ node() { # NAME PORT
 	sys_start "$SYS_TMP/$1.log" "$FLAKESOCK" "${COMMON[@]}" --set net.udp_port="$2" \
 		--set "state.file=$SYS_TMP/$1/mark" --set fleet.identity="$1"
 }
-probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 16 --worker-bits 4; }
-workers() { probe "$1" | sed -n 's/.*workers=\([0-9,]*\).*/\1/p'; }
 two() {
 	local w
 	for _ in $(seq 80); do
