@@ -337,32 +337,55 @@ static int es_meta_cas(struct fw_fleet_store *s, const char *key, const char *bu
 	return es_meta_put(E(s), key, "MOD", version, buf, len, -ESTALE);
 }
 
-static int es_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
+/*
+ * The names of the keys below ROOT/@sub/ (keys only, one range request),
+ * each given to @each (a non-zero return stops there and is returned).
+ * Returns 0, @each's code, or the store's.
+ */
+static int keys_below(struct etcd *e, const char *sub, int (*each)(void *arg, const char *name),
+		      void *arg)
 {
-	struct etcd *e = E(s);
 	char pfx[KEY_LEN];
 	struct json_object *out = NULL, *kvs;
-	int n = fw_fleet_key_sub(pfx, sizeof(pfx) - 1, e->root, "workers");
+	int n = fw_fleet_key_sub(pfx, sizeof(pfx) - 1, e->root, sub);
 	pfx[n] = '/';
 	pfx[n + 1] = '\0';
 	int rc = etcd_call(&e->c, "/v3/kv/range", range_req(pfx, true, true), &out, NULL);
 	if (rc != 0)
 		return fail(e, rc);
 	if (json_object_object_get_ex(out, "kvs", &kvs)) {
-		for (size_t i = 0; i < json_object_array_length(kvs); i++) {
+		for (size_t i = 0; rc == 0 && i < json_object_array_length(kvs); i++) {
 			char k[KEY_LEN];
 			int kl = etcd_unb64(json_object_array_get_idx(kvs, i), "key", k,
 					    sizeof(k) - 1);
 			if (kl <= n + 1)
 				continue;
 			k[kl] = '\0';
-			int32_t w = fw_fleet_key_worker_parse(k + n + 1, total);
-			if (w >= 0)
-				exists[w] = true;
+			rc = each(arg, k + n + 1);
 		}
 	}
 	json_object_put(out);
+	return rc;
+}
+
+struct listed {
+	bool *exists;
+	uint32_t total;
+};
+
+static int listed_worker(void *arg, const char *name)
+{
+	struct listed *l = arg;
+	int32_t w = fw_fleet_key_worker_parse(name, l->total);
+	if (w >= 0)
+		l->exists[w] = true;
 	return 0;
+}
+
+static int es_list(struct fw_fleet_store *s, bool *exists, uint32_t total)
+{
+	struct listed l = {exists, total};
+	return keys_below(E(s), "workers", listed_worker, &l);
 }
 
 static int es_get(struct fw_fleet_store *s, uint32_t w, char *buf, int *len, struct fw_fleet_ver *v)
@@ -546,28 +569,7 @@ static int es_history(struct fw_fleet_store *s, int64_t *mark)
 static int es_alive_list(struct fw_fleet_store *s, int (*each)(void *arg, const char *identity),
 			 void *arg)
 {
-	struct etcd *e = E(s);
-	char pfx[KEY_LEN];
-	struct json_object *out = NULL, *kvs;
-	int n = fw_fleet_key_sub(pfx, sizeof(pfx) - 1, e->root, "nodes");
-	pfx[n] = '/';
-	pfx[n + 1] = '\0';
-	int rc = etcd_call(&e->c, "/v3/kv/range", range_req(pfx, true, true), &out, NULL);
-	if (rc != 0)
-		return fail(e, rc);
-	if (json_object_object_get_ex(out, "kvs", &kvs)) {
-		for (size_t i = 0; rc == 0 && i < json_object_array_length(kvs); i++) {
-			char k[KEY_LEN];
-			int kl = etcd_unb64(json_object_array_get_idx(kvs, i), "key", k,
-					    sizeof(k) - 1);
-			if (kl <= n + 1)
-				continue;
-			k[kl] = '\0';
-			rc = each(arg, k + n + 1);
-		}
-	}
-	json_object_put(out);
-	return rc;
+	return keys_below(E(s), "nodes", each, arg);
 }
 
 static const char *es_last_error(struct fw_fleet_store *s)
