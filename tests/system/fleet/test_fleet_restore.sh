@@ -100,7 +100,21 @@ status_says() { # flakectl status of a: WARNING (or worse), naming the stopped r
 	[ "$rc" -ge 1 ] && grep -q "^root .*stopped" "$SYS_TMP/status"
 }
 check "  flakectl status says the root stopped the claims" status_says
-check "  each says so once" bash -c 'for n in a b; do [ "$(grep -c "no fleet root /r" "$1/$n.log")" = 1 ] || exit 1; done' _ "$SYS_TMP"
+# each node says it stopped, and not at every round (renew_ms 500: about 8
+# rounds by now): a line per change of what it sees. ZooKeeper's deleteall
+# removes the children before the root, so a renewal in between may find its
+# record gone first ("the store went back"); a store error between two rounds
+# (a loaded machine) makes the root's line a change again.
+said_once() {
+	local n gone back
+	for n in a b; do
+		gone=$(grep -c "no fleet root /r" "$SYS_TMP/$n.log")
+		back=$(grep -c "the store went back" "$SYS_TMP/$n.log")
+		echo "  $n: 'no fleet root' $gone, 'the store went back' $back"
+		[ "$gone" -le 2 ] && [ "$back" -le 1 ] && [ $((gone + back)) -ge 1 ] || return 1
+	done
+}
+check "  each says so once" said_once
 grep -m1 "no fleet root /r" "$SYS_TMP/a.log" | cut -c1-300 | sed 's/^/  /'
 init_refused() {
 	local out rc
