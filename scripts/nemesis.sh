@@ -264,7 +264,7 @@ WIPES=0
 RESTORES=0
 node_index() { echo "${1#n}"; }
 fault() {
-	local kind=$1 target=$2 dur=$3 param=$4 i off rc
+	local kind=$1 target=$2 dur=$3 param=$4 i off rc rel
 	ev fault "$kind" "$target" "$param"
 	case "$kind" in
 	zk-cut-short | zk-cut-long)
@@ -285,6 +285,19 @@ fault() {
 		sleep "$(ms_to_s "$dur")"
 		GEN[$i]=$((GEN[$i] + 1))
 		IDENT[$i]="n$i.r${GEN[$i]}"
+		node_start "$i" 30
+		;;
+	graceful)
+		# SIGTERM: the node stops its workers, persists its final mark and
+		# releases its worker IDs (floor at or above that mark, issue 50)
+		# before it exits; down this long, then started again on the same
+		# state, where it claims free IDs, released ones first (its own, unless
+		# another node's slot took one meanwhile)
+		i=$(node_index "$target")
+		node_term "$i"
+		rel=$(tail -c +"$((LOGOFF[$i] + 1))" "${DIR[$i]}/resp.log" | grep -c "released at the stop")
+		ev note "$target" "stopped gracefully: $rel worker ID(s) released"
+		sleep "$(ms_to_s "$dur")"
 		node_start "$i" 30
 		;;
 	stop)

@@ -28,7 +28,7 @@ import sys
 KINDS = ["zk-cut-short", "zk-cut-long", "kill", "stop", "clock-back-small",
          "clock-back-large", "clock-fwd", "leader-kill", "store-restart", "disk-full",
          "twin", "replace", "partition-twin", "same-state-twin", "store-error",
-         "release", "root-wipe", "snapshot-restore"]
+         "release", "root-wipe", "snapshot-restore", "graceful"]
 OVERHEAD_MS = 1500  # a restart, the waits around a fault
 
 
@@ -40,6 +40,8 @@ def extra_ms(kind, a):
         return 3000
     if kind == "release":  # the registry read, the two flakectl runs
         return 1000
+    if kind == "graceful":  # the stop (final mark, releases), the start
+        return 1500
     if kind == "root-wipe":  # the keys deleted (ZooKeeper: a JVM's start), the fence, and
         # the wait for its floor (the longest lease) before the nodes issue again
         return 4000 + max(a.long_lease_ms, a.lease_ms)
@@ -62,13 +64,15 @@ def draw(rng, kind, nodes, lease, renew, a):
         return rng.choice(sock), 2000, 0
     if kind == "store-error":  # store refusing writes this long; a backward step
         return node, int(u(3000, 4500)), -int(u(1200, 3000))
-    if kind in ("replace", "release") and a.long_node and len(nodes) > 1:
+    if kind in ("replace", "release", "graceful") and a.long_node and len(nodes) > 1:
         node = rng.choice([n for n in nodes if n != a.long_node])
     if kind == "zk-cut-short":  # within the lease: renewals resume before it ends
         return node, int(u(0.2, 0.45) * (lease - renew)), 0
     if kind == "zk-cut-long":  # beyond the lease: the node must stop issuing
         return node, int(u(1.5, 3.0) * lease), 0
     if kind == "kill":  # SIGKILL, down this long, restarted
+        return node, int(u(300, 2000)), 0
+    if kind == "graceful":  # SIGTERM (its IDs released), down this long, restarted
         return node, int(u(300, 2000)), 0
     if kind == "stop":  # SIGSTOP beyond the lease, then SIGCONT
         return node, int(u(1.25, 2.0) * lease), 0

@@ -297,11 +297,12 @@ p = subprocess.run(base + ["--seconds", "79", "--force", ",".join(forced)],
                    capture_output=True, text=True, timeout=30)
 lines = [x.split() for x in p.stdout.splitlines()]
 ok("plan --force: the forced kinds first, partition-twin on the long-lease node n3, the "
-   "same-state twin on a flakesock node, replace and release elsewhere",
+   "same-state twin on a flakesock node, replace, release and graceful elsewhere",
    p.returncode == 0 and sorted(x[0] for x in lines[:4]) == sorted(forced) and
    all(x[1] == "n3" for x in lines if x[0] == "partition-twin") and
    all(x[1] in ("n1", "n2", "n3") for x in lines if x[0] == "same-state-twin") and
-   all(x[1] != "n3" for x in lines if x[0] in ("replace", "release")), p.stdout + p.stderr)
+   all(x[1] != "n3" for x in lines if x[0] in ("replace", "release", "graceful")),
+   p.stdout + p.stderr)
 p3 = subprocess.run(base + ["--seconds", "79", "--kinds", "kill,stop,twin,zk-cut-long"],
                     capture_output=True, text=True, timeout=30)
 ok("plan: an explicit --kinds list without release draws as before it was added (seed 4)",
