@@ -162,7 +162,7 @@ static void worker_writes_refused_under_a_root_made_again(void **state)
 	assert_int_equal(s->ops->meta_create(s, ck, "c", 1), -ENOENT);
 	assert_int_equal(s2->ops->meta_get(s2, root, buf, &len, &g), -ENOENT);
 	assert_int_equal(s2->ops->meta_get(s2, ck, buf, &len, &g), -ENOENT);
-	make_root(s2);                                                  /* made again */
+	make_root(s2); /* made again */
 	assert_int_equal(s2->ops->create(s2, 21, "theirs", 6, &g), 0);
 	/* the node that read the old root: a create and a CAS refused */
 	assert_int_equal(s->ops->create(s, 22, "stale", 5, &v), -ENOENT);
