@@ -16,6 +16,11 @@
 #                             `flakectl fleet init` of ROOT in this registry (in
 #                             $SYS_NS when set): a node never makes its root (issue
 #                             48); ARGS: --set id.KEY=VALUE, --reserve LIST
+#   reg_test NAME [SIGNAL]    a fleet test's start: sys_init NAME, one server in
+#                             $SYS_NS, STORE (flakectl fleet's --zk or --etcd and
+#                             REG_CONNECT), and a trap at exit that sends SIGNAL
+#                             (TERM) to every SYS_PIDS, stops the registry and
+#                             cleans up
 #   REG_BIND (default 127.0.0.1): the client port's address (0.0.0.0 to reach
 #   it from other namespaces)
 #   REG_NAME: "ZooKeeper" or "etcd", for messages
@@ -64,4 +69,20 @@ reg_init() {
 	[ "$FW_STORE" = etcd ] && flag=--etcd
 	${SYS_NS:+ip netns exec "$SYS_NS"} "$ctl" fleet init "$flag" "$REG_CONNECT" --root "$root" \
 		--timeout 15000 "$@"
+}
+
+reg_test_cleanup() {
+	local pid
+	for pid in "${SYS_PIDS[@]}"; do kill -"$REG_TEST_SIG" "$pid" 2>/dev/null; done
+	sleep 0.3
+	reg_stop_all
+	sys_cleanup
+}
+reg_test() {
+	sys_init "$1"
+	REG_TEST_SIG=${2:-TERM}
+	trap reg_test_cleanup EXIT
+	reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+	echo "$REG_NAME: $REG_CONNECT"
+	if [ "$FW_STORE" = etcd ]; then STORE=(--etcd "$REG_CONNECT"); else STORE=(--zk "$REG_CONNECT"); fi
 }

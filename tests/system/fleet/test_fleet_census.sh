@@ -21,16 +21,7 @@ HERE=$(dirname "$0")
 . "$HERE/node.sh"
 FP_ARGS=(--sockets 16 --worker-bits 3)
 
-sys_init fleetcen
-cen_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap cen_cleanup EXIT
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+reg_test fleetcen KILL
 # the root, made by an operator (issue 48): nodes never create one
 reg_init "$FLAKECTL" /cen --set id.worker_bits=3 >/dev/null || { echo "FAIL: fleet init /cen"; exit 1; }
 
@@ -57,7 +48,7 @@ kill -KILL "$B"
 wait "$B" 2>/dev/null
 gone() {
 	for _ in $(seq 60); do
-		sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /cen --timeout 15000 |
+		sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /cen --timeout 15000 |
 			awk '$2 == "b" && $(NF-1) == "alive" {a++} END {exit a > 0}' && return 0
 		sleep 0.5
 	done
@@ -75,7 +66,7 @@ at=$(metric 9863 flakewire_fleet_census_timestamp_seconds)
 check "c's /metrics: the census its claim counted, taken at its start ($at), counted by c itself" \
 	awk -v t="$at" -v n="$(metric 9863 flakewire_fleet_censuses_total)" -v now="$(date +%s)" \
 	'BEGIN { exit !(now + 1 - t >= 0 && now - t < 60 && n >= 1) }'
-ls=$(sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /cen --timeout 15000)
+ls=$(sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /cen --timeout 15000)
 echo "$ls" | sed 's/^/  /'
 check "fleet ls: 3 free, 2 stranded, and when the next is back" \
 	grep -Eq '^free: 3 .*; stranded: 2 .*, the next back at 20[0-9-]+T' <<<"$ls"

@@ -19,17 +19,7 @@ HERE=$(dirname "$0")
 . "$HERE/node.sh"
 FP_ARGS=(--sockets 16 --worker-bits 3)
 
-sys_init fleetfull
-full_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap full_cleanup EXIT
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
-if [ "$FW_STORE" = etcd ]; then STORE=(--etcd "$REG_CONNECT"); else STORE=(--zk "$REG_CONNECT"); fi
+reg_test fleetfull KILL
 reg_init "$FLAKECTL" /full --set id.worker_bits=3 --reserve 0-3 >/dev/null ||
 	{ echo "FAIL: fleet init /full"; exit 1; }
 

@@ -21,16 +21,7 @@ HERE=$(dirname "$0")
 . "$HERE/node.sh"
 FP_ARGS=(--sockets 16 --worker-bits 4)
 
-sys_init fleetoc
-oc_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap oc_cleanup EXIT
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+reg_test fleetoc KILL
 # the root, made by an operator (issue 48): nodes never create one
 reg_init "$FLAKECTL" /oc --set id.worker_bits=4 >/dev/null || { echo "FAIL: fleet init /oc"; exit 1; }
 
@@ -96,5 +87,5 @@ check "upgraded, a takes its worker IDs back from the old default cache ($WA -> 
 	test -n "$WA3" -a "$WA3" = "$WA"
 check "and says so" grep -q "read the previous default cache" "$SYS_TMP/a.log"
 check "its cache is beside its state from now on" test -s "$SYS_TMP/a/mark.fleet"
-sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /oc | sed 's/^/  /'
+sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /oc | sed 's/^/  /'
 sys_done

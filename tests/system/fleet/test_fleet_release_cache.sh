@@ -19,16 +19,7 @@ HERE=$(dirname "$0")
 . "$HERE/registry.sh"
 PROBE="/usr/bin/python3 $HERE/fleetprobe.py"
 
-sys_init fleetrc
-rc_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap rc_cleanup EXIT
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+reg_test fleetrc
 # the root, made by an operator (issue 48): nodes never create one
 reg_init "$FLAKECTL" /rc --set id.worker_bits=1 >/dev/null || { echo "FAIL: fleet init /rc"; exit 1; }
 
@@ -40,7 +31,7 @@ COMMON=(--listen 127.0.0.1 --threads 1 --set id.worker_bits=1 --set fleet.root=/
 probe() { sys_in_ns $PROBE --server "127.0.0.1:$1" --sockets 8 --worker-bits 1; }
 workers() { probe "$1" | sed -n 's/.*workers=\([0-9,]*\).*/\1/p'; }
 owner() { # WORKER: its owner in the store ("" when free)
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /rc --timeout 15000 |
+	sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /rc --timeout 15000 |
 		awk -v w="$1" '$1 == w && $NF != "free" {print $2}'
 }
 echo "offset_ms=0" >"$FAULT"
@@ -92,6 +83,6 @@ rmdir "$CACHE.tmp"
 released() { for _ in $(seq 40); do [ -z "$(owner "$OLD")" ] && return 0; sleep 0.25; done; return 1; }
 check "once the cache is written, worker $OLD is released" released
 check "and the cache no longer names it" test -z "$(grep "^slot=0 worker=$OLD " "$CACHE")"
-sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /rc | sed 's/^/  /'
+sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /rc | sed 's/^/  /'
 kill -TERM "$A"
 sys_done

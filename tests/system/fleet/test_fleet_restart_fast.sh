@@ -47,16 +47,7 @@ ROUNDS=${ROUNDS:-1}
 NOCACHE_ROUNDS=${NOCACHE_ROUNDS:-1}
 LIMIT_MS=${LIMIT_MS:-5000}
 
-sys_init fleetrf
-rf_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap rf_cleanup EXIT
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+reg_test fleetrf KILL
 # the root, made by an operator (issue 48): nodes never create one
 reg_init "$FLAKECTL" /rf --set id.worker_bits=5 >/dev/null || { echo "FAIL: fleet init /rf"; exit 1; }
 
@@ -151,7 +142,7 @@ done
 # session's ephemeral; etcd: the key moved to the new lease)
 left=$(((T_KILL + 12000000000 - $(date +%s%N)) / 1000000))
 [ "$left" -gt 0 ] && sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"
-alive=$(sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /rf --timeout 15000 |
+alive=$(sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /rf --timeout 15000 |
 	awk -v w="${W%%,*}" '$1 == w && $2 == "a" && / alive /' | wc -l)
 check "12 s after the last kill a still holds its liveness record (fleet ls: worker ${W%%,*} alive)" \
 	test "$alive" = 1

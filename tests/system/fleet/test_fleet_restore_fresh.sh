@@ -29,19 +29,7 @@ HERE=$(dirname "$0")
 . "$HERE/node.sh"
 FP_ARGS=(--sockets 32)
 
-sys_init restorefresh
-fresh_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap fresh_cleanup EXIT
-
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
-echo "$REG_NAME: $REG_CONNECT"
-if [ "$FW_STORE" = etcd ]; then STORE=(--etcd "$REG_CONNECT"); else STORE=(--zk "$REG_CONNECT"); fi
+reg_test restorefresh
 ctl() { sys_in_ns "$FLAKECTL" fleet "$@" "${STORE[@]}" --root /r --timeout 15000; }
 check "fleet init /r" ctl init
 

@@ -23,19 +23,7 @@ HERE=$(dirname "$0")
 . "$HERE/registry.sh"
 . "$HERE/node.sh"
 
-sys_init roots
-roots_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap roots_cleanup EXIT
-
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
-echo "$REG_NAME: $REG_CONNECT"
-if [ "$FW_STORE" = etcd ]; then STORE=(--etcd "$REG_CONNECT"); else STORE=(--zk "$REG_CONNECT"); fi
+reg_test roots
 ctl() { sys_in_ns "$FLAKECTL" fleet "$@" --timeout 15000; }
 
 COMMON=(--set stats.interval_s=0 --set state.mark_ahead_ms=1000 --set "state.lock_dir=$SYS_TMP/locks"

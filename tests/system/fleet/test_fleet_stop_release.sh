@@ -16,16 +16,7 @@ HERE=$(dirname "$0")
 . "$HERE/node.sh"
 FP_ARGS=(--sockets 16 --worker-bits 4)
 
-sys_init fleetsr
-sr_cleanup() {
-	local pid
-	for pid in "${SYS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-	sleep 0.3
-	reg_stop_all
-	sys_cleanup
-}
-trap sr_cleanup EXIT
-reg_start "$SYS_TMP" 1 "ip netns exec $SYS_NS" || { echo "FAIL: $REG_NAME did not start"; exit 1; }
+reg_test fleetsr KILL
 # the root, made by an operator (issue 48): nodes never create one
 reg_init "$FLAKECTL" /sr --set id.worker_bits=4 >/dev/null || { echo "FAIL: fleet init /sr"; exit 1; }
 
@@ -46,7 +37,7 @@ two() {
 	return 1
 }
 owner() { # WORKER: its owner in the store ("" when free)
-	sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /sr --timeout 15000 |
+	sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /sr --timeout 15000 |
 		awk -v w="$1" '$1 == w && $2 != "of" && $NF != "free" {print $2}'
 }
 STOP_S=0
@@ -99,5 +90,5 @@ node a 5631
 WA2=$(two 5631)
 check "a, started again, takes its own back ($WA2)" test "$WA2" = "0,1"
 check "no worker ID served by two ($WA2 / $WC)" test -z "$(printf '%s\n' ${WA2//,/ } ${WC//,/ } | sort | uniq -d)"
-sys_in_ns "$FLAKECTL" fleet ls --zk "$REG_CONNECT" --root /sr | sed 's/^/  /'
+sys_in_ns "$FLAKECTL" fleet ls "${STORE[@]}" --root /sr | sed 's/^/  /'
 sys_done
