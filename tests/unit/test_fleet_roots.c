@@ -796,6 +796,53 @@ static void test_fence_version_reused(void **state)
 	fw_fleet_free(a);
 }
 
+/*
+ * The same without a fence: a restore under a running node put another
+ * owner's record (claimed before anyone saw the restore) at the very version
+ * node-a holds. node-a's session drops and comes back (a check round): its
+ * renewal reads the record before it writes, finds node-b's token below its
+ * confirmed lease, stops issuing under that worker ID at once and stops the
+ * fleet's claims. A compare-and-set on the version alone overwrote node-b's
+ * record and both went on issuing under one worker ID.
+ */
+static void test_reconnect_version_reused(void **state)
+{
+	(void)state;
+	struct fw_fleet_config c;
+	struct fw_fleet *a = NULL;
+	struct fw_fleet_stop st;
+	struct fw_fleet_slot s0, s1;
+	struct fw_fleet_rec held, now;
+	int64_t v_held = 0, v_now = 0;
+	struct memsnap *copy = restore_setup(&c, 50, 60000, &a, &s0);
+	uint32_t w = (uint32_t)s0.worker;
+	WAIT_FOR(status(a).renewals >= 2, 2000);
+	memsrv_fail_worker(M, w, -EIO); /* no renewal lands: the version held stays */
+	usleep(150 * 1000);
+	assert_true(memsrv_get(M, w, &held, &v_held));
+	memsrv_restore(M, copy, false);
+	free(copy);
+	memsrv_rev_set(M, 1000000); /* no write counter below one node-a saw */
+	uint64_t now_l = memsrv_now(M) - FW_DEFAULT_EPOCH_MS;
+	struct fw_fleet_rec b = {.token = 0x1234, .lease = now_l + 60000, .floor = 0};
+	snprintf(b.owner, sizeof(b.owner), "node-b");
+	char text[FW_FLEET_REC_MAX];
+	fw_fleet_rec_format(text, sizeof(text), &b);
+	memsrv_put_version(M, w, text, v_held); /* node-b's claim, at node-a's version */
+	memsrv_drop_sessions(M);                /* node-a reconnects: a check round */
+	memsrv_fail_worker(M, w, 0);
+	WAIT_FOR(fw_fleet_slot(a, 0, &s1) == 0 && s1.lost, 3000);
+	assert_true(memsrv_get(M, w, &now, &v_now));
+	assert_string_equal(now.owner, "node-b"); /* node-b's record stands */
+	assert_int_equal(fw_fleet_slot(a, 0, &s1), 0);
+	assert_true(s1.lost);
+	assert_true(s1.lease_ms <= memsrv_now(M) - FW_DEFAULT_EPOCH_MS); /* cut at once */
+	WAIT_FOR(stop_record(&st), 2000);
+	assert_true(stop_record(&st));
+	assert_non_null(strstr(st.reason, "node-b"));
+	fw_fleet_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -820,6 +867,7 @@ int main(void)
 		T(test_restored_store),
 		T(test_store_counter_went_back),
 		T(test_fence_version_reused),
+		T(test_reconnect_version_reused),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
